@@ -41,6 +41,10 @@ pub enum Command {
     Retry(RetryArgs),
     /// Ask the engine of a run to cancel a queued or running trial.
     Cancel(TrialSelector),
+    /// Write the results of runs or an experiment: Markdown with PNG charts, JSON and CSV (Method
+    /// D pass rates with CIs, comparisons, breakdowns, failure modes, the paper's numbers, skill
+    /// rubric scores).
+    Report(ReportArgs),
     /// Create skillscope's offline base image (skillscope/busybox:1) on the Docker host.
     BaseImage,
     /// Measure performance (prints figures).
@@ -315,6 +319,32 @@ pub struct RetryArgs {
     pub failed: bool,
 }
 
+/// `skillscope report`.
+#[derive(Debug, Args, Clone)]
+pub struct ReportArgs {
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Runs to report (names or shell patterns such as 'registry-*') [default: the newest run,
+    /// or its experiment when it is a round of one].
+    pub runs: Vec<String>,
+    /// Report an experiment: its four conditions A, B, A', B' and the plan's comparisons.
+    #[arg(long, conflicts_with = "runs")]
+    pub experiment: Option<String>,
+    /// Formats to write, comma-separated [default: md,json,csv].
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub format: Vec<crate::report::Format>,
+    /// Output folder [default: reports/<experiment or run>].
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Bootstrap resamples per confidence interval.
+    #[arg(long, default_value_t = crate::analysis::ci::DEFAULT_RESAMPLES)]
+    pub resamples: usize,
+    /// Seed of the bootstrap.
+    #[arg(long, default_value_t = crate::analysis::ci::DEFAULT_SEED)]
+    pub seed: u64,
+}
+
 /// `skillscope bench`.
 #[derive(Debug, Args, Clone)]
 pub struct BenchArgs {
@@ -350,6 +380,20 @@ pub enum BenchWhat {
         #[arg(long, default_value_t = 20_000)]
         trials: usize,
         /// Keep the generated folders here instead of a temporary folder.
+        #[arg(long, value_name = "DIR")]
+        keep: Option<PathBuf>,
+    },
+    /// Analysis speed: a store with this many finished synthetic trials (2 conditions), then the
+    /// full analysis (Method D, bootstrap CIs, breakdowns, task changes, failure modes) and the
+    /// report, timed.
+    Analysis {
+        /// Trials in the store.
+        #[arg(long, default_value_t = 1_000_000)]
+        trials: usize,
+        /// Tasks (trials are spread over them).
+        #[arg(long, default_value_t = 2_000)]
+        tasks: usize,
+        /// Keep the generated database and report here instead of a temporary folder.
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
     },

@@ -152,6 +152,50 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
     assert!(versions.iter().all(|v| v.origin == "learned"));
     assert_eq!(versions.len(), 5);
 
+    // The report of the finished experiment: the same four pass rates, the plan's comparisons,
+    // and every format on disk.
+    let report = skillscope::report::build(
+        &conn,
+        &skillscope::analysis::results::Selection::Experiment("e2e".into()),
+        &skillscope::analysis::ci::CiMethod::default(),
+    )
+    .unwrap();
+    let cond_labels: Vec<&str> = report
+        .results
+        .conditions
+        .iter()
+        .map(|c| c.label.as_str())
+        .collect();
+    assert_eq!(cond_labels, ["A", "B", "A'", "B'"]);
+    for (r, c) in out.results.iter().zip(&report.results.conditions) {
+        assert!(
+            (r.summary.pass_rate - c.pass_rate).abs() < 1e-12,
+            "{}",
+            c.label
+        );
+    }
+    let names: Vec<&str> = report
+        .results
+        .comparisons
+        .iter()
+        .map(|c| c.name.as_str())
+        .collect();
+    assert_eq!(names, ["A' vs A", "B' vs B", "A' vs B", "B' vs A'"]);
+    let report_dir = dir.path().join("report");
+    use skillscope::report::Format;
+    let written = skillscope::report::write(
+        &report,
+        &report_dir,
+        &[Format::Md, Format::Json, Format::Csv],
+    )
+    .unwrap();
+    let md = std::fs::read_to_string(report_dir.join("report.md")).unwrap();
+    assert!(md.contains("| A' vs A |"), "{md}");
+    for f in &written.files {
+        assert!(std::fs::metadata(f).unwrap().len() > 0, "{}", f.display());
+    }
+    assert!(report_dir.join("charts/pass_rate.png").exists());
+
     // Running the finished experiment again changes nothing.
     let again = exp.run(&setup).await.unwrap();
     assert!(again.finished);

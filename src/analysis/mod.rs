@@ -1,3 +1,10 @@
-//! Scoring: pass rates the way the SkillsBench paper computes them.
+//! Scoring: pass rates the way the SkillsBench paper computes them, their confidence intervals,
+//! the evaluation plan's comparisons and breakdowns, the paper's reference numbers, and the
+//! skill quality rubric.
 
+pub mod ci;
+pub mod invocations;
 pub mod metrics;
+pub mod paper;
+pub mod results;
+pub mod rubric;

@@ -99,7 +99,42 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
         result?
     };
     print_outcome(&outcome);
+    if outcome.finished {
+        write_report(&db, &outcome.experiment.name);
+    }
     Ok(if outcome.finished { 0 } else { 130 })
+}
+
+/// Writes the finished experiment's report (Markdown with charts, JSON, CSV) to
+/// `reports/<experiment>/`. A report that cannot be written is a warning: the experiment's
+/// results are in the store and `skillscope report` can write it again.
+fn write_report(db: &std::path::Path, name: &str) {
+    let dir =
+        std::path::PathBuf::from("reports").join(crate::bench::condition::sanitize_slug(name));
+    let result = (|| -> Result<usize> {
+        let conn = crate::store::Store::open_existing(db)?;
+        let report = crate::report::build(
+            &conn,
+            &crate::analysis::results::Selection::Experiment(name.to_string()),
+            &crate::analysis::ci::CiMethod::default(),
+        )?;
+        let written = crate::report::write(
+            &report,
+            &dir,
+            &[
+                crate::report::Format::Md,
+                crate::report::Format::Json,
+                crate::report::Format::Csv,
+            ],
+        )?;
+        Ok(written.files.len())
+    })();
+    match result {
+        Ok(n) => println!("report: {} ({n} files)", dir.join("report.md").display()),
+        Err(e) => eprintln!(
+            "warning: the report was not written ({e:#}); run `skillscope report --experiment {name}`"
+        ),
+    }
 }
 
 /// Prints the phase, the four conditions and the comparisons.

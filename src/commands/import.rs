@@ -55,6 +55,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 "missing_trajectory": report.missing_trajectory,
                 "unknown_condition": report.unknown_condition,
                 "seconds": report.elapsed.as_secs_f64(),
+                "files": report.files,
                 "runs": statuses,
             }))?
         );
@@ -62,15 +63,50 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
         return Ok(());
     }
     let secs = report.elapsed.as_secs_f64().max(1e-6);
-    println!(
-        "read {} trial results and {} job results in {:.2}s ({:.0} trials/s): {} imported, {} already present",
-        report.trials_seen,
-        report.jobs,
-        secs,
-        report.trials_seen as f64 / secs,
-        report.imported,
-        report.already_present
-    );
+    let from_files: usize = report.files.iter().map(|f| f.imported).sum();
+    let present_files: usize = report.files.iter().map(|f| f.already_present).sum();
+    if report.trials_seen > 0 || report.jobs > 0 || report.files.is_empty() {
+        println!(
+            "read {} trial results and {} job results in {:.2}s ({:.0} trials/s): {} imported, {} already present",
+            report.trials_seen,
+            report.jobs,
+            secs,
+            report.trials_seen as f64 / secs,
+            report.imported - from_files,
+            report.already_present - present_files
+        );
+    }
+    for f in &report.files {
+        let mut extra = Vec::new();
+        if f.no_reward > 0 {
+            extra.push(format!("{} without a reward (no-reward)", f.no_reward));
+        }
+        if f.partial_rows > 0 {
+            extra.push(format!(
+                "{} task rows with partial rewards reconstructed",
+                f.partial_rows
+            ));
+        }
+        if f.broken_rows > 0 {
+            extra.push(format!("{} malformed rows skipped", f.broken_rows));
+        }
+        println!(
+            "read {} ({}): {} rows = {} trials in {} runs; {} imported, {} already present, {} replaced{}",
+            f.path.display(),
+            f.format.as_str(),
+            f.rows,
+            f.trials,
+            f.runs.len(),
+            f.imported,
+            f.already_present,
+            f.replaced,
+            if extra.is_empty() {
+                String::new()
+            } else {
+                format!("; {}", extra.join(", "))
+            }
+        );
+    }
     if !report.broken.is_empty() {
         println!("skipped {} broken file(s):", report.broken.len());
         for (p, why) in report.broken.iter().take(20) {

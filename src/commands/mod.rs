@@ -6,6 +6,7 @@ pub mod experiment;
 pub mod export;
 pub mod import;
 pub mod learn;
+pub mod report;
 pub mod retry;
 pub mod run;
 pub mod status;

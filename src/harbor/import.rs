@@ -14,6 +14,10 @@
 //!
 //! Parsing streams (one trial in memory at a time) while the store's writer commits the previous
 //! batch, so memory stays flat whatever the number of trials.
+//!
+//! A root that is a file is one of the published SkillsBench result files instead — the per-trial
+//! CSV or the website's results registry (see [`super::published`]); anything else is an error
+//! naming it, raised before anything is imported.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -26,6 +30,7 @@ use serde::de::IgnoredAny;
 
 use super::atif::{FinalMetrics, ToolCall, looks_failed};
 use super::ctrf::Report;
+use super::published;
 use super::result::TimingInfo;
 use super::skill_use::{self, SkillUse};
 use crate::bench::Catalog;
@@ -43,7 +48,7 @@ const MAX_TRAJECTORY: u64 = 64 * 1024 * 1024;
 /// What to import.
 #[derive(Debug, Clone)]
 pub struct ImportOptions {
-    /// Folders to walk.
+    /// Folders to walk, and published result files (per-trial CSV, results registry).
     pub roots: Vec<PathBuf>,
     /// Condition for every trial (overrides detection): a condition key.
     pub condition: Option<String>,
@@ -74,6 +79,8 @@ pub struct ImportReport {
     pub unknown_condition: usize,
     /// Runs written to, by name.
     pub runs: Vec<String>,
+    /// Published result files imported (per-trial CSV, results registry).
+    pub files: Vec<super::published::FileReport>,
     /// Wall time.
     pub elapsed: Duration,
 }
@@ -672,19 +679,25 @@ fn write_batch(
     Ok(())
 }
 
+/// The conditions run `id` has trials of: no-skills first, then curated, then the rest by name.
+pub(super) fn run_conditions(conn: &Connection, id: i64) -> Result<Vec<String>, StoreError> {
+    let mut conds: Vec<String> = conn
+        .prepare("SELECT DISTINCT condition FROM trials WHERE run_id = ?1")?
+        .query_map([id], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let rank = |c: &str| match c {
+        "no-skills" => 0,
+        "curated" => 1,
+        _ => 2,
+    };
+    conds.sort_by(|a, b| (rank(a), a).cmp(&(rank(b), b)));
+    Ok(conds)
+}
+
 /// Brings every touched run's conditions and trial count up to date with its trials.
 fn finish_runs(conn: &Connection, runs: &BTreeSet<i64>) -> Result<(), StoreError> {
     for &id in runs {
-        let mut conds: Vec<String> = conn
-            .prepare("SELECT DISTINCT condition FROM trials WHERE run_id = ?1")?
-            .query_map([id], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        let rank = |c: &str| match c {
-            "no-skills" => 0,
-            "curated" => 1,
-            _ => 2,
-        };
-        conds.sort_by(|a, b| (rank(a), a).cmp(&(rank(b), b)));
+        let conds = run_conditions(conn, id)?;
         let n: u32 = conn.query_row(
             "SELECT COALESCE(MAX(trial_index), 0) FROM trials WHERE run_id = ?1",
             [id],
@@ -716,9 +729,31 @@ fn finish_runs(conn: &Connection, runs: &BTreeSet<i64>) -> Result<(), StoreError
 pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
     let t0 = Instant::now();
     let mut report = ImportReport::default();
+    // Tell every root's kind before importing anything: folders are walked, files must be a
+    // published result file.
+    let mut folders = Vec::new();
+    let mut files = Vec::new();
+    for root in &opts.roots {
+        if root.is_dir() {
+            folders.push(root.clone());
+            continue;
+        }
+        let format = published::detect(root).map_err(|message| ImportError::Root {
+            path: root.clone(),
+            message,
+        })?;
+        if opts.condition.is_some() {
+            return Err(ImportError::Root {
+                path: root.clone(),
+                message: "--condition does not apply to a published result file: its rows name \
+                          their condition"
+                    .into(),
+            });
+        }
+        files.push((root.clone(), format));
+    }
     let state = Arc::new(Mutex::new(State::default()));
-    let roots_label = opts
-        .roots
+    let roots_label = folders
         .iter()
         .map(|r| r.display().to_string())
         .collect::<Vec<_>>()
@@ -739,13 +774,7 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
         }
         Ok(())
     };
-    for root in &opts.roots {
-        if !root.is_dir() {
-            return Err(ImportError::Root {
-                path: root.clone(),
-                message: "not a folder".into(),
-            });
-        }
+    for root in &folders {
         let walker = walkdir::WalkDir::new(root)
             .follow_links(false)
             .sort_by_file_name();
@@ -788,14 +817,22 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
         rx.blocking_recv().map_err(|_| StoreError::WriterGone)??;
     }
     let touched = state.lock().expect("state").touched.clone();
-    store
-        .writer()
-        .write_blocking(move |c| finish_runs(c, &touched))?;
-    let st = state.lock().expect("state");
-    report.imported = st.imported;
-    report.already_present = st.present;
-    report.runs = st.runs.keys().cloned().collect();
+    if !touched.is_empty() {
+        store
+            .writer()
+            .write_blocking(move |c| finish_runs(c, &touched))?;
+    }
+    {
+        let st = state.lock().expect("state");
+        report.imported = st.imported;
+        report.already_present = st.present;
+        report.runs = st.runs.keys().cloned().collect();
+    }
+    for (path, format) in &files {
+        published::import_file(store, path, *format, opts, &mut report)?;
+    }
     report.runs.sort();
+    report.runs.dedup();
     report.elapsed = t0.elapsed();
     Ok(report)
 }

@@ -6,6 +6,7 @@ pub mod atif;
 pub mod ctrf;
 pub mod import;
 pub mod jobdir;
+pub mod published;
 pub mod result;
 pub mod skill_use;
 pub mod summary;

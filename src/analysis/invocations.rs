@@ -1,0 +1,1098 @@
+//! Skill invocations from SkillsBench trials: which trials invoked which skill, how each maps onto
+//! the skill scoring rubric's invocation fields ([`super::rubric`]), their storage in the
+//! `skill_invocations` table, the rubric's three dashboard queries, and a per-skill report.
+//!
+//! # What an invocation is
+//!
+//! One invocation per (trial, skill): the latest attempt of a trial (not superseded, status
+//! `done`, not synthesized from a published aggregate) in a condition with skills (condition key
+//! other than `no-skills`) whose trajectory used the skill — read its `SKILL.md`, opened one of its
+//! files, ran one of its scripts, or invoked it through a skill tool (the `skill_uses` rows written
+//! by `harbor::skill_use`). A skill offered to the agent but never touched is not invoked.
+//!
+//! # From a trial to the rubric's fields
+//!
+//! SkillsBench has a verifier and a trajectory, but no user and no linter. Every field that has
+//! no signal takes the rubric's own default (`.get(key, default)`), so it scores the same for
+//! every invocation and does not rank skills.
+//!
+//! | Rubric field | Source in the trial | When unknown |
+//! |---|---|---|
+//! | `errors` | trajectory steps whose observations look failed (`n_error_steps`: tracebacks, non-zero `Exit Code:`, `Error:` lines) **+ 1** if the verifier reward is below 1 (no reward counts as 0, as in Method D) **+ 1** if the trial ended with an exception (any outcome other than pass/fail: agent or verifier timeout, build or runtime error, no reward file, cancelled, interrupted) | no trajectory → 0 steps |
+//! | `recovered` | errors, but the verifier still gave full reward (reward ≥ 1) — errors in the trajectory, or an agent timeout whose work passed | — |
+//! | `partial_completion` | 0 < reward < 1, or at least one verifier test passed (`tests_passed > 0`) | — |
+//! | `workaround_used` | no signal | false (rubric default) |
+//! | `failure_explained` | the agent's last step carries a message (`final_message`) | false |
+//! | `tokens_used` | input tokens (cached included) + output tokens | 0 — no model tokens, as for the oracle and nop agents; `max(0, 1)` then gives full token points |
+//! | `output_size` | no signal | 1 (rubric default) |
+//! | `tool_calls` | tool calls in the trajectory (`n_tool_calls`) | 0 → full call points |
+//! | `files_changed` | no signal | 1 (rubric default) |
+//! | `duration_ms` | the agent phase, `agent_started_at` → `agent_finished_at` | the rubric has no default: the whole trial, `started_at` → `finished_at`; if that is unknown too, 0 → full time points |
+//! | `output_validated` | reward ≥ 1 | false |
+//! | `requested_items` / `delivered_items` | the verifier's CTRF tests: total / passed | no CTRF report (or 0 tests): 1 / (1 if reward ≥ 1 else 0); tests known but passed unknown: total / (total if reward ≥ 1 else 0) |
+//! | `output_type` | `code` when the task's domain is a code domain of the [`CategoryTable`] (default: "Software Engineering") or the task is listed as code there; else other | other |
+//! | `code_quality.linter_passed`, `.types_valid` | no signal | true (rubric defaults) → 3 + 2 points |
+//! | `code_quality.tests_passed` | the verifier passed (reward ≥ 1) | false |
+//! | `user_accepted`, `user_used_output` | the benchmark has no user | false (absent) → 0 points |
+//! | `user_edit_ratio` | no user | absent → the rubric reads 0.5 → `int(8·0.5)` = 4 points |
+//! | `follow_ups` | no user | none → 7 points |
+//! | feedback (output quality) | no user | none → heuristic accuracy |
+//!
+//! So user satisfaction is always 0 + 4 + 7 = **11 of 25** for benchmark invocations, and a
+//! benchmark score tops out at 86 (25 + 20 + 30 + 11) — Good at best, never Excellent.
+//!
+//! # Skill category (efficiency baselines)
+//!
+//! By the task's domain (`run_tasks.domain`, from the SkillsBench catalog):
+//!
+//! | Task domain | Category | Baselines: tokens, calls, time |
+//! |---|---|---|
+//! | Software Engineering | `code_generation` | 50 per line of code, 3 per file, 30 s |
+//! | every other domain (and unknown) | `analysis` — the rubric's fallback | 200 per insight, 5 per analysis, 20 s |
+//!
+//! `design` (150, 4, 45 s) and `research` (100, 8, 60 s) are available through
+//! [`CategoryTable::by_domain`]. Domain names compare case- and punctuation-insensitively
+//! ("software-engineering" matches "Software Engineering").
+//!
+//! # Storage and queries
+//!
+//! [`score_run`] writes one `skill_invocations` row per invocation (timestamp = the trial's
+//! `finished_at`, UTC, in SQLite's `datetime()` form) and keeps the run's rows in line with its
+//! trials; a marker in `skill_scoring` lets it skip a run whose trials have not changed.
+//! [`leaderboard`], [`quality_distribution`] and [`improvement_opportunities`] are the rubric's
+//! dashboard SQL, and [`skill_report`] adds tiers, trends, weak components and gates per skill.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use super::rubric::{
+    CodeQuality, Component, ComponentAverages, DeprecationReview, Gate, GateResult, Invocation,
+    OutputType, Scores, SkillCategory, SkillStats, Tier, Trend, analyze_trend, check_quality_gate,
+    deprecation_review, get_improvement_recommendation, score_invocation, weak_component,
+};
+use crate::store::{Outcome, StoreError};
+
+/// The condition key whose trials never invoke skills.
+pub const NO_SKILLS: &str = "no-skills";
+
+/// Lower-case alphanumerics only: "Software Engineering" = "software-engineering".
+fn norm(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// Task domain → skill category and output type (see the module docs for the default table).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CategoryTable {
+    /// Domain → category; domains compare case- and punctuation-insensitively.
+    pub by_domain: BTreeMap<String, SkillCategory>,
+    /// Category of every other domain (and of tasks with no domain).
+    pub fallback: SkillCategory,
+    /// Domains whose output is code (rubric `output_type == 'code'`).
+    pub code_domains: BTreeSet<String>,
+    /// Task ids whose output is code whatever their domain (e.g. tasks whose `task.toml`
+    /// category names a code activity such as "Compilation & Build").
+    pub code_tasks: BTreeSet<String>,
+}
+
+impl Default for CategoryTable {
+    /// "Software Engineering" → `code_generation` with code output; everything else → `analysis`
+    /// (the rubric's fallback) with non-code output.
+    fn default() -> Self {
+        CategoryTable {
+            by_domain: BTreeMap::from([(
+                "Software Engineering".to_string(),
+                SkillCategory::CodeGeneration,
+            )]),
+            fallback: SkillCategory::Analysis,
+            code_domains: BTreeSet::from(["Software Engineering".to_string()]),
+            code_tasks: BTreeSet::new(),
+        }
+    }
+}
+
+impl CategoryTable {
+    /// The category of a task's domain.
+    pub fn category(&self, domain: Option<&str>) -> SkillCategory {
+        let Some(d) = domain.map(norm) else {
+            return self.fallback;
+        };
+        self.by_domain
+            .iter()
+            .find(|(k, _)| norm(k) == d)
+            .map(|(_, c)| *c)
+            .unwrap_or(self.fallback)
+    }
+
+    /// The output type of a task.
+    pub fn output_type(&self, task_id: &str, domain: Option<&str>) -> OutputType {
+        let code_domain = domain
+            .map(norm)
+            .is_some_and(|d| self.code_domains.iter().any(|k| norm(k) == d));
+        if code_domain || self.code_tasks.contains(task_id) {
+            OutputType::Code
+        } else {
+            OutputType::Other
+        }
+    }
+}
+
+/// What an invocation is scored from: one trial (latest attempt) × one skill it used.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TrialEvidence {
+    /// Trial (attempt) row id.
+    pub trial_id: i64,
+    /// Run row id.
+    pub run_id: i64,
+    /// The skill used.
+    pub skill_name: String,
+    /// Task id.
+    pub task_id: String,
+    /// Task domain from the run's task selection, when known.
+    pub domain: Option<String>,
+    /// Outcome.
+    pub outcome: Option<Outcome>,
+    /// Verifier reward.
+    pub reward: Option<f64>,
+    /// CTRF tests.
+    pub tests_total: Option<i64>,
+    /// CTRF tests passed.
+    pub tests_passed: Option<i64>,
+    /// Input tokens (cached included).
+    pub n_input_tokens: Option<i64>,
+    /// Output tokens.
+    pub n_output_tokens: Option<i64>,
+    /// Tool calls in the trajectory.
+    pub n_tool_calls: Option<i64>,
+    /// Trajectory steps that look failed.
+    pub n_error_steps: Option<i64>,
+    /// The agent ended with a message.
+    pub final_message: Option<bool>,
+    /// Agent phase start, RFC 3339.
+    pub agent_started_at: Option<String>,
+    /// Agent phase end.
+    pub agent_finished_at: Option<String>,
+    /// Trial start.
+    pub started_at: Option<String>,
+    /// Trial end.
+    pub finished_at: Option<String>,
+    /// When the attempt was queued (the timestamp of last resort).
+    pub queued_at: String,
+}
+
+/// Parses a stored time: RFC 3339, or a naive ISO time read as UTC (as some imports have it).
+fn parse_time(s: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t.with_timezone(&chrono::Utc));
+    }
+    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+        .iter()
+        .find_map(|f| chrono::NaiveDateTime::parse_from_str(s, f).ok())
+        .map(|n| n.and_utc())
+}
+
+/// A stored time in SQLite's `datetime()` form, UTC (`2026-11-21 10:00:00`), so the rubric's
+/// `timestamp > datetime('now', '-30 days')` compares it as text exactly as its SQL is written
+/// (whole seconds; ties keep trial order). An unparseable time is kept as it is.
+pub fn sqlite_time(s: &str) -> String {
+    parse_time(s).map_or_else(
+        || s.to_string(),
+        |t| t.format("%Y-%m-%d %H:%M:%S").to_string(),
+    )
+}
+
+/// Milliseconds from `a` to `b` (negative clamps to 0); `None` when either is missing or bad.
+fn span_ms(a: &Option<String>, b: &Option<String>) -> Option<u64> {
+    let (a, b) = (parse_time(a.as_deref()?)?, parse_time(b.as_deref()?)?);
+    Some((b - a).num_milliseconds().max(0) as u64)
+}
+
+fn count(v: Option<i64>) -> u64 {
+    v.unwrap_or(0).max(0) as u64
+}
+
+impl TrialEvidence {
+    /// The verifier passed: reward ≥ 1.
+    pub fn passed(&self) -> bool {
+        self.reward.is_some_and(|r| r >= 1.0)
+    }
+
+    /// The trial ended with an exception: an outcome other than pass and fail.
+    pub fn exception(&self) -> bool {
+        self.outcome
+            .is_some_and(|o| !matches!(o, Outcome::Pass | Outcome::Fail))
+    }
+
+    /// The rubric invocation of this evidence (see the module docs for the table).
+    pub fn invocation(&self, table: &CategoryTable) -> Invocation {
+        let reward = self.reward.unwrap_or(0.0);
+        let passed = self.passed();
+        let errors =
+            count(self.n_error_steps) + u64::from(reward < 1.0) + u64::from(self.exception());
+        let (requested, delivered) = match self.tests_total {
+            Some(total) if total > 0 => {
+                let total = total as u64;
+                let delivered = match self.tests_passed {
+                    Some(p) => p.max(0) as u64,
+                    None if passed => total,
+                    None => 0,
+                };
+                (total, delivered)
+            }
+            _ => (1, u64::from(passed)),
+        };
+        Invocation {
+            errors: u32::try_from(errors).unwrap_or(u32::MAX),
+            recovered: passed,
+            partial_completion: (reward > 0.0 && reward < 1.0) || count(self.tests_passed) > 0,
+            workaround_used: false,
+            failure_explained: self.final_message.unwrap_or(false),
+            tokens_used: count(self.n_input_tokens) + count(self.n_output_tokens),
+            output_size: 1,
+            tool_calls: count(self.n_tool_calls),
+            files_changed: 1,
+            duration_ms: span_ms(&self.agent_started_at, &self.agent_finished_at)
+                .or_else(|| span_ms(&self.started_at, &self.finished_at))
+                .unwrap_or(0),
+            output_validated: passed,
+            requested_items: requested,
+            delivered_items: delivered,
+            output_type: table.output_type(&self.task_id, self.domain.as_deref()),
+            code_quality: CodeQuality {
+                linter_passed: None,
+                types_valid: None,
+                tests_passed: Some(passed),
+            },
+            user_accepted: false,
+            user_edit_ratio: None,
+            user_used_output: false,
+            follow_ups: None,
+        }
+    }
+
+    /// The invocation's timestamp: the trial's end (else its start, else when it was queued).
+    pub fn timestamp(&self) -> &str {
+        self.finished_at
+            .as_deref()
+            .or(self.started_at.as_deref())
+            .unwrap_or(&self.queued_at)
+    }
+
+    /// Scores this evidence (no user feedback).
+    pub fn score(&self, table: &CategoryTable) -> ScoredInvocation {
+        let inv = self.invocation(table);
+        let category = table.category(self.domain.as_deref());
+        ScoredInvocation {
+            trial_id: self.trial_id,
+            skill_name: self.skill_name.clone(),
+            run_id: self.run_id,
+            timestamp: sqlite_time(self.timestamp()),
+            category,
+            scores: score_invocation(&inv, category, None),
+            errored: inv.errors > 0,
+        }
+    }
+}
+
+/// A scored invocation — one `skill_invocations` row (plus its category).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ScoredInvocation {
+    /// Trial (attempt) row id.
+    pub trial_id: i64,
+    /// Skill.
+    pub skill_name: String,
+    /// Run row id.
+    pub run_id: i64,
+    /// The trial's end, UTC, as SQLite's `datetime()` writes it ([`sqlite_time`]).
+    pub timestamp: String,
+    /// Category used for the efficiency baselines.
+    pub category: SkillCategory,
+    /// Component scores and total (`quality_score`).
+    pub scores: Scores,
+    /// The invocation had errors (`errors > 0`).
+    pub errored: bool,
+}
+
+/// Driven by `skill_uses` (`CROSS JOIN` fixes the order), each use finding its trial by primary
+/// key: skill uses are fewer than trials (no-skills trials have none), so this reads less than
+/// walking the run's trials. The task's domain is looked up in Rust from the run's task list.
+const EVIDENCE_SQL: &str = "
+SELECT t.id, t.run_id, su.skill, t.task_id, t.outcome, t.reward, t.tests_total,
+       t.tests_passed, t.n_input_tokens, t.n_output_tokens, t.n_tool_calls, t.n_error_steps,
+       t.final_message, t.agent_started_at, t.agent_finished_at, t.started_at, t.finished_at,
+       t.queued_at
+FROM skill_uses su
+CROSS JOIN trials t ON t.id = su.trial_id
+WHERE t.run_id = ?1 AND t.superseded = 0 AND t.status = 'done' AND t.aggregated = 0
+  AND t.condition != ?2
+GROUP BY su.trial_id, su.skill
+ORDER BY su.trial_id, su.skill";
+
+/// The invocations of a run (see the module docs), one query, ordered by trial and skill.
+///
+/// # Errors
+/// Database errors.
+pub fn run_evidence(conn: &Connection, run_id: i64) -> Result<Vec<TrialEvidence>, StoreError> {
+    let domains: std::collections::HashMap<String, String> = {
+        let mut st =
+            conn.prepare_cached("SELECT task_id, domain FROM run_tasks WHERE run_id = ?1")?;
+        let rows = st.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut st = conn.prepare_cached(EVIDENCE_SQL)?;
+    let rows = st.query_map(params![run_id, NO_SKILLS], |r| {
+        let task_id: String = r.get(3)?;
+        Ok(TrialEvidence {
+            trial_id: r.get(0)?,
+            run_id: r.get(1)?,
+            skill_name: r.get(2)?,
+            domain: domains.get(&task_id).cloned(),
+            task_id,
+            outcome: r.get(4)?,
+            reward: r.get(5)?,
+            tests_total: r.get(6)?,
+            tests_passed: r.get(7)?,
+            n_input_tokens: r.get(8)?,
+            n_output_tokens: r.get(9)?,
+            n_tool_calls: r.get(10)?,
+            n_error_steps: r.get(11)?,
+            final_message: r.get(12)?,
+            agent_started_at: r.get(13)?,
+            agent_finished_at: r.get(14)?,
+            started_at: r.get(15)?,
+            finished_at: r.get(16)?,
+            queued_at: r.get(17)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Scores every invocation of run `run_id` with the rubric and brings `skill_invocations` in
+/// line: rows of invocations that no longer exist (superseded attempts, a trial re-imported) are
+/// deleted, new or changed ones written, identical ones left alone — so re-scoring is
+/// idempotent and, when nothing changed, writes nothing. Runs in its own transaction unless
+/// `conn` is already in one. Returns the number of invocations.
+///
+/// Cost: one read of the run's evidence and of its stored rows, then writes only for what
+/// changed; an unchanged run costs one index-only count (`skillscope bench analysis` prints the
+/// figures at a million trials).
+///
+/// # Errors
+/// Database errors; nothing is changed then (the transaction rolls back).
+pub fn score_run(
+    conn: &Connection,
+    run_id: i64,
+    table: &CategoryTable,
+) -> Result<usize, StoreError> {
+    let tx = if conn.is_autocommit() {
+        Some(conn.unchecked_transaction()?)
+    } else {
+        None
+    };
+    let marker = scoring_marker(conn, run_id, table)?;
+    let previous: Option<String> = conn
+        .query_row(
+            "SELECT marker FROM skill_scoring WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if previous.as_deref() == Some(marker.as_str()) {
+        let n: i64 = conn.query_row(
+            "SELECT COUNT(*) FROM skill_invocations WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )?;
+        return Ok(n as usize);
+    }
+    let scored = score_all(&run_evidence(conn, run_id)?, table);
+    // What is stored now, keyed by (trial, skill).
+    type Stored = (String, [i64; 5], bool);
+    let mut stored: std::collections::HashMap<(i64, String), Stored> = {
+        let mut st = conn.prepare_cached(
+            "SELECT trial_id, skill_name, timestamp, completion_score, efficiency_score,
+                    quality_score_component, satisfaction_score, quality_score, errored
+             FROM skill_invocations WHERE run_id = ?1",
+        )?;
+        let rows = st.query_map([run_id], |r| {
+            Ok((
+                (r.get::<_, i64>(0)?, r.get::<_, String>(1)?),
+                (
+                    r.get::<_, String>(2)?,
+                    [r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?],
+                    r.get::<_, bool>(8)?,
+                ),
+            ))
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let changed: Vec<&ScoredInvocation> = scored
+        .iter()
+        .filter(|s| {
+            let now: Stored = (
+                s.timestamp.clone(),
+                [
+                    s.scores.completion,
+                    s.scores.efficiency,
+                    s.scores.quality,
+                    s.scores.satisfaction,
+                    s.scores.total,
+                ],
+                s.errored,
+            );
+            stored.remove(&(s.trial_id, s.skill_name.clone())).as_ref() != Some(&now)
+        })
+        .collect();
+    write_scored(conn, changed)?;
+    {
+        let mut delete = conn.prepare_cached(
+            "DELETE FROM skill_invocations WHERE run_id = ?1 AND trial_id = ?2 AND skill_name = ?3",
+        )?;
+        for (trial, skill) in stored.keys() {
+            delete.execute(params![run_id, trial, skill])?;
+        }
+    }
+    conn.execute(
+        "INSERT INTO skill_scoring (run_id, marker) VALUES (?1, ?2)
+         ON CONFLICT (run_id) DO UPDATE SET marker = excluded.marker",
+        params![run_id, marker],
+    )?;
+    if let Some(tx) = tx {
+        tx.commit()?;
+    }
+    Ok(scored.len())
+}
+
+/// Writes scored invocations into `skill_invocations`, replacing a row of the same run, trial
+/// and skill.
+///
+/// # Errors
+/// Database errors.
+pub fn write_scored<'a>(
+    conn: &Connection,
+    scored: impl IntoIterator<Item = &'a ScoredInvocation>,
+) -> Result<(), StoreError> {
+    let mut upsert = conn.prepare_cached(
+        "INSERT INTO skill_invocations (trial_id, skill_name, run_id, timestamp, completion_score,
+             efficiency_score, quality_score_component, satisfaction_score, quality_score, errored)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (run_id, trial_id, skill_name) DO UPDATE SET
+             timestamp = excluded.timestamp, completion_score = excluded.completion_score,
+             efficiency_score = excluded.efficiency_score,
+             quality_score_component = excluded.quality_score_component,
+             satisfaction_score = excluded.satisfaction_score,
+             quality_score = excluded.quality_score, errored = excluded.errored",
+    )?;
+    for s in scored {
+        upsert.execute(params![
+            s.trial_id,
+            s.skill_name,
+            s.run_id,
+            s.timestamp,
+            s.scores.completion,
+            s.scores.efficiency,
+            s.scores.quality,
+            s.scores.satisfaction,
+            s.scores.total,
+            s.errored
+        ])?;
+    }
+    Ok(())
+}
+
+/// Scores `evidence` in order, on every core when there is a lot of it (each invocation is
+/// independent; a few hundred thousand take a third of a second per core).
+pub fn score_all(evidence: &[TrialEvidence], table: &CategoryTable) -> Vec<ScoredInvocation> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if evidence.len() < 20_000 || threads < 2 {
+        return evidence.iter().map(|e| e.score(table)).collect();
+    }
+    let chunk = evidence.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = evidence
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(|e| e.score(table)).collect::<Vec<_>>()))
+            .collect();
+        let mut out = Vec::with_capacity(evidence.len());
+        for h in handles {
+            match h.join() {
+                Ok(part) => out.extend(part),
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+        out
+    })
+}
+
+/// What the scores of run `run_id` depend on, cheaply: its finished latest attempts (count, largest
+/// and summed row ids — any retry, import or new trial moves them; an index-only read), the skill
+/// uses recorded anywhere (count and largest row id), and the category table.
+fn scoring_marker(
+    conn: &Connection,
+    run_id: i64,
+    table: &CategoryTable,
+) -> Result<String, StoreError> {
+    let (n, max, sum): (i64, Option<i64>, f64) = conn.query_row(
+        "SELECT COUNT(*), MAX(id), TOTAL(id) FROM trials
+         WHERE run_id = ?1 AND superseded = 0 AND status = 'done'",
+        [run_id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let (uses, uses_max): (i64, Option<i64>) =
+        conn.query_row("SELECT COUNT(*), MAX(rowid) FROM skill_uses", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    Ok(format!(
+        "v1 trials {n} {} {sum} uses {uses} {} table {table:?}",
+        max.unwrap_or(0),
+        uses_max.unwrap_or(0)
+    ))
+}
+
+/// The time window and runs of a dashboard query.
+///
+/// The rubric's queries keep invocations with `timestamp > datetime('now', '-30 days')`. Here
+/// `reference` replaces `'now'` (any SQLite time value: `'now'`, RFC 3339 such as
+/// `2026-11-21T10:00:00Z`, `YYYY-MM-DD HH:MM:SS`), so a report on an old run can be anchored at
+/// the run's end, and `days` replaces 30. Like the rubric there is no upper bound: invocations
+/// after the reference time are kept.
+///
+/// Stored timestamps are in `datetime()`'s `YYYY-MM-DD HH:MM:SS` form (UTC), so the rubric's text
+/// comparison is chronological, as it is in the rubric's own database (RFC 3339's `T` would sort
+/// every time of the cut-off day after it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Reference time (SQLite time value); `None` = `'now'`.
+    pub reference: Option<String>,
+    /// Length in days (the rubric's 30).
+    pub days: u32,
+    /// Run row ids to include; empty = every run.
+    pub runs: Vec<i64>,
+}
+
+impl Window {
+    /// The rubric's window: the last 30 days before now, every run.
+    pub fn rubric() -> Window {
+        Window {
+            reference: None,
+            days: 30,
+            runs: Vec::new(),
+        }
+    }
+
+    /// The 30 days before `reference` (a SQLite time value, e.g. RFC 3339), for `runs`.
+    pub fn at(reference: &str, runs: &[i64]) -> Window {
+        Window {
+            reference: Some(reference.to_string()),
+            days: 30,
+            runs: runs.to_vec(),
+        }
+    }
+
+    fn params(&self) -> (String, String, String) {
+        (
+            self.reference.clone().unwrap_or_else(|| "now".into()),
+            format!("-{} days", self.days),
+            serde_json::to_string(&self.runs).unwrap_or_else(|_| "[]".into()),
+        )
+    }
+}
+
+/// `skill_invocations` restricted to the window's runs (`?3`, a JSON array, empty = all). The
+/// rubric's queries follow it unchanged but for `datetime('now', '-30 days')` →
+/// `datetime(?1, ?2)`; stored timestamps are in `datetime()`'s own form ([`sqlite_time`]), so
+/// its text comparison is chronological.
+const SCOPE: &str = "WITH skill_invocations AS (
+    SELECT trial_id, skill_name, run_id, timestamp, completion_score, efficiency_score,
+           quality_score_component, satisfaction_score, quality_score, errored
+    FROM main.skill_invocations
+    WHERE json_array_length(?3) = 0 OR run_id IN (SELECT value FROM json_each(?3))
+)";
+
+/// The rubric's "Skill leaderboard" query (tie order by skill name added).
+const LEADERBOARD_SQL: &str = "
+SELECT
+    skill_name,
+    COUNT(*) as uses,
+    AVG(quality_score) as avg_score,
+    AVG(completion_score) as avg_completion,
+    AVG(efficiency_score) as avg_efficiency,
+    AVG(quality_score_component) as avg_quality,
+    AVG(satisfaction_score) as avg_satisfaction
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING uses >= 5
+ORDER BY avg_score DESC, skill_name";
+
+/// The rubric's "Quality distribution" query with the tier table's `Failing` bucket (< 20) split
+/// from `Poor`, and an order (by skill, best tier first) added.
+const DISTRIBUTION_SQL: &str = "
+SELECT
+    skill_name,
+    CASE
+        WHEN quality_score >= 90 THEN 'Excellent'
+        WHEN quality_score >= 75 THEN 'Good'
+        WHEN quality_score >= 60 THEN 'Acceptable'
+        WHEN quality_score >= 40 THEN 'Below Average'
+        WHEN quality_score >= 20 THEN 'Poor'
+        ELSE 'Failing'
+    END as tier,
+    COUNT(*) as count
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name, tier
+ORDER BY skill_name, MIN(quality_score) DESC";
+
+/// The rubric's "Improvement opportunities" query (completion / 25, efficiency / 20), extended
+/// the same way with quality (/ 30) and satisfaction (/ 25), tie order added.
+const OPPORTUNITIES_SQL: &str = "
+SELECT
+    skill_name,
+    'completion' as weak_area,
+    AVG(completion_score) / 25.0 as normalized_score
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING normalized_score < 0.7
+
+UNION ALL
+
+SELECT
+    skill_name,
+    'efficiency' as weak_area,
+    AVG(efficiency_score) / 20.0 as normalized_score
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING normalized_score < 0.7
+
+UNION ALL
+
+SELECT
+    skill_name,
+    'quality' as weak_area,
+    AVG(quality_score_component) / 30.0 as normalized_score
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING normalized_score < 0.7
+
+UNION ALL
+
+SELECT
+    skill_name,
+    'satisfaction' as weak_area,
+    AVG(satisfaction_score) / 25.0 as normalized_score
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING normalized_score < 0.7
+
+ORDER BY normalized_score ASC, skill_name, weak_area";
+
+/// A leaderboard row (rubric "Dashboard Queries: Skill leaderboard").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaderboardRow {
+    /// Skill.
+    pub skill_name: String,
+    /// Invocations in the window.
+    pub uses: i64,
+    /// Mean quality score, 0–100.
+    pub avg_score: f64,
+    /// Mean completion, 0–25.
+    pub avg_completion: f64,
+    /// Mean efficiency, 0–20.
+    pub avg_efficiency: f64,
+    /// Mean output quality, 0–30.
+    pub avg_quality: f64,
+    /// Mean user satisfaction, 0–25.
+    pub avg_satisfaction: f64,
+}
+
+/// Skill leaderboard: skills with at least 5 invocations in the window, best average first
+/// (rubric "Dashboard Queries", verbatim but for the window and a tie order by name).
+///
+/// # Errors
+/// Database errors.
+pub fn leaderboard(conn: &Connection, window: &Window) -> Result<Vec<LeaderboardRow>, StoreError> {
+    let (r, d, runs) = window.params();
+    let mut st = conn.prepare_cached(&format!("{SCOPE}{LEADERBOARD_SQL}"))?;
+    let rows = st.query_map(params![r, d, runs], |r| {
+        Ok(LeaderboardRow {
+            skill_name: r.get(0)?,
+            uses: r.get(1)?,
+            avg_score: r.get(2)?,
+            avg_completion: r.get(3)?,
+            avg_efficiency: r.get(4)?,
+            avg_quality: r.get(5)?,
+            avg_satisfaction: r.get(6)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// A quality-distribution row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DistributionRow {
+    /// Skill.
+    pub skill_name: String,
+    /// Tier of the invocations counted.
+    pub tier: Tier,
+    /// Invocations of the skill in that tier.
+    pub count: i64,
+}
+
+/// Quality distribution: invocations per skill and tier (rubric "Dashboard Queries").
+///
+/// Difference: the rubric's SQL files everything below 40 as `Poor`, while its tier table has a
+/// sixth tier, Failing (0–19); this follows the table — below 20 is `Failing`. Rows are ordered
+/// by skill, best tier first (the rubric's query has no order).
+///
+/// # Errors
+/// Database errors; [`StoreError::Decode`] for an unknown tier label (not produced by the SQL).
+pub fn quality_distribution(
+    conn: &Connection,
+    window: &Window,
+) -> Result<Vec<DistributionRow>, StoreError> {
+    let (r, d, runs) = window.params();
+    let mut st = conn.prepare_cached(&format!("{SCOPE}{DISTRIBUTION_SQL}"))?;
+    let rows = st.query_map(params![r, d, runs], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (skill_name, tier, count) = row?;
+        let tier = Tier::from_label(&tier)
+            .ok_or_else(|| StoreError::Decode(format!("unknown tier {tier:?}")))?;
+        Ok(DistributionRow {
+            skill_name,
+            tier,
+            count,
+        })
+    })
+    .collect()
+}
+
+/// An improvement-opportunity row.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OpportunityRow {
+    /// Skill.
+    pub skill_name: String,
+    /// The component below 70 % of its maximum.
+    pub weak_area: Component,
+    /// Its average over its maximum, 0–1.
+    pub normalized_score: f64,
+}
+
+/// Improvement opportunities: (skill, component) pairs whose average is below 70 % of the
+/// component's maximum, weakest first (rubric "Dashboard Queries").
+///
+/// Extension: the rubric's query covers completion (/ 25) and efficiency (/ 20) only; this adds
+/// quality (/ 30) and satisfaction (/ 25) the same way. For benchmark invocations satisfaction is
+/// always 11 / 25 = 0.44 (no user; see the module docs), so every skill lists it.
+///
+/// # Errors
+/// Database errors.
+pub fn improvement_opportunities(
+    conn: &Connection,
+    window: &Window,
+) -> Result<Vec<OpportunityRow>, StoreError> {
+    let (r, d, runs) = window.params();
+    let mut st = conn.prepare_cached(&format!("{SCOPE}{OPPORTUNITIES_SQL}"))?;
+    let rows = st.query_map(params![r, d, runs], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, f64>(2)?,
+        ))
+    })?;
+    rows.map(|row| {
+        let (skill_name, area, normalized_score) = row?;
+        let weak_area = Component::ALL
+            .into_iter()
+            .find(|c| c.as_str() == area)
+            .ok_or_else(|| StoreError::Decode(format!("unknown component {area:?}")))?;
+        Ok(OpportunityRow {
+            skill_name,
+            weak_area,
+            normalized_score,
+        })
+    })
+    .collect()
+}
+
+/// One skill's rubric report.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SkillScore {
+    /// Skill.
+    pub skill_name: String,
+    /// Invocations in the window.
+    pub invocations: u64,
+    /// Mean quality score, 0–100.
+    pub avg_score: f64,
+    /// Mean points per component.
+    pub components: ComponentAverages,
+    /// Tier of the mean score.
+    pub tier: Tier,
+    /// The tier's action ("Monitor for consistency", …).
+    pub tier_action: String,
+    /// Trend over the invocations in time order.
+    pub trend: Trend,
+    /// Lowest component relative to its maximum.
+    pub weak_component: Component,
+    /// The rubric's recommendation for it.
+    pub recommendation: String,
+    /// Fraction of invocations with errors, 0–1.
+    pub error_rate: f64,
+    /// Verdicts of the publish, feature and deprecation gates (as the rubric's code checks them).
+    pub gates: Vec<GateResult>,
+    /// Deprecation review with the gate's score limit (age unknown: not checked).
+    pub deprecation_review: DeprecationReview,
+}
+
+/// The rubric report of every skill with invocations in the window (`skill_invocations` rows:
+/// run [`score_run`] first), best average first, then by name.
+///
+/// Per skill: invocation count, mean score and components, the tier of the mean, the trend
+/// ([`analyze_trend`] over its invocations ordered by timestamp, then trial id), the weak
+/// component and its recommendation (over all its invocations, also when the trend has too few),
+/// the error rate (invocations with errors / invocations), each quality gate
+/// ([`check_quality_gate`] with these stats) and a [`deprecation_review`] without an age.
+///
+/// # Errors
+/// Database errors.
+pub fn skill_report(conn: &Connection, window: &Window) -> Result<Vec<SkillScore>, StoreError> {
+    let (r, d, runs) = window.params();
+    let mut st = conn.prepare_cached(&format!(
+        "{SCOPE}
+SELECT skill_name, completion_score, efficiency_score, quality_score_component,
+       satisfaction_score, quality_score, errored
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+ORDER BY skill_name, timestamp, trial_id"
+    ))?;
+    let rows = st.query_map(params![r, d, runs], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            Scores {
+                completion: r.get(1)?,
+                efficiency: r.get(2)?,
+                quality: r.get(3)?,
+                satisfaction: r.get(4)?,
+                total: r.get(5)?,
+            },
+            r.get::<_, bool>(6)?,
+        ))
+    })?;
+    let mut by_skill: BTreeMap<String, (Vec<Scores>, u64)> = BTreeMap::new();
+    for row in rows {
+        let (skill, scores, errored) = row?;
+        let e = by_skill.entry(skill).or_default();
+        e.0.push(scores);
+        e.1 += u64::from(errored);
+    }
+    let mut out: Vec<SkillScore> = by_skill
+        .into_iter()
+        .map(|(skill_name, (scores, errored))| {
+            let n = scores.len() as f64;
+            let avg_score = scores.iter().map(|s| s.total as f64).sum::<f64>() / n;
+            let components = ComponentAverages::of(&scores);
+            let weak = weak_component(&components);
+            let tier = Tier::from_score(avg_score);
+            let stats = SkillStats {
+                avg_score,
+                invocation_count: scores.len() as u64,
+                error_rate: errored as f64 / n,
+            };
+            SkillScore {
+                skill_name,
+                invocations: stats.invocation_count,
+                avg_score,
+                components,
+                tier,
+                tier_action: tier.action().to_string(),
+                trend: analyze_trend(&scores),
+                weak_component: weak,
+                recommendation: get_improvement_recommendation(weak, components.get(weak))
+                    .to_string(),
+                error_rate: stats.error_rate,
+                gates: Gate::ALL
+                    .into_iter()
+                    .map(|g| check_quality_gate(&stats, g))
+                    .collect(),
+                deprecation_review: deprecation_review(&stats, None),
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.avg_score
+            .total_cmp(&a.avg_score)
+            .then_with(|| a.skill_name.cmp(&b.skill_name))
+    });
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev() -> TrialEvidence {
+        TrialEvidence {
+            trial_id: 1,
+            run_id: 1,
+            skill_name: "s".into(),
+            task_id: "t".into(),
+            domain: Some("Finance".into()),
+            outcome: Some(Outcome::Pass),
+            reward: Some(1.0),
+            queued_at: "2026-11-21T09:00:00.000Z".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn clean_pass_without_trajectory_facts() {
+        let t = CategoryTable::default();
+        let i = ev().invocation(&t);
+        assert_eq!(i.errors, 0);
+        assert!(i.output_validated && i.recovered);
+        assert_eq!((i.requested_items, i.delivered_items), (1, 1));
+        assert_eq!((i.tokens_used, i.tool_calls, i.duration_ms), (0, 0, 0));
+        assert_eq!(i.output_type, OutputType::Other);
+        // 25 + 20 + (12 + 10 + 8) + 11.
+        assert_eq!(ev().score(&t).scores, Scores::new(25, 20, 30, 11));
+        assert_eq!(ev().score(&t).category, SkillCategory::Analysis);
+        assert_eq!(ev().timestamp(), "2026-11-21T09:00:00.000Z");
+    }
+
+    #[test]
+    fn errors_count_steps_reward_and_exception() {
+        let t = CategoryTable::default();
+        // 2 error steps, reward 0, agent timeout → 4 errors.
+        let e = TrialEvidence {
+            outcome: Some(Outcome::AgentTimeout),
+            reward: Some(0.0),
+            n_error_steps: Some(2),
+            final_message: Some(true),
+            ..ev()
+        };
+        let i = e.invocation(&t);
+        assert_eq!(i.errors, 4);
+        assert!(!i.recovered && !i.partial_completion && i.failure_explained);
+        assert_eq!(
+            score_invocation(&i, SkillCategory::Analysis, None).completion,
+            5
+        );
+        // No reward at all (build error): reward counts 0 and the exception counts.
+        let b = TrialEvidence {
+            outcome: Some(Outcome::BuildError),
+            reward: None,
+            ..ev()
+        };
+        let i = b.invocation(&t);
+        assert_eq!(i.errors, 2);
+        assert_eq!(
+            score_invocation(&i, SkillCategory::Analysis, None).completion,
+            0
+        );
+        // Timed out but the verifier passed: recovered.
+        let r = TrialEvidence {
+            outcome: Some(Outcome::AgentTimeout),
+            ..ev()
+        };
+        let i = r.invocation(&t);
+        assert_eq!(i.errors, 1);
+        assert_eq!(
+            score_invocation(&i, SkillCategory::Analysis, None).completion,
+            20
+        );
+    }
+
+    #[test]
+    fn partial_from_reward_or_tests() {
+        let t = CategoryTable::default();
+        let half = TrialEvidence {
+            outcome: Some(Outcome::Fail),
+            reward: Some(0.5),
+            ..ev()
+        };
+        assert!(half.invocation(&t).partial_completion);
+        let tests = TrialEvidence {
+            outcome: Some(Outcome::Fail),
+            reward: Some(0.0),
+            tests_total: Some(4),
+            tests_passed: Some(1),
+            ..ev()
+        };
+        let i = tests.invocation(&t);
+        assert!(i.partial_completion);
+        assert_eq!((i.requested_items, i.delivered_items), (4, 1));
+        // Tests known, passed unknown: delivered by the verdict.
+        let i = TrialEvidence {
+            tests_total: Some(4),
+            ..ev()
+        }
+        .invocation(&t);
+        assert_eq!((i.requested_items, i.delivered_items), (4, 4));
+        let i = TrialEvidence {
+            reward: Some(0.0),
+            outcome: Some(Outcome::Fail),
+            tests_total: Some(0),
+            tests_passed: Some(0),
+            ..ev()
+        }
+        .invocation(&t);
+        assert_eq!((i.requested_items, i.delivered_items), (1, 0));
+    }
+
+    #[test]
+    fn durations_tokens_and_code() {
+        let t = CategoryTable::default();
+        let e = TrialEvidence {
+            domain: Some("software-engineering".into()),
+            n_input_tokens: Some(900),
+            n_output_tokens: Some(100),
+            n_tool_calls: Some(6),
+            agent_started_at: Some("2026-11-21T10:00:01.000Z".into()),
+            agent_finished_at: Some("2026-11-21T10:01:01.500Z".into()),
+            started_at: Some("2026-11-21T10:00:00Z".into()),
+            finished_at: Some("2026-11-21T10:02:00Z".into()),
+            ..ev()
+        };
+        let i = e.invocation(&t);
+        assert_eq!(i.tokens_used, 1000);
+        assert_eq!(i.duration_ms, 60_500);
+        assert_eq!(i.output_type, OutputType::Code);
+        assert_eq!(i.code_quality.tests_passed, Some(true));
+        // code_generation: 8·50/1000 = 0.4; 6·3/6 = 3; 6·30000/60500 = 2.975 → int(6.375) = 6.
+        let s = e.score(&t);
+        assert_eq!(s.category, SkillCategory::CodeGeneration);
+        assert_eq!(s.scores, Scores::new(25, 6, 30, 11));
+        // No agent phase: whole trial (naive and offset times mixed).
+        let w = TrialEvidence {
+            agent_started_at: None,
+            started_at: Some("2026-11-21T10:00:00".into()),
+            finished_at: Some("2026-11-21T10:02:00+00:00".into()),
+            ..e.clone()
+        };
+        assert_eq!(w.invocation(&t).duration_ms, 120_000);
+        assert_eq!(w.timestamp(), "2026-11-21T10:02:00+00:00");
+        // Code task listed explicitly.
+        let mut t2 = CategoryTable::default();
+        t2.code_tasks.insert("t".into());
+        assert_eq!(ev().invocation(&t2).output_type, OutputType::Code);
+        assert_eq!(t2.category(Some("Finance")), SkillCategory::Analysis);
+        assert_eq!(t2.category(None), SkillCategory::Analysis);
+        t2.by_domain
+            .insert("Finance".into(), SkillCategory::Research);
+        assert_eq!(t2.category(Some("finance")), SkillCategory::Research);
+    }
+}

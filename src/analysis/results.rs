@@ -1,0 +1,871 @@
+//! The evaluation's results (`evaluation-plan.md`, Phase 4) for a selection of runs: Method D pass
+//! rates with bootstrap CIs, the comparisons (for an experiment, the plan's four: A' vs A, B' vs
+//! B, A' vs B, B' vs A'), per-domain and per-difficulty breakdowns, task-level changes, failure
+//! modes and how they shift between rounds, learning efficiency by difficulty, and the paper's
+//! numbers for the same harness and model.
+//!
+//! Everything is computed from one grouped SQL pass over the latest attempts (by run, condition,
+//! task, status and outcome — an index-only scan of `trials_brief`), so a million trials take well
+//! under a second. Per-task means follow [`super::metrics`]: the reward of a finished attempt
+//! clamped to [0, 1], 0 for missing, unfinished, cancelled or interrupted trials, over the trials
+//! planned per task; the task set is fixed (round 1's tasks for an experiment, else every task of
+//! the selected runs).
+//!
+//! **Trials with a verdict** are those the verifier judged: pass, fail (wrong output), and the two
+//! timeouts. The others — build or runtime errors and runs that ended without a reward — are
+//! infrastructure failures; Method D counts them 0, which is the paper's rule, but they say
+//! nothing about skills. Each condition therefore also carries the pass rate over trials with a
+//! verdict (per task: mean reward over its judged trials; tasks without one are left out) and each
+//! comparison the Δ it gives, so a report can show how much infrastructure moved Δ.
+
+use std::collections::{BTreeMap, HashMap};
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use super::ci::{Ci, CiMethod};
+use super::metrics::{delta_pp, normalized_gain};
+use super::paper::{self, PaperValue};
+use crate::bench::condition::condition_label;
+use crate::store::learning as lq;
+use crate::store::{Outcome, RunRow, StoreError, TrialStatus, queries};
+
+/// What to analyse.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Selection {
+    /// These runs (all their conditions).
+    Runs(Vec<String>),
+    /// An experiment's round-1 and round-2 runs, labelled A, B, A', B'.
+    Experiment(String),
+}
+
+/// A run in the analysis.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInfo {
+    /// Name.
+    pub name: String,
+    /// Agent.
+    pub agent: String,
+    /// Model.
+    pub model: Option<String>,
+    /// `native`, `harbor`, `csv`, `registry`.
+    pub source: String,
+    /// Trials planned per task and condition.
+    pub n_trials: u32,
+    /// `running`, `stopped`, `finished`.
+    pub status: String,
+}
+
+/// A task of the fixed denominator.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskInfo {
+    /// Task id.
+    pub id: String,
+    /// Domain.
+    pub domain: String,
+    /// Difficulty.
+    pub difficulty: String,
+}
+
+/// Why a trial did not pass (or that it did not run), as the plan's failure analysis names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FailureMode {
+    /// The verifier ran and the output was wrong.
+    WrongOutput,
+    /// The agent ran out of time.
+    AgentTimeout,
+    /// The verifier ran out of time.
+    VerifierTimeout,
+    /// Docker or the harness failed while the trial ran.
+    RuntimeError,
+    /// The environment could not be built.
+    BuildError,
+    /// The run ended without a verifier reward (infrastructure).
+    NoReward,
+    /// Cancelled by the operator, or not finished.
+    NotRun,
+}
+
+impl FailureMode {
+    /// Every mode, in report order.
+    pub const ALL: [FailureMode; 7] = [
+        FailureMode::WrongOutput,
+        FailureMode::AgentTimeout,
+        FailureMode::VerifierTimeout,
+        FailureMode::RuntimeError,
+        FailureMode::BuildError,
+        FailureMode::NoReward,
+        FailureMode::NotRun,
+    ];
+
+    /// Label for tables.
+    pub fn label(self) -> &'static str {
+        match self {
+            FailureMode::WrongOutput => "wrong output",
+            FailureMode::AgentTimeout => "agent timeout",
+            FailureMode::VerifierTimeout => "verifier timeout",
+            FailureMode::RuntimeError => "runtime error",
+            FailureMode::BuildError => "build error",
+            FailureMode::NoReward => "no reward",
+            FailureMode::NotRun => "not run",
+        }
+    }
+
+    /// Infrastructure, not a judgement of the agent.
+    pub fn is_infrastructure(self) -> bool {
+        matches!(
+            self,
+            FailureMode::RuntimeError | FailureMode::BuildError | FailureMode::NoReward
+        )
+    }
+
+    /// The mode of a finished attempt that did not pass (`None` for a pass).
+    pub fn of(status: TrialStatus, outcome: Option<Outcome>) -> Option<FailureMode> {
+        if status != TrialStatus::Done {
+            return Some(FailureMode::NotRun);
+        }
+        match outcome {
+            Some(Outcome::Pass) => None,
+            Some(Outcome::Fail) => Some(FailureMode::WrongOutput),
+            Some(Outcome::AgentTimeout) => Some(FailureMode::AgentTimeout),
+            Some(Outcome::VerifierTimeout) => Some(FailureMode::VerifierTimeout),
+            Some(Outcome::RuntimeError) => Some(FailureMode::RuntimeError),
+            Some(Outcome::BuildError) => Some(FailureMode::BuildError),
+            Some(Outcome::NoReward) => Some(FailureMode::NoReward),
+            Some(Outcome::Cancelled | Outcome::Interrupted) | None => Some(FailureMode::NotRun),
+        }
+    }
+}
+
+/// One scored condition (a run's condition).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ConditionResult {
+    /// `A`, `B`, `A'`, `B'` in an experiment; else the condition's label (prefixed with the run
+    /// when several runs are selected).
+    pub label: String,
+    /// Run name.
+    pub run: String,
+    /// Condition key.
+    pub condition: String,
+    /// Method D pass rate, fraction.
+    pub pass_rate: f64,
+    /// Its CI.
+    pub ci: Option<Ci>,
+    /// Tasks in the denominator.
+    pub n_tasks: usize,
+    /// Trials planned (tasks × trials per task).
+    pub planned: usize,
+    /// Trials finished.
+    pub done: usize,
+    /// Trials passed.
+    pub passed: usize,
+    /// Trials by failure mode (planned trials that never ran count as `not_run`).
+    pub failures: BTreeMap<FailureMode, usize>,
+    /// Pass rate over trials with a verdict (see the module doc); `None` without any.
+    pub pass_rate_judged: Option<f64>,
+    /// Trials from published aggregates rather than trial folders.
+    pub aggregated: bool,
+    /// Per-task means in [`Results::tasks`] order.
+    pub per_task: Vec<f64>,
+}
+
+impl ConditionResult {
+    /// Infrastructure failures (no reward, build and runtime errors).
+    pub fn infrastructure(&self) -> usize {
+        self.failures
+            .iter()
+            .filter(|(m, _)| m.is_infrastructure())
+            .map(|(_, n)| n)
+            .sum()
+    }
+}
+
+/// A comparison of two conditions.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    /// `A' vs A`, `curated vs no-skills`, …
+    pub name: String,
+    /// Label of the condition with the treatment.
+    pub with: String,
+    /// Label of the baseline.
+    pub without: String,
+    /// Pass rates (fractions).
+    pub p_with: f64,
+    /// Baseline pass rate.
+    pub p_without: f64,
+    /// Δ, percentage points.
+    pub delta_pp: f64,
+    /// CI of Δ (paired bootstrap over tasks), percentage points.
+    pub delta_ci_pp: Option<Ci>,
+    /// Normalized gain g.
+    pub g: Option<f64>,
+    /// Δ over trials with a verdict, percentage points.
+    pub delta_pp_judged: Option<f64>,
+    /// Tasks better / worse / unchanged.
+    pub improved: usize,
+    /// Worse.
+    pub degraded: usize,
+    /// Equal.
+    pub unchanged: usize,
+}
+
+/// A breakdown row (a domain or a difficulty).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GroupRow {
+    /// Domain or difficulty.
+    pub group: String,
+    /// Tasks in the group.
+    pub n_tasks: usize,
+    /// Pass rate per condition, in [`Results::conditions`] order.
+    pub rates: Vec<f64>,
+    /// Δ (pp) per comparison, in [`Results::comparisons`] order.
+    pub deltas_pp: Vec<f64>,
+    /// g per comparison.
+    pub gains: Vec<Option<f64>>,
+}
+
+/// How a task changed between two conditions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Change {
+    /// Higher mean reward.
+    Improved,
+    /// Lower.
+    Degraded,
+    /// Equal.
+    Unchanged,
+}
+
+/// One task in one comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TaskDelta {
+    /// Comparison name.
+    pub comparison: String,
+    /// Task.
+    pub task: String,
+    /// Domain.
+    pub domain: String,
+    /// Difficulty.
+    pub difficulty: String,
+    /// Mean reward with the treatment.
+    pub with: f64,
+    /// Without.
+    pub without: f64,
+    /// Δ, percentage points.
+    pub delta_pp: f64,
+    /// Direction.
+    pub change: Change,
+}
+
+/// A failure mode across two rounds (A → A', B → B').
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FailureShift {
+    /// `A → A'`.
+    pub name: String,
+    /// Mode.
+    pub mode: FailureMode,
+    /// Share of planned trials in the first round.
+    pub from_rate: f64,
+    /// In the second.
+    pub to_rate: f64,
+    /// Change, percentage points.
+    pub delta_pp: f64,
+}
+
+/// Learning efficiency: a round-2 comparison within one difficulty tier.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Efficiency {
+    /// Comparison (`A' vs A`, `B' vs B`).
+    pub comparison: String,
+    /// Difficulty.
+    pub difficulty: String,
+    /// Tasks.
+    pub n_tasks: usize,
+    /// Pass rates.
+    pub p_with: f64,
+    /// Baseline.
+    pub p_without: f64,
+    /// Δ, pp.
+    pub delta_pp: f64,
+    /// g.
+    pub g: Option<f64>,
+}
+
+/// The paper's number next to the run's.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PaperRow {
+    /// Run.
+    pub run: String,
+    /// The paper's value.
+    pub paper: PaperValue,
+    /// The run's value in the same unit (percent), when it has one.
+    pub ours: Option<f64>,
+}
+
+/// Everything a report shows.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Results {
+    /// When computed (RFC 3339).
+    pub generated_at: String,
+    /// The experiment, when one was selected.
+    pub experiment: Option<String>,
+    /// Runs.
+    pub runs: Vec<RunInfo>,
+    /// The fixed task denominator.
+    pub tasks: Vec<TaskInfo>,
+    /// CI method.
+    pub ci_method: CiMethod,
+    /// Its description.
+    pub ci_description: String,
+    /// Conditions.
+    pub conditions: Vec<ConditionResult>,
+    /// Comparisons.
+    pub comparisons: Vec<Comparison>,
+    /// By domain.
+    pub domains: Vec<GroupRow>,
+    /// By difficulty.
+    pub difficulties: Vec<GroupRow>,
+    /// Per task and comparison, sorted by comparison then Δ (best first).
+    pub task_deltas: Vec<TaskDelta>,
+    /// Failure modes across rounds (experiments).
+    pub failure_shifts: Vec<FailureShift>,
+    /// Learning efficiency by difficulty (experiments).
+    pub efficiency: Vec<Efficiency>,
+    /// Paper numbers for the same harness and model.
+    pub paper: Vec<PaperRow>,
+    /// Findings a reader must not miss (infrastructure failures that move Δ, …).
+    pub notes: Vec<String>,
+}
+
+/// Per (run, condition, task): reward sum, finished/passed counts, failure modes, judged trials.
+#[derive(Debug, Clone, Default)]
+struct Cell {
+    reward: f64,
+    done: usize,
+    passed: usize,
+    failures: BTreeMap<FailureMode, usize>,
+    judged: usize,
+    judged_reward: f64,
+    aggregated: bool,
+}
+
+/// The plan's primary comparisons for an experiment.
+pub const EXPERIMENT_COMPARISONS: [(&str, &str, &str); 4] = [
+    ("A' vs A", "A'", "A"),
+    ("B' vs B", "B'", "B"),
+    ("A' vs B", "A'", "B"),
+    ("B' vs A'", "B'", "A'"),
+];
+
+/// Rank of a difficulty in tables (easy/core first).
+fn difficulty_order(d: &str) -> (u8, String) {
+    let r = match d.to_ascii_lowercase().as_str() {
+        "easy" | "core" => 0,
+        "medium" | "middle" | "extended" => 1,
+        "hard" | "extreme" => 2,
+        _ => 3,
+    };
+    (r, d.to_string())
+}
+
+/// Computes the results of `selection`.
+///
+/// # Errors
+/// [`StoreError::NotFound`] for an unknown run or experiment; SQL errors.
+pub fn analyze(
+    conn: &Connection,
+    selection: &Selection,
+    method: &CiMethod,
+) -> Result<Results, StoreError> {
+    // Runs and labels.
+    let (experiment, runs): (Option<String>, Vec<RunRow>) = match selection {
+        Selection::Experiment(name) => {
+            let e = lq::find_experiment(conn, name)?
+                .ok_or_else(|| StoreError::NotFound(format!("no experiment named {name:?}")))?;
+            let mut runs = Vec::new();
+            for r in [&e.round1_run, &e.round2_run] {
+                if let Some(run) = queries::find_run(conn, r)? {
+                    runs.push(run);
+                }
+            }
+            if runs.is_empty() {
+                return Err(StoreError::NotFound(format!(
+                    "experiment {name} has no runs yet"
+                )));
+            }
+            (Some(e.name), runs)
+        }
+        Selection::Runs(names) => {
+            let mut runs = Vec::new();
+            for n in names {
+                runs.push(
+                    queries::find_run(conn, n)?
+                        .ok_or_else(|| StoreError::NotFound(format!("no run named {n:?}")))?,
+                );
+            }
+            (None, runs)
+        }
+    };
+
+    // The fixed denominator: round 1's tasks for an experiment, else every selected run's.
+    let mut tasks: BTreeMap<String, TaskInfo> = BTreeMap::new();
+    let task_runs: &[RunRow] = if experiment.is_some() {
+        &runs[..1]
+    } else {
+        &runs
+    };
+    for r in task_runs {
+        for t in queries::run_tasks(conn, r.id)? {
+            tasks.entry(t.task_id.clone()).or_insert(TaskInfo {
+                id: t.task_id,
+                domain: t.domain,
+                difficulty: t.difficulty,
+            });
+        }
+    }
+    let tasks: Vec<TaskInfo> = tasks.into_values().collect();
+    let task_index: HashMap<&str, usize> = tasks
+        .iter()
+        .enumerate()
+        .map(|(i, t)| (t.id.as_str(), i))
+        .collect();
+
+    // One grouped pass over the latest attempts.
+    let cells = load_cells(conn, &runs)?;
+
+    // Conditions.
+    let many = runs.len() > 1 && experiment.is_none();
+    let mut conditions: Vec<ConditionResult> = Vec::new();
+    for (ri, run) in runs.iter().enumerate() {
+        for (ci, cond) in run.conditions.iter().enumerate() {
+            let label = match (&experiment, ri, ci) {
+                (Some(_), 0, 0) => "A".to_string(),
+                (Some(_), 0, 1) => "B".to_string(),
+                (Some(_), 1, 0) => "A'".to_string(),
+                (Some(_), 1, 1) => "B'".to_string(),
+                _ if many => format!("{}: {}", run.name, condition_label(cond)),
+                _ => condition_label(cond),
+            };
+            let mut per_task = vec![0.0; tasks.len()];
+            let mut done = 0;
+            let mut passed = 0;
+            let mut failures: BTreeMap<FailureMode, usize> = BTreeMap::new();
+            let mut judged_means: Vec<f64> = Vec::new();
+            let mut aggregated = false;
+            for t in &tasks {
+                let cell = cells.get(&(run.id, cond.clone(), t.id.clone()));
+                let c = cell.cloned().unwrap_or_default();
+                per_task[task_index[t.id.as_str()]] = c.reward / run.n_trials.max(1) as f64;
+                done += c.done;
+                passed += c.passed;
+                aggregated |= c.aggregated;
+                let mut seen = 0;
+                for (m, n) in &c.failures {
+                    *failures.entry(*m).or_default() += n;
+                    seen += n;
+                }
+                seen += c.passed;
+                // Planned trials with no row at all were never run.
+                let missing = (run.n_trials as usize).saturating_sub(seen);
+                if missing > 0 {
+                    *failures.entry(FailureMode::NotRun).or_default() += missing;
+                }
+                if c.judged > 0 {
+                    judged_means.push(c.judged_reward / c.judged as f64);
+                }
+            }
+            let n = tasks.len();
+            let pass_rate = if n == 0 {
+                0.0
+            } else {
+                per_task.iter().sum::<f64>() / n as f64
+            };
+            conditions.push(ConditionResult {
+                label,
+                run: run.name.clone(),
+                condition: cond.clone(),
+                pass_rate,
+                ci: method.mean(&per_task),
+                n_tasks: n,
+                planned: n * run.n_trials as usize,
+                done,
+                passed,
+                failures,
+                pass_rate_judged: (!judged_means.is_empty())
+                    .then(|| judged_means.iter().sum::<f64>() / judged_means.len() as f64),
+                aggregated,
+                per_task,
+            });
+        }
+    }
+
+    // Comparisons.
+    let mut pairs: Vec<(String, usize, usize)> = Vec::new();
+    let find = |l: &str| conditions.iter().position(|c| c.label == l);
+    if experiment.is_some() {
+        for (name, w, wo) in EXPERIMENT_COMPARISONS {
+            if let (Some(a), Some(b)) = (find(w), find(wo)) {
+                pairs.push((name.to_string(), a, b));
+            }
+        }
+    } else {
+        for run in &runs {
+            let idx: Vec<usize> = conditions
+                .iter()
+                .enumerate()
+                .filter(|(_, c)| c.run == run.name)
+                .map(|(i, _)| i)
+                .collect();
+            let base = idx
+                .iter()
+                .copied()
+                .find(|&i| conditions[i].condition == "no-skills")
+                .or(idx.first().copied());
+            if let Some(b) = base {
+                for &i in idx.iter().filter(|&&i| i != b) {
+                    pairs.push((
+                        format!("{} vs {}", conditions[i].label, conditions[b].label),
+                        i,
+                        b,
+                    ));
+                }
+            }
+        }
+    }
+    let mut comparisons = Vec::new();
+    let mut task_deltas = Vec::new();
+    for (name, w, wo) in &pairs {
+        let (cw, cwo) = (&conditions[*w], &conditions[*wo]);
+        let mut improved = 0;
+        let mut degraded = 0;
+        let mut unchanged = 0;
+        for (i, t) in tasks.iter().enumerate() {
+            let d = cw.per_task[i] - cwo.per_task[i];
+            let change = if d > 1e-9 {
+                improved += 1;
+                Change::Improved
+            } else if d < -1e-9 {
+                degraded += 1;
+                Change::Degraded
+            } else {
+                unchanged += 1;
+                Change::Unchanged
+            };
+            task_deltas.push(TaskDelta {
+                comparison: name.clone(),
+                task: t.id.clone(),
+                domain: t.domain.clone(),
+                difficulty: t.difficulty.clone(),
+                with: cw.per_task[i],
+                without: cwo.per_task[i],
+                delta_pp: d * 100.0,
+                change,
+            });
+        }
+        comparisons.push(Comparison {
+            name: name.clone(),
+            with: cw.label.clone(),
+            without: cwo.label.clone(),
+            p_with: cw.pass_rate,
+            p_without: cwo.pass_rate,
+            delta_pp: delta_pp(cw.pass_rate, cwo.pass_rate),
+            delta_ci_pp: method
+                .paired_difference(&cw.per_task, &cwo.per_task)
+                .map(|c| Ci {
+                    low: c.low * 100.0,
+                    high: c.high * 100.0,
+                }),
+            g: normalized_gain(cw.pass_rate, cwo.pass_rate),
+            delta_pp_judged: match (cw.pass_rate_judged, cwo.pass_rate_judged) {
+                (Some(a), Some(b)) => Some(delta_pp(a, b)),
+                _ => None,
+            },
+            improved,
+            degraded,
+            unchanged,
+        });
+    }
+    // Best first within each comparison.
+    task_deltas.sort_by(|a, b| {
+        let ia = comparisons.iter().position(|c| c.name == a.comparison);
+        let ib = comparisons.iter().position(|c| c.name == b.comparison);
+        ia.cmp(&ib)
+            .then(b.delta_pp.total_cmp(&a.delta_pp))
+            .then(a.task.cmp(&b.task))
+    });
+
+    // Breakdowns.
+    let group_rows = |key: &dyn Fn(&TaskInfo) -> String, order: &dyn Fn(&str) -> (u8, String)| {
+        let mut groups: BTreeMap<(u8, String), Vec<usize>> = BTreeMap::new();
+        for (i, t) in tasks.iter().enumerate() {
+            let k = key(t);
+            groups.entry(order(&k)).or_default().push(i);
+        }
+        groups
+            .into_iter()
+            .map(|((_, g), idx)| {
+                let mean = |c: &ConditionResult| {
+                    idx.iter().map(|&i| c.per_task[i]).sum::<f64>() / idx.len() as f64
+                };
+                let rates: Vec<f64> = conditions.iter().map(mean).collect();
+                let (deltas_pp, gains) = pairs
+                    .iter()
+                    .map(|(_, w, wo)| {
+                        (
+                            delta_pp(rates[*w], rates[*wo]),
+                            normalized_gain(rates[*w], rates[*wo]),
+                        )
+                    })
+                    .unzip();
+                GroupRow {
+                    group: g,
+                    n_tasks: idx.len(),
+                    rates,
+                    deltas_pp,
+                    gains,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let domains = group_rows(&|t| t.domain.clone(), &|d| (0, d.to_string()));
+    let difficulties = group_rows(&|t| t.difficulty.clone(), &difficulty_order);
+
+    // Experiment-only analyses: failure shifts and learning efficiency.
+    let mut failure_shifts = Vec::new();
+    let mut efficiency = Vec::new();
+    if experiment.is_some() {
+        for (from, to) in [("A", "A'"), ("B", "B'")] {
+            let (Some(f), Some(t)) = (find(from), find(to)) else {
+                continue;
+            };
+            let (cf, ct) = (&conditions[f], &conditions[t]);
+            for m in FailureMode::ALL {
+                let rate = |c: &ConditionResult| {
+                    c.failures.get(&m).copied().unwrap_or(0) as f64 / c.planned.max(1) as f64
+                };
+                failure_shifts.push(FailureShift {
+                    name: format!("{from} → {to}"),
+                    mode: m,
+                    from_rate: rate(cf),
+                    to_rate: rate(ct),
+                    delta_pp: (rate(ct) - rate(cf)) * 100.0,
+                });
+            }
+        }
+        for (ci, c) in comparisons.iter().enumerate().take(2) {
+            for row in &difficulties {
+                let w = conditions.iter().position(|x| x.label == c.with);
+                let wo = conditions.iter().position(|x| x.label == c.without);
+                let (Some(w), Some(wo)) = (w, wo) else {
+                    continue;
+                };
+                efficiency.push(Efficiency {
+                    comparison: c.name.clone(),
+                    difficulty: row.group.clone(),
+                    n_tasks: row.n_tasks,
+                    p_with: row.rates[w],
+                    p_without: row.rates[wo],
+                    delta_pp: row.deltas_pp[ci],
+                    g: row.gains[ci],
+                });
+            }
+        }
+    }
+
+    // The paper's numbers for the same harness and model.
+    let mut paper_rows = Vec::new();
+    for run in &runs {
+        let of = |key: &str| {
+            conditions
+                .iter()
+                .find(|c| c.run == run.name && c.condition == key)
+                .map(|c| c.pass_rate * 100.0)
+        };
+        for v in paper::for_run(&run.agent, run.model.as_deref()) {
+            let ours = match v.metric.as_str() {
+                "pass_no_skills" => of("no-skills"),
+                "pass_curated" => of("curated"),
+                "normalized_gain" => match (of("curated"), of("no-skills")) {
+                    (Some(a), Some(b)) => normalized_gain(a / 100.0, b / 100.0).map(|g| g * 100.0),
+                    _ => None,
+                },
+                "delta_curated" => match (of("curated"), of("no-skills")) {
+                    (Some(a), Some(b)) => Some(a - b),
+                    _ => None,
+                },
+                _ => None,
+            };
+            paper_rows.push(PaperRow {
+                run: run.name.clone(),
+                paper: v,
+                ours,
+            });
+        }
+    }
+
+    // Notes: infrastructure failures that move Δ.
+    let mut notes = Vec::new();
+    for c in &comparisons {
+        let (w, wo) = (
+            &conditions[find(&c.with).unwrap_or(0)],
+            &conditions[find(&c.without).unwrap_or(0)],
+        );
+        let (iw, iwo) = (w.infrastructure(), wo.infrastructure());
+        if let Some(j) = c.delta_pp_judged
+            && (iw + iwo > 0)
+            && (j - c.delta_pp).abs() >= 1.0
+        {
+            notes.push(format!(
+                "{}: {} of {} trials ({}) and {} of {} ({}) ended without a verdict (no reward, build or runtime error). Method D counts them 0: Δ = {:+.1} pp; over trials with a verdict Δ = {:+.1} pp.",
+                c.name, iw, w.planned, w.label, iwo, wo.planned, wo.label, c.delta_pp, j
+            ));
+        }
+    }
+    for c in &conditions {
+        if c.aggregated {
+            notes.push(format!(
+                "{}: trials reconstructed from published aggregates (mean reward per task is exact; individual trials are not).",
+                c.label
+            ));
+        }
+        let not_run = c.failures.get(&FailureMode::NotRun).copied().unwrap_or(0);
+        if not_run > 0 {
+            notes.push(format!(
+                "{}: {not_run} of {} planned trials have not run (counted 0).",
+                c.label, c.planned
+            ));
+        }
+    }
+
+    Ok(Results {
+        generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        experiment,
+        runs: runs
+            .iter()
+            .map(|r| RunInfo {
+                name: r.name.clone(),
+                agent: r.agent.clone(),
+                model: r.model.clone(),
+                source: r.source.clone(),
+                n_trials: r.n_trials,
+                status: r.status.clone(),
+            })
+            .collect(),
+        tasks,
+        ci_description: method.describe(),
+        ci_method: method.clone(),
+        conditions,
+        comparisons,
+        domains,
+        difficulties,
+        task_deltas,
+        failure_shifts,
+        efficiency,
+        paper: paper_rows,
+        notes,
+    })
+}
+
+/// The pass over the latest attempts: (run, condition, task) → [`Cell`].
+///
+/// Reads (task, condition, status, outcome, reward) in the order of the covering `trials_brief`
+/// index — no table lookups, no sort — and folds consecutive rows of a (task, condition) in Rust,
+/// comparing borrowed text. At a million trials this beats both a `GROUP BY … status, outcome`
+/// (a temporary B-tree) and per-outcome conditional sums (SQLite evaluates each per row).
+fn load_cells(
+    conn: &Connection,
+    runs: &[RunRow],
+) -> Result<HashMap<(i64, String, String), Cell>, StoreError> {
+    use rusqlite::types::ValueRef;
+    let text = |v: ValueRef<'_>| -> Result<Option<String>, StoreError> {
+        match v {
+            ValueRef::Null => Ok(None),
+            ValueRef::Text(t) => Ok(Some(String::from_utf8_lossy(t).into_owned())),
+            other => Err(StoreError::Decode(format!(
+                "expected text, got {:?}",
+                other.data_type()
+            ))),
+        }
+    };
+    let mut out: HashMap<(i64, String, String), Cell> = HashMap::new();
+    let mut stmt = conn.prepare_cached(
+        "SELECT task_id, condition, status, outcome, reward
+         FROM trials
+         WHERE run_id = ?1 AND superseded = 0 AND trial_index BETWEEN 1 AND ?2
+         ORDER BY task_id, condition",
+    )?;
+    let mut aggregated_stmt = conn.prepare_cached(
+        "SELECT DISTINCT condition FROM trials WHERE run_id = ?1 AND aggregated = 1",
+    )?;
+    let done_str = TrialStatus::Done.as_str().as_bytes();
+    for run in runs {
+        let aggregated: Vec<String> = aggregated_stmt
+            .query_map([run.id], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        let mut rows = stmt.query(rusqlite::params![run.id, run.n_trials])?;
+        let mut key: Option<(String, String)> = None;
+        let mut cell = Cell::default();
+        while let Some(r) = rows.next()? {
+            let (task, cond) = (r.get_ref(0)?, r.get_ref(1)?);
+            let same = match (&key, task, cond) {
+                (Some((k_task, k_cond)), ValueRef::Text(t), ValueRef::Text(c)) => {
+                    k_task.as_bytes() == t && k_cond.as_bytes() == c
+                }
+                _ => false,
+            };
+            if !same {
+                if let Some((t, c)) = key.take() {
+                    out.insert((run.id, c, t), std::mem::take(&mut cell));
+                }
+                let t = text(task)?.unwrap_or_default();
+                let c = text(cond)?.unwrap_or_default();
+                cell.aggregated = aggregated.contains(&c);
+                key = Some((t, c));
+            }
+            let done = matches!(r.get_ref(2)?, ValueRef::Text(s) if s == done_str);
+            let outcome = match r.get_ref(3)? {
+                ValueRef::Text(s) => Outcome::ALL
+                    .into_iter()
+                    .find(|o| o.as_str().as_bytes() == s),
+                _ => None,
+            };
+            let reward = match r.get_ref(4)? {
+                ValueRef::Real(v) => v.clamp(0.0, 1.0),
+                ValueRef::Integer(v) => (v as f64).clamp(0.0, 1.0),
+                _ => 0.0,
+            };
+            let status = if done {
+                TrialStatus::Done
+            } else {
+                TrialStatus::Queued
+            };
+            if done {
+                cell.done += 1;
+                if !matches!(outcome, Some(Outcome::Cancelled | Outcome::Interrupted)) {
+                    cell.reward += reward;
+                }
+                if matches!(
+                    outcome,
+                    Some(
+                        Outcome::Pass
+                            | Outcome::Fail
+                            | Outcome::AgentTimeout
+                            | Outcome::VerifierTimeout
+                    )
+                ) {
+                    cell.judged += 1;
+                    cell.judged_reward += reward;
+                }
+            }
+            match FailureMode::of(status, outcome) {
+                None => cell.passed += 1,
+                Some(m) => *cell.failures.entry(m).or_default() += 1,
+            }
+        }
+        if let Some((t, c)) = key.take() {
+            out.insert((run.id, c, t), cell);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,137 @@
+//! `skillscope report`: the results of runs or an experiment as Markdown with charts, JSON and
+//! CSV (see [`crate::report`]).
+
+use std::path::PathBuf;
+
+use color_eyre::eyre::{Result, WrapErr, eyre};
+use rusqlite::Connection;
+
+use crate::analysis::ci::CiMethod;
+use crate::analysis::results::Selection;
+use crate::bench::condition::sanitize_slug;
+use crate::cli::ReportArgs;
+use crate::report::{self, Format};
+use crate::store::{Store, learning as lq, queries};
+
+/// Runs `skillscope report`.
+///
+/// # Errors
+/// No database, unknown runs or experiment, or a file that cannot be written (named).
+pub fn execute(args: ReportArgs) -> Result<()> {
+    let conn = Store::open_existing(&args.db.db)?;
+    let selection = select(&conn, &args)?;
+    let method = CiMethod {
+        resamples: args.resamples,
+        seed: args.seed,
+        ..CiMethod::default()
+    };
+    let t0 = std::time::Instant::now();
+    let report = report::build(&conn, &selection, &method)
+        .wrap_err_with(|| format!("analysing {}", args.db.db.display()))?;
+    let analysed = t0.elapsed();
+    let out = args.out.clone().unwrap_or_else(|| {
+        PathBuf::from("reports").join(sanitize_slug(&match &selection {
+            Selection::Experiment(e) => e.clone(),
+            Selection::Runs(r) if r.len() == 1 => r[0].clone(),
+            Selection::Runs(r) => format!("{}-and-{}-more", r[0], r.len() - 1),
+        }))
+    });
+    let formats: Vec<Format> = if args.format.is_empty() {
+        vec![Format::Md, Format::Json, Format::Csv]
+    } else {
+        args.format.clone()
+    };
+    let written = report::write(&report, &out, &formats)?;
+    let r = &report.results;
+    println!(
+        "{} · {} tasks · {} conditions · {} skill invocations — analysed in {:.2}s, written in {:.2}s",
+        match &r.experiment {
+            Some(e) => format!("experiment {e}"),
+            None => format!("{} run(s)", r.runs.len()),
+        },
+        r.tasks.len(),
+        r.conditions.len(),
+        report.skills.invocations,
+        analysed.as_secs_f64(),
+        (t0.elapsed() - analysed).as_secs_f64()
+    );
+    for c in &r.conditions {
+        println!(
+            "  {:<24} {:>6.1}%{}",
+            crate::text::sanitize(&c.label),
+            c.pass_rate * 100.0,
+            match c.infrastructure() {
+                0 => String::new(),
+                n => format!("  ({n} infrastructure failures)"),
+            }
+        );
+    }
+    for c in &r.comparisons {
+        println!(
+            "  {:<24} Δ {:>+6.1} pp  g {}",
+            crate::text::sanitize(&c.name),
+            c.delta_pp,
+            c.g.map_or_else(|| "—".into(), |g| format!("{g:+.3}"))
+        );
+    }
+    for n in &r.notes {
+        println!("  note: {}", crate::text::sanitize(n));
+    }
+    println!("wrote {} files to {}", written.files.len(), out.display());
+    for f in &written.files {
+        if f.extension().is_some_and(|e| e == "md") {
+            println!("  {}", f.display());
+        }
+    }
+    Ok(())
+}
+
+/// What to report: `--experiment`, the named runs (shell-style patterns allowed), or — with
+/// neither — the newest run, or its experiment when it is one of an experiment's rounds.
+fn select(conn: &Connection, args: &ReportArgs) -> Result<Selection> {
+    if let Some(e) = &args.experiment {
+        if !args.runs.is_empty() {
+            return Err(eyre!("give runs or --experiment, not both"));
+        }
+        return Ok(Selection::Experiment(e.clone()));
+    }
+    let all = queries::list_runs(conn)?;
+    if args.runs.is_empty() {
+        let newest = all
+            .first()
+            .ok_or_else(|| eyre!("the database holds no runs yet"))?;
+        for e in lq::list_experiments(conn)? {
+            if e.round1_run == newest.name || e.round2_run == newest.name {
+                return Ok(Selection::Experiment(e.name));
+            }
+        }
+        return Ok(Selection::Runs(vec![newest.name.clone()]));
+    }
+    let mut names = Vec::new();
+    for pattern in &args.runs {
+        let p =
+            glob::Pattern::new(pattern).wrap_err_with(|| format!("bad run pattern {pattern:?}"))?;
+        // Oldest first, so conditions appear in the order the runs were made.
+        let hits: Vec<String> = all
+            .iter()
+            .rev()
+            .filter(|r| r.name == *pattern || p.matches(&r.name))
+            .map(|r| r.name.clone())
+            .collect();
+        if hits.is_empty() {
+            return Err(eyre!(
+                "no run named {pattern:?} (known: {})",
+                all.iter()
+                    .map(|r| r.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        for h in hits {
+            if !names.contains(&h) {
+                names.push(h);
+            }
+        }
+    }
+    Ok(Selection::Runs(names))
+}

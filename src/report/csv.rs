@@ -1,0 +1,382 @@
+//! The report as CSV tables (RFC 4180 through the `csv` crate), one file per section, for other
+//! tools. Fractions stay fractions (pass rates in [0, 1]) at full precision; Δ is in percentage
+//! points as in the Markdown; empty cells mean "none" (no CI, undefined g). Text from the store is
+//! stripped of control characters.
+
+use crate::analysis::ci::Ci;
+use crate::analysis::results::{Change, FailureMode};
+use crate::analysis::rubric::{Gate, Trend};
+
+use super::Report;
+
+/// The file names and contents, in a fixed order: `conditions.csv`, `comparisons.csv`,
+/// `per_task.csv`, `task_changes.csv`, `domains.csv`, `difficulties.csv`, `failures.csv`,
+/// `failure_shifts.csv`, `efficiency.csv`, `paper.csv`, `skills.csv`.
+pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
+    let r = &report.results;
+    let mut out = Vec::new();
+
+    let mut head: Vec<String> = [
+        "label",
+        "run",
+        "condition",
+        "pass_rate",
+        "ci_low",
+        "ci_high",
+        "n_tasks",
+        "planned",
+        "done",
+        "passed",
+        "infrastructure_failures",
+        "pass_rate_judged",
+        "aggregated",
+    ]
+    .map(String::from)
+    .to_vec();
+    head.extend(FailureMode::ALL.iter().map(|m| {
+        serde_json::to_value(m)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    }));
+    out.push((
+        "conditions.csv",
+        table(
+            &head,
+            r.conditions.iter().map(|c| {
+                let mut row = vec![
+                    text(&c.label),
+                    text(&c.run),
+                    text(&c.condition),
+                    c.pass_rate.to_string(),
+                    ci_low(c.ci),
+                    ci_high(c.ci),
+                    c.n_tasks.to_string(),
+                    c.planned.to_string(),
+                    c.done.to_string(),
+                    c.passed.to_string(),
+                    c.infrastructure().to_string(),
+                    opt(c.pass_rate_judged),
+                    c.aggregated.to_string(),
+                ];
+                row.extend(
+                    FailureMode::ALL
+                        .iter()
+                        .map(|m| c.failures.get(m).copied().unwrap_or(0).to_string()),
+                );
+                row
+            }),
+        ),
+    ));
+
+    out.push((
+        "comparisons.csv",
+        table(
+            &[
+                "comparison",
+                "with",
+                "without",
+                "p_with",
+                "p_without",
+                "delta_pp",
+                "delta_ci_low_pp",
+                "delta_ci_high_pp",
+                "g",
+                "delta_pp_judged",
+                "improved",
+                "degraded",
+                "unchanged",
+            ],
+            r.comparisons.iter().map(|c| {
+                vec![
+                    text(&c.name),
+                    text(&c.with),
+                    text(&c.without),
+                    c.p_with.to_string(),
+                    c.p_without.to_string(),
+                    c.delta_pp.to_string(),
+                    ci_low(c.delta_ci_pp),
+                    ci_high(c.delta_ci_pp),
+                    opt(c.g),
+                    opt(c.delta_pp_judged),
+                    c.improved.to_string(),
+                    c.degraded.to_string(),
+                    c.unchanged.to_string(),
+                ]
+            }),
+        ),
+    ));
+
+    out.push((
+        "per_task.csv",
+        table(
+            &["task", "domain", "difficulty", "condition", "mean_reward"],
+            r.tasks.iter().enumerate().flat_map(|(i, t)| {
+                r.conditions.iter().map(move |c| {
+                    vec![
+                        text(&t.id),
+                        text(&t.domain),
+                        text(&t.difficulty),
+                        text(&c.label),
+                        c.per_task[i].to_string(),
+                    ]
+                })
+            }),
+        ),
+    ));
+
+    out.push((
+        "task_changes.csv",
+        table(
+            &[
+                "comparison",
+                "task",
+                "domain",
+                "difficulty",
+                "without",
+                "with",
+                "delta_pp",
+                "change",
+            ],
+            r.task_deltas.iter().map(|t| {
+                vec![
+                    text(&t.comparison),
+                    text(&t.task),
+                    text(&t.domain),
+                    text(&t.difficulty),
+                    t.without.to_string(),
+                    t.with.to_string(),
+                    t.delta_pp.to_string(),
+                    match t.change {
+                        Change::Improved => "improved",
+                        Change::Degraded => "degraded",
+                        Change::Unchanged => "unchanged",
+                    }
+                    .into(),
+                ]
+            }),
+        ),
+    ));
+
+    for (name, rows) in [
+        ("domains.csv", &r.domains),
+        ("difficulties.csv", &r.difficulties),
+    ] {
+        out.push((
+            name,
+            table(
+                &["group", "n_tasks", "measure", "of", "value"],
+                rows.iter().flat_map(|g| {
+                    let rates = r.conditions.iter().zip(&g.rates).map(move |(c, v)| {
+                        vec![
+                            text(&g.group),
+                            g.n_tasks.to_string(),
+                            "pass_rate".into(),
+                            text(&c.label),
+                            v.to_string(),
+                        ]
+                    });
+                    let deltas = r
+                        .comparisons
+                        .iter()
+                        .zip(g.deltas_pp.iter().zip(&g.gains))
+                        .flat_map(move |(c, (d, gn))| {
+                            [
+                                vec![
+                                    text(&g.group),
+                                    g.n_tasks.to_string(),
+                                    "delta_pp".into(),
+                                    text(&c.name),
+                                    d.to_string(),
+                                ],
+                                vec![
+                                    text(&g.group),
+                                    g.n_tasks.to_string(),
+                                    "g".into(),
+                                    text(&c.name),
+                                    opt(*gn),
+                                ],
+                            ]
+                        });
+                    rates.chain(deltas)
+                }),
+            ),
+        ));
+    }
+
+    out.push((
+        "failures.csv",
+        table(
+            &["condition", "mode", "trials", "infrastructure"],
+            r.conditions.iter().flat_map(|c| {
+                c.failures.iter().map(move |(m, n)| {
+                    vec![
+                        text(&c.label),
+                        m.label().into(),
+                        n.to_string(),
+                        m.is_infrastructure().to_string(),
+                    ]
+                })
+            }),
+        ),
+    ));
+
+    out.push((
+        "failure_shifts.csv",
+        table(
+            &["rounds", "mode", "from_rate", "to_rate", "delta_pp"],
+            r.failure_shifts.iter().map(|s| {
+                vec![
+                    text(&s.name),
+                    s.mode.label().into(),
+                    s.from_rate.to_string(),
+                    s.to_rate.to_string(),
+                    s.delta_pp.to_string(),
+                ]
+            }),
+        ),
+    ));
+
+    out.push((
+        "efficiency.csv",
+        table(
+            &[
+                "comparison",
+                "difficulty",
+                "n_tasks",
+                "p_with",
+                "p_without",
+                "delta_pp",
+                "g",
+            ],
+            r.efficiency.iter().map(|e| {
+                vec![
+                    text(&e.comparison),
+                    text(&e.difficulty),
+                    e.n_tasks.to_string(),
+                    e.p_with.to_string(),
+                    e.p_without.to_string(),
+                    e.delta_pp.to_string(),
+                    opt(e.g),
+                ]
+            }),
+        ),
+    ));
+
+    out.push((
+        "paper.csv",
+        table(
+            &[
+                "run",
+                "paper_version",
+                "harness",
+                "model",
+                "metric",
+                "unit",
+                "paper_value",
+                "paper_ci95",
+                "this_run",
+            ],
+            r.paper.iter().map(|p| {
+                vec![
+                    text(&p.run),
+                    text(&p.paper.version),
+                    text(&p.paper.harness),
+                    text(&p.paper.model),
+                    text(&p.paper.metric),
+                    text(&p.paper.unit),
+                    opt(p.paper.value),
+                    opt(p.paper.ci95),
+                    opt(p.ours),
+                ]
+            }),
+        ),
+    ));
+
+    out.push((
+        "skills.csv",
+        table(
+            &[
+                "skill",
+                "invocations",
+                "avg_score",
+                "tier",
+                "completion",
+                "efficiency",
+                "quality",
+                "satisfaction",
+                "error_rate",
+                "trend",
+                "change_percent",
+                "weak_component",
+                "recommendation",
+                "publish_gate",
+                "feature_gate",
+                "deprecation_review",
+            ],
+            report.skills.scores.iter().map(|k| {
+                let gate = |g: Gate| {
+                    k.gates
+                        .iter()
+                        .find(|r| r.gate == g)
+                        .map_or_else(String::new, |r| r.passed.to_string())
+                };
+                let (trend, change) = match &k.trend {
+                    Trend::InsufficientData => ("insufficient_data".to_string(), String::new()),
+                    Trend::Analyzed(a) => (
+                        serde_json::to_value(a.trend)
+                            .ok()
+                            .and_then(|v| v.as_str().map(String::from))
+                            .unwrap_or_default(),
+                        a.change_percent.to_string(),
+                    ),
+                };
+                vec![
+                    text(&k.skill_name),
+                    k.invocations.to_string(),
+                    k.avg_score.to_string(),
+                    k.tier.label().into(),
+                    k.components.completion.to_string(),
+                    k.components.efficiency.to_string(),
+                    k.components.quality.to_string(),
+                    k.components.satisfaction.to_string(),
+                    k.error_rate.to_string(),
+                    trend,
+                    change,
+                    k.weak_component.as_str().into(),
+                    text(&k.recommendation),
+                    gate(Gate::Publish),
+                    gate(Gate::Feature),
+                    k.deprecation_review.triggered.to_string(),
+                ]
+            }),
+        ),
+    ));
+    out
+}
+
+fn text(s: &str) -> String {
+    crate::text::sanitize(s).replace('\n', " ")
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map_or_else(String::new, |v| v.to_string())
+}
+
+fn ci_low(c: Option<Ci>) -> String {
+    opt(c.map(|c| c.low))
+}
+
+fn ci_high(c: Option<Ci>) -> String {
+    opt(c.map(|c| c.high))
+}
+
+fn table<H: AsRef<str>>(head: &[H], rows: impl Iterator<Item = Vec<String>>) -> String {
+    let mut w = ::csv::Writer::from_writer(Vec::new());
+    // Writing to a Vec cannot fail.
+    let _ = w.write_record(head.iter().map(AsRef::as_ref));
+    for r in rows {
+        let _ = w.write_record(&r);
+    }
+    String::from_utf8(w.into_inner().unwrap_or_default()).unwrap_or_default()
+}

@@ -1,0 +1,645 @@
+//! The Markdown report: every section of a [`Report`] as GitHub-flavoured tables, with the
+//! charts of [`super::charts::plan`] embedded by relative path. Pure: the same report gives the
+//! same text (the snapshot test relies on it).
+
+use std::fmt::Write as _;
+
+use super::charts::{ChartKind, ChartSpec};
+use super::{Report, md_cell};
+use crate::analysis::ci::Ci;
+use crate::analysis::results::{Change, FailureMode, GroupRow, Results};
+use crate::analysis::rubric::{Direction, Gate, Trend};
+
+/// A fraction as a percentage with one decimal (`0.297` → `29.7%`).
+pub fn pct(f: f64) -> String {
+    format!("{:.1}%", f * 100.0)
+}
+
+/// A CI of a fraction in percent (`[25.1, 34.6]`), `—` without one.
+pub fn ci_pct(ci: Option<Ci>) -> String {
+    match ci {
+        Some(c) => format!("[{:.1}, {:.1}]", c.low * 100.0, c.high * 100.0),
+        None => "—".into(),
+    }
+}
+
+/// A CI already in percentage points (`[+1.2, +9.8]`).
+pub fn ci_pp(ci: Option<Ci>) -> String {
+    match ci {
+        Some(c) => format!("[{:+.1}, {:+.1}]", c.low, c.high),
+        None => "—".into(),
+    }
+}
+
+/// Percentage points with a sign (`+4.3`); what rounds to zero is `0.0`, never `-0.0`.
+pub fn pp(v: f64) -> String {
+    if (v * 10.0).round() == 0.0 {
+        "0.0".into()
+    } else {
+        format!("{v:+.1}")
+    }
+}
+
+/// A normalized gain (`+0.332`), `—` when undefined (baseline at 100 %).
+pub fn gain(g: Option<f64>) -> String {
+    match g {
+        None => "—".into(),
+        Some(g) if (g * 1000.0).round() == 0.0 => "0.000".into(),
+        Some(g) => format!("{g:+.3}"),
+    }
+}
+
+fn row(out: &mut String, cells: &[String]) {
+    out.push('|');
+    for c in cells {
+        out.push(' ');
+        out.push_str(c);
+        out.push_str(" |");
+    }
+    out.push('\n');
+}
+
+/// A header row and its rule; `right` marks numeric (right-aligned) columns.
+fn header(out: &mut String, cells: &[&str], right: &[bool]) {
+    row(
+        out,
+        &cells.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
+    );
+    out.push('|');
+    for (i, _) in cells.iter().enumerate() {
+        out.push_str(if right.get(i).copied().unwrap_or(false) {
+            "---:|"
+        } else {
+            "---|"
+        });
+    }
+    out.push('\n');
+}
+
+fn chart(out: &mut String, specs: &[ChartSpec], kind: &ChartKind) {
+    for s in specs.iter().filter(|s| &s.kind == kind) {
+        let _ = writeln!(out, "![{}]({})\n", md_cell(&s.title), s.file);
+    }
+}
+
+fn title(r: &Results) -> String {
+    match &r.experiment {
+        Some(e) => format!("experiment {}", md_cell(e)),
+        None => r
+            .runs
+            .iter()
+            .map(|x| md_cell(&x.name))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// Renders `report` with the charts `specs` (paths relative to the report).
+pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
+    let r = &report.results;
+    let mut out = String::new();
+    let _ = writeln!(out, "# SkillsBench results: {}\n", title(r));
+    let _ = writeln!(
+        out,
+        "Generated {} by skillscope {}. Pass rates are the SkillsBench paper's Method D: per task, the mean reward over its planned trials (missing, unfinished and errored trials count 0), then the mean over a fixed set of {} tasks. Δ is in percentage points (pp); normalized gain g = (p_with − p_without) / (1 − p_without). Confidence intervals: {}.\n",
+        r.generated_at,
+        env!("CARGO_PKG_VERSION"),
+        r.tasks.len(),
+        r.ci_description
+    );
+
+    out.push_str("## Runs\n\n");
+    header(
+        &mut out,
+        &[
+            "Run",
+            "Agent",
+            "Model",
+            "Source",
+            "Trials per task",
+            "Status",
+        ],
+        &[false, false, false, false, true, false],
+    );
+    for x in &r.runs {
+        row(
+            &mut out,
+            &[
+                md_cell(&x.name),
+                md_cell(&x.agent),
+                md_cell(x.model.as_deref().unwrap_or("—")),
+                md_cell(&x.source),
+                x.n_trials.to_string(),
+                md_cell(&x.status),
+            ],
+        );
+    }
+    out.push('\n');
+
+    if !r.notes.is_empty() {
+        out.push_str("## Read this first\n\n");
+        for n in &r.notes {
+            let _ = writeln!(out, "- {}", md_cell(n));
+        }
+        out.push('\n');
+    }
+
+    conditions(&mut out, r, specs);
+    comparisons(&mut out, r);
+    paper(&mut out, r);
+    out.push_str("## By domain\n\n");
+    chart(&mut out, specs, &ChartKind::Domains);
+    groups(&mut out, r, &r.domains, "Domain");
+    out.push_str("## By difficulty\n\n");
+    groups(&mut out, r, &r.difficulties, "Difficulty");
+    efficiency(&mut out, r);
+    task_changes(&mut out, r, specs);
+    failures(&mut out, r, specs);
+    skills(&mut out, report, specs);
+    out
+}
+
+fn conditions(out: &mut String, r: &Results, specs: &[ChartSpec]) {
+    out.push_str("## Pass rate per condition\n\n");
+    chart(out, specs, &ChartKind::PassRate);
+    header(
+        out,
+        &[
+            "Condition",
+            "Run",
+            "Skills",
+            "Pass rate",
+            "95% CI",
+            "Tasks",
+            "Done / planned",
+            "Passed",
+            "Infrastructure failures",
+            "Pass rate, trials with a verdict",
+        ],
+        &[
+            false, false, false, true, true, true, true, true, true, true,
+        ],
+    );
+    for c in &r.conditions {
+        row(
+            out,
+            &[
+                md_cell(&c.label),
+                md_cell(&c.run),
+                md_cell(&c.condition),
+                pct(c.pass_rate),
+                ci_pct(c.ci),
+                c.n_tasks.to_string(),
+                format!("{} / {}", c.done, c.planned),
+                c.passed.to_string(),
+                c.infrastructure().to_string(),
+                c.pass_rate_judged.map_or_else(|| "—".into(), pct),
+            ],
+        );
+    }
+    out.push_str(
+        "\nInfrastructure failures are trials that ended without a verdict: no reward, a build error or a runtime error. Method D counts them 0 (the paper's rule); the last column leaves them out, to show how much they move the numbers.\n\n",
+    );
+}
+
+fn comparisons(out: &mut String, r: &Results) {
+    if r.comparisons.is_empty() {
+        return;
+    }
+    out.push_str("## Comparisons\n\n");
+    header(
+        out,
+        &[
+            "Comparison",
+            "With",
+            "Without",
+            "Δ (pp)",
+            "95% CI (pp)",
+            "g",
+            "Δ, trials with a verdict (pp)",
+            "Improved",
+            "Degraded",
+            "Unchanged",
+        ],
+        &[false, true, true, true, true, true, true, true, true, true],
+    );
+    for c in &r.comparisons {
+        row(
+            out,
+            &[
+                md_cell(&c.name),
+                pct(c.p_with),
+                pct(c.p_without),
+                pp(c.delta_pp),
+                ci_pp(c.delta_ci_pp),
+                gain(c.g),
+                c.delta_pp_judged.map_or_else(|| "—".into(), pp),
+                c.improved.to_string(),
+                c.degraded.to_string(),
+                c.unchanged.to_string(),
+            ],
+        );
+    }
+    out.push_str("\nImproved / degraded / unchanged count tasks by their mean reward. The CI of Δ is a paired bootstrap over tasks.\n\n");
+}
+
+fn paper(out: &mut String, r: &Results) {
+    out.push_str("## Beside the paper\n\n");
+    if r.paper.is_empty() {
+        out.push_str("No run matches a harness and model of the paper's main table, so there is nothing to put beside it.\n\n");
+        return;
+    }
+    header(
+        out,
+        &[
+            "Run", "Paper", "Harness", "Model", "Metric", "Paper", "±95%", "This run",
+        ],
+        &[false, false, false, false, false, true, true, true],
+    );
+    for p in r
+        .paper
+        .iter()
+        .filter(|p| p.paper.value.is_some() || p.ours.is_some())
+    {
+        let unit = if p.paper.unit == "pct" { "%" } else { "" };
+        row(
+            out,
+            &[
+                md_cell(&p.run),
+                md_cell(&p.paper.version),
+                md_cell(&p.paper.harness),
+                md_cell(&p.paper.model),
+                md_cell(&p.paper.metric),
+                p.paper
+                    .value
+                    .map_or_else(|| "—".into(), |v| format!("{v:.1}{unit}")),
+                p.paper
+                    .ci95
+                    .map_or_else(|| "—".into(), |v| format!("{v:.1}")),
+                p.ours
+                    .map_or_else(|| "—".into(), |v| format!("{v:.1}{unit}")),
+            ],
+        );
+    }
+    out.push_str("\nPaper values are percent (g × 100 for normalized gain). `v1` is the February 2026 paper.\n\n");
+}
+
+fn groups(out: &mut String, r: &Results, rows: &[GroupRow], what: &str) {
+    if rows.is_empty() {
+        out.push_str("No tasks.\n\n");
+        return;
+    }
+    let mut cols: Vec<String> = vec![what.to_string(), "Tasks".into()];
+    cols.extend(r.conditions.iter().map(|c| md_cell(&c.label)));
+    cols.extend(
+        r.comparisons
+            .iter()
+            .map(|c| format!("Δ {}", md_cell(&c.name))),
+    );
+    let refs: Vec<&str> = cols.iter().map(String::as_str).collect();
+    let right: Vec<bool> = (0..cols.len()).map(|i| i > 0).collect();
+    header(out, &refs, &right);
+    for g in rows {
+        let mut cells = vec![md_cell(&g.group), g.n_tasks.to_string()];
+        cells.extend(g.rates.iter().map(|v| pct(*v)));
+        cells.extend(g.deltas_pp.iter().map(|v| pp(*v)));
+        row(out, &cells);
+    }
+    out.push('\n');
+}
+
+fn efficiency(out: &mut String, r: &Results) {
+    if r.efficiency.is_empty() {
+        return;
+    }
+    out.push_str("## Learning efficiency by difficulty\n\nWhat the learned skills add in round 2, per difficulty tier.\n\n");
+    header(
+        out,
+        &[
+            "Comparison",
+            "Difficulty",
+            "Tasks",
+            "With",
+            "Without",
+            "Δ (pp)",
+            "g",
+        ],
+        &[false, false, true, true, true, true, true],
+    );
+    for e in &r.efficiency {
+        row(
+            out,
+            &[
+                md_cell(&e.comparison),
+                md_cell(&e.difficulty),
+                e.n_tasks.to_string(),
+                pct(e.p_with),
+                pct(e.p_without),
+                pp(e.delta_pp),
+                gain(e.g),
+            ],
+        );
+    }
+    out.push('\n');
+}
+
+fn task_changes(out: &mut String, r: &Results, specs: &[ChartSpec]) {
+    if r.comparisons.is_empty() {
+        return;
+    }
+    out.push_str("## Task-level changes\n\n");
+    for c in &r.comparisons {
+        let _ = writeln!(
+            out,
+            "### {}\n\n{} improved, {} degraded, {} unchanged.\n",
+            md_cell(&c.name),
+            c.improved,
+            c.degraded,
+            c.unchanged
+        );
+        chart(out, specs, &ChartKind::TaskDeltas(c.name.clone()));
+        for (change, what) in [
+            (Change::Improved, "Improved"),
+            (Change::Degraded, "Degraded"),
+        ] {
+            let mut tasks: Vec<_> = r
+                .task_deltas
+                .iter()
+                .filter(|t| t.comparison == c.name && t.change == change)
+                .collect();
+            if tasks.is_empty() {
+                continue;
+            }
+            if change == Change::Degraded {
+                tasks.reverse();
+            }
+            let _ = writeln!(out, "{what}:\n");
+            header(
+                out,
+                &["Task", "Domain", "Difficulty", "Without", "With", "Δ (pp)"],
+                &[false, false, false, true, true, true],
+            );
+            for t in tasks {
+                row(
+                    out,
+                    &[
+                        md_cell(&t.task),
+                        md_cell(&t.domain),
+                        md_cell(&t.difficulty),
+                        format!("{:.2}", t.without),
+                        format!("{:.2}", t.with),
+                        pp(t.delta_pp),
+                    ],
+                );
+            }
+            out.push('\n');
+        }
+    }
+}
+
+fn failures(out: &mut String, r: &Results, specs: &[ChartSpec]) {
+    out.push_str("## Failure modes\n\n");
+    chart(out, specs, &ChartKind::Failures);
+    let modes: Vec<FailureMode> = FailureMode::ALL
+        .into_iter()
+        .filter(|m| r.conditions.iter().any(|c| c.failures.contains_key(m)))
+        .collect();
+    let mut cols: Vec<String> = vec!["Condition".into(), "Planned".into(), "Passed".into()];
+    cols.extend(modes.iter().map(|m| {
+        if m.is_infrastructure() {
+            format!("{} (infra)", m.label())
+        } else {
+            m.label().to_string()
+        }
+    }));
+    let refs: Vec<&str> = cols.iter().map(String::as_str).collect();
+    let right: Vec<bool> = (0..cols.len()).map(|i| i > 0).collect();
+    header(out, &refs, &right);
+    for c in &r.conditions {
+        let mut cells = vec![
+            md_cell(&c.label),
+            c.planned.to_string(),
+            c.passed.to_string(),
+        ];
+        cells.extend(
+            modes
+                .iter()
+                .map(|m| c.failures.get(m).copied().unwrap_or(0).to_string()),
+        );
+        row(out, &cells);
+    }
+    out.push_str("\nWrong output = the verifier ran and the output failed it. Timeouts are verdicts on the agent; build errors, runtime errors and missing rewards are infrastructure.\n\n");
+    if !r.failure_shifts.is_empty() {
+        out.push_str("### How failure modes shift between rounds\n\nShare of planned trials.\n\n");
+        header(
+            out,
+            &["Rounds", "Failure mode", "Round 1", "Round 2", "Δ (pp)"],
+            &[false, false, true, true, true],
+        );
+        for s in r
+            .failure_shifts
+            .iter()
+            .filter(|s| s.from_rate > 0.0 || s.to_rate > 0.0)
+        {
+            row(
+                out,
+                &[
+                    md_cell(&s.name),
+                    s.mode.label().to_string(),
+                    pct(s.from_rate),
+                    pct(s.to_rate),
+                    pp(s.delta_pp),
+                ],
+            );
+        }
+        out.push('\n');
+    }
+}
+
+fn trend(t: &Trend) -> String {
+    match t {
+        Trend::InsufficientData => "insufficient data (< 10)".into(),
+        Trend::Analyzed(a) => {
+            let d = match a.trend {
+                Direction::Improving => "improving",
+                Direction::Declining => "declining",
+                Direction::Stable => "stable",
+            };
+            format!("{d} ({:+.1}%)", a.change_percent)
+        }
+    }
+}
+
+fn skills(out: &mut String, report: &Report, specs: &[ChartSpec]) {
+    let s = &report.skills;
+    out.push_str("## Skill quality (rubric)\n\n");
+    if s.scores.is_empty() {
+        out.push_str("No skill invocations: no trial of a condition with skills used a skill (read its SKILL.md, opened or ran one of its files). Published aggregates and the per-trial CSV do not say which skill a trial used.\n\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "{} invocations (a trial of a condition with skills that used the skill) scored with the skill scoring rubric: completion (25) + efficiency (20) + output quality (30) + user satisfaction (25). Window: the {} days before {}. The benchmark has no user, so user satisfaction takes the rubric's defaults for every invocation (0 + 4 + 7 = 11 of 25) and a score tops out at 86 — Good, never Excellent.\n",
+        s.invocations,
+        s.window.days,
+        md_cell(s.window.reference.as_deref().unwrap_or("now"))
+    );
+    chart(out, specs, &ChartKind::Skills);
+    header(
+        out,
+        &[
+            "Skill",
+            "Invocations",
+            "Score",
+            "Tier",
+            "Completion /25",
+            "Efficiency /20",
+            "Quality /30",
+            "Satisfaction /25",
+            "Error rate",
+            "Trend",
+            "Weak component",
+            "Recommendation",
+            "Publish",
+            "Feature",
+            "Deprecation review",
+        ],
+        &[
+            false, true, true, false, true, true, true, true, true, false, false, false, false,
+            false, false,
+        ],
+    );
+    for k in &s.scores {
+        let gate = |g: Gate| {
+            k.gates.iter().find(|r| r.gate == g).map_or_else(
+                || "—".into(),
+                |r| {
+                    if r.passed {
+                        "pass".to_string()
+                    } else {
+                        format!("fail: {}", md_cell(&r.failures.join("; ")))
+                    }
+                },
+            )
+        };
+        row(
+            out,
+            &[
+                md_cell(&k.skill_name),
+                k.invocations.to_string(),
+                format!("{:.1}", k.avg_score),
+                k.tier.label().to_string(),
+                format!("{:.1}", k.components.completion),
+                format!("{:.1}", k.components.efficiency),
+                format!("{:.1}", k.components.quality),
+                format!("{:.1}", k.components.satisfaction),
+                pct(k.error_rate),
+                trend(&k.trend),
+                k.weak_component.as_str().to_string(),
+                md_cell(&k.recommendation),
+                gate(Gate::Publish),
+                gate(Gate::Feature),
+                if k.deprecation_review.triggered {
+                    format!("due: {}", md_cell(&k.deprecation_review.reasons.join("; ")))
+                } else {
+                    "no".into()
+                },
+            ],
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nGates as the rubric's `check_quality_gate` applies them ({}). Deprecation review: score ≤ {} with at least {} invocations; the rubric's third criterion, {} days without improvement, needs a history skillscope does not keep and is left out.\n",
+        [Gate::Publish, Gate::Feature]
+            .into_iter()
+            .map(|g| {
+                let c = g.config();
+                format!(
+                    "{}: score ≥ {}, at least {} invocations, error rate ≤ {}",
+                    g.as_str(),
+                    c.min_score.unwrap_or(0.0),
+                    c.min_invocations.unwrap_or(0),
+                    pct(c.max_error_rate.unwrap_or(1.0))
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+        Gate::Deprecation.config().max_score.unwrap_or(0.0),
+        Gate::Deprecation.config().min_invocations.unwrap_or(0),
+        Gate::Deprecation
+            .config()
+            .max_age_without_improvement
+            .unwrap_or(0.0)
+    );
+
+    out.push_str("### Leaderboard\n\nThe rubric's leaderboard query: skills with at least 5 invocations.\n\n");
+    if s.leaderboard.is_empty() {
+        out.push_str("No skill has 5 invocations yet.\n\n");
+    } else {
+        header(
+            out,
+            &[
+                "Skill",
+                "Uses",
+                "Score",
+                "Completion",
+                "Efficiency",
+                "Quality",
+                "Satisfaction",
+            ],
+            &[false, true, true, true, true, true, true],
+        );
+        for l in &s.leaderboard {
+            row(
+                out,
+                &[
+                    md_cell(&l.skill_name),
+                    l.uses.to_string(),
+                    format!("{:.1}", l.avg_score),
+                    format!("{:.1}", l.avg_completion),
+                    format!("{:.1}", l.avg_efficiency),
+                    format!("{:.1}", l.avg_quality),
+                    format!("{:.1}", l.avg_satisfaction),
+                ],
+            );
+        }
+        out.push('\n');
+    }
+    out.push_str("### Tier distribution\n\n");
+    header(
+        out,
+        &["Skill", "Tier", "Invocations"],
+        &[false, false, true],
+    );
+    for d in &s.distribution {
+        row(
+            out,
+            &[
+                md_cell(&d.skill_name),
+                d.tier.label().to_string(),
+                d.count.to_string(),
+            ],
+        );
+    }
+    out.push_str("\n### Improvement opportunities\n\nComponents whose average is below 70 % of their maximum, weakest first.\n\n");
+    if s.opportunities.is_empty() {
+        out.push_str("None.\n\n");
+    } else {
+        header(
+            out,
+            &["Skill", "Weak area", "Normalized score"],
+            &[false, false, true],
+        );
+        for o in &s.opportunities {
+            row(
+                out,
+                &[
+                    md_cell(&o.skill_name),
+                    o.weak_area.as_str().to_string(),
+                    format!("{:.2}", o.normalized_score),
+                ],
+            );
+        }
+        out.push('\n');
+    }
+}

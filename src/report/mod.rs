@@ -1,0 +1,340 @@
+//! `skillscope report`: the evaluation's results ([`crate::analysis::results`]) and the skill
+//! rubric's scores ([`crate::analysis::invocations`]) written as a Markdown report with PNG
+//! charts, a JSON document and CSV tables — the same numbers in each.
+//!
+//! Layout of the output folder (default `reports/<name>/`):
+//!
+//! | File | Format | Content |
+//! |---|---|---|
+//! | `report.md` | `md` | tables of every section and the charts below |
+//! | `charts/*.png` | `md` | [`charts`]: pass rate with CIs, per-domain bars, Δ per task, failure modes, skill leaderboard |
+//! | `report.json` | `json` | the whole [`Report`] (serde) |
+//! | `*.csv` | `csv` | one table per section ([`csv`]) |
+//!
+//! Files are written to a temporary name and renamed, so a report that fails half-way (a full
+//! disk) never leaves a truncated file under a final name.
+
+pub mod charts;
+pub mod csv;
+pub mod markdown;
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+use serde::Serialize;
+
+use crate::analysis::ci::CiMethod;
+use crate::analysis::invocations::{
+    self, CategoryTable, DistributionRow, LeaderboardRow, OpportunityRow, SkillScore, Window,
+};
+use crate::analysis::results::{self, Results, Selection};
+use crate::store::{StoreError, queries};
+
+/// A report's data: the results and the skill rubric section.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// Pass rates, comparisons, breakdowns, failure modes, paper numbers.
+    pub results: Results,
+    /// Rubric scores of the skills the agents used.
+    pub skills: SkillSection,
+}
+
+/// The skill rubric section (`skill-scoring-rubric.md`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SkillSection {
+    /// The window of the rubric's queries: the 30 days before the selection's last invocation.
+    pub window: Window,
+    /// Invocations scored (trials × skills used) in the selected runs.
+    pub invocations: usize,
+    /// Per skill: score, components, tier, trend, weak component, gates.
+    pub scores: Vec<SkillScore>,
+    /// The rubric's leaderboard query (skills with ≥ 5 invocations).
+    pub leaderboard: Vec<LeaderboardRow>,
+    /// The rubric's tier distribution query.
+    pub distribution: Vec<DistributionRow>,
+    /// The rubric's improvement-opportunities query.
+    pub opportunities: Vec<OpportunityRow>,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Markdown with PNG charts.
+    Md,
+    /// One JSON document.
+    Json,
+    /// CSV tables.
+    Csv,
+}
+
+/// A report that could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// Reading the store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A file or folder could not be written.
+    #[error("cannot write {path}: {source}")]
+    Write {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A chart could not be drawn.
+    #[error("cannot draw chart {path}: {message}")]
+    Chart {
+        /// The PNG.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// JSON encoding.
+    #[error("cannot encode the report as JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// Computes the report of `selection`: [`results::analyze`], then scores the selected runs'
+/// skill invocations into `skill_invocations` ([`invocations::score_run`], idempotent: a run whose
+/// trials have not changed is skipped) and runs the rubric's queries over them.
+///
+/// The rubric's 30-day window is anchored at the selection's latest invocation, so a report on an
+/// old run shows its skills; with no invocation it is anchored at now.
+///
+/// When `conn` is a file database, a second read-only connection does the analysis and the
+/// per-skill report while `conn` runs the rubric's dashboard queries (after the scores are
+/// committed: a reader beside the scoring transaction slowed it threefold).
+///
+/// # Errors
+/// Unknown runs or experiment ([`StoreError::NotFound`]); SQL errors.
+pub fn build(
+    conn: &Connection,
+    selection: &Selection,
+    method: &CiMethod,
+) -> Result<Report, StoreError> {
+    let run_ids = selected_runs(conn, selection)?;
+    // Scoring touches a few hundred thousand rows at scale: a larger page cache than SQLite's
+    // 2 MB default keeps them in memory (connection-local).
+    conn.pragma_update(None, "cache_size", -131_072)?;
+    let table = CategoryTable::default();
+    let mut scored = 0;
+    for id in &run_ids {
+        scored += invocations::score_run(conn, *id, &table)?;
+    }
+    let latest: Option<String> = conn.query_row(
+        "SELECT MAX(timestamp) FROM skill_invocations
+         WHERE run_id IN (SELECT value FROM json_each(?1))",
+        [serde_json::to_string(&run_ids)?],
+        |r| r.get(0),
+    )?;
+    let window = match latest {
+        Some(t) => Window::at(&t, &run_ids),
+        None => Window {
+            runs: run_ids.clone(),
+            ..Window::rubric()
+        },
+    };
+    type Dashboard = (
+        Vec<LeaderboardRow>,
+        Vec<DistributionRow>,
+        Vec<OpportunityRow>,
+    );
+    let dashboard = |c: &Connection, w: &Window| -> Result<Dashboard, StoreError> {
+        Ok((
+            invocations::leaderboard(c, w)?,
+            invocations::quality_distribution(c, w)?,
+            invocations::improvement_opportunities(c, w)?,
+        ))
+    };
+    // Once the scores are committed: the analysis and the rubric's per-skill report on a second
+    // connection, beside the rubric's dashboard queries on this one.
+    let ((results, scores), (leaderboard, distribution, opportunities)) =
+        match second_connection(conn) {
+            Some(c2) => std::thread::scope(|s| {
+                let w2 = window.clone();
+                let other = s.spawn(move || -> Result<_, StoreError> {
+                    Ok((
+                        results::analyze(&c2, selection, method)?,
+                        invocations::skill_report(&c2, &w2)?,
+                    ))
+                });
+                let d = dashboard(conn, &window);
+                let o = other.join().map_err(|_| thread_died())?;
+                Ok::<_, StoreError>((o?, d?))
+            })?,
+            None => (
+                (
+                    results::analyze(conn, selection, method)?,
+                    invocations::skill_report(conn, &window)?,
+                ),
+                dashboard(conn, &window)?,
+            ),
+        };
+    Ok(Report {
+        skills: SkillSection {
+            invocations: scored,
+            scores,
+            leaderboard,
+            distribution,
+            opportunities,
+            window,
+        },
+        results,
+    })
+}
+
+fn thread_died() -> StoreError {
+    StoreError::Sql("a report worker thread panicked".into())
+}
+
+/// A read-only connection to `conn`'s database file; `None` for an in-memory database or when
+/// it cannot be opened (the work then runs on `conn` alone).
+fn second_connection(conn: &Connection) -> Option<Connection> {
+    let path = conn.path().filter(|p| !p.is_empty())?;
+    let c = Connection::open_with_flags(
+        path,
+        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    c.busy_timeout(std::time::Duration::from_secs(10)).ok()?;
+    Some(c)
+}
+
+/// Row ids of the runs `selection` names (an experiment: its round-1 and round-2 runs that
+/// exist).
+///
+/// # Errors
+/// [`StoreError::NotFound`] for an unknown run or experiment.
+fn selected_runs(conn: &Connection, selection: &Selection) -> Result<Vec<i64>, StoreError> {
+    let names: Vec<String> = match selection {
+        Selection::Runs(r) => r.clone(),
+        Selection::Experiment(e) => {
+            let e = crate::store::learning::find_experiment(conn, e)?
+                .ok_or_else(|| StoreError::NotFound(format!("no experiment named {e:?}")))?;
+            vec![e.round1_run, e.round2_run]
+        }
+    };
+    let mut ids = Vec::new();
+    for n in names {
+        match queries::find_run(conn, &n)? {
+            Some(r) => ids.push(r.id),
+            None if matches!(selection, Selection::Experiment(_)) => {}
+            None => return Err(StoreError::NotFound(format!("no run named {n:?}"))),
+        }
+    }
+    Ok(ids)
+}
+
+/// What [`write`] produced.
+#[derive(Debug, Clone, Default)]
+pub struct Written {
+    /// Every file, in writing order.
+    pub files: Vec<PathBuf>,
+}
+
+/// Writes `report` into `dir` in each of `formats` (creating `dir`). Markdown comes with its
+/// charts in `dir/charts/`.
+///
+/// # Errors
+/// [`ReportError::Write`] naming the file or folder; [`ReportError::Chart`].
+pub fn write(report: &Report, dir: &Path, formats: &[Format]) -> Result<Written, ReportError> {
+    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut out = Written::default();
+    if formats.contains(&Format::Md) {
+        let specs = charts::plan(report);
+        let chart_dir = dir.join(charts::FOLDER);
+        std::fs::create_dir_all(&chart_dir).map_err(|source| ReportError::Write {
+            path: chart_dir.clone(),
+            source,
+        })?;
+        for spec in &specs {
+            let path = dir.join(&spec.file);
+            let png = charts::render(report, spec).map_err(|message| ReportError::Chart {
+                path: path.clone(),
+                message,
+            })?;
+            write_file(&path, &png)?;
+            out.files.push(path);
+        }
+        let path = dir.join("report.md");
+        write_file(&path, markdown::render(report, &specs).as_bytes())?;
+        out.files.push(path);
+    }
+    if formats.contains(&Format::Json) {
+        let path = dir.join("report.json");
+        let mut text = serde_json::to_string_pretty(report)?;
+        text.push('\n');
+        write_file(&path, text.as_bytes())?;
+        out.files.push(path);
+    }
+    if formats.contains(&Format::Csv) {
+        for (name, text) in csv::tables(report) {
+            let path = dir.join(name);
+            write_file(&path, text.as_bytes())?;
+            out.files.push(path);
+        }
+    }
+    Ok(out)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
+fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let err = |source| ReportError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let parent = path.parent().unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(parent).map_err(err)?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(err)?;
+    // Temporary files are private (0600); a report is for sharing.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))
+            .map_err(err)?;
+    }
+    tmp.persist(path).map_err(|e| err(e.error))?;
+    Ok(())
+}
+
+/// Escapes untrusted text (task ids, run names, skill names come from files and the store) for
+/// a Markdown table cell: control sequences stripped ([`crate::text::sanitize`]), line breaks
+/// folded, and the characters Markdown or HTML would interpret escaped.
+pub fn md_cell(raw: &str) -> String {
+    let clean = crate::text::sanitize(raw);
+    let mut out = String::with_capacity(clean.len());
+    for c in clean.chars() {
+        match c {
+            '\n' | '\r' => out.push(' '),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '!' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::md_cell;
+
+    #[test]
+    fn cells_cannot_break_tables_or_inject_html() {
+        assert_eq!(md_cell("a|b"), "a\\|b");
+        assert_eq!(md_cell("<img src=x>"), "&lt;img src=x&gt;");
+        assert_eq!(md_cell("line\nbreak"), "line break");
+        assert_eq!(md_cell("\x1b[31mred\x1b[0m"), "red");
+        assert_eq!(md_cell("[x](http://e)"), "\\[x\\](http://e)");
+        assert_eq!(md_cell("weighted-gdp-calc"), "weighted-gdp-calc");
+    }
+}

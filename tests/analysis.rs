@@ -1,0 +1,282 @@
+//! Results on hand-computed runs: Method D with missing and errored trials, Δ, g, the pass rate
+//! over trials with a verdict, breakdowns, task changes, failure modes, and an experiment's
+//! labels, comparisons, failure shifts and learning efficiency.
+
+use rusqlite::Connection;
+use skillscope::analysis::ci::CiMethod;
+use skillscope::analysis::results::{Change, FailureMode, Selection, analyze};
+use skillscope::store::queries::{self, NewRun, TrialPatch};
+use skillscope::store::{Outcome, RunTaskRow, Store, TrialKey, TrialStatus};
+
+const TASKS: [(&str, &str, &str); 3] = [
+    ("t1", "Finance", "easy"),
+    ("t2", "Finance", "hard"),
+    ("t3", "Healthcare", "medium"),
+];
+
+/// A run of the three tasks with the given results; trials not listed stay queued.
+fn add_run(
+    conn: &Connection,
+    name: &str,
+    conditions: &[&str],
+    n_trials: u32,
+    results: &[(&str, &str, u32, Outcome, Option<f64>)],
+) {
+    let run = queries::insert_run(
+        conn,
+        &NewRun {
+            name: name.into(),
+            tasks_dir: "/t".into(),
+            agent: "oracle".into(),
+            model: None,
+            n_trials,
+            conditions: conditions.iter().map(|s| s.to_string()).collect(),
+            jobs_dir: "/j".into(),
+            settings: serde_json::json!({}),
+        },
+    )
+    .unwrap();
+    let tasks: Vec<RunTaskRow> = TASKS
+        .iter()
+        .map(|(id, d, k)| RunTaskRow {
+            task_id: id.to_string(),
+            domain: d.to_string(),
+            difficulty: k.to_string(),
+            path: format!("/t/{id}"),
+            problems: vec![],
+        })
+        .collect();
+    queries::upsert_run_tasks(conn, run.id, &tasks).unwrap();
+    let ids: Vec<String> = TASKS.iter().map(|t| t.0.to_string()).collect();
+    let namer =
+        |k: &TrialKey, a: u32| format!("{}-{}-{}-{a}", k.task_id, k.condition, k.trial_index);
+    queries::plan_trials(conn, &run, &ids, &namer).unwrap();
+    let trials = queries::current_trials(conn, run.id).unwrap();
+    for (task, cond, idx, outcome, reward) in results {
+        let t = trials
+            .iter()
+            .find(|t| t.task_id == *task && t.condition == *cond && t.trial_index == *idx)
+            .unwrap();
+        queries::finish_trial(
+            conn,
+            t.id,
+            &TrialPatch {
+                status: Some(TrialStatus::Done),
+                outcome: Some(*outcome),
+                reward: *reward,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+}
+
+fn store() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("a.db")).unwrap();
+    let conn = store.connect().unwrap();
+    store.writer().stop();
+    (dir, conn)
+}
+
+use Outcome::*;
+
+#[test]
+fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
+    let (_d, conn) = store();
+    add_run(
+        &conn,
+        "r",
+        &["no-skills", "curated"],
+        2,
+        &[
+            // no-skills: t1 0.5, t2 0 (two runs without a reward), t3 1.0 → 0.5
+            ("t1", "no-skills", 1, Pass, Some(1.0)),
+            ("t1", "no-skills", 2, Fail, Some(0.0)),
+            ("t2", "no-skills", 1, NoReward, None),
+            ("t2", "no-skills", 2, NoReward, None),
+            ("t3", "no-skills", 1, Pass, Some(1.0)),
+            ("t3", "no-skills", 2, Pass, Some(1.0)),
+            // curated: t1 1.0, t2 0.5 (one pass, one never run), t3 0.75 → 0.75
+            ("t1", "curated", 1, Pass, Some(1.0)),
+            ("t1", "curated", 2, Pass, Some(1.0)),
+            ("t2", "curated", 1, Pass, Some(1.0)),
+            ("t3", "curated", 1, Fail, Some(0.5)),
+            ("t3", "curated", 2, Pass, Some(1.0)),
+        ],
+    );
+    let r = analyze(
+        &conn,
+        &Selection::Runs(vec!["r".into()]),
+        &CiMethod::default(),
+    )
+    .unwrap();
+    assert_eq!(r.tasks.len(), 3);
+    let (a, b) = (&r.conditions[0], &r.conditions[1]);
+    assert_eq!(
+        (a.label.as_str(), b.label.as_str()),
+        ("no-skills", "curated")
+    );
+    assert!((a.pass_rate - 0.5).abs() < 1e-12);
+    assert!((b.pass_rate - 0.75).abs() < 1e-12);
+    assert_eq!(a.per_task, vec![0.5, 0.0, 1.0]);
+    assert_eq!(b.per_task, vec![1.0, 0.5, 0.75]);
+    // Judged: no-skills leaves t2 out (0.5 + 1) / 2; curated (1 + 1 + 0.75) / 3.
+    assert!((a.pass_rate_judged.unwrap() - 0.75).abs() < 1e-12);
+    assert!((b.pass_rate_judged.unwrap() - 2.75 / 3.0).abs() < 1e-12);
+    // Failure modes.
+    assert_eq!(a.failures.get(&FailureMode::NoReward), Some(&2));
+    assert_eq!(a.failures.get(&FailureMode::WrongOutput), Some(&1));
+    assert_eq!(b.failures.get(&FailureMode::NotRun), Some(&1));
+    assert_eq!(b.failures.get(&FailureMode::WrongOutput), Some(&1));
+    assert_eq!((a.infrastructure(), b.infrastructure()), (2, 0));
+    assert_eq!((a.done, b.done, a.passed, b.passed), (6, 5, 3, 4));
+    // CIs around the rates.
+    for c in [a, b] {
+        let ci = c.ci.unwrap();
+        assert!(ci.low <= c.pass_rate && c.pass_rate <= ci.high, "{c:?}");
+    }
+
+    let cmp = &r.comparisons[0];
+    assert_eq!(cmp.name, "curated vs no-skills");
+    assert!((cmp.delta_pp - 25.0).abs() < 1e-9);
+    assert!((cmp.g.unwrap() - 0.5).abs() < 1e-12);
+    assert!((cmp.delta_pp_judged.unwrap() - (2.75 / 3.0 - 0.75) * 100.0).abs() < 1e-9);
+    assert_eq!((cmp.improved, cmp.degraded, cmp.unchanged), (2, 1, 0));
+    let ci = cmp.delta_ci_pp.unwrap();
+    assert!(ci.low <= 25.0 && 25.0 <= ci.high);
+    // Task deltas, best first.
+    let deltas: Vec<(&str, f64, Change)> = r
+        .task_deltas
+        .iter()
+        .map(|d| (d.task.as_str(), d.delta_pp, d.change))
+        .collect();
+    assert_eq!(
+        deltas,
+        vec![
+            ("t1", 50.0, Change::Improved),
+            ("t2", 50.0, Change::Improved),
+            ("t3", -25.0, Change::Degraded)
+        ]
+    );
+    // Domains and difficulties.
+    let fin = r.domains.iter().find(|g| g.group == "Finance").unwrap();
+    assert_eq!(fin.rates, vec![0.25, 0.75]);
+    assert_eq!(fin.deltas_pp, vec![50.0]);
+    let order: Vec<&str> = r.difficulties.iter().map(|g| g.group.as_str()).collect();
+    assert_eq!(order, ["easy", "medium", "hard"]);
+    // The infrastructure note.
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("without a verdict") && n.contains("+25.0")),
+        "{:?}",
+        r.notes
+    );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("1 of 6 planned trials have not run")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
+    let (_d, conn) = store();
+    let all = |cond: &'static str,
+               rewards: [f64; 3]|
+     -> Vec<(&'static str, &'static str, u32, Outcome, Option<f64>)> {
+        TASKS
+            .iter()
+            .zip(rewards)
+            .map(|(t, r)| (t.0, cond, 1, if r >= 1.0 { Pass } else { Fail }, Some(r)))
+            .collect()
+    };
+    let mut r1 = all("no-skills", [0.0, 0.0, 1.0]);
+    r1.extend(all("curated", [1.0, 0.0, 1.0]));
+    add_run(&conn, "e-round1", &["no-skills", "curated"], 1, &r1);
+    let mut r2 = all("skills:/x/ls-a-v1", [1.0, 0.0, 1.0]);
+    r2.extend(all("skills:/x/ls-b-v1", [1.0, 1.0, 1.0]));
+    add_run(
+        &conn,
+        "e-round2",
+        &["skills:/x/ls-a-v1", "skills:/x/ls-b-v1"],
+        1,
+        &r2,
+    );
+    skillscope::store::learning::find_or_insert_experiment(
+        &conn,
+        "e",
+        &serde_json::json!({}),
+        "e-round1",
+        "e-round2",
+    )
+    .unwrap();
+
+    let r = analyze(
+        &conn,
+        &Selection::Experiment("e".into()),
+        &CiMethod::default(),
+    )
+    .unwrap();
+    let labels: Vec<&str> = r.conditions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["A", "B", "A'", "B'"]);
+    let names: Vec<(&str, f64)> = r
+        .comparisons
+        .iter()
+        .map(|c| (c.name.as_str(), c.delta_pp))
+        .collect();
+    let third = 100.0 / 3.0;
+    let expect = [
+        ("A' vs A", third),
+        ("B' vs B", third),
+        ("A' vs B", 0.0),
+        ("B' vs A'", third),
+    ];
+    for ((n, d), (en, ed)) in names.iter().zip(expect) {
+        assert_eq!(*n, en);
+        assert!((d - ed).abs() < 1e-9, "{n}: {d} vs {ed}");
+    }
+    // Wrong output falls from 2 of 3 trials in A to 1 of 3 in A'.
+    let shift = r
+        .failure_shifts
+        .iter()
+        .find(|s| s.name == "A → A'" && s.mode == FailureMode::WrongOutput)
+        .unwrap();
+    assert!(
+        (shift.from_rate - 2.0 / 3.0).abs() < 1e-12 && (shift.to_rate - 1.0 / 3.0).abs() < 1e-12
+    );
+    // Learning efficiency: A' vs A gains on the easy task only; B' vs B on the hard one.
+    let eff = |cmp: &str, d: &str| {
+        r.efficiency
+            .iter()
+            .find(|e| e.comparison == cmp && e.difficulty == d)
+            .unwrap()
+            .delta_pp
+    };
+    assert_eq!(eff("A' vs A", "easy"), 100.0);
+    assert_eq!(eff("A' vs A", "hard"), 0.0);
+    assert_eq!(eff("B' vs B", "hard"), 100.0);
+    assert!(r.ci_description.contains("bootstrap over tasks"));
+}
+
+#[test]
+fn unknown_selections_are_named() {
+    let (_d, conn) = store();
+    let e = analyze(
+        &conn,
+        &Selection::Runs(vec!["nope".into()]),
+        &CiMethod::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("nope"));
+    let e = analyze(
+        &conn,
+        &Selection::Experiment("x".into()),
+        &CiMethod::default(),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("x"));
+}

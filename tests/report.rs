@@ -1,0 +1,328 @@
+//! `skillscope report`: the Markdown (snapshots, on the published Gemini 3 Flash run and on a
+//! small run with skill invocations), every chart a valid non-blank PNG, JSON and CSV carrying the
+//! same numbers, untrusted names escaped, and write errors naming the path.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::Connection;
+use skillscope::analysis::ci::CiMethod;
+use skillscope::analysis::results::Selection;
+use skillscope::harbor::import::{ImportOptions, import};
+use skillscope::report::{self, Format, Report, charts, markdown};
+use skillscope::store::queries::{self, NewRun, TrialPatch};
+use skillscope::store::{Outcome, RunTaskRow, SkillUseRow, Store, TrialKey, TrialStatus};
+
+const FIXED_TIME: &str = "2026-11-21T12:00:00Z";
+
+fn shared() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/skillsbench")
+}
+
+fn flash_csv() -> PathBuf {
+    shared().join("published/shenghan/experiment_runs__gemini-cli-gemini3flash_subset.csv")
+}
+
+/// A store holding the published Gemini 3 Flash per-trial CSV.
+fn flash_store() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("r.db")).unwrap();
+    let opts = ImportOptions {
+        roots: vec![flash_csv()],
+        condition: None,
+        run: None,
+        catalog: skillscope::bench::Catalog::shipped(),
+        batch: 500,
+    };
+    import(&store, &opts).unwrap();
+    let conn = store.connect().unwrap();
+    store.writer().stop();
+    (dir, conn)
+}
+
+fn flash_report(conn: &Connection) -> Report {
+    let mut r = report::build(
+        conn,
+        &Selection::Runs(vec!["csv-gemini-cli-gemini3flash".into()]),
+        &CiMethod::default(),
+    )
+    .unwrap();
+    r.results.generated_at = FIXED_TIME.into();
+    r
+}
+
+#[test]
+fn markdown_of_the_published_gemini_flash_run() {
+    let (_d, conn) = flash_store();
+    let r = flash_report(&conn);
+    // The infrastructure failures are shown apart, with the Δ they move.
+    let c = &r.results.conditions;
+    assert_eq!(
+        (c[0].condition.as_str(), c[0].infrastructure()),
+        ("no-skills", 16)
+    );
+    assert_eq!(
+        (c[1].condition.as_str(), c[1].infrastructure()),
+        ("curated", 2)
+    );
+    let md = markdown::render(&r, &charts::plan(&r));
+    assert!(
+        md.contains("over trials with a verdict Δ = +12.8 pp"),
+        "{md}"
+    );
+    insta::assert_snapshot!("flash_report_md", md);
+}
+
+/// Width, height and the share of pixels that are not white.
+fn decode_png(path: &Path) -> (u32, u32, f64) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let bytes = &buf[..info.buffer_size()];
+    let channels = info.color_type.samples();
+    let pixels = bytes.len() / channels;
+    let ink = bytes
+        .chunks(channels)
+        .filter(|p| p.iter().take(3).any(|v| *v < 250))
+        .count();
+    (info.width, info.height, ink as f64 / pixels as f64)
+}
+
+#[test]
+fn every_format_is_written_and_carries_the_same_numbers() {
+    let (_d, conn) = flash_store();
+    let r = flash_report(&conn);
+    let out = tempfile::tempdir().unwrap();
+    let written = report::write(&r, out.path(), &[Format::Md, Format::Json, Format::Csv]).unwrap();
+    assert!(written.files.iter().all(|f| f.exists()));
+
+    // Every chart the Markdown names exists and is a real, non-blank image.
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    let specs = charts::plan(&r);
+    assert_eq!(specs.len(), 4, "{specs:?}"); // pass rate, domains, one Δ chart, failures
+    for s in &specs {
+        assert!(md.contains(&format!("]({})", s.file)), "{}", s.file);
+        let (w, h, ink) = decode_png(&out.path().join(&s.file));
+        assert_eq!(w, 1000, "{}", s.file);
+        assert!(h >= 240, "{}", s.file);
+        assert!(ink > 0.02 && ink < 0.9, "{}: {ink}", s.file);
+    }
+
+    // JSON: the same numbers.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap())
+            .unwrap();
+    for (i, c) in r.results.conditions.iter().enumerate() {
+        assert_eq!(
+            json["results"]["conditions"][i]["pass_rate"].as_f64(),
+            Some(c.pass_rate)
+        );
+    }
+    assert_eq!(
+        json["results"]["comparisons"][0]["delta_pp"].as_f64(),
+        Some(r.results.comparisons[0].delta_pp)
+    );
+
+    // CSV: the per-task table alone gives every condition's pass rate back.
+    let mut per_cond: std::collections::BTreeMap<String, (f64, usize)> = Default::default();
+    let mut rd = csv::Reader::from_path(out.path().join("per_task.csv")).unwrap();
+    for rec in rd.records() {
+        let rec = rec.unwrap();
+        let e = per_cond.entry(rec[3].to_string()).or_default();
+        e.0 += rec[4].parse::<f64>().unwrap();
+        e.1 += 1;
+    }
+    let mut rd = csv::Reader::from_path(out.path().join("conditions.csv")).unwrap();
+    let mut n = 0;
+    for rec in rd.records() {
+        let rec = rec.unwrap();
+        let (sum, tasks) = per_cond[&rec[0]];
+        assert_eq!(tasks, 86);
+        let rate: f64 = rec[3].parse().unwrap();
+        assert!((sum / tasks as f64 - rate).abs() < 1e-12, "{}", &rec[0]);
+        n += 1;
+    }
+    assert_eq!(n, 2);
+    // The no-reward column holds the infrastructure failures.
+    let text = std::fs::read_to_string(out.path().join("conditions.csv")).unwrap();
+    let head: Vec<&str> = text.lines().next().unwrap().split(',').collect();
+    let col = head.iter().position(|h| *h == "no_reward").unwrap();
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert_eq!((rows[0][col], rows[1][col]), ("16", "2"));
+
+    // Writing again replaces the files in place.
+    report::write(&r, out.path(), &[Format::Md]).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(out.path().join("report.md")).unwrap(),
+        md
+    );
+}
+
+/// A run of two tasks × 6 trials under no-skills and curated, whose curated trials use skills.
+fn skills_store(run_name: &str, task_ids: [&str; 2]) -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let conn = store.connect().unwrap();
+    store.writer().stop();
+    let run = queries::insert_run(
+        &conn,
+        &NewRun {
+            name: run_name.into(),
+            tasks_dir: "/t".into(),
+            agent: "oracle".into(),
+            model: None,
+            n_trials: 6,
+            conditions: vec!["no-skills".into(), "curated".into()],
+            jobs_dir: "/j".into(),
+            settings: serde_json::json!({}),
+        },
+    )
+    .unwrap();
+    let tasks: Vec<RunTaskRow> = task_ids
+        .iter()
+        .zip(["Software Engineering", "Finance"])
+        .map(|(id, d)| RunTaskRow {
+            task_id: id.to_string(),
+            domain: d.into(),
+            difficulty: "medium".into(),
+            path: format!("/t/{id}"),
+            problems: vec![],
+        })
+        .collect();
+    queries::upsert_run_tasks(&conn, run.id, &tasks).unwrap();
+    let ids: Vec<String> = task_ids.iter().map(|s| s.to_string()).collect();
+    let namer =
+        |k: &TrialKey, a: u32| format!("{}-{}-{}-{a}", k.task_id, k.condition, k.trial_index);
+    queries::plan_trials(&conn, &run, &ids, &namer).unwrap();
+    for t in queries::current_trials(&conn, run.id).unwrap() {
+        let curated = t.condition == "curated";
+        let first = t.task_id == task_ids[0];
+        // Curated passes 5 of 6 on the first task, 3 of 6 on the second; no-skills 2 and 1.
+        let passes = match (curated, first) {
+            (true, true) => t.trial_index <= 5,
+            (true, false) => t.trial_index <= 3,
+            (false, true) => t.trial_index <= 2,
+            (false, false) => t.trial_index <= 1,
+        };
+        let minute = t.trial_index;
+        queries::finish_trial(
+            &conn,
+            t.id,
+            &TrialPatch {
+                status: Some(TrialStatus::Done),
+                outcome: Some(if passes { Outcome::Pass } else { Outcome::Fail }),
+                reward: Some(if passes { 1.0 } else { 0.0 }),
+                n_input_tokens: Some(2_000),
+                n_output_tokens: Some(500),
+                n_tool_calls: Some(8),
+                n_error_steps: Some(if passes { 0 } else { 2 }),
+                final_message: Some(true),
+                tests_total: Some(4),
+                tests_passed: Some(if passes { 4 } else { 1 }),
+                started_at: Some(format!("2026-11-20T10:{minute:02}:00Z")),
+                agent_started_at: Some(format!("2026-11-20T10:{minute:02}:05Z")),
+                agent_finished_at: Some(format!("2026-11-20T10:{minute:02}:45Z")),
+                finished_at: Some(format!("2026-11-20T10:{minute:02}:50Z")),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        if curated {
+            let skill = if first { "ledger-mapping" } else { "fx-rates" };
+            queries::set_skill_uses(
+                &conn,
+                t.id,
+                &[SkillUseRow {
+                    skill: skill.into(),
+                    kind: "read".into(),
+                    first_step: Some(1),
+                    count: 1,
+                }],
+            )
+            .unwrap();
+        }
+    }
+    (dir, conn)
+}
+
+#[test]
+fn the_skill_section_scores_the_invocations() {
+    let (_d, conn) = skills_store("skills-run", ["ledger", "fx"]);
+    let mut r = report::build(
+        &conn,
+        &Selection::Runs(vec!["skills-run".into()]),
+        &CiMethod::default(),
+    )
+    .unwrap();
+    r.results.generated_at = FIXED_TIME.into();
+    // 12 curated trials, one skill each.
+    assert_eq!(r.skills.invocations, 12);
+    assert_eq!(r.skills.scores.len(), 2);
+    assert_eq!(r.skills.leaderboard.len(), 2);
+    // The window is anchored at the last invocation.
+    assert_eq!(
+        r.skills.window.reference.as_deref(),
+        Some("2026-11-20 10:06:50")
+    );
+    let specs = charts::plan(&r);
+    assert!(specs.iter().any(|s| s.kind == charts::ChartKind::Skills));
+    let out = tempfile::tempdir().unwrap();
+    report::write(&r, out.path(), &[Format::Md, Format::Csv]).unwrap();
+    let (_, _, ink) = decode_png(&out.path().join("charts/skills.png"));
+    assert!(ink > 0.02, "{ink}");
+    let skills_csv = std::fs::read_to_string(out.path().join("skills.csv")).unwrap();
+    assert_eq!(skills_csv.lines().count(), 3, "{skills_csv}");
+    insta::assert_snapshot!("skills_report_md", markdown::render(&r, &specs));
+}
+
+#[test]
+fn untrusted_names_cannot_break_the_markdown() {
+    let evil_run = "evil|run <script>alert(1)</script>\x1b[2J";
+    let (_d, conn) = skills_store(evil_run, ["t|1\x1b]0;pwned\x07", "[x](javascript:0)"]);
+    let r = report::build(
+        &conn,
+        &Selection::Runs(vec![evil_run.into()]),
+        &CiMethod::default(),
+    )
+    .unwrap();
+    let out = tempfile::tempdir().unwrap();
+    report::write(&r, out.path(), &[Format::Md, Format::Csv]).unwrap();
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    assert!(!md.contains('\x1b') && !md.contains('\x07'));
+    assert!(!md.contains("<script>"));
+    assert!(!md.contains("[x](javascript"));
+    // Every table row has as many cells as its header.
+    let mut expected = None;
+    for line in md.lines() {
+        if !line.starts_with('|') {
+            expected = None;
+            continue;
+        }
+        let cells = line.replace("\\|", "").matches('|').count();
+        match expected {
+            None => expected = Some(cells),
+            Some(n) => assert_eq!(cells, n, "{line}"),
+        }
+    }
+    for s in charts::plan(&r) {
+        let (_, _, ink) = decode_png(&out.path().join(&s.file));
+        assert!(ink > 0.01, "{}", s.file);
+    }
+    let csv_text = std::fs::read_to_string(out.path().join("task_changes.csv")).unwrap();
+    assert!(!csv_text.contains('\x1b'));
+}
+
+#[test]
+fn an_unwritable_folder_is_named() {
+    let (_d, conn) = flash_store();
+    let r = flash_report(&conn);
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("not-a-folder");
+    std::fs::write(&blocker, "x").unwrap();
+    let err = report::write(&r, &blocker.join("out"), &[Format::Json]).unwrap_err();
+    assert!(err.to_string().contains("not-a-folder"), "{err}");
+}

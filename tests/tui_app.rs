@@ -398,3 +398,228 @@ fn worker_follows_the_experiment_and_loads_a_space() {
         }
     }
 }
+
+#[test]
+fn a_opens_results_from_either_pane_and_esc_closes_it() {
+    use skillscope::tui::keymap::Context;
+    use skillscope::tui::model::Grouping;
+    let mut a = app(Mode::Watch);
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('a'))),
+        vec![Effect::Request(Request::Results(true))]
+    );
+    assert_eq!(a.context(), Context::Results);
+    let r = a.results.as_ref().unwrap();
+    assert_eq!(
+        (r.grouping, r.scroll, r.data.is_none()),
+        (Grouping::Domain, 0, true)
+    );
+    a.on_key(key(KeyCode::Char('d')));
+    assert_eq!(a.results.as_ref().unwrap().grouping, Grouping::Difficulty);
+    // Nothing drawn yet: nothing to scroll.
+    a.on_key(key(KeyCode::Down));
+    a.on_key(key(KeyCode::End));
+    assert_eq!(a.results.as_ref().unwrap().scroll, 0);
+    // Keys of the grid do nothing here.
+    assert!(a.on_key(key(KeyCode::Char('r'))).is_empty());
+    assert_eq!(
+        a.on_key(key(KeyCode::Esc)),
+        vec![Effect::Request(Request::Results(false))]
+    );
+    assert!(a.results.is_none());
+    assert_eq!(a.context(), Context::Grid);
+    // From the domain pane too, and q goes back rather than quitting.
+    a.on_key(key(KeyCode::Tab));
+    assert_eq!(a.context(), Context::Domains);
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('a'))),
+        vec![Effect::Request(Request::Results(true))]
+    );
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('q'))),
+        vec![Effect::Request(Request::Results(false))]
+    );
+    // The skill browser's key works from the domain pane as well.
+    a.on_key(key(KeyCode::Char('K')));
+    assert!(a.skills.is_some());
+}
+
+#[test]
+fn results_scroll_within_the_drawn_lines() {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    let mut a = app(Mode::Watch);
+    a.on_key(key(KeyCode::Char('a')));
+    let mut t = Terminal::new(TestBackend::new(80, 12)).unwrap();
+    // The analysis, as the worker would send it.
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let conn = store.connect().unwrap();
+    let run = fill_store(
+        &conn,
+        &SyntheticRun {
+            tasks: 10,
+            trials: 3,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    a.on_update(Update::Results(Arc::new(
+        skillscope::tui::evaluation::load_results(&conn, run.id).unwrap(),
+    )));
+    store.writer().stop();
+    t.draw(|f| skillscope::tui::views::draw(f, &a)).unwrap();
+    let r = a.results.as_ref().unwrap();
+    let (lines, page) = (r.lines.get(), r.page.get());
+    assert!(lines > page, "{lines} lines in {page}");
+    a.on_key(key(KeyCode::End));
+    assert_eq!(a.results.as_ref().unwrap().scroll, lines - page);
+    a.on_key(key(KeyCode::Down));
+    assert_eq!(a.results.as_ref().unwrap().scroll, lines - page);
+    a.on_key(key(KeyCode::PageUp));
+    assert_eq!(
+        a.results.as_ref().unwrap().scroll,
+        (lines - page).saturating_sub(page)
+    );
+    a.on_key(key(KeyCode::Home));
+    assert_eq!(a.results.as_ref().unwrap().scroll, 0);
+}
+
+/// The worker computes the Results view's analysis and the skill browser's rubric while they
+/// are open, re-sends the cached values when a view reopens, and recomputes only when a trial
+/// finishes — not when something else in the store changes.
+#[test]
+fn worker_caches_results_and_rubric_by_finished_trials() {
+    use skillscope::store::queries;
+    use skillscope::tui::data::{DataWorker, RunSelector};
+    let l = learning_fixture::learning();
+    let r2 = learning_fixture::round2(&l.conn);
+    learning_fixture::invoke_skills(&l.conn, &[&l.run, &r2]);
+    let mut w = DataWorker::start(
+        &l.dir.path().join("s.db"),
+        RunSelector::Experiment("demo".into()),
+        std::time::Duration::from_millis(20),
+    )
+    .unwrap();
+    let requests = w.sender();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let mut next = |what: &str| loop {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no {what} from the worker"
+        );
+        match w.updates.try_recv() {
+            Ok(Update::Notice(n)) => panic!("worker notice: {n}"),
+            Ok(u) => break Some(u),
+            Err(tokio::sync::mpsc::error::TryRecvError::Empty) if what.is_empty() => break None,
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    };
+    loop {
+        if let Some(Update::Snapshot(s)) = next("snapshot") {
+            assert_eq!(s.run.name, "demo-round2");
+            break;
+        }
+    }
+    requests.send(Request::Results(true)).unwrap();
+    let first = loop {
+        if let Some(Update::Results(r)) = next("results") {
+            break r;
+        }
+    };
+    assert_eq!(first.title, "experiment demo");
+    let res = first.results.as_ref().unwrap();
+    let labels: Vec<&str> = res.conditions.iter().map(|c| c.label.as_str()).collect();
+    assert_eq!(labels, ["A", "B", "A'", "B'"]);
+    assert_eq!(first.done, 24 + 18);
+    requests.send(Request::Skills(Some(l.b.id))).unwrap();
+    let rubric = loop {
+        if let Some(Update::Rubric(r)) = next("rubric") {
+            break r;
+        }
+    };
+    assert_eq!(rubric.runs, ["demo-round1", "demo-round2"]);
+    let mesh = rubric.skill("mesh-analysis").unwrap();
+    assert!(mesh.invocations >= 12, "{}", mesh.invocations);
+    assert!(rubric.skill("verify-units").is_none());
+
+    // Something else changes (an event): a new snapshot, but neither analysis is recomputed.
+    queries::add_event(&l.conn, r2.id, "info", "operator note").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    let mut snapshots = 0;
+    while let Some(u) = next("") {
+        match u {
+            Update::Snapshot(_) => snapshots += 1,
+            Update::Results(_) | Update::Rubric(_) => panic!("recomputed without a change"),
+            _ => {}
+        }
+    }
+    assert!(snapshots >= 1);
+
+    // Closing and reopening the view re-sends the cached analysis as is.
+    requests.send(Request::Results(false)).unwrap();
+    requests.send(Request::Results(true)).unwrap();
+    let again = loop {
+        if let Some(Update::Results(r)) = next("cached results") {
+            break r;
+        }
+    };
+    assert!(Arc::ptr_eq(&first, &again), "the cached value");
+
+    // A trial finishes: both are recomputed.
+    let open = queries::current_trials(&l.conn, r2.id)
+        .unwrap()
+        .into_iter()
+        .find(|t| t.status != TrialStatus::Done)
+        .unwrap();
+    queries::finish_trial(
+        &l.conn,
+        open.id,
+        &queries::TrialPatch {
+            outcome: Some(Outcome::Pass),
+            reward: Some(1.0),
+            finished_at: Some(skillscope::synthetic::at(600)),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let (mut results, mut rubric2) = (None, None);
+    while results.is_none() || rubric2.is_none() {
+        match next("recomputed results and rubric") {
+            Some(Update::Results(r)) => results = Some(r),
+            Some(Update::Rubric(r)) => rubric2 = Some(r),
+            _ => {}
+        }
+    }
+    assert_eq!(results.unwrap().done, first.done + 1);
+    assert!(!Arc::ptr_eq(&rubric, &rubric2.unwrap()));
+}
+
+/// The dashboard scores in memory, writing nothing to the store; its report is the one
+/// `score_run` followed by `skill_report` gives.
+#[test]
+fn rubric_in_memory_matches_score_run_and_skill_report() {
+    use skillscope::analysis::invocations::{CategoryTable, Window, score_run, skill_report};
+    let l = learning_fixture::learning();
+    let r2 = learning_fixture::round2(&l.conn);
+    learning_fixture::invoke_skills(&l.conn, &[&l.run, &r2]);
+    let count = |conn: &rusqlite::Connection| -> i64 {
+        conn.query_row("SELECT COUNT(*) FROM skill_invocations", [], |r| r.get(0))
+            .unwrap()
+    };
+    let mem = skillscope::tui::evaluation::load_rubric(&l.conn, r2.id).unwrap();
+    assert_eq!(count(&l.conn), 0, "nothing written");
+    assert_eq!(mem.window_end.as_deref(), Some("2026-11-21T10:02:40Z"));
+    for r in [&l.run, &r2] {
+        score_run(&l.conn, r.id, &CategoryTable::default()).unwrap();
+    }
+    assert_eq!(count(&l.conn) as usize, mem.invocations);
+    let stored = skill_report(
+        &l.conn,
+        &Window::at(mem.window_end.as_deref().unwrap(), &[l.run.id, r2.id]),
+    )
+    .unwrap();
+    assert_eq!(mem.scores, stored);
+    let names: Vec<&str> = stored.iter().map(|s| s.skill_name.as_str()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+}

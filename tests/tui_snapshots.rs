@@ -14,6 +14,7 @@ use skillscope::tui::app::{App, Effect, Mode};
 use skillscope::tui::data::{
     Detail, LogFile, Request, Update, load_detail, load_skills, load_snapshot, render_trajectory,
 };
+use skillscope::tui::evaluation::{load_results, load_rubric};
 use skillscope::tui::theme::Theme;
 use skillscope::tui::views;
 
@@ -281,11 +282,20 @@ fn learning_app() -> (learning_fixture::Learning, App) {
     (l, app)
 }
 
-/// Presses a key and answers the skill browser's requests from the store, as the worker does.
+/// Presses a key and answers the requests it made from the store, as the worker does: the skill
+/// browser's space with the rubric report of the watched runs, and the Results view's analysis.
 fn press(app: &mut App, conn: &rusqlite::Connection, k: KeyCode) {
+    let run = app.snapshot.as_ref().map(|s| s.run.id);
     for e in app.on_key(key(k)) {
-        if let Effect::Request(Request::Skills(Some(id))) = e {
-            app.on_update(Update::Skills(Arc::new(load_skills(conn, id).unwrap())));
+        match (e, run) {
+            (Effect::Request(Request::Skills(Some(id))), Some(run)) => {
+                app.on_update(Update::Skills(Arc::new(load_skills(conn, id).unwrap())));
+                app.on_update(Update::Rubric(Arc::new(load_rubric(conn, run).unwrap())));
+            }
+            (Effect::Request(Request::Results(true)), Some(run)) => {
+                app.on_update(Update::Results(Arc::new(load_results(conn, run).unwrap())));
+            }
+            _ => {}
         }
     }
 }
@@ -408,4 +418,215 @@ fn hostile_skill_files_never_reach_the_screen() {
     check(&app);
     press(&mut app, &l.conn, KeyCode::Tab);
     check(&app);
+}
+
+/// The Results view of one run (no-skills vs curated, 70 % finished): conditions with CIs,
+/// the comparison, the breakdown by domain (and by difficulty with `d`), failure modes.
+#[test]
+fn results_of_a_run() {
+    let (d, mut app) = app_with("dark");
+    let conn = Store::open_existing(&d.path().join("s.db")).unwrap();
+    press(&mut app, &conn, KeyCode::Char('a'));
+    snap("results_run", &app);
+    let screen = render(&app, (80, 24));
+    assert!(screen.contains("curated vs no-skills"), "{screen}");
+    press(&mut app, &conn, KeyCode::Char('d'));
+    press(&mut app, &conn, KeyCode::Char('G'));
+    snap("results_run_by_difficulty_end", &app);
+}
+
+/// An experiment's Results: A, B (round 1), A', B' (round 2, partly finished) and the plan's
+/// four comparisons; scrolled to the end at 80×24 for the breakdown and the notes.
+#[test]
+fn results_of_an_experiment() {
+    let (l, mut app) = experiment_app();
+    press(&mut app, &l.conn, KeyCode::Char('a'));
+    snap("results_experiment", &app);
+    let screen = render(&app, (120, 40));
+    for label in [
+        "A' vs A",
+        "B' vs B",
+        "A' vs B",
+        "B' vs A'",
+        "skills:LS-A-v1",
+    ] {
+        assert!(screen.contains(label), "{label}: {screen}");
+    }
+    render(&app, (80, 24));
+    for _ in 0..2 {
+        press(&mut app, &l.conn, KeyCode::PageDown);
+    }
+    snap("results_experiment_scrolled", &app);
+}
+
+/// Before any trial has finished the view says so; before the worker answers it says it is
+/// computing.
+#[test]
+fn results_empty_and_loading() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let conn = store.connect().unwrap();
+    let run = fill_store(
+        &conn,
+        &SyntheticRun {
+            name: "fresh-run".into(),
+            tasks: 4,
+            trials: 2,
+            done_fraction: 0.0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let mut app = App::new(
+        Mode::Watch,
+        Theme::load("dark").unwrap(),
+        "skillscope.db".into(),
+        now(),
+    );
+    app.on_update(Update::Snapshot(Arc::new(
+        load_snapshot(&conn, run.id).unwrap(),
+    )));
+    app.on_key(key(KeyCode::Char('a')));
+    let screen = render(&app, (80, 24));
+    assert!(screen.contains("computing the analysis"), "{screen}");
+    app.on_update(Update::Results(Arc::new(
+        load_results(&conn, run.id).unwrap(),
+    )));
+    snap("results_empty", &app);
+    store.writer().stop();
+}
+
+/// The experiment fixture with round 2 and skill invocations, watched from round 2 (as
+/// `watch --experiment demo` shows it once round 2 exists).
+fn experiment_app() -> (learning_fixture::Learning, App) {
+    let l = learning_fixture::learning();
+    let r2 = learning_fixture::round2(&l.conn);
+    let n = learning_fixture::invoke_skills(&l.conn, &[&l.run, &r2]);
+    assert!(n > 30, "{n} invocations");
+    let mut app = App::new(
+        Mode::Watch,
+        Theme::load("dark").unwrap(),
+        "skillscope.db".into(),
+        now(),
+    );
+    app.on_update(Update::Snapshot(Arc::new(
+        load_snapshot(&l.conn, r2.id).unwrap(),
+    )));
+    (l, app)
+}
+
+/// The skill browser with the rubric: the skills list with each skill's average score, and the
+/// selected skill's score, tier, components, trend, weak component and gates — beside the file
+/// at 120×40, in place of the files list at 80×24.
+#[test]
+fn skill_browser_with_rubric() {
+    let (l, mut app) = experiment_app();
+    press(&mut app, &l.conn, KeyCode::Char('K'));
+    press(&mut app, &l.conn, KeyCode::Char('j')); // LS-B
+    press(&mut app, &l.conn, KeyCode::Enter); // its skills: mesh-analysis first
+    snap("skills_rubric", &app);
+    let screen = render(&app, (120, 40));
+    for part in [
+        "/100",
+        "completion",
+        "/25",
+        "/20",
+        "/30",
+        "publish gate",
+        "feature gate",
+    ] {
+        assert!(screen.contains(part), "{part}: {screen}");
+    }
+    press(&mut app, &l.conn, KeyCode::Char('j')); // pandas-basics
+    snap("skills_rubric_few_invocations", &app);
+    press(&mut app, &l.conn, KeyCode::Char('j')); // verify-units: never invoked
+    snap("skills_rubric_no_invocations", &app);
+    let screen = render(&app, (80, 24));
+    assert!(screen.contains("no invocations"), "{screen}");
+}
+
+/// Names from the store with escape sequences — a domain, a condition, a run and a skill used in
+/// a trajectory — render as inert text in the Results view and the rubric panel.
+#[test]
+fn hostile_names_in_results_and_rubric_never_reach_the_screen() {
+    let (l, mut app) = experiment_app();
+    let hostile = "\x1b[2J\x1b[H\x1b]0;owned\x07\x1b[10;10Hmoved\x1b[31mred\x1b[0m \x1bP+q\x1b\\ \u{9b}2J done\r\n";
+    l.conn
+        .execute(
+            "UPDATE run_tasks SET domain = ?1 || domain, difficulty = difficulty || ?1",
+            [hostile],
+        )
+        .unwrap();
+    l.conn
+        .execute(
+            "UPDATE skill_uses SET skill = 'evil' || ?1 WHERE skill = 'pandas-basics'",
+            [hostile],
+        )
+        .unwrap();
+    let mut v = learning_fixture::version(
+        "learned",
+        &format!("evil{hostile}"),
+        "evil",
+        vec![learning_fixture::file(
+            "SKILL.md",
+            "---\nname: evil\n---\n# Evil\n",
+        )],
+    );
+    v.dir = None;
+    skillscope::store::learning::record_version(&l.conn, l.b.id, &v).unwrap();
+    let check = |app: &App| {
+        for size in SIZES {
+            let screen = render(app, size);
+            assert!(
+                !screen.chars().any(|c| c.is_control() && c != '\n'),
+                "{screen:?}"
+            );
+            assert!(
+                !screen.contains("owned"),
+                "OSC text must not show: {screen}"
+            );
+        }
+    };
+    press(&mut app, &l.conn, KeyCode::Char('a'));
+    let data = app.results.as_ref().unwrap().data.clone().unwrap();
+    let res = data.results.as_ref().unwrap();
+    assert!(res.domains.iter().all(|g| g.group.contains("moved")));
+    for _ in 0..6 {
+        check(&app);
+        press(&mut app, &l.conn, KeyCode::PageDown);
+    }
+    press(&mut app, &l.conn, KeyCode::Char('d'));
+    check(&app);
+    press(&mut app, &l.conn, KeyCode::Esc);
+    press(&mut app, &l.conn, KeyCode::Char('K'));
+    press(&mut app, &l.conn, KeyCode::Char('j')); // LS-B
+    press(&mut app, &l.conn, KeyCode::Enter);
+    let sk = app.skills.as_ref().unwrap();
+    let evil = sk
+        .data
+        .as_ref()
+        .unwrap()
+        .skills
+        .iter()
+        .position(|s| s.name.starts_with("evil"))
+        .expect("the hostile skill is listed");
+    assert!(
+        sk.rubric
+            .as_ref()
+            .unwrap()
+            .scores
+            .iter()
+            .any(|s| s.skill_name.starts_with("evil") && s.skill_name.contains("moved")),
+        "the hostile skill is scored under its sanitized name"
+    );
+    for _ in 0..evil {
+        press(&mut app, &l.conn, KeyCode::Down);
+    }
+    check(&app);
+    let screen = render(&app, (120, 40));
+    assert!(screen.contains("rubric · evil"), "{screen}");
+    assert!(
+        screen.contains("score "),
+        "the hostile skill has a score: {screen}"
+    );
 }

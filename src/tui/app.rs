@@ -10,7 +10,9 @@ use super::data::{Request, Snapshot, Update};
 use super::keymap::{self, Action, Context};
 use super::model::{CellState, GridModel, Grouping, Progress, RateRow, progress, rate_rows};
 use super::skilldoc;
-use super::state::{DETAIL_TABS, DetailState, DomainsState, GridState, SkillsFocus, SkillsState};
+use super::state::{
+    DETAIL_TABS, DetailState, DomainsState, GridState, ResultsState, SkillsFocus, SkillsState,
+};
 use super::theme::Theme;
 use crate::store::{TrialBrief, TrialStatus};
 
@@ -110,6 +112,8 @@ pub struct App {
     pub detail: Option<DetailState>,
     /// Open skill browser.
     pub skills: Option<SkillsState>,
+    /// Open Results view.
+    pub results: Option<ResultsState>,
     /// Focused pane.
     pub pane: Pane,
     /// Open overlay.
@@ -140,6 +144,7 @@ impl App {
             domains: DomainsState::default(),
             detail: None,
             skills: None,
+            results: None,
             pane: Pane::Grid,
             popup: None,
             status: None,
@@ -154,6 +159,7 @@ impl App {
         match (&self.popup, &self.detail, self.pane) {
             (Some(Popup::Confirm(_)), _, _) => Context::Confirm,
             (_, Some(_), _) => Context::Detail,
+            _ if self.results.is_some() => Context::Results,
             _ if self.skills.is_some() => Context::Skills,
             (_, None, Pane::Grid) => Context::Grid,
             (_, None, Pane::Domains) => Context::Domains,
@@ -185,6 +191,16 @@ impl App {
                 {
                     sk.data = Some(b);
                     self.rebuild_skill_doc();
+                }
+            }
+            Update::Results(d) => {
+                if let Some(r) = self.results.as_mut() {
+                    r.data = Some(d);
+                }
+            }
+            Update::Rubric(d) => {
+                if let Some(sk) = self.skills.as_mut() {
+                    sk.rubric = Some(d);
                 }
             }
             Update::Notice(n) => self.status = Some(n),
@@ -294,6 +310,7 @@ impl App {
             Context::Confirm => self.on_confirm(action),
             Context::Detail => self.on_detail(action),
             Context::Skills => self.on_skills(action),
+            Context::Results => self.on_results(action),
             Context::Grid | Context::Domains | Context::Global => self.on_main(action),
         }
     }
@@ -403,6 +420,8 @@ impl App {
                     self.domains.scroll = 0;
                     self.rebuild();
                 }
+                Action::OpenSkills => return self.open_skills(),
+                Action::OpenResults => return self.open_results(),
                 _ => {}
             },
             Action::Up => self.grid.move_by(&self.grid_model, -1, 0),
@@ -450,6 +469,45 @@ impl App {
             }
             Action::Cancel => return self.cancel(self.selected_trial().cloned()),
             Action::OpenSkills => return self.open_skills(),
+            Action::OpenResults => return self.open_results(),
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Opens the Results view; the worker sends its data.
+    fn open_results(&mut self) -> Vec<Effect> {
+        self.results = Some(ResultsState::default());
+        vec![Effect::Request(Request::Results(true))]
+    }
+
+    fn on_results(&mut self, action: Action) -> Vec<Effect> {
+        let Some(r) = self.results.as_mut() else {
+            return Vec::new();
+        };
+        let page = r.page.get().max(1) as isize;
+        match action {
+            Action::Back => {
+                self.results = None;
+                return vec![Effect::Request(Request::Results(false))];
+            }
+            Action::Quit => return self.quit(),
+            Action::Help => {
+                self.popup = Some(Popup::Help);
+                self.help_scroll = 0;
+            }
+            Action::Up => r.scroll_by(-1),
+            Action::Down => r.scroll_by(1),
+            Action::PageUp => r.scroll_by(-page),
+            Action::PageDown => r.scroll_by(page),
+            Action::Top => r.scroll = 0,
+            Action::Bottom => r.scroll = r.max_scroll(),
+            Action::ToggleDifficulty => {
+                r.grouping = match r.grouping {
+                    Grouping::Domain => Grouping::Difficulty,
+                    Grouping::Difficulty => Grouping::Domain,
+                };
+            }
             _ => {}
         }
         Vec::new()

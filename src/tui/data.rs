@@ -4,7 +4,9 @@
 //! connection commits) and re-reads only then; a detail whose attempt is still running is re-read
 //! on each poll so its logs tail live. The skill browser's data (one learning space: its skills
 //! with their curated and learned versions and files, provenance, and every learn step) is read
-//! only while the browser is open, like a trial detail.
+//! only while the browser is open, like a trial detail. So are the Results view's analysis and
+//! the skill browser's rubric report ([`super::evaluation`]): computed here while their view is
+//! open, cached by a cheap marker of the finished trials, and recomputed only when it moves.
 //!
 //! Text that came from the Acontext server (skill names and files, learning statuses, errors) is
 //! sanitized here, when read, like container logs: nothing remote reaches the terminal raw.
@@ -27,6 +29,8 @@ use crate::store::{
     TrialRow, queries,
 };
 use crate::text::sanitize;
+
+use super::evaluation::{Cached, Fresh, ResultsData, RubricData, change_marker, watched};
 
 /// Most bytes of a log file shown (its end).
 pub const LOG_TAIL_BYTES: u64 = 512 * 1024;
@@ -545,8 +549,12 @@ pub enum Request {
     Cancel(i64),
     /// Show this trial's detail (or none).
     Detail(Option<TrialKey>),
-    /// Show the skill browser on this learning space (row id), or close it (`None`).
+    /// Show the skill browser on this learning space (row id), or close it (`None`). While it is
+    /// open the worker also sends the rubric report of the watched runs ([`Update::Rubric`]).
     Skills(Option<i64>),
+    /// The Results view opened (`true`) or closed: while it is open the worker sends the analysis
+    /// of the watched run or experiment ([`Update::Results`]) whenever its finished trials change.
+    Results(bool),
 }
 
 /// What the worker sends back.
@@ -560,6 +568,10 @@ pub enum Update {
     Detail(Arc<Detail>),
     /// The requested learning space for the skill browser (re-sent while it changes).
     Skills(Arc<SkillBrowser>),
+    /// The analysis of the watched run or experiment (re-sent when its finished trials change).
+    Results(Arc<ResultsData>),
+    /// The rubric report of the watched runs' skills (re-sent when their finished trials change).
+    Rubric(Arc<RubricData>),
     /// A message for the status line.
     Notice(String),
 }
@@ -649,6 +661,12 @@ fn worker_loop(
     let mut last_detail: Option<Arc<Detail>> = None;
     let mut skills_space: Option<i64> = None;
     let mut last_skills: Option<Arc<SkillBrowser>> = None;
+    let mut results_open = false;
+    let mut results: Cached<ResultsData> = Cached::default();
+    let mut rubric: Cached<RubricData> = Cached::default();
+    // A view opened: send its cached value (or compute it) on this pass.
+    let mut resend_results = false;
+    let mut resend_rubric = false;
     loop {
         let request = match rx.recv_timeout(poll) {
             Ok(r) => Some(r),
@@ -687,8 +705,14 @@ fn worker_loop(
                 force = true;
             }
             Some(Request::Skills(space)) => {
+                resend_rubric = space.is_some() && skills_space.is_none();
                 skills_space = space;
                 last_skills = None;
+                force = true;
+            }
+            Some(Request::Results(open)) => {
+                resend_results = open && !results_open;
+                results_open = open;
                 force = true;
             }
             None => {}
@@ -754,6 +778,21 @@ fn worker_loop(
                 }
             }
         }
+        let want_results = results_open && (changed || resend_results || results.pending);
+        let want_rubric = skills_space.is_some() && (changed || resend_rubric || rubric.pending);
+        if (want_results || want_rubric)
+            && !send_evaluation(
+                &conn,
+                rid,
+                &tx,
+                (want_results, resend_results, &mut results),
+                (want_rubric, resend_rubric, &mut rubric),
+            )
+        {
+            return;
+        }
+        resend_results = false;
+        resend_rubric = false;
         if let Some(space) = skills_space
             && (changed || last_skills.is_none())
         {
@@ -774,4 +813,72 @@ fn worker_loop(
             }
         }
     }
+}
+
+/// One cached evaluation value the worker keeps: wanted on this pass, to be re-sent even if
+/// unchanged (its view just opened), and the cache.
+type Want<'a, T> = (bool, bool, &'a mut Cached<T>);
+
+/// Sends the Results and rubric data when their finished trials changed (or a view just opened),
+/// computing them only when the [`super::evaluation::ChangeMarker`] moved. Returns false when the
+/// UI has gone.
+fn send_evaluation(
+    conn: &Connection,
+    run_id: i64,
+    tx: &tmpsc::UnboundedSender<Update>,
+    (want_results, resend_results, results): Want<ResultsData>,
+    (want_rubric, resend_rubric, rubric): Want<RubricData>,
+) -> bool {
+    let marker = match watched(conn, run_id).and_then(|w| change_marker(conn, &w.runs)) {
+        Ok(m) => m,
+        Err(e) => {
+            let _ = tx.send(Update::Notice(format!("reading the results: {e}")));
+            return true;
+        }
+    };
+    if want_results {
+        match results.refresh(marker.clone(), || {
+            super::evaluation::load_results(conn, run_id)
+        }) {
+            Ok(Fresh::New(v)) => {
+                if tx.send(Update::Results(v)).is_err() {
+                    return false;
+                }
+            }
+            Ok(Fresh::Same) => {
+                if resend_results
+                    && let Some(v) = &results.value
+                    && tx.send(Update::Results(v.clone())).is_err()
+                {
+                    return false;
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Update::Notice(format!("analysing the results: {e}")));
+            }
+        }
+    }
+    if want_rubric {
+        match rubric.refresh(marker, || super::evaluation::load_rubric(conn, run_id)) {
+            Ok(Fresh::New(v)) => {
+                if tx.send(Update::Rubric(v)).is_err() {
+                    return false;
+                }
+            }
+            Ok(Fresh::Same) => {
+                if resend_rubric
+                    && let Some(v) = &rubric.value
+                    && tx.send(Update::Rubric(v.clone())).is_err()
+                {
+                    return false;
+                }
+            }
+            Err(e) => {
+                let _ = tx.send(Update::Notice(format!(
+                    "scoring skills with the rubric: {e}"
+                )));
+            }
+        }
+    }
+    true
 }

@@ -16,6 +16,8 @@ pub enum Context {
     Detail,
     /// The skill browser (learning spaces, skills, files, sessions).
     Skills,
+    /// The Results view (pass rates, comparisons, breakdowns).
+    Results,
     /// A yes/no confirmation.
     Confirm,
 }
@@ -29,6 +31,7 @@ impl Context {
             Context::Domains => "Domain pane",
             Context::Detail => "Trial detail",
             Context::Skills => "Skill browser",
+            Context::Results => "Results",
             Context::Confirm => "Confirmation",
         }
     }
@@ -91,6 +94,8 @@ pub enum Action {
     ToggleFollow,
     /// Open the skill browser.
     OpenSkills,
+    /// Open the Results view.
+    OpenResults,
     /// Close the current view at once (not one level back).
     CloseView,
     /// Show the diff curated → learned instead of the file.
@@ -133,7 +138,7 @@ const fn b(
 }
 
 use Action::*;
-use Context::{Confirm, Detail, Domains, Global, Grid, Skills};
+use Context::{Confirm, Detail, Domains, Global, Grid, Results, Skills};
 
 /// The key table.
 pub const KEYMAP: &[Binding] = &[
@@ -199,6 +204,13 @@ pub const KEYMAP: &[Binding] = &[
         "skills",
         "skill browser: spaces, skills, diffs, sessions",
     ),
+    b(
+        Grid,
+        &["a"],
+        OpenResults,
+        "results",
+        "results: pass rates with CIs, comparisons, domains",
+    ),
     b(Domains, &["up", "k"], Up, "up", "scroll up"),
     b(Domains, &["down", "j"], Down, "down", "scroll down"),
     b(
@@ -215,6 +227,33 @@ pub const KEYMAP: &[Binding] = &[
         "skills",
         "skill browser: spaces, skills, diffs, sessions",
     ),
+    b(
+        Domains,
+        &["a"],
+        OpenResults,
+        "results",
+        "results: pass rates with CIs, comparisons, domains",
+    ),
+    b(Results, &["up", "k"], Up, "up", "scroll up"),
+    b(Results, &["down", "j"], Down, "down", "scroll down"),
+    b(Results, &["pgup"], PageUp, "page up", "page up"),
+    b(
+        Results,
+        &["pgdown", "space"],
+        PageDown,
+        "page down",
+        "page down",
+    ),
+    b(Results, &["home", "g"], Top, "top", "top"),
+    b(Results, &["end", "G"], Bottom, "bottom", "bottom"),
+    b(
+        Results,
+        &["d"],
+        ToggleDifficulty,
+        "by difficulty",
+        "breakdown by domain ↔ by difficulty",
+    ),
+    b(Results, &["esc", "q"], Back, "back", "back to the grid"),
     b(Detail, &["tab", "right", "l"], NextTab, "tab", "next tab"),
     b(
         Detail,

@@ -10,6 +10,7 @@
 
 pub mod app;
 pub mod data;
+pub mod evaluation;
 pub mod keymap;
 pub mod model;
 pub mod skilldoc;

@@ -5,6 +5,7 @@ use std::cell::Cell;
 use std::sync::Arc;
 
 use super::data::{Detail, SkillBrowser, SkillEntry};
+use super::evaluation::{ResultsData, RubricData};
 use super::model::{Filter, GridModel, Grouping, Sort};
 use super::skilldoc::DocLine;
 use crate::store::TrialKey;
@@ -221,6 +222,8 @@ pub struct SkillsState {
     pub session: usize,
     /// Data from the worker (`None` until it arrives).
     pub data: Option<Arc<SkillBrowser>>,
+    /// The rubric report of the watched runs' skills (`None` until it arrives).
+    pub rubric: Option<Arc<RubricData>>,
     /// The selected file as shown, rebuilt when the selection, diff toggle or data changes.
     pub doc: Vec<DocLine>,
     /// Rows of the document that fit, remembered from the last frame (for page moves).
@@ -245,6 +248,7 @@ impl SkillsState {
             scroll: 0,
             session: 0,
             data: None,
+            rubric: None,
             doc: Vec::new(),
             page: Cell::new(20),
             doc_rows: Cell::new(0),
@@ -270,6 +274,36 @@ impl SkillsState {
     pub fn scroll_by(&mut self, delta: isize) {
         let max = self.doc_rows.get().saturating_sub(self.page.get().max(1));
         self.scroll = (self.scroll as isize + delta).clamp(0, max as isize) as usize;
+    }
+}
+
+/// The Results view: breakdown, scroll, and its data.
+#[derive(Debug, Default)]
+pub struct ResultsState {
+    /// The breakdown table: by domain or by difficulty.
+    pub grouping: Grouping,
+    /// First drawn line.
+    pub scroll: usize,
+    /// Data from the worker (`None` until it arrives).
+    pub data: Option<Arc<ResultsData>>,
+    /// Lines that fit, remembered from the last frame (for page moves).
+    pub page: Cell<usize>,
+    /// Lines of the last frame (for scrolling to the end).
+    pub lines: Cell<usize>,
+}
+
+impl ResultsState {
+    /// The deepest scroll: the last page shows the last line.
+    pub fn max_scroll(&self) -> usize {
+        self.lines.get().saturating_sub(self.page.get().max(1))
+    }
+
+    /// Scrolls by `delta` lines.
+    pub fn scroll_by(&mut self, delta: isize) {
+        let max = self.max_scroll() as isize;
+        self.scroll = (self.scroll.min(max as usize) as isize)
+            .saturating_add(delta)
+            .clamp(0, max) as usize;
     }
 }
 

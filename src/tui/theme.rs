@@ -127,6 +127,22 @@ pub struct Theme {
     /// Learned Warning entries in a SKILL.md (`- Symptom:`, `- Root Cause:`,
     /// `- Correct Approach:`, `- Prevention:`). Optional in theme files: defaults to `warn`.
     pub warning: Style,
+    /// A Δ above zero (results, pass-rate tables). Optional in theme files: defaults to `pass`.
+    pub gain: Style,
+    /// A Δ below zero. Optional in theme files: defaults to `fail`.
+    pub loss: Style,
+    /// Rubric tier Excellent (90–100). Optional: defaults to `pass`.
+    pub tier_excellent: Style,
+    /// Rubric tier Good (75–89). Optional: defaults to `pass`.
+    pub tier_good: Style,
+    /// Rubric tier Acceptable (60–74). Optional: defaults to `text`.
+    pub tier_acceptable: Style,
+    /// Rubric tier Below Average (40–59). Optional: defaults to `warn`.
+    pub tier_below_average: Style,
+    /// Rubric tier Poor (20–39). Optional: defaults to `fail`.
+    pub tier_poor: Style,
+    /// Rubric tier Failing (0–19). Optional: defaults to `error`.
+    pub tier_failing: Style,
     /// Glyphs.
     pub glyphs: Glyphs,
 }
@@ -234,6 +250,14 @@ impl Theme {
             warn: style("warn")?,
             sop: style_or("sop", "pass")?,
             warning: style_or("warning", "warn")?,
+            gain: style_or("gain", "pass")?,
+            loss: style_or("loss", "fail")?,
+            tier_excellent: style_or("tier_excellent", "pass")?,
+            tier_good: style_or("tier_good", "pass")?,
+            tier_acceptable: style_or("tier_acceptable", "text")?,
+            tier_below_average: style_or("tier_below_average", "warn")?,
+            tier_poor: style_or("tier_poor", "fail")?,
+            tier_failing: style_or("tier_failing", "error")?,
             glyphs: file.glyphs,
         };
         for (k, g) in [
@@ -276,6 +300,14 @@ impl Theme {
             &mut self.warn,
             &mut self.sop,
             &mut self.warning,
+            &mut self.gain,
+            &mut self.loss,
+            &mut self.tier_excellent,
+            &mut self.tier_good,
+            &mut self.tier_acceptable,
+            &mut self.tier_below_average,
+            &mut self.tier_poor,
+            &mut self.tier_failing,
         ] {
             s.fg = None;
             s.bg = None;
@@ -283,6 +315,31 @@ impl Theme {
         self.selected = self.selected.add_modifier(Modifier::REVERSED);
         self.matched = self.matched.add_modifier(Modifier::REVERSED);
         self
+    }
+
+    /// The style of a rubric tier.
+    pub fn tier(&self, tier: crate::analysis::rubric::Tier) -> Style {
+        use crate::analysis::rubric::Tier;
+        match tier {
+            Tier::Excellent => self.tier_excellent,
+            Tier::Good => self.tier_good,
+            Tier::Acceptable => self.tier_acceptable,
+            Tier::BelowAverage => self.tier_below_average,
+            Tier::Poor => self.tier_poor,
+            Tier::Failing => self.tier_failing,
+        }
+    }
+
+    /// The style of a difference: `gain` above zero, `loss` below, `dim` at zero (within
+    /// `1e-9`) or when it is not a number.
+    pub fn delta(&self, d: f64) -> Style {
+        if d > 1e-9 {
+            self.gain
+        } else if d < -1e-9 {
+            self.loss
+        } else {
+            self.dim
+        }
     }
 
     /// Loads `name_or_path` and applies `NO_COLOR` from the environment.
@@ -342,11 +399,17 @@ mod tests {
         let dark = BUILT_IN.iter().find(|(n, _)| *n == "dark").unwrap().1;
         let old: String = dark
             .lines()
-            .filter(|l| !l.starts_with("sop ") && !l.starts_with("warning "))
+            .filter(|l| {
+                !["sop ", "warning ", "gain ", "loss ", "tier_"]
+                    .iter()
+                    .any(|k| l.starts_with(k))
+            })
             .collect::<Vec<_>>()
             .join("\n");
         let t = Theme::parse(&old, "old.toml").unwrap();
         assert_eq!((t.sop, t.warning), (t.pass, t.warn));
+        assert_eq!((t.gain, t.loss), (t.pass, t.fail));
+        assert_eq!((t.tier_good, t.tier_failing), (t.pass, t.error));
         let built_in = Theme::load("dark").unwrap();
         assert_ne!(built_in.sop, Style::default());
     }

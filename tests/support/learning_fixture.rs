@@ -388,3 +388,76 @@ pub fn learning() -> Learning {
         b,
     }
 }
+
+/// Round 2 of the fixture's experiment: run `demo-round2` with A' = `skills:…/LS-A-v1` and
+/// B' = `skills:…/LS-B-v1` on the same 6 tasks × 2 trials, 9 of 12 trials per condition
+/// finished (seed 11, fixed clock).
+pub fn round2(conn: &Connection) -> RunRow {
+    fill_store(
+        conn,
+        &SyntheticRun {
+            name: "demo-round2".into(),
+            tasks: 6,
+            trials: 2,
+            conditions: vec![
+                "skills:/data/exports/demo/LS-A-v1".into(),
+                "skills:/data/exports/demo/LS-B-v1".into(),
+            ],
+            done_fraction: 0.75,
+            seed: 11,
+        },
+    )
+    .unwrap()
+}
+
+/// Skill invocations in `runs`' finished trials with skills, with deterministic trajectory facts
+/// (tool calls, tokens, error steps, closing message, CTRF tests): every B and B' trial reads
+/// `mesh-analysis` (and its second trials `pandas-basics` too), every A' trial `stl-mass`;
+/// `verify-units` is never invoked. Returns the number of invocations.
+pub fn invoke_skills(conn: &Connection, runs: &[&RunRow]) -> usize {
+    let mut n = 0;
+    for run in runs {
+        for t in queries::current_trials(conn, run.id).unwrap() {
+            if t.status != skillscope::store::TrialStatus::Done || t.condition == "no-skills" {
+                continue;
+            }
+            let mut skills = Vec::new();
+            if t.condition == "curated" || t.condition.ends_with("LS-B-v1") {
+                skills.push("mesh-analysis");
+                if t.trial_index == 2 {
+                    skills.push("pandas-basics");
+                }
+            } else if t.condition.ends_with("LS-A-v1") {
+                skills.push("stl-mass");
+            }
+            let uses: Vec<skillscope::store::SkillUseRow> = skills
+                .iter()
+                .map(|s| skillscope::store::SkillUseRow {
+                    skill: (*s).into(),
+                    kind: "read".into(),
+                    first_step: Some(2),
+                    count: 1,
+                })
+                .collect();
+            n += uses.len();
+            queries::set_skill_uses(conn, t.id, &uses).unwrap();
+            let passed = t.outcome == Some(Outcome::Pass);
+            queries::patch_trial(
+                conn,
+                t.id,
+                &queries::TrialPatch {
+                    n_tool_calls: Some(2 + t.id % 6),
+                    n_input_tokens: Some(600 + 150 * (t.id % 5)),
+                    n_output_tokens: Some(120),
+                    n_error_steps: Some(t.id % 3),
+                    final_message: Some(t.id % 2 == 0),
+                    tests_total: Some(4),
+                    tests_passed: Some(if passed { 4 } else { t.id % 3 }),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+    }
+    n
+}

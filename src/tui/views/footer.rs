@@ -32,7 +32,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         Line::from(Span::styled(fit(msg, w), t.warn))
     } else {
         let ctx = app.context();
-        let actions: &[Action] = if app.skills.is_some() && app.detail.is_none() {
+        let actions: &[Action] = if app.results.is_some() && app.detail.is_none() {
+            &[
+                Action::Back,
+                Action::PageDown,
+                Action::Top,
+                Action::ToggleDifficulty,
+                Action::Help,
+            ]
+        } else if app.skills.is_some() && app.detail.is_none() {
             &[
                 Action::Back,
                 Action::Open,
@@ -55,6 +63,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
                 Action::Quit,
                 Action::Help,
                 Action::Open,
+                Action::OpenResults,
                 Action::Filter,
                 Action::CycleStatus,
                 Action::Retry,
@@ -65,18 +74,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         // The skill browser's key, once there is learning to browse.
         let learning = app.snapshot.as_ref().is_some_and(|s| !s.spaces.is_empty());
         let with_skills: Vec<Action>;
-        let actions: &[Action] = if learning && app.detail.is_none() && app.skills.is_none() {
-            with_skills = actions
-                .iter()
-                .flat_map(|a| match a {
-                    Action::Open => vec![Action::Open, Action::OpenSkills],
-                    a => vec![*a],
-                })
-                .collect();
-            &with_skills
-        } else {
-            actions
-        };
+        let actions: &[Action] =
+            if learning && app.detail.is_none() && app.skills.is_none() && app.results.is_none() {
+                with_skills = actions
+                    .iter()
+                    .flat_map(|a| match a {
+                        Action::Open => vec![Action::Open, Action::OpenSkills],
+                        a => vec![*a],
+                    })
+                    .collect();
+                &with_skills
+            } else {
+                actions
+            };
         let mut spans = Vec::new();
         for (key, help) in hints(ctx, actions) {
             spans.push(Span::styled(key, t.accent));

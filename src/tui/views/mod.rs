@@ -9,6 +9,7 @@ pub mod footer;
 pub mod grid;
 pub mod help;
 pub mod overview;
+pub mod results;
 pub mod skills;
 
 use ratatui::Frame;
@@ -35,6 +36,8 @@ pub fn draw(f: &mut Frame, app: &App) {
     let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
     if let Some(det) = &app.detail {
         detail::draw(f, body, app, det);
+    } else if let Some(r) = &app.results {
+        results::draw(f, body, app, r);
     } else if let Some(sk) = &app.skills {
         skills::draw(f, body, app, sk);
     } else if app.snapshot.is_none() {

@@ -5,6 +5,13 @@
 //! learning order, errors and mislabeled trials styled loudly. Below 100 columns the lists take
 //! the whole width and an opened file does too.
 //!
+//! Each skill also shows its rubric score (`skill-scoring-rubric.md`) over the watched runs'
+//! trials that invoked it: the average in the skills list, coloured by tier, and for the selected
+//! skill a panel with the score and tier, the four components against their maxima (25/20/30/25),
+//! invocations, error rate and trend, the weak component with the rubric's recommendation, and the
+//! publish, feature and deprecation gates with the reasons they fail — above the file when side by
+//! side, in place of the files list below 100 columns while a space or skill is being chosen.
+//!
 //! Everything drawn from the database was sanitized by the data worker when it was read.
 
 use ratatui::Frame;
@@ -14,6 +21,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{fit, framed};
+use crate::analysis::rubric::{
+    Component, Direction, Gate, MIN_TREND_INVOCATIONS, RECENT_INVOCATIONS, Trend,
+};
 use crate::store::learning::SpaceProgress;
 use crate::tui::app::App;
 use crate::tui::data::{FileChange, SkillBrowser, SkillOrigin};
@@ -65,18 +75,226 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
         return;
     }
     let side = body.width >= SIDE_BY_SIDE;
+    let skill = data.and_then(|d| d.skills.get(sk.skill));
     if !side {
-        if sk.focus == SkillsFocus::Doc {
-            document(f, body, t, sk, data);
-        } else {
-            lists(f, body, t, sk, spaces, data);
+        match sk.focus {
+            SkillsFocus::Doc => document(f, body, t, sk, data),
+            // Choosing a space or a skill: its rubric in place of the files list.
+            SkillsFocus::Spaces | SkillsFocus::Skills if skill.is_some() => {
+                lists(f, body, t, sk, spaces, data, true)
+            }
+            _ => lists(f, body, t, sk, spaces, data, false),
         }
         return;
     }
     let [left, right] =
         Layout::horizontal([Constraint::Length(LIST_W), Constraint::Min(20)]).areas(body);
-    lists(f, left, t, sk, spaces, data);
-    document(f, right, t, sk, data);
+    lists(f, left, t, sk, spaces, data, false);
+    match skill {
+        Some(skill) => {
+            let lines = rubric_lines(t, sk, &skill.name, right.width as usize - 2, false);
+            let h = (lines.len() as u16 + 2).min(right.height / 2);
+            let [top, rest] =
+                Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(right);
+            rubric_panel(f, top, t, sk, &skill.name, lines);
+            document(f, rest, t, sk, data);
+        }
+        None => document(f, right, t, sk, data),
+    }
+}
+
+/// The rubric panel of skill `name`: `lines` from [`rubric_lines`] in a block titled with the
+/// runs scored.
+fn rubric_panel(
+    f: &mut Frame,
+    area: Rect,
+    t: &Theme,
+    sk: &SkillsState,
+    name: &str,
+    lines: Vec<Line<'static>>,
+) {
+    let runs = sk
+        .rubric
+        .as_ref()
+        .map(|r| format!(" · {}", r.runs.join(" + ")))
+        .unwrap_or_default();
+    let title = fit(
+        &format!("rubric · {name}{runs}"),
+        area.width.saturating_sub(4) as usize,
+    );
+    let block = framed(t, &title, false);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The component's name as the rubric panel shows it, long or (`compact`) short.
+fn component_name(c: Component, compact: bool) -> &'static str {
+    match (c, compact) {
+        (Component::Completion, false) => "completion",
+        (Component::Efficiency, false) => "efficiency",
+        (Component::Quality, false) => "output quality",
+        (Component::Satisfaction, false) => "satisfaction",
+        (Component::Completion, true) => "compl",
+        (Component::Efficiency, true) => "effic",
+        (Component::Quality, true) => "quality",
+        (Component::Satisfaction, true) => "satisf",
+    }
+}
+
+/// What the rubric says of skill `name` in the watched runs, for `width` columns: its average
+/// score and tier, the four components against their maxima (one line each, or one line in all
+/// when `compact`), invocations, error rate and trend, the weak component with the rubric's
+/// recommendation, and the publish, feature and deprecation gates with the reasons they fail.
+pub fn rubric_lines(
+    t: &Theme,
+    sk: &SkillsState,
+    name: &str,
+    width: usize,
+    compact: bool,
+) -> Vec<Line<'static>> {
+    let Some(rubric) = &sk.rubric else {
+        return vec![Line::from(Span::styled(
+            "scoring the watched runs' skill invocations…",
+            t.dim,
+        ))];
+    };
+    let Some(s) = rubric.skill(name) else {
+        return vec![
+            Line::from(Span::styled(
+                fit(
+                    &format!("{name}: no invocations in these runs' trials yet"),
+                    width,
+                ),
+                t.text,
+            )),
+            Line::from(Span::styled(
+                fit(
+                    "A trial invokes a skill when its trajectory reads the SKILL.md, opens a file or runs a script of it.",
+                    width,
+                ),
+                t.dim,
+            )),
+        ];
+    };
+    let tier = t.tier(s.tier);
+    let mut lines = vec![Line::from(vec![
+        Span::styled("score ", t.dim),
+        Span::styled(
+            format!("{:.1}", s.avg_score),
+            tier.add_modifier(Modifier::BOLD),
+        ),
+        Span::styled("/100 ", t.dim),
+        Span::styled(s.tier.label().to_string(), tier),
+        Span::styled(
+            fit(&format!(" · {}", s.tier_action), width.saturating_sub(20)),
+            t.dim,
+        ),
+    ])];
+    let weak = s.weak_component;
+    if compact {
+        let mut spans = Vec::new();
+        for (i, c) in Component::ALL.into_iter().enumerate() {
+            if i > 0 {
+                spans.push(Span::styled(" · ", t.dim));
+            }
+            spans.push(Span::styled(
+                format!("{} ", component_name(c, true)),
+                if c == weak { t.warn } else { t.dim },
+            ));
+            spans.push(Span::styled(
+                format!("{:.1}/{}", s.components.get(c), c.max()),
+                t.text,
+            ));
+        }
+        lines.push(Line::from(spans));
+    } else {
+        for c in Component::ALL {
+            let v = s.components.get(c);
+            let mut spans = vec![
+                Span::styled(
+                    format!("  {:<15}", component_name(c, false)),
+                    if c == weak { t.warn } else { t.dim },
+                ),
+                Span::styled(format!("{v:>5.1}"), t.text),
+                Span::styled(format!("/{:<3}", c.max()), t.dim),
+            ];
+            spans.extend(super::bar(t, v / c.max() as f64, 12));
+            lines.push(Line::from(spans));
+        }
+    }
+    let trend = match &s.trend {
+        Trend::InsufficientData => (
+            format!("insufficient data (< {MIN_TREND_INVOCATIONS} invocations)"),
+            t.dim,
+        ),
+        Trend::Analyzed(a) => {
+            let (word, style) = match a.trend {
+                Direction::Improving => ("improving", t.gain),
+                Direction::Declining => ("declining", t.loss),
+                Direction::Stable => ("stable", t.text),
+            };
+            (
+                format!(
+                    "{word} {:+.1}% (last {RECENT_INVOCATIONS} {:.1} vs {:.1})",
+                    a.change_percent, a.current_avg, a.previous_avg
+                ),
+                style,
+            )
+        }
+    };
+    lines.push(Line::from(vec![
+        Span::styled("invocations ", t.dim),
+        Span::styled(s.invocations.to_string(), t.accent),
+        Span::styled(" · errors ", t.dim),
+        Span::styled(
+            format!("{:.0}%", s.error_rate * 100.0),
+            if s.error_rate > 0.0 { t.warn } else { t.text },
+        ),
+        Span::styled(" · trend ", t.dim),
+        Span::styled(fit(&trend.0, width.saturating_sub(40)), trend.1),
+    ]));
+    lines.push(Line::from(vec![
+        Span::styled("weak ", t.dim),
+        Span::styled(weak.as_str().to_string(), t.warn),
+        Span::styled(
+            fit(
+                &format!(" — {}", s.recommendation),
+                width.saturating_sub(6 + weak.as_str().len()),
+            ),
+            t.text,
+        ),
+    ]));
+    for g in &s.gates {
+        let (glyph, style) = if g.passed {
+            (t.glyphs.pass.clone(), t.pass)
+        } else {
+            (t.glyphs.fail.clone(), t.fail)
+        };
+        let mut why = if g.passed {
+            "pass".to_string()
+        } else {
+            g.failures.join("; ")
+        };
+        if g.gate == Gate::Deprecation {
+            // The rubric's check ignores the gate's score limit; say what the review would.
+            let review = &s.deprecation_review;
+            let score = review.reasons.first().cloned().unwrap_or_default();
+            why.push_str(&if review.triggered {
+                format!(" · review due ({score})")
+            } else {
+                format!(" · review not due ({score})")
+            });
+        }
+        let head = format!("{:<17}", format!("{} gate", g.gate.as_str()));
+        let room = width.saturating_sub(head.chars().count() + 2);
+        lines.push(Line::from(vec![
+            Span::styled(head, t.dim),
+            Span::styled(format!("{glyph} "), style),
+            Span::styled(fit(&why, room), if g.passed { t.dim } else { t.text }),
+        ]));
+    }
+    lines
 }
 
 /// Tabs, then where the browser is: space › skill › file, and the diff mode.
@@ -191,6 +409,9 @@ fn origin_style(t: &Theme, o: SkillOrigin) -> Style {
 }
 
 /// The spaces, skills, files and provenance lists, stacked.
+///
+/// With `with_rubric` (narrow screens, while a space or skill is being chosen) the selected
+/// skill's rubric takes the place of its files.
 fn lists(
     f: &mut Frame,
     area: Rect,
@@ -198,15 +419,27 @@ fn lists(
     sk: &SkillsState,
     spaces: &[SpaceProgress],
     data: Option<&SkillBrowser>,
+    with_rubric: bool,
 ) {
     let w = area.width.saturating_sub(4) as usize;
     let skill = data.and_then(|d| d.skills.get(sk.skill));
     let n_files = skill.map_or(0, |s| s.files.len());
     let n_sources = skill.map_or(0, |s| s.sources.len());
+    let rubric = match skill {
+        Some(s) if with_rubric => Some((
+            s.name.as_str(),
+            rubric_lines(t, sk, &s.name, area.width.saturating_sub(2) as usize, true),
+        )),
+        _ => None,
+    };
+    let middle = match &rubric {
+        Some((_, lines)) => lines.len() as u16 + 2,
+        None => n_files.clamp(1, 6) as u16 + 2,
+    };
     let [a_spaces, a_skills, a_files, a_from] = Layout::vertical([
         Constraint::Length(spaces.len().clamp(1, 4) as u16 + 2),
         Constraint::Min(3),
-        Constraint::Length(n_files.clamp(1, 6) as u16 + 2),
+        Constraint::Length(middle),
         Constraint::Length(n_sources.clamp(1, 5) as u16 + 2),
     ])
     .areas(area);
@@ -267,11 +500,20 @@ fn lists(
             .enumerate()
             .map(|(i, s)| {
                 let origin = s.origin.label();
-                let name_w = w.saturating_sub(origin.len() + 1).max(8);
+                let name_w = w.saturating_sub(origin.len() + 5).max(8);
+                // The rubric's average score, coloured by tier ("—": never invoked).
+                let score = match sk.rubric.as_ref().map(|r| r.skill(&s.name)) {
+                    Some(Some(score)) => {
+                        Span::styled(format!(" {:>3.0}", score.avg_score), t.tier(score.tier))
+                    }
+                    Some(None) => Span::styled("   —", t.dim),
+                    None => Span::raw("    "),
+                };
                 row(
                     t,
                     vec![
                         Span::styled(format!("{:<name_w$}", fit(&s.name, name_w)), t.text),
+                        score,
                         Span::styled(format!(" {origin}"), origin_style(t, s.origin)),
                     ],
                     i == sk.skill,
@@ -329,22 +571,26 @@ fn lists(
             })
             .collect(),
     };
-    list_block(
-        f,
-        a_files,
-        t,
-        ListView {
-            title: if mark_changes {
-                "files (~ changed, + added)"
-            } else {
-                "files"
+    if let Some((name, lines)) = rubric {
+        rubric_panel(f, a_files, t, sk, name, lines);
+    } else {
+        list_block(
+            f,
+            a_files,
+            t,
+            ListView {
+                title: if mark_changes {
+                    "files (~ changed, + added)"
+                } else {
+                    "files"
+                },
+                focused: sk.focus == SkillsFocus::Files,
+                lines: file_lines,
+                cursor: sk.file,
+                top: Some(&sk.tops[1]),
             },
-            focused: sk.focus == SkillsFocus::Files,
-            lines: file_lines,
-            cursor: sk.file,
-            top: Some(&sk.tops[1]),
-        },
-    );
+        );
+    }
 
     let from_lines: Vec<Line> = match skill {
         Some(s) if !s.sources.is_empty() => s

@@ -1,0 +1,446 @@
+//! Results: the evaluation's analysis of the run or experiment being watched, as
+//! [`crate::analysis::results::analyze`] computes it — per condition (A, B, A', B' in an
+//! experiment) the Method D pass rate with its 95 % CI, tasks, finished/planned trials,
+//! infrastructure failures and the pass rate over trials with a verdict; the comparisons (Δ in
+//! percentage points with its CI, normalized gain g, tasks better/worse/same); the breakdown by
+//! domain (or difficulty, `d`); the failure modes; and the analysis's notes.
+//!
+//! Tables keep their columns in order but drop the least important ones that do not fit, so at 80
+//! columns the pass rates, CIs and Δs still show. Numbers are right-aligned; a Δ above zero takes
+//! the theme's `gain` style and one below zero `loss`. The text scrolls when it does not fit.
+//! Everything drawn from the store was sanitized when the data worker read it.
+
+use ratatui::Frame;
+use ratatui::layout::{Alignment, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+
+use super::{fit, framed};
+use crate::analysis::ci::Ci;
+use crate::analysis::results::{FailureMode, GroupRow, Results};
+use crate::bench::condition::condition_label;
+use crate::tui::app::App;
+use crate::tui::model::Grouping;
+use crate::tui::state::ResultsState;
+use crate::tui::theme::Theme;
+
+/// Draws the Results view into `area`.
+pub fn draw(f: &mut Frame, area: Rect, app: &App, r: &ResultsState) {
+    let t = &app.theme;
+    let by = match r.grouping {
+        Grouping::Domain => "domain",
+        Grouping::Difficulty => "difficulty",
+    };
+    let what = r.data.as_ref().map_or("…", |d| d.title.as_str());
+    let title = fit(
+        &format!("results · {what} · Method D · by {by}"),
+        area.width.saturating_sub(4) as usize,
+    );
+    let mut block = framed(t, &title, true);
+    let inner = block.inner(area);
+    let lines: Vec<Line<'static>> = match &r.data {
+        None => vec![Line::from(Span::styled("computing the analysis…", t.dim))],
+        Some(d) => match &d.results {
+            None => vec![
+                Line::from(Span::styled("no finished trials yet", t.text)),
+                Line::from(Span::styled(
+                    format!(
+                        "The analysis of {} appears here when its first trial finishes.",
+                        d.title
+                    ),
+                    t.dim,
+                )),
+            ],
+            Some(res) => body(t, res, r.grouping, inner.width as usize),
+        },
+    };
+    let page = inner.height as usize;
+    r.page.set(page);
+    r.lines.set(lines.len());
+    let top = r.scroll.min(r.max_scroll());
+    if lines.len() > page {
+        block = block.title_bottom(
+            Line::from(Span::styled(
+                format!(
+                    " {}–{} of {} · ↑↓ scroll ",
+                    top + 1,
+                    (top + page).min(lines.len()),
+                    lines.len()
+                ),
+                t.dim,
+            ))
+            .alignment(Alignment::Right),
+        );
+    }
+    f.render_widget(block, area);
+    let shown: Vec<Line> = lines.into_iter().skip(top).take(page).collect();
+    f.render_widget(Paragraph::new(shown), inner);
+}
+
+/// A table column: a header and one cell per row (text and style), right-aligned; columns of
+/// higher `priority` numbers are dropped first when the width is short.
+struct Col {
+    head: String,
+    priority: u8,
+    /// Text, aligned left (numbers are right-aligned).
+    left: bool,
+    cells: Vec<(String, Style)>,
+}
+
+impl Col {
+    fn new(head: impl Into<String>, priority: u8) -> Col {
+        Col {
+            head: head.into(),
+            priority,
+            left: false,
+            cells: Vec::new(),
+        }
+    }
+
+    fn left(mut self) -> Col {
+        self.left = true;
+        self
+    }
+
+    /// `text` padded to the column's width, aligned.
+    fn pad(&self, text: &str) -> String {
+        let w = self.width();
+        if self.left {
+            format!("  {text:<w$}")
+        } else {
+            format!("  {text:>w$}")
+        }
+    }
+
+    fn push(&mut self, text: impl Into<String>, style: Style) {
+        self.cells.push((text.into(), style));
+    }
+
+    fn width(&self) -> usize {
+        self.cells
+            .iter()
+            .map(|(s, _)| s.chars().count())
+            .chain([self.head.chars().count()])
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Narrowest label column before columns are dropped.
+const LABEL_MIN: usize = 10;
+/// Columns of this priority or lower are kept before the labels get their natural width; the
+/// others only when they fit next to whole labels.
+const KEY_PRIORITY: u8 = 1;
+/// Widest label column.
+const LABEL_MAX: usize = 28;
+
+/// A table: the section name over the label column (whose rows are indented by two), then the
+/// columns that fit in `width`, in their order; labels are cut to what is left.
+fn table(
+    t: &Theme,
+    section: &str,
+    labels: Vec<(String, Style)>,
+    cols: Vec<Col>,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let natural = labels
+        .iter()
+        .map(|(s, _)| s.chars().count())
+        .chain([section.chars().count().saturating_sub(2)])
+        .max()
+        .unwrap_or(0)
+        .clamp(LABEL_MIN, LABEL_MAX);
+    // Keep columns by priority (then position) while they fit next to the narrowest label.
+    let mut order: Vec<usize> = (0..cols.len()).collect();
+    order.sort_by_key(|&i| (cols[i].priority, i));
+    let mut keep = vec![false; cols.len()];
+    let mut used = 2 + LABEL_MIN;
+    let mut whole_labels = false;
+    for i in order {
+        if cols[i].priority > KEY_PRIORITY && !whole_labels {
+            // The key columns are in: from now on the labels keep their natural width.
+            used += natural - LABEL_MIN;
+            whole_labels = true;
+        }
+        let w = cols[i].width() + 2;
+        if used + w <= width {
+            used += w;
+            keep[i] = true;
+        }
+    }
+    let cols: Vec<&Col> = cols
+        .iter()
+        .zip(&keep)
+        .filter(|(_, k)| **k)
+        .map(|(c, _)| c)
+        .collect();
+    let cols_w: usize = cols.iter().map(|c| c.width() + 2).sum();
+    let label_w = natural.min(width.saturating_sub(2 + cols_w)).max(1);
+    let mut out = Vec::with_capacity(labels.len() + 1);
+    let mut head = vec![Span::styled(
+        format!("{:<w$}", fit(section, label_w + 2), w = label_w + 2),
+        t.header,
+    )];
+    for c in &cols {
+        head.push(Span::styled(c.pad(&c.head), t.header));
+    }
+    out.push(Line::from(head));
+    for (row, (label, style)) in labels.into_iter().enumerate() {
+        let mut spans = vec![Span::styled(
+            format!("  {:<label_w$}", fit(&label, label_w)),
+            style,
+        )];
+        for c in &cols {
+            let (text, style) = c.cells.get(row).cloned().unwrap_or_default();
+            spans.push(Span::styled(c.pad(&text), style));
+        }
+        out.push(Line::from(spans));
+    }
+    out
+}
+
+fn pct(p: f64) -> String {
+    format!("{:.1}%", p * 100.0)
+}
+
+fn pp(d: f64) -> String {
+    format!("{d:+.1}")
+}
+
+fn ci_pct(ci: Option<Ci>) -> String {
+    match ci {
+        Some(c) => format!("[{:.1}, {:.1}]", c.low * 100.0, c.high * 100.0),
+        None => "—".into(),
+    }
+}
+
+fn ci_pp(ci: Option<Ci>) -> String {
+    match ci {
+        Some(c) => format!("[{:+.1}, {:+.1}]", c.low, c.high),
+        None => "—".into(),
+    }
+}
+
+/// The style of a Δ's CI: the Δ's colour when the interval excludes zero, else dim.
+fn ci_style(t: &Theme, ci: Option<Ci>) -> Style {
+    match ci {
+        Some(c) if c.low > 0.0 => t.gain,
+        Some(c) if c.high < 0.0 => t.loss,
+        _ => t.dim,
+    }
+}
+
+/// Every line of the analysis, for `width` columns.
+fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<'static>> {
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let runs: Vec<String> = res
+        .runs
+        .iter()
+        .map(|r| {
+            let agent = match &r.model {
+                Some(m) => format!("{}/{m}", r.agent),
+                None => r.agent.clone(),
+            };
+            format!(
+                "{} ({agent}, {} tasks × {} trials, {})",
+                r.name,
+                res.tasks.len(),
+                r.n_trials,
+                r.status
+            )
+        })
+        .collect();
+    lines.push(Line::from(Span::styled(
+        fit(&format!("runs {}", runs.join(" · ")), width),
+        t.dim,
+    )));
+    lines.push(Line::from(Span::styled(
+        fit(&format!("CI: {}", res.ci_description), width),
+        t.dim,
+    )));
+    lines.push(Line::default());
+
+    // (a) Conditions.
+    let conds = &res.conditions;
+    let experiment = res.experiment.is_some();
+    let mut c_cond = Col::new("skills", 4).left();
+    let mut c_pass = Col::new("pass", 0);
+    let mut c_ci = Col::new("95% CI", 0);
+    let mut c_tasks = Col::new("tasks", 2);
+    let mut c_done = Col::new("done/planned", 1);
+    let mut c_infra = Col::new("infra", 1);
+    let mut c_judged = Col::new("judged", 2);
+    let mut c_notrun = Col::new("not run", 3);
+    for c in conds {
+        c_cond.push(condition_label(&c.condition), t.dim);
+        c_pass.push(pct(c.pass_rate), t.accent);
+        c_ci.push(ci_pct(c.ci), t.text);
+        c_tasks.push(c.n_tasks.to_string(), t.text);
+        c_done.push(
+            format!("{}/{}", c.done, c.planned),
+            if c.done < c.planned {
+                t.running
+            } else {
+                t.text
+            },
+        );
+        let infra = c.infrastructure();
+        c_infra.push(infra.to_string(), if infra > 0 { t.warn } else { t.dim });
+        c_judged.push(c.pass_rate_judged.map_or("—".into(), pct), t.text);
+        let not_run = c.failures.get(&FailureMode::NotRun).copied().unwrap_or(0);
+        c_notrun.push(
+            not_run.to_string(),
+            if not_run > 0 { t.text } else { t.dim },
+        );
+    }
+    let mut cols = Vec::new();
+    if experiment {
+        cols.push(c_cond);
+    }
+    cols.extend([c_pass, c_ci, c_tasks, c_done, c_infra, c_judged, c_notrun]);
+    lines.extend(table(
+        t,
+        "condition",
+        conds.iter().map(|c| (c.label.clone(), t.accent)).collect(),
+        cols,
+        width,
+    ));
+    lines.push(Line::default());
+
+    // (b) Comparisons.
+    let cmps = &res.comparisons;
+    if !cmps.is_empty() {
+        let mut c_d = Col::new("Δ pp", 0);
+        let mut c_ci = Col::new("95% CI", 0);
+        let mut c_g = Col::new("g", 1);
+        let mut c_up = Col::new("better", 1);
+        let mut c_down = Col::new("worse", 1);
+        let mut c_same = Col::new("same", 2);
+        let mut c_j = Col::new("Δ judged", 3);
+        for c in cmps {
+            c_d.push(pp(c.delta_pp), t.delta(c.delta_pp));
+            c_ci.push(ci_pp(c.delta_ci_pp), ci_style(t, c.delta_ci_pp));
+            c_g.push(
+                c.g.map_or("—".into(), |g| format!("{g:+.2}")),
+                c.g.map_or(t.dim, |g| t.delta(g)),
+            );
+            c_up.push(c.improved.to_string(), t.gain);
+            c_down.push(c.degraded.to_string(), t.loss);
+            c_same.push(c.unchanged.to_string(), t.dim);
+            c_j.push(
+                c.delta_pp_judged.map_or("—".into(), pp),
+                c.delta_pp_judged.map_or(t.dim, |d| t.delta(d)),
+            );
+        }
+        lines.extend(table(
+            t,
+            "comparison",
+            cmps.iter().map(|c| (c.name.clone(), t.text)).collect(),
+            vec![c_d, c_ci, c_g, c_up, c_down, c_same, c_j],
+            width,
+        ));
+        lines.push(Line::default());
+    }
+
+    // (c) Breakdown by domain or difficulty, and the overall row.
+    let (rows, section): (&[GroupRow], &str) = match grouping {
+        Grouping::Domain => (&res.domains, "domain"),
+        Grouping::Difficulty => (&res.difficulties, "difficulty"),
+    };
+    let mut c_n = Col::new("tasks", 1);
+    let mut c_rates: Vec<Col> = conds.iter().map(|c| Col::new(c.label.clone(), 0)).collect();
+    let same_base = cmps.windows(2).all(|w| w[0].without == w[1].without);
+    let mut c_deltas: Vec<Col> = cmps
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let head = if same_base {
+                format!("Δ {}", c.with)
+            } else {
+                format!("Δ {}−{}", c.with, c.without)
+            };
+            Col::new(head, if i == 0 { 1 } else { 2 })
+        })
+        .collect();
+    let mut labels = Vec::new();
+    for g in rows {
+        labels.push((g.group.clone(), t.text));
+        c_n.push(g.n_tasks.to_string(), t.dim);
+        for (col, r) in c_rates.iter_mut().zip(&g.rates) {
+            col.push(pct(*r), t.text);
+        }
+        for (col, d) in c_deltas.iter_mut().zip(&g.deltas_pp) {
+            col.push(pp(*d), t.delta(*d));
+        }
+    }
+    labels.push(("overall".into(), t.accent));
+    c_n.push(res.tasks.len().to_string(), t.accent);
+    for (col, c) in c_rates.iter_mut().zip(conds) {
+        col.push(pct(c.pass_rate), t.accent);
+    }
+    for (col, c) in c_deltas.iter_mut().zip(cmps) {
+        col.push(pp(c.delta_pp), t.delta(c.delta_pp));
+    }
+    let mut cols = vec![c_n];
+    cols.extend(c_rates);
+    cols.extend(c_deltas);
+    lines.extend(table(t, section, labels, cols, width));
+    lines.push(Line::default());
+
+    // Failure modes.
+    let modes: Vec<FailureMode> = FailureMode::ALL
+        .into_iter()
+        .filter(|m| {
+            conds
+                .iter()
+                .any(|c| c.failures.get(m).is_some_and(|n| *n > 0))
+        })
+        .collect();
+    if !modes.is_empty() {
+        let mut cols: Vec<Col> = conds.iter().map(|c| Col::new(c.label.clone(), 0)).collect();
+        for m in &modes {
+            for (col, c) in cols.iter_mut().zip(conds) {
+                let n = c.failures.get(m).copied().unwrap_or(0);
+                let style = match (n, m.is_infrastructure()) {
+                    (0, _) => t.dim,
+                    (_, true) => t.warn,
+                    _ => t.text,
+                };
+                col.push(n.to_string(), style);
+            }
+        }
+        let labels = modes
+            .iter()
+            .map(|m| {
+                if m.is_infrastructure() {
+                    (format!("{} (infra)", m.label()), t.warn)
+                } else {
+                    (m.label().to_string(), t.text)
+                }
+            })
+            .collect();
+        lines.extend(table(t, "failure mode (trials)", labels, cols, width));
+        lines.push(Line::default());
+    }
+
+    // Notes.
+    if !res.notes.is_empty() {
+        lines.push(Line::from(Span::styled("notes", t.header)));
+        for n in &res.notes {
+            let text = Line::from(Span::styled(n.clone(), t.text));
+            for (i, l) in super::skills::wrap(&text, width.saturating_sub(4))
+                .into_iter()
+                .enumerate()
+            {
+                let mut spans = vec![Span::styled(if i == 0 { "  • " } else { "    " }, t.warn)];
+                spans.extend(l.spans);
+                lines.push(Line::from(spans));
+            }
+        }
+    }
+    while lines.last().is_some_and(|l| l.width() == 0) {
+        lines.pop();
+    }
+    lines
+}

@@ -14,6 +14,7 @@ pub mod config;
 pub mod engine;
 pub mod experiment;
 pub mod harbor;
+pub mod harness;
 pub mod report;
 pub mod runner;
 pub mod store;

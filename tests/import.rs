@@ -3,6 +3,8 @@
 //! as a no-op, broken folders reported without losing the rest, skill use from trajectories, and
 //! trajectory summaries of real trials.
 
+mod common;
+use common::shared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -13,19 +15,6 @@ use skillscope::harbor::ctrf::Report;
 use skillscope::harbor::import::{ImportOptions, import};
 use skillscope::harbor::summary::{DEFAULT_LIMIT, SummaryInput, summarize as summarize_trajectory};
 use skillscope::store::{Outcome, Store, queries};
-
-fn shared() -> PathBuf {
-    let candidates = [
-        std::env::var_os("SKILLSCOPE_SHARED").map(PathBuf::from),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")),
-        Some(PathBuf::from("/work/shared")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.join("skillsbench/published").is_dir())
-        .expect("the shared SkillsBench data (set SKILLSCOPE_SHARED)")
-}
 
 fn real_roots() -> Vec<PathBuf> {
     vec![

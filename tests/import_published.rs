@@ -9,6 +9,8 @@
 //! records a new attempt that the analysis sees, and malformed rows are reported with file and
 //! line (and, in the registry, index) while the rest is imported.
 
+mod common;
+use common::shared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -20,19 +22,6 @@ use skillscope::bench::Catalog;
 use skillscope::harbor::import::{ImportOptions, ImportReport, import};
 use skillscope::harbor::published::Format;
 use skillscope::store::{Outcome, RunRow, Store, TrialKey, queries};
-
-fn shared() -> PathBuf {
-    let candidates = [
-        std::env::var_os("SKILLSCOPE_SHARED").map(PathBuf::from),
-        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")),
-        Some(PathBuf::from("/work/shared")),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|p| p.join("skillsbench/published").is_dir())
-        .expect("the shared SkillsBench data (set SKILLSCOPE_SHARED)")
-}
 
 fn registry_path() -> PathBuf {
     shared().join("skillsbench/published/website-data/results-registry.json")

@@ -2,6 +2,8 @@
 //! small run with skill invocations), every chart a valid non-blank PNG, JSON and CSV carrying the
 //! same numbers, untrusted names escaped, and write errors naming the path.
 
+mod common;
+use common::shared;
 use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
@@ -14,12 +16,9 @@ use skillscope::store::{Outcome, RunTaskRow, SkillUseRow, Store, TrialKey, Trial
 
 const FIXED_TIME: &str = "2026-11-21T12:00:00Z";
 
-fn shared() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/skillsbench")
-}
-
 fn flash_csv() -> PathBuf {
-    shared().join("published/shenghan/experiment_runs__gemini-cli-gemini3flash_subset.csv")
+    shared()
+        .join("skillsbench/published/shenghan/experiment_runs__gemini-cli-gemini3flash_subset.csv")
 }
 
 /// A store holding the published Gemini 3 Flash per-trial CSV.

@@ -835,11 +835,6 @@ fn load_cells(
                 ValueRef::Integer(v) => (v as f64).clamp(0.0, 1.0),
                 _ => 0.0,
             };
-            let status = if done {
-                TrialStatus::Done
-            } else {
-                TrialStatus::Queued
-            };
             if done {
                 cell.done += 1;
                 if !matches!(outcome, Some(Outcome::Cancelled | Outcome::Interrupted)) {
@@ -858,7 +853,13 @@ fn load_cells(
                     cell.judged_reward += reward;
                 }
             }
-            match FailureMode::of(status, outcome) {
+            // Any status but done is "not run", whatever the outcome column holds.
+            let mode = if done {
+                FailureMode::of(TrialStatus::Done, outcome)
+            } else {
+                Some(FailureMode::NotRun)
+            };
+            match mode {
                 None => cell.passed += 1,
                 Some(m) => *cell.failures.entry(m).or_default() += 1,
             }

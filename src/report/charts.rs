@@ -224,12 +224,30 @@ fn font(size: u32) -> TextStyle<'static> {
     (FAMILY, size).into_font().color(&BLACK)
 }
 
-/// Draws `labels` right-aligned left of the plotting area at the given pixel rows.
-fn row_labels(root: &Area, x: i32, rows: &[(String, i32)]) -> DrawResult {
+/// Draws `labels` right-aligned left of `chart`'s plotting area, label `i` at the centre of row
+/// `i` counted from the top of `n` rows (row `i` spans y = n − i − 1 … n − i).
+fn row_labels(root: &Area, chart: &PercentChart, n: f64, labels: &[String]) -> DrawResult {
     let style = font(13).pos(Pos::new(HPos::Right, VPos::Center));
-    for (label, y) in rows {
-        root.draw(&Text::new(label.clone(), (x, *y), style.clone()))?;
+    let (x0, _) = chart.backend_coord(&(0.0, n));
+    for (i, label) in labels.iter().enumerate() {
+        let (_, y) = chart.backend_coord(&(0.0, n - i as f64 - 0.5));
+        root.draw(&Text::new(label.clone(), (x0 - 8, y), style.clone()))?;
     }
+    Ok(())
+}
+
+/// Draws the series legend (boxed, white background) at `position`.
+fn legend<'a, 'b: 'a>(
+    chart: &mut PercentChart<'a, 'b>,
+    position: SeriesLabelPosition,
+) -> DrawResult {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.9))
+        .border_style(BLACK)
+        .label_font(font(12))
+        .draw()?;
     Ok(())
 }
 
@@ -278,7 +296,6 @@ fn pass_rate(report: &Report, title: &str, root: &Area) -> DrawResult {
     let left = label_width(labels.iter().map(String::as_str));
     let n = conds.len() as f64;
     let mut chart = percent_rows(root, title, left, 0f64..n, "pass rate (%)")?;
-    let mut rows = Vec::new();
     // One colour per condition key, so every run's no-skills bar looks alike.
     let mut keys: Vec<&str> = Vec::new();
     for c in conds {
@@ -311,10 +328,8 @@ fn pass_rate(report: &Report, title: &str, root: &Area) -> DrawResult {
             (px + 6, py),
             font(12).pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;
-        rows.push((labels[i].clone(), chart.backend_coord(&(0.0, y + 0.5)).1));
     }
-    let (x0, _) = chart.backend_coord(&(0.0, 0.0));
-    row_labels(root, x0 - 8, &rows)
+    row_labels(root, &chart, n, &labels)
 }
 
 fn domains(report: &Report, title: &str, root: &Area) -> DrawResult {
@@ -343,20 +358,8 @@ fn domains(report: &Report, title: &str, root: &Area) -> DrawResult {
             .label(clean(&c.label, 40))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font(font(12))
-        .draw()?;
-    let rows: Vec<(String, i32)> = labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.clone(), chart.backend_coord(&(0.0, n - i as f64 - 0.5)).1))
-        .collect();
-    let (x0, _) = chart.backend_coord(&(0.0, n));
-    row_labels(root, x0 - 8, &rows)
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+    row_labels(root, &chart, n, &labels)
 }
 
 fn task_deltas(report: &Report, name: &str, title: &str, root: &Area) -> DrawResult {
@@ -473,20 +476,8 @@ fn failures(report: &Report, title: &str, root: &Area) -> DrawResult {
             .label(label.clone())
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.9))
-        .border_style(BLACK)
-        .label_font(font(12))
-        .draw()?;
-    let rows: Vec<(String, i32)> = labels
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (l.clone(), chart.backend_coord(&(0.0, n - i as f64 - 0.5)).1))
-        .collect();
-    let (x0, _) = chart.backend_coord(&(0.0, 0.0));
-    row_labels(root, x0 - 8, &rows)
+    legend(&mut chart, SeriesLabelPosition::UpperRight)?;
+    row_labels(root, &chart, n, &labels)
 }
 
 /// Tier colour (green for the best, red for failing).
@@ -524,7 +515,6 @@ fn skills(report: &Report, title: &str, root: &Area) -> DrawResult {
             tier_colour(*t).mix(0.6).stroke_width(1),
         )))?;
     }
-    let mut rows = Vec::new();
     for (i, s) in scores.iter().enumerate() {
         let y = n - i as f64 - 1.0;
         chart.draw_series(std::iter::once(Rectangle::new(
@@ -537,8 +527,6 @@ fn skills(report: &Report, title: &str, root: &Area) -> DrawResult {
             (px + 6, py),
             font(12).pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;
-        rows.push((labels[i].clone(), py));
     }
-    let (x0, _) = chart.backend_coord(&(0.0, 0.0));
-    row_labels(root, x0 - 8, &rows)
+    row_labels(root, &chart, n, &labels)
 }

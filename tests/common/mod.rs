@@ -12,6 +12,21 @@ use skillscope::engine::{Engine, RunOutcome, RunRequest};
 use skillscope::store::{Store, TrialRow, queries};
 use tokio_util::sync::CancellationToken;
 
+/// The shared data folder (`../shared`, or `$SKILLSCOPE_SHARED`) holding `skillsbench/`: real
+/// task definitions, the catalog, and published Harbor runs and result files.
+pub fn shared() -> PathBuf {
+    let candidates = [
+        std::env::var_os("SKILLSCOPE_SHARED").map(PathBuf::from),
+        Some(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared")),
+        Some(PathBuf::from("/work/shared")),
+    ];
+    candidates
+        .into_iter()
+        .flatten()
+        .find(|p| p.join("skillsbench/published").is_dir())
+        .expect("the shared SkillsBench data (set SKILLSCOPE_SHARED)")
+}
+
 /// The fixture tasks folder.
 pub fn fixtures() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tasks")

@@ -34,7 +34,11 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+pub use super::TrajectoryOptions;
 use super::pricing::{PriceTable, PricingError, TokenCounts};
+pub use super::provider::{
+    Evidence, ProviderFailure, ProviderFailureKind, classify_error_text, kind_for_status,
+};
 use crate::harbor::atif::{
     AgentRef, Content, FinalMetrics, Metrics, Observation, ObservationResult, Step, ToolCall,
     Trajectory, WRITE_VERSION,
@@ -710,86 +714,6 @@ impl ClaudeCodeRun {
     }
 }
 
-/// What the stream does not carry, for [`ClaudeCodeRun::to_trajectory`].
-#[derive(Debug, Clone, Copy, Default)]
-pub struct TrajectoryOptions<'a> {
-    /// `instruction.md`, made step 1 (`-p` does not echo the prompt).
-    pub instruction: Option<&'a str>,
-    /// RFC 3339 start of the agent phase, the instruction step's timestamp.
-    pub started_at: Option<&'a str>,
-    /// Harness version, when known better than the init line's `claude_code_version`.
-    pub agent_version: Option<&'a str>,
-}
-
-/// A failure on the model provider's side: the task was never fairly attempted, so it gets its
-/// own outcome and is retried instead of counting as a failed trial.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderFailureKind {
-    /// The key was refused: HTTP 401 or 403, `authentication_error`, `permission_error`, the
-    /// CLI's `authentication_failed`, "Invalid API key", "invalid x-api-key", "Failed to
-    /// authenticate", "OAuth token has expired". Needs the operator; retrying will not help.
-    Authentication,
-    /// Too many requests: HTTP 429, `rate_limit_error`, the CLI's `rate_limit`, "rate limit",
-    /// "Too Many Requests" (unless a quota phrase says otherwise). Transient: back off, retry.
-    RateLimit,
-    /// The provider is overloaded: HTTP 529, `overloaded_error`, "Overloaded". Transient.
-    Overloaded,
-    /// Credit, quota or spend limit used up: HTTP 402, `billing_error`, "credit balance is too
-    /// low", `insufficient_quota`, "exceeded your current quota", "spend limit", "usage limit",
-    /// "session limit". Needs the operator (or the next billing period).
-    QuotaExhausted,
-    /// Another server-side error: HTTP 5xx other than 529, `api_error`, the CLI's
-    /// `server_error`, "Internal server error". Transient.
-    ServerError,
-}
-
-impl ProviderFailureKind {
-    /// Stored text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderFailureKind::Authentication => "auth",
-            ProviderFailureKind::RateLimit => "rate_limit",
-            ProviderFailureKind::Overloaded => "overloaded",
-            ProviderFailureKind::QuotaExhausted => "quota",
-            ProviderFailureKind::ServerError => "server_error",
-        }
-    }
-
-    /// True for failures that waiting can cure (rate limit, overload, server error); false for
-    /// those that need the operator (key, quota).
-    pub fn is_transient(self) -> bool {
-        matches!(
-            self,
-            ProviderFailureKind::RateLimit
-                | ProviderFailureKind::Overloaded
-                | ProviderFailureKind::ServerError
-        )
-    }
-}
-
-/// Where a provider failure was seen.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Evidence {
-    /// The `result` line's error text.
-    ResultLine,
-    /// An API-error assistant message (`error` code, `<synthetic>` "API Error: …" text).
-    ApiErrorMessage,
-    /// Non-JSON lines of the stream (stderr merged into stdout).
-    StrayOutput,
-    /// The process's stderr.
-    Stderr,
-}
-
-/// A provider failure and how it was recognised.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProviderFailure {
-    /// What failed.
-    pub kind: ProviderFailureKind,
-    /// Where it was seen.
-    pub evidence: Evidence,
-    /// The HTTP status, when the text or the line gave one.
-    pub http_status: Option<u16>,
-}
 
 /// An ordinary task failure: the agent ran and the provider was not at fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -887,113 +811,6 @@ pub fn classify(run: &ClaudeCodeRun, stderr: &str, exit_code: Option<i64>) -> Ou
         }),
         (None, Some(code)) if code != 0 => Outcome::Task(TaskFailure::ExitCode(code)),
         (None, _) => Outcome::Task(TaskFailure::NoResultLine),
-    }
-}
-
-/// Phrases, lowercased, in the order they are tried (a quota phrase beats a 429 status).
-const PHRASES: &[(ProviderFailureKind, &[&str])] = &[
-    (
-        ProviderFailureKind::Authentication,
-        &[
-            "authentication_error",
-            "authentication_failed",
-            "invalid api key",
-            "invalid x-api-key",
-            "invalid bearer token",
-            "failed to authenticate",
-            "oauth token has expired",
-            "permission_error",
-            "unauthorized",
-        ],
-    ),
-    (
-        ProviderFailureKind::QuotaExhausted,
-        &[
-            "credit balance is too low",
-            "billing_error",
-            "insufficient_quota",
-            "exceeded your current quota",
-            "quota exceeded",
-            "spend limit",
-            "usage limit",
-            "session limit",
-        ],
-    ),
-    (
-        ProviderFailureKind::Overloaded,
-        &["overloaded_error", "overloaded"],
-    ),
-    (
-        ProviderFailureKind::RateLimit,
-        &[
-            "rate_limit_error",
-            "rate_limit",
-            "rate limit",
-            "too many requests",
-        ],
-    ),
-    (
-        ProviderFailureKind::ServerError,
-        &["api_error", "internal server error"],
-    ),
-];
-
-/// Markers after which an HTTP status is read.
-const STATUS_MARKERS: &[&str] = &[
-    "api error:",
-    "api error",
-    "status code:",
-    "status code",
-    "\"status\":",
-    "status:",
-    "status=",
-    "error code:",
-    "http/1.1",
-    "http/2",
-];
-
-/// Recognises a provider failure in error text (an error message, stderr): a known phrase
-/// (table above), else an HTTP status after `API Error:`, `status code`, `status:`, `HTTP/1.1`
-/// … (401/403 authentication, 402 quota, 429 rate limit, 529 overloaded, other 5xx server
-/// error). Returns the kind and the status, if one was given. Case-insensitive.
-pub fn classify_error_text(text: &str) -> Option<(ProviderFailureKind, Option<u16>)> {
-    let lower = text.to_lowercase();
-    let status = http_status(&lower);
-    for (kind, phrases) in PHRASES {
-        if phrases.iter().any(|p| lower.contains(p)) {
-            return Some((*kind, status));
-        }
-    }
-    status.and_then(kind_for_status).map(|k| (k, status))
-}
-
-/// The first HTTP status (100–599) written after a status marker in `lower`.
-fn http_status(lower: &str) -> Option<u16> {
-    let mut best: Option<(usize, u16)> = None;
-    for marker in STATUS_MARKERS {
-        for (pos, _) in lower.match_indices(marker) {
-            let rest = lower[pos + marker.len()..].trim_start_matches([' ', '"', ':', '=']);
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            if digits.len() == 3
-                && let Ok(code) = digits.parse::<u16>()
-                && (100..600).contains(&code)
-                && best.is_none_or(|(p, _)| pos < p)
-            {
-                best = Some((pos, code));
-            }
-        }
-    }
-    best.map(|(_, code)| code)
-}
-
-fn kind_for_status(status: u16) -> Option<ProviderFailureKind> {
-    match status {
-        401 | 403 => Some(ProviderFailureKind::Authentication),
-        402 => Some(ProviderFailureKind::QuotaExhausted),
-        429 => Some(ProviderFailureKind::RateLimit),
-        529 => Some(ProviderFailureKind::Overloaded),
-        500..=599 => Some(ProviderFailureKind::ServerError),
-        _ => None,
     }
 }
 

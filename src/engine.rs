@@ -57,6 +57,11 @@ pub enum EngineError {
         "disk full, run stopped (finished trials are kept; free space and re-run to resume): {0}"
     )]
     DiskFull(String),
+    /// The model provider refused the run (key or quota): every trial would fail the same way.
+    #[error(
+        "run stopped: {0} (finished trials are kept and this one is queued again; fix the key or quota and re-run to resume)"
+    )]
+    ProviderRefused(String),
 }
 
 /// Everything a run needs.
@@ -241,7 +246,7 @@ impl Engine {
             tokio::task::spawn_blocking(move || TaskSet::load(&tasks_dir, &catalog, &filter))
                 .await
                 .map_err(|e| EngineError::Mismatch(e.to_string()))??;
-        let agent = agent_by_name(&req.agent, req.model.as_deref())?;
+        let agent = agent_by_name(&req.agent, req.model.as_deref(), &req.settings.harness)?;
         let name = req.name.clone().unwrap_or_else(|| default_run_name(&req));
         let jobs_dir = absolute(&req.jobs_dir);
         let run = self.register(&req, &name, &taskset, &jobs_dir).await?;
@@ -467,6 +472,7 @@ impl Engine {
             extra_env: req.settings.container_env(),
             binds: req.settings.mounts.clone(),
             settings_json: req.settings.public_json(),
+            retry: req.settings.harness.clone(),
             checksums: Mutex::new(HashMap::new()),
         });
         let current = self
@@ -490,7 +496,8 @@ impl Engine {
             .write(move |c| queries::queued_trials(c, run_id))
             .await?
             .into();
-        let mut running: JoinSet<(i64, usize, Result<(), EngineError>)> = JoinSet::new();
+        let mut running: JoinSet<(i64, usize, Result<Option<TrialRow>, EngineError>)> =
+            JoinSet::new();
         let mut cancels: HashMap<i64, TrialCancel> = HashMap::new();
         let mut in_use = vec![0usize; hosts.len()];
         let stop_trials = CancellationToken::new();
@@ -528,8 +535,12 @@ impl Engine {
                         Ok((id, h, r)) => {
                             in_use[h] -= 1;
                             cancels.remove(&id);
-                            if let Err(e) = r {
-                                fatal.get_or_insert(e);
+                            match r {
+                                Ok(Some(retry)) if !stopping => queue.push_back(retry),
+                                Ok(_) => {}
+                                Err(e) => {
+                                    fatal.get_or_insert(e);
+                                }
                             }
                         }
                         Err(e) => {
@@ -662,9 +673,9 @@ impl Engine {
                                 queries::get_trial(c, cur_id)
                             })
                             .await?;
-                        let _ = self
-                            .events
-                            .send(EngineEvent::TrialDone { row: Box::new(row) });
+                        let _ = self.events.send(EngineEvent::TrialDone {
+                            row: Box::new(row.clone()),
+                        });
                         (true, "cancelled before it started".into())
                     }
                     _ => match cancels.get(&current.id) {
@@ -700,6 +711,8 @@ struct Shared {
     extra_env: Vec<String>,
     binds: Vec<String>,
     settings_json: serde_json::Value,
+    /// Provider-failure retries and backoff.
+    retry: crate::config::HarnessSettings,
     checksums: Mutex<HashMap<String, String>>,
 }
 
@@ -767,13 +780,15 @@ impl Shared {
         }
     }
 
-    /// Runs one attempt and records it. `Err` only for store failures.
+    /// Runs one attempt and records it. Returns the next attempt to queue when a transient
+    /// provider failure is retried. `Err` for store failures and for what stops the run (a full
+    /// disk, a provider refusing the key or quota).
     async fn run_one(
         self: &Arc<Self>,
         row: TrialRow,
         host: Arc<DockerHost>,
         cancel: TrialCancel,
-    ) -> Result<(), EngineError> {
+    ) -> Result<Option<TrialRow>, EngineError> {
         let store = self.engine.store.clone();
         let id = row.id;
         let (Some(task), Some(condition)) = (
@@ -799,6 +814,7 @@ impl Shared {
                     )
                 })
                 .await
+                .map(|_| None)
                 .map_err(EngineError::Store);
         };
         let checksum = self.checksum(&task).await;
@@ -851,14 +867,80 @@ impl Shared {
                 format!("writing {}: {e}", trial_dir.join("result.json").display()),
             );
         }
-        let _ = self
-            .engine
-            .events
-            .send(EngineEvent::TrialDone { row: Box::new(row) });
-        match end.disk_full {
-            Some(what) => Err(EngineError::DiskFull(what)),
-            None => Ok(()),
+        let _ = self.engine.events.send(EngineEvent::TrialDone {
+            row: Box::new(row.clone()),
+        });
+        if let Some(what) = end.disk_full {
+            return Err(EngineError::DiskFull(what));
         }
+        match end.provider_failure {
+            Some(pf) => self.after_provider_failure(&row, pf, &cancel).await,
+            None => Ok(None),
+        }
+    }
+
+    /// A provider failure ended attempt `row`. Transient ones (rate limit, overload, server
+    /// error) are retried after `provider_backoff_secs × 2^(n-1)` (at most 600 s) while this
+    /// trial has had at most `provider_retries` of them; the wait holds the attempt's slot, so a
+    /// rate-limited run slows down as a whole. A refused key or used-up quota queues the trial
+    /// again and stops the run, since every trial would fail the same way.
+    async fn after_provider_failure(
+        &self,
+        row: &TrialRow,
+        pf: crate::harness::provider::ProviderFailure,
+        cancel: &TrialCancel,
+    ) -> Result<Option<TrialRow>, EngineError> {
+        let store = self.engine.store.clone();
+        let (run_id, key, id) = (row.run_id, row.key(), row.id);
+        let failures = store
+            .writer()
+            .write(move |c| queries::trial_attempts(c, run_id, &key))
+            .await?
+            .iter()
+            .filter(|a| a.outcome == Some(Outcome::ProviderError))
+            .count() as u32;
+        let namer = trial_namer(&self.run.name);
+        let requeue = || async {
+            store
+                .writer()
+                .write(move |c| queries::new_attempt(c, id, &namer))
+                .await
+        };
+        if !pf.kind.is_transient() {
+            requeue().await?;
+            return Err(EngineError::ProviderRefused(format!(
+                "{} on {}",
+                pf.describe(),
+                row.trial_name
+            )));
+        }
+        let limit = self.retry.provider_retries;
+        if failures > limit {
+            self.engine.notice(
+                "warn",
+                format!(
+                    "{}: {} — {limit} automatic retries used up; retry it by hand",
+                    row.trial_name,
+                    pf.describe()
+                ),
+            );
+            return Ok(None);
+        }
+        let wait = self.retry.backoff(failures);
+        self.engine.notice(
+            "warn",
+            format!(
+                "{}: {} — retry {failures} of {limit} in {}s",
+                row.trial_name,
+                pf.describe(),
+                wait.as_secs()
+            ),
+        );
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = cancel.token.cancelled() => {}
+        }
+        Ok(Some(requeue().await?))
     }
 
     /// Writes each job's `config.json` and `result.json` (Harbor's job files).

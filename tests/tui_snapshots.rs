@@ -127,6 +127,26 @@ fn main_view() {
     snap("main", &app);
 }
 
+/// A run of an LLM harness: finished attempts carry tokens and cost, so the overview shows
+/// tokens and cost so far, per condition, and the projected total.
+#[test]
+fn main_view_with_tokens_and_cost() {
+    let (d, mut app) = app_with("dark");
+    let conn = Store::open_existing(&d.path().join("s.db")).unwrap();
+    conn.execute(
+        "UPDATE trials SET n_input_tokens = 120000 + id * 1000, n_cache_tokens = 90000,
+                n_output_tokens = 8000, cost_usd = 0.85 + (id % 3) * 0.1
+         WHERE status = 'done'",
+        [],
+    )
+    .unwrap();
+    let run_id = app.snapshot.as_ref().unwrap().run.id;
+    app.on_update(Update::Snapshot(Arc::new(
+        load_snapshot(&conn, run_id).unwrap(),
+    )));
+    snap("main_spend", &app);
+}
+
 #[test]
 fn main_view_mono_theme() {
     let (_d, app) = app_with("mono");

@@ -83,19 +83,22 @@ pub enum FailureMode {
     BuildError,
     /// The run ended without a verifier reward (infrastructure).
     NoReward,
+    /// The model provider failed (refused key, rate limit, quota, overload) and retries ran out.
+    ProviderError,
     /// Cancelled by the operator, or not finished.
     NotRun,
 }
 
 impl FailureMode {
     /// Every mode, in report order.
-    pub const ALL: [FailureMode; 7] = [
+    pub const ALL: [FailureMode; 8] = [
         FailureMode::WrongOutput,
         FailureMode::AgentTimeout,
         FailureMode::VerifierTimeout,
         FailureMode::RuntimeError,
         FailureMode::BuildError,
         FailureMode::NoReward,
+        FailureMode::ProviderError,
         FailureMode::NotRun,
     ];
 
@@ -108,6 +111,7 @@ impl FailureMode {
             FailureMode::RuntimeError => "runtime error",
             FailureMode::BuildError => "build error",
             FailureMode::NoReward => "no reward",
+            FailureMode::ProviderError => "provider error",
             FailureMode::NotRun => "not run",
         }
     }
@@ -116,7 +120,10 @@ impl FailureMode {
     pub fn is_infrastructure(self) -> bool {
         matches!(
             self,
-            FailureMode::RuntimeError | FailureMode::BuildError | FailureMode::NoReward
+            FailureMode::RuntimeError
+                | FailureMode::BuildError
+                | FailureMode::NoReward
+                | FailureMode::ProviderError
         )
     }
 
@@ -133,6 +140,7 @@ impl FailureMode {
             Some(Outcome::RuntimeError) => Some(FailureMode::RuntimeError),
             Some(Outcome::BuildError) => Some(FailureMode::BuildError),
             Some(Outcome::NoReward) => Some(FailureMode::NoReward),
+            Some(Outcome::ProviderError) => Some(FailureMode::ProviderError),
             Some(Outcome::Cancelled | Outcome::Interrupted) | None => Some(FailureMode::NotRun),
         }
     }

@@ -56,6 +56,7 @@ pub fn build_request(args: &RunArgs) -> Result<(RunRequest, PathBuf)> {
         env,
         mounts,
         copy_logs: args.copy_logs,
+        harness: crate::config::HarnessSettings::from_file(&file.harness),
     };
     let tasks_dir = super::tasks_dir_or_examples(args.tasks.as_deref())?;
     let catalog = super::catalog_with(args.catalog.as_deref())?;

@@ -158,7 +158,15 @@ pub fn trial_result(row: &TrialRow, f: &TrialFacts, trial_dir: &Path) -> TrialRe
                 provider: None,
             }),
         },
-        agent_result: None,
+        agent_result: (row.n_input_tokens.is_some()
+            || row.n_output_tokens.is_some()
+            || row.cost_usd.is_some())
+        .then_some(crate::harbor::result::AgentResult {
+            n_input_tokens: row.n_input_tokens,
+            n_cache_tokens: row.n_cache_tokens,
+            n_output_tokens: row.n_output_tokens,
+            cost_usd: row.cost_usd,
+        }),
         verifier_result: rewards.map(|r| VerifierResult { rewards: Some(r) }),
         exception_info,
         started_at: row.started_at.clone(),

@@ -147,6 +147,12 @@ pub struct RunResult {
     pub num_turns: Option<u64>,
     /// Final text (the answer, or the error message). Untrusted.
     pub result: Option<String>,
+    /// Newer CLIs (2.1.x): the HTTP status of the API error that ended the run
+    /// (`api_error_status`), and its Anthropic error type (`api_error_type`, e.g.
+    /// `authentication_error`).
+    pub api_error_status: Option<u16>,
+    /// See `api_error_status`.
+    pub api_error_type: Option<String>,
     /// The CLI's cost of the whole run, all models, USD.
     pub total_cost_usd: Option<f64>,
     /// Main-model usage totals.
@@ -528,6 +534,11 @@ impl ClaudeCodeRun {
             duration_ms: v.get("duration_ms").and_then(Value::as_u64),
             num_turns: v.get("num_turns").and_then(Value::as_u64),
             result: s("result"),
+            api_error_status: v
+                .get("api_error_status")
+                .and_then(Value::as_u64)
+                .and_then(|n| u16::try_from(n).ok()),
+            api_error_type: s("api_error_type"),
             total_cost_usd: v.get("total_cost_usd").and_then(Value::as_f64),
             usage: v
                 .get("usage")
@@ -714,7 +725,6 @@ impl ClaudeCodeRun {
     }
 }
 
-
 /// An ordinary task failure: the agent ran and the provider was not at fault.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TaskFailure {
@@ -776,10 +786,23 @@ pub fn classify(run: &ClaudeCodeRun, stderr: &str, exit_code: Option<i64>) -> Ou
             http_status,
         })
     };
-    if let Some(text) = run.result.as_ref().and_then(|r| r.result.as_deref())
-        && let Some((kind, status)) = classify_error_text(text)
-    {
-        return found(kind, Evidence::ResultLine, status);
+    if let Some(r) = &run.result {
+        // The error type and text first (a quota message beats its 429), then the status.
+        let text = format!(
+            "{} {}",
+            r.api_error_type.as_deref().unwrap_or(""),
+            r.result.as_deref().unwrap_or("")
+        );
+        let hit = classify_error_text(&text)
+            .map(|(k, s)| (k, s.or(r.api_error_status)))
+            .or_else(|| {
+                r.api_error_status
+                    .and_then(kind_for_status)
+                    .map(|k| (k, r.api_error_status))
+            });
+        if let Some((kind, status)) = hit {
+            return found(kind, Evidence::ResultLine, status);
+        }
     }
     for e in run.api_errors.iter().rev() {
         let hit = classify_error_text(&e.text)

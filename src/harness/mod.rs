@@ -1,9 +1,12 @@
 //! Real agent harnesses (Claude Code, Codex CLI, Gemini CLI): the pure parts — the dated model
-//! price table ([`pricing`]) and what is read out of each harness's native log (trajectory,
-//! tokens, reported cost, provider failures; [`claude_code`]). No Docker, no network: running the
-//! CLIs inside trial containers belongs to `runner`.
+//! price table ([`pricing`]), provider-failure recognition ([`provider`]) and what is read out of
+//! each harness's native log (trajectory, tokens, reported cost, provider failures;
+//! [`claude_code`], [`codex`], [`gemini_cli`]). No Docker, no network: fetching the CLIs and
+//! running them inside trial containers belongs to `runner::harness`.
 
 pub mod claude_code;
+pub mod codex;
+pub mod gemini_cli;
 pub mod pricing;
 pub mod provider;
 
@@ -17,4 +20,3 @@ pub struct TrajectoryOptions<'a> {
     /// Harness version, when known better than the log says (Claude Code's init line, Codex's `cli_version`).
     pub agent_version: Option<&'a str>,
 }
-

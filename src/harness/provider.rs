@@ -75,6 +75,31 @@ pub struct ProviderFailure {
     pub http_status: Option<u16>,
 }
 
+impl ProviderFailure {
+    /// One line for the trial's error column, e.g. `model provider failure: rate limit (HTTP
+    /// 429), seen in the harness's closing record`.
+    pub fn describe(&self) -> String {
+        let what = match self.kind {
+            ProviderFailureKind::Authentication => "the API key was refused",
+            ProviderFailureKind::RateLimit => "rate limit",
+            ProviderFailureKind::Overloaded => "provider overloaded",
+            ProviderFailureKind::QuotaExhausted => "quota or credit used up",
+            ProviderFailureKind::ServerError => "provider server error",
+        };
+        let status = self
+            .http_status
+            .map(|s| format!(" (HTTP {s})"))
+            .unwrap_or_default();
+        let seen = match self.evidence {
+            Evidence::ResultLine => "the harness's closing record",
+            Evidence::ApiErrorMessage => "an API error in the harness's log",
+            Evidence::StrayOutput => "the harness's output",
+            Evidence::Stderr => "the harness's stderr",
+        };
+        format!("model provider failure: {what}{status}, seen in {seen}")
+    }
+}
+
 /// Phrases, lowercased, in the order they are tried (a quota phrase beats a 429 status).
 const PHRASES: &[(ProviderFailureKind, &[&str])] = &[
     (
@@ -183,4 +208,3 @@ pub fn kind_for_status(status: u16) -> Option<ProviderFailureKind> {
         _ => None,
     }
 }
-

@@ -42,6 +42,9 @@ pub struct AgentRun {
     pub end: ExecEnd,
     /// Exit code of the agent process, when it exited.
     pub exit_code: Option<i64>,
+    /// Set when the run ended because the model provider failed (refused key, rate limit,
+    /// overload, quota, server error): the task was not fairly attempted.
+    pub provider_failure: Option<crate::harness::provider::ProviderFailure>,
 }
 
 /// A harness that attempts a task inside the trial container.
@@ -59,6 +62,15 @@ pub trait Agent: Send + Sync {
     /// instead of copying them in through the API.
     fn local_mounts(&self, _task: &Task) -> Vec<(std::path::PathBuf, String)> {
         Vec::new()
+    }
+    /// Gets the agent ready on `host` before a trial's container is created (an LLM harness
+    /// fetches its pinned kit once) and returns extra bind mounts for the container
+    /// (`host:container:ro`).
+    ///
+    /// # Errors
+    /// [`RunnerError`] when the agent cannot be made ready (recorded as a runtime error).
+    async fn prepare(&self, _host: &super::DockerHost) -> Result<Vec<String>, RunnerError> {
+        Ok(Vec::new())
     }
     /// Attempts the task; returns when the agent exits, overruns `ctx.timeout` or is cancelled.
     ///
@@ -112,16 +124,25 @@ fn trajectory_of(agent: &dyn Agent, steps: Vec<Step>) -> Trajectory {
     }
 }
 
-/// Looks an agent up by name (`oracle`, `nop`).
+/// Looks an agent up by name: `oracle`, `nop`, or a harness (`claude-code`, `codex`,
+/// `gemini-cli`; see [`super::harness`]) at the versions pinned in `harness`.
 ///
 /// # Errors
-/// [`RunnerError::Task`] for an unknown name.
-pub fn agent_by_name(name: &str, model: Option<&str>) -> Result<Arc<dyn Agent>, RunnerError> {
+/// [`RunnerError::Task`] for an unknown name, a harness without its API key in the environment
+/// or without a required model.
+pub fn agent_by_name(
+    name: &str,
+    model: Option<&str>,
+    harness: &crate::config::HarnessSettings,
+) -> Result<Arc<dyn Agent>, RunnerError> {
+    if let Some(agent) = super::harness::harness_agent(name, model, harness) {
+        return agent;
+    }
     match name {
         "oracle" => Ok(Arc::new(OracleAgent)),
         "nop" => Ok(Arc::new(NopAgent)),
         other => Err(RunnerError::Task(format!(
-            "unknown agent {other:?}{} (available: oracle, nop)",
+            "unknown agent {other:?}{} (available: oracle, nop, claude-code, codex, gemini-cli)",
             model
                 .map(|m| format!(" with model {m}"))
                 .unwrap_or_default()
@@ -198,6 +219,7 @@ impl Agent for OracleAgent {
         Ok(AgentRun {
             end: r.end,
             exit_code: r.exit_code,
+            provider_failure: None,
         })
     }
 
@@ -266,6 +288,7 @@ impl Agent for NopAgent {
         Ok(AgentRun {
             end: ExecEnd::Exited,
             exit_code: Some(0),
+            provider_failure: None,
         })
     }
 

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod base_image;
 pub mod container;
 pub mod docker;
+pub mod harness;
 pub mod image;
 pub mod safe_fs;
 pub mod trial;

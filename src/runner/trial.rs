@@ -150,6 +150,8 @@ pub struct TrialEnd {
     pub disk_full: Option<String>,
     /// Skills the agent used, from its trajectory.
     pub skill_uses: Vec<SkillUseRow>,
+    /// Set with outcome [`Outcome::ProviderError`]: what the model provider did.
+    pub provider_failure: Option<crate::harness::provider::ProviderFailure>,
 }
 
 /// Runs one attempt.
@@ -169,6 +171,7 @@ pub async fn run_trial(
     };
     report.update(job.row.id, p.clone()).await;
     let mut skill_uses = Vec::new();
+    let mut provider_failure = None;
     let scope = Scope {
         job,
         env,
@@ -176,6 +179,9 @@ pub async fn run_trial(
         cancel,
     };
     let result = attempt(&scope, &mut p, &mut skill_uses).await;
+    if let Err(f) = &result {
+        provider_failure = f.provider;
+    }
     let mut disk_full = None;
     let (outcome, reward, rewards, error) = match result {
         Ok(done) => done,
@@ -203,6 +209,7 @@ pub async fn run_trial(
         patch,
         disk_full,
         skill_uses,
+        provider_failure,
     }
 }
 
@@ -217,6 +224,7 @@ struct Failed {
     outcome: Outcome,
     error: String,
     disk_full: bool,
+    provider: Option<crate::harness::provider::ProviderFailure>,
 }
 
 impl Failed {
@@ -225,6 +233,7 @@ impl Failed {
             outcome,
             error: error.into(),
             disk_full: false,
+            provider: None,
         }
     }
 
@@ -233,6 +242,7 @@ impl Failed {
         Failed {
             outcome: Outcome::RuntimeError,
             disk_full: e.is_disk_full(),
+            provider: None,
             error: if context.is_empty() {
                 e.to_string()
             } else {
@@ -305,6 +315,15 @@ async fn attempt(
             binds.push(format!("{}:{cont}:ro", host.display()));
         }
     }
+
+    let prepared = tokio::select! {
+        r = env.agent.prepare(&env.host) => r,
+        _ = cancel.token.cancelled() => return Err(Failed::new(cancel.outcome(), "stopped while the agent was prepared")),
+    };
+    binds.extend(
+        prepared
+            .map_err(|e| Failed::runner(e, &format!("preparing agent {}", env.agent.name())))?,
+    );
 
     let env_cfg = &task.config.environment;
     let spec = ContainerSpec {
@@ -391,6 +410,13 @@ async fn in_container(
             let _ = container.download_dir("/logs", dir).await;
         }
         return Err(Failed::new(cancel.outcome(), "stopped while the agent ran"));
+    }
+    if let Some(pf) = run.provider_failure {
+        // The task was not fairly attempted: no verdict, no verifier.
+        return Err(Failed {
+            provider: Some(pf),
+            ..Failed::new(Outcome::ProviderError, pf.describe())
+        });
     }
     let agent_timed_out = run.end == ExecEnd::TimedOut;
 

@@ -74,6 +74,10 @@ pub enum Outcome {
     RuntimeError,
     /// The verifier finished without writing a usable reward file.
     NoReward,
+    /// The model provider failed (refused key, rate limit, overload, used-up quota, server
+    /// error): the task was not fairly attempted, so the attempt is neither a pass nor a failure
+    /// and is retried (automatically with backoff for transient failures).
+    ProviderError,
     /// The operator cancelled the attempt.
     Cancelled,
     /// The process stopped (Ctrl-C, kill) while the attempt ran; it was re-queued.
@@ -82,7 +86,7 @@ pub enum Outcome {
 
 impl Outcome {
     /// Every outcome, in display order.
-    pub const ALL: [Outcome; 9] = [
+    pub const ALL: [Outcome; 10] = [
         Outcome::Pass,
         Outcome::Fail,
         Outcome::AgentTimeout,
@@ -90,6 +94,7 @@ impl Outcome {
         Outcome::BuildError,
         Outcome::RuntimeError,
         Outcome::NoReward,
+        Outcome::ProviderError,
         Outcome::Cancelled,
         Outcome::Interrupted,
     ];
@@ -104,6 +109,7 @@ impl Outcome {
             Outcome::BuildError => "build-error",
             Outcome::RuntimeError => "runtime-error",
             Outcome::NoReward => "no-reward",
+            Outcome::ProviderError => "provider-error",
             Outcome::Cancelled => "cancelled",
             Outcome::Interrupted => "interrupted",
         }
@@ -123,6 +129,7 @@ impl Outcome {
             Outcome::BuildError => Some("EnvironmentBuildError"),
             Outcome::RuntimeError => Some("RuntimeError"),
             Outcome::NoReward => Some("RewardFileNotFoundError"),
+            Outcome::ProviderError => Some("ProviderError"),
             Outcome::Cancelled | Outcome::Interrupted => Some("CancelledError"),
         }
     }

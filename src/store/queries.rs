@@ -327,6 +327,50 @@ pub fn current_briefs(conn: &Connection, run_id: i64) -> Result<Vec<TrialBrief>,
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Tokens and cost spent on one condition of a run, over every attempt (superseded and
+/// provider-failed ones too: they were paid for).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConditionSpend {
+    /// Condition key.
+    pub condition: String,
+    /// Finished attempts that reported token usage.
+    pub attempts: usize,
+    /// Input tokens (cache included).
+    pub input_tokens: i64,
+    /// Output tokens.
+    pub output_tokens: i64,
+    /// Cost, USD, of the attempts that have one.
+    pub cost_usd: f64,
+    /// Attempts with a cost.
+    pub priced: usize,
+}
+
+/// [`ConditionSpend`] per condition of run `run_id` that has any attempt with usage, by
+/// condition key.
+///
+/// # Errors
+/// Database errors.
+pub fn run_spend(conn: &Connection, run_id: i64) -> Result<Vec<ConditionSpend>, StoreError> {
+    let mut st = conn.prepare_cached(
+        "SELECT condition, COUNT(*), SUM(COALESCE(n_input_tokens, 0)),
+                SUM(COALESCE(n_output_tokens, 0)), SUM(COALESCE(cost_usd, 0.0)), COUNT(cost_usd)
+         FROM trials
+         WHERE run_id = ?1 AND (n_input_tokens IS NOT NULL OR n_output_tokens IS NOT NULL)
+         GROUP BY condition ORDER BY condition",
+    )?;
+    let rows = st.query_map([run_id], |r| {
+        Ok(ConditionSpend {
+            condition: r.get(0)?,
+            attempts: r.get::<_, i64>(1)? as usize,
+            input_tokens: r.get(2)?,
+            output_tokens: r.get(3)?,
+            cost_usd: r.get(4)?,
+            priced: r.get::<_, i64>(5)? as usize,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Every attempt of one trial, oldest first.
 pub fn trial_attempts(
     conn: &Connection,

@@ -64,6 +64,8 @@ pub struct Snapshot {
     /// Learning spaces relevant to this run: those learning from it and, for an experiment,
     /// those learning from its round-1 run; oldest first, with their progress counted in SQL.
     pub spaces: Vec<SpaceProgress>,
+    /// Tokens and cost so far, per condition (conditions without usage are absent).
+    pub spend: Vec<queries::ConditionSpend>,
 }
 
 /// One line of remote text: sanitized, line breaks made spaces.
@@ -140,6 +142,7 @@ pub fn load_snapshot(conn: &Connection, run_id: i64) -> Result<Snapshot, StoreEr
             .map(|(at, level, message)| EventRow { at, level, message })
             .collect(),
         pending_commands: queries::pending_commands(&tx, run_id)?.len(),
+        spend: queries::run_spend(&tx, run_id)?,
         run,
         experiment,
         spaces,

@@ -47,9 +47,12 @@ impl CellState {
                 Some(Outcome::Pass) => CellState::Pass,
                 Some(Outcome::Fail) => CellState::Fail,
                 Some(Outcome::AgentTimeout | Outcome::VerifierTimeout) => CellState::Timeout,
-                Some(Outcome::BuildError | Outcome::RuntimeError | Outcome::NoReward) => {
-                    CellState::Error
-                }
+                Some(
+                    Outcome::BuildError
+                    | Outcome::RuntimeError
+                    | Outcome::NoReward
+                    | Outcome::ProviderError,
+                ) => CellState::Error,
                 Some(Outcome::Cancelled | Outcome::Interrupted) | None => CellState::Cancelled,
             },
         }
@@ -509,6 +512,55 @@ pub struct Progress {
     pub max_attempt: u32,
 }
 
+/// Tokens and cost of a run so far and the cost projected for all its trials.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Spend {
+    /// Input + output tokens over every attempt.
+    pub tokens: i64,
+    /// USD over every attempt.
+    pub cost_usd: f64,
+    /// Per condition: (key, tokens, USD).
+    pub per_condition: Vec<(String, i64, f64)>,
+    /// USD projected for the whole run: what was spent plus, for each condition, the trials not
+    /// yet finished times that condition's mean cost per priced attempt (the run's mean where a
+    /// condition has none yet). `None` until some attempt has a cost.
+    pub projected_usd: Option<f64>,
+}
+
+/// [`Spend`] of a snapshot, with `p` for the trials still to run; `None` when no attempt
+/// reported usage (oracle, nop, imported runs without tokens).
+pub fn spend(s: &Snapshot, p: &Progress) -> Option<Spend> {
+    if s.spend.is_empty() {
+        return None;
+    }
+    let mut out = Spend::default();
+    let (mut cost_all, mut priced_all) = (0.0, 0usize);
+    for c in &s.spend {
+        let tokens = c.input_tokens + c.output_tokens;
+        out.tokens += tokens;
+        out.cost_usd += c.cost_usd;
+        cost_all += c.cost_usd;
+        priced_all += c.priced;
+        out.per_condition
+            .push((c.condition.clone(), tokens, c.cost_usd));
+    }
+    if priced_all > 0 {
+        let run_mean = cost_all / priced_all as f64;
+        let mut projected = out.cost_usd;
+        for (key, done, total) in &p.per_condition {
+            let mean = s
+                .spend
+                .iter()
+                .find(|c| &c.condition == key && c.priced > 0)
+                .map(|c| c.cost_usd / c.priced as f64)
+                .unwrap_or(run_mean);
+            projected += mean * total.saturating_sub(*done) as f64;
+        }
+        out.projected_usd = Some(projected);
+    }
+    Some(out)
+}
+
 fn parse_time(s: &Option<String>) -> Option<DateTime<Utc>> {
     s.as_deref()
         .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
@@ -705,6 +757,7 @@ mod tests {
             pending_commands: 0,
             experiment: None,
             spaces: vec![],
+            spend: vec![],
         }
     }
 
@@ -787,5 +840,39 @@ mod tests {
         assert!((p.per_minute.unwrap() - 0.5).abs() < 1e-9);
         assert!((p.eta_secs.unwrap() - 240.0).abs() < 1e-6);
         assert_eq!(p.per_condition[0], ("no-skills".into(), 3, 4));
+    }
+
+    #[test]
+    fn spend_and_projection() {
+        let mut s = snapshot();
+        let p = Progress {
+            per_condition: vec![("curated".into(), 2, 3), ("no-skills".into(), 3, 4)],
+            ..Default::default()
+        };
+        assert_eq!(spend(&s, &p), None, "no usage: unknown, not zero");
+        s.spend = vec![
+            crate::store::queries::ConditionSpend {
+                condition: "no-skills".into(),
+                attempts: 4,
+                input_tokens: 4000,
+                output_tokens: 400,
+                cost_usd: 2.0,
+                priced: 4,
+            },
+            crate::store::queries::ConditionSpend {
+                condition: "curated".into(),
+                attempts: 1,
+                input_tokens: 100,
+                output_tokens: 10,
+                cost_usd: 0.0,
+                priced: 0,
+            },
+        ];
+        let sp = spend(&s, &p).unwrap();
+        assert_eq!(sp.tokens, 4510);
+        assert!((sp.cost_usd - 2.0).abs() < 1e-12);
+        // no-skills: 1 left × $0.50; curated has no priced attempt: the run's mean, 1 × $0.50.
+        assert!((sp.projected_usd.unwrap() - 3.0).abs() < 1e-12, "{sp:?}");
+        assert_eq!(sp.per_condition[0], ("no-skills".into(), 4400, 2.0));
     }
 }

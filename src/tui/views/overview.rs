@@ -215,6 +215,48 @@ pub fn learning_lines(t: &Theme, s: &Snapshot, width: usize) -> Vec<Line<'static
     lines
 }
 
+/// `1234` → `1.2k`, `3_400_000` → `3.4M`.
+fn tokens_text(n: i64) -> String {
+    match n {
+        n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
+        n if n >= 1_000 => format!("{:.1}k", n as f64 / 1e3),
+        n => n.to_string(),
+    }
+}
+
+/// Dollars with cents, or four decimals under a dime.
+fn usd_text(usd: f64) -> String {
+    if usd < 0.1 {
+        format!("${usd:.4}")
+    } else {
+        format!("${usd:.2}")
+    }
+}
+
+/// ` · tokens … · cost … · projected …` for the timing line; "unknown" when the agent reports
+/// no usage (oracle, nop).
+fn spend_spans(t: &Theme, spend: Option<&crate::tui::model::Spend>) -> Vec<Span<'static>> {
+    let Some(sp) = spend else {
+        return vec![
+            Span::styled(" · tokens ", t.dim),
+            Span::styled("unknown", t.dim),
+            Span::styled(" · cost ", t.dim),
+            Span::styled("unknown", t.dim),
+        ];
+    };
+    let mut v = vec![
+        Span::styled(" · tokens ", t.dim),
+        Span::styled(tokens_text(sp.tokens), t.text),
+        Span::styled(" · cost ", t.dim),
+        Span::styled(usd_text(sp.cost_usd), t.text),
+    ];
+    if let Some(p) = sp.projected_usd {
+        v.push(Span::styled(" · projected ", t.dim));
+        v.push(Span::styled(usd_text(p), t.accent));
+    }
+    v
+}
+
 /// Draws the overview into `area` (2 inner lines when `small`, 5 otherwise, then the learning
 /// lines).
 pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
@@ -263,20 +305,24 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
         .unwrap_or_else(|| dash.clone());
     let eta = p.eta_secs.map(hms).unwrap_or_else(|| dash.clone());
     let elapsed = p.elapsed_secs.map(hms).unwrap_or_else(|| dash.clone());
-    let timing = Line::from(vec![
+    let spend = crate::tui::model::spend(s, p);
+    // Small screens keep what the other lines do not show: time, ETA, tokens and cost.
+    let mut timing_spans = vec![
         Span::styled("elapsed ", t.dim),
         Span::styled(elapsed, t.text),
-        Span::styled(" · throughput ", t.dim),
-        Span::styled(rate, t.text),
-        Span::styled(" · ETA ", t.dim),
-        Span::styled(eta, t.accent),
-        Span::styled(" · containers ", t.dim),
-        Span::styled(p.running.to_string(), t.running),
-        Span::styled(" · tokens ", t.dim),
-        Span::styled("unknown", t.dim),
-        Span::styled(" · cost ", t.dim),
-        Span::styled("unknown", t.dim),
-    ]);
+    ];
+    if !small {
+        timing_spans.push(Span::styled(" · throughput ", t.dim));
+        timing_spans.push(Span::styled(rate, t.text));
+    }
+    timing_spans.push(Span::styled(" · ETA ", t.dim));
+    timing_spans.push(Span::styled(eta, t.accent));
+    if !small {
+        timing_spans.push(Span::styled(" · containers ", t.dim));
+        timing_spans.push(Span::styled(p.running.to_string(), t.running));
+    }
+    timing_spans.extend(spend_spans(t, spend.as_ref()));
+    let timing = Line::from(timing_spans);
     let mut lines = if small {
         vec![Line::from(total_line), timing]
     } else {
@@ -285,7 +331,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
         let each = (inner_w / n).saturating_sub(2);
         for (c, done, total) in &p.per_condition {
             let label = fit(&condition_label(c), 16);
-            let nums = format!(" {done}/{total}");
+            let cost = spend
+                .as_ref()
+                .and_then(|sp| sp.per_condition.iter().find(|(k, _, _)| k == c))
+                .map(|(_, _, usd)| format!(" {}", usd_text(*usd)))
+                .unwrap_or_default();
+            let nums = format!(" {done}/{total}{cost}");
             let w = each
                 .saturating_sub(label.chars().count() + nums.len() + 1)
                 .min(24);

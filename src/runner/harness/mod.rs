@@ -1,0 +1,508 @@
+//! LLM agent harnesses in the trial container: Claude Code, Codex CLI and Gemini CLI behind the
+//! [`Agent`] trait. Each CLI comes from its pinned kit ([`kit`]), mounted read-only at
+//! `/opt/skillscope/<harness>`; runs headless with permissions bypassed as Harbor runs it
+//! (`agents/installed/{claude_code,codex,gemini_cli}.py`) under `[agent] timeout_sec`; reads
+//! the skills at its own place in the image (`/root/.claude/skills`, `/root/.codex/skills`,
+//! `/root/.gemini/skills`, `/root/.agents/skills` — put there for every skill condition by the image
+//! builder, nowhere for no-skills); and leaves its native log in `agent/`, which is read into the
+//! ATIF trajectory, token counts, cost and a provider-failure verdict ([`crate::harness`]).
+//!
+//! Keys and base URLs come from the operator's environment and go only into the agent's exec
+//! environment: never the container's configuration, the database, logs or trial files.
+
+pub mod kit;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use super::container::{ExecEnd, ExecRequest};
+use super::{Agent, AgentContext, AgentRun, DockerHost, RunnerError};
+use crate::config::HarnessSettings;
+use crate::harbor::atif::Trajectory;
+use crate::harness::pricing::{PriceTable, TokenCounts};
+use crate::harness::provider::ProviderFailure;
+use crate::harness::{TrajectoryOptions, claude_code, codex, gemini_cli};
+pub use kit::{Harness, Kit};
+
+/// Environment variables each harness reads from the operator's environment: API keys first,
+/// then base URLs.
+pub fn provider_vars(h: Harness) -> &'static [&'static str] {
+    match h {
+        Harness::ClaudeCode => &[
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "ANTHROPIC_BASE_URL",
+        ],
+        Harness::Codex => &["OPENAI_API_KEY", "OPENAI_BASE_URL"],
+        Harness::GeminiCli => &["GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL"],
+    }
+}
+
+/// The variables among [`provider_vars`] that authenticate (at least one must be set).
+fn key_vars(h: Harness) -> &'static [&'static str] {
+    match h {
+        Harness::ClaudeCode => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
+        Harness::Codex => &["OPENAI_API_KEY"],
+        Harness::GeminiCli => &["GEMINI_API_KEY"],
+    }
+}
+
+/// The operator's provider credentials for one harness, held in memory only. `Debug` prints
+/// the variable names, never the values.
+#[derive(Clone, Default)]
+pub struct ProviderAccess {
+    vars: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for ProviderAccess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.vars.iter().map(|(k, _)| k.as_str()).collect();
+        write!(f, "ProviderAccess({names:?})")
+    }
+}
+
+impl ProviderAccess {
+    /// Reads [`provider_vars`] of `h` from this process's environment.
+    ///
+    /// # Errors
+    /// [`RunnerError::Task`] naming the variables when no key is set.
+    pub fn from_env(h: Harness) -> Result<ProviderAccess, RunnerError> {
+        let vars: Vec<(String, String)> = provider_vars(h)
+            .iter()
+            .filter_map(|k| {
+                std::env::var(k)
+                    .ok()
+                    .filter(|v| !v.is_empty())
+                    .map(|v| (k.to_string(), v))
+            })
+            .collect();
+        let access = ProviderAccess { vars };
+        if !key_vars(h).iter().any(|k| access.get(k).is_some()) {
+            return Err(RunnerError::Task(format!(
+                "agent {} needs an API key: set {} in the environment",
+                h.name(),
+                key_vars(h).join(" or ")
+            )));
+        }
+        Ok(access)
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+/// `~/.gemini/settings.json` for Gemini CLI (no secret in it): API-key auth pre-selected
+/// (headless mode cannot ask), environment-variable redaction on (the key is otherwise visible
+/// to the agent's shell commands), no usage statistics, telemetry, IDE or update traffic, at
+/// most one attempt per model request (the engine retries whole trials with backoff), skills on.
+const GEMINI_SETTINGS: &str = r#"{"security":{"auth":{"selectedType":"gemini-api-key"},"environmentVariableRedaction":{"enabled":true}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":1},"ide":{"enabled":false},"skills":{"enabled":true}}"#;
+
+/// One LLM harness with one model.
+pub struct CliAgent {
+    harness: Harness,
+    model: Option<String>,
+    version: String,
+    settings: HarnessSettings,
+    access: ProviderAccess,
+    kit: tokio::sync::OnceCell<Kit>,
+}
+
+impl CliAgent {
+    /// A harness agent. `model` is passed to the CLI (`--model`); Codex and Gemini CLI need one.
+    ///
+    /// # Errors
+    /// [`RunnerError::Task`] when the harness needs a model and none is given.
+    pub fn new(
+        harness: Harness,
+        model: Option<&str>,
+        settings: &HarnessSettings,
+        access: ProviderAccess,
+    ) -> Result<CliAgent, RunnerError> {
+        if model.is_none() && harness != Harness::ClaudeCode {
+            return Err(RunnerError::Task(format!(
+                "agent {} needs --model",
+                harness.name()
+            )));
+        }
+        Ok(CliAgent {
+            harness,
+            model: model.map(str::to_string),
+            version: harness.version(settings).to_string(),
+            settings: settings.clone(),
+            access,
+            kit: tokio::sync::OnceCell::new(),
+        })
+    }
+
+    /// The native log's file name in `agent/`.
+    pub fn log_name(&self) -> &'static str {
+        match self.harness {
+            Harness::ClaudeCode => "claude-code.txt",
+            Harness::Codex => "codex.txt",
+            Harness::GeminiCli => "gemini-cli.txt",
+        }
+    }
+
+    /// The exec environment: the provider variables plus the harness's fixed settings.
+    fn exec_env(&self, instruction: &str) -> Vec<String> {
+        let mut env: Vec<String> = self
+            .access
+            .vars
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        env.push(format!("SKILLSCOPE_INSTRUCTION={instruction}"));
+        if let Some(m) = &self.model {
+            env.push(format!("SKILLSCOPE_MODEL={m}"));
+        }
+        match self.harness {
+            Harness::ClaudeCode => {
+                // As Harbor: bypassPermissions is allowed as root only in a sandbox; no
+                // telemetry, update checks or other side traffic.
+                env.push("IS_SANDBOX=1".into());
+                env.push("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".into());
+                env.push("DISABLE_AUTOUPDATER=1".into());
+            }
+            Harness::Codex => {
+                let base = self
+                    .access
+                    .get("OPENAI_BASE_URL")
+                    .unwrap_or("https://api.openai.com/v1");
+                env.push(format!("SKILLSCOPE_OPENAI_BASE={base}"));
+            }
+            Harness::GeminiCli => {
+                // As Harbor: --yolo needs a trusted workspace; no self-relaunch.
+                env.push("GEMINI_CLI_TRUST_WORKSPACE=true".into());
+                env.push("GEMINI_CLI_NO_RELAUNCH=true".into());
+            }
+        }
+        env
+    }
+
+    /// The shell script run in the container: checks the kit can run there, runs the CLI with
+    /// the instruction from `$SKILLSCOPE_INSTRUCTION`, and keeps the exit code.
+    fn script(&self) -> String {
+        let kit = self.harness.mount_path();
+        let name = self.harness.name();
+        let glibc = if self.harness.needs_glibc() {
+            format!(
+                "if [ ! -e /lib64/ld-linux-x86-64.so.2 ]; then echo \"skillscope: {name} needs glibc (/lib64/ld-linux-x86-64.so.2), which this image lacks\" >&2; exit 127; fi\n"
+            )
+        } else {
+            String::new()
+        };
+        let model = if self.model.is_some() {
+            " --model \"$SKILLSCOPE_MODEL\""
+        } else {
+            ""
+        };
+        let run = match self.harness {
+            Harness::ClaudeCode => format!(
+                "claude --verbose --output-format=stream-json --permission-mode=bypassPermissions{model} -p \"$SKILLSCOPE_INSTRUCTION\" </dev/null\nrc=$?\n"
+            ),
+            // A provider of our own: the built-in one tries a WebSocket first and reads its key
+            // from CODEX_API_KEY only. The key stays out of the agent's commands
+            // (shell_environment_policy) and out of every file (env_key, no auth.json).
+            Harness::Codex => format!(
+                "codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check --json{model} \\\n\
+                 --disable plugins -c analytics.enabled=false -c model_provider=skillscope \\\n\
+                 -c \"model_providers.skillscope={{name=\\\"skillscope\\\", base_url=\\\"$SKILLSCOPE_OPENAI_BASE\\\", env_key=\\\"OPENAI_API_KEY\\\", wire_api=\\\"responses\\\", supports_websockets=false, request_max_retries=2, stream_max_retries=2}}\" \\\n\
+                 -c 'shell_environment_policy.exclude=[\"OPENAI_API_KEY\",\"CODEX_API_KEY\",\"SKILLSCOPE_OPENAI_BASE\"]' \\\n\
+                 -- \"$SKILLSCOPE_INSTRUCTION\" </dev/null\nrc=$?\n\
+                 f=$(ls -t \"${{CODEX_HOME:-$HOME/.codex}}\"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null | head -n 1)\n\
+                 if [ -n \"$f\" ]; then cp \"$f\" /logs/agent/codex.rollout.jsonl; fi\n"
+            ),
+            // Settings as Harbor writes them, plus: the key hidden from the agent's commands, no
+            // usage statistics, telemetry or update checks.
+            Harness::GeminiCli => format!(
+                "mkdir -p \"$HOME/.gemini\"\n\
+                 printf '%s' '{GEMINI_SETTINGS}' > \"$HOME/.gemini/settings.json\"\n\
+                 gemini --yolo{model_eq} --output-format=stream-json --prompt=\"$SKILLSCOPE_INSTRUCTION\" </dev/null\nrc=$?\n\
+                 f=$(ls -t \"$HOME\"/.gemini/tmp/*/chats/session-*.json* 2>/dev/null | head -n 1)\n\
+                 if [ -n \"$f\" ]; then cp \"$f\" /logs/agent/gemini-cli.session.jsonl; fi\n",
+                model_eq = if self.model.is_some() {
+                    " --model=\"$SKILLSCOPE_MODEL\""
+                } else {
+                    ""
+                }
+            ),
+        };
+        format!(
+            "{glibc}if [ ! -x {kit}/{exe} ]; then echo \"skillscope: {name} is not mounted at {kit}\" >&2; exit 127; fi\n\
+             mkdir -p /logs/agent\nexport PATH=\"{kit}/bin:{kit}/path:$PATH\"\n{run}exit $rc\n",
+            exe = self.harness.executable()
+        )
+    }
+
+    /// Reads the native log from `agent/` (what exists of it).
+    fn read_log(&self, agent_dir: &Path) -> (Vec<u8>, String) {
+        let log = super::safe_fs::read_tail(&agent_dir.join(self.log_name()), 256 << 20)
+            .map(|(b, _)| b)
+            .unwrap_or_default();
+        let stderr = super::safe_fs::read_tail(&agent_dir.join(self.stderr_name()), 64 << 10)
+            .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        (log, stderr)
+    }
+
+    fn stderr_name(&self) -> String {
+        format!("{}.stderr.txt", self.harness.name())
+    }
+}
+
+/// Replaces every key value of `access` (8 characters or more) in the files of `agent_dir` with
+/// `[redacted NAME]`, in case the agent printed its environment: keys must never reach trial
+/// folders. Symlinks are not followed; files over 256 MiB are left alone.
+fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
+    let secrets: Vec<(&str, &str)> = access
+        .vars
+        .iter()
+        .filter(|(k, v)| !k.ends_with("_BASE_URL") && v.len() >= 8)
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    if secrets.is_empty() {
+        return;
+    }
+    for e in walkdir::WalkDir::new(agent_dir)
+        .follow_links(false)
+        .into_iter()
+        .flatten()
+    {
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let Ok(bytes) = super::safe_fs::read_capped(e.path(), 256 << 20) else {
+            continue;
+        };
+        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        let mut hit = false;
+        for (name, value) in &secrets {
+            if text.contains(value) {
+                text = text.replace(value, &format!("[redacted {name}]"));
+                hit = true;
+            }
+        }
+        if hit {
+            let _ = std::fs::write(e.path(), text);
+        }
+    }
+}
+
+/// When the agent ran out of time while its CLI was still retrying a failing model request (the
+/// last 4 KiB of stderr name a rate limit, overload or server error — Gemini CLI retries a 429
+/// for minutes), the provider, not the agent, used the time: a transient provider failure.
+fn stalled_on_provider(stderr: &str) -> Option<ProviderFailure> {
+    let mut from = stderr.len().saturating_sub(4096);
+    while !stderr.is_char_boundary(from) {
+        from += 1;
+    }
+    let (kind, http_status) = crate::harness::provider::classify_error_text(&stderr[from..])?;
+    kind.is_transient().then_some(ProviderFailure {
+        kind,
+        evidence: crate::harness::provider::Evidence::Stderr,
+        http_status,
+    })
+}
+
+/// A cost for `tokens` of `model` from the built-in dated price table, priced at `on`.
+fn priced(model: Option<&str>, tokens: &TokenCounts, on: Option<&str>) -> Option<f64> {
+    let date = on
+        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
+        .map(|d| d.date_naive());
+    PriceTable::builtin()
+        .cost(model?, date, tokens)
+        .ok()
+        .map(|c| c.usd)
+}
+
+#[async_trait]
+impl Agent for CliAgent {
+    fn name(&self) -> &str {
+        self.harness.name()
+    }
+    fn version(&self) -> &str {
+        &self.version
+    }
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
+    }
+
+    async fn prepare(&self, host: &DockerHost) -> Result<Vec<String>, RunnerError> {
+        let kit = self
+            .kit
+            .get_or_try_init(|| kit::ensure_kit(self.harness, &self.settings))
+            .await?;
+        if !host.local {
+            return Err(RunnerError::Task(format!(
+                "agent {} mounts its kit ({}) from this machine, which needs a local Docker daemon; {} is remote",
+                self.harness.name(),
+                kit.dir.display(),
+                host.name
+            )));
+        }
+        Ok(vec![format!(
+            "{}:{}:ro",
+            kit.dir.display(),
+            self.harness.mount_path()
+        )])
+    }
+
+    async fn run(&self, ctx: &AgentContext<'_>) -> Result<AgentRun, RunnerError> {
+        let out = ctx.agent_dir.join(self.log_name());
+        let err = ctx.agent_dir.join(self.stderr_name());
+        let req = ExecRequest {
+            cmd: vec!["sh".into(), "-c".into(), self.script()],
+            env: self.exec_env(ctx.instruction),
+            user: None,
+            timeout: Some(ctx.timeout),
+            cancel: ctx.cancel,
+            stdout: Some(&out),
+            stderr: Some(&err),
+        };
+        let r = ctx.container.exec(req).await?;
+        if !ctx.mounted {
+            ctx.container
+                .download_dir("/logs/agent", ctx.agent_dir)
+                .await?;
+        }
+        redact_secrets(ctx.agent_dir, &self.access);
+        let (log, stderr) = self.read_log(ctx.agent_dir);
+        let provider_failure = match r.end {
+            ExecEnd::Exited => self.provider_failure(ctx.agent_dir, &log, &stderr, r.exit_code),
+            ExecEnd::TimedOut => stalled_on_provider(&stderr),
+            ExecEnd::Cancelled => None,
+        };
+        Ok(AgentRun {
+            end: r.end,
+            exit_code: r.exit_code,
+            provider_failure,
+        })
+    }
+
+    fn trajectory(
+        &self,
+        ctx: &AgentContext<'_>,
+        _run: &AgentRun,
+        started: &str,
+        _finished: &str,
+    ) -> Option<Trajectory> {
+        let (log, _) = self.read_log(ctx.agent_dir);
+        if log.is_empty() {
+            return None;
+        }
+        let opts = TrajectoryOptions {
+            instruction: Some(ctx.instruction),
+            started_at: Some(started),
+            agent_version: Some(&self.version),
+        };
+        match self.harness {
+            Harness::ClaudeCode => {
+                let run = claude_code::ClaudeCodeRun::parse(&log);
+                let mut t = run.to_trajectory(&opts);
+                if let Some(f) = t.final_metrics.as_mut()
+                    && f.total_cost_usd.is_none()
+                {
+                    let date = chrono::DateTime::parse_from_rfc3339(started)
+                        .ok()
+                        .map(|d| d.date_naive());
+                    f.total_cost_usd = run.priced_cost_usd(PriceTable::builtin(), date).ok();
+                }
+                if t.agent.model_name.is_none() {
+                    t.agent.model_name = self.model.clone();
+                }
+                Some(t)
+            }
+            Harness::Codex => {
+                let run = self.codex_run(ctx.agent_dir, &log);
+                let mut t = run.to_trajectory(&opts);
+                self.finish(&mut t, run.model(), &run.token_counts(), started);
+                Some(t)
+            }
+            Harness::GeminiCli => {
+                let run = self.gemini_run(ctx.agent_dir, &log);
+                let mut t = run.to_trajectory(&opts);
+                self.finish(&mut t, run.model(), &run.token_counts(), started);
+                Some(t)
+            }
+        }
+    }
+}
+
+impl CliAgent {
+    /// The provider failure that ended the run, if one did.
+    fn provider_failure(
+        &self,
+        agent_dir: &Path,
+        log: &[u8],
+        stderr: &str,
+        exit_code: Option<i64>,
+    ) -> Option<ProviderFailure> {
+        match self.harness {
+            Harness::ClaudeCode => {
+                let run = claude_code::ClaudeCodeRun::parse(log);
+                match claude_code::classify(&run, stderr, exit_code) {
+                    claude_code::Outcome::Provider(p) => Some(p),
+                    _ => None,
+                }
+            }
+            Harness::Codex => self.codex_run(agent_dir, log).provider_failure(stderr),
+            Harness::GeminiCli => self.gemini_run(agent_dir, log).provider_failure(stderr),
+        }
+    }
+
+    /// Codex's rollout (`agent/codex.rollout.jsonl`) with its `--json` events (`log`).
+    fn codex_run(&self, agent_dir: &Path, log: &[u8]) -> codex::CodexRun {
+        let rollout = super::safe_fs::read_tail(&agent_dir.join("codex.rollout.jsonl"), 256 << 20)
+            .map(|(b, _)| b)
+            .unwrap_or_default();
+        codex::CodexRun::parse(&rollout).with_events(log)
+    }
+
+    /// Gemini CLI's session file (`agent/gemini-cli.session.jsonl`) with its stream-json
+    /// output (`log`).
+    fn gemini_run(&self, agent_dir: &Path, log: &[u8]) -> gemini_cli::GeminiCliRun {
+        let session =
+            super::safe_fs::read_tail(&agent_dir.join("gemini-cli.session.jsonl"), 256 << 20)
+                .map(|(b, _)| b)
+                .unwrap_or_default();
+        gemini_cli::GeminiCliRun::parse(&session).with_output(log)
+    }
+
+    /// Fills what the log readers leave open: the model, and the cost priced from the dated
+    /// table (neither Codex nor Gemini CLI reports one).
+    fn finish(&self, t: &mut Trajectory, model: Option<&str>, tokens: &TokenCounts, started: &str) {
+        if t.agent.model_name.is_none() {
+            t.agent.model_name = model.map(str::to_string).or_else(|| self.model.clone());
+        }
+        let model = model.or(self.model.as_deref());
+        if let Some(f) = t.final_metrics.as_mut()
+            && f.total_cost_usd.is_none()
+        {
+            f.total_cost_usd = priced(model, tokens, Some(started));
+        }
+    }
+}
+
+/// The harness agent named `name` (`claude-code`, `codex`, `gemini-cli`) with the operator's
+/// credentials, or `None` for a name that is not a harness.
+///
+/// # Errors
+/// As [`ProviderAccess::from_env`] and [`CliAgent::new`].
+pub fn harness_agent(
+    name: &str,
+    model: Option<&str>,
+    settings: &HarnessSettings,
+) -> Option<Result<Arc<dyn Agent>, RunnerError>> {
+    let h = Harness::from_name(name)?;
+    Some(
+        ProviderAccess::from_env(h)
+            .and_then(|a| CliAgent::new(h, model, settings, a))
+            .map(|a| Arc::new(a) as Arc<dyn Agent>),
+    )
+}

@@ -1,0 +1,106 @@
+//! Live smoke test: each harness against its real provider, on the harness fixture task, when the
+//! operator's key is in the environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`,
+//! `GEMINI_API_KEY`). Without a key the harness is skipped and the reason is printed straight to
+//! stderr (past the test harness's capture) — never silently. Models can be overridden with
+//! `SKILLSCOPE_LIVE_<HARNESS>_MODEL`.
+
+mod common;
+#[path = "support/glibc_image.rs"]
+mod glibc_image;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::Command;
+
+use skillscope::store::{Outcome, Store, queries};
+
+fn say(msg: &str) {
+    let _ = writeln!(std::io::stderr(), "harness_live: {msg}");
+}
+
+async fn live(agent: &str, key_var: &str, model_var: &str, default_model: &str) {
+    if std::env::var(key_var).map(|v| v.is_empty()).unwrap_or(true) {
+        say(&format!(
+            "{agent}: SKIPPED — {key_var} is not set (no real key, no live call)"
+        ));
+        return;
+    }
+    common::require_docker().await;
+    glibc_image::ensure_glibc_image().await;
+    let model = std::env::var(model_var).unwrap_or_else(|_| default_model.to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args([
+            "run",
+            "--headless",
+            "--conditions",
+            "curated",
+            "--trials",
+            "1",
+        ])
+        .args(["--agent", agent, "--model", &model, "--run", "live"])
+        .arg("--tasks")
+        .arg(root.join("tests/fixtures/harness-tasks"))
+        .arg("--db")
+        .arg(dir.path().join("s.db"))
+        .arg("--jobs-dir")
+        .arg(dir.path().join("jobs"))
+        .env("SKILLSCOPE_HARNESS_CACHE", root.join("target/harness-kits"))
+        .output()
+        .expect("run skillscope");
+    let c = Store::open(&dir.path().join("s.db"))
+        .unwrap()
+        .connect()
+        .unwrap();
+    let run = queries::find_run(&c, "live").unwrap().expect("the run");
+    let t = queries::current_trials(&c, run.id).unwrap().remove(0);
+    say(&format!(
+        "{agent} {model}: {:?}, {:?} input / {:?} output tokens, ${:.4}",
+        t.outcome,
+        t.n_input_tokens,
+        t.n_output_tokens,
+        t.cost_usd.unwrap_or(0.0)
+    ));
+    assert_eq!(
+        t.outcome,
+        Some(Outcome::Pass),
+        "{:?}\n{}",
+        t.error,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(t.n_input_tokens.unwrap_or(0) > 0 && t.cost_usd.unwrap_or(0.0) > 0.0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_live() {
+    live(
+        "claude-code",
+        "ANTHROPIC_API_KEY",
+        "SKILLSCOPE_LIVE_CLAUDE_CODE_MODEL",
+        "claude-opus-4-6",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_live() {
+    live(
+        "codex",
+        "OPENAI_API_KEY",
+        "SKILLSCOPE_LIVE_CODEX_MODEL",
+        "gpt-5.2-codex",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_live() {
+    live(
+        "gemini-cli",
+        "GEMINI_API_KEY",
+        "SKILLSCOPE_LIVE_GEMINI_CLI_MODEL",
+        "gemini-3-flash-preview",
+    )
+    .await;
+}

@@ -1,0 +1,200 @@
+//! A scripted model server for the harness tests: it speaks the providers' HTTP APIs (Anthropic
+//! Messages with SSE in [`anthropic`], OpenAI Responses in [`openai`], Gemini
+//! `streamGenerateContent` in [`gemini`]) and, instead of thinking, replies with a fixed sequence
+//! of shell commands and then a closing text. The real harness CLI, in a real container, reaches
+//! it through its base-URL setting.
+//!
+//! Which command comes next is read off the conversation the CLI sends (the number of tool results
+//! in it), so side requests a CLI makes on its own (titles, quota probes) do not advance the
+//! script. Every request is recorded for the test to inspect.
+
+#![allow(dead_code)]
+
+pub mod anthropic;
+pub mod gemini;
+pub mod openai;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, Uri};
+
+/// What the scripted model does.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// Shell commands the model asks to run, one per turn, in order.
+    pub commands: Vec<String>,
+    /// The closing text, sent once the last command's result came back.
+    pub final_text: String,
+    /// Answer every model request with this HTTP status and the provider's error body instead
+    /// (401 for a refused key, 429 for a rate limit, …).
+    pub fail_with: Option<u16>,
+    /// Usage reported on every model response: input (uncached prompt), cached prompt and output
+    /// tokens.
+    pub usage: Usage,
+}
+
+/// Tokens reported per response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    /// Uncached prompt tokens.
+    pub input: u64,
+    /// Prompt tokens read from the cache.
+    pub cached: u64,
+    /// Output tokens.
+    pub output: u64,
+}
+
+/// One request the server received.
+#[derive(Debug, Clone)]
+pub struct Recorded {
+    /// Method and path with query, e.g. `POST /v1/messages?beta=true`.
+    pub line: String,
+    /// Request headers (lowercase names).
+    pub headers: Vec<(String, String)>,
+    /// The body, as JSON (`Null` when it was not JSON).
+    pub body: serde_json::Value,
+    /// How the route answered: `command N`, `final`, `error 429`, `side`, `unknown`.
+    pub answer: String,
+}
+
+/// Shared by the handlers.
+#[derive(Debug, Default)]
+pub struct ScriptState {
+    /// The script.
+    pub script: Script,
+    /// Everything received, in order.
+    pub requests: Mutex<Vec<Recorded>>,
+}
+
+impl ScriptState {
+    /// Records a request and how it was answered.
+    pub fn record(
+        &self,
+        line: String,
+        headers: &HeaderMap,
+        body: &serde_json::Value,
+        answer: &str,
+    ) {
+        let headers = headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_string(),
+                    v.to_str().unwrap_or("?").to_string(),
+                )
+            })
+            .collect();
+        self.requests.lock().unwrap().push(Recorded {
+            line,
+            headers,
+            body: body.clone(),
+            answer: answer.to_string(),
+        });
+    }
+
+    /// What to send for a conversation holding `tool_results` tool results: the next command, or
+    /// the closing text when every command has run.
+    pub fn next(&self, tool_results: usize) -> Next<'_> {
+        match self.script.commands.get(tool_results) {
+            Some(cmd) => Next::Command {
+                index: tool_results,
+                command: cmd,
+            },
+            None => Next::Final(&self.script.final_text),
+        }
+    }
+
+    /// Recorded requests, copied.
+    pub fn recorded(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+}
+
+/// The scripted model's next move.
+#[derive(Debug, Clone, Copy)]
+pub enum Next<'a> {
+    /// Ask to run this shell command (0-based position in the script).
+    Command { index: usize, command: &'a str },
+    /// Say this and stop.
+    Final(&'a str),
+}
+
+impl Next<'_> {
+    /// How the answer is recorded.
+    pub fn label(&self) -> String {
+        match self {
+            Next::Command { index, .. } => format!("command {index}"),
+            Next::Final(_) => "final".into(),
+        }
+    }
+}
+
+/// A running scripted model server, listening on every interface (containers reach it through
+/// the Docker bridge gateway).
+pub struct ScriptedModel {
+    /// The port.
+    pub port: u16,
+    /// Script and recorded requests.
+    pub state: Arc<ScriptState>,
+    server: tokio::task::JoinHandle<()>,
+}
+
+impl ScriptedModel {
+    /// Starts serving `script` on `0.0.0.0` at a free port.
+    pub async fn start(script: Script) -> ScriptedModel {
+        let state = Arc::new(ScriptState {
+            script,
+            requests: Mutex::default(),
+        });
+        let app: Router = anthropic::routes()
+            .merge(openai::routes())
+            .merge(gemini::routes())
+            .fallback(unknown)
+            .with_state(state.clone());
+        let listener = tokio::net::TcpListener::bind(SocketAddr::from(([0, 0, 0, 0], 0)))
+            .await
+            .expect("bind the scripted model server");
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, app)
+                .await
+                .expect("scripted model server");
+        });
+        ScriptedModel {
+            port,
+            state,
+            server,
+        }
+    }
+
+    /// `http://<host>:<port>`.
+    pub fn base_url(&self, host: &str) -> String {
+        format!("http://{host}:{}", self.port)
+    }
+}
+
+impl Drop for ScriptedModel {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+/// Any route no provider module knows: recorded, answered 404 with the path, so a CLI that calls
+/// something unexpected shows up in the test's failure message.
+async fn unknown(
+    axum::extract::State(state): axum::extract::State<Arc<ScriptState>>,
+    method: axum::http::Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> (StatusCode, String) {
+    let json = serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+    state.record(format!("{method} {uri}"), &headers, &json, "unknown");
+    (
+        StatusCode::NOT_FOUND,
+        format!("scripted model: no route for {method} {uri}"),
+    )
+}

@@ -47,6 +47,24 @@ pub fn sanitize_bytes(raw: &[u8]) -> String {
     sanitize(&String::from_utf8_lossy(raw))
 }
 
+/// The first at most `max` bytes of `s`, cut back to a char boundary.
+pub fn head(s: &str, max: usize) -> &str {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+/// The last at most `max` bytes of `s`, cut forward to a char boundary.
+pub fn tail(s: &str, max: usize) -> &str {
+    let mut from = s.len().saturating_sub(max);
+    while !s.is_char_boundary(from) {
+        from += 1;
+    }
+    &s[from..]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,5 +99,16 @@ mod tests {
     #[test]
     fn bidi_overrides_are_dropped() {
         assert_eq!(sanitize("abc\u{202e}fed"), "abcfed");
+    }
+
+    #[test]
+    fn head_and_tail_respect_char_boundaries() {
+        let s = "aé€b"; // 1 + 2 + 3 + 1 bytes
+        assert_eq!(head(s, 2), "a");
+        assert_eq!(head(s, 3), "aé");
+        assert_eq!(head(s, 99), s);
+        assert_eq!(tail(s, 2), "b");
+        assert_eq!(tail(s, 4), "€b");
+        assert_eq!(tail(s, 99), s);
     }
 }

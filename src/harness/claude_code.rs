@@ -36,6 +36,7 @@ use serde_json::Value;
 
 pub use super::TrajectoryOptions;
 use super::pricing::{PriceTable, PricingError, TokenCounts};
+use super::provider::STDERR_TAIL;
 pub use super::provider::{
     Evidence, ProviderFailure, ProviderFailureKind, classify_error_text, kind_for_status,
 };
@@ -54,8 +55,6 @@ pub const TOOL_ERROR_MARK: &str = "Error: the tool reported a failure (is_error)
 /// At most this many non-JSON lines are kept as evidence, each cut to [`STRAY_LINE_MAX`] bytes.
 const STRAY_LINES_MAX: usize = 200;
 const STRAY_LINE_MAX: usize = 2048;
-/// Only the end of stderr is searched for provider errors.
-const STDERR_TAIL: usize = 64 * 1024;
 
 /// Anthropic token usage (the Messages API `usage` block). Counts are tokens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -265,17 +264,6 @@ fn content_text(v: &Value) -> String {
     }
 }
 
-fn cut(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
 impl ClaudeCodeRun {
     /// Reads a stream-json log. Never fails: unreadable lines are counted, not fatal.
     pub fn parse(bytes: &[u8]) -> ClaudeCodeRun {
@@ -302,7 +290,8 @@ impl ClaudeCodeRun {
             if !line.starts_with('{') {
                 run.stray_line_count += 1;
                 if run.stray.len() < STRAY_LINES_MAX {
-                    run.stray.push(cut(line, STRAY_LINE_MAX).to_string());
+                    run.stray
+                        .push(crate::text::head(line, STRAY_LINE_MAX).to_string());
                 }
                 continue;
             }
@@ -821,11 +810,7 @@ pub fn classify(run: &ClaudeCodeRun, stderr: &str, exit_code: Option<i64>) -> Ou
     if let Some((kind, status)) = classify_error_text(&run.stray.join("\n")) {
         return found(kind, Evidence::StrayOutput, status);
     }
-    let mut from = stderr.len().saturating_sub(STDERR_TAIL);
-    while !stderr.is_char_boundary(from) {
-        from += 1;
-    }
-    if let Some((kind, status)) = classify_error_text(&stderr[from..]) {
+    if let Some((kind, status)) = classify_error_text(crate::text::tail(stderr, STDERR_TAIL)) {
         return found(kind, Evidence::Stderr, status);
     }
     match (&run.result, exit_code) {

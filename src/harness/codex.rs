@@ -53,6 +53,7 @@ use serde_json::{Map, Value, json};
 
 pub use super::TrajectoryOptions;
 use super::pricing::TokenCounts;
+use super::provider::STDERR_TAIL;
 pub use super::provider::{
     Evidence, ProviderFailure, ProviderFailureKind, classify_error_text, kind_for_status,
 };
@@ -70,8 +71,6 @@ const STRAY_LINES_MAX: usize = 200;
 const STRAY_LINE_MAX: usize = 2048;
 /// At most this many error messages are kept, each cut to [`STRAY_LINE_MAX`] bytes.
 const ERRORS_MAX: usize = 200;
-/// Only the end of stderr is searched for provider errors.
-const STDERR_TAIL: usize = 64 * 1024;
 
 /// Prefixes of user messages that Codex injects as context (not the task's prompt).
 const CONTEXT_PREFIXES: &[&str] = &[
@@ -182,10 +181,11 @@ impl RunError {
             _ => (None, None),
         };
         RunError {
-            message: cut(
+            message: crate::text::head(
                 e.get("message").and_then(Value::as_str).unwrap_or(""),
                 STRAY_LINE_MAX,
-            ),
+            )
+            .to_string(),
             info: variant,
             http_status,
         }
@@ -229,7 +229,8 @@ impl CodexEvents {
                 if line.starts_with('{') {
                     ev.bad_lines.push(i + 1);
                 } else if ev.stray.len() < STRAY_LINES_MAX {
-                    ev.stray.push(cut(line, STRAY_LINE_MAX));
+                    ev.stray
+                        .push(crate::text::head(line, STRAY_LINE_MAX).to_string());
                 }
                 continue;
             };
@@ -805,11 +806,8 @@ impl CodexRun {
         if let Some(hit) = events.and_then(|e| classify_codex_text(&e.stray.join("\n"))) {
             return Some(found(hit, Evidence::StrayOutput));
         }
-        let mut from = stderr.len().saturating_sub(STDERR_TAIL);
-        while !stderr.is_char_boundary(from) {
-            from += 1;
-        }
-        classify_codex_text(&stderr[from..]).map(|hit| found(hit, Evidence::Stderr))
+        classify_codex_text(crate::text::tail(stderr, STDERR_TAIL))
+            .map(|hit| found(hit, Evidence::Stderr))
     }
 }
 
@@ -958,19 +956,10 @@ fn output_text(v: &Value) -> String {
     }
 }
 
-/// `s` cut to at most `max` bytes on a char boundary.
-fn cut(s: &str, max: usize) -> String {
-    let mut end = s.len().min(max);
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
-}
-
 /// Pushes `m`, cut, unless [`ERRORS_MAX`] messages are kept already.
 fn push_capped(list: &mut Vec<String>, m: &str) {
     if list.len() < ERRORS_MAX {
-        list.push(cut(m, STRAY_LINE_MAX));
+        list.push(crate::text::head(m, STRAY_LINE_MAX).to_string());
     }
 }
 

@@ -54,6 +54,7 @@ use serde_json::Value;
 
 pub use super::TrajectoryOptions;
 use super::pricing::TokenCounts;
+use super::provider::STDERR_TAIL;
 pub use super::provider::{
     Evidence, ProviderFailure, ProviderFailureKind, classify_error_text, kind_for_status,
 };
@@ -83,8 +84,6 @@ const SESSION_CONTEXT_TAG: &str = "<session_context>";
 /// bytes.
 const STRAY_LINES_MAX: usize = 200;
 const STRAY_LINE_MAX: usize = 2048;
-/// Only the end of stderr is searched for provider errors.
-const STDERR_TAIL: usize = 64 * 1024;
 
 /// Token usage of one Gemini API response, as the session file's `tokens` records it. Counts
 /// are tokens.
@@ -260,7 +259,8 @@ impl GeminiCliRun {
                 Ok(v) if v.get("type").and_then(Value::as_str).is_some() => self.read_event(&v),
                 _ => {
                     if self.stray.len() < STRAY_LINES_MAX {
-                        self.stray.push(cut(trimmed, STRAY_LINE_MAX));
+                        self.stray
+                            .push(crate::text::head(trimmed, STRAY_LINE_MAX).to_string());
                     }
                 }
             }
@@ -609,11 +609,8 @@ impl GeminiCliRun {
         if let Some(hit) = classify_gemini_error(&self.stray.join("\n")) {
             return found(hit, Evidence::StrayOutput);
         }
-        let mut from = stderr.len().saturating_sub(STDERR_TAIL);
-        while !stderr.is_char_boundary(from) {
-            from += 1;
-        }
-        classify_gemini_error(&stderr[from..]).and_then(|hit| found(hit, Evidence::Stderr))
+        classify_gemini_error(crate::text::tail(stderr, STDERR_TAIL))
+            .and_then(|hit| found(hit, Evidence::Stderr))
     }
 }
 
@@ -875,18 +872,6 @@ fn message(v: &Value) -> Message {
         model: s("model"),
         calls,
     }
-}
-
-/// `s` cut to at most `max` bytes on a char boundary.
-fn cut(s: &str, max: usize) -> String {
-    if s.len() <= max {
-        return s.to_string();
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    s[..end].to_string()
 }
 
 #[cfg(test)]

@@ -100,6 +100,9 @@ impl ProviderFailure {
     }
 }
 
+/// Only the end of a harness's stderr is searched for provider errors, bytes.
+pub const STDERR_TAIL: usize = 64 * 1024;
+
 /// Phrases, lowercased, in the order they are tried (a quota phrase beats a 429 status).
 const PHRASES: &[(ProviderFailureKind, &[&str])] = &[
     (

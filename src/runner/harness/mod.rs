@@ -277,19 +277,20 @@ fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
         if !e.file_type().is_file() {
             continue;
         }
-        let Ok(bytes) = super::safe_fs::read_capped(e.path(), 256 << 20) else {
+        let Ok(mut bytes) = super::safe_fs::read_capped(e.path(), 256 << 20) else {
             continue;
         };
-        let mut text = String::from_utf8_lossy(&bytes).into_owned();
+        // Byte-wise, so a binary file that happens to hold a key is not mangled by decoding.
         let mut hit = false;
         for (name, value) in &secrets {
-            if text.contains(value) {
-                text = text.replace(value, &format!("[redacted {name}]"));
+            let (value, mark) = (value.as_bytes(), format!("[redacted {name}]"));
+            while let Some(at) = bytes.windows(value.len()).position(|w| w == value) {
+                bytes.splice(at..at + value.len(), mark.bytes());
                 hit = true;
             }
         }
         if hit {
-            let _ = std::fs::write(e.path(), text);
+            let _ = std::fs::write(e.path(), &bytes);
         }
     }
 }
@@ -298,11 +299,8 @@ fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
 /// last 4 KiB of stderr name a rate limit, overload or server error — Gemini CLI retries a 429
 /// for minutes), the provider, not the agent, used the time: a transient provider failure.
 fn stalled_on_provider(stderr: &str) -> Option<ProviderFailure> {
-    let mut from = stderr.len().saturating_sub(4096);
-    while !stderr.is_char_boundary(from) {
-        from += 1;
-    }
-    let (kind, http_status) = crate::harness::provider::classify_error_text(&stderr[from..])?;
+    let (kind, http_status) =
+        crate::harness::provider::classify_error_text(crate::text::tail(stderr, 4096))?;
     kind.is_transient().then_some(ProviderFailure {
         kind,
         evidence: crate::harness::provider::Evidence::Stderr,

@@ -12,11 +12,12 @@
 mod common;
 #[path = "support/glibc_image.rs"]
 mod glibc_image;
+#[path = "support/harness_run.rs"]
+mod harness_run;
 #[path = "support/scripted_model/mod.rs"]
 mod scripted_model;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use common::require_docker;
 use scripted_model::{Script, ScriptedModel, Usage};
@@ -24,15 +25,6 @@ use skillscope::store::{Outcome, Store, TrialRow, queries};
 
 /// The dummy key; it must not appear in anything skillscope writes.
 const DUMMY_KEY: &str = "sk-test-dummy-key-9f3a";
-
-fn harness_tasks() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harness-tasks")
-}
-
-/// Kits are fetched once per checkout (`target/harness-kits`), not once per test.
-fn kit_cache() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/harness-kits")
-}
 
 /// The Docker bridge gateway: where containers reach the scripted server on this machine.
 async fn bridge_gateway() -> String {
@@ -122,27 +114,11 @@ async fn run_harness(h: &Harness, model: &ScriptedModel, config: &str, run: &str
     let cfg = dir.path().join("skillscope.toml");
     std::fs::write(&cfg, config).unwrap();
     let base = format!("{}{}", model.base_url(&bridge_gateway().await), h.base_path);
-    let out = Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args([
-            "run",
-            "--headless",
-            "--conditions",
-            "curated",
-            "--trials",
-            "1",
-        ])
-        .args(["--agent", h.agent, "--model", h.model, "--run", run])
-        .arg("--tasks")
-        .arg(harness_tasks())
-        .arg("--db")
-        .arg(dir.path().join("s.db"))
-        .arg("--jobs-dir")
-        .arg(dir.path().join("jobs"))
+    let out = harness_run::harness_run(h.agent, h.model, run, dir.path())
         .arg("--config")
         .arg(&cfg)
         .env(h.key_var, DUMMY_KEY)
         .env(h.base_var, base)
-        .env("SKILLSCOPE_HARNESS_CACHE", kit_cache())
         .output()
         .expect("run skillscope");
     let store = Store::open(&dir.path().join("s.db")).expect("store");

@@ -7,10 +7,10 @@
 mod common;
 #[path = "support/glibc_image.rs"]
 mod glibc_image;
+#[path = "support/harness_run.rs"]
+mod harness_run;
 
 use std::io::Write;
-use std::path::Path;
-use std::process::Command;
 
 use skillscope::store::{Outcome, Store, queries};
 
@@ -29,24 +29,7 @@ async fn live(agent: &str, key_var: &str, model_var: &str, default_model: &str) 
     glibc_image::ensure_glibc_image().await;
     let model = std::env::var(model_var).unwrap_or_else(|_| default_model.to_string());
     let dir = tempfile::tempdir().unwrap();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args([
-            "run",
-            "--headless",
-            "--conditions",
-            "curated",
-            "--trials",
-            "1",
-        ])
-        .args(["--agent", agent, "--model", &model, "--run", "live"])
-        .arg("--tasks")
-        .arg(root.join("tests/fixtures/harness-tasks"))
-        .arg("--db")
-        .arg(dir.path().join("s.db"))
-        .arg("--jobs-dir")
-        .arg(dir.path().join("jobs"))
-        .env("SKILLSCOPE_HARNESS_CACHE", root.join("target/harness-kits"))
+    let out = harness_run::harness_run(agent, &model, "live", dir.path())
         .output()
         .expect("run skillscope");
     let c = Store::open(&dir.path().join("s.db"))

@@ -35,15 +35,15 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 pub use super::TrajectoryOptions;
+use super::convert::{
+    AgentTurn, RunTotals, agent_step, assemble, step_metrics, text_step, unreadable_note,
+};
 use super::pricing::{PriceTable, PricingError, TokenCounts};
-use super::provider::STDERR_TAIL;
+use super::provider::in_stray_or_stderr;
 pub use super::provider::{
     Evidence, ProviderFailure, ProviderFailureKind, classify_error_text, kind_for_status,
 };
-use crate::harbor::atif::{
-    AgentRef, Content, FinalMetrics, Metrics, Observation, ObservationResult, Step, ToolCall,
-    Trajectory, WRITE_VERSION,
-};
+use crate::harbor::atif::{AgentRef, Content, ObservationResult, Step, ToolCall, Trajectory};
 
 /// Harness name, as Harbor reports it (`agent_info.name`).
 pub const AGENT_NAME: &str = "claude-code";
@@ -624,53 +624,29 @@ impl ClaudeCodeRun {
     pub fn to_trajectory(&self, opts: &TrajectoryOptions<'_>) -> Trajectory {
         let mut steps: Vec<Step> = Vec::new();
         if let Some(instruction) = opts.instruction {
-            steps.push(Step {
-                step_id: 1,
-                timestamp: opts.started_at.map(str::to_string),
-                source: "user".into(),
-                model_name: None,
-                message: Some(Content::Text(instruction.to_string())),
-                reasoning_content: None,
-                tool_calls: None,
-                observation: None,
-                metrics: None,
-            });
+            let at = opts.started_at.map(str::to_string);
+            steps.push(text_step("user", at, instruction.to_string()));
         }
         for t in &self.turns {
-            let step_id = steps.len() as u64 + 1;
-            let message = Some(Content::Text(t.texts.join("\n\n")));
-            let step = match t.source {
-                TurnSource::User => Step {
-                    step_id,
+            let message = t.texts.join("\n\n");
+            steps.push(match t.source {
+                TurnSource::User => text_step("user", None, message),
+                TurnSource::Agent => agent_step(AgentTurn {
                     timestamp: None,
-                    source: "user".into(),
-                    model_name: None,
-                    message,
-                    reasoning_content: None,
-                    tool_calls: None,
-                    observation: None,
-                    metrics: None,
-                },
-                TurnSource::Agent => Step {
-                    step_id,
-                    timestamp: None,
-                    source: "agent".into(),
                     model_name: t.model.clone().or_else(|| self.model.clone()),
                     message,
-                    reasoning_content: (!t.reasoning.is_empty()).then(|| t.reasoning.join("\n\n")),
-                    tool_calls: (!t.calls.is_empty()).then(|| t.calls.clone()),
-                    observation: (!t.results.is_empty()).then(|| Observation {
-                        results: t.results.clone(),
+                    reasoning: Some(t.reasoning.join("\n\n")),
+                    calls: t.calls.clone(),
+                    results: t.results.clone(),
+                    metrics: t.usage.map(|u| {
+                        step_metrics(
+                            u.prompt_tokens(),
+                            u.output_tokens,
+                            u.cache_read_input_tokens,
+                        )
                     }),
-                    metrics: t.usage.map(|u| Metrics {
-                        prompt_tokens: Some(u.prompt_tokens() as i64),
-                        completion_tokens: Some(u.output_tokens as i64),
-                        cached_tokens: Some(u.cache_read_input_tokens as i64),
-                        cost_usd: None,
-                    }),
-                },
-            };
-            steps.push(step);
+                }),
+            });
         }
         let totals = self.token_totals();
         let mut notes = format!(
@@ -686,31 +662,19 @@ impl ClaudeCodeRun {
         if self.incomplete() {
             notes.push_str("; the stream ended without its result line");
         }
-        if !self.bad_lines.is_empty() {
-            notes.push_str(&format!("; {} unreadable line(s)", self.bad_lines.len()));
-        }
-        Trajectory {
-            schema_version: WRITE_VERSION.into(),
-            session_id: self.session_id.clone(),
-            agent: AgentRef {
-                name: AGENT_NAME.into(),
-                version: opts
-                    .agent_version
-                    .map(str::to_string)
-                    .or_else(|| self.cli_version.clone())
-                    .unwrap_or_else(|| "unknown".into()),
-                model_name: self.model.clone(),
-            },
-            final_metrics: Some(FinalMetrics {
-                total_prompt_tokens: Some(totals.input as i64),
-                total_completion_tokens: Some(totals.output as i64),
-                total_cached_tokens: Some(totals.cached as i64),
-                total_cost_usd: self.reported_cost_usd(),
-                total_steps: Some(steps.len() as i64),
-            }),
-            notes: Some(notes),
-            steps,
-        }
+        notes.push_str(&unreadable_note(self.bad_lines.len()));
+        let agent = AgentRef {
+            name: AGENT_NAME.into(),
+            version: opts.agent_version_or(self.cli_version.as_deref()),
+            model_name: self.model.clone(),
+        };
+        let run_totals = RunTotals {
+            prompt: totals.input,
+            completion: totals.output,
+            cached: totals.cached,
+            cost_usd: self.reported_cost_usd(),
+        };
+        assemble(agent, self.session_id.clone(), steps, run_totals, notes)
     }
 }
 
@@ -768,13 +732,7 @@ pub fn classify(run: &ClaudeCodeRun, stderr: &str, exit_code: Option<i64>) -> Ou
             });
         }
     }
-    let found = |kind, evidence, http_status| {
-        Outcome::Provider(ProviderFailure {
-            kind,
-            evidence,
-            http_status,
-        })
-    };
+    let found = |hit, evidence| Outcome::Provider(ProviderFailure::seen(hit, evidence));
     if let Some(r) = &run.result {
         // The error type and text first (a quota message beats its 429), then the status.
         let text = format!(
@@ -789,8 +747,8 @@ pub fn classify(run: &ClaudeCodeRun, stderr: &str, exit_code: Option<i64>) -> Ou
                     .and_then(kind_for_status)
                     .map(|k| (k, r.api_error_status))
             });
-        if let Some((kind, status)) = hit {
-            return found(kind, Evidence::ResultLine, status);
+        if let Some(hit) = hit {
+            return found(hit, Evidence::ResultLine);
         }
     }
     for e in run.api_errors.iter().rev() {
@@ -803,15 +761,12 @@ pub fn classify(run: &ClaudeCodeRun, stderr: &str, exit_code: Option<i64>) -> Ou
                     .and_then(kind_for_code)
                     .map(|k| (k, e.status))
             });
-        if let Some((kind, status)) = hit {
-            return found(kind, Evidence::ApiErrorMessage, status);
+        if let Some(hit) = hit {
+            return found(hit, Evidence::ApiErrorMessage);
         }
     }
-    if let Some((kind, status)) = classify_error_text(&run.stray.join("\n")) {
-        return found(kind, Evidence::StrayOutput, status);
-    }
-    if let Some((kind, status)) = classify_error_text(crate::text::tail(stderr, STDERR_TAIL)) {
-        return found(kind, Evidence::Stderr, status);
+    if let Some(failure) = in_stray_or_stderr(&run.stray, stderr, classify_error_text) {
+        return Outcome::Provider(failure);
     }
     match (&run.result, exit_code) {
         (Some(r), _) => Outcome::Task(TaskFailure::ResultError {
@@ -836,6 +791,7 @@ fn kind_for_code(code: &str) -> Option<ProviderFailureKind> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harbor::atif::{Metrics, WRITE_VERSION};
     use crate::harbor::skill_use::{UseKind, detect};
 
     const SKILL_RUN: &str = include_str!("../../tests/fixtures/harness/skill_run.jsonl");
@@ -872,18 +828,7 @@ mod tests {
         assert_eq!(t.schema_version, WRITE_VERSION);
         assert_eq!(t.agent.name, "claude-code");
         assert_eq!(t.agent.version, "2.1.34");
-        let shape: Vec<(u64, &str, Vec<&str>, usize)> = t
-            .steps
-            .iter()
-            .map(|s| {
-                (
-                    s.step_id,
-                    s.source.as_str(),
-                    s.calls().iter().map(|c| c.function_name.as_str()).collect(),
-                    s.results().len(),
-                )
-            })
-            .collect();
+        let shape = crate::harness::convert::step_shapes(&t);
         assert_eq!(
             shape,
             vec![

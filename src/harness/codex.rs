@@ -52,15 +52,15 @@ use std::collections::HashMap;
 use serde_json::{Map, Value, json};
 
 pub use super::TrajectoryOptions;
+use super::convert::{
+    AgentTurn, RunTotals, agent_step, assemble, step_metrics, text_step, unreadable_note,
+};
 use super::pricing::TokenCounts;
-use super::provider::STDERR_TAIL;
+use super::provider::in_stray_or_stderr;
 pub use super::provider::{
     Evidence, ProviderFailure, ProviderFailureKind, classify_error_text, kind_for_status,
 };
-use crate::harbor::atif::{
-    AgentRef, Content, FinalMetrics, Metrics, Observation, ObservationResult, Step, ToolCall,
-    Trajectory, WRITE_VERSION,
-};
+use crate::harbor::atif::{AgentRef, Content, ObservationResult, Step, ToolCall, Trajectory};
 
 /// Harness name, as Harbor reports it (`agent_info.name`).
 pub const AGENT_NAME: &str = "codex";
@@ -676,56 +676,26 @@ impl CodexRun {
     pub fn to_trajectory(&self, opts: &TrajectoryOptions<'_>) -> Trajectory {
         let mut steps: Vec<Step> = Vec::new();
         if let Some(instruction) = opts.instruction.or(self.prompt.as_deref()) {
-            steps.push(Step {
-                step_id: 1,
-                timestamp: opts
-                    .started_at
-                    .map(str::to_string)
-                    .or_else(|| self.started_at.clone()),
-                source: "user".into(),
-                model_name: None,
-                message: Some(Content::Text(instruction.to_string())),
-                reasoning_content: None,
-                tool_calls: None,
-                observation: None,
-                metrics: None,
-            });
+            let at = opts.started_at.map(str::to_string);
+            let at = at.or_else(|| self.started_at.clone());
+            steps.push(text_step("user", at, instruction.to_string()));
         }
         for t in &self.turns {
-            let step_id = steps.len() as u64 + 1;
-            let message = Some(Content::Text(t.texts.join("\n\n")));
-            let step = match t.source {
-                TurnSource::User => Step {
-                    step_id,
+            let message = t.texts.join("\n\n");
+            steps.push(match t.source {
+                TurnSource::User => text_step("user", t.timestamp.clone(), message),
+                TurnSource::Agent => agent_step(AgentTurn {
                     timestamp: t.timestamp.clone(),
-                    source: "user".into(),
-                    model_name: None,
-                    message,
-                    reasoning_content: None,
-                    tool_calls: None,
-                    observation: None,
-                    metrics: None,
-                },
-                TurnSource::Agent => Step {
-                    step_id,
-                    timestamp: t.timestamp.clone(),
-                    source: "agent".into(),
                     model_name: t.model.clone().or_else(|| self.model.clone()),
                     message,
-                    reasoning_content: (!t.reasoning.is_empty()).then(|| t.reasoning.join("\n\n")),
-                    tool_calls: (!t.calls.is_empty()).then(|| t.calls.clone()),
-                    observation: (!t.results.is_empty()).then(|| Observation {
-                        results: t.results.clone(),
+                    reasoning: Some(t.reasoning.join("\n\n")),
+                    calls: t.calls.clone(),
+                    results: t.results.clone(),
+                    metrics: t.usage.map(|u| {
+                        step_metrics(u.input_tokens, u.output_tokens, u.cached_input_tokens)
                     }),
-                    metrics: t.usage.map(|u| Metrics {
-                        prompt_tokens: Some(u.input_tokens as i64),
-                        completion_tokens: Some(u.output_tokens as i64),
-                        cached_tokens: Some(u.cached_input_tokens as i64),
-                        cost_usd: None,
-                    }),
-                },
-            };
-            steps.push(step);
+                }),
+            });
         }
         let (usage, source) = self.usage();
         let mut notes = format!(
@@ -740,31 +710,19 @@ impl CodexRun {
         if self.incomplete() {
             notes.push_str("; the rollout ended without task_complete");
         }
-        if !self.bad_lines.is_empty() {
-            notes.push_str(&format!("; {} unreadable line(s)", self.bad_lines.len()));
-        }
-        Trajectory {
-            schema_version: WRITE_VERSION.into(),
-            session_id: self.session_id.clone(),
-            agent: AgentRef {
-                name: AGENT_NAME.into(),
-                version: opts
-                    .agent_version
-                    .map(str::to_string)
-                    .or_else(|| self.cli_version.clone())
-                    .unwrap_or_else(|| "unknown".into()),
-                model_name: self.model.clone(),
-            },
-            final_metrics: Some(FinalMetrics {
-                total_prompt_tokens: Some(usage.input_tokens as i64),
-                total_completion_tokens: Some(usage.output_tokens as i64),
-                total_cached_tokens: Some(usage.cached_input_tokens as i64),
-                total_cost_usd: None,
-                total_steps: Some(steps.len() as i64),
-            }),
-            notes: Some(notes),
-            steps,
-        }
+        notes.push_str(&unreadable_note(self.bad_lines.len()));
+        let agent = AgentRef {
+            name: AGENT_NAME.into(),
+            version: opts.agent_version_or(self.cli_version.as_deref()),
+            model_name: self.model.clone(),
+        };
+        let totals = RunTotals {
+            prompt: usage.input_tokens,
+            completion: usage.output_tokens,
+            cached: usage.cached_input_tokens,
+            cost_usd: None,
+        };
+        assemble(agent, self.session_id.clone(), steps, totals, notes)
     }
 
     /// A provider failure the run ended with, if any. `None` when the run completed
@@ -781,11 +739,7 @@ impl CodexRun {
         if self.completed() {
             return None;
         }
-        let found = |(kind, http_status), evidence| ProviderFailure {
-            kind,
-            evidence,
-            http_status,
-        };
+        let found = ProviderFailure::seen;
         for e in self.run_errors.iter().rev() {
             if let Some(hit) = classify_run_error(e) {
                 return Some(found(hit, Evidence::ResultLine));
@@ -803,11 +757,8 @@ impl CodexRun {
                 return Some(found(hit, Evidence::ApiErrorMessage));
             }
         }
-        if let Some(hit) = events.and_then(|e| classify_codex_text(&e.stray.join("\n"))) {
-            return Some(found(hit, Evidence::StrayOutput));
-        }
-        classify_codex_text(crate::text::tail(stderr, STDERR_TAIL))
-            .map(|hit| found(hit, Evidence::Stderr))
+        let stray = events.map(|e| e.stray.as_slice()).unwrap_or_default();
+        in_stray_or_stderr(stray, stderr, classify_codex_text)
     }
 }
 
@@ -966,6 +917,7 @@ fn push_capped(list: &mut Vec<String>, m: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harbor::atif::WRITE_VERSION;
     use crate::harbor::skill_use::{UseKind, detect};
 
     const SKILL_ROLLOUT: &str =
@@ -1046,18 +998,7 @@ mod tests {
         assert_eq!(t.agent.name, "codex");
         assert_eq!(t.agent.version, "0.169.0");
         assert_eq!(t.agent.model_name.as_deref(), Some("gpt-5.2"));
-        let shape: Vec<(u64, &str, Vec<&str>, usize)> = t
-            .steps
-            .iter()
-            .map(|s| {
-                (
-                    s.step_id,
-                    s.source.as_str(),
-                    s.calls().iter().map(|c| c.function_name.as_str()).collect(),
-                    s.results().len(),
-                )
-            })
-            .collect();
+        let shape = crate::harness::convert::step_shapes(&t);
         assert_eq!(
             shape,
             vec![

@@ -53,15 +53,15 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 pub use super::TrajectoryOptions;
+use super::convert::{
+    AgentTurn, RunTotals, agent_step, assemble, step_metrics, text_step, unreadable_note,
+};
 use super::pricing::TokenCounts;
-use super::provider::STDERR_TAIL;
+use super::provider::in_stray_or_stderr;
 pub use super::provider::{
     Evidence, ProviderFailure, ProviderFailureKind, classify_error_text, kind_for_status,
 };
-use crate::harbor::atif::{
-    AgentRef, Content, FinalMetrics, Metrics, Observation, ObservationResult, Step, ToolCall,
-    Trajectory, WRITE_VERSION,
-};
+use crate::harbor::atif::{AgentRef, Content, ObservationResult, Step, ToolCall, Trajectory};
 
 /// Harness name, as Harbor reports it (`agent_info.name`).
 pub const AGENT_NAME: &str = "gemini-cli";
@@ -160,6 +160,36 @@ struct Call {
     status: Option<String>,
     /// What the tool returned to the model (`functionResponse.response.output`/`error`).
     output: Option<String>,
+}
+
+impl Call {
+    /// The ATIF tool call.
+    fn tool_call(&self) -> ToolCall {
+        ToolCall {
+            tool_call_id: self.id.clone(),
+            function_name: self.name.clone(),
+            arguments: self.args.clone(),
+        }
+    }
+
+    /// What the call returned, when it has finished (an output or a status); a call that did not
+    /// succeed ends with [`TOOL_ERROR_MARK`].
+    fn result(&self) -> Option<ObservationResult> {
+        if self.output.is_none() && self.status.is_none() {
+            return None;
+        }
+        let mut text = self.output.clone().unwrap_or_default();
+        if self.status.as_deref().is_some_and(|s| s != "success") {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(TOOL_ERROR_MARK);
+        }
+        Some(ObservationResult {
+            source_call_id: (!self.id.is_empty()).then(|| self.id.clone()),
+            content: Some(Content::Text(text)),
+        })
+    }
 }
 
 /// One message of the session, after merging its copies.
@@ -446,91 +476,37 @@ impl GeminiCliRun {
     /// [`GeminiCliRun::token_counts`]; `total_cost_usd` is left to the price table.
     pub fn to_trajectory(&self, opts: &TrajectoryOptions<'_>) -> Trajectory {
         let mut steps: Vec<Step> = Vec::new();
-        let blank = |source: &str, timestamp: Option<String>, text: String| Step {
-            step_id: 0,
-            timestamp,
-            source: source.into(),
-            model_name: None,
-            message: Some(Content::Text(text)),
-            reasoning_content: None,
-            tool_calls: None,
-            observation: None,
-            metrics: None,
-        };
         if let Some(instruction) = opts.instruction {
             let held = self.messages.iter().any(|m| {
                 m.kind == "user" && !m.tool_results_only && m.text.trim() == instruction.trim()
             });
             if !held {
-                steps.push(blank(
-                    "user",
-                    opts.started_at.map(str::to_string),
-                    instruction.to_string(),
-                ));
+                let at = opts.started_at.map(str::to_string);
+                steps.push(text_step("user", at, instruction.to_string()));
             }
         }
         for m in &self.messages {
+            let at = m.timestamp.clone();
             let step = match m.kind.as_str() {
                 "user" if m.tool_results_only => continue,
                 "user" if m.text.trim_start().starts_with(SESSION_CONTEXT_TAG) => {
-                    blank("system", m.timestamp.clone(), m.text.clone())
+                    text_step("system", at, m.text.clone())
                 }
-                "user" => blank("user", m.timestamp.clone(), m.text.clone()),
-                "gemini" => {
-                    let calls: Vec<ToolCall> = m
-                        .calls
-                        .iter()
-                        .map(|c| ToolCall {
-                            tool_call_id: c.id.clone(),
-                            function_name: c.name.clone(),
-                            arguments: c.args.clone(),
-                        })
-                        .collect();
-                    let results: Vec<ObservationResult> = m
-                        .calls
-                        .iter()
-                        .filter(|c| c.output.is_some() || c.status.is_some())
-                        .map(|c| {
-                            let mut text = c.output.clone().unwrap_or_default();
-                            if c.status.as_deref().is_some_and(|s| s != "success") {
-                                if !text.is_empty() {
-                                    text.push('\n');
-                                }
-                                text.push_str(TOOL_ERROR_MARK);
-                            }
-                            ObservationResult {
-                                source_call_id: (!c.id.is_empty()).then(|| c.id.clone()),
-                                content: Some(Content::Text(text)),
-                            }
-                        })
-                        .collect();
-                    Step {
-                        step_id: 0,
-                        timestamp: m.timestamp.clone(),
-                        source: "agent".into(),
-                        model_name: m.model.clone().or_else(|| self.model().map(str::to_string)),
-                        message: Some(Content::Text(m.text.clone())),
-                        reasoning_content: (!m.thoughts.is_empty()).then(|| m.thoughts.join("\n")),
-                        tool_calls: (!calls.is_empty()).then_some(calls),
-                        observation: (!results.is_empty()).then_some(Observation { results }),
-                        metrics: m.tokens.map(|t| Metrics {
-                            prompt_tokens: Some((t.input + t.tool) as i64),
-                            completion_tokens: Some((t.output + t.thoughts) as i64),
-                            cached_tokens: Some(t.cached as i64),
-                            cost_usd: None,
-                        }),
-                    }
-                }
-                _ => blank(
-                    "system",
-                    m.timestamp.clone(),
-                    format!("[{}] {}", m.kind, m.text),
-                ),
+                "user" => text_step("user", at, m.text.clone()),
+                "gemini" => agent_step(AgentTurn {
+                    timestamp: at,
+                    model_name: m.model.clone().or_else(|| self.model().map(str::to_string)),
+                    message: m.text.clone(),
+                    reasoning: Some(m.thoughts.join("\n")),
+                    calls: m.calls.iter().map(Call::tool_call).collect(),
+                    results: m.calls.iter().filter_map(Call::result).collect(),
+                    metrics: m
+                        .tokens
+                        .map(|t| step_metrics(t.input + t.tool, t.output + t.thoughts, t.cached)),
+                }),
+                _ => text_step("system", at, format!("[{}] {}", m.kind, m.text)),
             };
             steps.push(step);
-        }
-        for (i, s) in steps.iter_mut().enumerate() {
-            s.step_id = i as u64 + 1;
         }
         let (_, source) = self.usage_by_model();
         let totals = self.token_counts();
@@ -542,27 +518,19 @@ impl GeminiCliRun {
                 TotalsSource::Session => "the session's gemini messages (main chat only)",
             }
         );
-        if self.bad_lines > 0 {
-            notes.push_str(&format!("; {} unreadable line(s)", self.bad_lines));
-        }
-        Trajectory {
-            schema_version: WRITE_VERSION.into(),
-            session_id: self.session_id.clone(),
-            agent: AgentRef {
-                name: AGENT_NAME.into(),
-                version: opts.agent_version.unwrap_or("unknown").to_string(),
-                model_name: self.model().map(str::to_string),
-            },
-            final_metrics: Some(FinalMetrics {
-                total_prompt_tokens: Some(totals.prompt_total() as i64),
-                total_completion_tokens: Some(totals.output as i64),
-                total_cached_tokens: Some(totals.cached_input as i64),
-                total_cost_usd: None,
-                total_steps: Some(steps.len() as i64),
-            }),
-            notes: Some(notes),
-            steps,
-        }
+        notes.push_str(&unreadable_note(self.bad_lines));
+        let agent = AgentRef {
+            name: AGENT_NAME.into(),
+            version: opts.agent_version_or(None),
+            model_name: self.model().map(str::to_string),
+        };
+        let run_totals = RunTotals {
+            prompt: totals.prompt_total(),
+            completion: totals.output,
+            cached: totals.cached_input,
+            cost_usd: None,
+        };
+        assemble(agent, self.session_id.clone(), steps, run_totals, notes)
     }
 
     /// A provider failure, if the run shows one. A completed run ([`GeminiCliRun::completed`])
@@ -576,13 +544,7 @@ impl GeminiCliRun {
         if self.completed() {
             return None;
         }
-        let found = |(kind, http_status): (ProviderFailureKind, Option<u16>), evidence| {
-            Some(ProviderFailure {
-                kind,
-                evidence,
-                http_status,
-            })
-        };
+        let found = |hit, evidence| Some(ProviderFailure::seen(hit, evidence));
         if let Some(hit) = self
             .result
             .as_ref()
@@ -606,11 +568,7 @@ impl GeminiCliRun {
         {
             return found(hit, Evidence::ApiErrorMessage);
         }
-        if let Some(hit) = classify_gemini_error(&self.stray.join("\n")) {
-            return found(hit, Evidence::StrayOutput);
-        }
-        classify_gemini_error(crate::text::tail(stderr, STDERR_TAIL))
-            .and_then(|hit| found(hit, Evidence::Stderr))
+        in_stray_or_stderr(&self.stray, stderr, classify_gemini_error)
     }
 }
 

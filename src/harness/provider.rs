@@ -75,7 +75,20 @@ pub struct ProviderFailure {
     pub http_status: Option<u16>,
 }
 
+/// What a classifier recognised in a piece of text: the failure kind and the HTTP status, when
+/// the text gave one.
+pub type Hit = (ProviderFailureKind, Option<u16>);
+
 impl ProviderFailure {
+    /// A failure recognised as `hit` in `evidence`.
+    pub fn seen(hit: Hit, evidence: Evidence) -> ProviderFailure {
+        ProviderFailure {
+            kind: hit.0,
+            evidence,
+            http_status: hit.1,
+        }
+    }
+
     /// One line for the trial's error column, e.g. `model provider failure: rate limit (HTTP
     /// 429), seen in the harness's closing record`.
     pub fn describe(&self) -> String {
@@ -102,6 +115,21 @@ impl ProviderFailure {
 
 /// Only the end of a harness's stderr is searched for provider errors, bytes.
 pub const STDERR_TAIL: usize = 64 * 1024;
+
+/// The last two places every harness reader searches, after its own records: the stream's
+/// non-JSON lines (`stray`, joined; [`Evidence::StrayOutput`]), then the last [`STDERR_TAIL`]
+/// bytes of `stderr` ([`Evidence::Stderr`]), each read by the harness's `classify`.
+pub fn in_stray_or_stderr(
+    stray: &[String],
+    stderr: &str,
+    classify: impl Fn(&str) -> Option<Hit>,
+) -> Option<ProviderFailure> {
+    if let Some(hit) = classify(&stray.join("\n")) {
+        return Some(ProviderFailure::seen(hit, Evidence::StrayOutput));
+    }
+    classify(crate::text::tail(stderr, STDERR_TAIL))
+        .map(|hit| ProviderFailure::seen(hit, Evidence::Stderr))
+}
 
 /// Phrases, lowercased, in the order they are tried (a quota phrase beats a 429 status).
 const PHRASES: &[(ProviderFailureKind, &[&str])] = &[

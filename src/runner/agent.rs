@@ -16,6 +16,7 @@ use crate::harbor::atif::{
     AgentRef, Content, FinalMetrics, Observation, ObservationResult, Step, ToolCall, Trajectory,
     WRITE_VERSION,
 };
+use crate::harness::convert::text_step;
 
 /// What an agent gets for one trial.
 pub struct AgentContext<'a> {
@@ -45,6 +46,9 @@ pub struct AgentRun {
     /// Set when the run ended because the model provider failed (refused key, rate limit,
     /// overload, quota, server error): the task was not fairly attempted.
     pub provider_failure: Option<crate::harness::provider::ProviderFailure>,
+    /// An LLM harness's native log, parsed once when the run ended (for
+    /// [`Agent::trajectory`]); `None` for agents without one or when the log is empty.
+    pub native: Option<std::sync::Arc<crate::harness::NativeRun>>,
 }
 
 /// A harness that attempts a task inside the trial container.
@@ -91,17 +95,9 @@ pub trait Agent: Send + Sync {
 
 /// The first step of every trajectory: the instruction, from the user.
 fn instruction_step(ctx: &AgentContext<'_>, at: &str) -> Step {
-    Step {
-        step_id: 1,
-        timestamp: Some(at.to_string()),
-        source: "user".into(),
-        model_name: None,
-        message: Some(Content::Text(ctx.instruction.to_string())),
-        reasoning_content: None,
-        tool_calls: None,
-        observation: None,
-        metrics: None,
-    }
+    let mut step = text_step("user", Some(at.to_string()), ctx.instruction.to_string());
+    step.step_id = 1;
+    step
 }
 
 fn trajectory_of(agent: &dyn Agent, steps: Vec<Step>) -> Trajectory {
@@ -220,6 +216,7 @@ impl Agent for OracleAgent {
             end: r.end,
             exit_code: r.exit_code,
             provider_failure: None,
+            native: None,
         })
     }
 
@@ -289,6 +286,7 @@ impl Agent for NopAgent {
             end: ExecEnd::Exited,
             exit_code: Some(0),
             provider_failure: None,
+            native: None,
         })
     }
 

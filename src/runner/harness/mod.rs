@@ -23,7 +23,7 @@ use crate::config::HarnessSettings;
 use crate::harbor::atif::Trajectory;
 use crate::harness::pricing::{PriceTable, TokenCounts};
 use crate::harness::provider::ProviderFailure;
-use crate::harness::{TrajectoryOptions, claude_code, codex, gemini_cli};
+use crate::harness::{NativeRun, TrajectoryOptions, claude_code, codex, gemini_cli};
 pub use kit::{Harness, Kit};
 
 /// Environment variables each harness reads from the operator's environment: API keys first,
@@ -299,13 +299,11 @@ fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
 /// last 4 KiB of stderr name a rate limit, overload or server error — Gemini CLI retries a 429
 /// for minutes), the provider, not the agent, used the time: a transient provider failure.
 fn stalled_on_provider(stderr: &str) -> Option<ProviderFailure> {
-    let (kind, http_status) =
-        crate::harness::provider::classify_error_text(crate::text::tail(stderr, 4096))?;
-    kind.is_transient().then_some(ProviderFailure {
-        kind,
-        evidence: crate::harness::provider::Evidence::Stderr,
-        http_status,
-    })
+    let hit = crate::harness::provider::classify_error_text(crate::text::tail(stderr, 4096))?;
+    let evidence = crate::harness::provider::Evidence::Stderr;
+    hit.0
+        .is_transient()
+        .then(|| ProviderFailure::seen(hit, evidence))
 }
 
 /// A cost for `tokens` of `model` from the built-in dated price table, priced at `on`.
@@ -371,37 +369,36 @@ impl Agent for CliAgent {
         }
         redact_secrets(ctx.agent_dir, &self.access);
         let (log, stderr) = self.read_log(ctx.agent_dir);
+        // An empty log is still read: the readers then look at stderr alone.
+        let parsed = self.parse_native(ctx.agent_dir, &log);
         let provider_failure = match r.end {
-            ExecEnd::Exited => self.provider_failure(ctx.agent_dir, &log, &stderr, r.exit_code),
+            ExecEnd::Exited => provider_failure(&parsed, &stderr, r.exit_code),
             ExecEnd::TimedOut => stalled_on_provider(&stderr),
             ExecEnd::Cancelled => None,
         };
+        let native = (!log.is_empty()).then(|| Arc::new(parsed));
         Ok(AgentRun {
             end: r.end,
             exit_code: r.exit_code,
             provider_failure,
+            native,
         })
     }
 
     fn trajectory(
         &self,
         ctx: &AgentContext<'_>,
-        _run: &AgentRun,
+        run: &AgentRun,
         started: &str,
         _finished: &str,
     ) -> Option<Trajectory> {
-        let (log, _) = self.read_log(ctx.agent_dir);
-        if log.is_empty() {
-            return None;
-        }
         let opts = TrajectoryOptions {
             instruction: Some(ctx.instruction),
             started_at: Some(started),
             agent_version: Some(&self.version),
         };
-        match self.harness {
-            Harness::ClaudeCode => {
-                let run = claude_code::ClaudeCodeRun::parse(&log);
+        let mut t = match run.native.as_deref()? {
+            NativeRun::ClaudeCode(run) => {
                 let mut t = run.to_trajectory(&opts);
                 if let Some(f) = t.final_metrics.as_mut()
                     && f.total_cost_usd.is_none()
@@ -411,72 +408,72 @@ impl Agent for CliAgent {
                         .map(|d| d.date_naive());
                     f.total_cost_usd = run.priced_cost_usd(PriceTable::builtin(), date).ok();
                 }
-                if t.agent.model_name.is_none() {
-                    t.agent.model_name = self.model.clone();
-                }
-                Some(t)
+                t
             }
-            Harness::Codex => {
-                let run = self.codex_run(ctx.agent_dir, &log);
+            NativeRun::Codex(run) => {
                 let mut t = run.to_trajectory(&opts);
-                self.finish(&mut t, run.model(), &run.token_counts(), started);
-                Some(t)
+                self.price(&mut t, run.model(), &run.token_counts(), started);
+                t
             }
-            Harness::GeminiCli => {
-                let run = self.gemini_run(ctx.agent_dir, &log);
+            NativeRun::GeminiCli(run) => {
                 let mut t = run.to_trajectory(&opts);
-                self.finish(&mut t, run.model(), &run.token_counts(), started);
-                Some(t)
+                self.price(&mut t, run.model(), &run.token_counts(), started);
+                t
             }
+        };
+        if t.agent.model_name.is_none() {
+            t.agent.model_name = self.model.clone();
         }
+        Some(t)
+    }
+}
+
+/// The provider failure that ended an exited run, if one did, from its parsed log and stderr.
+fn provider_failure(
+    native: &NativeRun,
+    stderr: &str,
+    exit_code: Option<i64>,
+) -> Option<ProviderFailure> {
+    match native {
+        NativeRun::ClaudeCode(run) => match claude_code::classify(run, stderr, exit_code) {
+            claude_code::Outcome::Provider(p) => Some(p),
+            _ => None,
+        },
+        NativeRun::Codex(run) => run.provider_failure(stderr),
+        NativeRun::GeminiCli(run) => run.provider_failure(stderr),
     }
 }
 
 impl CliAgent {
-    /// The provider failure that ended the run, if one did.
-    fn provider_failure(
-        &self,
-        agent_dir: &Path,
-        log: &[u8],
-        stderr: &str,
-        exit_code: Option<i64>,
-    ) -> Option<ProviderFailure> {
+    /// Reads the harness's native log: `log` is what the CLI printed (Claude Code's stream-json,
+    /// Codex's `--json` events, Gemini CLI's stream-json); Codex's rollout
+    /// (`agent/codex.rollout.jsonl`) and Gemini CLI's session file
+    /// (`agent/gemini-cli.session.jsonl`) are read beside it, their last 256 MiB at most.
+    fn parse_native(&self, agent_dir: &Path, log: &[u8]) -> NativeRun {
+        let beside = |name: &str| {
+            super::safe_fs::read_tail(&agent_dir.join(name), 256 << 20)
+                .map(|(b, _)| b)
+                .unwrap_or_default()
+        };
         match self.harness {
             Harness::ClaudeCode => {
-                let run = claude_code::ClaudeCodeRun::parse(log);
-                match claude_code::classify(&run, stderr, exit_code) {
-                    claude_code::Outcome::Provider(p) => Some(p),
-                    _ => None,
-                }
+                NativeRun::ClaudeCode(Box::new(claude_code::ClaudeCodeRun::parse(log)))
             }
-            Harness::Codex => self.codex_run(agent_dir, log).provider_failure(stderr),
-            Harness::GeminiCli => self.gemini_run(agent_dir, log).provider_failure(stderr),
+            Harness::Codex => NativeRun::Codex(Box::new(
+                codex::CodexRun::parse(&beside("codex.rollout.jsonl")).with_events(log),
+            )),
+            Harness::GeminiCli => NativeRun::GeminiCli(Box::new(
+                gemini_cli::GeminiCliRun::parse(&beside("gemini-cli.session.jsonl"))
+                    .with_output(log),
+            )),
         }
-    }
-
-    /// Codex's rollout (`agent/codex.rollout.jsonl`) with its `--json` events (`log`).
-    fn codex_run(&self, agent_dir: &Path, log: &[u8]) -> codex::CodexRun {
-        let rollout = super::safe_fs::read_tail(&agent_dir.join("codex.rollout.jsonl"), 256 << 20)
-            .map(|(b, _)| b)
-            .unwrap_or_default();
-        codex::CodexRun::parse(&rollout).with_events(log)
-    }
-
-    /// Gemini CLI's session file (`agent/gemini-cli.session.jsonl`) with its stream-json
-    /// output (`log`).
-    fn gemini_run(&self, agent_dir: &Path, log: &[u8]) -> gemini_cli::GeminiCliRun {
-        let session =
-            super::safe_fs::read_tail(&agent_dir.join("gemini-cli.session.jsonl"), 256 << 20)
-                .map(|(b, _)| b)
-                .unwrap_or_default();
-        gemini_cli::GeminiCliRun::parse(&session).with_output(log)
     }
 
     /// Fills what the log readers leave open: the model, and the cost priced from the dated
     /// table (neither Codex nor Gemini CLI reports one).
-    fn finish(&self, t: &mut Trajectory, model: Option<&str>, tokens: &TokenCounts, started: &str) {
+    fn price(&self, t: &mut Trajectory, model: Option<&str>, tokens: &TokenCounts, started: &str) {
         if t.agent.model_name.is_none() {
-            t.agent.model_name = model.map(str::to_string).or_else(|| self.model.clone());
+            t.agent.model_name = model.map(str::to_string);
         }
         let model = model.or(self.model.as_deref());
         if let Some(f) = t.final_metrics.as_mut()

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::bench::{Catalog, Condition, Task, TaskSet};
 use crate::config::RunSettings;
 use crate::harbor::jobdir::{self, TrialFacts};
-use crate::runner::container::{Reaper, remove_labeled};
+use crate::runner::container::{Reaper, remove_labeled, remove_labeled_older_than};
 use crate::runner::image::ImageSettings;
 use crate::runner::{
     Agent, DockerHost, ImageCache, RunnerError, TrialCancel, TrialEnv, TrialJob, TrialReport,
@@ -36,6 +36,9 @@ pub const STALE_AFTER_SECS: i64 = 30;
 const HEARTBEAT: Duration = Duration::from_secs(5);
 /// How often pending commands are looked for.
 const COMMAND_POLL: Duration = Duration::from_millis(300);
+/// A leak-check container this old was left by a killed process (a live check ends within its
+/// 120 s exec budget).
+const LEAK_CHECK_STALE: Duration = Duration::from_secs(600);
 
 /// Errors that stop a run before or while it runs (trial failures are outcomes, not errors).
 #[derive(Debug, thiserror::Error)]
@@ -428,7 +431,12 @@ impl Engine {
             .await?;
         }
         for h in &hosts {
-            let n = remove_labeled(&h.docker, labels::RUN_UID, &run.uid).await?;
+            let mut n = remove_labeled(&h.docker, labels::RUN_UID, &run.uid).await?;
+            // Leak checks belong to no run; one older than its 120 s budget was left by a killed
+            // process (of this run or another). Best effort: a failed sweep costs only disk.
+            n += remove_labeled_older_than(&h.docker, labels::LEAK_CHECK, "1", LEAK_CHECK_STALE)
+                .await
+                .unwrap_or(0);
             if n > 0 {
                 self.event(
                     run_id,

@@ -333,3 +333,49 @@ async fn a_full_disk_stops_the_run_without_failing_trials() {
     assert_eq!(wait(&mut child, Duration::from_secs(120)), 0);
     assert_each_trial_exactly_once(&s, "diskfull", 3);
 }
+
+/// A container a killed process left (created, never started, like a leak check cut off between
+/// create and start) is swept by age; a fresh one, which a live process may be using, is spared.
+#[tokio::test(flavor = "multi_thread")]
+async fn leftover_containers_are_swept_by_age_and_fresh_ones_spared() {
+    use skillscope::runner::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+    use skillscope::runner::container::remove_labeled_older_than;
+    use skillscope::runner::labels;
+
+    require_docker().await;
+    let docker = bollard::Docker::connect_with_defaults().expect("docker");
+    ensure_busybox(&docker).await.expect("busybox image");
+    // A value of its own, so the sweeps here touch no other test's containers.
+    let mark = format!("sweep-test-{}", std::process::id());
+    let body = bollard::models::ContainerCreateBody {
+        image: Some(BUSYBOX_IMAGE.into()),
+        cmd: Some(vec!["true".into()]),
+        labels: Some(HashMap::from([
+            (labels::MANAGED.to_string(), "1".to_string()),
+            (labels::LEAK_CHECK.to_string(), mark.clone()),
+        ])),
+        ..Default::default()
+    };
+    docker
+        .create_container(
+            None::<bollard::query_parameters::CreateContainerOptions>,
+            body,
+        )
+        .await
+        .expect("create");
+    let an_hour = Duration::from_secs(3600);
+    let spared = remove_labeled_older_than(&docker, labels::LEAK_CHECK, &mark, an_hour)
+        .await
+        .unwrap();
+    assert_eq!(spared, 0, "a container made just now is not a leftover");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let one_second = Duration::from_secs(1);
+    let swept = remove_labeled_older_than(&docker, labels::LEAK_CHECK, &mark, one_second)
+        .await
+        .unwrap();
+    assert_eq!(swept, 1, "the leftover is removed");
+    let again = remove_labeled_older_than(&docker, labels::LEAK_CHECK, &mark, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(again, 0, "nothing is left");
+}

@@ -419,6 +419,21 @@ pub async fn remove_labeled(
     label: &str,
     value: &str,
 ) -> Result<usize, RunnerError> {
+    remove_labeled_older_than(docker, label, value, Duration::ZERO).await
+}
+
+/// As [`remove_labeled`], for containers created at least `age` ago (by the daemon's clock as
+/// the container's `Created`, seconds since the epoch, compared with this host's clock): what a
+/// killed process left, sparing what a live one is using right now.
+///
+/// # Errors
+/// [`RunnerError::Docker`] when the containers cannot be listed.
+pub async fn remove_labeled_older_than(
+    docker: &Docker,
+    label: &str,
+    value: &str,
+    age: Duration,
+) -> Result<usize, RunnerError> {
     let filters = HashMap::from([("label".to_string(), vec![format!("{label}={value}")])]);
     let list = docker
         .list_containers(Some(ListContainersOptions {
@@ -428,22 +443,30 @@ pub async fn remove_labeled(
         }))
         .await
         .map_err(|e| RunnerError::docker("listing containers", e))?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
     let mut n = 0;
     for c in list {
-        if let Some(id) = c.id {
-            let r = docker
-                .remove_container(
-                    &id,
-                    Some(RemoveContainerOptions {
-                        force: true,
-                        v: true,
-                        ..Default::default()
-                    }),
-                )
-                .await;
-            if r.is_ok() {
-                n += 1;
-            }
+        let old_enough = c
+            .created
+            .is_none_or(|t| now.saturating_sub(t) >= age.as_secs() as i64);
+        let Some(id) = c.id.filter(|_| old_enough) else {
+            continue;
+        };
+        let r = docker
+            .remove_container(
+                &id,
+                Some(RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                }),
+            )
+            .await;
+        if r.is_ok() {
+            n += 1;
         }
     }
     Ok(n)

@@ -465,7 +465,10 @@ async fn leak_guard(host: &DockerHost, tag: &str) -> Result<(), String> {
     let spec = ContainerSpec {
         image: tag.to_string(),
         name: format!("skillscope-leakcheck-{}", uuid::Uuid::new_v4().simple()),
-        labels: HashMap::from([(labels::MANAGED.to_string(), "1".to_string())]),
+        labels: HashMap::from([
+            (labels::MANAGED.to_string(), "1".to_string()),
+            (labels::LEAK_CHECK.to_string(), "1".to_string()),
+        ]),
         network_none: true,
         ..Default::default()
     };

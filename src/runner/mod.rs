@@ -96,6 +96,9 @@ pub mod labels {
     pub const RUN: &str = "skillscope.run";
     /// Run uid (what cleanup goes by: names may repeat across databases).
     pub const RUN_UID: &str = "skillscope.run-uid";
+    /// Marks the short-lived container of a no-skills image's leak check (belongs to no run;
+    /// one a killed process left is swept by age).
+    pub const LEAK_CHECK: &str = "skillscope.leak-check";
     /// Harbor trial name.
     pub const TRIAL: &str = "skillscope.trial";
     /// Attempt row id.

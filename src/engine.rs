@@ -36,9 +36,9 @@ pub const STALE_AFTER_SECS: i64 = 30;
 const HEARTBEAT: Duration = Duration::from_secs(5);
 /// How often pending commands are looked for.
 const COMMAND_POLL: Duration = Duration::from_millis(300);
-/// A leak-check container this old was left by a killed process (a live check ends within its
-/// 120 s exec budget).
-const LEAK_CHECK_STALE: Duration = Duration::from_secs(600);
+/// A helper container this old was left by a killed process (a leak check ends within its 120 s
+/// exec budget; filling a kit volume, a few hundred MB through the API, within minutes).
+const HELPER_STALE: Duration = Duration::from_secs(3600);
 
 /// Errors that stop a run before or while it runs (trial failures are outcomes, not errors).
 #[derive(Debug, thiserror::Error)]
@@ -432,9 +432,9 @@ impl Engine {
         }
         for h in &hosts {
             let mut n = remove_labeled(&h.docker, labels::RUN_UID, &run.uid).await?;
-            // Leak checks belong to no run; one older than its 120 s budget was left by a killed
+            // Helpers (leak checks, kit fills) belong to no run; one this old was left by a killed
             // process (of this run or another). Best effort: a failed sweep costs only disk.
-            n += remove_labeled_older_than(&h.docker, labels::LEAK_CHECK, "1", LEAK_CHECK_STALE)
+            n += remove_labeled_older_than(&h.docker, labels::HELPER, HELPER_STALE)
                 .await
                 .unwrap_or(0);
             if n > 0 {

@@ -10,6 +10,8 @@
 //! counts as a task failure.
 
 mod common;
+#[path = "support/docker_tcp_proxy.rs"]
+mod docker_tcp_proxy;
 #[path = "support/glibc_image.rs"]
 mod glibc_image;
 #[path = "support/harness_run.rs"]
@@ -106,15 +108,26 @@ struct Outcomes {
     attempts: Vec<TrialRow>,
 }
 
-/// Runs `skillscope run` on the harness fixture task, condition curated, one trial.
-async fn run_harness(h: &Harness, model: &ScriptedModel, config: &str, run: &str) -> Outcomes {
+/// Runs `skillscope run` on the harness fixture task, condition curated, one trial, on the local
+/// daemon or on `docker_host`.
+async fn run_harness_on(
+    h: &Harness,
+    model: &ScriptedModel,
+    config: &str,
+    run: &str,
+    docker_host: Option<&str>,
+) -> Outcomes {
     require_docker().await;
     glibc_image::ensure_glibc_image().await;
     let dir = tempfile::tempdir().unwrap();
     let cfg = dir.path().join("skillscope.toml");
     std::fs::write(&cfg, config).unwrap();
     let base = format!("{}{}", model.base_url(&bridge_gateway().await), h.base_path);
-    let out = harness_run::harness_run(h.agent, h.model, run, dir.path())
+    let mut cmd = harness_run::harness_run(h.agent, h.model, run, dir.path());
+    if let Some(host) = docker_host {
+        cmd.args(["--docker-host", host]);
+    }
+    let out = cmd
         .arg("--config")
         .arg(&cfg)
         .env(h.key_var, DUMMY_KEY)
@@ -135,6 +148,10 @@ async fn run_harness(h: &Harness, model: &ScriptedModel, config: &str, run: &str
         attempts,
         dir,
     }
+}
+
+async fn run_harness(h: &Harness, model: &ScriptedModel, config: &str, run: &str) -> Outcomes {
+    run_harness_on(h, model, config, run, None).await
 }
 
 /// The end of the harness's stderr and log of attempt `t`, for failure messages.
@@ -178,8 +195,12 @@ fn assert_not_written(root: &Path, needle: &str) {
 }
 
 async fn solves_the_task(h: &Harness) {
+    solves_the_task_on(h, None).await;
+}
+
+async fn solves_the_task_on(h: &Harness, docker_host: Option<&str>) {
     let model = ScriptedModel::start(solving_script(h)).await;
-    let o = run_harness(h, &model, "", &format!("{}-solves", h.agent)).await;
+    let o = run_harness_on(h, &model, "", &format!("{}-solves", h.agent), docker_host).await;
     let answers: Vec<String> = model
         .state
         .recorded()
@@ -327,6 +348,32 @@ async fn claude_code_provider_failures_are_not_task_failures() {
 #[tokio::test(flavor = "multi_thread")]
 async fn codex_solves_a_task_against_the_scripted_model() {
     solves_the_task(&CODEX).await;
+}
+
+/// A daemon that cannot see this machine's folders: the kit travels in a volume filled through
+/// the API, the agent's logs come back through the API; everything else as on a local daemon.
+#[tokio::test(flavor = "multi_thread")]
+async fn codex_solves_a_task_on_a_remote_docker_host() {
+    require_docker().await;
+    let docker = bollard::Docker::connect_with_defaults().expect("docker");
+    let volume = "skillscope-kit-codex-0.169.0";
+    // Start from no volume, so the copy is made (and checked) on every run of this test.
+    let _ = docker
+        .remove_volume(
+            volume,
+            None::<bollard::query_parameters::RemoveVolumeOptions>,
+        )
+        .await;
+    let remote = docker_tcp_proxy::start().await;
+    solves_the_task_on(&CODEX, Some(&remote)).await;
+    let v = docker
+        .inspect_volume(volume)
+        .await
+        .expect("the kit volume was created on the remote host");
+    assert_eq!(
+        v.labels.get("skillscope.managed").map(String::as_str),
+        Some("1")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

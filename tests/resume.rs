@@ -347,12 +347,13 @@ async fn leftover_containers_are_swept_by_age_and_fresh_ones_spared() {
     ensure_busybox(&docker).await.expect("busybox image");
     // A value of its own, so the sweeps here touch no other test's containers.
     let mark = format!("sweep-test-{}", std::process::id());
+    let filter = format!("{}={mark}", labels::HELPER);
     let body = bollard::models::ContainerCreateBody {
         image: Some(BUSYBOX_IMAGE.into()),
         cmd: Some(vec!["true".into()]),
         labels: Some(HashMap::from([
             (labels::MANAGED.to_string(), "1".to_string()),
-            (labels::LEAK_CHECK.to_string(), mark.clone()),
+            (labels::HELPER.to_string(), mark.clone()),
         ])),
         ..Default::default()
     };
@@ -364,17 +365,17 @@ async fn leftover_containers_are_swept_by_age_and_fresh_ones_spared() {
         .await
         .expect("create");
     let an_hour = Duration::from_secs(3600);
-    let spared = remove_labeled_older_than(&docker, labels::LEAK_CHECK, &mark, an_hour)
+    let spared = remove_labeled_older_than(&docker, &filter, an_hour)
         .await
         .unwrap();
     assert_eq!(spared, 0, "a container made just now is not a leftover");
     tokio::time::sleep(Duration::from_secs(2)).await;
     let one_second = Duration::from_secs(1);
-    let swept = remove_labeled_older_than(&docker, labels::LEAK_CHECK, &mark, one_second)
+    let swept = remove_labeled_older_than(&docker, &filter, one_second)
         .await
         .unwrap();
     assert_eq!(swept, 1, "the leftover is removed");
-    let again = remove_labeled_older_than(&docker, labels::LEAK_CHECK, &mark, Duration::ZERO)
+    let again = remove_labeled_older_than(&docker, &filter, Duration::ZERO)
         .await
         .unwrap();
     assert_eq!(again, 0, "nothing is left");

@@ -49,6 +49,38 @@ pub struct ContainerSpec {
     pub network_none: bool,
 }
 
+impl ContainerSpec {
+    /// A short-lived helper of `image` that belongs to no run (a leak check, a kit-volume fill):
+    /// named `skillscope-<kind>-<uuid>`, labelled [`super::labels::MANAGED`] and
+    /// [`super::labels::HELPER`]` = kind` (swept by age when a killed process leaves it), no
+    /// network.
+    pub fn helper(image: &str, kind: &str) -> ContainerSpec {
+        ContainerSpec {
+            image: image.to_string(),
+            name: format!("skillscope-{kind}-{}", uuid::Uuid::new_v4().simple()),
+            labels: HashMap::from([
+                (super::labels::MANAGED.to_string(), "1".to_string()),
+                (super::labels::HELPER.to_string(), kind.to_string()),
+            ]),
+            network_none: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// A tar archive to upload: in memory (small folders, single files) or spooled to a file and
+/// streamed (hundreds of MB).
+enum Tar {
+    Memory(Vec<u8>),
+    Spooled(tokio::fs::File),
+}
+
+impl From<Vec<u8>> for Tar {
+    fn from(bytes: Vec<u8>) -> Tar {
+        Tar::Memory(bytes)
+    }
+}
+
 /// How an exec ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExecEnd {
@@ -161,6 +193,27 @@ impl TrialContainer {
             ));
         }
         Ok(c)
+    }
+
+    /// Runs a shell script of skillscope's own (not the agent's) under `timeout` and returns how
+    /// it ended with its whole stdout (lossily decoded; for short outputs).
+    ///
+    /// # Errors
+    /// As [`TrialContainer::exec`]; [`RunnerError::Io`] when the output cannot be spooled.
+    pub async fn sh_output(
+        &self,
+        script: &str,
+        timeout: Duration,
+    ) -> Result<(ExecResult, String), RunnerError> {
+        let out =
+            tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+        let never = CancellationToken::new();
+        let mut req = ExecRequest::sh(script, &never);
+        req.timeout = Some(timeout);
+        req.stdout = Some(out.path());
+        let r = self.exec(req).await?;
+        let bytes = std::fs::read(out.path()).map_err(|e| RunnerError::io(out.path(), e))?;
+        Ok((r, String::from_utf8_lossy(&bytes).into_owned()))
     }
 
     /// Runs a command, streaming output to files, until it exits, its timeout passes or the token
@@ -323,7 +376,43 @@ impl TrialContainer {
         self.upload_tar(tar, dest).await
     }
 
-    async fn upload_tar(&self, tar: Vec<u8>, what: &str) -> Result<(), RunnerError> {
+    /// As [`TrialContainer::upload_dir`] for folders of hundreds of MB (a harness kit): the tar is
+    /// spooled to a temporary file and streamed from it in 1 MiB chunks, so memory stays flat.
+    ///
+    /// # Errors
+    /// [`RunnerError::Io`] for unreadable files or a temporary file that cannot be written;
+    /// [`RunnerError::Docker`] for the upload.
+    pub async fn upload_large_dir(&self, local: &Path, dest: &str) -> Result<(), RunnerError> {
+        let dir = local.to_path_buf();
+        let rel = dest.trim_start_matches('/').to_string();
+        let spool = tokio::task::spawn_blocking(move || -> Result<_, RunnerError> {
+            let spool = tempfile::NamedTempFile::new()
+                .map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+            let mut b = tar::Builder::new(spool.as_file());
+            b.follow_symlinks(false);
+            b.mode(tar::HeaderMode::Deterministic);
+            b.append_dir_all(&rel, &dir)
+                .and_then(|()| b.finish())
+                .map_err(|e| RunnerError::io(&dir, e))?;
+            drop(b);
+            Ok(spool)
+        })
+        .await
+        .map_err(|e| RunnerError::Task(e.to_string()))??;
+        let file = tokio::fs::File::open(spool.path())
+            .await
+            .map_err(|e| RunnerError::io(spool.path(), e))?;
+        self.upload_tar(Tar::Spooled(file), dest).await
+    }
+
+    /// Unpacks `tar` at the container's root.
+    async fn upload_tar(&self, tar: impl Into<Tar>, what: &str) -> Result<(), RunnerError> {
+        let body = match tar.into() {
+            Tar::Memory(bytes) => bollard::body_full(bytes.into()),
+            Tar::Spooled(file) => {
+                bollard::body_try_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20))
+            }
+        };
         self.docker
             .upload_to_container(
                 &self.id,
@@ -331,7 +420,7 @@ impl TrialContainer {
                     path: "/".into(),
                     ..Default::default()
                 }),
-                bollard::body_full(tar.into()),
+                body,
             )
             .await
             .map_err(|e| RunnerError::docker(format!("copying {what} into {}", self.name), e))
@@ -419,22 +508,22 @@ pub async fn remove_labeled(
     label: &str,
     value: &str,
 ) -> Result<usize, RunnerError> {
-    remove_labeled_older_than(docker, label, value, Duration::ZERO).await
+    remove_labeled_older_than(docker, &format!("{label}={value}"), Duration::ZERO).await
 }
 
-/// As [`remove_labeled`], for containers created at least `age` ago (by the daemon's clock as
-/// the container's `Created`, seconds since the epoch, compared with this host's clock): what a
-/// killed process left, sparing what a live one is using right now.
+/// Removes the containers matching `label_filter` (`key` or `key=value`, as `docker ps --filter
+/// label=…`) created at least `age` ago (the container's `Created`, seconds since the epoch by
+/// the daemon's clock, against this machine's): what a killed process left, sparing what a live
+/// one is using right now. Returns how many were removed.
 ///
 /// # Errors
 /// [`RunnerError::Docker`] when the containers cannot be listed.
 pub async fn remove_labeled_older_than(
     docker: &Docker,
-    label: &str,
-    value: &str,
+    label_filter: &str,
     age: Duration,
 ) -> Result<usize, RunnerError> {
-    let filters = HashMap::from([("label".to_string(), vec![format!("{label}={value}")])]);
+    let filters = HashMap::from([("label".to_string(), vec![label_filter.to_string()])]);
     let list = docker
         .list_containers(Some(ListContainersOptions {
             all: true,

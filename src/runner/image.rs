@@ -18,7 +18,7 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 use tokio::sync::{Mutex, OnceCell};
 
-use super::container::{ContainerSpec, ExecRequest, TrialContainer};
+use super::container::{ContainerSpec, TrialContainer};
 use super::{DockerHost, RunnerError, base_image, labels};
 use crate::bench::condition::sanitize_slug;
 use crate::bench::dockerfile::{self, RewriteOptions, SKILL_DESTINATIONS};
@@ -462,28 +462,13 @@ async fn leak_guard(host: &DockerHost, tag: &str) -> Result<(), String> {
         "find / -xdev -name SKILL.md 2>/dev/null | head -n 5; \
          for d in {dests} /etc/claude-code/.claude/skills; do [ -d \"$d\" ] && find \"$d\" -type f 2>/dev/null | head -n 5; done; true"
     );
-    let spec = ContainerSpec {
-        image: tag.to_string(),
-        name: format!("skillscope-leakcheck-{}", uuid::Uuid::new_v4().simple()),
-        labels: HashMap::from([
-            (labels::MANAGED.to_string(), "1".to_string()),
-            (labels::LEAK_CHECK.to_string(), "1".to_string()),
-        ]),
-        network_none: true,
-        ..Default::default()
-    };
+    let spec = ContainerSpec::helper(tag, "leak-check");
     let c = TrialContainer::start(&host.docker, &spec)
         .await
         .map_err(|e| format!("leak check of {tag}: {e}"))?;
-    let out = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
-    let never = tokio_util::sync::CancellationToken::new();
-    let mut req = ExecRequest::sh(script, &never);
-    req.timeout = Some(Duration::from_secs(120));
-    req.stdout = Some(out.path());
-    let r = c.exec(req).await;
+    let r = c.sh_output(&script, Duration::from_secs(120)).await;
     c.remove().await;
-    r.map_err(|e| format!("leak check of {tag}: {e}"))?;
-    let found = std::fs::read_to_string(out.path()).unwrap_or_default();
+    let (_, found) = r.map_err(|e| format!("leak check of {tag}: {e}"))?;
     let found: Vec<&str> = found.lines().filter(|l| !l.trim().is_empty()).collect();
     if found.is_empty() {
         Ok(())

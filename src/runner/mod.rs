@@ -96,9 +96,10 @@ pub mod labels {
     pub const RUN: &str = "skillscope.run";
     /// Run uid (what cleanup goes by: names may repeat across databases).
     pub const RUN_UID: &str = "skillscope.run-uid";
-    /// Marks the short-lived container of a no-skills image's leak check (belongs to no run;
-    /// one a killed process left is swept by age).
-    pub const LEAK_CHECK: &str = "skillscope.leak-check";
+    /// Marks a short-lived helper container that belongs to no run: a no-skills image's leak
+    /// check (value `leak-check`) or the filling of a harness kit volume (`kit-fill`). One a
+    /// killed process left is swept by age.
+    pub const HELPER: &str = "skillscope.helper";
     /// Harbor trial name.
     pub const TRIAL: &str = "skillscope.trial";
     /// Attempt row id.

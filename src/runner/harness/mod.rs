@@ -11,7 +11,9 @@
 //! environment: never the container's configuration, the database, logs or trial files.
 
 pub mod kit;
+pub mod volume;
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -111,6 +113,9 @@ pub struct CliAgent {
     settings: HarnessSettings,
     access: ProviderAccess,
     kit: tokio::sync::OnceCell<Kit>,
+    /// Kit volume per remote Docker host (host name → volume name), filled once per host; the
+    /// lock makes concurrent trials on a host wait for the one copy.
+    volumes: tokio::sync::Mutex<HashMap<String, String>>,
 }
 
 impl CliAgent {
@@ -137,6 +142,7 @@ impl CliAgent {
             settings: settings.clone(),
             access,
             kit: tokio::sync::OnceCell::new(),
+            volumes: tokio::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -334,19 +340,21 @@ impl Agent for CliAgent {
             .kit
             .get_or_try_init(|| kit::ensure_kit(self.harness, &self.settings))
             .await?;
-        if !host.local {
-            return Err(RunnerError::Task(format!(
-                "agent {} mounts its kit ({}) from this machine, which needs a local Docker daemon; {} is remote",
-                self.harness.name(),
-                kit.dir.display(),
-                host.name
-            )));
-        }
-        Ok(vec![format!(
-            "{}:{}:ro",
-            kit.dir.display(),
-            self.harness.mount_path()
-        )])
+        // A local daemon mounts the kit folder; a remote one gets a copy in a named volume.
+        let source = if host.local {
+            kit.dir.display().to_string()
+        } else {
+            let mut volumes = self.volumes.lock().await;
+            match volumes.get(&host.name) {
+                Some(v) => v.clone(),
+                None => {
+                    let v = volume::ensure_kit_volume(host, kit).await?.name;
+                    volumes.insert(host.name.clone(), v.clone());
+                    v
+                }
+            }
+        };
+        Ok(vec![format!("{source}:{}:ro", self.harness.mount_path())])
     }
 
     async fn run(&self, ctx: &AgentContext<'_>) -> Result<AgentRun, RunnerError> {

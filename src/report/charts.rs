@@ -431,13 +431,14 @@ fn failures(report: &Report, title: &str, root: &Area) -> DrawResult {
     // Segments: passed first, then each failure mode.
     let mut segments: Vec<Segment> =
         vec![("passed".into(), GOOD, Box::new(|i: usize| conds[i].passed))];
+    // Okabe–Ito again, warm first (the commonest failures), then a light grey.
     let colours = [
-        RGBColor(213, 94, 0),
-        RGBColor(230, 159, 0),
-        RGBColor(240, 228, 66),
-        RGBColor(204, 121, 167),
-        RGBColor(0, 114, 178),
-        RGBColor(86, 180, 233),
+        PALETTE[5],
+        PALETTE[1],
+        PALETTE[6],
+        PALETTE[3],
+        PALETTE[0],
+        PALETTE[4],
         RGBColor(160, 160, 160),
     ];
     for m in &modes {

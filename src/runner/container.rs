@@ -370,7 +370,7 @@ impl TrialContainer {
     pub async fn upload_dir(&self, local: &Path, dest: &str) -> Result<(), RunnerError> {
         let local = local.to_path_buf();
         let rel = dest.trim_start_matches('/').to_string();
-        let tar = tokio::task::spawn_blocking(move || tar_dir(&local, &rel))
+        let tar = tokio::task::spawn_blocking(move || tar_dir(Vec::new(), &local, &rel))
             .await
             .map_err(|e| RunnerError::Task(e.to_string()))??;
         self.upload_tar(tar, dest).await
@@ -388,13 +388,7 @@ impl TrialContainer {
         let spool = tokio::task::spawn_blocking(move || -> Result<_, RunnerError> {
             let spool = tempfile::NamedTempFile::new()
                 .map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
-            let mut b = tar::Builder::new(spool.as_file());
-            b.follow_symlinks(false);
-            b.mode(tar::HeaderMode::Deterministic);
-            b.append_dir_all(&rel, &dir)
-                .and_then(|()| b.finish())
-                .map_err(|e| RunnerError::io(&dir, e))?;
-            drop(b);
+            tar_dir(spool.as_file(), &dir, &rel)?;
             Ok(spool)
         })
         .await
@@ -562,8 +556,9 @@ pub async fn remove_labeled_older_than(
 }
 
 /// Tars a folder's contents under `prefix/` (modes kept, times zeroed, symlinks kept as links).
-fn tar_dir(local: &Path, prefix: &str) -> Result<Vec<u8>, RunnerError> {
-    let mut b = tar::Builder::new(Vec::new());
+/// Into `out`: in memory for small folders, a spool file for large ones.
+fn tar_dir<W: std::io::Write>(out: W, local: &Path, prefix: &str) -> Result<W, RunnerError> {
+    let mut b = tar::Builder::new(out);
     b.follow_symlinks(false);
     b.mode(tar::HeaderMode::Deterministic);
     b.append_dir_all(prefix, local)

@@ -58,6 +58,7 @@ pub fn build_request(args: &RunArgs) -> Result<(RunRequest, PathBuf)> {
         docker_wait_secs: args.docker_wait.or(file.run.docker_wait_secs),
     };
     let tasks_dir = super::tasks_dir_or_examples(args.tasks.as_deref())?;
+    super::check_task_ids(&tasks_dir, &args.task)?;
     let catalog = super::catalog_with(args.catalog.as_deref())?;
     let conditions = Condition::parse_list(&args.conditions)?;
     if conditions.is_empty() {
@@ -120,12 +121,13 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         let stop = signals.shutdown.clone();
         let done = tokio::spawn(async move { runner.run(req, stop).await });
         let worker = DataWorker::start(&db, RunSelector::Name(name), session::WATCH_POLL)?;
-        let app = App::new(
+        let mut app = App::new(
             Mode::Run,
             theme,
             db.display().to_string(),
             chrono::Utc::now(),
         );
+        app.mouse = !args.no_mouse;
         let handle = EngineHandle {
             shutdown: signals.shutdown.clone(),
             done,
@@ -137,7 +139,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             TuiEnd::Detached(done) => {
                 // The terminal is gone: go on headless, into the log beside the database.
                 let _ = session::redirect_output(&log);
-                eprintln!(
+                crate::errln!(
                     "[info] the terminal went away; the run goes on headless (log {})",
                     log.display()
                 );
@@ -225,7 +227,7 @@ async fn detach(db: &std::path::Path, name: &str) -> Result<i32> {
             break;
         }
         if t0.elapsed() > std::time::Duration::from_secs(60) {
-            eprintln!(
+            crate::errln!(
                 "warning: the background run (pid {pid}) has not registered yet; see {}",
                 log.display()
             );
@@ -234,10 +236,10 @@ async fn detach(db: &std::path::Path, name: &str) -> Result<i32> {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let db = db.display().to_string();
-    println!("run {name} started in the background (pid {pid})");
-    println!("  log:   {}", log.display());
-    println!("  watch: skillscope watch --db {db} {name}");
-    println!("  stop:  skillscope stop --db {db} {name}");
+    crate::outln!("run {name} started in the background (pid {pid})");
+    crate::outln!("  log:   {}", log.display());
+    crate::outln!("  watch: skillscope watch --db {db} {name}");
+    crate::outln!("  stop:  skillscope stop --db {db} {name}");
     Ok(exit_code::FINISHED)
 }
 
@@ -256,7 +258,7 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
         ),
         None => "stopped; re-run the same command to resume".to_string(),
     };
-    println!(
+    crate::outln!(
         "run {} — {} ({} tasks × {} trials, agent {}{})",
         outcome.run.name,
         state,
@@ -270,11 +272,14 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
             .map(|m| format!(", model {m}"))
             .unwrap_or_default()
     );
-    println!("{}", conditions_table(&summaries));
-    println!(
+    crate::outln!("{}", conditions_table(&summaries));
+    for n in super::table::condition_notes(&summaries) {
+        crate::outln!("{n}");
+    }
+    crate::outln!(
         "pass rate = Method D: per task the mean reward over its trials, averaged over all selected tasks (missing or errored trials count 0)"
     );
-    println!(
+    crate::outln!(
         "database {} · jobs {}",
         store.path().display(),
         outcome.run.jobs_dir

@@ -75,7 +75,7 @@ impl Signals {
                     std::process::exit(crate::cli::exit_code::INTERRUPTED);
                 }
                 stopping = true;
-                eprintln!(
+                crate::errln!(
                     "\nstopping: removing containers and saving state (Ctrl-C again to quit at once)"
                 );
                 shutdown.cancel();
@@ -193,8 +193,25 @@ pub async fn show_progress(mut events: tokio::sync::broadcast::Receiver<EngineEv
     let tty = std::io::stderr().is_terminal();
     let bar = ProgressBar::hidden();
     let mut counts = Counts::default();
+    let say = |line: String| {
+        if tty {
+            bar.println(line);
+        } else {
+            crate::errln!("{line}");
+        }
+    };
+    // The engine reports the error that stops a run as a notice right before `Stopped`; the
+    // command prints that error itself (once, as `error: …`), so such a notice is held back and
+    // dropped when `Stopped` follows.
+    let mut held: Option<String> = None;
     loop {
-        match events.recv().await {
+        let event = events.recv().await;
+        if let Some(line) = held.take()
+            && !matches!(event, Ok(EngineEvent::Stopped { finished: false }))
+        {
+            say(line);
+        }
+        match event {
             Ok(EngineEvent::Started { total, done, .. }) => {
                 if tty {
                     bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
@@ -224,15 +241,15 @@ pub async fn show_progress(mut events: tokio::sync::broadcast::Receiver<EngineEv
                         bar.println(line);
                     }
                 } else {
-                    eprintln!("{line}");
+                    crate::errln!("{line}");
                 }
             }
             Ok(EngineEvent::Notice { level, message }) => {
                 let line = format!("[{level}] {}", crate::text::sanitize(&message));
-                if tty {
-                    bar.println(line);
+                if level == "error" {
+                    held = Some(line);
                 } else {
-                    eprintln!("{line}");
+                    say(line);
                 }
             }
             Ok(EngineEvent::Stopped { .. }) => {

@@ -119,6 +119,8 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                 .unwrap_or_default()
         );
     }
+    // The tables' notes, once for all runs.
+    let mut notes: Vec<String> = Vec::new();
     for s in statuses {
         let r = &s.run;
         println!(
@@ -161,6 +163,11 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             }
         }
         println!("{}", conditions_table(&s.conditions));
+        for n in super::table::condition_notes(&s.conditions) {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
         if s.pending_commands > 0 {
             println!("{} operator command(s) pending", s.pending_commands);
         }
@@ -197,6 +204,9 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             );
         }
         println!();
+    }
+    for n in notes {
+        println!("{n}");
     }
     Ok(())
 }

@@ -126,6 +126,8 @@ pub struct App {
     pub stopping: bool,
     /// First line shown of the help overlay.
     pub help_scroll: usize,
+    /// Capture the mouse (clicks select, the wheel scrolls); off with `--no-mouse`.
+    pub mouse: bool,
 }
 
 impl App {
@@ -151,6 +153,7 @@ impl App {
             now,
             stopping: false,
             help_scroll: 0,
+            mouse: true,
         }
     }
 

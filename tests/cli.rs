@@ -300,6 +300,21 @@ fn watch_says_what_it_needs_and_lists_the_runs_there_are() {
     assert!(screen.contains("no experiment named \"nope\""), "{screen}");
 }
 
+/// The binary with its stdout a pipe whose reader is already gone (stderr piped).
+fn spawn_with_closed_stdout(s: &Scratch, args: &[&str]) -> std::process::Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(args)
+        .env("XDG_DATA_HOME", s.dir.path().join("data"))
+        .env("SKILLSCOPE_DB", s.db())
+        .current_dir(s.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child
+}
+
 /// `skillscope status | head -2`: the reader goes away; skillscope ends quietly (SIGPIPE, as
 /// `cat` does) — no panic, no exit 101 or 134.
 #[test]
@@ -313,17 +328,8 @@ fn a_closed_pipe_ends_quietly() {
         &["tasks"],
         &["report", "--format", "json"],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_skillscope"))
-            .args(args)
-            .env("XDG_DATA_HOME", s.dir.path().join("data"))
-            .env("SKILLSCOPE_DB", s.db())
-            .current_dir(s.dir.path())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        // Close the read end before skillscope writes: its first write meets a closed pipe.
-        drop(child.stdout.take());
+        // The read end closes before skillscope writes: its first write meets a closed pipe.
+        let child = spawn_with_closed_stdout(&s, args);
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(
@@ -387,23 +393,17 @@ fn partial_rewards_are_explained_in_the_table() {
 async fn a_run_whose_reader_goes_away_still_finishes() {
     require_docker().await;
     let s = Scratch::new();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args([
+    let mut child = spawn_with_closed_stdout(
+        &s,
+        &[
             "run",
             "--headless",
             "--trials",
             "1",
             "--task",
             "ledger-code-mapping",
-        ])
-        .env("XDG_DATA_HOME", s.dir.path().join("data"))
-        .env("SKILLSCOPE_DB", s.db())
-        .current_dir(s.dir.path())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    drop(child.stdout.take());
+        ],
+    );
     drop(child.stderr.take());
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{status:?}");

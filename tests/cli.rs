@@ -33,7 +33,7 @@ async fn example_run_prints_pass_rates_and_status_reports_them() {
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("finished"), "{t}");
-    // Oracle on the examples: 3 of 5 tasks need their skill, so no-skills = 60 %, curated = 100 %.
+    // Oracle on the examples: 2 of 5 tasks need their skill, so no-skills = 60 %, curated = 100 %.
     assert!(
         t.contains("60.0%") && t.contains("100.0%") && t.contains("+40.0"),
         "{t}"
@@ -69,6 +69,23 @@ async fn example_run_prints_pass_rates_and_status_reports_them() {
     let v2: serde_json::Value = serde_json::from_slice(&st2.stdout).unwrap();
     assert_eq!(v2["runs"].as_array().unwrap().len(), 1);
     assert_eq!(v2["runs"][0]["conditions"], v["runs"][0]["conditions"]);
+
+    // The event log says when the run started, finished, resumed and finished again.
+    let messages: Vec<String> = c
+        .prepare("SELECT message FROM run_events ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let at = |prefix: &str| {
+        messages
+            .iter()
+            .position(|m| m.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {messages:#?}"))
+    };
+    assert!(at("run started: 20 trials planned") < at("run finished"));
+    assert!(at("run resumed: 20 of 20 trials already finished") > at("run finished"));
 }
 
 #[test]

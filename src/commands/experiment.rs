@@ -86,6 +86,7 @@ pub fn prepare(args: &ExperimentArgs) -> Result<(ExperimentSetup, PathBuf, Exper
 /// A bad plan, settings or database; a phase that failed (its state is kept).
 pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     let (setup, db, mut exp) = prepare(&args)?;
+    let starts = super::session::record_run_starts(&exp.engine);
     let setup_reports = setup.plan.reports_dir.clone();
     let log = super::session::run_log(&db, &setup.plan.name());
     let signals = Signals::install(Some(log.clone()));
@@ -110,6 +111,7 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
         progress.abort();
         result?
     };
+    starts.abort();
     print_outcome(&outcome);
     if outcome.finished {
         let reports = setup_reports.unwrap_or_else(|| super::beside(&db, "reports"));

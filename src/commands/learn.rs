@@ -164,7 +164,32 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
         condition.label(),
         crate::acontext::learn::public_base_url(learner.client.base_url())
     );
+    super::session::record_run_end(
+        &store,
+        &args.run,
+        "info",
+        format!("{label}: learning from {} started", condition.label()),
+    )
+    .await;
     let result = learner.learn(&opts).await;
+    let (level, how) = match &result {
+        Ok(r) if r.errors.is_empty() => ("info", format!("{label}: learning pass finished")),
+        Ok(r) => (
+            "warn",
+            format!(
+                "{label}: learning pass left {} trial(s) with errors",
+                r.errors.len()
+            ),
+        ),
+        Err(crate::acontext::learn::LearnError::Cancelled) => {
+            ("info", format!("{label}: learning stopped by the operator"))
+        }
+        Err(e) => (
+            "error",
+            format!("{label}: learning stopped by an error: {e}"),
+        ),
+    };
+    super::session::record_run_end(&store, &args.run, level, how).await;
     store.writer().stop();
     match result {
         Ok(report) => {

@@ -111,6 +111,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     let engine = Engine::new(store.clone());
     let log = session::run_log(&db, &name);
     let signals = Signals::install(Some(log.clone()));
+    let starts = session::record_run_starts(&engine);
     let result = if !args.headless && std::io::stdout().is_terminal() {
         let file = FileConfig::load(args.config.as_deref())?;
         let theme = session::pick_theme(args.theme.as_deref(), &file)?;
@@ -120,7 +121,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         let runner = engine.clone();
         let stop = signals.shutdown.clone();
         let done = tokio::spawn(async move { runner.run(req, stop).await });
-        let worker = DataWorker::start(&db, RunSelector::Name(name), session::WATCH_POLL)?;
+        let worker = DataWorker::start(&db, RunSelector::Name(name.clone()), session::WATCH_POLL)?;
         let mut app = App::new(
             Mode::Run,
             theme,
@@ -159,6 +160,27 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         let _ = progress.await;
         result
     };
+    starts.abort();
+    match &result {
+        Ok(outcome) => {
+            session::record_run_end(
+                &store,
+                &name,
+                "info",
+                crate::experiment::describe_end(outcome),
+            )
+            .await
+        }
+        Err(e) => {
+            session::record_run_end(
+                &store,
+                &name,
+                "error",
+                format!("run stopped by an error: {e}"),
+            )
+            .await
+        }
+    }
     let outcome = result?;
     print_summary(&store, &outcome)?;
     store.writer().stop();

@@ -186,6 +186,62 @@ fn quote(word: &str) -> String {
         .unwrap_or_else(|_| word.replace('\0', ""))
 }
 
+/// Records when a run starts or resumes in its event log, from the engine's `Started` events (the
+/// engine logs hosts, faults, retries, cancels and stops; the start and the end are the command's
+/// to say). Ends when the engine's event channel closes; abort it once the command is done.
+pub fn record_run_starts(engine: &crate::engine::Engine) -> tokio::task::JoinHandle<()> {
+    let mut events = engine.subscribe();
+    let store = engine.store().clone();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(EngineEvent::Started {
+                    run_id,
+                    total,
+                    done,
+                }) => {
+                    let who = format!(
+                        "engine pid {} on {}",
+                        std::process::id(),
+                        crate::store::queries::host_name()
+                    );
+                    let message = if done > 0 {
+                        format!("run resumed: {done} of {total} trials already finished; {who}")
+                    } else {
+                        format!("run started: {total} trials planned; {who}")
+                    };
+                    let _ = store
+                        .writer()
+                        .write(move |c| {
+                            crate::store::queries::add_event(c, run_id, "info", &message)
+                        })
+                        .await;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                _ => {}
+            }
+        }
+    })
+}
+
+/// Records `how` in the event log of run `name` (how it ended: finished, stopped and why, stopped
+/// by an error; or a learning pass over it). Nothing when the run does not exist.
+pub async fn record_run_end(
+    store: &crate::store::Store,
+    name: &str,
+    level: &'static str,
+    how: String,
+) {
+    let name = name.to_string();
+    let _ = store
+        .writer()
+        .write(move |c| match crate::store::queries::find_run(c, &name)? {
+            Some(run) => crate::store::queries::add_event(c, run.id, level, &how),
+            None => Ok(()),
+        })
+        .await;
+}
+
 /// A progress bar on a terminal; one line per finished trial otherwise (nohup logs, the log of a
 /// detached run). Returns true when the event channel closed (the engine is gone), false after
 /// one run stopped.

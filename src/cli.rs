@@ -159,6 +159,9 @@ pub struct RunArgs {
     /// watch and stop it.
     #[arg(long, conflicts_with = "headless")]
     pub detach: bool,
+    /// Leave the mouse to the terminal (text selection) instead of clicks and the wheel.
+    #[arg(long)]
+    pub no_mouse: bool,
 }
 
 /// `skillscope stop`.
@@ -193,6 +196,13 @@ pub struct WatchArgs {
     /// Config file [default: ./skillscope.toml when present].
     #[arg(long, value_name = "TOML")]
     pub config: Option<PathBuf>,
+    /// Wait for the run (or experiment) to appear instead of failing when the database does
+    /// not hold it yet.
+    #[arg(long)]
+    pub wait: bool,
+    /// Leave the mouse to the terminal (text selection) instead of clicks and the wheel.
+    #[arg(long)]
+    pub no_mouse: bool,
 }
 
 /// `skillscope import`.
@@ -299,6 +309,9 @@ pub struct ExperimentArgs {
     /// Dashboard theme: dark, light, mono, or a theme .toml file.
     #[arg(long)]
     pub theme: Option<String>,
+    /// Leave the mouse to the terminal (text selection) instead of clicks and the wheel.
+    #[arg(long)]
+    pub no_mouse: bool,
     /// Acontext connection (over the plan's `[acontext]`).
     #[command(flatten)]
     pub acontext: AcontextArgs,
@@ -433,7 +446,7 @@ pub struct ReportArgs {
     /// Formats to write, comma-separated [default: md,json,csv].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub format: Vec<crate::report::Format>,
-    /// Output folder [default: reports/<experiment or run>].
+    /// Output folder [default: reports/<experiment or run> beside the database].
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
     /// Bootstrap resamples per confidence interval.

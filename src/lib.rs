@@ -3,7 +3,8 @@
 //!
 //! Module map: [`bench`] (tasks, skills, conditions, catalog — pure), [`store`] (SQLite),
 //! [`runner`] (Docker: images, containers, agents, verifier, one trial), [`harbor`] (job folders),
-//! [`analysis`] (pass rates), [`engine`] (owns a run), [`commands`] and [`cli`] (the binary).
+//! [`analysis`] (pass rates), [`engine`] (owns a run), [`commands`], [`cli`] and [`console`] (the binary
+//! and what it prints).
 
 pub mod acontext;
 pub mod analysis;
@@ -11,6 +12,7 @@ pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod console;
 pub mod engine;
 pub mod experiment;
 pub mod harbor;

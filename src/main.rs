@@ -1,13 +1,24 @@
-//! The `skillscope` binary.
+//! The `skillscope` binary: parses the command line, runs the subcommand, and turns its result
+//! into an exit code ([`skillscope::cli::exit_code`]) and, on failure, one `error: …` line on
+//! stderr ([`skillscope::console`]).
 
 use clap::Parser;
-use color_eyre::eyre::Result;
 
-use skillscope::cli::{BenchArgs, Cli, Command};
-use skillscope::commands;
+use skillscope::cli::{BenchArgs, Cli, Command, exit_code};
+use skillscope::{commands, console};
 
-fn main() -> Result<()> {
-    color_eyre::install()?;
+/// Commands that run trials or learning for a long time: a closed pipe must not end them.
+fn keeps_running(c: &Command) -> bool {
+    matches!(
+        c,
+        Command::Run(_) | Command::Experiment(_) | Command::Learn(_) | Command::Export(_)
+    )
+}
+
+fn main() {
+    // Before anything prints: `skillscope status | head -2` ends quietly, like any Unix filter.
+    console::default_sigpipe();
+    console::install_panic_hook();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("SKILLSCOPE_LOG")
@@ -15,11 +26,22 @@ fn main() -> Result<()> {
         )
         .with_writer(std::io::stderr)
         .init();
+    // Usage errors exit 2 (clap), --help and --version 0.
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    if keeps_running(&cli.command) {
+        console::ignore_sigpipe();
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .build()?;
-    let code = runtime.block_on(async move {
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            console::print_error(&color_eyre::eyre::Report::new(e).wrap_err("starting tokio"));
+            std::process::exit(exit_code::ERROR);
+        }
+    };
+    let result = runtime.block_on(async move {
         match cli.command {
             Command::Run(args) => commands::run::execute(*args).await,
             Command::Watch(args) => commands::watch::execute(args).await.map(|()| 0),
@@ -37,6 +59,12 @@ fn main() -> Result<()> {
             Command::BaseImage => commands::base_image::execute().await.map(|()| 0),
             Command::Bench(BenchArgs { what }) => commands::bench::execute(what).await.map(|()| 0),
         }
-    })?;
-    std::process::exit(code);
+    });
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            console::print_error(&e);
+            std::process::exit(exit_code::ERROR);
+        }
+    }
 }

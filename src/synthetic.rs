@@ -217,12 +217,45 @@ pub fn fill_store(conn: &Connection, spec: &SyntheticRun) -> Result<RunRow, Stor
             )?;
         }
     }
-    queries::add_event(
-        &tx,
-        run.id,
-        "info",
-        "re-queued 2 trials left running by a stopped process",
-    )?;
+    // A run's log as the engine writes it: start, hosts, provider back-offs, operator commands.
+    let first = |i: usize| ids.get(i % ids.len().max(1)).cloned().unwrap_or_default();
+    let events: [(i64, &str, String); 8] = [
+        (
+            0,
+            "info",
+            format!("run started: {} trials planned", spec.tasks * spec.conditions.len() * spec.trials as usize),
+        ),
+        (1, "info", "Docker host unix:///var/run/docker.sock is up".into()),
+        (
+            120,
+            "info",
+            "re-queued 2 trials left running by a stopped process".into(),
+        ),
+        (
+            250,
+            "warn",
+            format!("{}__no-skills__1: provider rate limit (429) — retry 1 of 3 in 30s", first(1)),
+        ),
+        (
+            430,
+            "warn",
+            "Docker host tcp://10.0.0.7:2376 is down: connection refused; its trials are queued again for the others".into(),
+        ),
+        (490, "info", "Docker host tcp://10.0.0.7:2376 is up".into()),
+        (
+            610,
+            "info",
+            format!("{}__curated__2: retry asked for; queued as attempt 2", first(2)),
+        ),
+        (
+            780,
+            "info",
+            format!("{}__no-skills__3: cancel asked for; cancelling", first(3)),
+        ),
+    ];
+    for (secs, level, message) in events {
+        queries::add_event_at(&tx, run.id, &at(secs), level, &message)?;
+    }
     tx.commit()?;
     queries::get_run(conn, run.id)
 }

@@ -115,6 +115,28 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
         assert_eq!(r.summary.done, 5, "{r:?}");
     }
     let r2 = queries::find_run(&conn, "e2e-round2").unwrap().unwrap();
+    // The learning phases are in round 1's event log, round 2's end in its own.
+    let log_of = |run: i64| -> Vec<String> {
+        queries::recent_events(&conn, run, 500)
+            .unwrap()
+            .into_iter()
+            .map(|(_, _, m)| m)
+            .collect()
+    };
+    let r1_log = log_of(r1.id);
+    for want in [
+        "run finished",
+        "e2e: learning (LS-A from A, LS-B from B)",
+        "learning stopped by an error",
+        "LS-A: learning pass finished",
+        "LS-B: exported",
+    ] {
+        assert!(
+            r1_log.iter().any(|m| m.contains(want)),
+            "{want:?} in {r1_log:#?}"
+        );
+    }
+    assert!(log_of(r2.id).iter().any(|m| m.starts_with("run finished")));
     let mut spaces = lq::list_spaces(&conn).unwrap();
     spaces.sort_by(|a, b| a.label.cmp(&b.label));
     assert_eq!(spaces.len(), 2);

@@ -3,7 +3,7 @@
 
 mod common;
 
-use std::process::Output;
+use std::process::{Command, Output};
 
 use common::{Scratch, require_docker, skillscope};
 
@@ -23,7 +23,7 @@ async fn example_run_prints_pass_rates_and_status_reports_them() {
     let t = text(&out);
     assert!(out.status.success(), "{t}");
     assert!(t.contains("finished"), "{t}");
-    // Oracle on the examples: 3 of 5 tasks need their skill, so no-skills = 60 %, curated = 100 %.
+    // Oracle on the examples: 2 of 5 tasks need their skill, so no-skills = 60 %, curated = 100 %.
     assert!(
         t.contains("60.0%") && t.contains("100.0%") && t.contains("+40.0"),
         "{t}"
@@ -59,6 +59,23 @@ async fn example_run_prints_pass_rates_and_status_reports_them() {
     let v2: serde_json::Value = serde_json::from_slice(&st2.stdout).unwrap();
     assert_eq!(v2["runs"].as_array().unwrap().len(), 1);
     assert_eq!(v2["runs"][0]["conditions"], v["runs"][0]["conditions"]);
+
+    // The event log says when the run started, finished, resumed and finished again.
+    let messages: Vec<String> = c
+        .prepare("SELECT message FROM run_events ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let at = |prefix: &str| {
+        messages
+            .iter()
+            .position(|m| m.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {messages:#?}"))
+    };
+    assert!(at("run started: 20 trials planned") < at("run finished"));
+    assert!(at("run resumed: 20 of 20 trials already finished") > at("run finished"));
 }
 
 #[test]
@@ -104,4 +121,300 @@ fn bad_input_gets_clear_errors() {
     let out = skillscope(&s, &["run", "--mount", "relative:/x"]);
     assert!(!out.status.success());
     assert!(text(&out).contains("relative:/x"), "{}", text(&out));
+}
+
+/// The binary with stdout and stderr captured (not a terminal), `RUST_BACKTRACE=1` in the
+/// environment (a user error must not print stack frames even then) and `NO_COLOR` unset.
+fn piped(s: &Scratch, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(args)
+        .env("XDG_DATA_HOME", s.dir.path().join("data"))
+        .env("SKILLSCOPE_DB", s.db())
+        .env("RUST_BACKTRACE", "1")
+        .env_remove("NO_COLOR")
+        .current_dir(s.dir.path())
+        .output()
+        .expect("run skillscope")
+}
+
+/// The binary under a pseudo-terminal (`script` from util-linux): what an operator sees, colour
+/// included; `script -e` passes the exit code on.
+fn on_terminal(s: &Scratch, args: &[&str], no_color: bool) -> (i32, String) {
+    let bin = env!("CARGO_BIN_EXE_skillscope");
+    let line = std::iter::once(bin)
+        .chain(args.iter().copied())
+        .map(|a| shlex::try_quote(a).unwrap().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut cmd = Command::new("script");
+    cmd.args(["-qec", &line, "/dev/null"])
+        .env("XDG_DATA_HOME", s.dir.path().join("data"))
+        .env("SKILLSCOPE_DB", s.db())
+        .env("TERM", "xterm-256color")
+        .current_dir(s.dir.path())
+        .stdin(std::process::Stdio::null());
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    } else {
+        cmd.env_remove("NO_COLOR");
+    }
+    let out = cmd
+        .output()
+        .expect("`script` (util-linux) is needed for the terminal tests");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).replace("\r\n", "\n"),
+    )
+}
+
+/// An error as the operator must see it: exactly `error: …` (and `hint: …` lines), nothing of
+/// color-eyre's report, no stack frames, no escape bytes.
+fn assert_clean_error(o: &Output, says: &str) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.starts_with("error: "), "{err:?}");
+    assert!(err.contains(says), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains("error:")).count(),
+        1,
+        "printed once: {err}"
+    );
+    for noise in [
+        "\x1b",
+        "Error:",
+        "BACKTRACE",
+        "Location",
+        "panicked",
+        " at src/",
+    ] {
+        assert!(!err.contains(noise), "{noise:?} in {err:?}");
+    }
+    assert!(
+        err.lines()
+            .skip(1)
+            .all(|l| l.starts_with("hint: ") || l.starts_with("  ")),
+        "{err}"
+    );
+}
+
+/// A store with one imported run (the published Gemini 3 Flash per-trial CSV: partial rewards,
+/// two conditions) in the scratch folder.
+fn imported(s: &Scratch) -> String {
+    let csv = common::shared()
+        .join("skillsbench/published/shenghan/experiment_runs__gemini-cli-gemini3flash_subset.csv");
+    let out = piped(s, &["import", csv.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    "csv-gemini-cli-gemini3flash".to_string()
+}
+
+#[test]
+fn user_errors_are_one_line_without_colour_or_backtrace_when_piped() {
+    let s = Scratch::new();
+    let o = piped(&s, &["status", "--db", "/no/such/db.sqlite"]);
+    assert_clean_error(&o, "no database at /no/such/db.sqlite");
+
+    let o = piped(&s, &["run", "--conditions", "self-generated"]);
+    assert_clean_error(&o, "invalid condition \"self-generated\"");
+
+    // An unknown run lists the runs there are, closest first.
+    let run = imported(&s);
+    let o = piped(&s, &["status", "csv-gemini-flash"]);
+    assert_clean_error(&o, "no run named \"csv-gemini-flash\"");
+    assert!(String::from_utf8_lossy(&o.stderr).contains(&format!(
+        "hint: runs in the database (closest first): {run}"
+    )));
+
+    // Usage errors stay clap's, exit 2.
+    let o = piped(&s, &["status", "--bogus"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!String::from_utf8_lossy(&o.stderr).contains('\x1b'));
+}
+
+#[test]
+fn colour_only_on_a_terminal_and_never_with_no_color() {
+    let s = Scratch::new();
+    let (code, screen) = on_terminal(&s, &["status", "--db", "/no/such/db.sqlite"], false);
+    assert_eq!(code, 1, "{screen}");
+    assert!(
+        screen.contains("\x1b[1;31merror:\x1b[0m no database"),
+        "{screen:?}"
+    );
+    let (code, screen) = on_terminal(&s, &["status", "--db", "/no/such/db.sqlite"], true);
+    assert_eq!(code, 1, "{screen}");
+    assert!(screen.starts_with("error: no database"), "{screen:?}");
+    assert!(!screen.contains('\x1b'), "{screen:?}");
+}
+
+#[test]
+fn unknown_task_ids_list_the_valid_ones_not_an_internal_path() {
+    let s = Scratch::new();
+    let o = piped(&s, &["run", "--headless", "--task", "ledger-code-maping"]);
+    assert_clean_error(
+        &o,
+        "no task named \"ledger-code-maping\" in the built-in example tasks",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("hint: valid ids (closest first): ledger-code-mapping, "),
+        "{err}"
+    );
+    assert!(!err.contains("example-tasks/"), "no internal path: {err}");
+    // A tasks folder of the operator's is named by its path.
+    let fixtures = common::fixtures();
+    let o = piped(
+        &s,
+        &[
+            "run",
+            "--headless",
+            "--tasks",
+            fixtures.to_str().unwrap(),
+            "--task",
+            "nope",
+        ],
+    );
+    assert_clean_error(
+        &o,
+        &format!(
+            "no task named \"nope\" in tasks folder {}",
+            fixtures.display()
+        ),
+    );
+}
+
+#[test]
+fn watch_says_what_it_needs_and_lists_the_runs_there_are() {
+    let s = Scratch::new();
+    let run = imported(&s);
+    // No terminal: a clear message, not `os error 6`.
+    let o = piped(&s, &["watch"]);
+    assert_clean_error(&o, "the dashboard needs a terminal");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("hint: for a table use `skillscope status`")
+    );
+    // An unknown run on a terminal: the runs in the store, and --wait.
+    let (code, screen) = on_terminal(&s, &["watch", "nosuchrun"], true);
+    assert_eq!(code, 1, "{screen}");
+    assert!(
+        screen.contains("error: no run named \"nosuchrun\""),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(&run) && screen.contains("--wait"),
+        "{screen}"
+    );
+    let (code, screen) = on_terminal(&s, &["watch", "--experiment", "nope"], true);
+    assert_eq!(code, 1, "{screen}");
+    assert!(screen.contains("no experiment named \"nope\""), "{screen}");
+}
+
+/// The binary with its stdout a pipe whose reader is already gone (stderr piped).
+fn spawn_with_closed_stdout(s: &Scratch, args: &[&str]) -> std::process::Child {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(args)
+        .env("XDG_DATA_HOME", s.dir.path().join("data"))
+        .env("SKILLSCOPE_DB", s.db())
+        .current_dir(s.dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    child
+}
+
+/// `skillscope status | head -2`: the reader goes away; skillscope ends quietly (SIGPIPE, as
+/// `cat` does) — no panic, no exit 101 or 134.
+#[test]
+fn a_closed_pipe_ends_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let s = Scratch::new();
+    imported(&s);
+    for args in [
+        &["status"][..],
+        &["status", "--json"],
+        &["tasks"],
+        &["report", "--format", "json"],
+    ] {
+        // The read end closes before skillscope writes: its first write meets a closed pipe.
+        let child = spawn_with_closed_stdout(&s, args);
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !err.contains("panicked") && !err.contains("error"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+            "{args:?}: {:?} {err}",
+            out.status
+        );
+    }
+}
+
+#[test]
+fn reports_go_beside_the_database_and_notes_are_grouped() {
+    let s = Scratch::new();
+    let registry =
+        common::shared().join("skillsbench/published/website-data/results-registry.json");
+    let data = s.dir.path().join("data-dir");
+    std::fs::create_dir_all(&data).unwrap();
+    let db = data.join("r.db");
+    let db = db.to_str().unwrap();
+    let o = piped(&s, &["import", "--db", db, registry.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    let o = piped(&s, &["report", "--db", db, "registry-*", "--format", "md"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(data.join("reports").is_dir(), "{t}");
+    assert!(
+        !s.dir.path().join("reports").exists(),
+        "never the current folder: {t}"
+    );
+    // 18 runs × 2 conditions share two notes: two lines, not 54.
+    assert_eq!(t.matches("note:").count(), 2, "{t}");
+    assert!(
+        t.contains("note: every condition (36): trials reconstructed"),
+        "{t}"
+    );
+}
+
+/// Partial rewards are explained where they show: a `partial` column and a sentence under the
+/// table.
+#[test]
+fn partial_rewards_are_explained_in_the_table() {
+    let s = Scratch::new();
+    let run = imported(&s);
+    let o = piped(&s, &["status", &run]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("partial"), "{t}");
+    assert!(
+        t.contains("partial = failed trials with a reward between 0 and 1"),
+        "{t}"
+    );
+}
+
+/// `run … | head -3`: the run must not die with its reader (it owns containers); it finishes and
+/// exits 0 without a panic or an abort.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_reader_goes_away_still_finishes() {
+    require_docker().await;
+    let s = Scratch::new();
+    let mut child = spawn_with_closed_stdout(
+        &s,
+        &[
+            "run",
+            "--headless",
+            "--trials",
+            "1",
+            "--task",
+            "ledger-code-mapping",
+        ],
+    );
+    drop(child.stderr.take());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let st = skillscope(&s, &["status", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    assert_eq!(v["runs"][0]["run"]["status"], "finished");
 }

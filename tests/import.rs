@@ -16,10 +16,11 @@ use skillscope::harbor::import::{ImportOptions, import};
 use skillscope::harbor::summary::{DEFAULT_LIMIT, SummaryInput, summarize as summarize_trajectory};
 use skillscope::store::{Outcome, Store, queries};
 
+/// Harbor job folders only (`published/` also holds a per-trial CSV and a results registry).
 fn real_roots() -> Vec<PathBuf> {
     vec![
         shared().join("skillsbench/sample-jobs"),
-        shared().join("skillsbench/published"),
+        shared().join("skillsbench/published/shenghan/gemini-cli"),
     ]
 }
 
@@ -123,6 +124,14 @@ fn real_published_jobs_import_with_the_pass_rates_of_the_files() {
     assert_eq!(report.jobs, 5, "{report:?}");
     assert_eq!(report.imported, 8);
     assert!(report.broken.is_empty(), "{:?}", report.broken);
+    // The README beside the job folders is named, with why it was not imported.
+    assert_eq!(report.skipped.len(), 1, "{:?}", report.skipped);
+    assert!(report.skipped[0].0.ends_with("sample-jobs/README.md"));
+    assert!(
+        report.skipped[0]
+            .1
+            .contains("expected a Harbor jobs folder")
+    );
     assert_eq!(report.missing_trajectory.len(), 4);
     assert_eq!(report.unknown_condition, 0);
 
@@ -208,6 +217,37 @@ fn real_published_jobs_import_with_the_pass_rates_of_the_files() {
         .unwrap();
     assert_eq!(count as usize, before);
     store.writer().stop();
+}
+
+/// `import published/` reads everything in it: the Harbor job folders, the per-trial CSV and the
+/// results registry beside them.
+#[test]
+fn a_folder_imports_every_format_inside_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("i.db")).unwrap();
+    let report = import(&store, &opts(vec![shared().join("skillsbench/published")])).unwrap();
+    assert_eq!(report.trials_seen, 6, "Harbor trial folders: {report:?}");
+    let mut formats: Vec<&str> = report.files.iter().map(|f| f.format.as_str()).collect();
+    formats.sort();
+    assert_eq!(formats, ["csv", "registry"]);
+    assert!(report.files.iter().all(|f| f.imported > 0));
+    assert!(report.skipped.is_empty(), "{:?}", report.skipped);
+    // With --condition, the result files are named as skipped (their rows name conditions).
+    let dir2 = tempfile::tempdir().unwrap();
+    let store2 = Store::open(&dir2.path().join("i.db")).unwrap();
+    let mut o = opts(vec![shared().join("skillsbench/published")]);
+    o.condition = Some("curated".into());
+    let report = import(&store2, &o).unwrap();
+    assert!(report.files.is_empty());
+    assert_eq!(report.skipped.len(), 2, "{:?}", report.skipped);
+    assert!(
+        report
+            .skipped
+            .iter()
+            .all(|(_, why)| why.contains("--condition"))
+    );
+    store.writer().stop();
+    store2.writer().stop();
 }
 
 #[test]

@@ -23,10 +23,15 @@ fn flash_csv() -> PathBuf {
 
 /// A store holding the published Gemini 3 Flash per-trial CSV.
 fn flash_store() -> (tempfile::TempDir, Connection) {
+    imported_store(flash_csv())
+}
+
+/// A store holding the published result file `file`.
+fn imported_store(file: PathBuf) -> (tempfile::TempDir, Connection) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("r.db")).unwrap();
     let opts = ImportOptions {
-        roots: vec![flash_csv()],
+        roots: vec![file],
         condition: None,
         run: None,
         catalog: skillscope::bench::Catalog::shipped(),
@@ -417,4 +422,127 @@ fn a_stopped_run_with_every_failure_mode_reports_interim_results() {
         serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap())
             .unwrap();
     assert_eq!(json["results"]["interim"]["judged"], 4);
+}
+
+/// Every text of every chart lies inside its image and no two texts overlap: nothing is clipped
+/// (value labels at 100 %, long condition names) or drawn over another label. Checked on the
+/// published results registry (18 runs, 36 conditions with long names, 12 domains, 87 tasks), the
+/// Gemini 3 Flash run and a run with skill scores.
+#[test]
+fn every_chart_keeps_its_text_inside_the_image() {
+    let (_r, conn) =
+        imported_store(shared().join("skillsbench/published/website-data/results-registry.json"));
+    let runs: Vec<String> = queries::list_runs(&conn)
+        .unwrap()
+        .into_iter()
+        .rev()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(runs.len(), 18);
+    let registry = report::build(&conn, &Selection::Runs(runs), &CiMethod::default()).unwrap();
+    let (_f, flash_conn) = flash_store();
+    let flash = flash_report(&flash_conn);
+    let (_s, skills_conn) = skills_store("skills-run", ["ledger", "fx"]);
+    let skills = report::build(
+        &skills_conn,
+        &Selection::Runs(vec!["skills-run".into()]),
+        &CiMethod::default(),
+    )
+    .unwrap();
+
+    // Every condition is drawn: the registry's 36 conditions on 5 pages of the domain chart,
+    // one Δ chart per comparison.
+    let specs = charts::plan(&registry);
+    let domain_pages = specs
+        .iter()
+        .filter(|s| matches!(s.kind, charts::ChartKind::Domains(_)))
+        .count();
+    assert_eq!(domain_pages, 5);
+    let deltas = specs
+        .iter()
+        .filter(|s| matches!(s.kind, charts::ChartKind::TaskDeltas(_)))
+        .count();
+    assert_eq!(deltas, registry.results.comparisons.len());
+
+    // A run whose curated trials all pass: its value label sits at 100 %.
+    let dir100 = tempfile::tempdir().unwrap();
+    let store100 = Store::open(&dir100.path().join("p.db")).unwrap();
+    let conn100 = store100.connect().unwrap();
+    store100.writer().stop();
+    let ids: Vec<String> = (1..=3).map(|i| format!("task-{i}")).collect();
+    let run = planned_run(
+        &conn100,
+        "all-pass",
+        1,
+        &ids,
+        &["Finance", "Energy", "Energy"],
+    );
+    for t in queries::current_trials(&conn100, run.id).unwrap() {
+        let pass = t.condition == "curated";
+        queries::finish_trial(
+            &conn100,
+            t.id,
+            &TrialPatch {
+                outcome: Some(if pass { Outcome::Pass } else { Outcome::Fail }),
+                reward: Some(if pass { 1.0 } else { 0.0 }),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    let full = report::build(
+        &conn100,
+        &Selection::Runs(vec!["all-pass".into()]),
+        &CiMethod::default(),
+    )
+    .unwrap();
+    assert_eq!(full.results.conditions[1].pass_rate, 1.0);
+
+    let mut checked = 0;
+    for r in [&registry, &flash, &skills, &full] {
+        for spec in charts::plan(r) {
+            let out = charts::render_with_text(r, &spec).unwrap();
+            assert!(!out.text.is_empty(), "{}", spec.file);
+            for t in &out.text {
+                assert!(
+                    t.inside(out.width, out.height),
+                    "{}: {:?} reaches outside {}x{}",
+                    spec.file,
+                    t,
+                    out.width,
+                    out.height
+                );
+            }
+            for (i, a) in out.text.iter().enumerate() {
+                for b in &out.text[i + 1..] {
+                    let overlap = a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
+                    assert!(!overlap, "{}: {a:?} overlaps {b:?}", spec.file);
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 30, "{checked}");
+
+    // Task-level charts name their tasks.
+    let spec = specs
+        .iter()
+        .find(|s| matches!(s.kind, charts::ChartKind::TaskDeltas(_)))
+        .unwrap();
+    let out = charts::render_with_text(&registry, spec).unwrap();
+    let changed = registry
+        .results
+        .task_deltas
+        .iter()
+        .filter(|t| matches!(&spec.kind, charts::ChartKind::TaskDeltas(n) if *n == t.comparison))
+        .filter(|t| t.delta_pp.abs() > 1e-7)
+        .collect::<Vec<_>>();
+    assert!(!changed.is_empty());
+    for t in changed {
+        assert!(
+            out.text.iter().any(|b| b.text == t.task),
+            "{} not named",
+            t.task
+        );
+    }
 }

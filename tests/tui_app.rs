@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use skillscope::store::{Outcome, Store, TrialStatus};
 use skillscope::synthetic::{SyntheticRun, fill_store};
-use skillscope::tui::app::{App, Confirm, Effect, Mode, Popup};
+use skillscope::tui::app::{App, Confirm, Effect, Mode, Pane, Popup};
 use skillscope::tui::data::{Request, SkillOrigin, Update, load_skills, load_snapshot};
 use skillscope::tui::state::SkillsFocus;
 use skillscope::tui::theme::Theme;
@@ -622,4 +622,175 @@ fn rubric_in_memory_matches_score_run_and_skill_report() {
     assert_eq!(mem.scores, stored);
     let names: Vec<&str> = stored.iter().map(|s| s.skill_name.as_str()).collect();
     assert_eq!(names.len(), 3, "{names:?}");
+}
+
+/// Draws `app` on a test terminal of `w`×`h` (filling its click map) and returns the screen.
+fn draw(app: &App, w: u16, h: u16) -> String {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    t.draw(|f| skillscope::tui::views::draw(f, app)).unwrap();
+    t.backend().to_string()
+}
+
+fn mouse(kind: MouseEventKind, column: u16, row: u16) -> MouseEvent {
+    MouseEvent {
+        kind,
+        column,
+        row,
+        modifiers: KeyModifiers::NONE,
+    }
+}
+
+fn click(column: u16, row: u16) -> MouseEvent {
+    mouse(MouseEventKind::Down(MouseButton::Left), column, row)
+}
+
+/// Where `needle` first shows on a screen drawn by [`draw`]: (column, row).
+fn find(screen: &str, needle: &str) -> (u16, u16) {
+    for (row, line) in screen.lines().enumerate() {
+        // TestBackend's lines are quoted: drop the quote before counting columns.
+        let line = line.trim_start_matches('"');
+        if let Some(i) = line.find(needle) {
+            return (line[..i].chars().count() as u16, row as u16);
+        }
+    }
+    panic!("{needle:?} not on screen:\n{screen}");
+}
+
+#[test]
+fn a_click_selects_the_cell_under_it_and_a_second_click_opens_it() {
+    let mut a = app(Mode::Watch);
+    let screen = draw(&a, 120, 40);
+    let task = a.grid_model.rows.iter().find_map(|r| match r {
+        skillscope::tui::model::GridRow::Task { task_id, .. } => Some(task_id.clone()),
+        _ => None,
+    });
+    let second = a
+        .grid_model
+        .task_rows
+        .get(2)
+        .and_then(|&i| match &a.grid_model.rows[i] {
+            skillscope::tui::model::GridRow::Task { task_id, .. } => Some(task_id.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(task.is_some());
+    // The third task row, the fifth column: its cell's x comes from the click map.
+    let (_, y) = find(&screen, &second);
+    let cols = a.hits.borrow().grid.clone().unwrap().cols;
+    let (x, _, col) = cols[4];
+    assert!(a.on_mouse(click(x, y)).is_empty());
+    assert_eq!((a.grid.row, a.grid.col), (2, col));
+    // Clicking the selected cell again opens its detail.
+    let key_of = a.selected_trial().map(|t| t.key());
+    let effects = a.on_mouse(click(x, y));
+    assert_eq!(effects, vec![Effect::Request(Request::Detail(key_of))]);
+    assert!(a.detail.is_some());
+    // In the detail a click on a tab selects it.
+    let screen = draw(&a, 120, 40);
+    let (x, y) = find(&screen, "verifier");
+    a.on_mouse(click(x + 1, y));
+    assert_eq!(a.detail.as_ref().unwrap().tab, 2);
+}
+
+#[test]
+fn the_wheel_scrolls_what_is_under_the_pointer_and_clicks_focus_panes() {
+    let mut a = app(Mode::Watch);
+    let screen = draw(&a, 120, 40);
+    // The wheel over the grid moves the cursor three rows a notch.
+    let (x, y) = find(&screen, "task ");
+    a.on_mouse(mouse(MouseEventKind::ScrollDown, x + 2, y + 4));
+    assert_eq!(a.grid.row, 3);
+    a.on_mouse(mouse(MouseEventKind::ScrollUp, x + 2, y + 4));
+    assert_eq!(a.grid.row, 0);
+    // A click in the event log focuses it; the wheel scrolls it.
+    let (x, y) = find(&screen, "event log");
+    a.on_mouse(click(x, y + 2));
+    assert_eq!(a.pane, Pane::Events);
+    a.on_mouse(mouse(MouseEventKind::ScrollDown, x, y + 2));
+    assert_eq!(a.events.scroll, 3);
+    // At 80×24 one pane shows: the wheel scrolls it.
+    let screen = draw(&a, 80, 24);
+    assert!(screen.contains("event log"), "{screen}");
+    a.on_mouse(mouse(MouseEventKind::ScrollUp, 10, 10));
+    assert_eq!(a.events.scroll, 0);
+    // Help: the wheel scrolls it, a click closes it.
+    a.on_key(key(KeyCode::Char('?')));
+    draw(&a, 80, 24);
+    a.on_mouse(mouse(MouseEventKind::ScrollDown, 10, 10));
+    assert_eq!(a.help_scroll, 3);
+    a.on_mouse(click(10, 10));
+    assert!(a.popup.is_none());
+}
+
+/// `/` starts from the filter in force (with a space after it), the grid follows each key, an
+/// unknown `status:` or `cond:` value is an error that keeps the grid and Enter, and Esc puts
+/// back the filter from before.
+#[test]
+fn the_filter_is_edited_in_place_and_applied_as_typed() {
+    let mut a = app(Mode::Watch);
+    let all = a.grid_model.task_rows.len();
+    let type_in = |a: &mut App, s: &str| {
+        for c in s.chars() {
+            a.on_key(key(KeyCode::Char(c)));
+        }
+    };
+    a.on_key(key(KeyCode::Char('/')));
+    type_in(&mut a, "status:failed");
+    assert_eq!(a.grid.filter.query, "status:failed", "applied as typed");
+    assert!(a.grid_model.task_rows.len() <= all);
+    a.on_key(key(KeyCode::Enter));
+    assert!(a.grid.editing.is_none());
+    // Again: the text so far and a space, so a new term does not run into the last.
+    a.on_key(key(KeyCode::Char('/')));
+    assert_eq!(a.grid.editing.as_deref(), Some("status:failed "));
+    type_in(&mut a, "cond:zzz");
+    let err = a.grid.error.clone().unwrap();
+    assert!(err.contains("no condition matches \"zzz\""), "{err}");
+    assert!(err.contains("A no-skills"), "{err}");
+    // The last text that applies (`cond:` with no value yet keeps every condition).
+    assert!(
+        !a.grid.filter.query.contains("zzz"),
+        "{}",
+        a.grid.filter.query
+    );
+    assert!(a.grid.filter.query.starts_with("status:failed"));
+    a.on_key(key(KeyCode::Enter));
+    assert!(a.grid.editing.is_some(), "Enter does not accept an error");
+    // Ctrl-W drops the bad term; cond:B (the label) applies.
+    a.on_key(KeyEvent::new(KeyCode::Char('w'), KeyModifiers::CONTROL));
+    type_in(&mut a, "cond:B");
+    assert!(a.grid.error.is_none());
+    assert!(
+        a.grid_model
+            .columns
+            .iter()
+            .all(|c| c.condition == "curated")
+    );
+    // Esc restores the filter from before `/`.
+    a.on_key(key(KeyCode::Esc));
+    assert_eq!(a.grid.filter.query, "status:failed");
+    a.on_key(key(KeyCode::Char('/')));
+    type_in(&mut a, "x status:bogus");
+    assert!(
+        a.grid
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("unknown status \"bogus\""))
+    );
+}
+
+/// Tab goes grid → domains → event log → grid; `e` jumps to the event log; Esc leaves it.
+#[test]
+fn tab_reaches_every_pane() {
+    let mut a = app(Mode::Watch);
+    assert_eq!(a.pane, Pane::Grid);
+    for want in [Pane::Domains, Pane::Events, Pane::Grid] {
+        a.on_key(key(KeyCode::Tab));
+        assert_eq!(a.pane, want);
+    }
+    a.on_key(key(KeyCode::Char('e')));
+    assert_eq!(a.pane, Pane::Events);
+    assert!(!a.events.rows.is_empty());
+    a.on_key(key(KeyCode::Esc));
+    assert_eq!(a.pane, Pane::Grid);
 }

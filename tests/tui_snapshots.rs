@@ -42,19 +42,29 @@ fn now() -> chrono::DateTime<chrono::Utc> {
 
 /// An app showing a synthetic run of 12 tasks × 2 conditions × 3 trials, 70 % done.
 fn app_with(theme: &str) -> (tempfile::TempDir, App) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    let run = fill_store(
-        &conn,
-        &SyntheticRun {
+    synthetic_app(
+        theme,
+        SyntheticRun {
             name: "snapshot-run".into(),
             tasks: 12,
             trials: 3,
             ..Default::default()
         },
+        |_, _| {},
     )
-    .unwrap();
+}
+
+/// An app showing the synthetic run `spec`, after `edit` changed the store.
+fn synthetic_app(
+    theme: &str,
+    spec: SyntheticRun,
+    edit: impl FnOnce(&rusqlite::Connection, &skillscope::store::RunRow),
+) -> (tempfile::TempDir, App) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let conn = store.connect().unwrap();
+    let run = fill_store(&conn, &spec).unwrap();
+    edit(&conn, &run);
     let mut app = App::new(
         Mode::Watch,
         Theme::load(theme).unwrap(),
@@ -210,14 +220,102 @@ fn filtered_and_sorted_grid_with_cursor_moved() {
     snap("grid_failed_by_name", &app);
 }
 
+/// `/` edits the filter in place: the grid follows what is typed, and a term that cannot match
+/// (`status:bogus`) is an error in the input line while the grid keeps the last filter that
+/// could apply.
 #[test]
 fn filter_being_typed() {
     let (_d, mut app) = app_with("dark");
     app.on_key(key(KeyCode::Char('/')));
-    for c in "domain:fin".chars() {
+    for c in "domain:off status:bogus".chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
     snap("filter_input", &app);
+    assert_eq!(
+        app.grid_model.task_rows.len(),
+        2,
+        "domain:off applies as typed"
+    );
+    let screen = render(&app, (80, 24));
+    assert!(screen.contains("unknown status \"bogus\""), "{screen}");
+}
+
+/// The event log: a pane of its own at 80×24 (Tab, Tab), beside the domain pane at 120×40,
+/// newest first, filtered by level as the filter is typed.
+#[test]
+fn event_log_pane() {
+    let (_d, mut app) = app_with("dark");
+    app.on_key(key(KeyCode::Char('e')));
+    snap("events", &app);
+    app.on_key(key(KeyCode::Char('/')));
+    for c in "level:warn".chars() {
+        app.on_key(key(KeyCode::Char(c)));
+    }
+    app.on_key(key(KeyCode::Enter));
+    snap("events_warnings", &app);
+    let screen = render(&app, (80, 24));
+    assert!(screen.contains("2 of 8"), "{screen}");
+}
+
+/// A run of 12 trials per condition: trial numbers 1 and every fifth over cells two wide (no
+/// `0` for trial 10), all of them where cells are wider; cancelled trials counted apart from
+/// failures.
+#[test]
+fn twelve_trials_and_a_cancelled_one() {
+    let (_d, app) = synthetic_app(
+        "dark",
+        SyntheticRun {
+            name: "twelve".into(),
+            tasks: 6,
+            trials: 12,
+            ..Default::default()
+        },
+        |conn, _| {
+            conn.execute(
+                "UPDATE trials SET outcome = 'cancelled', reward = NULL
+                 WHERE id = (SELECT MIN(id) FROM trials WHERE status = 'done' AND outcome = 'fail')",
+                [],
+            )
+            .unwrap();
+        },
+    );
+    snap("twelve_trials", &app);
+    let screen = render(&app, (80, 24));
+    assert!(screen.contains("cancelled 1"), "{screen}");
+    assert!(screen.contains("10"), "{screen}");
+}
+
+/// Round 2 of an experiment: its conditions (two exported skill folders) read A' and B' over
+/// the grid, with the folders named in full in the legends and the detail's title.
+#[test]
+fn round_two_conditions_by_their_labels() {
+    let (_d, app) = synthetic_app(
+        "dark",
+        SyntheticRun {
+            name: "demo-round2".into(),
+            tasks: 6,
+            trials: 2,
+            conditions: vec![
+                "skills:/data/exports/demo/LS-A-v1".into(),
+                "skills:/data/exports/demo/LS-B-v1".into(),
+            ],
+            ..Default::default()
+        },
+        |conn, _| {
+            skillscope::store::learning::find_or_insert_experiment(
+                conn,
+                "demo",
+                &serde_json::json!({}),
+                "demo-round1",
+                "demo-round2",
+            )
+            .unwrap();
+        },
+    );
+    assert_eq!(app.snapshot.as_ref().unwrap().labels, ["A'", "B'"]);
+    snap("round2_labels", &app);
+    let wide = render(&app, (120, 40));
+    assert!(wide.contains("A' skills:LS-A-v1"), "{wide}");
 }
 
 #[test]

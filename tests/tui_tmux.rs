@@ -175,7 +175,7 @@ async fn watch_in_tmux_shows_the_run_and_r_retries_in_the_store() {
     tmux.keys(&["l", "Right", "h", "Left"]);
     tmux.keys(&["Enter"]);
     let detail = tmux.wait_for("summary", Duration::from_secs(5));
-    assert!(detail.contains("fails · no-skills · trial 1"), "{detail}");
+    assert!(detail.contains("fails · A no-skills · trial 1"), "{detail}");
     tmux.wait_for("attempt 1 of 1", Duration::from_secs(5));
     tmux.keys(&["Escape"]);
 
@@ -224,4 +224,141 @@ async fn watch_in_tmux_shows_the_run_and_r_retries_in_the_store() {
     );
     let c = s.store.connect().unwrap();
     assert_eq!(queries::get_run(&c, run_id).unwrap().status, "running");
+}
+
+/// (column, row) of the first `needle` on `screen` (as `capture-pane` prints it), 0-based.
+fn locate(screen: &str, needle: &str) -> Option<(usize, usize)> {
+    screen
+        .lines()
+        .enumerate()
+        .find_map(|(row, line)| line.find(needle).map(|i| (line[..i].chars().count(), row)))
+}
+
+impl Tmux {
+    /// Whether the program in the pane asked for mouse reporting (`1`) or not (`0`).
+    fn mouse_mode(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["display-message", "-p", "-t", &self.0, "#{mouse_any_flag}"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A mouse event as a terminal reports it (SGR, 1-based): button code `b` at (x, y),
+    /// 0-based.
+    fn mouse(&self, b: u8, x: usize, y: usize) {
+        let seq = format!("\x1b[<{b};{};{}M", x + 1, y + 1);
+        assert!(
+            Command::new("tmux")
+                .args(["send-keys", "-t", &self.0, "-l", &seq])
+                .status()
+                .unwrap()
+                .success()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The mouse in a real terminal: `watch` captures it, a click on a cell selects it, a second
+/// click opens its detail, a click on a tab switches to it, the wheel scrolls the grid; with
+/// `--no-mouse` the terminal keeps the mouse (clicks do nothing in the dashboard).
+#[test]
+fn clicks_select_cells_and_tabs_and_the_wheel_scrolls() {
+    let s = Scratch::new();
+    let conn = s.store.connect().unwrap();
+    skillscope::synthetic::fill_store(
+        &conn,
+        &skillscope::synthetic::SyntheticRun {
+            name: "mouse-run".into(),
+            tasks: 60,
+            trials: 2,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_skillscope");
+    let session = format!("skillscope-mouse-{}", std::process::id());
+    let tmux = Tmux::start(
+        &session,
+        &format!("{bin} watch --db {} mouse-run", s.db().display()),
+    );
+    let screen = tmux.wait_for("mouse-run", Duration::from_secs(30));
+    assert_eq!(
+        tmux.mouse_mode(),
+        "1",
+        "the dashboard asks the terminal for the mouse"
+    );
+    // The first cell of condition A on the third task row (rows below the grid's header).
+    let header = screen
+        .lines()
+        .position(|l| l.starts_with("│task "))
+        .expect("grid header");
+    let a_x = {
+        let line = screen.lines().nth(header).unwrap();
+        let i = line.find(" A ").expect("condition A") + 1;
+        line[..i].chars().count()
+    };
+    let task_rows: Vec<(usize, String)> = screen
+        .lines()
+        .enumerate()
+        .skip(header + 2)
+        .filter_map(|(row, line)| {
+            // A task row has a cell under condition A's first trial; a domain heading does not.
+            let cell = line.chars().nth(a_x)?;
+            let id = line.strip_prefix('│')?.split_whitespace().next()?;
+            (cell != ' ').then(|| (row, id.to_string()))
+        })
+        .collect();
+    let (row, task) = task_rows.get(2).cloned().expect("task rows");
+    tmux.mouse(0, a_x, row);
+    tmux.mouse(0, a_x, row);
+    let detail = tmux.wait_for("summary", Duration::from_secs(5));
+    assert!(
+        detail.contains(&format!("{task} · A no-skills · trial 1")),
+        "{detail}"
+    );
+    // A click on the verifier tab.
+    let (vx, vy) = locate(&detail, "verifier").unwrap();
+    tmux.mouse(0, vx + 1, vy);
+    // A log tab shows (the synthetic trial wrote no verifier output).
+    tmux.wait_for("(not written yet)", Duration::from_secs(5));
+    tmux.keys(&["Escape"]);
+    let before = tmux.wait_for("mouse-run", Duration::from_secs(5));
+    let first = task_rows[0].1.clone();
+    assert!(before.contains(&first));
+    // The wheel over the grid: 20 notches of 3 rows scroll the first tasks away.
+    for _ in 0..20 {
+        tmux.mouse(65, a_x, row);
+    }
+    let t0 = Instant::now();
+    loop {
+        let now = tmux.screen();
+        if !now.lines().any(|l| l.starts_with(&format!("│{first} "))) {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "did not scroll:\n{now}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    tmux.keys(&["q"]);
+    drop(tmux);
+
+    // --no-mouse: the same clicks open nothing.
+    let session = format!("skillscope-nomouse-{}", std::process::id());
+    let tmux = Tmux::start(
+        &session,
+        &format!("{bin} watch --no-mouse --db {} mouse-run", s.db().display()),
+    );
+    tmux.wait_for("mouse-run", Duration::from_secs(30));
+    assert_eq!(
+        tmux.mouse_mode(),
+        "0",
+        "--no-mouse leaves the mouse to the terminal"
+    );
+    tmux.mouse(0, a_x, row);
+    tmux.mouse(0, a_x, row);
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!tmux.screen().contains("summary"), "{}", tmux.screen());
 }

@@ -89,6 +89,50 @@ pub fn method_d_planned<T: Scored>(
     per_task.values().sum::<f64>() / task_ids.len() as f64
 }
 
+/// True for an outcome the verifier judged: pass, fail (wrong output) and the two timeouts — the
+/// trials the pass rate over judged trials counts ([`pass_rate_judged`], and
+/// [`crate::analysis::results`]'s "trials with a verdict").
+pub fn is_judged(outcome: Option<Outcome>) -> bool {
+    matches!(
+        outcome,
+        Some(Outcome::Pass | Outcome::Fail | Outcome::AgentTimeout | Outcome::VerifierTimeout)
+    )
+}
+
+/// The pass rate over judged trials of `condition`: per task the mean reward over its judged
+/// trials ([`is_judged`], latest attempts within the plan), averaged over the tasks of `task_ids`
+/// that have one; `None` when none has. Unlike Method D it leaves unfinished trials and
+/// infrastructure failures out, so mid-run it estimates where Method D is heading — it is never a
+/// substitute for it.
+pub fn pass_rate_judged<T: Scored>(
+    task_ids: &[String],
+    plan: &TrialPlan,
+    condition: &str,
+    trials: &[T],
+) -> Option<f64> {
+    let wanted: std::collections::HashSet<&str> = task_ids.iter().map(String::as_str).collect();
+    let mut per_task: HashMap<&str, (f64, usize)> = HashMap::new();
+    for t in trials {
+        if t.condition() != condition
+            || t.superseded()
+            || t.status() != TrialStatus::Done
+            || !is_judged(t.outcome())
+            || t.trial_index() == 0
+            || t.trial_index() > plan.of(t.task_id(), condition)
+            || !wanted.contains(t.task_id())
+        {
+            continue;
+        }
+        let e = per_task.entry(t.task_id()).or_default();
+        e.0 += t.reward().map(|r| r.clamp(0.0, 1.0)).unwrap_or(0.0);
+        e.1 += 1;
+    }
+    if per_task.is_empty() {
+        return None;
+    }
+    Some(per_task.values().map(|(s, n)| s / *n as f64).sum::<f64>() / per_task.len() as f64)
+}
+
 /// Per task: mean reward over its `n_trials` planned trials (missing or unfinished = 0).
 pub fn per_task_mean<T: Scored>(
     task_ids: &[String],
@@ -174,6 +218,11 @@ pub struct ConditionSummary {
     pub running: usize,
     /// Trials finished.
     pub done: usize,
+    /// Finished trials that failed with a partial reward (strictly between 0 and 1): Method D
+    /// averages rewards, so they count fractionally (a `fail` with reward 0.74 adds 0.74).
+    pub partial: usize,
+    /// Pass rate over judged trials ([`pass_rate_judged`]); `None` before any trial is judged.
+    pub pass_rate_judged: Option<f64>,
 }
 
 /// Summaries of every condition of a run, in `conditions` order.
@@ -205,6 +254,8 @@ pub fn summarize_planned<T: Scored>(
                 queued: 0,
                 running: 0,
                 done: 0,
+                partial: 0,
+                pass_rate_judged: pass_rate_judged(task_ids, plan, c, trials),
             };
             for t in trials
                 .iter()
@@ -216,6 +267,11 @@ pub fn summarize_planned<T: Scored>(
                         s.done += 1;
                         if let Some(o) = t.outcome() {
                             *s.outcomes.entry(o.as_str().to_string()).or_default() += 1;
+                        }
+                        if t.outcome() != Some(Outcome::Pass)
+                            && t.reward().is_some_and(|r| r > 0.0 && r < 1.0)
+                        {
+                            s.partial += 1;
                         }
                     }
                     _ => s.running += 1,

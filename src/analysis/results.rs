@@ -480,6 +480,67 @@ struct Cell {
     aggregated: bool,
 }
 
+/// Report notes that several conditions or runs share, kept in first-seen order: each message
+/// with the conditions or runs it is about.
+#[derive(Default)]
+struct GroupedNotes {
+    notes: Vec<(String, Vec<String>, bool)>,
+}
+
+impl GroupedNotes {
+    /// Adds condition `label` to `message`.
+    fn condition(&mut self, message: &str, label: &str) {
+        self.add(message, label, false);
+    }
+
+    /// Adds run `name` to `message`.
+    fn run(&mut self, message: &str, name: &str) {
+        self.add(message, name, true);
+    }
+
+    fn add(&mut self, message: &str, subject: &str, is_run: bool) {
+        match self.notes.iter_mut().find(|(m, _, _)| m == message) {
+            Some((_, subjects, _)) => subjects.push(subject.to_string()),
+            None => self
+                .notes
+                .push((message.to_string(), vec![subject.to_string()], is_run)),
+        }
+    }
+
+    /// One line per message: `subject: message` for one, `every condition (36): message` when all
+    /// share it, else `N runs (a, b, c, d, e, f and 3 more): message`.
+    fn lines(self, n_conditions: usize, n_runs: usize) -> Vec<String> {
+        self.notes
+            .into_iter()
+            .map(|(message, subjects, is_run)| {
+                let (noun, all) = if is_run {
+                    ("run", n_runs)
+                } else {
+                    ("condition", n_conditions)
+                };
+                let who = match subjects.len() {
+                    1 => subjects[0].clone(),
+                    n if n == all => format!("every {noun} ({n})"),
+                    n => {
+                        let shown = subjects
+                            .iter()
+                            .take(6)
+                            .cloned()
+                            .collect::<Vec<_>>()
+                            .join(", ");
+                        if n > 6 {
+                            format!("{n} {noun}s ({shown} and {} more)", n - 6)
+                        } else {
+                            format!("{n} {noun}s ({shown})")
+                        }
+                    }
+                };
+                format!("{who}: {message}")
+            })
+            .collect()
+    }
+}
+
 /// The plan's primary comparisons for an experiment.
 pub const EXPERIMENT_COMPARISONS: [(&str, &str, &str); 4] = [
     ("A' vs A", "A'", "A"),
@@ -940,12 +1001,14 @@ pub fn analyze(
             ));
         }
     }
+    // Notes that many conditions or runs share are grouped: one line names them all.
+    let mut grouped = GroupedNotes::default();
     for c in &conditions {
         if c.aggregated {
-            notes.push(format!(
-                "{}: trials reconstructed from published aggregates (mean reward per task is exact; individual trials are not).",
-                c.label
-            ));
+            grouped.condition(
+                "trials reconstructed from published aggregates (mean reward per task is exact; individual trials are not).",
+                &c.label,
+            );
         }
         let not_run = c.failures.get(&FailureMode::NotRun).copied().unwrap_or(0);
         if not_run > 0 {
@@ -975,17 +1038,19 @@ pub fn analyze(
         unpinned.sort();
         unpinned.dedup();
         if agent_settings.is_empty() {
-            notes.push(format!(
-                "{}: its trials recorded no agent settings (imported, or run before they were recorded): whether sampling was pinned is unknown.",
-                r.name
-            ));
+            grouped.run(
+                "trials recorded no agent settings (imported, or run before they were recorded): whether sampling was pinned is unknown.",
+                &r.name,
+            );
         } else if !unpinned.is_empty() {
-            notes.push(format!(
-                "{}: {} could not be pinned for agent {} (the harness accepts no such setting), so its trials are not reproducible \"with temperature 0\".",
-                r.name,
-                unpinned.join(", "),
-                r.agent
-            ));
+            grouped.run(
+                &format!(
+                    "{} could not be pinned for agent {} (the harness accepts no such setting), so these trials are not reproducible \"with temperature 0\".",
+                    unpinned.join(", "),
+                    r.agent
+                ),
+                &r.name,
+            );
         }
         run_infos.push(RunInfo {
             name: r.name.clone(),
@@ -998,6 +1063,7 @@ pub fn analyze(
             unpinned,
         });
     }
+    notes.extend(grouped.lines(conditions.len(), runs.len()));
 
     let unfinished: Vec<(String, String)> = runs
         .iter()

@@ -120,6 +120,51 @@ pub fn condition_label(key: &str) -> String {
     }
 }
 
+/// Short labels of a run's conditions (keys, in run order), as the evaluation plan names them:
+/// `A` no skills and `B` curated skills (round 1 of an experiment), `A'` and `B'` the skills
+/// learned from A's and B's trials (round 2, or a `skills:<dir>` that is a recorded export of a
+/// space learning from that condition), and `C`, `D`, … for any other skills folder. `round` is
+/// the run's round in an experiment (1 or 2), if any: its first two conditions take that round's
+/// labels. `learned_from(dir)` tells the condition key the space whose export `dir` is learned
+/// from. A label used twice gets a number (`A'2`).
+pub fn short_labels(
+    conditions: &[String],
+    round: Option<u8>,
+    learned_from: impl Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    let mut next_other = b'C';
+    let mut out: Vec<String> = Vec::with_capacity(conditions.len());
+    for (i, key) in conditions.iter().enumerate() {
+        let base = match (round, i) {
+            (Some(1), 0) => "A".to_string(),
+            (Some(1), 1) => "B".to_string(),
+            (Some(2), 0) => "A'".to_string(),
+            (Some(2), 1) => "B'".to_string(),
+            _ => match key.as_str() {
+                "no-skills" => "A".to_string(),
+                "curated" => "B".to_string(),
+                k => match k.strip_prefix("skills:").and_then(&learned_from).as_deref() {
+                    Some("no-skills") => "A'".to_string(),
+                    Some("curated") => "B'".to_string(),
+                    _ => {
+                        let l = (next_other as char).to_string();
+                        next_other = next_other.saturating_add(1).min(b'Z');
+                        l
+                    }
+                },
+            },
+        };
+        let mut label = base.clone();
+        let mut n = 2;
+        while out.contains(&label) {
+            label = format!("{base}{n}");
+            n += 1;
+        }
+        out.push(label);
+    }
+    out
+}
+
 impl fmt::Display for Condition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.key())
@@ -226,5 +271,50 @@ mod tests {
     fn list_dedups() {
         let l = Condition::parse_list("no-skills, curated,A").unwrap();
         assert_eq!(l, vec![Condition::NoSkills, Condition::Curated]);
+    }
+
+    #[test]
+    fn short_labels_follow_the_evaluation_plan() {
+        let keys = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let none = |_: &str| None;
+        assert_eq!(
+            short_labels(&keys(&["no-skills", "curated"]), None, none),
+            ["A", "B"]
+        );
+        assert_eq!(
+            short_labels(
+                &keys(&["skills:/e/LS-A-v1", "skills:/e/LS-B-v1"]),
+                Some(2),
+                none
+            ),
+            ["A'", "B'"]
+        );
+        let from = |d: &str| match d {
+            "/e/LS-A-v1" => Some("no-skills".to_string()),
+            "/e/LS-B-v1" => Some("curated".to_string()),
+            _ => None,
+        };
+        assert_eq!(
+            short_labels(
+                &keys(&[
+                    "no-skills",
+                    "skills:/e/LS-B-v1",
+                    "skills:/x",
+                    "skills:/y",
+                    "skills:/e/LS-A-v1"
+                ]),
+                None,
+                from
+            ),
+            ["A", "B'", "C", "D", "A'"]
+        );
+        assert_eq!(
+            short_labels(
+                &keys(&["skills:/e/LS-A-v1", "skills:/e/LS-A-v1"]),
+                None,
+                from
+            ),
+            ["A'", "A'2"]
+        );
     }
 }

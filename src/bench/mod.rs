@@ -51,6 +51,129 @@ pub enum BenchError {
         /// What went wrong.
         message: String,
     },
+    /// Task ids asked for (`--task`) that the folder does not hold.
+    #[error("{}", unknown_tasks_message(missing, place))]
+    UnknownTask {
+        /// The ids not found.
+        missing: Vec<String>,
+        /// `the built-in example tasks` or `tasks folder <path>`.
+        place: String,
+        /// The folder's task ids, closest to the first missing id first.
+        valid: Vec<String>,
+    },
+}
+
+fn unknown_tasks_message(missing: &[String], place: &str) -> String {
+    let quoted: Vec<String> = missing.iter().map(|m| format!("{m:?}")).collect();
+    format!(
+        "no task {} in {place}",
+        if quoted.len() == 1 {
+            format!("named {}", quoted[0])
+        } else {
+            format!("named {}", quoted.join(", "))
+        }
+    )
+}
+
+impl BenchError {
+    /// For [`BenchError::UnknownTask`]: the valid ids as a hint (`valid ids (closest first): a,
+    /// b, …`), at most `limit` of them with the count of the rest.
+    pub fn valid_ids_hint(&self, limit: usize) -> Option<String> {
+        let BenchError::UnknownTask { valid, .. } = self else {
+            return None;
+        };
+        let shown: Vec<&str> = valid.iter().take(limit).map(String::as_str).collect();
+        let more = valid.len().saturating_sub(shown.len());
+        Some(format!(
+            "valid ids (closest first): {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" … and {more} more (`skillscope tasks` lists them)")
+            } else {
+                String::new()
+            }
+        ))
+    }
+}
+
+/// The canonical `root` and its task folders (those with a `task.toml`, an `instruction.md` or an
+/// `environment/` folder), sorted.
+fn task_dirs(root: &Path) -> Result<(PathBuf, Vec<PathBuf>), BenchError> {
+    let dir_err = |m: String| BenchError::TasksDir {
+        path: root.to_path_buf(),
+        message: m,
+    };
+    let root = std::fs::canonicalize(root).map_err(|e| dir_err(e.to_string()))?;
+    let entries = std::fs::read_dir(&root).map_err(|e| dir_err(e.to_string()))?;
+    let mut dirs: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| {
+            p.is_dir()
+                && (p.join("task.toml").exists()
+                    || p.join("instruction.md").exists()
+                    || p.join("environment").is_dir())
+        })
+        .collect();
+    dirs.sort();
+    if dirs.is_empty() {
+        return Err(dir_err(
+            "no task folders found (expected <id>/task.toml)".into(),
+        ));
+    }
+    Ok((root, dirs))
+}
+
+fn check_ids(root: &Path, dirs: &[PathBuf], only: &[String]) -> Result<(), BenchError> {
+    let ids: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    let missing: Vec<String> = only.iter().filter(|o| !ids.contains(o)).cloned().collect();
+    match missing.first() {
+        Some(first) => Err(BenchError::UnknownTask {
+            valid: closest_first(first, &ids),
+            place: tasks_place(root),
+            missing,
+        }),
+        None => Ok(()),
+    }
+}
+
+/// Checks that the tasks folder `root` is usable and holds every id of `only`, without loading
+/// the tasks (a command's early check of `--task`).
+///
+/// # Errors
+/// As [`TaskSet::load`].
+pub fn check_task_ids(root: &Path, only: &[String]) -> Result<(), BenchError> {
+    let (root, dirs) = task_dirs(root)?;
+    check_ids(&root, &dirs, only)
+}
+
+/// `ids` ordered by similarity to `wanted`, closest first (normalized Damerau–Levenshtein
+/// similarity, ties by id), the way a shell suggests a command.
+pub fn closest_first(wanted: &str, ids: &[String]) -> Vec<String> {
+    let mut scored: Vec<(f64, &String)> = ids
+        .iter()
+        .map(|id| {
+            let sim = strsim::normalized_damerau_levenshtein(wanted, id);
+            // A shared prefix or containment counts extra: `ledger` finds `ledger-code-mapping`.
+            let contains = id.contains(wanted) || wanted.contains(id.as_str());
+            (sim + if contains { 1.0 } else { 0.0 }, id)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored.into_iter().map(|(_, id)| id.clone()).collect()
+}
+
+/// How a tasks folder is named to the operator: the built-in example tasks by that name (their
+/// folder is an internal cache), any other by its path.
+pub fn tasks_place(root: &Path) -> String {
+    if root.ancestors().any(|a| a.ends_with("example-tasks")) {
+        "the built-in example tasks".to_string()
+    } else {
+        format!("tasks folder {}", root.display())
+    }
 }
 
 /// A loaded tasks folder.
@@ -70,46 +193,12 @@ impl TaskSet {
     /// in `only` is an error.
     ///
     /// # Errors
-    /// [`BenchError::TasksDir`] when `root` cannot be read, holds no task, or lacks a requested id.
+    /// [`BenchError::TasksDir`] when `root` cannot be read or holds no task;
+    /// [`BenchError::UnknownTask`] when it lacks a requested id.
     pub fn load(root: &Path, catalog: &Catalog, only: &[String]) -> Result<TaskSet, BenchError> {
-        let dir_err = |m: String| BenchError::TasksDir {
-            path: root.to_path_buf(),
-            message: m,
-        };
-        let root = std::fs::canonicalize(root).map_err(|e| dir_err(e.to_string()))?;
-        let entries = std::fs::read_dir(&root).map_err(|e| dir_err(e.to_string()))?;
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path())
-            .filter(|p| {
-                p.is_dir()
-                    && (p.join("task.toml").exists()
-                        || p.join("instruction.md").exists()
-                        || p.join("environment").is_dir())
-            })
-            .collect();
-        dirs.sort();
-        if dirs.is_empty() {
-            return Err(dir_err(
-                "no task folders found (expected <id>/task.toml)".into(),
-            ));
-        }
+        let (root, mut dirs) = task_dirs(root)?;
+        check_ids(&root, &dirs, only)?;
         if !only.is_empty() {
-            let ids: Vec<String> = dirs
-                .iter()
-                .filter_map(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .collect();
-            let missing: Vec<&String> = only.iter().filter(|o| !ids.contains(o)).collect();
-            if !missing.is_empty() {
-                return Err(dir_err(format!(
-                    "no such task: {}",
-                    missing
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
             dirs.retain(|d| {
                 d.file_name()
                     .is_some_and(|n| only.iter().any(|o| o.as_str() == n.to_string_lossy()))

@@ -42,6 +42,7 @@ pub fn run_args(plan: &Plan, db: Option<PathBuf>) -> RunArgs {
         stall_after: plan.run.stall_secs,
         max_cost: plan.run.max_cost_usd,
         detach: false,
+        no_mouse: false,
     }
 }
 
@@ -87,13 +88,15 @@ pub fn prepare(args: &ExperimentArgs) -> Result<(ExperimentSetup, PathBuf, Exper
 /// A bad plan, settings or database; a phase that failed (its state is kept).
 pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     let (setup, db, mut exp) = prepare(&args)?;
+    let starts = super::session::record_run_starts(&exp.engine);
+    let setup_reports = setup.plan.reports_dir.clone();
     let log = super::session::run_log(&db, &setup.plan.name());
     let signals = Signals::install(Some(log.clone()));
     exp.cancel = signals.shutdown.clone();
     let headless = |mut exp: Experiment| {
         exp.progress = Some(super::learn::print_progress());
         exp.notify = Some(Arc::new(|m: &str| {
-            eprintln!("{}", crate::text::sanitize(m))
+            crate::errln!("{}", crate::text::sanitize(m))
         }));
         let engine = exp.engine.clone();
         let progress = tokio::spawn(async move {
@@ -110,9 +113,11 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
         progress.abort();
         result?
     };
+    starts.abort();
     print_outcome(&outcome);
     if outcome.finished {
-        write_report(&db, &outcome.experiment.name);
+        let reports = setup_reports.unwrap_or_else(|| super::beside(&db, "reports"));
+        write_report(&db, &reports, &outcome.experiment.name);
     }
     Ok(if outcome.finished {
         exit_code::FINISHED
@@ -124,11 +129,11 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
 }
 
 /// Writes the finished experiment's report (Markdown with charts, JSON, CSV) to
-/// `reports/<experiment>/`. A report that cannot be written is a warning: the experiment's
-/// results are in the store and `skillscope report` can write it again.
-fn write_report(db: &std::path::Path, name: &str) {
-    let dir =
-        std::path::PathBuf::from("reports").join(crate::bench::condition::sanitize_slug(name));
+/// `<reports>/<experiment>/` (the plan's `reports_dir`: `reports` beside the plan unless it says
+/// otherwise). A report that cannot be written is a warning: the experiment's results are in the
+/// store and `skillscope report` can write it again.
+fn write_report(db: &std::path::Path, reports: &std::path::Path, name: &str) {
+    let dir = reports.join(crate::bench::condition::sanitize_slug(name));
     let result = (|| -> Result<usize> {
         let conn = crate::store::Store::open_existing(db)?;
         let report = crate::report::build(
@@ -148,16 +153,17 @@ fn write_report(db: &std::path::Path, name: &str) {
         Ok(written.files.len())
     })();
     match result {
-        Ok(n) => println!("report: {} ({n} files)", dir.join("report.md").display()),
-        Err(e) => eprintln!(
-            "warning: the report was not written ({e:#}); run `skillscope report --experiment {name}`"
+        Ok(n) => crate::outln!("report: {} ({n} files)", dir.join("report.md").display()),
+        Err(e) => crate::errln!(
+            "warning: the report was not written ({}); run `skillscope report --experiment {name}`",
+            crate::text::sanitize(&format!("{e:#}"))
         ),
     }
 }
 
 /// Prints the phase, the four conditions and the comparisons.
 pub fn print_outcome(o: &ExperimentOutcome) {
-    println!(
+    crate::outln!(
         "experiment {} — {}",
         o.experiment.name,
         if o.finished {
@@ -176,8 +182,11 @@ pub fn print_outcome(o: &ExperimentOutcome) {
         return;
     }
     let summaries: Vec<_> = o.results.iter().map(|r| r.summary.clone()).collect();
-    println!("{}", conditions_table(&summaries));
-    println!(
+    crate::outln!("{}", conditions_table(&summaries));
+    for n in super::table::condition_notes(&summaries) {
+        crate::outln!("{n}");
+    }
+    crate::outln!(
         "{}",
         o.results
             .iter()
@@ -195,16 +204,16 @@ pub fn print_outcome(o: &ExperimentOutcome) {
         .map(|r| (r.label, r.summary.pass_rate))
         .collect();
     if rates.len() == 4 {
-        println!("{}", comparisons_table(&COMPARISONS, &rates));
+        crate::outln!("{}", comparisons_table(&COMPARISONS, &rates));
     }
     if !o.adaptive.is_empty() {
-        println!("{}", super::table::adaptive_table(&o.adaptive));
+        crate::outln!("{}", super::table::adaptive_table(&o.adaptive));
     }
-    println!(
+    crate::outln!(
         "pass rate = Method D over round 1's tasks (missing or errored trials count 0); Δ in percentage points; g = normalized gain"
     );
     if !o.adaptive.is_empty() {
-        println!(
+        crate::outln!(
             "pass@2-adaptive = per task 1 − (1 − p₁)(1 − p₂) over both rounds; pass@2 = round 1's unbiased pass@2 (Chen et al. 2021); gain = their difference, 95% paired bootstrap CI over tasks"
         );
     }
@@ -231,12 +240,13 @@ async fn dashboard(
         crate::tui::data::RunSelector::Experiment(name),
         super::session::WATCH_POLL,
     )?;
-    let app = crate::tui::app::App::new(
+    let mut app = crate::tui::app::App::new(
         crate::tui::app::Mode::Run,
         theme,
         db.display().to_string(),
         chrono::Utc::now(),
     );
+    app.mouse = !args.no_mouse;
     let handle = crate::tui::EngineHandle {
         shutdown,
         done,
@@ -250,7 +260,7 @@ async fn dashboard(
         TuiEnd::Detached(done) => {
             // The terminal is gone: go on headless, into the log beside the database.
             let _ = super::session::redirect_output(log);
-            eprintln!(
+            crate::errln!(
                 "[info] the terminal went away; the experiment goes on headless (log {})",
                 log.display()
             );

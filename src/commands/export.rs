@@ -40,9 +40,11 @@ pub async fn execute(args: ExportArgs) -> Result<()> {
         .unwrap_or_else(|| PathBuf::from("exports").join(&run.name));
     let (row, report) = export_version(&store, &client, &space, &root).await?;
     store.writer().stop();
-    println!(
+    crate::outln!(
         "{}: {} skill(s) exported to {}",
-        space.label, row.n_skills, row.dir
+        space.label,
+        row.n_skills,
+        row.dir
     );
     for s in &report.skills {
         let problems = if s.problems.is_empty() {
@@ -50,7 +52,7 @@ pub async fn execute(args: ExportArgs) -> Result<()> {
         } else {
             format!(" (warnings: {})", s.problems.join("; "))
         };
-        println!(
+        crate::outln!(
             "  {}/ — {} file(s), {}{}",
             s.dir_name,
             s.files.len(),
@@ -59,8 +61,8 @@ pub async fn execute(args: ExportArgs) -> Result<()> {
         );
     }
     for r in &report.refused {
-        println!("  refused: {}", crate::text::sanitize(&r.to_string()));
+        crate::outln!("  refused: {}", crate::text::sanitize(&r.to_string()));
     }
-    println!("use it as a condition: --conditions skills:{}", row.dir);
+    crate::outln!("use it as a condition: --conditions skills:{}", row.dir);
     Ok(())
 }

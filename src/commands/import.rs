@@ -52,6 +52,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 "imported": report.imported,
                 "already_present": report.already_present,
                 "broken": report.broken.iter().map(|(p, why)| serde_json::json!({"path": p, "why": why})).collect::<Vec<_>>(),
+                "skipped": report.skipped.iter().map(|(p, why)| serde_json::json!({"path": p, "why": why})).collect::<Vec<_>>(),
                 "missing_trajectory": report.missing_trajectory,
                 "unknown_condition": report.unknown_condition,
                 "seconds": report.elapsed.as_secs_f64(),
@@ -113,6 +114,15 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
             println!("  {}: {why}", p.display());
         }
     }
+    if !report.skipped.is_empty() {
+        println!(
+            "skipped {} file(s) in the folders (not a Harbor job or trial folder, nor a result file skillscope reads):",
+            report.skipped.len()
+        );
+        for (p, why) in &report.skipped {
+            println!("  {}: {}", p.display(), crate::text::sanitize(why));
+        }
+    }
     if !report.missing_trajectory.is_empty() {
         println!(
             "{} trial(s) have no agent/trajectory.json (imported; skill use unknown):",
@@ -128,6 +138,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
             report.unknown_condition
         );
     }
+    let mut notes: Vec<String> = Vec::new();
     for r in runs {
         let s = run_status(&conn, r)?;
         println!(
@@ -143,6 +154,14 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 .unwrap_or_default()
         );
         println!("{}", conditions_table(&s.conditions));
+        for n in super::table::condition_notes(&s.conditions) {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    for n in notes {
+        println!("{n}");
     }
     store.writer().stop();
     Ok(())

@@ -87,9 +87,13 @@ pub fn print_progress() -> Progress {
             .as_deref()
             .map(|e| format!(" — {}", crate::text::sanitize(e)))
             .unwrap_or_default();
-        eprintln!(
+        crate::errln!(
             "[{}] {}#{} {}: {}{status}{err}",
-            space.label, row.task_id, row.trial_index, row.verdict, row.step
+            space.label,
+            row.task_id,
+            row.trial_index,
+            row.verdict,
+            row.step
         );
     })
 }
@@ -97,15 +101,15 @@ pub fn print_progress() -> Progress {
 /// Prints a learning report.
 pub fn print_report(label: &str, r: &LearnReport) {
     let steps: Vec<String> = r.steps.iter().map(|(k, v)| format!("{k} {v}")).collect();
-    println!("{label}: {}", steps.join(" · "));
+    crate::outln!("{label}: {}", steps.join(" · "));
     if !r.mislabeled.is_empty() {
-        println!(
+        crate::outln!(
             "{label}: MISLABELED (learned with a verdict the verifier did not give): {}",
             r.mislabeled.join(", ")
         );
     }
     for e in &r.errors {
-        println!(
+        crate::outln!(
             "{label}: not learned this pass: {}",
             crate::text::sanitize(e)
         );
@@ -154,13 +158,38 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
         cancel,
         progress: Some(print_progress()),
     };
-    eprintln!(
+    crate::errln!(
         "{label}: learning from run {} ({}) at {}",
         args.run,
         condition.label(),
         crate::acontext::learn::public_base_url(learner.client.base_url())
     );
+    super::session::record_run_end(
+        &store,
+        &args.run,
+        "info",
+        format!("{label}: learning from {} started", condition.label()),
+    )
+    .await;
     let result = learner.learn(&opts).await;
+    let (level, how) = match &result {
+        Ok(r) if r.errors.is_empty() => ("info", format!("{label}: learning pass finished")),
+        Ok(r) => (
+            "warn",
+            format!(
+                "{label}: learning pass left {} trial(s) with errors",
+                r.errors.len()
+            ),
+        ),
+        Err(crate::acontext::learn::LearnError::Cancelled) => {
+            ("info", format!("{label}: learning stopped by the operator"))
+        }
+        Err(e) => (
+            "error",
+            format!("{label}: learning stopped by an error: {e}"),
+        ),
+    };
+    super::session::record_run_end(&store, &args.run, level, how).await;
     store.writer().stop();
     match result {
         Ok(report) => {
@@ -168,7 +197,7 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
             Ok(if report.errors.is_empty() { 0 } else { 1 })
         }
         Err(crate::acontext::learn::LearnError::Cancelled) => {
-            eprintln!("stopped; run the same command again to resume");
+            crate::errln!("stopped; run the same command again to resume");
             Ok(130)
         }
         Err(e) => Err(e.into()),

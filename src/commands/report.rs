@@ -1,8 +1,6 @@
 //! `skillscope report`: the results of runs or an experiment as Markdown with charts, JSON and
 //! CSV (see [`crate::report`]).
 
-use std::path::PathBuf;
-
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use rusqlite::Connection;
 
@@ -30,7 +28,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
         .wrap_err_with(|| format!("analysing {}", args.db.db.display()))?;
     let analysed = t0.elapsed();
     let out = args.out.clone().unwrap_or_else(|| {
-        PathBuf::from("reports").join(sanitize_slug(&match &selection {
+        super::beside(&args.db.db, "reports").join(sanitize_slug(&match &selection {
             Selection::Experiment(e) => e.clone(),
             Selection::Runs(r) if r.len() == 1 => r[0].clone(),
             Selection::Runs(r) => format!("{}-and-{}-more", r[0], r.len() - 1),
@@ -102,9 +100,7 @@ fn select(conn: &Connection, args: &ReportArgs) -> Result<Selection> {
     }
     let all = queries::list_runs(conn)?;
     if args.runs.is_empty() {
-        let newest = all
-            .first()
-            .ok_or_else(|| eyre!("the database holds no runs yet"))?;
+        let newest = super::find_run(conn, None)?;
         for e in lq::list_experiments(conn)? {
             if e.round1_run == newest.name || e.round2_run == newest.name {
                 return Ok(Selection::Experiment(e.name));
@@ -124,13 +120,7 @@ fn select(conn: &Connection, args: &ReportArgs) -> Result<Selection> {
             .map(|r| r.name.clone())
             .collect();
         if hits.is_empty() {
-            return Err(eyre!(
-                "no run named {pattern:?} (known: {})",
-                all.iter()
-                    .map(|r| r.name.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
+            return Err(super::unknown_run(conn, pattern));
         }
         for h in hits {
             if !names.contains(&h) {

@@ -67,6 +67,7 @@ pub fn build_request(args: &RunArgs) -> Result<(RunRequest, PathBuf)> {
         ));
     }
     let tasks_dir = super::tasks_dir_or_examples(args.tasks.as_deref())?;
+    super::check_task_ids(&tasks_dir, &args.task)?;
     let catalog = super::catalog_with(args.catalog.as_deref())?;
     let conditions = Condition::parse_list(&args.conditions)?;
     if conditions.is_empty() {
@@ -119,6 +120,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     let engine = Engine::new(store.clone());
     let log = session::run_log(&db, &name);
     let signals = Signals::install(Some(log.clone()));
+    let starts = session::record_run_starts(&engine);
     let result = if !args.headless && std::io::stdout().is_terminal() {
         let file = FileConfig::load(args.config.as_deref())?;
         let theme = session::pick_theme(args.theme.as_deref(), &file)?;
@@ -129,13 +131,14 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         let runner = engine.clone();
         let stop = signals.shutdown.clone();
         let done = tokio::spawn(async move { runner.run(req, stop).await });
-        let worker = DataWorker::start(&db, RunSelector::Name(name), session::WATCH_POLL)?;
-        let app = App::new(
+        let worker = DataWorker::start(&db, RunSelector::Name(name.clone()), session::WATCH_POLL)?;
+        let mut app = App::new(
             Mode::Run,
             theme,
             db.display().to_string(),
             chrono::Utc::now(),
         );
+        app.mouse = !args.no_mouse;
         let handle = EngineHandle {
             shutdown: signals.shutdown.clone(),
             done,
@@ -149,7 +152,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
                 // end after the last trial (no dashboard will send retries any more).
                 dashboard_open.cancel();
                 let _ = session::redirect_output(&log);
-                eprintln!(
+                crate::errln!(
                     "[info] the terminal went away; the run goes on headless (log {})",
                     log.display()
                 );
@@ -169,6 +172,27 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         let _ = progress.await;
         result
     };
+    starts.abort();
+    match &result {
+        Ok(outcome) => {
+            session::record_run_end(
+                &store,
+                &name,
+                "info",
+                crate::experiment::describe_end(outcome),
+            )
+            .await
+        }
+        Err(e) => {
+            session::record_run_end(
+                &store,
+                &name,
+                "error",
+                format!("run stopped by an error: {e}"),
+            )
+            .await
+        }
+    }
     let outcome = result?;
     print_summary(&store, &outcome)?;
     store.writer().stop();
@@ -237,7 +261,7 @@ async fn detach(db: &std::path::Path, name: &str) -> Result<i32> {
             break;
         }
         if t0.elapsed() > std::time::Duration::from_secs(60) {
-            eprintln!(
+            crate::errln!(
                 "warning: the background run (pid {pid}) has not registered yet; see {}",
                 log.display()
             );
@@ -246,10 +270,10 @@ async fn detach(db: &std::path::Path, name: &str) -> Result<i32> {
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     let db = db.display().to_string();
-    println!("run {name} started in the background (pid {pid})");
-    println!("  log:   {}", log.display());
-    println!("  watch: skillscope watch --db {db} {name}");
-    println!("  stop:  skillscope stop --db {db} {name}");
+    crate::outln!("run {name} started in the background (pid {pid})");
+    crate::outln!("  log:   {}", log.display());
+    crate::outln!("  watch: skillscope watch --db {db} {name}");
+    crate::outln!("  stop:  skillscope stop --db {db} {name}");
     Ok(exit_code::FINISHED)
 }
 
@@ -268,7 +292,7 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
         ),
         None => "stopped; re-run the same command to resume".to_string(),
     };
-    println!(
+    crate::outln!(
         "run {} — {} ({} tasks × {} trials, agent {}{})",
         outcome.run.name,
         state,
@@ -282,11 +306,14 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
             .map(|m| format!(", model {m}"))
             .unwrap_or_default()
     );
-    println!("{}", conditions_table(&summaries));
-    println!(
+    crate::outln!("{}", conditions_table(&summaries));
+    for n in super::table::condition_notes(&summaries) {
+        crate::outln!("{n}");
+    }
+    crate::outln!(
         "pass rate = Method D: per task the mean reward over its trials, averaged over all selected tasks (missing or errored trials count 0)"
     );
-    println!(
+    crate::outln!(
         "database {} · jobs {}",
         store.path().display(),
         outcome.run.jobs_dir

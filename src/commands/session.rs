@@ -75,7 +75,7 @@ impl Signals {
                     std::process::exit(crate::cli::exit_code::INTERRUPTED);
                 }
                 stopping = true;
-                eprintln!(
+                crate::errln!(
                     "\nstopping: removing containers and saving state (Ctrl-C again to quit at once)"
                 );
                 shutdown.cancel();
@@ -186,6 +186,62 @@ fn quote(word: &str) -> String {
         .unwrap_or_else(|_| word.replace('\0', ""))
 }
 
+/// Records when a run starts or resumes in its event log, from the engine's `Started` events (the
+/// engine logs hosts, faults, retries, cancels and stops; the start and the end are the command's
+/// to say). Ends when the engine's event channel closes; abort it once the command is done.
+pub fn record_run_starts(engine: &crate::engine::Engine) -> tokio::task::JoinHandle<()> {
+    let mut events = engine.subscribe();
+    let store = engine.store().clone();
+    tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(EngineEvent::Started {
+                    run_id,
+                    total,
+                    done,
+                }) => {
+                    let who = format!(
+                        "engine pid {} on {}",
+                        std::process::id(),
+                        crate::store::queries::host_name()
+                    );
+                    let message = if done > 0 {
+                        format!("run resumed: {done} of {total} trials already finished; {who}")
+                    } else {
+                        format!("run started: {total} trials planned; {who}")
+                    };
+                    let _ = store
+                        .writer()
+                        .write(move |c| {
+                            crate::store::queries::add_event(c, run_id, "info", &message)
+                        })
+                        .await;
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
+                _ => {}
+            }
+        }
+    })
+}
+
+/// Records `how` in the event log of run `name` (how it ended: finished, stopped and why, stopped
+/// by an error; or a learning pass over it). Nothing when the run does not exist.
+pub async fn record_run_end(
+    store: &crate::store::Store,
+    name: &str,
+    level: &'static str,
+    how: String,
+) {
+    let name = name.to_string();
+    let _ = store
+        .writer()
+        .write(move |c| match crate::store::queries::find_run(c, &name)? {
+            Some(run) => crate::store::queries::add_event(c, run.id, level, &how),
+            None => Ok(()),
+        })
+        .await;
+}
+
 /// A progress bar on a terminal; one line per finished trial otherwise (nohup logs, the log of a
 /// detached run). Returns true when the event channel closed (the engine is gone), false after
 /// one run stopped.
@@ -193,8 +249,25 @@ pub async fn show_progress(mut events: tokio::sync::broadcast::Receiver<EngineEv
     let tty = std::io::stderr().is_terminal();
     let bar = ProgressBar::hidden();
     let mut counts = Counts::default();
+    let say = |line: String| {
+        if tty {
+            bar.println(line);
+        } else {
+            crate::errln!("{line}");
+        }
+    };
+    // The engine reports the error that stops a run as a notice right before `Stopped`; the
+    // command prints that error itself (once, as `error: …`), so such a notice is held back and
+    // dropped when `Stopped` follows.
+    let mut held: Option<String> = None;
     loop {
-        match events.recv().await {
+        let event = events.recv().await;
+        if let Some(line) = held.take()
+            && !matches!(event, Ok(EngineEvent::Stopped { finished: false }))
+        {
+            say(line);
+        }
+        match event {
             Ok(EngineEvent::Started { total, done, .. }) => {
                 if tty {
                     bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
@@ -224,15 +297,15 @@ pub async fn show_progress(mut events: tokio::sync::broadcast::Receiver<EngineEv
                         bar.println(line);
                     }
                 } else {
-                    eprintln!("{line}");
+                    crate::errln!("{line}");
                 }
             }
             Ok(EngineEvent::Notice { level, message }) => {
                 let line = format!("[{level}] {}", crate::text::sanitize(&message));
-                if tty {
-                    bar.println(line);
+                if level == "error" {
+                    held = Some(line);
                 } else {
-                    eprintln!("{line}");
+                    say(line);
                 }
             }
             Ok(EngineEvent::Stopped { .. }) => {

@@ -147,6 +147,8 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                 .unwrap_or_default()
         );
     }
+    // The tables' notes, once for all runs.
+    let mut notes: Vec<String> = Vec::new();
     for s in statuses {
         let r = &s.run;
         println!(
@@ -189,6 +191,11 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             }
         }
         println!("{}", conditions_table(&s.conditions));
+        for n in super::table::condition_notes(&s.conditions) {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
         let mut money = Vec::new();
         if let Some(c) = &s.cost {
             money.push(format!("cost ${:.2} so far", c.spent));
@@ -244,6 +251,9 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             );
         }
         println!();
+    }
+    for n in notes {
+        println!("{n}");
     }
     Ok(())
 }

@@ -8,7 +8,9 @@ use crate::store::Outcome;
 
 /// One row per condition: done/planned, counts by outcome, Method D pass rate, and Δ (pp) and
 /// normalized gain g against the first condition. Outcome columns other than pass and fail are
-/// shown only when some condition has such trials, so the usual table fits 80 columns.
+/// shown only when some condition has such trials, so the usual table fits 80 columns; so are
+/// `partial` (fails with a reward between 0 and 1) and, while a condition is unfinished,
+/// `judged` (the pass rate over judged trials). [`condition_notes`] explains both.
 pub fn conditions_table(summaries: &[ConditionSummary]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
@@ -25,9 +27,20 @@ pub fn conditions_table(summaries: &[ConditionSummary]) -> Table {
                     .any(|s| s.outcomes.get(o.as_str()).is_some_and(|n| *n > 0))
         })
         .collect();
+    let partial = summaries.iter().any(|s| s.partial > 0);
+    let unfinished = summaries.iter().any(|s| s.done < s.n_planned);
     let mut header = vec!["condition".to_string(), "tasks".into(), "done".into()];
-    header.extend(columns.iter().map(|o| o.as_str().to_string()));
-    header.extend(["pass rate".to_string(), "Δ pp".into(), "g".into()]);
+    for o in &columns {
+        header.push(o.as_str().to_string());
+        if *o == Outcome::Fail && partial {
+            header.push("partial".into());
+        }
+    }
+    header.push("pass rate".to_string());
+    if unfinished {
+        header.push("judged".into());
+    }
+    header.extend(["Δ pp".to_string(), "g".into()]);
     t.set_header(header);
     let base = summaries.first().map(|s| s.pass_rate);
     for (i, s) in summaries.iter().enumerate() {
@@ -39,10 +52,22 @@ pub fn conditions_table(summaries: &[ConditionSummary]) -> Table {
         for &o in &columns {
             let n = s.outcomes.get(o.as_str()).copied().unwrap_or(0);
             row.push(Cell::new(n).set_alignment(CellAlignment::Right));
+            if o == Outcome::Fail && partial {
+                row.push(Cell::new(s.partial).set_alignment(CellAlignment::Right));
+            }
         }
         row.push(
             Cell::new(format!("{:.1}%", s.pass_rate * 100.0)).set_alignment(CellAlignment::Right),
         );
+        if unfinished {
+            row.push(
+                Cell::new(
+                    s.pass_rate_judged
+                        .map_or_else(|| "—".into(), |p| format!("{:.1}%", p * 100.0)),
+                )
+                .set_alignment(CellAlignment::Right),
+            );
+        }
         let (d, g) = match (i, base) {
             (0, _) | (_, None) => ("—".to_string(), "—".to_string()),
             (_, Some(b)) => (
@@ -57,6 +82,26 @@ pub fn conditions_table(summaries: &[ConditionSummary]) -> Table {
         t.add_row(row);
     }
     t
+}
+
+/// The sentences that explain [`conditions_table`]'s optional columns, when they are shown.
+pub fn condition_notes(summaries: &[ConditionSummary]) -> Vec<String> {
+    let mut notes = Vec::new();
+    if summaries.iter().any(|s| s.partial > 0) {
+        notes.push(
+            "partial = failed trials with a reward between 0 and 1 (partial credit); Method D \
+             averages rewards, so they count fractionally: the pass rate can be above 0 with pass 0"
+                .to_string(),
+        );
+    }
+    if summaries.iter().any(|s| s.done < s.n_planned) {
+        notes.push(
+            "judged = pass rate over judged trials only (pass, fail, timeouts), while the run is \
+             unfinished; Method D (pass rate) counts every trial without a verdict 0"
+                .to_string(),
+        );
+    }
+    notes
 }
 
 /// The experiment's comparisons: one row per `(name, with, without)` whose two conditions have
@@ -149,6 +194,8 @@ mod tests {
             queued: 0,
             running: 0,
             done: 10,
+            partial: 0,
+            pass_rate_judged: Some(rate),
         }
     }
 

@@ -139,6 +139,7 @@ async fn check(args: TasksArgs) -> Result<()> {
         stall_after: None,
         max_cost: None,
         detach: false,
+        no_mouse: true,
     };
     let (mut req, db) = super::run::build_request(&run_args)?;
     let name = req

@@ -114,10 +114,37 @@ pub struct Experiment {
 }
 
 impl Experiment {
-    fn say(&self, msg: &str) {
+    /// Tells the operator `msg` and records it in the event log of run `run` (when the run
+    /// exists yet): the learning pipeline's phases show in the dashboard's event log.
+    async fn say(&self, run: &str, level: &'static str, msg: &str) {
         tracing::info!("{msg}");
         if let Some(n) = &self.notify {
             n(msg);
+        }
+        let (run, message) = (run.to_string(), msg.to_string());
+        let _ = self
+            .store
+            .writer()
+            .write(move |c| match queries::find_run(c, &run)? {
+                Some(r) => queries::add_event(c, r.id, level, &message),
+                None => Ok(()),
+            })
+            .await;
+    }
+
+    /// Runs one round and records how it ended in its event log.
+    async fn round(&self, req: RunRequest) -> Result<crate::engine::RunOutcome, ExperimentError> {
+        let name = req.name.clone().unwrap_or_default();
+        match self.engine.run(req, self.cancel.clone()).await {
+            Ok(out) => {
+                self.say(&name, "info", &describe_end(&out)).await;
+                Ok(out)
+            }
+            Err(e) => {
+                self.say(&name, "error", &format!("run stopped by an error: {e}"))
+                    .await;
+                Err(e.into())
+            }
         }
     }
 
@@ -157,21 +184,31 @@ impl Experiment {
             }
             match exp.phase.as_str() {
                 "round1" => {
-                    self.say(&format!("{name}: round 1 (conditions A and B) as run {r1}"));
+                    self.say(
+                        &r1,
+                        "info",
+                        &format!("{name}: round 1 (conditions A and B) as run {r1}"),
+                    )
+                    .await;
                     let mut req = setup.round1.clone();
                     req.name = Some(r1.clone());
                     req.conditions = vec![Condition::NoSkills, Condition::Curated];
-                    let out = self.engine.run(req, self.cancel.clone()).await?;
+                    let out = self.round(req).await?;
                     if !out.finished {
                         return self.outcome(exp, learned, false);
                     }
                     self.set_phase(&name, "learn", None).await?;
                 }
                 "learn" => {
-                    self.say(&format!(
-                        "{name}: learning ({} from A, {} from B)",
-                        setup.plan.spaces.a.label, setup.plan.spaces.b.label
-                    ));
+                    self.say(
+                        &r1,
+                        "info",
+                        &format!(
+                            "{name}: learning ({} from A, {} from B)",
+                            setup.plan.spaces.a.label, setup.plan.spaces.b.label
+                        ),
+                    )
+                    .await;
                     let learner = Learner {
                         store: self.store.clone(),
                         client: self.client.clone(),
@@ -202,19 +239,44 @@ impl Experiment {
                     {
                         return self.outcome(exp, learned, false);
                     }
+                    for (label, r) in [(&opts_a.label, &ra), (&opts_b.label, &rb)] {
+                        if let Err(e) = r {
+                            self.say(
+                                &r1,
+                                "error",
+                                &format!(
+                                    "{label}: learning stopped by an error (run the plan again to resume): {e}"
+                                ),
+                            )
+                            .await;
+                        }
+                    }
                     let (ra, rb) = (ra?, rb?);
                     let mut left = Vec::new();
                     for (label, r) in [(&opts_a.label, &ra), (&opts_b.label, &rb)] {
                         if !r.mislabeled.is_empty() {
-                            self.say(&format!(
-                                "{label}: {} trial(s) MISLABELED by the server's task agent (learned with the wrong verdict): {}",
-                                r.mislabeled.len(),
-                                r.mislabeled.join(", ")
-                            ));
+                            self.say(
+                                &r1,
+                                "warn",
+                                &format!(
+                                    "{label}: {} trial(s) MISLABELED by the server's task agent (learned with the wrong verdict): {}",
+                                    r.mislabeled.len(),
+                                    r.mislabeled.join(", ")
+                                ),
+                            )
+                            .await;
                         }
                         if !r.errors.is_empty() {
                             left.push(format!("{label}: {}", r.errors.join("; ")));
                         }
+                    }
+                    for (label, r) in [(&opts_a.label, &ra), (&opts_b.label, &rb)] {
+                        self.say(
+                            &r1,
+                            "info",
+                            &format!("{label}: learning pass finished ({})", learn_summary(r)),
+                        )
+                        .await;
                     }
                     learned.push((opts_a.label.clone(), ra));
                     learned.push((opts_b.label.clone(), rb));
@@ -223,6 +285,7 @@ impl Experiment {
                             "learning incomplete (run the plan again to retry): {}",
                             left.join(" | ")
                         );
+                        self.say(&r1, "warn", &note).await;
                         self.set_phase(&name, "learn", Some(note.clone())).await?;
                         return Err(ExperimentError::Incomplete(note));
                     }
@@ -233,30 +296,40 @@ impl Experiment {
                     for label in [&setup.plan.spaces.a.label, &setup.plan.spaces.b.label] {
                         let (space, have) = self.exports_of(&r1, label).await?;
                         if let Some(e) = have.last() {
-                            self.say(&format!("{label}: already exported to {}", e.dir));
+                            self.say(
+                                &r1,
+                                "info",
+                                &format!("{label}: already exported to {}", e.dir),
+                            )
+                            .await;
                             continue;
                         }
                         let (row, report) =
                             export_version(&self.store, &self.client, &space, &root).await?;
-                        self.say(&format!(
-                            "{label}: exported {} skill(s) to {}{}",
-                            row.n_skills,
-                            row.dir,
-                            if report.refused.is_empty() {
-                                String::new()
-                            } else {
-                                format!(
-                                    "; refused {}: {}",
-                                    report.refused.len(),
-                                    report
-                                        .refused
-                                        .iter()
-                                        .map(|r| r.to_string())
-                                        .collect::<Vec<_>>()
-                                        .join("; ")
-                                )
-                            }
-                        ));
+                        self.say(
+                            &r1,
+                            "info",
+                            &format!(
+                                "{label}: exported {} skill(s) to {}{}",
+                                row.n_skills,
+                                row.dir,
+                                if report.refused.is_empty() {
+                                    String::new()
+                                } else {
+                                    format!(
+                                        "; refused {}: {}",
+                                        report.refused.len(),
+                                        report
+                                            .refused
+                                            .iter()
+                                            .map(|r| r.to_string())
+                                            .collect::<Vec<_>>()
+                                            .join("; ")
+                                    )
+                                }
+                            ),
+                        )
+                        .await;
                     }
                     self.set_phase(&name, "round2", None).await?;
                 }
@@ -273,9 +346,12 @@ impl Experiment {
                         })?;
                         conditions.push(c);
                     }
-                    self.say(&format!(
-                        "{name}: round 2 (conditions A' and B') as run {r2}"
-                    ));
+                    self.say(
+                        &r2,
+                        "info",
+                        &format!("{name}: round 2 (conditions A' and B') as run {r2}"),
+                    )
+                    .await;
                     let mut req = setup.round1.clone();
                     req.name = Some(r2.clone());
                     req.conditions = conditions;
@@ -284,7 +360,7 @@ impl Experiment {
                         let spent = self.spent_on(&r1).await?;
                         req.settings.max_cost_usd = Some((max - spent).max(0.0));
                     }
-                    let out = self.engine.run(req, self.cancel.clone()).await?;
+                    let out = self.round(req).await?;
                     if !out.finished {
                         return self.outcome(exp, learned, false);
                     }
@@ -375,6 +451,32 @@ impl Experiment {
             learned,
             adaptive,
         })
+    }
+}
+
+/// A learning pass in a few words: trials per step, mislabeled trials and errors.
+fn learn_summary(r: &LearnReport) -> String {
+    let mut parts: Vec<String> = r.steps.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    if !r.mislabeled.is_empty() {
+        parts.push(format!("{} MISLABELED", r.mislabeled.len()));
+    }
+    if !r.errors.is_empty() {
+        parts.push(format!("{} with errors", r.errors.len()));
+    }
+    if parts.is_empty() {
+        "no trials".to_string()
+    } else {
+        parts.join(" · ")
+    }
+}
+
+/// How a run that ended without an error ended, as its event log says it: finished, or stopped
+/// and why.
+pub fn describe_end(outcome: &crate::engine::RunOutcome) -> String {
+    match &outcome.stop {
+        _ if outcome.finished => "run finished: every planned trial has a verdict".to_string(),
+        Some(reason) => format!("run stopped: {}", reason.describe()),
+        None => "run stopped".to_string(),
     }
 }
 

@@ -12,6 +12,7 @@
 //! concurrency = 4
 //! jobs_dir = "jobs"
 //! exports_dir = "exports"         # exported skills: <exports_dir>/<name>/LS-A-v1, …
+//! reports_dir = "reports"         # the report when done: <reports_dir>/<name>/report.md (default)
 //! catalog = "catalog.csv"         # domain/difficulty overrides
 //!
 //! [run]                           # as in skillscope.toml: docker_hosts, env, mounts, ca_bundle
@@ -115,6 +116,9 @@ pub struct Plan {
     pub jobs_dir: Option<PathBuf>,
     /// Exported skills folder.
     pub exports_dir: Option<PathBuf>,
+    /// Where the finished experiment's report goes (`<reports_dir>/<name>/report.md` …)
+    /// [default: `reports` in the plan's folder].
+    pub reports_dir: Option<PathBuf>,
     /// Domain catalog CSV.
     pub catalog: Option<PathBuf>,
     /// Docker hosts, env, mounts, CA bundle.
@@ -158,6 +162,10 @@ impl Plan {
         fix(&mut plan.tasks);
         fix(&mut plan.jobs_dir);
         fix(&mut plan.exports_dir);
+        fix(&mut plan.reports_dir);
+        if plan.reports_dir.is_none() {
+            plan.reports_dir = Some(base.join("reports"));
+        }
         fix(&mut plan.catalog);
         fix(&mut plan.run.ca_bundle);
         if plan.name.is_none() {

@@ -81,6 +81,9 @@ pub struct ImportReport {
     pub runs: Vec<String>,
     /// Published result files imported (per-trial CSV, results registry).
     pub files: Vec<super::published::FileReport>,
+    /// Files found in a folder, outside any Harbor job or trial folder, that were not imported,
+    /// with why (an unknown format, a CSV with other columns, …).
+    pub skipped: Vec<(PathBuf, String)>,
     /// Wall time.
     pub elapsed: Duration,
 }
@@ -892,7 +895,23 @@ fn finish_runs(conn: &Connection, runs: &BTreeSet<i64>) -> Result<(), StoreError
     Ok(())
 }
 
-/// Imports the trials under `opts.roots` into `store`. Blocking; call from a blocking thread.
+/// True when `path` lies in a Harbor job or trial folder below one of `roots`: some folder from
+/// its own up to the root holds a `result.json` or `config.json` (logs, trajectories, verifier
+/// output and job configs belong to the trial or job, not to the import).
+fn in_harbor_folder(path: &Path, roots: &[PathBuf]) -> bool {
+    let Some(root) = roots.iter().find(|r| path.starts_with(r)) else {
+        return false;
+    };
+    path.ancestors()
+        .skip(1)
+        .take_while(|a| a.starts_with(root))
+        .any(|a| a.join("result.json").is_file() || a.join("config.json").is_file())
+}
+
+/// Imports the trials under `opts.roots` into `store`: Harbor job and trial folders at any depth,
+/// and every published result file (per-trial CSV, results registry) given or found in a folder
+/// outside the Harbor folders; other such files are listed in [`ImportReport::skipped`]. Blocking;
+/// call from a blocking thread.
 ///
 /// # Errors
 /// [`ImportError`] for an unreadable root or a database failure (what was committed before
@@ -946,6 +965,9 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
         }
         Ok(())
     };
+    // Files in the folders that are not a trial's or job's result.json: published result files
+    // to import, or files to name as skipped (what belongs to a Harbor folder is left alone).
+    let mut loose: Vec<PathBuf> = Vec::new();
     for root in &folders {
         let walker = walkdir::WalkDir::new(root)
             .follow_links(false)
@@ -963,7 +985,11 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
                     continue;
                 }
             };
-            if !entry.file_type().is_file() || entry.file_name() != "result.json" {
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            if entry.file_name() != "result.json" {
+                loose.push(entry.path().to_path_buf());
                 continue;
             }
             let path = entry.path();
@@ -1004,6 +1030,21 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
         report.imported = st.imported;
         report.already_present = st.present;
         report.runs = st.runs.keys().cloned().collect();
+    }
+    for path in loose {
+        if in_harbor_folder(&path, &folders) {
+            continue;
+        }
+        match published::detect(&path) {
+            Ok(_) if opts.condition.is_some() => report.skipped.push((
+                path,
+                "a published result file names its conditions; --condition does not apply \
+                 (import it on its own, without --condition)"
+                    .into(),
+            )),
+            Ok(format) => files.push((path, format)),
+            Err(why) => report.skipped.push((path, why)),
+        }
     }
     for (path, format) in &files {
         published::import_file(store, path, *format, opts, &mut report)?;

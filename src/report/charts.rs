@@ -3,15 +3,21 @@
 //! | Chart | File | What |
 //! |---|---|---|
 //! | [`ChartKind::PassRate`] | `charts/pass_rate.png` | Method D pass rate per condition, 95 % CI whiskers |
-//! | [`ChartKind::Domains`] | `charts/domains.png` | pass rate per domain, one bar per condition (first 8) |
-//! | [`ChartKind::TaskDeltas`] | `charts/task_deltas_<n>.png` | Δ per task, sorted, one chart per comparison (first 8) |
+//! | [`ChartKind::Domains`] | `charts/domains.png` (`domains_<n>.png` past 8 conditions) | pass rate per domain, one bar per condition, 8 conditions a page |
+//! | [`ChartKind::TaskDeltas`] | `charts/task_deltas_<n>.png` | Δ per task, one named bar per changed task, best first, one chart per comparison |
 //! | [`ChartKind::Failures`] | `charts/failures.png` | share of planned trials per outcome, stacked, per condition |
 //! | [`ChartKind::Skills`] | `charts/skills.png` | rubric score per skill (best 25), coloured by tier |
 //!
 //! Category labels are drawn by hand at each bar's centre (plotters' tick placement would not put
 //! them there); text comes from the store and is stripped of control characters and shortened.
-//! The font is DejaVu Sans, embedded (`data/fonts/`), so charts look the same on any machine.
+//! The font is DejaVu Sans, embedded (`data/fonts/`), so charts look the same on any machine; it
+//! is set by [`super::typeset`] (plotters' own text drawing misplaces glyphs), which also records
+//! where every text went so tests can check that none is cut off. Value labels sit right of their
+//! bar inside a margin wide enough for `100.0%`; a bar of 0 % is drawn as a thin stub so it reads
+//! as zero, not as missing.
 
+use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::Once;
 
 use plotters::coord::Shift;
@@ -19,19 +25,25 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::Report;
+use super::typeset::{TextBox, Typeset, measure};
 use crate::analysis::results::FailureMode;
 use crate::analysis::rubric::Tier;
 
 /// Folder of the charts, relative to the report.
 pub const FOLDER: &str = "charts";
 
-/// Most conditions in the per-domain chart, and most per-comparison Δ charts.
+/// Conditions per page of the per-domain chart (one colour each).
 pub const MAX_SERIES: usize = 8;
+
+/// Most tasks in a Δ-per-task chart: the 60 most improved and the 60 most degraded are drawn
+/// when more changed.
+pub const MAX_TASK_ROWS: usize = 120;
 
 /// Most skills in the leaderboard chart.
 pub const MAX_SKILLS: usize = 25;
 
-const FONT: &[u8] = include_bytes!("../../data/fonts/DejaVuSans.ttf");
+/// DejaVu Sans, the charts' font.
+pub(crate) const FONT_BYTES: &[u8] = include_bytes!("../../data/fonts/DejaVuSans.ttf");
 const FAMILY: &str = "sans-serif";
 const WIDTH: u32 = 1000;
 
@@ -55,8 +67,8 @@ const GRID: RGBColor = RGBColor(200, 200, 200);
 pub enum ChartKind {
     /// Pass rate per condition with CIs.
     PassRate,
-    /// Per-domain grouped bars.
-    Domains,
+    /// Per-domain grouped bars: page `n` (0-based) of [`MAX_SERIES`] conditions.
+    Domains(usize),
     /// Δ per task for the named comparison.
     TaskDeltas(String),
     /// Failure modes, stacked.
@@ -90,24 +102,30 @@ pub fn plan(report: &Report) -> Vec<ChartSpec> {
         title: "Pass rate per condition (Method D) with 95% CIs".into(),
     });
     if !r.domains.is_empty() {
-        out.push(ChartSpec {
-            kind: ChartKind::Domains,
-            file: format!("{FOLDER}/domains.png"),
-            title: if r.conditions.len() > MAX_SERIES {
-                format!(
-                    "Pass rate per domain (first {MAX_SERIES} of {} conditions)",
-                    r.conditions.len()
-                )
-            } else {
-                "Pass rate per domain".into()
-            },
-        });
+        let n = r.conditions.len();
+        let pages = n.div_ceil(MAX_SERIES);
+        for page in 0..pages {
+            let (from, to) = (page * MAX_SERIES + 1, ((page + 1) * MAX_SERIES).min(n));
+            out.push(ChartSpec {
+                kind: ChartKind::Domains(page),
+                file: if pages == 1 {
+                    format!("{FOLDER}/domains.png")
+                } else {
+                    format!("{FOLDER}/domains_{}.png", page + 1)
+                },
+                title: if pages == 1 {
+                    "Pass rate per domain".into()
+                } else {
+                    format!("Pass rate per domain (conditions {from}–{to} of {n})")
+                },
+            });
+        }
     }
-    for (i, c) in r.comparisons.iter().take(MAX_SERIES).enumerate() {
+    for (i, c) in r.comparisons.iter().enumerate() {
         out.push(ChartSpec {
             kind: ChartKind::TaskDeltas(c.name.clone()),
             file: format!("{FOLDER}/task_deltas_{}.png", i + 1),
-            title: format!("Δ per task, {}, sorted", clean(&c.name, 60)),
+            title: format!("Δ per task, {}", clean(&c.name, 80)),
         });
     }
     out.push(ChartSpec {
@@ -130,11 +148,36 @@ pub fn plan(report: &Report) -> Vec<ChartSpec> {
 /// # Errors
 /// A message when drawing or encoding fails (the caller names the file).
 pub fn render(report: &Report, spec: &ChartSpec) -> Result<Vec<u8>, String> {
+    render_with_text(report, spec).map(|r| r.png)
+}
+
+/// A drawn chart: the PNG, its size and the box of every text in it.
+#[derive(Debug, Clone)]
+pub struct Rendered {
+    /// PNG bytes.
+    pub png: Vec<u8>,
+    /// Width, pixels.
+    pub width: u32,
+    /// Height, pixels.
+    pub height: u32,
+    /// Every text drawn, where it went (a box may reach outside the image: that is a bug).
+    pub text: Vec<TextBox>,
+}
+
+fn chart_font() -> ab_glyph::FontRef<'static> {
+    ab_glyph::FontRef::try_from_slice(FONT_BYTES).expect("the embedded font parses")
+}
+
+/// [`render`], also returning where each text went.
+///
+/// # Errors
+/// As [`render`].
+pub fn render_with_text(report: &Report, spec: &ChartSpec) -> Result<Rendered, String> {
     static FONT_ONCE: Once = Once::new();
     FONT_ONCE.call_once(|| {
-        // The embedded font is valid (a test draws every chart); if it were not, text would be
-        // missing and drawing would report the error below.
-        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT);
+        // plotters still resolves the family name (its TextStyle carries it); the text itself
+        // is set by Typeset.
+        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT_BYTES);
     });
     let r = &report.results;
     let height = match &spec.kind {
@@ -143,21 +186,29 @@ pub fn render(report: &Report, spec: &ChartSpec) -> Result<Vec<u8>, String> {
             110 + ROW * r.conditions.len() as u32
                 + legend_px(1 + modes_present(&r.conditions).len())
         }
-        ChartKind::Domains => {
-            let k = r.conditions.len().min(MAX_SERIES) as u32;
+        ChartKind::Domains(page) => {
+            let k = page_conditions(r, *page).len() as u32;
             130 + r.domains.len() as u32 * (12 * k + 14) + legend_px(k as usize)
         }
-        ChartKind::TaskDeltas(_) => 440,
+        ChartKind::TaskDeltas(name) => {
+            120 + TASK_ROW * task_rows(report, name).rows.len().max(1) as u32
+        }
         ChartKind::Skills => 110 + 26 * report.skills.scores.len().min(MAX_SKILLS) as u32,
     }
     .clamp(240, 4000);
     let mut buf = vec![0u8; (WIDTH * height * 3) as usize];
+    let boxes = Rc::new(RefCell::new(Vec::new()));
     {
-        let root = BitMapBackend::with_buffer(&mut buf, (WIDTH, height)).into_drawing_area();
+        let backend = Typeset::new(
+            BitMapBackend::with_buffer(&mut buf, (WIDTH, height)),
+            chart_font(),
+            boxes.clone(),
+        );
+        let root = backend.into_drawing_area();
         root.fill(&WHITE).map_err(|e| e.to_string())?;
         match &spec.kind {
             ChartKind::PassRate => pass_rate(report, &spec.title, &root),
-            ChartKind::Domains => domains(report, &spec.title, &root),
+            ChartKind::Domains(page) => domains(report, *page, &spec.title, &root),
             ChartKind::TaskDeltas(name) => task_deltas(report, name, &spec.title, &root),
             ChartKind::Failures => failures(report, &spec.title, &root),
             ChartKind::Skills => skills(report, &spec.title, &root),
@@ -165,7 +216,26 @@ pub fn render(report: &Report, spec: &ChartSpec) -> Result<Vec<u8>, String> {
         .map_err(|e| e.to_string())?;
         root.present().map_err(|e| e.to_string())?;
     }
-    encode(&buf, WIDTH, height)
+    let text = boxes.borrow().clone();
+    Ok(Rendered {
+        png: encode(&buf, WIDTH, height)?,
+        width: WIDTH,
+        height,
+        text,
+    })
+}
+
+/// The conditions on page `page` of the per-domain chart, with their index in the results.
+fn page_conditions(
+    r: &crate::analysis::results::Results,
+    page: usize,
+) -> Vec<(usize, &crate::analysis::results::ConditionResult)> {
+    r.conditions
+        .iter()
+        .enumerate()
+        .skip(page * MAX_SERIES)
+        .take(MAX_SERIES)
+        .collect()
 }
 
 fn encode(rgb: &[u8], w: u32, h: u32) -> Result<Vec<u8>, String> {
@@ -199,7 +269,7 @@ fn modes_present(conds: &[crate::analysis::results::ConditionResult]) -> Vec<Fai
         .collect()
 }
 
-type Area<'a> = DrawingArea<BitMapBackend<'a>, Shift>;
+type Area<'a> = DrawingArea<Typeset<'a>, Shift>;
 type DrawResult = Result<(), Box<dyn std::error::Error + 'static>>;
 
 /// Store text made safe and short for a chart label.
@@ -214,11 +284,45 @@ fn clean(s: &str, max: usize) -> String {
     }
 }
 
-/// Pixels a label column needs for `labels` (about 7 px per character at 14 px).
+/// Pixels a label column needs for `labels` at the row-label size, plus the gap to the bars.
 fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> u32 {
-    let longest = labels.map(|l| l.chars().count()).max().unwrap_or(4) as u32;
-    (longest * 7 + 16).clamp(60, 320)
+    let f = chart_font();
+    let longest = labels
+        .map(|l| measure(&f, ROW_LABEL_PX, l).0)
+        .max()
+        .unwrap_or(30);
+    (longest + 24).clamp(60, 420)
 }
+
+/// Pixels right of the plotting area for value labels such as `100.0%` or `95.0 Excellent`.
+fn value_margin<'a>(labels: impl Iterator<Item = &'a str>) -> u32 {
+    let f = chart_font();
+    labels.map(|l| measure(&f, 12.0, l).0).max().unwrap_or(0) + 20
+}
+
+/// `text` shortened with `…` until it is at most `max_px` wide at `size` px.
+fn fit_px(text: &str, size: f64, max_px: u32) -> String {
+    let f = chart_font();
+    if measure(&f, size, text).0 <= max_px {
+        return text.to_string();
+    }
+    let chars: Vec<char> = text.chars().collect();
+    for keep in (0..chars.len()).rev() {
+        let t: String = chars[..keep].iter().collect::<String>() + "…";
+        if measure(&f, size, &t).0 <= max_px {
+            return t;
+        }
+    }
+    String::new()
+}
+
+/// A chart title that fits between the chart's margins (`left` and `right` pixels).
+fn title_fit(title: &str, left: u32, right: u32) -> String {
+    fit_px(title, 20.0, WIDTH.saturating_sub(left + right + 24 + 24))
+}
+
+/// Size of row labels, pixels.
+const ROW_LABEL_PX: f64 = 13.0;
 
 fn font(size: u32) -> TextStyle<'static> {
     (FAMILY, size).into_font().color(&BLACK)
@@ -227,7 +331,7 @@ fn font(size: u32) -> TextStyle<'static> {
 /// Draws `labels` right-aligned left of `chart`'s plotting area, label `i` at the centre of row
 /// `i` counted from the top of `n` rows (row `i` spans y = n − i − 1 … n − i).
 fn row_labels(root: &Area, chart: &PercentChart, n: f64, labels: &[String]) -> DrawResult {
-    let style = font(13).pos(Pos::new(HPos::Right, VPos::Center));
+    let style = font(ROW_LABEL_PX as u32).pos(Pos::new(HPos::Right, VPos::Center));
     let (x0, _) = chart.backend_coord(&(0.0, n));
     for (i, label) in labels.iter().enumerate() {
         let (_, y) = chart.backend_coord(&(0.0, n - i as f64 - 0.5));
@@ -256,14 +360,14 @@ fn legend<'a, 'b: 'a>(
 fn percent_rows<'a, 'b>(
     root: &'a Area<'b>,
     title: &str,
-    left: u32,
+    (left, right): (u32, u32),
     rows: std::ops::Range<f64>,
     x_desc: &str,
 ) -> Result<PercentChart<'a, 'b>, Box<dyn std::error::Error + 'static>> {
     let mut chart = ChartBuilder::on(root)
-        .caption(title, font(20))
+        .caption(title_fit(title, left, right.max(28)), font(20))
         .margin(12)
-        .margin_right(28)
+        .margin_right(right.max(28) as i32)
         .margin_left(left as i32)
         .x_label_area_size(36)
         .y_label_area_size(0)
@@ -283,7 +387,7 @@ fn percent_rows<'a, 'b>(
 
 type PercentChart<'a, 'b> = ChartContext<
     'a,
-    BitMapBackend<'b>,
+    Typeset<'b>,
     plotters::coord::cartesian::Cartesian2d<
         plotters::coord::types::RangedCoordf64,
         plotters::coord::types::RangedCoordf64,
@@ -292,10 +396,11 @@ type PercentChart<'a, 'b> = ChartContext<
 
 fn pass_rate(report: &Report, title: &str, root: &Area) -> DrawResult {
     let conds = &report.results.conditions;
-    let labels: Vec<String> = conds.iter().map(|c| clean(&c.label, 40)).collect();
+    let labels: Vec<String> = conds.iter().map(|c| clean(&c.label, 56)).collect();
     let left = label_width(labels.iter().map(String::as_str));
+    let right = value_margin(["100.0%"].into_iter());
     let n = conds.len() as f64;
-    let mut chart = percent_rows(root, title, left, 0f64..n, "pass rate (%)")?;
+    let mut chart = percent_rows(root, title, (left, right), 0f64..n, "pass rate (%)")?;
     // One colour per condition key, so every run's no-skills bar looks alike.
     let mut keys: Vec<&str> = Vec::new();
     for c in conds {
@@ -309,7 +414,7 @@ fn pass_rate(report: &Report, title: &str, root: &Area) -> DrawResult {
         let colour = PALETTE[k % PALETTE.len()];
         let v = c.pass_rate * 100.0;
         chart.draw_series(std::iter::once(Rectangle::new(
-            [(0.0, y + 0.2), (v, y + 0.8)],
+            [(0.0, y + 0.2), (v.max(ZERO_STUB), y + 0.8)],
             colour.filled(),
         )))?;
         let mut end = v;
@@ -332,9 +437,12 @@ fn pass_rate(report: &Report, title: &str, root: &Area) -> DrawResult {
     row_labels(root, &chart, n, &labels)
 }
 
-fn domains(report: &Report, title: &str, root: &Area) -> DrawResult {
+/// Width drawn for a bar of 0 % (percent units): a visible stub, so zero reads as zero.
+const ZERO_STUB: f64 = 0.5;
+
+fn domains(report: &Report, page: usize, title: &str, root: &Area) -> DrawResult {
     let r = &report.results;
-    let conds: Vec<_> = r.conditions.iter().take(MAX_SERIES).collect();
+    let conds = page_conditions(r, page);
     let k = conds.len().max(1) as f64;
     let labels: Vec<String> = r.domains.iter().map(|d| clean(&d.group, 34)).collect();
     let left = label_width(labels.iter().map(String::as_str));
@@ -342,71 +450,152 @@ fn domains(report: &Report, title: &str, root: &Area) -> DrawResult {
     // Room below the bars for the legend, in domain rows.
     let row_px = (12 * conds.len().max(1) + 14) as f64;
     let extra = legend_px(conds.len()) as f64 / row_px;
-    let mut chart = percent_rows(root, title, left, -extra..n, "pass rate (%)")?;
+    let mut chart = percent_rows(
+        root,
+        title,
+        (left, 28),
+        -extra..n,
+        "pass rate (%) · a stub marks 0 %",
+    )?;
     let band = 0.8 / k;
-    for (j, c) in conds.iter().enumerate() {
+    for (j, (ci, c)) in conds.iter().enumerate() {
         let colour = PALETTE[j % PALETTE.len()];
-        let ci = r.conditions.iter().position(|x| x == *c).unwrap_or(j);
+        let ci = *ci;
         chart
             .draw_series(r.domains.iter().enumerate().map(|(i, d)| {
                 let top = n - i as f64 - 0.1 - band * j as f64;
                 Rectangle::new(
-                    [(0.0, top - band * 0.9), (d.rates[ci] * 100.0, top)],
+                    [
+                        (0.0, top - band * 0.9),
+                        ((d.rates[ci] * 100.0).max(ZERO_STUB), top),
+                    ],
                     colour.filled(),
                 )
             }))?
-            .label(clean(&c.label, 40))
+            .label(clean(&c.label, 56))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
     }
     legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     row_labels(root, &chart, n, &labels)
 }
 
-fn task_deltas(report: &Report, name: &str, title: &str, root: &Area) -> DrawResult {
-    let deltas: Vec<f64> = report
+/// Pixels per task row of a Δ chart.
+const TASK_ROW: u32 = 16;
+
+/// The rows of the Δ chart of comparison `name`.
+struct TaskRows {
+    /// (task, Δ pp) of the tasks whose Δ is not 0, best first — at most [`MAX_TASK_ROWS`]: the
+    /// most improved and the most degraded halves when more changed.
+    rows: Vec<(String, f64)>,
+    /// Tasks that improved, degraded and did not change (all of them, drawn or not).
+    improved: usize,
+    degraded: usize,
+    unchanged: usize,
+    /// Changed tasks not drawn.
+    elided: usize,
+}
+
+fn task_rows(report: &Report, name: &str) -> TaskRows {
+    let all: Vec<(String, f64)> = report
         .results
         .task_deltas
         .iter()
         .filter(|t| t.comparison == name)
-        .map(|t| t.delta_pp)
+        .map(|t| (clean(&t.task, 60), t.delta_pp))
         .collect();
-    let n = deltas.len().max(1) as f64;
-    let lo = deltas.iter().copied().fold(0.0f64, f64::min);
-    let hi = deltas.iter().copied().fold(0.0f64, f64::max);
+    let mut changed: Vec<(String, f64)> = all
+        .iter()
+        .filter(|(_, d)| d.abs() > 1e-7)
+        .cloned()
+        .collect();
+    changed.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let unchanged = all.len() - changed.len();
+    let improved = changed.iter().filter(|(_, d)| *d > 0.0).count();
+    let degraded = changed.len() - improved;
+    let mut elided = 0;
+    if changed.len() > MAX_TASK_ROWS {
+        elided = changed.len() - MAX_TASK_ROWS;
+        let tail = changed.split_off(changed.len() - MAX_TASK_ROWS / 2);
+        changed.truncate(MAX_TASK_ROWS / 2);
+        changed.extend(tail);
+    }
+    TaskRows {
+        rows: changed,
+        improved,
+        degraded,
+        unchanged,
+        elided,
+    }
+}
+
+fn task_deltas(report: &Report, name: &str, title: &str, root: &Area) -> DrawResult {
+    let TaskRows {
+        rows,
+        improved,
+        degraded,
+        unchanged,
+        elided,
+    } = task_rows(report, name);
+    let labels: Vec<String> = rows.iter().map(|(t, _)| t.clone()).collect();
+    let left = label_width(labels.iter().map(String::as_str));
+    let n = rows.len().max(1) as f64;
+    let lo = rows.iter().map(|r| r.1).fold(0.0f64, f64::min);
+    let hi = rows.iter().map(|r| r.1).fold(0.0f64, f64::max);
     let pad = ((hi - lo) * 0.08).max(5.0);
     let (lo, hi) = ((lo - pad).max(-100.0), (hi + pad).min(100.0));
+    let desc = if elided > 0 {
+        format!(
+            "Δ mean reward (pp) · {improved} improved, {degraded} degraded ({} of them drawn: the extremes), {unchanged} unchanged",
+            rows.len()
+        )
+    } else {
+        format!(
+            "Δ mean reward (pp) · {improved} improved, {degraded} degraded, {unchanged} unchanged (not drawn)"
+        )
+    };
     let mut chart = ChartBuilder::on(root)
-        .caption(title, font(20))
+        .caption(title_fit(title, left, 28), font(20))
         .margin(12)
         .margin_right(28)
+        .margin_left(left as i32)
         .x_label_area_size(36)
-        .y_label_area_size(56)
-        .build_cartesian_2d(0f64..n, lo..hi)?;
+        .y_label_area_size(0)
+        .build_cartesian_2d(lo..hi, 0f64..n)?;
     chart
         .configure_mesh()
-        .disable_x_mesh()
-        .x_labels(0)
-        .x_desc(format!(
-            "{} tasks, best first ({} improved, {} degraded)",
-            deltas.len(),
-            deltas.iter().filter(|d| **d > 1e-7).count(),
-            deltas.iter().filter(|d| **d < -1e-7).count()
-        ))
-        .y_desc("Δ mean reward (pp)")
-        .y_label_formatter(&|v| format!("{v:+.0}"))
+        .disable_y_mesh()
+        .y_labels(0)
+        .x_desc(desc)
+        .x_label_formatter(&|v| format!("{v:+.0}"))
         .light_line_style(TRANSPARENT)
         .bold_line_style(GRID)
         .label_style(font(12))
         .draw()?;
-    chart.draw_series(deltas.iter().enumerate().map(|(i, d)| {
+    if rows.is_empty() {
+        let (x, y) = chart.backend_coord(&((lo + hi) / 2.0, 0.5));
+        root.draw(&Text::new(
+            "no task changed",
+            (x, y),
+            font(14).pos(Pos::new(HPos::Center, VPos::Center)),
+        ))?;
+        return Ok(());
+    }
+    chart.draw_series(rows.iter().enumerate().map(|(i, (_, d))| {
         let colour = if *d >= 0.0 { GOOD } else { BAD };
-        let x = i as f64;
-        Rectangle::new([(x + 0.1, 0.0), (x + 0.9, *d)], colour.filled())
+        let y = n - i as f64 - 1.0;
+        Rectangle::new([(0.0, y + 0.15), (*d, y + 0.85)], colour.filled())
     }))?;
     chart.draw_series(std::iter::once(PathElement::new(
-        vec![(0.0, 0.0), (n, 0.0)],
+        vec![(0.0, 0.0), (0.0, n)],
         BLACK.stroke_width(1),
     )))?;
+    // Task names left of the plot, as in the other row charts.
+    let style = font(ROW_LABEL_PX as u32 - 1).pos(Pos::new(HPos::Right, VPos::Center));
+    let (x0, _) = chart.backend_coord(&(lo, n));
+    for (i, label) in labels.iter().enumerate() {
+        let (_, y) = chart.backend_coord(&(lo, n - i as f64 - 0.5));
+        root.draw(&Text::new(label.clone(), (x0 - 8, y), style.clone()))?;
+    }
     Ok(())
 }
 
@@ -415,7 +604,7 @@ type Segment<'a> = (String, RGBColor, Box<dyn Fn(usize) -> usize + 'a>);
 
 fn failures(report: &Report, title: &str, root: &Area) -> DrawResult {
     let conds = &report.results.conditions;
-    let labels: Vec<String> = conds.iter().map(|c| clean(&c.label, 40)).collect();
+    let labels: Vec<String> = conds.iter().map(|c| clean(&c.label, 56)).collect();
     let left = label_width(labels.iter().map(String::as_str));
     let n = conds.len() as f64;
     let modes = modes_present(conds);
@@ -424,7 +613,7 @@ fn failures(report: &Report, title: &str, root: &Area) -> DrawResult {
     let mut chart = percent_rows(
         root,
         title,
-        left,
+        (left, 28),
         0f64..(n + extra),
         "share of planned trials (%)",
     )?;
@@ -505,11 +694,16 @@ fn skills(report: &Report, title: &str, root: &Area) -> DrawResult {
         .map(|s| format!("{} ({})", clean(&s.skill_name, 36), s.invocations))
         .collect();
     let left = label_width(labels.iter().map(String::as_str));
+    let values: Vec<String> = scores
+        .iter()
+        .map(|s| format!("{:.1} {}", s.avg_score, s.tier.label()))
+        .collect();
+    let right = value_margin(values.iter().map(String::as_str));
     let n = scores.len() as f64;
     let mut chart = percent_rows(
         root,
         title,
-        left,
+        (left, right),
         0f64..n,
         "mean quality score (invocations in brackets)",
     )?;
@@ -521,15 +715,15 @@ fn skills(report: &Report, title: &str, root: &Area) -> DrawResult {
             tier_colour(*t).mix(0.6).stroke_width(1),
         )))?;
     }
-    for (i, s) in scores.iter().enumerate() {
+    for (i, (s, value)) in scores.iter().zip(values).enumerate() {
         let y = n - i as f64 - 1.0;
         chart.draw_series(std::iter::once(Rectangle::new(
-            [(0.0, y + 0.2), (s.avg_score, y + 0.8)],
+            [(0.0, y + 0.2), (s.avg_score.max(ZERO_STUB), y + 0.8)],
             tier_colour(s.tier).filled(),
         )))?;
         let (px, py) = chart.backend_coord(&(s.avg_score, y + 0.5));
         root.draw(&Text::new(
-            format!("{:.1} {}", s.avg_score, s.tier.label()),
+            value,
             (px + 6, py),
             font(12).pos(Pos::new(HPos::Left, VPos::Center)),
         ))?;

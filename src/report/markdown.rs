@@ -173,7 +173,12 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
     adaptive(&mut out, r);
     paper(&mut out, r);
     out.push_str("## By domain\n\n");
-    chart(&mut out, specs, &ChartKind::Domains);
+    for s in specs
+        .iter()
+        .filter(|s| matches!(s.kind, ChartKind::Domains(_)))
+    {
+        let _ = writeln!(out, "![{}]({})\n", md_cell(&s.title), s.file);
+    }
     groups(&mut out, r, &r.domains, "Domain");
     out.push_str("## By difficulty\n\n");
     groups(&mut out, r, &r.difficulties, "Difficulty");

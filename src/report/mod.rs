@@ -17,6 +17,7 @@
 pub mod charts;
 pub mod csv;
 pub mod markdown;
+pub mod typeset;
 
 use std::path::{Path, PathBuf};
 

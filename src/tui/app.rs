@@ -1,17 +1,22 @@
 //! The dashboard's state machine: keys and data updates in, effects (worker requests, stop the run,
 //! quit) out. No I/O happens here, so every behaviour is testable without a terminal.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::data::{Request, Snapshot, Update};
 use super::keymap::{self, Action, Context};
-use super::model::{CellState, GridModel, Grouping, Progress, RateRow, progress, rate_rows};
+use super::model::{
+    CellState, EventFilter, Filter, GridModel, Grouping, Progress, RateRow, event_rows, progress,
+    rate_rows,
+};
 use super::skilldoc;
 use super::state::{
-    DETAIL_TABS, DetailState, DomainsState, GridState, ResultsState, SkillsFocus, SkillsState,
+    DETAIL_TABS, DetailState, DomainsState, EventsState, GridState, Hits, ResultsState,
+    SkillsFocus, SkillsState, contains,
 };
 use super::theme::Theme;
 use crate::store::{TrialBrief, TrialStatus};
@@ -32,6 +37,19 @@ pub enum Pane {
     Grid,
     /// Per-domain pass rates.
     Domains,
+    /// The run's event log.
+    Events,
+}
+
+impl Pane {
+    /// The pane Tab goes to next.
+    pub fn next(self) -> Pane {
+        match self {
+            Pane::Grid => Pane::Domains,
+            Pane::Domains => Pane::Events,
+            Pane::Events => Pane::Grid,
+        }
+    }
 }
 
 /// What a confirmation is about.
@@ -126,6 +144,12 @@ pub struct App {
     pub stopping: bool,
     /// First line shown of the help overlay.
     pub help_scroll: usize,
+    /// Capture the mouse (clicks select, the wheel scrolls); off with `--no-mouse`.
+    pub mouse: bool,
+    /// The event log pane.
+    pub events: EventsState,
+    /// Where the last frame drew what a click can hit.
+    pub hits: RefCell<Hits>,
 }
 
 impl App {
@@ -151,6 +175,9 @@ impl App {
             now,
             stopping: false,
             help_scroll: 0,
+            mouse: true,
+            events: EventsState::default(),
+            hits: RefCell::new(Hits::default()),
         }
     }
 
@@ -163,6 +190,7 @@ impl App {
             _ if self.skills.is_some() => Context::Skills,
             (_, None, Pane::Grid) => Context::Grid,
             (_, None, Pane::Domains) => Context::Domains,
+            (_, None, Pane::Events) => Context::Events,
         }
     }
 
@@ -236,6 +264,80 @@ impl App {
         self.grid.clamp(&self.grid_model);
         self.rates = rate_rows(&s, self.domains.grouping);
         self.progress = progress(&s, self.now);
+        self.events.rows = event_rows(&s.events, &self.events.filter);
+        self.events.scroll_by(0);
+    }
+
+    /// Applies the grid filter being typed, if it can be: the grid follows the text as it is
+    /// typed; a term that cannot match leaves the grid as it was and says why in the input line.
+    fn apply_grid_typing(&mut self) {
+        let Some(buf) = self.grid.editing.clone() else {
+            return;
+        };
+        let check = match &self.snapshot {
+            Some(s) => Filter::check(&buf, s),
+            None => Ok(()),
+        };
+        match check {
+            Ok(()) => {
+                self.grid.error = None;
+                if self.grid.filter.query != buf {
+                    self.grid.filter.query = buf;
+                    self.grid.row = 0;
+                    self.rebuild();
+                }
+            }
+            Err(e) => self.grid.error = Some(e),
+        }
+    }
+
+    /// Applies the event filter being typed, as [`App::apply_grid_typing`] does for the grid.
+    fn apply_events_typing(&mut self) {
+        let Some(buf) = self.events.editing.clone() else {
+            return;
+        };
+        match EventFilter::parse(&buf) {
+            Ok(f) => {
+                self.events.error = None;
+                self.events.query = buf;
+                if self.events.filter != f {
+                    self.events.filter = f;
+                    self.events.scroll = 0;
+                    self.rebuild();
+                }
+            }
+            Err(e) => self.events.error = Some(e),
+        }
+    }
+
+    /// A line edit on `buf`: typing, Backspace, Ctrl-U (clear), Ctrl-W (last word). Returns false
+    /// for keys it does not edit with.
+    fn edit_line(buf: &mut String, key: &KeyEvent) -> bool {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('u') if ctrl => buf.clear(),
+            KeyCode::Char('w') if ctrl => {
+                let trimmed = buf.trim_end().len();
+                buf.truncate(trimmed);
+                let cut = buf.rfind(' ').map_or(0, |i| i + 1);
+                buf.truncate(cut);
+            }
+            KeyCode::Backspace => {
+                buf.pop();
+            }
+            KeyCode::Char(c) if !ctrl => buf.push(c),
+            _ => return false,
+        }
+        true
+    }
+
+    /// What `/` starts from: the filter in force, with a space to type the next term after it.
+    fn typing_start(query: &str) -> String {
+        if query.trim().is_empty() {
+            String::new()
+        } else {
+            format!("{} ", query.trim_end())
+        }
     }
 
     /// The attempt under the grid cursor.
@@ -255,17 +357,49 @@ impl App {
         }
         if let Some(buf) = self.grid.editing.as_mut() {
             match key.code {
-                KeyCode::Enter => {
-                    self.grid.filter.query = self.grid.editing.take().unwrap_or_default();
-                    self.grid.row = 0;
+                // A filter that cannot apply stays open with its reason shown.
+                KeyCode::Enter if self.grid.error.is_none() => {
+                    self.grid.editing = None;
+                    self.grid.before = None;
+                }
+                KeyCode::Enter => {}
+                KeyCode::Esc => {
+                    let before = self.grid.before.take().unwrap_or_default();
+                    self.grid.editing = None;
+                    self.grid.error = None;
+                    if self.grid.filter.query != before {
+                        self.grid.filter.query = before;
+                        self.rebuild();
+                    }
+                }
+                _ => {
+                    if Self::edit_line(buf, &key) {
+                        self.apply_grid_typing();
+                    }
+                }
+            }
+            return Vec::new();
+        }
+        if let Some(buf) = self.events.editing.as_mut() {
+            match key.code {
+                KeyCode::Enter if self.events.error.is_none() => {
+                    self.events.editing = None;
+                    self.events.before = None;
+                }
+                KeyCode::Enter => {}
+                KeyCode::Esc => {
+                    let before = self.events.before.take().unwrap_or_default();
+                    self.events.editing = None;
+                    self.events.error = None;
+                    self.events.query = before.clone();
+                    self.events.filter = EventFilter::parse(&before).unwrap_or_default();
                     self.rebuild();
                 }
-                KeyCode::Esc => self.grid.editing = None,
-                KeyCode::Backspace => {
-                    buf.pop();
+                _ => {
+                    if Self::edit_line(buf, &key) {
+                        self.apply_events_typing();
+                    }
                 }
-                KeyCode::Char(c) => buf.push(c),
-                _ => {}
             }
             return Vec::new();
         }
@@ -311,7 +445,9 @@ impl App {
             Context::Detail => self.on_detail(action),
             Context::Skills => self.on_skills(action),
             Context::Results => self.on_results(action),
-            Context::Grid | Context::Domains | Context::Global => self.on_main(action),
+            Context::Grid | Context::Domains | Context::Events | Context::Global => {
+                self.on_main(action)
+            }
         }
     }
 
@@ -396,15 +532,35 @@ impl App {
                 self.popup = Some(Popup::Help);
                 self.help_scroll = 0;
             }
-            Action::NextPane => {
-                self.pane = match self.pane {
-                    Pane::Grid => Pane::Domains,
-                    Pane::Domains => Pane::Grid,
-                }
+            Action::NextPane => self.pane = self.pane.next(),
+            Action::Events => self.pane = Pane::Events,
+            Action::Back if self.pane == Pane::Events && !self.events.filter.is_empty() => {
+                self.events.query.clear();
+                self.events.filter = EventFilter::default();
+                self.rebuild();
             }
+            Action::Back if self.pane == Pane::Events => self.pane = Pane::Grid,
             Action::Back if !self.grid.filter.is_empty() => {
                 self.grid.filter = Default::default();
                 self.rebuild();
+            }
+            _ if self.pane == Pane::Events => {
+                let page = self.events.page.get().max(1) as isize;
+                match action {
+                    Action::Up => self.events.scroll_by(-1),
+                    Action::Down => self.events.scroll_by(1),
+                    Action::PageUp => self.events.scroll_by(-page),
+                    Action::PageDown => self.events.scroll_by(page),
+                    Action::Top => self.events.scroll = 0,
+                    Action::Bottom => self.events.to_end(),
+                    Action::Filter => {
+                        self.events.before = Some(self.events.query.clone());
+                        self.events.editing = Some(Self::typing_start(&self.events.query));
+                    }
+                    Action::OpenSkills => return self.open_skills(),
+                    Action::OpenResults => return self.open_results(),
+                    _ => {}
+                }
             }
             _ if self.pane == Pane::Domains => match action {
                 Action::Up => self.domains.scroll = self.domains.scroll.saturating_sub(1),
@@ -432,7 +588,11 @@ impl App {
             Action::PageDown => self.grid.move_by(&self.grid_model, page, 0),
             Action::Top => self.grid.row = 0,
             Action::Bottom => self.grid.row = self.grid_model.task_rows.len().saturating_sub(1),
-            Action::Filter => self.grid.editing = Some(self.grid.filter.query.clone()),
+            Action::Filter => {
+                self.grid.before = Some(self.grid.filter.query.clone());
+                self.grid.editing = Some(Self::typing_start(&self.grid.filter.query));
+                self.grid.error = None;
+            }
             Action::CycleStatus => {
                 self.grid.filter.status = self.grid.filter.status.next();
                 self.grid.row = 0;
@@ -473,6 +633,166 @@ impl App {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// Handles a mouse event: a left click selects the grid cell, pane, tab or list row under it
+    /// (a click on the cell already selected opens its detail); the wheel scrolls what is under
+    /// the pointer (three rows a notch). Positions are matched against [`App::hits`], which the
+    /// last frame filled.
+    pub fn on_mouse(&mut self, m: MouseEvent) -> Vec<Effect> {
+        const NOTCH: isize = 3;
+        let (x, y) = (m.column, m.row);
+        let wheel = match m.kind {
+            MouseEventKind::ScrollUp => Some(-NOTCH),
+            MouseEventKind::ScrollDown => Some(NOTCH),
+            _ => None,
+        };
+        let click = matches!(m.kind, MouseEventKind::Down(MouseButton::Left));
+        if wheel.is_none() && !click {
+            return Vec::new();
+        }
+        let hits = self.hits.borrow().clone();
+        match &self.popup {
+            Some(Popup::Help) => {
+                match wheel {
+                    Some(d) => {
+                        self.help_scroll = (self.help_scroll as isize + d).max(0) as usize;
+                    }
+                    None => self.popup = None,
+                }
+                return Vec::new();
+            }
+            Some(Popup::Confirm(_)) => return Vec::new(),
+            None => {}
+        }
+        if self.grid.editing.is_some() || self.events.editing.is_some() {
+            return Vec::new();
+        }
+        if let Some(det) = self.detail.as_mut() {
+            match wheel {
+                Some(d) => det.scroll_by(d),
+                None => {
+                    if let Some((_, tab)) = hits.tabs.iter().find(|(r, _)| contains(*r, x, y)) {
+                        det.tab = *tab;
+                        det.scroll = 0;
+                        if det.follow {
+                            det.to_end();
+                        }
+                    }
+                }
+            }
+            return Vec::new();
+        }
+        if let Some(r) = self.results.as_mut() {
+            if let Some(d) = wheel {
+                r.scroll_by(d);
+            }
+            return Vec::new();
+        }
+        if self.skills.is_some() {
+            return self.skills_mouse(&hits, x, y, wheel);
+        }
+        let Some(pane) = hits.pane_at(x, y) else {
+            return Vec::new();
+        };
+        match (pane, wheel) {
+            (Pane::Grid, Some(d)) => self.grid.move_by(&self.grid_model, d, 0),
+            (Pane::Domains, Some(d)) => {
+                self.domains.scroll = (self.domains.scroll as isize + d)
+                    .clamp(0, self.rates.len().saturating_sub(1) as isize)
+                    as usize;
+            }
+            (Pane::Events, Some(d)) => self.events.scroll_by(d),
+            (Pane::Grid, None) => {
+                self.pane = Pane::Grid;
+                let Some(g) = &hits.grid else {
+                    return Vec::new();
+                };
+                if !contains(g.body, x, y) {
+                    return Vec::new();
+                }
+                let row = g.top + (y - g.body.y) as usize;
+                let Some(task_row) = self.grid_model.task_rows.iter().position(|r| *r == row)
+                else {
+                    return Vec::new();
+                };
+                let col = g
+                    .cols
+                    .iter()
+                    .find(|(cx, w, _)| x >= *cx && x < cx + w)
+                    .map(|(_, _, c)| *c);
+                let again = task_row == self.grid.row && col == Some(self.grid.col);
+                self.grid.row = task_row;
+                if let Some(c) = col {
+                    self.grid.col = c;
+                }
+                if again {
+                    return self.on_main(Action::Open);
+                }
+            }
+            (p, None) => self.pane = p,
+        }
+        Vec::new()
+    }
+
+    /// The mouse in the skill browser: tabs and list rows select, the wheel moves the cursor of
+    /// the list under the pointer (or scrolls the document).
+    fn skills_mouse(&mut self, hits: &Hits, x: u16, y: u16, wheel: Option<isize>) -> Vec<Effect> {
+        let Some(sk) = self.skills.as_mut() else {
+            return Vec::new();
+        };
+        if wheel.is_none()
+            && let Some((_, tab)) = hits.tabs.iter().find(|(r, _)| contains(*r, x, y))
+        {
+            sk.tab = *tab;
+            return Vec::new();
+        }
+        let list = hits
+            .lists
+            .iter()
+            .find(|(r, _, _)| contains(*r, x, y))
+            .copied();
+        let mut effects = Vec::new();
+        match (list, wheel) {
+            (Some((_, focus, _)), Some(d)) => {
+                sk.focus = focus;
+                let action = if d < 0 { Action::Up } else { Action::Down };
+                for _ in 0..d.unsigned_abs() {
+                    effects.extend(self.on_skills(action));
+                }
+            }
+            (Some((r, focus, top)), None) => {
+                let index = top + (y - r.y) as usize;
+                let sk = self.skills.as_mut().expect("open");
+                sk.focus = focus;
+                let current = match focus {
+                    SkillsFocus::Spaces => sk.space,
+                    SkillsFocus::Skills => sk.skill,
+                    SkillsFocus::Files => sk.file,
+                    SkillsFocus::Doc => 0,
+                };
+                // Step to the row clicked, through the keys' path (it loads a new space's data).
+                let action = if index < current {
+                    Action::Up
+                } else {
+                    Action::Down
+                };
+                for _ in 0..index.abs_diff(current) {
+                    effects.extend(self.on_skills(action));
+                }
+            }
+            (None, Some(d)) => {
+                if sk.tab == 0 {
+                    sk.focus = SkillsFocus::Doc;
+                }
+                let action = if d < 0 { Action::Up } else { Action::Down };
+                for _ in 0..d.unsigned_abs() {
+                    effects.extend(self.on_skills(action));
+                }
+            }
+            (None, None) => {}
+        }
+        effects
     }
 
     /// Opens the Results view; the worker sends its data.

@@ -55,8 +55,12 @@ pub struct Snapshot {
     pub tasks: Vec<RunTaskRow>,
     /// The latest attempt of every trial (brief form, unordered).
     pub trials: Vec<TrialBrief>,
-    /// Recent events, oldest first.
-    pub events: Vec<EventRow>,
+    /// The run's events, oldest first: every one up to the latest [`MAX_EVENTS`] (messages
+    /// sanitized, one line each).
+    pub events: Arc<Vec<EventRow>>,
+    /// Short labels of the run's conditions, in `run.conditions` order: `A`, `B`, `A'`, `B'`,
+    /// `C` … ([`crate::bench::condition::short_labels`]).
+    pub labels: Vec<String>,
     /// Operator commands not yet applied by the engine.
     pub pending_commands: usize,
     /// The experiment whose round-1 or round-2 run this is, if any (note sanitized).
@@ -133,21 +137,118 @@ pub fn load_learning(
     Ok((experiment, spaces))
 }
 
-/// Reads a snapshot of run `run_id`.
+/// Most events a snapshot holds (the newest).
+pub const MAX_EVENTS: usize = 5000;
+
+/// A run's events as last read, so the next snapshot reads only the rows added since.
+#[derive(Debug, Default, Clone)]
+pub struct EventCache {
+    run_id: i64,
+    last_id: i64,
+    events: Arc<Vec<EventRow>>,
+}
+
+impl EventCache {
+    /// The events of run `run_id` now: those cached plus any newer rows (all of them on a new
+    /// run), keeping the newest [`MAX_EVENTS`].
+    ///
+    /// # Errors
+    /// Database errors.
+    pub fn refresh(
+        &mut self,
+        conn: &Connection,
+        run_id: i64,
+    ) -> Result<Arc<Vec<EventRow>>, StoreError> {
+        if run_id != self.run_id {
+            *self = EventCache {
+                run_id,
+                ..EventCache::default()
+            };
+        }
+        let new = queries::events_after(conn, run_id, self.last_id, 100_000)?;
+        if let Some((id, ..)) = new.last() {
+            self.last_id = *id;
+            let mut all: Vec<EventRow> = self.events.as_ref().clone();
+            all.extend(new.into_iter().map(|(_, at, level, message)| EventRow {
+                at: one_line(&at),
+                level: one_line(&level),
+                message: one_line(&message),
+            }));
+            if all.len() > MAX_EVENTS {
+                all.drain(..all.len() - MAX_EVENTS);
+            }
+            self.events = Arc::new(all);
+        }
+        Ok(self.events.clone())
+    }
+}
+
+/// The short labels of `run`'s conditions ([`Snapshot::labels`]): by its round in `experiment`,
+/// and for skills folders by the learning space whose export they are.
+///
+/// # Errors
+/// Database errors.
+pub fn condition_labels(
+    conn: &Connection,
+    run: &RunRow,
+    experiment: Option<&ExperimentRow>,
+) -> Result<Vec<String>, StoreError> {
+    let round = experiment.and_then(|e| {
+        if e.round1_run == run.name {
+            Some(1)
+        } else if e.round2_run == run.name {
+            Some(2)
+        } else {
+            None
+        }
+    });
+    let mut exported: Vec<(String, String)> = Vec::new();
+    if run.conditions.iter().any(|c| c.starts_with("skills:")) {
+        for space in lq::list_spaces(conn)? {
+            for e in lq::exports(conn, space.id)? {
+                exported.push((e.dir, space.condition.clone()));
+            }
+        }
+    }
+    // Both are absolute paths as recorded (a condition key resolves its folder when parsed).
+    let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
+    Ok(crate::bench::condition::short_labels(
+        &run.conditions,
+        round,
+        |dir| {
+            exported
+                .iter()
+                .find(|(d, _)| same(d, dir))
+                .map(|(_, c)| c.clone())
+        },
+    ))
+}
+
+/// Reads a snapshot of run `run_id` (all its events).
 ///
 /// # Errors
 /// Database errors.
 pub fn load_snapshot(conn: &Connection, run_id: i64) -> Result<Snapshot, StoreError> {
+    load_snapshot_with(conn, run_id, &mut EventCache::default())
+}
+
+/// Reads a snapshot of run `run_id`, its events through `events` (only new rows are read).
+///
+/// # Errors
+/// Database errors.
+pub fn load_snapshot_with(
+    conn: &Connection,
+    run_id: i64,
+    events: &mut EventCache,
+) -> Result<Snapshot, StoreError> {
     let tx = conn.unchecked_transaction()?;
     let run = queries::get_run(&tx, run_id)?;
     let (experiment, spaces) = load_learning(&tx, &run)?;
     let snap = Snapshot {
         tasks: queries::run_tasks(&tx, run_id)?,
         trials: queries::current_briefs(&tx, run_id)?,
-        events: queries::recent_events(&tx, run_id, 20)?
-            .into_iter()
-            .map(|(at, level, message)| EventRow { at, level, message })
-            .collect(),
+        events: events.refresh(&tx, run_id)?,
+        labels: condition_labels(&tx, &run, experiment.as_ref())?,
         pending_commands: queries::pending_commands(&tx, run_id)?.len(),
         spend: queries::run_spend(&tx, run_id)?,
         owner_alive: crate::store::owner_alive_here(&run, &queries::host_name()),
@@ -679,6 +780,7 @@ fn worker_loop(
 ) {
     let mut run_id: Option<i64> = None;
     let mut version = i64::MIN;
+    let mut events = EventCache::default();
     // The run's owner process on this machine and whether it existed at the last snapshot.
     let mut owner: Option<(u32, bool)> = None;
     let mut detail_key: Option<TrialKey> = None;
@@ -778,7 +880,7 @@ fn worker_loop(
         let changed = force || v != version || alive != owner.as_ref().map(|(_, a)| *a);
         if changed {
             version = v;
-            match load_snapshot(&conn, rid) {
+            match load_snapshot_with(&conn, rid, &mut events) {
                 Ok(s) => {
                     owner = s.run.owner_pid.zip(s.owner_alive);
                     if tx.send(Update::Snapshot(Arc::new(s))).is_err() {

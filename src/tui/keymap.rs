@@ -18,6 +18,8 @@ pub enum Context {
     Skills,
     /// The Results view (pass rates, comparisons, breakdowns).
     Results,
+    /// The event log pane.
+    Events,
     /// A yes/no confirmation.
     Confirm,
 }
@@ -32,6 +34,7 @@ impl Context {
             Context::Detail => "Trial detail",
             Context::Skills => "Skill browser",
             Context::Results => "Results",
+            Context::Events => "Event log",
             Context::Confirm => "Confirmation",
         }
     }
@@ -44,8 +47,10 @@ pub enum Action {
     Quit,
     /// Show or hide the key list.
     Help,
-    /// Switch between the grid and the domain pane.
+    /// Next pane: grid → domains → event log.
     NextPane,
+    /// Go to the event log pane.
+    Events,
     /// Cursor up.
     Up,
     /// Cursor down.
@@ -138,7 +143,7 @@ const fn b(
 }
 
 use Action::*;
-use Context::{Confirm, Detail, Domains, Global, Grid, Results, Skills};
+use Context::{Confirm, Detail, Domains, Events as EventLog, Global, Grid, Results, Skills};
 
 /// The key table.
 pub const KEYMAP: &[Binding] = &[
@@ -147,7 +152,7 @@ pub const KEYMAP: &[Binding] = &[
         &["q", "ctrl-c"],
         Quit,
         "quit",
-        "quit (a run started here asks first)",
+        "quit (asks when a run would stop)",
     ),
     b(Global, &["?"], Help, "help", "show / hide this help"),
     b(
@@ -155,7 +160,7 @@ pub const KEYMAP: &[Binding] = &[
         &["tab"],
         NextPane,
         "pane",
-        "switch grid ↔ domain pane",
+        "next pane: grid, domains, events",
     ),
     b(
         Global,
@@ -178,7 +183,7 @@ pub const KEYMAP: &[Binding] = &[
         &["/"],
         Filter,
         "filter",
-        "filter: text, domain:…, status:…, cond:…",
+        "filter: text domain: status: cond:",
     ),
     b(Grid, &["f"], CycleStatus, "status", "cycle status filter"),
     b(Grid, &["s"], CycleSort, "sort", "cycle sort order"),
@@ -188,7 +193,7 @@ pub const KEYMAP: &[Binding] = &[
         &["R"],
         RetryAllFailed,
         "retry all",
-        "retry all failed in filter (confirm)",
+        "retry all failed shown (confirm)",
     ),
     b(
         Grid,
@@ -202,14 +207,21 @@ pub const KEYMAP: &[Binding] = &[
         &["K"],
         OpenSkills,
         "skills",
-        "skill browser: spaces, skills, diffs, sessions",
+        "skill browser: spaces and skills",
     ),
     b(
         Grid,
         &["a"],
         OpenResults,
         "results",
-        "results: pass rates with CIs, comparisons, domains",
+        "results: pass rates, CIs, Δ, g",
+    ),
+    b(
+        Grid,
+        &["e"],
+        Events,
+        "events",
+        "event log: what happened, when",
     ),
     b(Domains, &["up", "k"], Up, "up", "scroll up"),
     b(Domains, &["down", "j"], Down, "down", "scroll down"),
@@ -225,14 +237,54 @@ pub const KEYMAP: &[Binding] = &[
         &["K"],
         OpenSkills,
         "skills",
-        "skill browser: spaces, skills, diffs, sessions",
+        "skill browser: spaces and skills",
     ),
     b(
         Domains,
         &["a"],
         OpenResults,
         "results",
-        "results: pass rates with CIs, comparisons, domains",
+        "results: pass rates, CIs, Δ, g",
+    ),
+    b(
+        Domains,
+        &["e"],
+        Events,
+        "events",
+        "event log: what happened, when",
+    ),
+    b(EventLog, &["up", "k"], Up, "up", "scroll up (older)"),
+    b(EventLog, &["down", "j"], Down, "down", "scroll down"),
+    b(EventLog, &["pgup"], PageUp, "page up", "page up"),
+    b(
+        EventLog,
+        &["pgdown", "space"],
+        PageDown,
+        "page down",
+        "page down",
+    ),
+    b(EventLog, &["home", "g"], Top, "newest", "newest event"),
+    b(EventLog, &["end", "G"], Bottom, "oldest", "oldest event"),
+    b(
+        EventLog,
+        &["/"],
+        Filter,
+        "filter",
+        "filter: text, level:warn",
+    ),
+    b(
+        EventLog,
+        &["K"],
+        OpenSkills,
+        "skills",
+        "skill browser: spaces and skills",
+    ),
+    b(
+        EventLog,
+        &["a"],
+        OpenResults,
+        "results",
+        "results: pass rates, CIs, Δ, g",
     ),
     b(Results, &["up", "k"], Up, "up", "scroll up"),
     b(Results, &["down", "j"], Down, "down", "scroll down"),
@@ -251,10 +303,16 @@ pub const KEYMAP: &[Binding] = &[
         &["d"],
         ToggleDifficulty,
         "by difficulty",
-        "breakdown by domain ↔ by difficulty",
+        "by domain ↔ by difficulty",
     ),
     b(Results, &["esc", "q"], Back, "back", "back to the grid"),
-    b(Detail, &["tab", "right", "l"], NextTab, "tab", "next tab"),
+    b(
+        Detail,
+        &["tab", "right", "l"],
+        NextTab,
+        "next tab",
+        "next tab",
+    ),
     b(
         Detail,
         &["backtab", "left", "h"],
@@ -316,14 +374,14 @@ pub const KEYMAP: &[Binding] = &[
         &["enter", "right", "l"],
         Open,
         "open",
-        "open: space → skills → files → file",
+        "open: space › skill › file",
     ),
     b(
         Skills,
         &["esc", "left", "h"],
         Back,
         "back",
-        "one level back (closes from the space list)",
+        "one level back (or close)",
     ),
     b(
         Skills,
@@ -394,14 +452,83 @@ pub fn lookup(context: Context, key: &KeyEvent) -> Option<Action> {
     })
 }
 
-/// Help rows grouped by context, in table order: (context title, [(keys, help)]).
-pub fn help_sections() -> Vec<(&'static str, Vec<(String, &'static str)>)> {
-    let mut out: Vec<(&'static str, Vec<(String, &'static str)>)> = Vec::new();
+/// A key name as the help shows it: arrows as arrows, `PgUp`, `S-Tab`, `C-c`.
+pub fn key_label(k: &str) -> String {
+    match k {
+        "up" => "↑".into(),
+        "down" => "↓".into(),
+        "left" => "←".into(),
+        "right" => "→".into(),
+        "pgup" => "PgUp".into(),
+        "pgdown" => "PgDn".into(),
+        "home" => "Home".into(),
+        "end" => "End".into(),
+        "enter" => "Enter".into(),
+        "esc" => "Esc".into(),
+        "tab" => "Tab".into(),
+        "backtab" => "S-Tab".into(),
+        "space" => "Space".into(),
+        k => match k.strip_prefix("ctrl-") {
+            Some(c) => format!("C-{c}"),
+            None => k.to_string(),
+        },
+    }
+}
+
+/// Actions the help shows on one row when a context binds both, with the row's text.
+const PAIRS: [(Action, Action, &str); 6] = [
+    (Action::Up, Action::Down, "up / down"),
+    (Action::Left, Action::Right, "left / right"),
+    (Action::PageUp, Action::PageDown, "page up / down"),
+    (Action::NextTab, Action::PrevTab, "next / previous tab"),
+    (
+        Action::NextMatch,
+        Action::PrevMatch,
+        "next / previous match",
+    ),
+    (Action::Yes, Action::No, "yes / no"),
+];
+
+/// Help rows grouped by context, in table order: (context title, [(keys, help)]). Every binding
+/// is on a row; pairs such as up/down share one (`↑ k / ↓ j  up / down`), and `Home`/`End` too
+/// when their helps differ only in the direction, so the whole table fits a 120×40 screen.
+pub fn help_sections() -> Vec<(&'static str, Vec<(String, String)>)> {
+    let keys_of = |b: &Binding| {
+        b.keys
+            .iter()
+            .map(|k| key_label(k))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut out: Vec<(&'static str, Vec<(String, String)>)> = Vec::new();
+    let mut done: Vec<(Context, Action)> = Vec::new();
     for b in KEYMAP {
-        let keys = b.keys.join(" ");
+        if done.contains(&(b.context, b.action)) {
+            continue;
+        }
+        let partner = PAIRS.iter().find_map(|(x, y, help)| {
+            let other = if b.action == *x {
+                *y
+            } else if b.action == *y {
+                *x
+            } else {
+                return None;
+            };
+            KEYMAP
+                .iter()
+                .find(|o| o.context == b.context && o.action == other)
+                .map(|o| (o, *help))
+        });
+        let row = match partner {
+            Some((o, help)) => {
+                done.push((o.context, o.action));
+                (format!("{} / {}", keys_of(b), keys_of(o)), help.to_string())
+            }
+            None => (keys_of(b), b.help.to_string()),
+        };
         match out.iter_mut().find(|(t, _)| *t == b.context.title()) {
-            Some((_, rows)) => rows.push((keys, b.help)),
-            None => out.push((b.context.title(), vec![(keys, b.help)])),
+            Some((_, rows)) => rows.push(row),
+            None => out.push((b.context.title(), vec![row])),
         }
     }
     out
@@ -472,7 +599,28 @@ mod tests {
 
     #[test]
     fn help_lists_every_binding() {
-        let n: usize = help_sections().iter().map(|(_, rows)| rows.len()).sum();
-        assert_eq!(n, KEYMAP.len());
+        let sections = help_sections();
+        for b in KEYMAP {
+            let (_, rows) = sections
+                .iter()
+                .find(|(t, _)| *t == b.context.title())
+                .expect("section");
+            let keys = b
+                .keys
+                .iter()
+                .map(|k| key_label(k))
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(
+                rows.iter()
+                    .any(|(k, _)| k.split(" / ").any(|part| part == keys)),
+                "{:?} {:?} missing from the help",
+                b.context,
+                b.keys
+            );
+        }
+        // Pairs make the table shorter than the key list.
+        let n: usize = sections.iter().map(|(_, rows)| rows.len()).sum();
+        assert!(n < KEYMAP.len(), "{n}");
     }
 }

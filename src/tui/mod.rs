@@ -2,7 +2,8 @@
 //! opens it over a run another process owns. Either way it reads the SQLite store through a worker
 //! thread ([`data`]) and writes only operator commands.
 //!
-//! The event loop waits on keys, worker updates, engine events and a 1 s tick, and redraws only
+//! The event loop waits on keys, the mouse (captured unless `--no-mouse`), worker updates, engine
+//! events and a 1 s tick, and redraws only
 //! after one of them changed something, coalescing bursts of updates into one frame. Frames are
 //! wrapped in synchronized-update sequences (no tearing over SSH); ratatui diffs frames, so the
 //! screen is never cleared between them. `ratatui::try_init` installs a panic hook that restores the
@@ -21,7 +22,9 @@ pub mod views;
 use std::io::Write;
 use std::time::Duration;
 
-use crossterm::event::{Event, EventStream, KeyEventKind};
+use crossterm::event::{
+    DisableMouseCapture, EnableMouseCapture, Event, EventStream, KeyEventKind, MouseEventKind,
+};
 use crossterm::terminal::{BeginSynchronizedUpdate, EndSynchronizedUpdate};
 use futures_util::StreamExt;
 use tokio::sync::broadcast;
@@ -85,10 +88,16 @@ pub async fn run<T, E>(
     hangup: Option<CancellationToken>,
 ) -> Result<TuiEnd<T, E>, TuiError> {
     let mut terminal = ratatui::try_init()?;
+    if app.mouse {
+        crossterm::execute!(std::io::stdout(), EnableMouseCapture)?;
+    }
     let result = event_loop(&mut terminal, &mut app, &mut worker, engine, hangup).await;
     // A terminal that went away is not restored: there is nothing to restore, and the output may
     // already go to the run's log.
     if !matches!(result, Ok(TuiEnd::Detached(_))) {
+        if app.mouse {
+            let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
+        }
         ratatui::restore();
     }
     result
@@ -140,8 +149,18 @@ async fn event_loop<T, E>(
         tokio::select! {
             _ = hangup.cancelled() => return Ok(detach(done.take())),
             ev = keys.next() => match ev {
-                Some(Ok(Event::Key(k))) if k.kind != KeyEventKind::Release => {
-                    for effect in app.on_key(k) {
+                Some(Ok(ev @ (Event::Key(_) | Event::Mouse(_)))) => {
+                    let effects = match ev {
+                        Event::Key(k) if k.kind != KeyEventKind::Release => app.on_key(k),
+                        // Moves and drags (many per second) change nothing.
+                        // Without capture (`--no-mouse`) the mouse is the terminal's.
+                        Event::Mouse(m) if app.mouse && !matches!(
+                            m.kind,
+                            MouseEventKind::Moved | MouseEventKind::Drag(_)
+                        ) => app.on_mouse(m),
+                        _ => continue,
+                    };
+                    for effect in effects {
                         match effect {
                             Effect::Request(r) => worker.send(r),
                             Effect::StopRun => match &shutdown {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 
 use super::data::Snapshot;
-use crate::analysis::metrics::method_d_planned;
+use crate::analysis::metrics::{method_d_planned, pass_rate_judged};
 use crate::store::{Outcome, TrialBrief, TrialStatus};
 
 /// A grid cell's state (what its glyph and colour say).
@@ -105,6 +105,8 @@ pub enum StatusFilter {
     Queued,
     /// Passed.
     Passed,
+    /// Cancelled or interrupted (only by typing `status:cancelled`).
+    Cancelled,
 }
 
 impl StatusFilter {
@@ -115,7 +117,7 @@ impl StatusFilter {
             StatusFilter::Failed => StatusFilter::Running,
             StatusFilter::Running => StatusFilter::Queued,
             StatusFilter::Queued => StatusFilter::Passed,
-            StatusFilter::Passed => StatusFilter::All,
+            StatusFilter::Passed | StatusFilter::Cancelled => StatusFilter::All,
         }
     }
 
@@ -127,8 +129,12 @@ impl StatusFilter {
             StatusFilter::Running => "running",
             StatusFilter::Queued => "queued",
             StatusFilter::Passed => "passed",
+            StatusFilter::Cancelled => "cancelled",
         }
     }
+
+    /// The values `status:` takes, for error messages.
+    pub const VALUES: &'static str = "all, failed, running, queued, passed, cancelled";
 
     fn parse(s: &str) -> Option<StatusFilter> {
         Some(match s {
@@ -137,6 +143,7 @@ impl StatusFilter {
             "run" | "running" => StatusFilter::Running,
             "queued" | "queue" => StatusFilter::Queued,
             "pass" | "passed" => StatusFilter::Passed,
+            "cancel" | "cancelled" | "canceled" => StatusFilter::Cancelled,
             _ => return None,
         })
     }
@@ -149,6 +156,7 @@ impl StatusFilter {
             StatusFilter::Running => state.is_running(),
             StatusFilter::Queued => state == CellState::Queued,
             StatusFilter::Passed => state == CellState::Pass,
+            StatusFilter::Cancelled => state == CellState::Cancelled,
         }
     }
 }
@@ -211,6 +219,12 @@ struct ParsedQuery {
     status: Option<StatusFilter>,
 }
 
+/// True when condition `key` (short label `label`) matches a `cond:` term: the label itself
+/// (`A`, `b'`, case-insensitive) or part of the key.
+fn cond_matches(key: &str, label: Option<&str>, term: &str) -> bool {
+    label.is_some_and(|l| l.eq_ignore_ascii_case(term)) || key.to_lowercase().contains(term)
+}
+
 impl Filter {
     fn parse(&self) -> ParsedQuery {
         let mut q = ParsedQuery::default();
@@ -225,6 +239,100 @@ impl Filter {
             }
         }
         q
+    }
+
+    /// Checks `query` against run `s`: every `status:` value must be one the filter knows, every
+    /// `cond:` must match a condition of the run and every `domain:` / `diff:` one of its
+    /// tasks', and no other `key:` is allowed. The error says which term and what it could be.
+    ///
+    /// # Errors
+    /// The first term that cannot match, as a sentence for the input line.
+    pub fn check(query: &str, s: &Snapshot) -> Result<(), String> {
+        for term in query.split_whitespace() {
+            let lower = term.to_lowercase();
+            let Some((key, v)) = lower.split_once(':') else {
+                continue;
+            };
+            if v.is_empty() {
+                continue; // still being typed
+            }
+            match key {
+                "status" => {
+                    if StatusFilter::parse(v).is_none() {
+                        return Err(format!(
+                            "unknown status {v:?} (one of {})",
+                            StatusFilter::VALUES
+                        ));
+                    }
+                }
+                "cond" | "condition" => {
+                    let any = s
+                        .run
+                        .conditions
+                        .iter()
+                        .enumerate()
+                        .any(|(i, c)| cond_matches(c, s.labels.get(i).map(String::as_str), v));
+                    if !any {
+                        let known: Vec<String> = s
+                            .run
+                            .conditions
+                            .iter()
+                            .enumerate()
+                            .map(|(i, c)| match s.labels.get(i) {
+                                Some(l) => {
+                                    format!("{l} {}", crate::bench::condition::condition_label(c))
+                                }
+                                None => crate::bench::condition::condition_label(c),
+                            })
+                            .collect();
+                        return Err(format!(
+                            "no condition matches {v:?} (conditions: {})",
+                            known.join(", ")
+                        ));
+                    }
+                }
+                "domain" | "diff" | "difficulty" => {
+                    let any = s.tasks.iter().any(|t| {
+                        let hay = if key == "domain" {
+                            &t.domain
+                        } else {
+                            &t.difficulty
+                        };
+                        hay.to_lowercase().contains(v)
+                    });
+                    if !any {
+                        let mut known: Vec<&str> = s
+                            .tasks
+                            .iter()
+                            .map(|t| {
+                                if key == "domain" {
+                                    t.domain.as_str()
+                                } else {
+                                    t.difficulty.as_str()
+                                }
+                            })
+                            .collect();
+                        known.sort();
+                        known.dedup();
+                        return Err(format!(
+                            "no {} matches {v:?} ({})",
+                            if key == "domain" {
+                                "domain"
+                            } else {
+                                "difficulty"
+                            },
+                            known.join(", ")
+                        ));
+                    }
+                }
+                other => {
+                    return Err(format!(
+                        "unknown filter {other}: (text, domain:, status:, cond:, diff:)"
+                    ));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// True when nothing is filtered.
@@ -289,7 +397,13 @@ impl GridModel {
             .run
             .conditions
             .iter()
-            .filter(|c| contains(c, &q.cond))
+            .enumerate()
+            .filter(|(i, c)| {
+                q.cond
+                    .iter()
+                    .all(|term| cond_matches(c, s.labels.get(*i).map(String::as_str), term))
+            })
+            .map(|(_, c)| c)
             .flat_map(|c| {
                 (1..=s.run.n_trials).map(move |i| Column {
                     condition: c.clone(),
@@ -442,6 +556,9 @@ pub struct RateRow {
     pub n_tasks: usize,
     /// Method D pass rate per condition (run order), fraction.
     pub rates: Vec<f64>,
+    /// Pass rate over judged trials per condition (`None` before one is judged): beside Method
+    /// D while the run is unfinished ([`crate::analysis::metrics::pass_rate_judged`]).
+    pub judged: Vec<Option<f64>>,
     /// True for the overall row.
     pub total: bool,
 }
@@ -462,6 +579,12 @@ pub fn rate_rows(s: &Snapshot, grouping: Grouping) -> Vec<RateRow> {
             .conditions
             .iter()
             .map(|c| method_d_planned(ids, &s.plan, c, &s.trials))
+            .collect(),
+        judged: s
+            .run
+            .conditions
+            .iter()
+            .map(|c| pass_rate_judged(ids, &s.plan, c, &s.trials))
             .collect(),
         label,
         n_tasks: ids.len(),
@@ -485,6 +608,73 @@ pub fn rate_rows(s: &Snapshot, grouping: Grouping) -> Vec<RateRow> {
     rows
 }
 
+/// The event log's filter: space-separated terms, all of which must match — `level:<info|warn|
+/// error>` keeps events at that level or above, any other term (`10.0.0.7`, `tcp://…`) is text
+/// matched against the message (case-insensitive).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EventFilter {
+    /// Lowest level kept (0 info, 1 warn, 2 error).
+    pub min_level: u8,
+    /// Text terms, lowercased.
+    pub text: Vec<String>,
+}
+
+/// Rank of an event level (unknown levels rank as info).
+pub fn level_rank(level: &str) -> u8 {
+    match level {
+        "error" => 2,
+        "warn" | "warning" => 1,
+        _ => 0,
+    }
+}
+
+impl EventFilter {
+    /// Parses a query.
+    ///
+    /// # Errors
+    /// An unknown level (the message lists the levels).
+    pub fn parse(query: &str) -> Result<EventFilter, String> {
+        let mut f = EventFilter::default();
+        for term in query.split_whitespace() {
+            let lower = term.to_lowercase();
+            match lower.split_once(':') {
+                Some(("level", "")) => {}
+                Some(("level", v)) => {
+                    f.min_level = match v {
+                        "info" => 0,
+                        "warn" | "warning" => 1,
+                        "error" => 2,
+                        _ => return Err(format!("unknown level {v:?} (info, warn, error)")),
+                    }
+                }
+                _ => f.text.push(lower),
+            }
+        }
+        Ok(f)
+    }
+
+    /// True when nothing is filtered.
+    pub fn is_empty(&self) -> bool {
+        self.min_level == 0 && self.text.is_empty()
+    }
+}
+
+/// Indices into `events` (oldest first) of those `filter` keeps, newest first.
+pub fn event_rows(events: &[super::data::EventRow], filter: &EventFilter) -> Vec<usize> {
+    events
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, e)| {
+            level_rank(&e.level) >= filter.min_level && {
+                let m = e.message.to_lowercase();
+                filter.text.iter().all(|t| m.contains(t.as_str()))
+            }
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
 /// Run progress for the overview.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Progress {
@@ -494,8 +684,10 @@ pub struct Progress {
     pub done: usize,
     /// Passed.
     pub passed: usize,
-    /// Finished without passing.
+    /// Finished without passing, cancelled ones aside.
     pub failed: usize,
+    /// Cancelled (by the operator) or interrupted.
+    pub cancelled: usize,
     /// In a container now (= running containers).
     pub running: usize,
     /// Waiting.
@@ -587,10 +779,10 @@ pub fn progress(s: &Snapshot, now: DateTime<Utc>) -> Progress {
             st => {
                 p.done += 1;
                 e.0 += 1;
-                if st == CellState::Pass {
-                    p.passed += 1;
-                } else {
-                    p.failed += 1;
+                match st {
+                    CellState::Pass => p.passed += 1,
+                    CellState::Cancelled => p.cancelled += 1,
+                    _ => p.failed += 1,
                 }
                 if let Some(f) = parse_time(&t.finished_at)
                     && f >= window_start
@@ -760,7 +952,8 @@ mod tests {
             .iter()
             .map(TrialRow::brief)
             .collect(),
-            events: vec![],
+            events: Default::default(),
+            labels: vec!["A".into(), "B".into()],
             pending_commands: 0,
             experiment: None,
             spaces: vec![],

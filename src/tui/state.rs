@@ -6,7 +6,10 @@ use std::sync::Arc;
 
 use super::data::{Detail, SkillBrowser, SkillEntry};
 use super::evaluation::{ResultsData, RubricData};
-use super::model::{Filter, GridModel, Grouping, Sort};
+use ratatui::layout::Rect;
+
+use super::app::Pane;
+use super::model::{EventFilter, Filter, GridModel, Grouping, Sort};
 use super::skilldoc::DocLine;
 use crate::store::TrialKey;
 
@@ -27,8 +30,12 @@ pub struct GridState {
     pub filter: Filter,
     /// The sort.
     pub sort: Sort,
-    /// Filter text being typed (`/`), if any.
+    /// Filter text being typed (`/`), if any; the grid follows it as it is typed.
     pub editing: Option<String>,
+    /// The query before typing began (Esc goes back to it).
+    pub before: Option<String>,
+    /// Why the text typed cannot be applied (`unknown status "bogus" …`), shown in the input line.
+    pub error: Option<String>,
 }
 
 impl GridState {
@@ -61,6 +68,82 @@ pub struct DomainsState {
     pub grouping: Grouping,
     /// First drawn row.
     pub scroll: usize,
+}
+
+/// The event log's scroll, filter and the rows it keeps.
+#[derive(Debug, Default)]
+pub struct EventsState {
+    /// First drawn row (index into `rows`).
+    pub scroll: usize,
+    /// The filter as typed.
+    pub query: String,
+    /// The filter in force.
+    pub filter: EventFilter,
+    /// Filter text being typed, if any (applied as it is typed).
+    pub editing: Option<String>,
+    /// The query before typing began.
+    pub before: Option<String>,
+    /// Why the text typed cannot be applied.
+    pub error: Option<String>,
+    /// Indices into `Snapshot::events` the filter keeps, newest first.
+    pub rows: Vec<usize>,
+    /// Rows that fit, remembered from the last frame.
+    pub page: Cell<usize>,
+}
+
+impl EventsState {
+    /// Scrolls by `delta` events within the kept ones (the oldest can come to the top).
+    pub fn scroll_by(&mut self, delta: isize) {
+        let max = self.rows.len().saturating_sub(1);
+        self.scroll = (self.scroll as isize + delta).clamp(0, max as isize) as usize;
+    }
+
+    /// Scrolls to the last page: the oldest events.
+    pub fn to_end(&mut self) {
+        self.scroll = self.rows.len().saturating_sub(self.page.get().max(1));
+    }
+}
+
+/// Where the last frame put what a click can hit: panes, grid cells, tabs, list rows. Views fill
+/// it while drawing; [`crate::tui::app::App::on_mouse`] reads it.
+#[derive(Debug, Default, Clone)]
+pub struct Hits {
+    /// The main panes.
+    pub panes: Vec<(Rect, Pane)>,
+    /// The grid's cells.
+    pub grid: Option<GridHits>,
+    /// Tabs of the detail view or the skill browser: (area, tab index).
+    pub tabs: Vec<(Rect, usize)>,
+    /// Rows of the skill browser's lists: (list area, which list, index of its first drawn row).
+    pub lists: Vec<(Rect, SkillsFocus, usize)>,
+    /// The help overlay.
+    pub help: Option<Rect>,
+}
+
+/// The grid as drawn.
+#[derive(Debug, Default, Clone)]
+pub struct GridHits {
+    /// The rows' area (task labels and cells).
+    pub body: Rect,
+    /// Index into `GridModel::rows` of the first drawn row.
+    pub top: usize,
+    /// Each drawn column: x, width and column index.
+    pub cols: Vec<(u16, u16, usize)>,
+}
+
+impl Hits {
+    /// The pane at (`x`, `y`), if any.
+    pub fn pane_at(&self, x: u16, y: u16) -> Option<Pane> {
+        self.panes
+            .iter()
+            .find(|(r, _)| contains(*r, x, y))
+            .map(|(_, p)| *p)
+    }
+}
+
+/// True when (`x`, `y`) lies in `r`.
+pub fn contains(r: Rect, x: u16, y: u16) -> bool {
+    x >= r.x && x < r.x + r.width && y >= r.y && y < r.y + r.height
 }
 
 /// Tabs of the trial detail.

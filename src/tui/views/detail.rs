@@ -25,13 +25,46 @@ fn dur(a: &Option<String>, b: &Option<String>) -> String {
         .unwrap_or_else(|| "—".into())
 }
 
+/// Records where ratatui's `Tabs` (padding of one on each side, a one-column divider) put each
+/// of `titles` in `area`, for the mouse.
+pub fn record_tabs(app: &App, area: Rect, titles: &[&str]) {
+    let mut x = area.x;
+    let mut hits = app.hits.borrow_mut();
+    for (i, title) in titles.iter().enumerate() {
+        let w = Span::raw(*title).width() as u16 + 2;
+        let width = w.min((area.x + area.width).saturating_sub(x));
+        if width == 0 {
+            break;
+        }
+        hits.tabs.push((
+            Rect {
+                x,
+                y: area.y,
+                width,
+                height: 1,
+            },
+            i,
+        ));
+        x += w + 1;
+    }
+}
+
 /// Draws the detail view into `area`.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, det: &DetailState) {
     let t = &app.theme;
     let key = &det.key;
+    // The condition by its short label and in full.
+    let short = app.snapshot.as_ref().and_then(|s| {
+        s.run
+            .conditions
+            .iter()
+            .position(|c| *c == key.condition)
+            .and_then(|i| s.labels.get(i).cloned())
+    });
     let title = format!(
-        "{} · {} · trial {}",
+        "{} · {}{} · trial {}",
         key.task_id,
+        short.map(|l| format!("{l} ")).unwrap_or_default(),
         condition_label(&key.condition),
         key.trial_index
     );
@@ -46,6 +79,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, det: &DetailState) {
         .highlight_style(t.selected)
         .divider(Span::styled("│", t.border));
     f.render_widget(tabs, tabs_area);
+    record_tabs(app, tabs_area, &DETAIL_TABS);
     det.page.set(body.height.saturating_sub(1) as usize);
     let Some(data) = &det.data else {
         f.render_widget(Paragraph::new(Span::styled("loading…", t.dim)), body);

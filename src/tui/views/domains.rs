@@ -1,6 +1,9 @@
 //! Pass rates per domain (or difficulty) and condition: Method D rate as a bar and a percentage,
 //! Δ in percentage points and normalized gain g of each condition against the first, and the
-//! overall row.
+//! overall row. Conditions are headed by their short labels (`A`, `B`, `A'` …), named in full in
+//! the pane's last line. While the run is unfinished each condition also shows its pass rate over
+//! judged trials beside Method D — Method D counts every trial without a verdict 0, so mid-run it
+//! reads low; the judged rate says where it is heading, labelled so the two are not confused.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -12,6 +15,64 @@ use crate::analysis::metrics::{delta_pp, normalized_gain};
 use crate::bench::condition::condition_label;
 use crate::tui::app::App;
 use crate::tui::model::Grouping;
+
+/// True while some planned trial has no verdict yet.
+fn unfinished(app: &App) -> bool {
+    app.progress.done < app.progress.total
+}
+
+/// Rows the pane wants, borders included: a header, one per group and the overall row, and the
+/// legend line.
+pub fn height(app: &App) -> u16 {
+    (app.rates.len() + 2 + 2) as u16
+}
+
+/// Column widths that fit `w`: bars and g only when there is room; numbers a column narrower
+/// (no gap before `100.0%`) when even that is too wide.
+struct Widths {
+    label: usize,
+    bar: usize,
+    judged: bool,
+    g: bool,
+    /// Width of a percentage column (`  33.3%`: 7, or 6 when tight).
+    num: usize,
+}
+
+fn widths(w: usize, n: usize, judged: bool, label_want: usize) -> Widths {
+    let later = n.saturating_sub(1);
+    let need = |bar: usize, g: bool, num: usize| {
+        4 + n * (if bar > 0 { bar + 1 } else { 0 } + num + if judged { num + 1 } else { 0 })
+            + later * (num + if g { 7 } else { 0 })
+    };
+    // Names first (up to the longest, at most 22), then bars and g as room allows.
+    let want = label_want.clamp(8, 22);
+    let configs = [
+        (10, true, 7),
+        (6, true, 7),
+        (0, true, 7),
+        (0, false, 7),
+        (0, false, 6),
+    ];
+    for (bar, g, num) in configs {
+        let fixed = need(bar, g, num);
+        if fixed + want <= w {
+            return Widths {
+                label: (w - fixed).clamp(8, 22),
+                bar,
+                judged,
+                g,
+                num,
+            };
+        }
+    }
+    Widths {
+        label: w.saturating_sub(need(0, false, 6)).max(6),
+        bar: 0,
+        judged,
+        g: false,
+        num: 6,
+    }
+}
 
 /// Draws the pane into `area`.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
@@ -29,61 +90,93 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
         return;
     }
     let conds = &s.run.conditions;
+    let label_of = |i: usize| {
+        s.labels
+            .get(i)
+            .cloned()
+            .unwrap_or_else(|| format!("{}", i + 1))
+    };
     let n = conds.len().max(1);
-    let w = inner.width as usize;
-    let label_w = (w / 4).clamp(8, 22);
-    // Per condition: "rate%" (5) plus a bar when there is room; Δ and g for each later condition.
-    let delta_w = if n > 1 { 14 * (n - 1) } else { 0 };
-    let per_cond = (w.saturating_sub(label_w + 4 + delta_w)) / n;
-    let bar_w = per_cond.saturating_sub(7).min(12);
+    let judged = unfinished(app);
+    let longest = app
+        .rates
+        .iter()
+        .map(|r| r.label.chars().count())
+        .chain([by.len()])
+        .max()
+        .unwrap_or(8);
+    let wd = widths(inner.width as usize, n, judged, longest + 1);
+    let label_w = wd.label;
     let mut lines = Vec::new();
     let mut head = vec![
         Span::styled(format!("{:<label_w$}", fit(by, label_w)), t.dim),
         Span::styled(format!("{:>3} ", "n"), t.dim),
     ];
-    for c in conds {
+    let num = wd.num;
+    for i in 0..conds.len() {
+        let w = if wd.bar > 0 { wd.bar + 1 } else { 0 } + num;
         head.push(Span::styled(
-            format!(
-                "{:>width$} ",
-                fit(&condition_label(c), per_cond.saturating_sub(1)),
-                width = per_cond.saturating_sub(1)
-            ),
+            format!("{:>w$}", fit(&label_of(i), w - 1)),
             t.header,
         ));
+        if wd.judged {
+            head.push(Span::styled(
+                format!("{:>w$}", "judged", w = num + 1),
+                t.dim,
+            ));
+        }
     }
-    for c in conds.iter().skip(1) {
+    for i in 1..conds.len() {
         head.push(Span::styled(
-            format!("{:>13} ", fit(&format!("Δ,g {}", condition_label(c)), 13)),
+            format!("{:>num$}", fit(&format!("Δ {}", label_of(i)), num - 1)),
             t.header,
         ));
+        if wd.g {
+            head.push(Span::styled(
+                format!("{:>7}", fit(&format!("g {}", label_of(i)), 6)),
+                t.header,
+            ));
+        }
     }
     lines.push(Line::from(head));
+    let body_h = (inner.height as usize).saturating_sub(2);
     for row in app
         .rates
         .iter()
         .skip(app.domains.scroll.min(app.rates.len().saturating_sub(1)))
+        .take(body_h)
     {
         let style = if row.total { t.accent } else { t.text };
         let mut spans = vec![
             Span::styled(format!("{:<label_w$}", fit(&row.label, label_w)), style),
             Span::styled(format!("{:>3} ", row.n_tasks), t.dim),
         ];
-        for r in &row.rates {
-            if bar_w >= 3 {
-                spans.extend(bar(t, *r, bar_w));
+        for (i, r) in row.rates.iter().enumerate() {
+            if wd.bar > 0 {
+                spans.push(Span::raw(" "));
+                spans.extend(bar(t, *r, wd.bar));
             }
-            let pad = per_cond.saturating_sub(bar_w + 6);
             spans.push(Span::styled(
-                format!("{:>width$}{:>5.1}%", "", r * 100.0, width = pad),
+                format!("{:>w$.1}%", r * 100.0, w = num - 1),
                 style,
             ));
+            if wd.judged {
+                spans.push(Span::styled(
+                    match row.judged.get(i).copied().flatten() {
+                        Some(j) => format!("{:>w$.1}%", j * 100.0, w = num),
+                        None => format!("{:>w$}", "—", w = num + 1),
+                    },
+                    t.dim,
+                ));
+            }
         }
         if let Some(base) = row.rates.first() {
             for r in row.rates.iter().skip(1) {
-                let d = delta_pp(*r, *base);
-                let g = normalized_gain(*r, *base)
-                    .map(|g| format!("{g:+.2}"))
-                    .unwrap_or_else(|| "—".into());
+                // No "-0.0" from rounding noise.
+                let d = match delta_pp(*r, *base) {
+                    d if d.abs() < 0.05 => 0.0,
+                    d => d,
+                };
                 let d_style = if d > 0.0 {
                     t.pass
                 } else if d < 0.0 {
@@ -91,11 +184,43 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
                 } else {
                     t.dim
                 };
-                spans.push(Span::styled(format!(" {d:>+6.1} "), d_style));
-                spans.push(Span::styled(format!("{g:>6} "), t.dim));
+                spans.push(Span::styled(format!("{d:>+num$.1}"), d_style));
+                if wd.g {
+                    let g = normalized_gain(*r, *base)
+                        .map(|g| if g.abs() < 0.005 { 0.0 } else { g })
+                        .map(|g| format!("{g:+.2}"))
+                        .unwrap_or_else(|| "—".into());
+                    spans.push(Span::styled(format!("{g:>7}"), t.dim));
+                }
             }
         }
         lines.push(Line::from(spans));
     }
+    // The legend: each label's condition in full, and what the judged column is.
+    let names: Vec<String> = conds
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("{} {}", label_of(i), condition_label(c)))
+        .collect();
+    let legend = if judged {
+        format!(
+            "{} · Method D counts unfinished trials 0; judged = over judged trials only",
+            names.join(" · ")
+        )
+    } else {
+        names.join(" · ")
+    };
+    let legend_area = Rect {
+        y: inner.y + inner.height - 1,
+        height: 1,
+        ..inner
+    };
     f.render_widget(Paragraph::new(lines), inner);
+    f.render_widget(
+        Paragraph::new(Line::from(Span::styled(
+            fit(&legend, inner.width as usize),
+            t.dim,
+        ))),
+        legend_area,
+    );
 }

@@ -1,5 +1,6 @@
-//! Footer line: the filter or search being typed, else the status message, else key hints for the
-//! current context (from the keymap).
+//! Footer line: the filter or search being typed (with why it cannot apply, if so), else the
+//! status message, else key hints for the current context from the keymap — as many as fit, the
+//! most needed first (help, and the key to the other panes, always), shown in their usual order.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -7,22 +8,184 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::fit;
-use crate::tui::app::{App, Mode};
-use crate::tui::keymap::{Action, hints};
+use crate::tui::app::{App, Mode, Popup};
+use crate::tui::keymap::{Action, Context, hints};
+
+/// The footer's hints for `app`, most needed first.
+fn wanted(app: &App) -> (Context, Vec<Action>) {
+    let ctx = app.context();
+    let learning = app.snapshot.as_ref().is_some_and(|s| !s.spaces.is_empty());
+    if app.snapshot.is_none() && app.detail.is_none() {
+        return (ctx, vec![Action::Quit, Action::Help]);
+    }
+    let actions: Vec<Action> = match ctx {
+        Context::Confirm => vec![Action::Yes, Action::No],
+        Context::Results => vec![
+            Action::Back,
+            Action::Help,
+            Action::PageDown,
+            Action::ToggleDifficulty,
+            Action::Top,
+        ],
+        Context::Skills => vec![
+            Action::Back,
+            Action::Help,
+            Action::Open,
+            Action::NextTab,
+            Action::ToggleDiff,
+            Action::CloseView,
+        ],
+        Context::Detail => vec![
+            Action::Back,
+            Action::Help,
+            Action::NextTab,
+            Action::Search,
+            Action::ToggleFollow,
+            Action::Retry,
+        ],
+        Context::Events => {
+            let mut v = vec![
+                Action::Quit,
+                Action::Help,
+                Action::NextPane,
+                Action::Filter,
+                Action::PageDown,
+                Action::Top,
+                Action::OpenResults,
+            ];
+            if learning {
+                v.push(Action::OpenSkills);
+            }
+            v
+        }
+        Context::Domains => {
+            let mut v = vec![
+                Action::Quit,
+                Action::Help,
+                Action::NextPane,
+                Action::ToggleDifficulty,
+                Action::Events,
+                Action::OpenResults,
+            ];
+            if learning {
+                v.push(Action::OpenSkills);
+            }
+            v
+        }
+        Context::Grid | Context::Global => {
+            let mut v = vec![
+                Action::Quit,
+                Action::Help,
+                Action::NextPane,
+                Action::Open,
+                Action::Filter,
+                Action::Events,
+                Action::OpenResults,
+            ];
+            if learning {
+                v.push(Action::OpenSkills);
+            }
+            v.extend([
+                Action::Retry,
+                Action::CycleStatus,
+                Action::RetryAllFailed,
+                Action::CycleSort,
+                Action::Cancel,
+            ]);
+            v
+        }
+    };
+    (ctx, actions)
+}
+
+/// The hints that fit `width`, in the order the keymap lists them; the mode tag when it fits too.
+fn hint_line(app: &App, width: usize) -> Line<'static> {
+    let t = &app.theme;
+    let (ctx, actions) = wanted(app);
+    let all = hints(ctx, &actions);
+    let item_w = |(k, h): &(String, &str)| k.chars().count() + 1 + h.chars().count() + 2;
+    let mut used = 0;
+    let mut keep: Vec<usize> = Vec::new();
+    for (i, h) in all.iter().enumerate() {
+        if used + item_w(h) <= width {
+            used += item_w(h);
+            keep.push(i);
+        }
+    }
+    // Usual order: the position of each action in the keymap table.
+    let pos = |a: &Action| {
+        crate::tui::keymap::KEYMAP
+            .iter()
+            .position(|b| b.action == *a && (b.context == ctx || b.context == Context::Global))
+            .unwrap_or(usize::MAX)
+    };
+    keep.sort_by_key(|&i| pos(&actions[i]));
+    let mut spans = Vec::new();
+    for i in keep {
+        let (key, help) = &all[i];
+        spans.push(Span::styled(key.clone(), t.accent));
+        spans.push(Span::styled(format!(" {help}  "), t.dim));
+    }
+    let mode = format!(
+        "[{} · {}]",
+        match app.mode {
+            Mode::Run => "run",
+            Mode::Watch => "watch",
+        },
+        app.theme.name
+    );
+    if used + mode.chars().count() <= width {
+        spans.push(Span::styled(mode, t.dim));
+    }
+    Line::from(spans)
+}
+
+/// The input line of a filter being typed: the text with a cursor, then why it cannot apply, or
+/// what it takes.
+fn input_line(
+    app: &App,
+    label: &'static str,
+    buf: &str,
+    error: Option<&str>,
+    syntax: &'static str,
+    width: usize,
+) -> Line<'static> {
+    let t = &app.theme;
+    let mut spans = vec![
+        Span::styled(label, t.accent),
+        Span::styled(format!("{buf}█"), t.text),
+    ];
+    let used = label.chars().count() + buf.chars().count() + 1;
+    let room = width.saturating_sub(used + 2);
+    match error {
+        Some(e) => spans.push(Span::styled(format!("  {}", fit(e, room)), t.fail)),
+        None => spans.push(Span::styled(format!("  {}", fit(syntax, room)), t.dim)),
+    }
+    Line::from(spans)
+}
 
 /// Draws the footer into the one-line `area`.
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let w = area.width as usize;
     let line = if let Some(buf) = &app.grid.editing {
-        Line::from(vec![
-            Span::styled("filter /", t.accent),
-            Span::styled(format!("{buf}█"), t.text),
-            Span::styled(
-                "  (text, domain:…, status:…, cond:…, diff:… · Enter applies · Esc cancels)",
-                t.dim,
-            ),
-        ])
+        input_line(
+            app,
+            "filter /",
+            buf,
+            app.grid.error.as_deref(),
+            "text, domain:…, status:…, cond:…, diff:… · Enter keeps · Esc undoes · C-u clears",
+            w,
+        )
+    } else if let Some(buf) = &app.events.editing {
+        input_line(
+            app,
+            "events /",
+            buf,
+            app.events.error.as_deref(),
+            "text, level:warn, level:error · Enter keeps · Esc undoes · C-u clears",
+            w,
+        )
     } else if let Some(buf) = app.detail.as_ref().and_then(|d| d.editing.as_ref()) {
         Line::from(vec![
             Span::styled("search /", t.accent),
@@ -30,77 +193,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
         ])
     } else if let Some(msg) = &app.status {
         Line::from(Span::styled(fit(msg, w), t.warn))
-    } else {
-        let ctx = app.context();
-        let actions: &[Action] = if app.results.is_some() && app.detail.is_none() {
-            &[
-                Action::Back,
-                Action::PageDown,
-                Action::Top,
-                Action::ToggleDifficulty,
-                Action::Help,
-            ]
-        } else if app.skills.is_some() && app.detail.is_none() {
-            &[
-                Action::Back,
-                Action::Open,
-                Action::ToggleDiff,
-                Action::NextTab,
-                Action::CloseView,
-                Action::Help,
-            ]
-        } else if app.detail.is_some() {
-            &[
-                Action::Back,
-                Action::NextTab,
-                Action::Search,
-                Action::ToggleFollow,
-                Action::Retry,
-                Action::Help,
-            ]
-        } else {
-            &[
-                Action::Quit,
-                Action::Help,
-                Action::Open,
-                Action::OpenResults,
-                Action::Filter,
-                Action::CycleStatus,
-                Action::Retry,
-                Action::RetryAllFailed,
-                Action::NextPane,
-            ]
-        };
-        // The skill browser's key, once there is learning to browse.
-        let learning = app.snapshot.as_ref().is_some_and(|s| !s.spaces.is_empty());
-        let with_skills: Vec<Action>;
-        let actions: &[Action] =
-            if learning && app.detail.is_none() && app.skills.is_none() && app.results.is_none() {
-                with_skills = actions
-                    .iter()
-                    .flat_map(|a| match a {
-                        Action::Open => vec![Action::Open, Action::OpenSkills],
-                        a => vec![*a],
-                    })
-                    .collect();
-                &with_skills
-            } else {
-                actions
-            };
-        let mut spans = Vec::new();
-        for (key, help) in hints(ctx, actions) {
-            spans.push(Span::styled(key, t.accent));
-            spans.push(Span::styled(format!(" {help}  "), t.dim));
-        }
-        let mode = match app.mode {
-            Mode::Run => "run",
-            Mode::Watch => "watch",
-        };
-        spans.push(Span::styled(
-            format!("[{mode} · {}]", app.theme.name),
+    } else if app.popup == Some(Popup::Help) {
+        Line::from(Span::styled(
+            fit("↑↓ PgUp PgDn scroll the keys · any other key closes", w),
             t.dim,
-        ));
-        Line::from(spans)
+        ))
+    } else {
+        hint_line(app, w)
     };
     f.render_widget(Paragraph::new(line), area);
 }

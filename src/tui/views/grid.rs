@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
-use ratatui::text::{Line, Span};
+use ratatui::text::Span;
 use ratatui::widgets::Paragraph;
 
 use super::{cell_look, fit, framed};
@@ -20,6 +20,31 @@ const CELL_W: u16 = 2;
 const CELL_W_MAX: u16 = 4;
 /// Columns between condition groups.
 const GROUP_GAP: u16 = 1;
+
+/// Columns of the longest task id shown (4 when none is).
+fn longest_task(m: &crate::tui::model::GridModel) -> u16 {
+    m.rows
+        .iter()
+        .filter_map(|r| match r {
+            GridRow::Task { task_id, .. } => Some(task_id.chars().count()),
+            GridRow::Domain { .. } => None,
+        })
+        .max()
+        .unwrap_or(4) as u16
+}
+
+/// The width the grid would like beside the other panes: task names up to 36 columns and every
+/// cell at its widest, borders included (the layout gives it between 45 % and 62 % of the screen).
+pub fn wanted_width(app: &App) -> u16 {
+    let m = &app.grid_model;
+    let longest = longest_task(m);
+    let groups = app
+        .snapshot
+        .as_ref()
+        .map_or(1, |s| s.run.conditions.len().max(1)) as u16;
+    let cells = m.columns.len() as u16 * CELL_W_MAX + GROUP_GAP * groups;
+    (longest + 2).clamp(14, 36) + 1 + cells + 2
+}
 
 /// Draws the grid into `area`.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
@@ -57,26 +82,37 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
         return;
     }
 
-    // Columns that fit, scrolled so the cursor's column is visible.
-    let label_w = ((inner.width as usize) / 3).clamp(12, 32) as u16;
-    let avail = inner.width.saturating_sub(label_w + 1);
-    let n_cols = m.columns.len();
-    // Cells widen (up to CELL_W_MAX) when that lets every condition name fit over its group.
-    let n_groups = s.run.conditions.len().max(1) as u16;
-    let longest = s
-        .run
-        .conditions
-        .iter()
-        .map(|c| condition_label(c).chars().count())
-        .max()
-        .unwrap_or(0) as u16;
-    let trials = (s.run.n_trials as u16).max(1);
-    let wanted = (longest + 1).div_ceil(trials).clamp(CELL_W, CELL_W_MAX);
-    let cell_w = if wanted * n_cols as u16 + GROUP_GAP * n_groups <= avail {
-        wanted
-    } else {
-        CELL_W
+    // Conditions by their short labels (A, B, A', B', C …); the legend names them in full.
+    let label_of = |cond: &str| -> String {
+        s.run
+            .conditions
+            .iter()
+            .position(|c| c == cond)
+            .and_then(|i| s.labels.get(i).cloned())
+            .unwrap_or_else(|| condition_label(cond))
     };
+    let n_cols = m.columns.len();
+    let n_groups = s.run.conditions.len().max(1) as u16;
+    // Cells widen (up to CELL_W_MAX) while every column still fits beside a task name of 24.
+    let cells_at = |w: u16| w * n_cols as u16 + GROUP_GAP * n_groups;
+    let longest_task = longest_task(m);
+    let mut cell_w = CELL_W;
+    for w in (CELL_W..=CELL_W_MAX).rev() {
+        if cells_at(w) + 24.min(longest_task + 1) < inner.width {
+            cell_w = w;
+            break;
+        }
+    }
+    // Task names take the width the cells leave (all of a long id when it fits); when the
+    // columns do not all fit they scroll, and names keep a third of the pane.
+    let label_w = if cells_at(cell_w) + 13 <= inner.width {
+        (inner.width - cells_at(cell_w) - 1)
+            .min(longest_task + 2)
+            .max(12)
+    } else {
+        ((inner.width as usize) / 3).clamp(12, 32) as u16
+    };
+    let avail = inner.width.saturating_sub(label_w + 1);
     let group_of = |c: usize| -> usize {
         s.run
             .conditions
@@ -137,19 +173,23 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
             inner,
             x,
             header_y,
-            &fit(&condition_label(&m.columns[c].condition), w as usize),
+            &fit(&label_of(&m.columns[c].condition), w as usize),
             t.header,
         );
+        // Trial numbers: all of them when they fit their cells, else 1 and every fifth (10
+        // would run into 11 in cells two wide).
+        let all_fit = m.columns[c..c + k]
+            .iter()
+            .all(|col| (col.trial_index.to_string().len() as u16) < cell_w);
+        let mut free_from = x;
         for j in 0..k {
-            let idx = m.columns[c + j].trial_index % 10;
-            put(
-                buf,
-                inner,
-                x + j as u16 * cell_w,
-                header_y + 1,
-                &idx.to_string(),
-                t.dim,
-            );
+            let i = m.columns[c + j].trial_index;
+            let cx = x + j as u16 * cell_w;
+            let text = i.to_string();
+            if (all_fit || i == 1 || i.is_multiple_of(5)) && cx >= free_from {
+                put(buf, inner, cx, header_y + 1, &text, t.dim);
+                free_from = cx + text.len() as u16 + 1;
+            }
         }
         x += w + GROUP_GAP;
         c += k;
@@ -168,6 +208,28 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
         top = cursor_row + 1 - body_h;
     }
     g.top.set(top);
+    // Where the cells are, for the mouse.
+    {
+        let mut cols = Vec::new();
+        let mut x = x0;
+        for c in left..left + shown_cols {
+            if c > left && group_of(c) != group_of(c - 1) {
+                x += GROUP_GAP;
+            }
+            cols.push((x, cell_w, c));
+            x += cell_w;
+        }
+        app.hits.borrow_mut().grid = Some(crate::tui::state::GridHits {
+            body: Rect {
+                x: inner.x,
+                y: body_y,
+                width: inner.width,
+                height: body_h as u16,
+            },
+            top,
+            cols,
+        });
+    }
     for (i, row) in m.rows.iter().enumerate().skip(top).take(body_h) {
         let y = body_y + (i - top) as u16;
         match row {
@@ -217,18 +279,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
     }
 
     // Legend at the bottom when there is room below the rows (two lines on narrow panes).
-    let states = [
-        CellState::Queued,
-        CellState::Building,
-        CellState::Agent,
-        CellState::Verifying,
-        CellState::Pass,
-        CellState::Fail,
-        CellState::Timeout,
-        CellState::Error,
-        CellState::Cancelled,
-    ];
-    let items: Vec<Vec<Span>> = states
+    let items: Vec<Vec<Span>> = super::LEGEND_STATES
         .iter()
         .map(|st| {
             let (glyph, style) = cell_look(t, *st);
@@ -238,16 +289,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
             ]
         })
         .collect();
-    let mut legend: Vec<Line> = vec![Line::default()];
-    for item in items {
-        let w: usize = item.iter().map(|s| s.width()).sum();
-        let last = legend.last_mut().expect("one line");
-        if last.width() + w > inner.width as usize {
-            legend.push(Line::from(item));
-        } else {
-            last.spans.extend(item);
-        }
-    }
+    // The conditions in full under their short labels.
+    let names: Vec<Vec<Span>> = s
+        .run
+        .conditions
+        .iter()
+        .map(|c| {
+            vec![
+                Span::styled(label_of(c), t.header),
+                Span::styled(format!(" {}  ", condition_label(c)), t.dim),
+            ]
+        })
+        .collect();
+    let mut legend = super::flow(names, inner.width as usize, "");
+    legend.extend(super::flow(items, inner.width as usize, ""));
     let rows_drawn = m.rows.len().saturating_sub(top).min(body_h);
     if rows_drawn + legend.len() <= body_h {
         let h = legend.len() as u16;

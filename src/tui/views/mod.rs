@@ -1,10 +1,12 @@
 //! Drawing: one file per view, each a function of the [`App`] state. This module lays the views out
-//! — side by side from 100×30 up, one pane at a time (Tab switches) on smaller terminals such as
-//! 80×24 — and holds the helpers they share.
+//! — the grid beside the domain pane and the event log from 100×30 up, one pane at a time (Tab
+//! switches) on smaller terminals such as 80×24 — and holds the helpers they share. Drawing
+//! records where panes, cells, tabs and list rows went ([`App::hits`]) for the mouse.
 
 pub mod confirm;
 pub mod detail;
 pub mod domains;
+pub mod events;
 pub mod footer;
 pub mod grid;
 pub mod help;
@@ -32,6 +34,7 @@ pub fn compact(area: Rect) -> bool {
 
 /// Draws the whole dashboard.
 pub fn draw(f: &mut Frame, app: &App) {
+    app.hits.replace(Default::default());
     let area = f.area();
     let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
     if let Some(det) = &app.detail {
@@ -57,21 +60,38 @@ pub fn draw(f: &mut Frame, app: &App) {
             .snapshot
             .as_ref()
             .map_or(0, |s| overview::learning_rows(s));
-        let overview_h = if small { 4 } else { 7 } + learning;
+        let overview_h = overview::height(small) + learning;
         let [top, main] =
             Layout::vertical([Constraint::Length(overview_h), Constraint::Min(3)]).areas(body);
         overview::draw(f, top, app, small);
+        let mut hits = app.hits.borrow_mut();
         if small {
+            hits.panes.push((main, app.pane));
+            drop(hits);
             match app.pane {
                 Pane::Grid => grid::draw(f, main, app, true),
                 Pane::Domains => domains::draw(f, main, app, true),
+                Pane::Events => events::draw(f, main, app, true),
             }
         } else {
+            // The grid as wide as its names and cells want (45–62 %), the rest to the right.
+            let grid_w =
+                grid::wanted_width(app).clamp(main.width * 45 / 100, main.width * 62 / 100);
             let [left, right] =
-                Layout::horizontal([Constraint::Percentage(58), Constraint::Percentage(42)])
-                    .areas(main);
+                Layout::horizontal([Constraint::Length(grid_w), Constraint::Min(20)]).areas(main);
+            // The domain pane as tall as its rows (up to half), the event log below it.
+            let domains_h = domains::height(app).min(right.height / 2).max(5);
+            let [r_top, r_bottom] =
+                Layout::vertical([Constraint::Length(domains_h), Constraint::Min(3)]).areas(right);
+            hits.panes.extend([
+                (left, Pane::Grid),
+                (r_top, Pane::Domains),
+                (r_bottom, Pane::Events),
+            ]);
+            drop(hits);
             grid::draw(f, left, app, app.pane == Pane::Grid);
-            domains::draw(f, right, app, app.pane == Pane::Domains);
+            domains::draw(f, r_top, app, app.pane == Pane::Domains);
+            events::draw(f, r_bottom, app, app.pane == Pane::Events);
         }
     }
     footer::draw(f, foot, app);
@@ -88,6 +108,34 @@ pub fn framed<'a>(theme: &Theme, title: &'a str, focused: bool) -> Block<'a> {
         .border_style(if focused { theme.focus } else { theme.border })
         .title(Span::styled(format!(" {title} "), theme.title))
 }
+
+/// `items` laid into lines of at most `width` columns, each line starting with `indent` (an item
+/// never breaks).
+pub fn flow<'a>(items: Vec<Vec<Span<'a>>>, width: usize, indent: &'a str) -> Vec<Line<'a>> {
+    let mut lines: Vec<Line<'a>> = vec![Line::from(Span::raw(indent))];
+    for item in items {
+        let w: usize = item.iter().map(|s| s.width()).sum();
+        let last = lines.last_mut().expect("one line");
+        if last.width() + w > width && last.width() > indent.len() {
+            lines.push(Line::from(Span::raw(indent)));
+        }
+        lines.last_mut().expect("one line").spans.extend(item);
+    }
+    lines
+}
+
+/// The cell states a legend explains, in the order a trial goes through them.
+pub const LEGEND_STATES: [CellState; 9] = [
+    CellState::Queued,
+    CellState::Building,
+    CellState::Agent,
+    CellState::Verifying,
+    CellState::Pass,
+    CellState::Fail,
+    CellState::Timeout,
+    CellState::Error,
+    CellState::Cancelled,
+];
 
 /// Glyph and style of a cell state.
 pub fn cell_look(theme: &Theme, s: CellState) -> (&str, Style) {

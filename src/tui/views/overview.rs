@@ -234,30 +234,6 @@ fn usd_text(usd: f64) -> String {
     }
 }
 
-/// ` · tokens … · cost … · projected …` for the timing line; "unknown" when the agent reports
-/// no usage (oracle, nop).
-fn spend_spans(t: &Theme, spend: Option<&crate::tui::model::Spend>) -> Vec<Span<'static>> {
-    let Some(sp) = spend else {
-        return vec![
-            Span::styled(" · tokens ", t.dim),
-            Span::styled("unknown", t.dim),
-            Span::styled(" · cost ", t.dim),
-            Span::styled("unknown", t.dim),
-        ];
-    };
-    let mut v = vec![
-        Span::styled(" · tokens ", t.dim),
-        Span::styled(tokens_text(sp.tokens), t.text),
-        Span::styled(" · cost ", t.dim),
-        Span::styled(usd_text(sp.cost_usd), t.text),
-    ];
-    if let Some(p) = sp.projected_usd {
-        v.push(Span::styled(" · projected ", t.dim));
-        v.push(Span::styled(usd_text(p), t.accent));
-    }
-    v
-}
-
 /// `HH:MM:SS` (UTC) of an RFC 3339 time; the text itself when it does not parse.
 fn clock(rfc3339: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(rfc3339)
@@ -265,8 +241,183 @@ fn clock(rfc3339: &str) -> String {
         .unwrap_or_else(|_| crate::text::sanitize(rfc3339))
 }
 
-/// Draws the overview into `area` (2 inner lines when `small`, 5 otherwise, then the learning
-/// lines).
+/// When an event happened, UTC: `HH:MM:SS` on the day of `now`, `MM-DD HH:MM` before it (runs
+/// last days).
+pub fn event_time(rfc3339: &str, now: chrono::DateTime<chrono::Utc>) -> String {
+    match chrono::DateTime::parse_from_rfc3339(rfc3339) {
+        Ok(t) => {
+            let t = t.with_timezone(&chrono::Utc);
+            if t.date_naive() == now.date_naive() {
+                t.format("%H:%M:%S").to_string()
+            } else {
+                t.format("%m-%d %H:%M").to_string()
+            }
+        }
+        Err(_) => crate::text::sanitize(rfc3339),
+    }
+}
+
+/// `text` in lines of at most `width` characters, broken at spaces where it can be (a word longer
+/// than a line is split).
+pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(1);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let used = line.chars().count();
+            let sep = usize::from(used > 0);
+            if used + sep + word.len() <= width {
+                if sep == 1 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                break;
+            }
+            if used > 0 {
+                lines.push(std::mem::take(&mut line));
+                continue;
+            }
+            // A word longer than a line.
+            let rest = word.split_off(width);
+            lines.push(word.iter().collect());
+            word = rest;
+        }
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    lines
+}
+
+/// An event's time and level (coloured), the style of its message, and their width.
+fn event_head(
+    t: &Theme,
+    e: &crate::tui::data::EventRow,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (Vec<Span<'static>>, ratatui::style::Style, usize) {
+    let style = match e.level.as_str() {
+        "error" => t.fail,
+        "warn" => t.warn,
+        _ => t.text,
+    };
+    let time = event_time(&e.at, now);
+    let level = format!("{:<5}", e.level);
+    let width = time.chars().count() + level.chars().count() + 2;
+    (
+        vec![
+            Span::styled(time, t.dim),
+            Span::raw(" "),
+            Span::styled(level, style),
+            Span::raw(" "),
+        ],
+        style,
+        width,
+    )
+}
+
+/// One event as lines of at most `width`: time, level (coloured) and the message, which wraps
+/// under itself.
+pub fn event_lines(
+    t: &Theme,
+    e: &crate::tui::data::EventRow,
+    now: chrono::DateTime<chrono::Utc>,
+    width: usize,
+) -> Vec<Line<'static>> {
+    let (head, style, indent) = event_head(t, e, now);
+    let room = width.saturating_sub(indent).max(8);
+    wrap_words(&e.message, room)
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let mut spans = if i == 0 {
+                head.clone()
+            } else {
+                vec![Span::raw(" ".repeat(indent))]
+            };
+            spans.push(Span::styled(text, style));
+            Line::from(spans)
+        })
+        .collect()
+}
+
+/// One event as a line: time, level (coloured), message, fitted to `width`.
+pub fn event_line(
+    t: &Theme,
+    e: &crate::tui::data::EventRow,
+    now: chrono::DateTime<chrono::Utc>,
+    width: usize,
+) -> Line<'static> {
+    let (mut spans, style, indent) = event_head(t, e, now);
+    spans.push(Span::styled(
+        fit(&e.message, width.saturating_sub(indent)),
+        style,
+    ));
+    Line::from(spans)
+}
+
+/// Events shown in the overview: the newest one on small screens, three otherwise.
+pub fn event_rows(small: bool) -> u16 {
+    if small { 1 } else { 3 }
+}
+
+/// Height of the overview, borders included, before its learning lines: on small screens the
+/// counts, the engine and timing line and the newest event; otherwise the run's identity, the
+/// counts, one line per condition, timing, and the newest events.
+pub fn height(small: bool) -> u16 {
+    2 + if small { 2 } else { 4 } + event_rows(small)
+}
+
+/// The engine's state for the operator: its pid and heartbeat when live, what to do when gone.
+fn engine_text(liveness: &Liveness, run: &crate::store::RunRow, with_host: bool) -> String {
+    match (liveness, run.owner_pid) {
+        (Liveness::Live { heartbeat_age_secs }, Some(pid)) => format!(
+            "engine pid {pid}{} · heartbeat {heartbeat_age_secs}s ago",
+            run.owner_host
+                .as_deref()
+                .filter(|_| with_host)
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default()
+        ),
+        (Liveness::Live { heartbeat_age_secs }, None) => {
+            format!("engine heartbeat {heartbeat_age_secs}s ago")
+        }
+        (Liveness::Stale { .. }, _) => "no live engine — re-run to resume".to_string(),
+        (Liveness::Idle, _) => "no engine attached".to_string(),
+    }
+}
+
+/// Spans that fit in `width`: `items` (priority, spans) taken by priority (0 first), each left out
+/// when it does not fit; shown in their given order, separated by ` · `.
+fn fit_items(t: &Theme, items: Vec<(u8, Vec<Span<'static>>)>, width: usize) -> Vec<Span<'static>> {
+    let mut used = 0;
+    let mut keep = vec![false; items.len()];
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    order.sort_by_key(|&i| items[i].0);
+    for i in order {
+        let w: usize =
+            items[i].1.iter().map(|s| s.width()).sum::<usize>() + if used > 0 { 3 } else { 0 };
+        if used + w <= width {
+            keep[i] = true;
+            used += w;
+        }
+    }
+    let items: Vec<Vec<Span<'static>>> = items.into_iter().map(|(_, s)| s).collect();
+    let mut out = Vec::new();
+    for (item, k) in items.into_iter().zip(keep) {
+        if !k {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push(Span::styled(" · ", t.dim));
+        }
+        out.extend(item);
+    }
+    out
+}
+
+/// Draws the overview into `area` ([`height`] lines, then the learning lines).
 pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
     let Some(s) = &app.snapshot else { return };
     let t = &app.theme;
@@ -298,70 +449,162 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
     } else {
         0.0
     };
-    let counts = vec![
+    let mut counts = vec![
         Span::styled(format!(" {}/{} ", p.done, p.total), t.accent),
         Span::styled(format!("{:>3.0}%", pct * 100.0), t.text),
         Span::styled("  pass ", t.dim),
         Span::styled(p.passed.to_string(), t.pass),
-        Span::styled(" · failed ", t.dim),
+        Span::styled(" · fail ", t.dim),
         Span::styled(
             p.failed.to_string(),
             if p.failed > 0 { t.fail } else { t.text },
         ),
+    ];
+    if p.cancelled > 0 {
+        counts.push(Span::styled(" · cancelled ", t.dim));
+        counts.push(Span::styled(p.cancelled.to_string(), t.cancelled));
+    }
+    counts.extend([
         Span::styled(" · running ", t.dim),
         Span::styled(p.running.to_string(), t.running),
         Span::styled(" · queued ", t.dim),
         Span::styled(p.queued.to_string(), t.queued),
-    ];
+    ]);
     let counts_w: usize = counts.iter().map(|s| s.width()).sum();
     let bar_w = inner_w.saturating_sub(counts_w + 7).min(40);
-    let mut total_line = vec![Span::styled("trials ", t.dim)];
-    total_line.extend(bar(t, pct, bar_w));
+    let mut total_line = Vec::new();
+    if bar_w >= 4 {
+        total_line.push(Span::styled("trials ", t.dim));
+        total_line.extend(bar(t, pct, bar_w));
+    }
     total_line.extend(counts);
 
-    let dash = "—".to_string();
-    let rate = p
-        .per_minute
-        .map(|r| format!("{r:.1}/min"))
-        .unwrap_or_else(|| dash.clone());
-    let eta = p.eta_secs.map(hms).unwrap_or_else(|| dash.clone());
-    let elapsed = p.elapsed_secs.map(hms).unwrap_or_else(|| dash.clone());
+    // Timing: only what is known (no throughput before a trial finished, no tokens for agents
+    // that report none).
     let spend = crate::tui::model::spend(s, p);
-    // Small screens keep what the other lines do not show: time, ETA, tokens and cost.
-    let mut timing_spans = vec![
-        Span::styled("elapsed ", t.dim),
-        Span::styled(elapsed, t.text),
-    ];
-    if !small {
-        timing_spans.push(Span::styled(" · throughput ", t.dim));
-        timing_spans.push(Span::styled(rate, t.text));
+    // (priority, spans): the engine first, then what says when it ends and what it costs.
+    let mut timing: Vec<(u8, Vec<Span<'static>>)> = Vec::new();
+    if small {
+        timing.push((
+            0,
+            vec![Span::styled(
+                engine_text(&liveness, run, false),
+                match liveness {
+                    Liveness::Stale { .. } => t.fail,
+                    _ => t.text,
+                },
+            )],
+        ));
     }
-    timing_spans.push(Span::styled(" · ETA ", t.dim));
-    timing_spans.push(Span::styled(eta, t.accent));
-    if !small {
-        timing_spans.push(Span::styled(" · containers ", t.dim));
-        timing_spans.push(Span::styled(p.running.to_string(), t.running));
+    if let Some(r) = p.per_minute {
+        timing.push((
+            3,
+            vec![
+                Span::styled(if small { "" } else { "throughput " }, t.dim),
+                Span::styled(format!("{r:.1}/min"), t.text),
+            ],
+        ));
     }
-    timing_spans.extend(spend_spans(t, spend.as_ref()));
-    let timing = Line::from(timing_spans);
+    if let Some(eta) = p.eta_secs {
+        timing.push((
+            1,
+            vec![
+                Span::styled("ETA ", t.dim),
+                Span::styled(hms(eta), t.accent),
+            ],
+        ));
+    }
+    if let Some(e) = p.elapsed_secs {
+        timing.push((
+            4,
+            vec![
+                Span::styled("elapsed ", t.dim),
+                Span::styled(hms(e), t.text),
+            ],
+        ));
+    }
+    if !small {
+        timing.push((
+            7,
+            vec![
+                Span::styled("containers ", t.dim),
+                Span::styled(p.running.to_string(), t.running),
+            ],
+        ));
+    }
+    if let Some(sp) = &spend {
+        timing.push((
+            5,
+            vec![
+                Span::styled("tokens ", t.dim),
+                Span::styled(tokens_text(sp.tokens), t.text),
+            ],
+        ));
+        timing.push((
+            2,
+            vec![
+                Span::styled("cost ", t.dim),
+                Span::styled(usd_text(sp.cost_usd), t.text),
+            ],
+        ));
+        if let Some(pr) = sp.projected_usd {
+            timing.push((
+                6,
+                vec![
+                    Span::styled("projected ", t.dim),
+                    Span::styled(usd_text(pr), t.accent),
+                ],
+            ));
+        }
+    }
+    if s.pending_commands > 0 {
+        timing.push((
+            1,
+            vec![Span::styled(
+                format!("{} command(s) pending", s.pending_commands),
+                t.warn,
+            )],
+        ));
+    }
+    let timing = Line::from(fit_items(t, timing, inner_w));
+
+    let n_events = event_rows(small) as usize;
+    let mut events: Vec<Line> = s
+        .events
+        .iter()
+        .rev()
+        .take(n_events)
+        .rev()
+        .map(|e| event_line(t, e, app.now, inner_w))
+        .collect();
+    if events.is_empty() {
+        events.push(Line::from(Span::styled(
+            "no events yet (e: event log)",
+            t.dim,
+        )));
+    }
+
     let mut lines = if small {
         vec![Line::from(total_line), timing]
     } else {
         let mut per_cond: Vec<Span> = Vec::new();
         let n = p.per_condition.len().max(1);
         let each = (inner_w / n).saturating_sub(2);
-        for (c, done, total) in &p.per_condition {
-            let label = fit(&condition_label(c), 16);
+        for (i, (c, done, total)) in p.per_condition.iter().enumerate() {
+            let short = s.labels.get(i).cloned().unwrap_or_default();
             let cost = spend
                 .as_ref()
                 .and_then(|sp| sp.per_condition.iter().find(|(k, _, _)| k == c))
                 .map(|(_, _, usd)| format!(" {}", usd_text(*usd)))
                 .unwrap_or_default();
             let nums = format!(" {done}/{total}{cost}");
-            let w = each
-                .saturating_sub(label.chars().count() + nums.len() + 1)
-                .min(24);
-            per_cond.push(Span::styled(format!("{label} "), t.text));
+            // The short label, then as much of the condition's name as leaves a bar of 8.
+            let name_room = each.saturating_sub(short.chars().count() + 1 + nums.len() + 1 + 8);
+            let name = fit(&condition_label(c), name_room.min(24));
+            let label_w = short.chars().count() + 1 + name.chars().count();
+            let w = each.saturating_sub(label_w + nums.len() + 1).min(24);
+            per_cond.push(Span::styled(format!("{short} "), t.accent));
+            per_cond.push(Span::styled(format!("{name} "), t.text));
             let frac = if *total > 0 {
                 *done as f64 / *total as f64
             } else {
@@ -371,16 +614,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             per_cond.push(Span::styled(nums, t.dim));
             per_cond.push(Span::raw("  "));
         }
-        let owner = match (&liveness, run.owner_pid, &run.owner_host) {
-            (Liveness::Live { heartbeat_age_secs }, Some(pid), host) => format!(
-                "engine pid {pid}{} · heartbeat {heartbeat_age_secs}s ago",
-                host.as_deref()
-                    .map(|h| format!(" on {h}"))
-                    .unwrap_or_default()
-            ),
-            (Liveness::Stale { .. }, _, _) => "no live engine — re-run to resume".to_string(),
-            _ => "no engine attached".to_string(),
-        };
         let ident = Line::from(vec![
             Span::styled("agent ", t.dim),
             Span::styled(
@@ -400,39 +633,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
                 t.text,
             ),
             Span::styled(" · ", t.dim),
-            Span::styled(owner, t.dim),
             Span::styled(
-                if s.pending_commands > 0 {
-                    format!(" · {} command(s) pending", s.pending_commands)
-                } else {
-                    String::new()
+                engine_text(&liveness, run, true),
+                match liveness {
+                    Liveness::Stale { .. } => t.fail,
+                    _ => t.dim,
                 },
-                t.warn,
             ),
         ]);
-        let last_event = s
-            .events
-            .last()
-            .map(|e| {
-                let style = match e.level.as_str() {
-                    "error" => t.fail,
-                    "warn" => t.warn,
-                    _ => t.dim,
-                };
-                Line::from(Span::styled(
-                    fit(&format!("{} {}", e.level, e.message), inner_w),
-                    style,
-                ))
-            })
-            .unwrap_or_else(|| Line::from(Span::styled("no events", t.dim)));
-        vec![
-            ident,
-            Line::from(total_line),
-            Line::from(per_cond),
-            timing,
-            last_event,
-        ]
+        vec![ident, Line::from(total_line), Line::from(per_cond), timing]
     };
+    lines.extend(events);
     lines.extend(learning_lines(t, s, inner_w));
     f.render_widget(Paragraph::new(lines).block(block), area);
 }

@@ -28,7 +28,7 @@ use crate::store::learning::SpaceProgress;
 use crate::tui::app::App;
 use crate::tui::data::{FileChange, SkillBrowser, SkillOrigin};
 use crate::tui::skilldoc::{DocLine, gutter};
-use crate::tui::state::{SKILLS_TABS, SkillsFocus, SkillsState, list_top};
+use crate::tui::state::{Hits, SKILLS_TABS, SkillsFocus, SkillsState, list_top};
 use crate::tui::theme::Theme;
 
 /// From this width on, lists and the file are side by side.
@@ -50,6 +50,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
         Paragraph::new(head_line(t, sk, spaces, head.width as usize)),
         head,
     );
+    super::detail::record_tabs(app, head, &SKILLS_TABS);
     if spaces.is_empty() {
         let p = Paragraph::new(vec![
             Line::from(Span::styled(
@@ -81,15 +82,27 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
             SkillsFocus::Doc => document(f, body, t, sk, data),
             // Choosing a space or a skill: its rubric in place of the files list.
             SkillsFocus::Spaces | SkillsFocus::Skills if skill.is_some() => {
-                lists(f, body, t, sk, spaces, data, true)
+                lists(f, body, app, sk, spaces, data, true)
             }
-            _ => lists(f, body, t, sk, spaces, data, false),
+            _ => lists(f, body, app, sk, spaces, data, false),
         }
         return;
     }
+    // The lists as wide as the longest skill name needs (score and origin beside it), up to
+    // 45 % of the screen.
+    let want = data
+        .map(|d| {
+            d.skills
+                .iter()
+                .map(|s| s.name.chars().count() + 4 + 1 + s.origin.label().len() + 5)
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0) as u16;
+    let list_w = want.clamp(LIST_W, (body.width * 45 / 100).max(LIST_W));
     let [left, right] =
-        Layout::horizontal([Constraint::Length(LIST_W), Constraint::Min(20)]).areas(body);
-    lists(f, left, t, sk, spaces, data, false);
+        Layout::horizontal([Constraint::Length(list_w), Constraint::Min(20)]).areas(body);
+    lists(f, left, app, sk, spaces, data, false);
     match skill {
         Some(skill) => {
             let lines = rubric_lines(t, sk, &skill.name, right.width as usize - 2, false);
@@ -368,6 +381,8 @@ struct ListView<'a> {
     cursor: usize,
     /// Where the first drawn row is kept between frames (`None`: keep the cursor on the last row).
     top: Option<&'a std::cell::Cell<usize>>,
+    /// Which list this is, to record its rows for the mouse.
+    hit: Option<(&'a std::cell::RefCell<Hits>, SkillsFocus)>,
 }
 
 fn list_block(f: &mut Frame, area: Rect, t: &Theme, v: ListView) {
@@ -377,6 +392,7 @@ fn list_block(f: &mut Frame, area: Rect, t: &Theme, v: ListView) {
         lines,
         cursor,
         top,
+        hit,
     } = v;
     let block = framed(t, title, focused);
     let inner = block.inner(area);
@@ -386,6 +402,17 @@ fn list_block(f: &mut Frame, area: Rect, t: &Theme, v: ListView) {
         Some(top) => list_top(top, cursor, lines.len(), h),
         None => cursor.saturating_sub(h.saturating_sub(1)),
     };
+    if let Some((hits, focus)) = hit {
+        let rows = lines.len().saturating_sub(first).min(h) as u16;
+        hits.borrow_mut().lists.push((
+            Rect {
+                height: rows,
+                ..inner
+            },
+            focus,
+            first,
+        ));
+    }
     let shown: Vec<Line> = lines.into_iter().skip(first).take(h).collect();
     f.render_widget(Paragraph::new(shown), inner);
 }
@@ -415,12 +442,14 @@ fn origin_style(t: &Theme, o: SkillOrigin) -> Style {
 fn lists(
     f: &mut Frame,
     area: Rect,
-    t: &Theme,
+    app: &App,
     sk: &SkillsState,
     spaces: &[SpaceProgress],
     data: Option<&SkillBrowser>,
     with_rubric: bool,
 ) {
+    let t = &app.theme;
+    let hits = &app.hits;
     let w = area.width.saturating_sub(4) as usize;
     let skill = data.and_then(|d| d.skills.get(sk.skill));
     let n_files = skill.map_or(0, |s| s.files.len());
@@ -486,6 +515,7 @@ fn lists(
             lines: space_lines,
             cursor: sk.space,
             top: None,
+            hit: Some((hits, SkillsFocus::Spaces)),
         },
     );
 
@@ -536,6 +566,7 @@ fn lists(
             lines: skill_lines,
             cursor: sk.skill,
             top: Some(&sk.tops[0]),
+            hit: Some((hits, SkillsFocus::Skills)),
         },
     );
 
@@ -588,6 +619,7 @@ fn lists(
                 lines: file_lines,
                 cursor: sk.file,
                 top: Some(&sk.tops[1]),
+                hit: Some((hits, SkillsFocus::Files)),
             },
         );
     }
@@ -630,6 +662,7 @@ fn lists(
             lines: from_lines,
             cursor: 0,
             top: None,
+            hit: None,
         },
     );
 }

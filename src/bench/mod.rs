@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod condition;
 pub mod dockerfile;
 pub mod examples;
+pub mod selfgen;
 pub mod skill;
 pub mod task;
 

@@ -73,9 +73,19 @@ pub fn prepare_context(
         ))
     })?;
     let skills_src: Option<PathBuf> = match condition {
-        Condition::NoSkills => None,
+        Condition::NoSkills | Condition::SelfGenerated(_) => None,
         Condition::Curated => Some(env_dir.join("skills")),
         Condition::Skills { dir } => Some(dir.clone()),
+        Condition::SkillsByTask { dir } => {
+            if !dir.is_dir() {
+                return Err(RunnerError::Task(format!(
+                    "skills folder {} does not exist",
+                    dir.display()
+                )));
+            }
+            // A task without a subfolder gets an empty skills folder.
+            Some(dir.join(&task.id))
+        }
     };
     let opts = RewriteOptions {
         strip_skill_copies: !condition.has_skills(),
@@ -329,7 +339,8 @@ impl ImageCache {
     }
 
     /// The image of `task` × `condition` on `host`: reused when the tag exists, built otherwise.
-    /// For the no-skills condition the image is also checked for leaked skills.
+    /// A self-generated condition gets the no-skills image ([`Condition::image_condition`]). An
+    /// image without skills is also checked for leaked skills.
     ///
     /// # Errors
     /// [`BuildFailure`]: the task's own failure (the build's, the context's or the leak guard's
@@ -342,6 +353,7 @@ impl ImageCache {
         condition: &Condition,
         timeout: Duration,
     ) -> BuildOutcome {
+        let condition = condition.image_condition();
         let plan = self.plan(task, condition).await?;
         let key = (host.name.clone(), plan.tag.clone());
         let cell = {

@@ -9,6 +9,7 @@ pub mod fault;
 pub mod harness;
 pub mod image;
 pub mod safe_fs;
+pub mod selfgen;
 pub mod trial;
 pub mod verifier;
 

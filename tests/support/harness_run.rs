@@ -2,6 +2,8 @@
 //! harness fixture task under condition curated, one trial, the store and jobs folder in `dir`,
 //! kits from this checkout's cache.
 
+#![allow(dead_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -18,8 +20,19 @@ pub fn kit_cache() -> PathBuf {
 /// `skillscope run --headless` for `agent`/`model` as run `run`; the store is `dir/s.db`, trial
 /// folders go to `dir/jobs`. The caller adds credentials and runs it.
 pub fn harness_run(agent: &str, model: &str, run: &str, dir: &Path) -> Command {
+    harness_run_under(agent, model, run, dir, "curated")
+}
+
+/// [`harness_run`] under `conditions` instead of curated.
+pub fn harness_run_under(
+    agent: &str,
+    model: &str,
+    run: &str,
+    dir: &Path,
+    conditions: &str,
+) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillscope"));
-    cmd.args(["run", "--headless", "--conditions", "curated"])
+    cmd.args(["run", "--headless", "--conditions", conditions])
         .args(["--trials", "1", "--agent", agent, "--model", model])
         .args(["--run", run])
         .arg("--tasks")

@@ -1035,6 +1035,35 @@ async fn pagination_follows_cursors() {
         .await;
     assert_eq!(n, 201);
     assert_eq!(exchanges(&state, "GET", route).len() - before, 2);
+
+    // A session's messages: every page, in order (201 messages, two pages of at most 200).
+    let session = c
+        .create_session(&CreateSession::default())
+        .await
+        .expect("session");
+    for i in 0..201 {
+        c.store_message(
+            &session.id,
+            json!({"role": "user", "content": format!("m{i}")}),
+            "openai",
+            None,
+        )
+        .await
+        .expect("store_message");
+    }
+    let route = "/api/v1/session/{session_id}/messages";
+    let before = exchanges(&state, "GET", route).len();
+    let messages = c.get_messages(&session.id).await.expect("get_messages");
+    assert_eq!(messages.len(), 201);
+    assert_eq!(
+        messages
+            .iter()
+            .map(|m| m.id.clone())
+            .collect::<BTreeSet<_>>()
+            .len(),
+        201
+    );
+    assert_eq!(exchanges(&state, "GET", route).len() - before, 2);
 }
 
 // ---- 4. retries --------------------------------------------------------------------------------

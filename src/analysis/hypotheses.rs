@@ -10,7 +10,7 @@
 //! 3. possibly improve on curated skills: B' vs B.
 //!
 //! The verdict reads the 95% interval: **supported** when it lies above 0, **contradicted** when it
-//! lies below 0 (for the gap share: at or below 0), **inconclusive** when it spans 0,
+//! lies at or below 0 (no positive effect is within it), **inconclusive** when it spans 0,
 //! **undefined** when the measure does not exist (curated skills not above no skills: no gap to
 //! close), **not measured** when a condition it needs did not run.
 
@@ -71,7 +71,7 @@ pub struct Hypothesis {
     pub ci: Option<Ci>,
     /// Verdict.
     pub verdict: Verdict,
-    /// One sentence with the numbers.
+    /// One sentence with the numbers (after the verdict).
     pub answer: String,
     /// Tasks in the denominator.
     pub n_tasks: usize,
@@ -81,15 +81,14 @@ fn find<'a>(conditions: &'a [ConditionResult], label: &str) -> Option<&'a Condit
     conditions.iter().find(|c| c.label == label)
 }
 
+/// The verdict on "the measure is positive" from its interval (the point when there is none).
 fn verdict_of(ci: Option<Ci>, value: f64) -> Verdict {
     match ci {
         Some(c) if c.low > 0.0 => Verdict::Supported,
-        Some(c) if c.high < 0.0 => Verdict::Contradicted,
+        Some(c) if c.high <= 0.0 => Verdict::Contradicted,
         Some(_) => Verdict::Inconclusive,
-        // A single task has no interval: read the point.
         None if value > 0.0 => Verdict::Supported,
-        None if value < 0.0 => Verdict::Contradicted,
-        None => Verdict::Inconclusive,
+        None => Verdict::Contradicted,
     }
 }
 
@@ -120,7 +119,7 @@ fn delta(
             unit: "pp".into(),
             ci: None,
             verdict: Verdict::NotMeasured,
-            answer: format!("not measured: condition {with} or {without} did not run"),
+            answer: format!("condition {with} or {without} did not run"),
             n_tasks: 0,
         };
     };
@@ -133,8 +132,7 @@ fn delta(
         });
     let verdict = verdict_of(ci, d);
     let answer = format!(
-        "{}: {with} {:.1}% vs {without} {:.1}%, Δ = {d:+.1} pp{} over {} task(s){context}",
-        verdict.label(),
+        "{with} {:.1}% vs {without} {:.1}%, Δ = {d:+.1} pp{} over {} task(s){context}",
         w.pass_rate * 100.0,
         wo.pass_rate * 100.0,
         fmt_ci_pp(ci),
@@ -176,7 +174,7 @@ fn gap(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Hypoth
         find(conditions, "B"),
     ) else {
         return Hypothesis {
-            answer: "not measured: A, B or A' did not run".into(),
+            answer: "A, B or A' did not run".into(),
             ..base
         };
     };
@@ -185,7 +183,7 @@ fn gap(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Hypoth
         return Hypothesis {
             verdict: Verdict::Undefined,
             answer: format!(
-                "undefined: curated skills (B {:.1}%) do not beat no skills (A {:.1}%) here, so there is no gap to close (A' {:.1}%)",
+                "curated skills (B {:.1}%) do not beat no skills (A {:.1}%) here, so there is no gap to close (A' {:.1}%)",
                 b.pass_rate * 100.0,
                 a.pass_rate * 100.0,
                 a2.pass_rate * 100.0
@@ -197,13 +195,7 @@ fn gap(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Hypoth
     let share = (a2.pass_rate - a.pass_rate) / gap;
     let boot = method.gap_closed(&a2.per_task, &a.per_task, &b.per_task);
     let ci = boot.map(|r| r.ci);
-    let verdict = match ci {
-        Some(c) if c.low > 0.0 => Verdict::Supported,
-        Some(c) if c.high <= 0.0 => Verdict::Contradicted,
-        Some(_) => Verdict::Inconclusive,
-        None if share > 0.0 => Verdict::Supported,
-        None => Verdict::Contradicted,
-    };
+    let verdict = verdict_of(ci, share);
     let undefined = boot
         .filter(|r| r.undefined > 0)
         .map(|r| {
@@ -218,8 +210,7 @@ fn gap(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Hypoth
         ci,
         verdict,
         answer: format!(
-            "{}: A' closes {:.0}% of the A → B gap{} (A {:.1}%, A' {:.1}%, B {:.1}%) over {} task(s){undefined}",
-            verdict.label(),
+            "A' closes {:.0}% of the A → B gap{} (A {:.1}%, A' {:.1}%, B {:.1}%) over {} task(s){undefined}",
             share * 100.0,
             ci.map(|c| format!(" (95% CI {:.0}% to {:.0}%)", c.low * 100.0, c.high * 100.0))
                 .unwrap_or_default(),
@@ -331,8 +322,18 @@ mod tests {
         assert!((share - 0.5).abs() < 1e-12, "{share}");
         assert_eq!(h[2].verdict, Verdict::Supported);
         assert!(h[2].ci.unwrap().low > 0.0 && h[2].ci.unwrap().high < 1.0);
-        // B' = B on every task: no interval above or below 0.
-        assert_eq!(h[3].verdict, Verdict::Inconclusive);
+        // B' = B on every task: no positive effect within the interval.
+        assert_eq!(h[3].verdict, Verdict::Contradicted);
+        // An interval across 0.
+        let mixed = answer(
+            "all tasks",
+            &[
+                cond("A", &[0.0, 1.0, 0.0, 1.0]),
+                cond("A'", &[1.0, 0.0, 1.0, 0.0]),
+            ],
+            &m,
+        );
+        assert_eq!(mixed[0].verdict, Verdict::Inconclusive);
         // No gap to close, and a missing condition.
         let flat = answer("held-out", &[a.clone(), cond("B", &a.per_task)], &m);
         assert_eq!(flat[0].verdict, Verdict::NotMeasured);

@@ -205,10 +205,11 @@ pub fn print_outcome(o: &ExperimentOutcome) {
         println!("hypotheses of the evaluation plan:");
         for h in &o.hypotheses {
             println!(
-                "  H{} [{}] {} — {}",
+                "  H{} [{}] {} — {}: {}",
                 h.number,
                 h.scope,
                 h.claim,
+                h.verdict.label(),
                 crate::text::sanitize(&h.answer)
             );
         }

@@ -195,7 +195,7 @@ fn hypotheses(out: &mut String, r: &Results) {
     if r.hypotheses.is_empty() {
         return;
     }
-    out.push_str("## Hypotheses\n\nThe evaluation plan's hypotheses, each with the measured answer and its 95% CI: (1) learned skills improve on no skills — A' vs A — unlike SkillsBench's self-generated skills (−1.3 pp), and beat self-generated skills (A' vs C) when condition C ran; (2) they close part of the gap between no skills and curated skills, (A' − A) / (B − A), with a paired bootstrap CI over tasks (resamples without a gap are left out); (3) learning improves on curated skills, B' vs B. A hypothesis is supported when its interval lies above 0, contradicted when it lies below, inconclusive when it spans 0.\n\n");
+    out.push_str("## Hypotheses\n\nThe evaluation plan's hypotheses, each with the measured answer and its 95% CI: (1) learned skills improve on no skills — A' vs A — unlike SkillsBench's self-generated skills (−1.3 pp), and beat self-generated skills (A' vs C) when condition C ran; (2) they close part of the gap between no skills and curated skills, (A' − A) / (B − A), with a paired bootstrap CI over tasks (resamples without a gap are left out); (3) learning improves on curated skills, B' vs B. A hypothesis is supported when its interval lies above 0, contradicted when it lies at or below 0, inconclusive when it spans 0, undefined when curated skills do not beat no skills (no gap to close).\n\n");
     header(
         out,
         &[

@@ -477,6 +477,8 @@ pub struct GeneratedOfTrial {
     pub trial_index: u32,
     /// The trial folder.
     pub trial_dir: Option<String>,
+    /// Its outcome, when it has one.
+    pub outcome: Option<String>,
     /// What was generated ([`crate::bench::selfgen::GeneratedSkills`]).
     pub generated: crate::bench::selfgen::GeneratedSkills,
 }
@@ -491,7 +493,7 @@ pub fn generated_skills(
     run_id: i64,
 ) -> Result<Vec<GeneratedOfTrial>, StoreError> {
     let mut st = conn.prepare_cached(
-        "SELECT id, task_id, condition, trial_index, trial_dir, generated_skills FROM trials
+        "SELECT id, task_id, condition, trial_index, trial_dir, generated_skills, outcome FROM trials
          WHERE run_id = ?1 AND superseded = 0 AND generated_skills IS NOT NULL
          ORDER BY task_id, condition, trial_index",
     )?;
@@ -503,11 +505,12 @@ pub fn generated_skills(
             r.get::<_, u32>(3)?,
             r.get::<_, Option<String>>(4)?,
             r.get::<_, String>(5)?,
+            r.get::<_, Option<String>>(6)?,
         ))
     })?;
     let mut out = Vec::new();
     for row in rows {
-        let (trial_id, task_id, condition, trial_index, trial_dir, json) = row?;
+        let (trial_id, task_id, condition, trial_index, trial_dir, json, outcome) = row?;
         if let Ok(generated) = serde_json::from_str(&json) {
             out.push(GeneratedOfTrial {
                 trial_id,
@@ -515,6 +518,7 @@ pub fn generated_skills(
                 condition,
                 trial_index,
                 trial_dir,
+                outcome,
                 generated,
             });
         }

@@ -762,6 +762,7 @@ mod tests {
             pending_commands: 0,
             experiment: None,
             spaces: vec![],
+            generated: vec![],
             spend: vec![],
             owner_alive: None,
             hosts: vec![],

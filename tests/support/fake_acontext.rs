@@ -193,6 +193,21 @@ impl FakeState {
             .unwrap_or_default()
     }
 
+    /// The task each session was made for (`configs.skillscope.task_id`), in creation order.
+    pub fn session_tasks(&self) -> Vec<String> {
+        self.session_order
+            .iter()
+            .filter_map(|id| self.sessions.get(id))
+            .map(|s| {
+                s.configs
+                    .pointer("/skillscope/task_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    }
+
     /// Whether a session exists.
     pub fn has_session(&self, session_id: &str) -> bool {
         self.sessions.contains_key(session_id)

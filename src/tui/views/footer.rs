@@ -72,7 +72,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             ]
         };
         // The skill browser's key, once there is learning to browse.
-        let learning = app.snapshot.as_ref().is_some_and(|s| !s.spaces.is_empty());
+        let learning = app
+            .snapshot
+            .as_ref()
+            .is_some_and(|s| !s.spaces.is_empty() || !s.generated.is_empty());
         let with_skills: Vec<Action>;
         let actions: &[Action] =
             if learning && app.detail.is_none() && app.skills.is_none() && app.results.is_none() {

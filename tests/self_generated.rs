@@ -10,6 +10,8 @@
 //!   harness looks, and nothing else; the trial's tokens cover both sessions.
 
 mod common;
+#[path = "support/container_gateway.rs"]
+mod container_gateway;
 #[path = "support/glibc_image.rs"]
 mod glibc_image;
 #[path = "support/harness_env.rs"]

@@ -97,14 +97,22 @@ fn fmt_ci_pp(ci: Option<Ci>) -> String {
         .unwrap_or_default()
 }
 
-/// A Δ hypothesis: `with` − `without` should be positive.
-fn delta(
+/// Which hypothesis, on which tasks, in which words.
+struct Claim<'a> {
     number: u8,
-    scope: &str,
-    claim: &str,
+    scope: &'a str,
+    claim: &'a str,
+}
+
+/// A Δ hypothesis: `with` − `without` should be positive; `context` ends the answer.
+fn delta(
+    Claim {
+        number,
+        scope,
+        claim,
+    }: Claim<'_>,
     conditions: &[ConditionResult],
-    with: &str,
-    without: &str,
+    (with, without): (&str, &str),
     method: &CiMethod,
     context: &str,
 ) -> Hypothesis {
@@ -227,13 +235,15 @@ fn gap(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Hypoth
 /// The plan's hypotheses on the conditions of one task set (`scope`): 1 (A' vs A, and A' vs C
 /// when C ran), 2 (gap share), 3 (B' vs B).
 pub fn answer(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Vec<Hypothesis> {
-    let mut out = vec![delta(
-        1,
+    let claim = |number, claim| Claim {
+        number,
         scope,
-        "Learned skills (A') improve on no skills (A)",
+        claim,
+    };
+    let mut out = vec![delta(
+        claim(1, "Learned skills (A') improve on no skills (A)"),
         conditions,
-        "A'",
-        "A",
+        ("A'", "A"),
         method,
         "",
     )];
@@ -247,24 +257,18 @@ pub fn answer(scope: &str, conditions: &[ConditionResult], method: &CiMethod) ->
             })
             .unwrap_or_default();
         out.push(delta(
-            1,
-            scope,
-            "Learned skills (A') beat self-generated skills (C)",
+            claim(1, "Learned skills (A') beat self-generated skills (C)"),
             conditions,
-            "A'",
-            "C",
+            ("A'", "C"),
             method,
             &context,
         ));
     }
     out.push(gap(scope, conditions, method));
     out.push(delta(
-        3,
-        scope,
-        "Learning improves on curated skills (B' vs B)",
+        claim(3, "Learning improves on curated skills (B' vs B)"),
         conditions,
-        "B'",
-        "B",
+        ("B'", "B"),
         method,
         "",
     ));

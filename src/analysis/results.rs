@@ -1104,6 +1104,12 @@ fn analyze_tasks(
                     (Some(a), Some(b)) => Some(a - b),
                     _ => None,
                 },
+                // The paper ran the generate-first variant (`self-generated`).
+                "pass_self_generated" => of("self-generated"),
+                "delta_self_generated" => match (of("self-generated"), of("no-skills")) {
+                    (Some(a), Some(b)) => Some(a - b),
+                    _ => None,
+                },
                 _ => None,
             };
             paper_rows.push(PaperRow {

@@ -1,10 +1,8 @@
 //! What every test running a real harness CLI against the scripted model shares: where containers
-//! on the local daemon reach this machine, and one harness test at a time.
+//! on the local daemon reach this machine, and one harness test at a time. The including test
+//! binary declares `container_gateway` (`support/container_gateway.rs`) at its root.
 
 use std::path::Path;
-
-#[path = "container_gateway.rs"]
-mod container_gateway;
 
 /// Where containers on the local daemon reach the scripted server on this machine (found once).
 pub async fn gateway() -> String {
@@ -12,7 +10,7 @@ pub async fn gateway() -> String {
     ADDRESS
         .get_or_init(|| async {
             let docker = bollard::Docker::connect_with_defaults().expect("docker");
-            container_gateway::host_address(&docker).await
+            crate::container_gateway::host_address(&docker).await
         })
         .await
         .clone()

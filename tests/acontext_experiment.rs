@@ -38,6 +38,35 @@ fn client(base: &str) -> Client {
     .unwrap()
 }
 
+/// An experiment of `plan` on `tasks` against `server`, its folders in `dir`, learning with short
+/// polls and a short wait for a dead server.
+fn experiment(
+    store: &Store,
+    server: &FakeServer,
+    plan: Plan,
+    tasks: &Path,
+    dir: &Path,
+) -> (ExperimentSetup, Experiment) {
+    let mut learn = LearnOptions::new("", "", "");
+    learn.poll = (Duration::from_millis(2), Duration::from_millis(10));
+    learn.server_wait = Duration::from_millis(300);
+    let setup = ExperimentSetup {
+        plan,
+        round1: request("ignored", tasks, &[], &dir.join("jobs"), 1),
+        exports_root: dir.join("exports"),
+        learn,
+    };
+    let exp = Experiment {
+        store: store.clone(),
+        engine: Engine::new(store.clone()),
+        client: client(&server.base_url()),
+        cancel: CancellationToken::new(),
+        progress: None,
+        notify: None,
+    };
+    (setup, exp)
+}
+
 fn request(name: &str, tasks: &Path, filter: &[&str], jobs: &Path, trials: u32) -> RunRequest {
     RunRequest {
         name: Some(name.into()),
@@ -66,23 +95,7 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
     let store = Store::open(&dir.path().join("exp.db")).unwrap();
     let mut server = FakeServer::start(FakeState::new(KEY, true), ([127, 0, 0, 1], 0).into()).await;
     let plan: Plan = toml::from_str("name = \"e2e\"\ntrials = 1\n").unwrap();
-    let mut learn = LearnOptions::new("", "", "");
-    learn.poll = (Duration::from_millis(2), Duration::from_millis(10));
-    learn.server_wait = Duration::from_millis(300);
-    let setup = ExperimentSetup {
-        plan,
-        round1: request("ignored", &tasks, &[], &dir.path().join("jobs"), 1),
-        exports_root: dir.path().join("exports"),
-        learn,
-    };
-    let exp = Experiment {
-        store: store.clone(),
-        engine: Engine::new(store.clone()),
-        client: client(&server.base_url()),
-        cancel: CancellationToken::new(),
-        progress: None,
-        notify: None,
-    };
+    let (setup, exp) = experiment(&store, &server, plan, &tasks, dir.path());
 
     // The server is down when learning starts: round 1 is kept, the experiment waits in `learn`.
     server.stop().await;
@@ -482,22 +495,7 @@ async fn a_split_experiment_learns_from_train_tasks_and_selects_round_2_skills()
              [split]\ntest_fraction = 0.5\nseed = 7\nround2 = \"all\"\n"
         ))
         .unwrap();
-        let mut learn = LearnOptions::new("", "", "");
-        learn.poll = (Duration::from_millis(2), Duration::from_millis(10));
-        let setup = ExperimentSetup {
-            plan,
-            round1: request("ignored", &split_tasks(), &[], &dir.path().join("jobs"), 1),
-            exports_root: dir.path().join("exports"),
-            learn,
-        };
-        let exp = Experiment {
-            store: store.clone(),
-            engine: Engine::new(store.clone()),
-            client: client(&server.base_url()),
-            cancel: CancellationToken::new(),
-            progress: None,
-            notify: None,
-        };
+        let (setup, exp) = experiment(&store, &server, plan, &split_tasks(), dir.path());
         let out = exp.run(&setup).await.unwrap();
         assert!(out.finished, "{mode}: {:?}", out.experiment);
         let conn = store.connect().unwrap();
@@ -638,6 +636,10 @@ async fn a_split_experiment_learns_from_train_tasks_and_selects_round_2_skills()
             ["all tasks", "held-out", "same-task"].into_iter().collect()
         );
         assert_eq!(report.results.round2_skills.len(), 8);
+        for r in &report.results.round2_skills {
+            let want = if r.space == "LS-A" { "A'" } else { "B'" };
+            assert_eq!(r.condition, want, "{r:?}");
+        }
     }
 }
 

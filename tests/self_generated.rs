@@ -41,9 +41,9 @@ const GENERATION_MARKER: &str = "Do NOT solve the task above";
 
 struct Ran {
     dir: tempfile::TempDir,
-    exit: i32,
-    stderr: String,
     trial: TrialRow,
+    /// How the model answered each request (`command N`, `final`, `phase 1 …`).
+    seen: Vec<String>,
 }
 
 async fn run(conditions: &str, run: &str, model: &ScriptedModel, extra: &[&str]) -> Ran {
@@ -70,12 +70,21 @@ async fn run(conditions: &str, run: &str, model: &ScriptedModel, extra: &[&str])
         .unwrap_or_else(|| panic!("no run: {}", String::from_utf8_lossy(&out.stderr)));
     let mut current = queries::current_trials(&c, r.id).unwrap();
     assert_eq!(current.len(), 1, "{current:#?}");
-    Ran {
-        exit: out.status.code().unwrap_or(-1),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        trial: current.remove(0),
-        dir,
-    }
+    let seen: Vec<String> = model
+        .state
+        .recorded()
+        .iter()
+        .map(|x| x.answer.clone())
+        .collect();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}\nmodel saw {seen:?}");
+    let trial = current.remove(0);
+    assert_eq!(
+        trial.outcome,
+        Some(Outcome::Pass),
+        "{trial:#?}; model saw {seen:?}"
+    );
+    Ran { dir, trial, seen }
 }
 
 fn trial_dir(t: &TrialRow) -> PathBuf {
@@ -127,15 +136,7 @@ async fn self_generated_keeps_the_good_skill_and_reports_the_malformed_one() {
     })
     .await;
     let r = run("self-generated", "selfgen-one", &model, &[]).await;
-    let seen: Vec<String> = model
-        .state
-        .recorded()
-        .iter()
-        .map(|x| x.answer.clone())
-        .collect();
-    assert_eq!(r.exit, 0, "{}\nmodel saw {seen:?}", r.stderr);
     let t = &r.trial;
-    assert_eq!(t.outcome, Some(Outcome::Pass), "{t:#?}; model saw {seen:?}");
     let dir = trial_dir(t);
 
     // The instruction the agent received: the task's, then the generate-first prompt — on disk
@@ -246,15 +247,7 @@ async fn two_phase_runs_two_sessions_and_the_solver_sees_only_generated_skills()
         &["--skill-creator", &creator_arg],
     )
     .await;
-    let seen: Vec<String> = model
-        .state
-        .recorded()
-        .iter()
-        .map(|x| x.answer.clone())
-        .collect();
-    assert_eq!(r.exit, 0, "{}\nmodel saw {seen:?}", r.stderr);
-    let t = &r.trial;
-    assert_eq!(t.outcome, Some(Outcome::Pass), "{t:#?}; model saw {seen:?}");
+    let (t, seen) = (&r.trial, &r.seen);
     // Two sessions, each run to its end.
     assert!(seen.contains(&"phase 1 final".to_string()), "{seen:?}");
     assert!(seen.contains(&"final".to_string()), "{seen:?}");

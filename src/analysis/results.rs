@@ -662,20 +662,21 @@ pub fn analyze(
         }
         results.held_out = Some(HeldOut { split, subsets });
     }
-    // The skills each task received in round 2, by space (A' from the first, B' from the second).
-    let spaces: Vec<String> = match queries::find_run(conn, &e.round1_run)? {
-        Some(r1) => lq::spaces_of_runs(conn, &[r1.id])?
-            .into_iter()
-            .filter(|s| s.experiment.as_deref() == Some(name.as_str()))
-            .map(|s| s.label)
-            .collect(),
-        None => Vec::new(),
+    // The skills each task received in round 2, by space: A' from the plan's space a, B' from b.
+    let label_of = |side: &str, default: &str| {
+        e.plan["spaces"][side]["label"]
+            .as_str()
+            .unwrap_or(default)
+            .to_string()
     };
+    let (a, b) = (label_of("a", "LS-A"), label_of("b", "LS-B"));
     for row in lq::round2_skills(conn, name)? {
-        let condition = match spaces.iter().position(|l| *l == row.label) {
-            Some(0) => "A'",
-            Some(1) => "B'",
-            _ => "?",
+        let condition = if row.label == a {
+            "A'"
+        } else if row.label == b {
+            "B'"
+        } else {
+            "?"
         };
         results.round2_skills.push(Round2Skills {
             condition: condition.to_string(),

@@ -90,9 +90,19 @@ pub struct RunArgs {
     /// Only these task ids (repeatable).
     #[arg(long = "task", value_name = "ID")]
     pub task: Vec<String>,
-    /// Conditions, comma-separated: no-skills (A), curated (B), skills:<dir>.
+    /// Conditions, comma-separated: no-skills (A), curated (B), self-generated (C; the agent
+    /// writes its own skills first), self-generated:two-phase (a session writes skills, a fresh
+    /// one solves the task with them), skills:<dir>, skills-by-task:<dir>.
     #[arg(long, default_value = "no-skills,curated")]
     pub conditions: String,
+    /// The prompt of the self-generated conditions, replacing skillscope's own (e.g. the
+    /// SkillsBench paper's Appendix C.6 text); appended to each task's instruction.
+    #[arg(long, value_name = "FILE")]
+    pub self_gen_prompt: Option<PathBuf>,
+    /// A skill-writing skill put where the harness looks for skills during the first session
+    /// of self-generated:two-phase (supplied by the operator; none is shipped).
+    #[arg(long, value_name = "DIR")]
+    pub skill_creator: Option<PathBuf>,
     /// Trials per task and condition.
     #[arg(long, default_value_t = 5)]
     pub trials: u32,

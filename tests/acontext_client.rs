@@ -749,6 +749,70 @@ async fn every_exchange_matches_openapi() {
     );
 }
 
+/// Acontext's own Python SDK (PyPI `acontext` 0.1.22, in the venv `scripts/acontext-sdk-venv.sh`
+/// makes — a missing venv is made, and a venv that cannot be made fails the test) drives the fake
+/// server through every call the client makes (`tests/acontext/sdk_driver.py`): every answer must
+/// pass the SDK's pydantic models, every exchange the spec, and no route the client names may be
+/// left out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acontexts_own_sdk_accepts_every_answer_of_the_fake_server() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let venv = std::process::Command::new(root.join("scripts/acontext-sdk-venv.sh"))
+        .output()
+        .expect("scripts/acontext-sdk-venv.sh");
+    assert!(
+        venv.status.success(),
+        "the acontext SDK venv could not be made: {}",
+        String::from_utf8_lossy(&venv.stderr)
+    );
+    let python = root.join(String::from_utf8_lossy(&venv.stdout).trim());
+    let (server, _client) = start(true).await;
+    let out = tokio::process::Command::new(&python)
+        .arg(root.join("tests/acontext/sdk_driver.py"))
+        .arg(server.base_url())
+        .arg(KEY)
+        .output()
+        .await
+        .expect("run the SDK driver");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("checked 24 calls"), "{text}");
+
+    let log = log_of(&server.state);
+    let mut spec = Spec::load();
+    let mut violations = Vec::new();
+    let mut seen = BTreeSet::new();
+    for ex in &log {
+        if !(200..300).contains(&ex.status) {
+            violations.push(format!("{} {} → {}", ex.method, ex.route, ex.status));
+        }
+        if ex.route.ends_with("/material/{token}") {
+            seen.insert((ex.method.clone(), "/material/{token}".to_string()));
+        } else if let Some(op) = spec.check(ex, &mut violations) {
+            seen.insert(op);
+        }
+    }
+    let mut expected = BTreeSet::from([("GET".to_string(), "/material/{token}".to_string())]);
+    for (method, path) in client_endpoints() {
+        match spec.path_for(&method, &path) {
+            Ok(p) => {
+                expected.insert((method, p));
+            }
+            Err(e) => violations.push(format!("client.rs names {e}")),
+        }
+    }
+    for (m, p) in expected.difference(&seen) {
+        violations.push(format!(
+            "{m} {p}: called by the client, not driven through the SDK"
+        ));
+    }
+    assert!(violations.is_empty(), "{}\n{text}", violations.join("\n"));
+}
+
 /// The checker is not vacuous: broken bodies, unknown routes, undocumented statuses and unknown
 /// request fields are reported.
 #[test]
@@ -970,6 +1034,35 @@ async fn pagination_follows_cursors() {
         .count()
         .await;
     assert_eq!(n, 201);
+    assert_eq!(exchanges(&state, "GET", route).len() - before, 2);
+
+    // A session's messages: every page, in order (201 messages, two pages of at most 200).
+    let session = c
+        .create_session(&CreateSession::default())
+        .await
+        .expect("session");
+    for i in 0..201 {
+        c.store_message(
+            &session.id,
+            json!({"role": "user", "content": format!("m{i}")}),
+            "openai",
+            None,
+        )
+        .await
+        .expect("store_message");
+    }
+    let route = "/api/v1/session/{session_id}/messages";
+    let before = exchanges(&state, "GET", route).len();
+    let messages = c.get_messages(&session.id).await.expect("get_messages");
+    assert_eq!(messages.len(), 201);
+    assert_eq!(
+        messages
+            .iter()
+            .map(|m| m.id.clone())
+            .collect::<BTreeSet<_>>()
+            .len(),
+        201
+    );
     assert_eq!(exchanges(&state, "GET", route).len() - before, 2);
 }
 

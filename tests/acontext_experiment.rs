@@ -38,6 +38,35 @@ fn client(base: &str) -> Client {
     .unwrap()
 }
 
+/// An experiment of `plan` on `tasks` against `server`, its folders in `dir`, learning with short
+/// polls and a short wait for a dead server.
+fn experiment(
+    store: &Store,
+    server: &FakeServer,
+    plan: Plan,
+    tasks: &Path,
+    dir: &Path,
+) -> (ExperimentSetup, Experiment) {
+    let mut learn = LearnOptions::new("", "", "");
+    learn.poll = (Duration::from_millis(2), Duration::from_millis(10));
+    learn.server_wait = Duration::from_millis(300);
+    let setup = ExperimentSetup {
+        plan,
+        round1: request("ignored", tasks, &[], &dir.join("jobs"), 1),
+        exports_root: dir.join("exports"),
+        learn,
+    };
+    let exp = Experiment {
+        store: store.clone(),
+        engine: Engine::new(store.clone()),
+        client: client(&server.base_url()),
+        cancel: CancellationToken::new(),
+        progress: None,
+        notify: None,
+    };
+    (setup, exp)
+}
+
 fn request(name: &str, tasks: &Path, filter: &[&str], jobs: &Path, trials: u32) -> RunRequest {
     RunRequest {
         name: Some(name.into()),
@@ -66,23 +95,7 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
     let store = Store::open(&dir.path().join("exp.db")).unwrap();
     let mut server = FakeServer::start(FakeState::new(KEY, true), ([127, 0, 0, 1], 0).into()).await;
     let plan: Plan = toml::from_str("name = \"e2e\"\ntrials = 1\n").unwrap();
-    let mut learn = LearnOptions::new("", "", "");
-    learn.poll = (Duration::from_millis(2), Duration::from_millis(10));
-    learn.server_wait = Duration::from_millis(300);
-    let setup = ExperimentSetup {
-        plan,
-        round1: request("ignored", &tasks, &[], &dir.path().join("jobs"), 1),
-        exports_root: dir.path().join("exports"),
-        learn,
-    };
-    let exp = Experiment {
-        store: store.clone(),
-        engine: Engine::new(store.clone()),
-        client: client(&server.base_url()),
-        cancel: CancellationToken::new(),
-        progress: None,
-        notify: None,
-    };
+    let (setup, exp) = experiment(&store, &server, plan, &tasks, dir.path());
 
     // The server is down when learning starts: round 1 is kept, the experiment waits in `learn`.
     server.stop().await;
@@ -466,4 +479,275 @@ async fn an_exported_skill_is_what_the_agent_finds_in_round_2() {
     let r2 = scratch.trials(out.run.id);
     assert_eq!(r2[0].outcome, Some(Outcome::Pass), "{:?}", r2[0]);
     assert_eq!(r2[0].reward, Some(1.0));
+}
+
+/// The split fixture tasks: two domains (`alpha`, `beta`) of two tasks each, each with one curated
+/// skill `<task>-notes`; their solutions print the skills the image holds where Claude Code looks.
+fn split_tasks() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/split-tasks")
+}
+
+/// The skill folders a trial's container held where the harness looks, from its oracle output.
+fn skills_seen(trial_dir: &str) -> Vec<String> {
+    let out = std::fs::read_to_string(Path::new(trial_dir).join("agent/oracle.txt")).unwrap();
+    let line = out
+        .lines()
+        .find_map(|l| l.strip_prefix("skills-seen:"))
+        .unwrap_or_else(|| panic!("no skills-seen line in {trial_dir}: {out}"));
+    let mut v: Vec<String> = line.split_whitespace().map(String::from).collect();
+    v.sort();
+    v
+}
+
+/// A held-out experiment per `round2_skills` mode against the fake server: learning reads only the
+/// train tasks' trials (the server's sessions show it), round 2 gives every task the skills its
+/// mode selects — recorded in `round2_skills` and found inside the task's container — and the
+/// report has same-task and held-out results and the hypotheses on each.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_split_experiment_learns_from_train_tasks_and_selects_round_2_skills() {
+    use std::collections::BTreeMap;
+    common::require_docker().await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("split.db")).unwrap();
+    for mode in ["all", "domain", "task"] {
+        let server = FakeServer::start(FakeState::new(KEY, true), ([127, 0, 0, 1], 0).into()).await;
+        let name = format!("split-{mode}");
+        let plan: Plan = toml::from_str(&format!(
+            "name = \"{name}\"\ntrials = 1\nround2_skills = \"{mode}\"\n\
+             [split]\ntest_fraction = 0.5\nseed = 7\nround2 = \"all\"\n"
+        ))
+        .unwrap();
+        let (setup, exp) = experiment(&store, &server, plan, &split_tasks(), dir.path());
+        let out = exp.run(&setup).await.unwrap();
+        assert!(out.finished, "{mode}: {:?}", out.experiment);
+        let conn = store.connect().unwrap();
+
+        // The split: one train and one test task per domain, stored with the experiment.
+        let split = out.experiment.split.clone().expect("a stored split");
+        let train: Vec<String> = serde_json::from_value(split["train"].clone()).unwrap();
+        let test: Vec<String> = serde_json::from_value(split["test"].clone()).unwrap();
+        assert_eq!((train.len(), test.len()), (2, 2), "{split}");
+        let domain = |t: &str| t.split('-').next().unwrap().to_string();
+        for d in ["alpha", "beta"] {
+            assert_eq!(
+                train.iter().filter(|t| domain(t) == d).count(),
+                1,
+                "{split}"
+            );
+        }
+        // Learning read only the train tasks' trials: two spaces × two train tasks × one trial.
+        let learned: Vec<String> = server
+            .state
+            .lock()
+            .unwrap()
+            .session_tasks()
+            .into_iter()
+            .filter(|t| !t.is_empty())
+            .collect();
+        assert_eq!(learned.len(), 4, "{learned:?}");
+        assert!(
+            learned.iter().all(|t| train.contains(t)),
+            "{learned:?} vs {train:?}"
+        );
+
+        // What each task should get: LS-A learned one skill per train task; LS-B holds every
+        // task's curated skill (the train tasks' updated by learning).
+        let learned_of = |t: &str| format!("{t}-learned");
+        let notes_of = |t: &str| format!("{t}-notes");
+        let all_tasks: Vec<String> = train.iter().chain(&test).cloned().collect();
+        let want = |space: &str, task: &str| -> Vec<String> {
+            let mut v: Vec<String> = match (space, mode) {
+                ("LS-A", "all") => train.iter().map(|t| learned_of(t)).collect(),
+                ("LS-A", "domain") => train
+                    .iter()
+                    .filter(|t| domain(t) == domain(task))
+                    .map(|t| learned_of(t))
+                    .collect(),
+                ("LS-A", _) => train
+                    .iter()
+                    .filter(|t| *t == task)
+                    .map(|t| learned_of(t))
+                    .collect(),
+                (_, "all") => all_tasks.iter().map(|t| notes_of(t)).collect(),
+                (_, "domain") => all_tasks
+                    .iter()
+                    .filter(|t| domain(t) == domain(task))
+                    .map(|t| notes_of(t))
+                    .collect(),
+                _ => vec![notes_of(task)],
+            };
+            v.sort();
+            v
+        };
+        let rows = lq::round2_skills(&conn, &name).unwrap();
+        assert_eq!(rows.len(), 8, "{rows:#?}");
+        let recorded: BTreeMap<(String, String), Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                assert_eq!(r.mode, mode);
+                assert_eq!(r.n_skills as usize, r.skills.len());
+                ((r.label.clone(), r.task_id.clone()), r.skills.clone())
+            })
+            .collect();
+        for space in ["LS-A", "LS-B"] {
+            for t in &all_tasks {
+                assert_eq!(
+                    recorded[&(space.to_string(), t.clone())],
+                    want(space, t),
+                    "{mode} {space} {t}"
+                );
+            }
+        }
+        // …and exactly those were in each round-2 container.
+        let r2 = queries::find_run(&conn, &format!("{name}-round2"))
+            .unwrap()
+            .unwrap();
+        if mode != "all" {
+            assert!(
+                r2.conditions
+                    .iter()
+                    .all(|c| c.starts_with("skills-by-task:")),
+                "{:?}",
+                r2.conditions
+            );
+        }
+        let space_of = |condition: &str| {
+            if condition == r2.conditions[0] {
+                "LS-A"
+            } else {
+                "LS-B"
+            }
+        };
+        let trials = queries::current_trials(&conn, r2.id).unwrap();
+        assert_eq!(trials.len(), 8);
+        for t in &trials {
+            assert_eq!(t.outcome, Some(Outcome::Pass), "{t:?}");
+            assert_eq!(
+                skills_seen(t.trial_dir.as_deref().unwrap()),
+                want(space_of(&t.condition), &t.task_id),
+                "{mode}: {} in {}",
+                t.task_id,
+                t.condition
+            );
+        }
+
+        // Same-task and held-out results, each with the hypotheses.
+        let report = skillscope::report::build(
+            &conn,
+            &skillscope::analysis::results::Selection::Experiment(name.clone()),
+            &skillscope::analysis::ci::CiMethod::default(),
+        )
+        .unwrap();
+        let held = report.results.held_out.as_ref().expect("held-out results");
+        let names: Vec<&str> = held.subsets.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["same-task", "held-out"]);
+        assert_eq!(held.subsets[1].tasks, test);
+        for s in &held.subsets {
+            assert_eq!(s.conditions.len(), 4, "{s:?}");
+            assert!(s.comparisons.iter().any(|c| c.name == "A' vs A"));
+            assert!(!s.adaptive.is_empty());
+        }
+        let scopes: std::collections::BTreeSet<&str> = report
+            .results
+            .hypotheses
+            .iter()
+            .map(|h| h.scope.as_str())
+            .collect();
+        assert_eq!(
+            scopes,
+            ["all tasks", "held-out", "same-task"].into_iter().collect()
+        );
+        assert_eq!(report.results.round2_skills.len(), 8);
+        for r in &report.results.round2_skills {
+            let want = if r.space == "LS-A" { "A'" } else { "B'" };
+            assert_eq!(r.condition, want, "{r:?}");
+        }
+    }
+}
+
+/// Acceptance: `skillscope experiment plans/held-out.toml` — condition C, a held-out split and
+/// `round2_skills = "domain"` — runs to the end on the example tasks against the fake server, and
+/// its report answers the three hypotheses with same-task and held-out numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_held_out_plan_runs_to_the_end_and_answers_the_hypotheses() {
+    common::require_docker().await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = FakeServer::start(FakeState::new(KEY, true), ([127, 0, 0, 1], 0).into()).await;
+    let plans = dir.path().join("plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/held-out.toml"),
+        plans.join("held-out.toml"),
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args([
+            "experiment",
+            "plans/held-out.toml",
+            "--headless",
+            "--db",
+            "exp.db",
+        ])
+        .current_dir(dir.path())
+        .env("ACONTEXT_BASE_URL", server.base_url())
+        .env("ACONTEXT_API_KEY", KEY)
+        .output()
+        .await
+        .expect("run skillscope experiment");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("experiment held-out — done"), "{stdout}");
+    assert!(stdout.contains("A' vs C"), "{stdout}");
+    assert!(stdout.contains("H2 [held-out]"), "{stdout}");
+
+    // Round 1 ran A, B and C; the split and the skills per task are in the store.
+    let store = Store::open(&dir.path().join("exp.db")).unwrap();
+    let conn = store.connect().unwrap();
+    let r1 = queries::find_run(&conn, "held-out-round1")
+        .unwrap()
+        .unwrap();
+    assert_eq!(r1.conditions, ["no-skills", "curated", "self-generated"]);
+    let exp = lq::find_experiment(&conn, "held-out").unwrap().unwrap();
+    let test = exp.split.as_ref().unwrap()["test"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert_eq!(test, 2, "{:?}", exp.split);
+    let rows = lq::round2_skills(&conn, "held-out").unwrap();
+    assert_eq!(rows.len(), 10);
+    assert!(rows.iter().all(|r| r.mode == "domain"));
+    // Every self-generated trial recorded what it generated (the oracle writes no skill).
+    let generated = queries::generated_skills(&conn, r1.id).unwrap();
+    assert_eq!(generated.len(), 10);
+    assert!(generated.iter().all(|g| g.generated.skills.is_empty()));
+
+    // The report answers the hypotheses over all, same-task and held-out tasks.
+    let md =
+        std::fs::read_to_string(dir.path().join("reports/held-out/report.md")).expect("report");
+    for part in [
+        "## Hypotheses",
+        "## Held-out transfer",
+        "### same-task",
+        "### held-out",
+        "(A' − A) / (B − A)",
+        "Δ A' − C",
+        "Δ B' − B",
+        "## Round-2 skills per task",
+        "## Self-generated skills",
+    ] {
+        assert!(md.contains(part), "{part}:\n{md}");
+    }
+    let mut rd =
+        csv::Reader::from_path(dir.path().join("reports/held-out/hypotheses.csv")).unwrap();
+    let scopes: std::collections::BTreeSet<String> =
+        rd.records().map(|r| r.unwrap()[1].to_string()).collect();
+    assert_eq!(
+        scopes,
+        ["all tasks", "held-out", "same-task"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    );
+    assert!(dir.path().join("reports/held-out/held_out.csv").exists());
 }

@@ -106,9 +106,46 @@ fn bad_input_gets_clear_errors() {
     assert!(!out.status.success());
     assert!(text(&out).contains("/no/such/folder"), "{}", text(&out));
 
-    let out = skillscope(&s, &["run", "--conditions", "self-generated"]);
+    let out = skillscope(&s, &["run", "--conditions", "self-made"]);
     assert!(!out.status.success());
-    assert!(text(&out).contains("self-generated"), "{}", text(&out));
+    assert!(text(&out).contains("self-made"), "{}", text(&out));
+
+    // The self-generation options need a condition that uses them, and a readable prompt.
+    let out = skillscope(
+        &s,
+        &[
+            "run",
+            "--conditions",
+            "self-generated",
+            "--skill-creator",
+            ".",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("--skill-creator needs self-generated:two-phase"),
+        "{}",
+        text(&out)
+    );
+    let out = skillscope(
+        &s,
+        &[
+            "run",
+            "--conditions",
+            "self-generated",
+            "--self-gen-prompt",
+            "/no/such/prompt.md",
+        ],
+    );
+    assert!(!out.status.success());
+    assert!(text(&out).contains("/no/such/prompt.md"), "{}", text(&out));
+    let out = skillscope(&s, &["run", "--self-gen-prompt", "/no/such/prompt.md"]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("needs a self-generated condition"),
+        "{}",
+        text(&out)
+    );
 
     let out = skillscope(&s, &["status", "--db", "/no/such/db.sqlite"]);
     assert!(!out.status.success());
@@ -213,8 +250,8 @@ fn user_errors_are_one_line_without_colour_or_backtrace_when_piped() {
     let o = piped(&s, &["status", "--db", "/no/such/db.sqlite"]);
     assert_clean_error(&o, "no database at /no/such/db.sqlite");
 
-    let o = piped(&s, &["run", "--conditions", "self-generated"]);
-    assert_clean_error(&o, "invalid condition \"self-generated\"");
+    let o = piped(&s, &["run", "--conditions", "self-made"]);
+    assert_clean_error(&o, "invalid condition \"self-made\"");
 
     // An unknown run lists the runs there are, closest first.
     let run = imported(&s);

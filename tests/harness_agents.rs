@@ -16,6 +16,8 @@ mod container_gateway;
 mod docker_tcp_proxy;
 #[path = "support/glibc_image.rs"]
 mod glibc_image;
+#[path = "support/harness_env.rs"]
+mod harness_env;
 #[path = "support/harness_run.rs"]
 mod harness_run;
 #[path = "support/private_dockerd.rs"]
@@ -26,44 +28,12 @@ mod scripted_model;
 use std::path::{Path, PathBuf};
 
 use common::require_docker;
+use harness_env::{gateway, serial};
 use scripted_model::{Script, ScriptedModel, Usage};
 use skillscope::store::{Outcome, Store, TrialRow, queries};
 
 /// The dummy key; it must not appear in anything skillscope writes.
 const DUMMY_KEY: &str = "sk-test-dummy-key-9f3a";
-
-/// Where containers on the local daemon reach the scripted server on this machine (found once).
-async fn gateway() -> String {
-    static ADDRESS: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
-    ADDRESS
-        .get_or_init(|| async {
-            let docker = bollard::Docker::connect_with_defaults().expect("docker");
-            container_gateway::host_address(&docker).await
-        })
-        .await
-        .clone()
-}
-
-/// One harness test at a time, across threads and processes (`cargo test` runs this file's tests
-/// in parallel, nextest in separate processes): each runs a real CLI in a container, and several
-/// side by side on a 2-core machine starve each other past any sensible agent budget.
-struct Serial {
-    _lock: std::fs::File,
-}
-
-async fn serial() -> Serial {
-    tokio::task::spawn_blocking(|| {
-        use std::os::fd::AsRawFd;
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-        std::fs::create_dir_all(&dir).expect("target folder");
-        let f = std::fs::File::create(dir.join("harness-tests.lock")).expect("lock file");
-        let rc = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) };
-        assert_eq!(rc, 0, "flock: {}", std::io::Error::last_os_error());
-        Serial { _lock: f }
-    })
-    .await
-    .expect("lock")
-}
 
 struct Harness {
     agent: &'static str,
@@ -118,6 +88,7 @@ fn solving_script(h: &Harness) -> Script {
             cached: 200,
             output: 50,
         },
+        phases: Vec::new(),
     }
 }
 

@@ -489,6 +489,91 @@ fn skill_browser() {
     snap("skills_sessions", &app);
 }
 
+/// The skills agents wrote in self-generated trials, in the skill browser: the set with its kept
+/// and refused counts, its skills (a kept one with its trials, a refused one with the reason) and
+/// a kept skill's SKILL.md. (Escape sequences an agent wrote are shown inert.)
+#[test]
+fn skill_browser_with_self_generated_skills() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    let conn = store.connect().unwrap();
+    let run = fill_store(
+        &conn,
+        &SyntheticRun {
+            name: "selfgen-run".into(),
+            tasks: 3,
+            trials: 2,
+            conditions: vec!["no-skills".into(), "self-generated".into()],
+            done_fraction: 1.0,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    store.writer().stop();
+    // Every self-generated trial kept `csv-tool`; the first also wrote a malformed skill.
+    let ids: Vec<(i64, String)> = {
+        let mut st = conn
+            .prepare(
+                "SELECT id, trial_name FROM trials WHERE condition = 'self-generated' ORDER BY id",
+            )
+            .unwrap();
+        st.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    for (i, (id, name)) in ids.iter().enumerate() {
+        let trial = dir.path().join("jobs").join(name);
+        let skill = trial.join("agent/generated-skills/csv-tool");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(
+            skill.join("SKILL.md"),
+            "---\nname: csv-tool\ndescription: Sums CSV columns with awk.\n---\n# CSV tool\n\nUse `awk -F,` to sum a column.\x1b]0;owned\x07\n",
+        )
+        .unwrap();
+        let mut record = serde_json::json!({
+            "mode": "one-pass", "dir": "agent/generated-skills", "installed": [], "error": null,
+            "skills": [{"name": "csv-tool", "dir_name": "csv-tool",
+                        "description": "Sums CSV columns with awk.", "content_hash": "h",
+                        "n_files": 1, "bytes": 90, "problems": []}],
+            "refused": [],
+        });
+        if i == 0 {
+            record["refused"] = serde_json::json!([{"skill": "broken", "path": "SKILL.md",
+                "reason": "no YAML frontmatter (the file must open with a `---` block)"}]);
+        }
+        conn.execute(
+            "UPDATE trials SET generated_skills = ?1, trial_dir = ?2 WHERE id = ?3",
+            rusqlite::params![record.to_string(), trial.display().to_string(), id],
+        )
+        .unwrap();
+    }
+    let mut app = App::new(
+        Mode::Watch,
+        Theme::load("dark").unwrap(),
+        "skillscope.db".into(),
+        now(),
+    );
+    app.on_update(Update::Snapshot(Arc::new(
+        load_snapshot(&conn, run.id).unwrap(),
+    )));
+    press(&mut app, &conn, KeyCode::Char('K'));
+    snap("skills_generated_sets", &app);
+    let screen = render(&app, (80, 24));
+    assert!(screen.contains("self-gen"), "{screen}");
+    assert!(screen.contains("6 kept 1 refused"), "{screen}");
+    press(&mut app, &conn, KeyCode::Enter); // its skills
+    snap("skills_generated_skills", &app);
+    let screen = render(&app, (120, 40));
+    assert!(screen.contains("broken (refused)"), "{screen}");
+    press(&mut app, &conn, KeyCode::Enter); // csv-tool's files
+    press(&mut app, &conn, KeyCode::Enter); // its SKILL.md
+    snap("skills_generated_skill_md", &app);
+    let screen = render(&app, (120, 40));
+    assert!(screen.contains("awk -F,"), "{screen}");
+    assert!(!screen.contains('\x1b'), "{screen}");
+}
+
 /// Skill text from the server with escape sequences (clear screen, OSC window title, cursor
 /// moves) renders as inert text in every part of the skill browser.
 #[test]

@@ -438,25 +438,17 @@ impl Client {
         .await
     }
 
-    /// `GET /session/{id}/messages` (all of them).
+    /// `GET /session/{id}/messages?format=acontext` — every page of them (`limit` = 200,
+    /// following `next_cursor` while `has_more`), in the server's order.
     ///
     /// # Errors
     /// Any API or transport error.
     pub async fn get_messages(&self, session_id: &str) -> Result<Vec<Message>, AcontextError> {
-        #[derive(serde::Deserialize)]
-        struct Out {
-            #[serde(default)]
-            items: Vec<Message>,
-        }
-        let out: Out = self
-            .call_as(
-                Method::GET,
-                &format!("/session/{session_id}/messages"),
-                &[("format", "acontext".into())],
-                Body::None,
-            )
-            .await?;
-        Ok(out.items)
+        self.list_all(
+            &format!("/session/{session_id}/messages"),
+            &[("format", "acontext".into())],
+        )
+        .await
     }
 
     /// `POST /session/{id}/flush`: runs the task agent on the session's messages (blocking).
@@ -713,7 +705,9 @@ impl Client {
     }
 
     /// Downloads raw bytes: `GET /agent_skills/{id}/download_zip`, or a material URL from
-    /// [`Client::get_skill_file`] (same host; relative URLs are resolved against the base).
+    /// [`Client::get_skill_file`] — relative URLs are resolved against the base; an absolute URL
+    /// elsewhere (a presigned object-store URL) is fetched without the API key, which goes only to
+    /// the Acontext server itself.
     ///
     /// # Errors
     /// Any API or transport error.
@@ -725,12 +719,14 @@ impl Client {
         } else {
             format!("{}{path_or_url}", self.base)
         };
+        let ours = url.starts_with(&format!("{}/", self.base.trim_end_matches('/')));
         let endpoint = format!("GET {}", public_base_url(&url));
         let fetch = || async {
-            let resp = self
-                .http
-                .get(&url)
-                .bearer_auth(&*self.key)
+            let mut req = self.http.get(&url);
+            if ours {
+                req = req.bearer_auth(&*self.key);
+            }
+            let resp = req
                 .send()
                 .await
                 .map_err(|e| transport_error(&endpoint, &e))?;

@@ -608,6 +608,49 @@ fn rename_noreplace(from: &Path, to: &Path) -> std::io::Result<()> {
     std::fs::rename(from, to)
 }
 
+/// A hidden temporary folder beside the new folder `out` (same parent, so the final rename stays
+/// on one filesystem); the parent is created when missing.
+fn fresh_folder(out: &Path) -> Result<tempfile::TempDir, ExportError> {
+    if std::fs::symlink_metadata(out).is_ok() {
+        return Err(ExportError::Exists(out.to_path_buf()));
+    }
+    let Some(out_name) = out.file_name().and_then(|n| n.to_str()) else {
+        return Err(io_err(out, "not a usable folder name"));
+    };
+    let parent = match out.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    std::fs::create_dir_all(&parent).map_err(|e| io_err(&parent, e))?;
+    tempfile::Builder::new()
+        .prefix(&format!(".{out_name}.partial-"))
+        .tempdir_in(&parent)
+        .map_err(|e| io_err(&parent, e))
+}
+
+/// Makes the finished temporary folder `tmp` (mode 0755) the folder `out`, never replacing
+/// anything there.
+fn move_into_place(tmp: tempfile::TempDir, out: &Path) -> Result<(), ExportError> {
+    let root = tmp.path().to_path_buf();
+    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| io_err(&root, e))?;
+    match rename_noreplace(&root, out) {
+        Ok(()) => {
+            // Renamed away: nothing left for the guard to clean.
+            let _ = tmp.keep();
+            Ok(())
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            Err(ExportError::Exists(out.to_path_buf()))
+        }
+        // ENOTEMPTY / EEXIST from a plain rename over a folder mean the same.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST)) => {
+            Err(ExportError::Exists(out.to_path_buf()))
+        }
+        Err(e) => Err(io_err(out, e)),
+    }
+}
+
 // ---- export --------------------------------------------------------------------------------------
 
 /// A skill's files from the server: the ZIP, or — when the ZIP download fails with an API error —
@@ -703,21 +746,7 @@ pub async fn export_space(
     out: &Path,
     limits: &ExportLimits,
 ) -> Result<ExportReport, ExportError> {
-    if std::fs::symlink_metadata(out).is_ok() {
-        return Err(ExportError::Exists(out.to_path_buf()));
-    }
-    let Some(out_name) = out.file_name().and_then(|n| n.to_str()) else {
-        return Err(io_err(out, "not a usable folder name"));
-    };
-    let parent = match out.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    std::fs::create_dir_all(&parent).map_err(|e| io_err(&parent, e))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{out_name}.partial-"))
-        .tempdir_in(&parent)
-        .map_err(|e| io_err(&parent, e))?;
+    let tmp = fresh_folder(out)?;
     let root = tmp.path().to_path_buf();
 
     let skills = client.space_skills(space_id).await?;
@@ -779,22 +808,7 @@ pub async fn export_space(
     }
     snapshots.sort_by(|a, b| a.dir_name.cmp(&b.dir_name));
 
-    std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755))
-        .map_err(|e| io_err(&root, e))?;
-    match rename_noreplace(&root, out) {
-        Ok(()) => {
-            // Renamed away: nothing left for the guard to clean.
-            let _ = tmp.keep();
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            return Err(ExportError::Exists(out.to_path_buf()));
-        }
-        // ENOTEMPTY / EEXIST from a plain rename over a folder mean the same.
-        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOTEMPTY | libc::EEXIST)) => {
-            return Err(ExportError::Exists(out.to_path_buf()));
-        }
-        Err(e) => return Err(io_err(out, e)),
-    }
+    move_into_place(tmp, out)?;
     Ok(ExportReport {
         dir: out.to_path_buf(),
         skills: snapshots,
@@ -903,6 +917,218 @@ pub fn snapshot_dir(dir: &Path, limits: &ExportLimits) -> Result<SkillSnapshot, 
     })
 }
 
+// ---- skills folders out of a container ----------------------------------------------------------
+
+/// Reads a tar of a skills folder (as `GET /containers/{id}/archive` returns it: one top folder,
+/// e.g. `skills/`, holding `<folder>/SKILL.md …`) and writes the skills that pass every check of
+/// [`export_space`] into the new folder `out`: entry paths ([`check_path`]), entry types (regular
+/// files and folders only: a symlink, hard link or device refuses its skill), sizes (each file
+/// read with a cap, never trusting the header) and counts per `limits`, a root `SKILL.md` that is
+/// UTF-8 and passes [`check_skill_md`]. A file directly in the top folder is refused as a stray
+/// file. Folder names are the agent's folder names made safe components (`-2`, `-3` on collision);
+/// SKILL.md warnings (a `name` that differs from the folder, …) go to
+/// [`SkillSnapshot::problems`]. `truncated` says the archive was cut at a size cap: every skill is
+/// then refused. Files are written into a hidden temporary folder next to `out` and renamed to it
+/// at the end; nothing is extracted outside it.
+///
+/// Used for the skills an agent generated in a self-generated trial: untrusted container content.
+///
+/// # Errors
+/// [`ExportError::Exists`] when `out` exists; [`ExportError::Io`] naming the path for local
+/// failures. Malformed skills are not errors (see [`ExportReport::refused`]).
+pub fn import_skills_tar(
+    tar_bytes: &[u8],
+    truncated: bool,
+    limits: &ExportLimits,
+    out: &Path,
+) -> Result<ExportReport, ExportError> {
+    let tmp = fresh_folder(out)?;
+    let root = tmp.path().to_path_buf();
+
+    let (by_skill, mut refused) = read_skills_tar(tar_bytes, truncated, limits);
+    let mut used = HashSet::new();
+    let mut snapshots = Vec::new();
+    for (folder, files) in by_skill {
+        let prepared = match files.and_then(prepare) {
+            Ok(p) => p,
+            Err(r) => {
+                refused.push(r.refusal(&folder));
+                continue;
+            }
+        };
+        let dir_name = unique_dir_name(&folder, &mut used);
+        let (_, md_problems) = check_skill_md(&prepared.skill_md, Some(&dir_name));
+        let problems: Vec<String> = md_problems
+            .into_iter()
+            .filter(|p| p.severity == Severity::Warning)
+            .map(|p| format!("SKILL.md: {}", p.message))
+            .collect();
+        let files: Vec<SkillFileRecord> = prepared
+            .files
+            .iter()
+            .map(|f| record(&f.path, &f.bytes))
+            .collect();
+        write_skill(&root, &dir_name, &prepared.files)?;
+        snapshots.push(SkillSnapshot {
+            name: prepared.name,
+            dir_name,
+            description: prepared.description,
+            remote_id: None,
+            updated_at: None,
+            content_hash: content_hash(&files),
+            files,
+            problems,
+        });
+    }
+    snapshots.sort_by(|a, b| a.dir_name.cmp(&b.dir_name));
+    move_into_place(tmp, out)?;
+    Ok(ExportReport {
+        dir: out.to_path_buf(),
+        skills: snapshots,
+        refused,
+    })
+}
+
+/// The files of each skill folder of a skills-folder tar, by folder name (sorted), each checked
+/// as [`read_zip`] checks ZIP entries; and the refusals that concern no single folder's files
+/// (stray files in the top folder, an unreadable archive).
+#[allow(clippy::type_complexity)]
+fn read_skills_tar(
+    bytes: &[u8],
+    truncated: bool,
+    limits: &ExportLimits,
+) -> (
+    std::collections::BTreeMap<String, Result<Vec<FileData>, Reject>>,
+    Vec<Refusal>,
+) {
+    use std::collections::BTreeMap;
+    let mut skills: BTreeMap<String, (Result<Vec<FileData>, Reject>, Budget)> = BTreeMap::new();
+    let mut refused = Vec::new();
+    let mut archive = tar::Archive::new(std::io::Cursor::new(bytes));
+    let entries = match archive.entries() {
+        Ok(e) => e,
+        Err(e) => {
+            refused.push(Refusal {
+                skill: "(archive)".into(),
+                path: None,
+                reason: format!("unreadable archive: {e}"),
+            });
+            return (BTreeMap::new(), refused);
+        }
+    };
+    let mut dirs = 0usize;
+    for entry in entries {
+        let mut entry = match entry {
+            Ok(e) => e,
+            Err(e) => {
+                // A cut archive ends here; the skill being read is refused below.
+                if !truncated {
+                    refused.push(Refusal {
+                        skill: "(archive)".into(),
+                        path: None,
+                        reason: format!("unreadable archive entry: {e}"),
+                    });
+                }
+                break;
+            }
+        };
+        let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let raw = raw.trim_end_matches('/').to_string();
+        // Drop the archive's top folder (the skills folder itself).
+        let Some((_, inner)) = raw.split_once('/') else {
+            continue;
+        };
+        let (folder, rest) = match inner.split_once('/') {
+            Some((f, r)) => (f.to_string(), Some(r.to_string())),
+            None => (inner.to_string(), None),
+        };
+        let kind = entry.header().entry_type();
+        let Some(rest) = rest else {
+            if kind.is_dir() {
+                skills
+                    .entry(folder)
+                    .or_insert_with(|| (Ok(Vec::new()), Budget::new(limits)));
+            } else if kind.is_symlink() || kind.is_hard_link() {
+                skills.insert(
+                    folder.clone(),
+                    (
+                        Err(Reject::whole("the skill folder is a link")),
+                        Budget::new(limits),
+                    ),
+                );
+            } else {
+                refused.push(Refusal {
+                    skill: folder,
+                    path: None,
+                    reason: "a file outside any skill folder".into(),
+                });
+            }
+            continue;
+        };
+        let (state, budget) = skills
+            .entry(folder)
+            .or_insert_with(|| (Ok(Vec::new()), Budget::new(limits)));
+        let Ok(files) = state else {
+            continue;
+        };
+        let checked = (|| -> Result<Option<FileData>, Reject> {
+            let path = check_path(&rest).map_err(|r| Reject::at(&rest, r))?;
+            if kind.is_dir() {
+                dirs += 1;
+                if dirs > limits.max_files {
+                    return Err(Reject::at(
+                        &rest,
+                        format!("more than {} folder entries", limits.max_files),
+                    ));
+                }
+                return Ok(None);
+            }
+            if kind.is_symlink() || kind.is_hard_link() {
+                return Err(Reject::at(&rest, "link"));
+            }
+            if !kind.is_file() {
+                return Err(Reject::at(&rest, "not a regular file"));
+            }
+            budget.count(&rest)?;
+            if is_junk(&path) {
+                return Ok(None);
+            }
+            budget.fits(&rest, entry.header().size().unwrap_or(u64::MAX))?;
+            let mut buf = Vec::new();
+            (&mut entry)
+                .take(limits.max_file_bytes + 1)
+                .read_to_end(&mut buf)
+                .map_err(|e| Reject::at(&rest, format!("cannot read entry: {e}")))?;
+            budget.add(&rest, buf.len() as u64)?;
+            let executable = entry.header().mode().is_ok_and(|m| m & 0o111 != 0);
+            Ok(Some(FileData {
+                path,
+                bytes: buf,
+                executable,
+            }))
+        })();
+        match checked {
+            Ok(Some(f)) => files.push(f),
+            Ok(None) => {}
+            Err(r) => *state = Err(r),
+        }
+    }
+    let out = skills
+        .into_iter()
+        .map(|(folder, (state, _))| {
+            let state = if truncated {
+                Err(Reject::whole(
+                    "the generated skills folder is larger than the download limit",
+                ))
+            } else {
+                state
+            };
+            (folder, state)
+        })
+        .collect();
+    (out, refused)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -958,6 +1184,98 @@ mod tests {
         assert!(is_junk("__MACOSX/._SKILL.md"));
         assert!(is_junk("scripts/.DS_Store"));
         assert!(!is_junk("scripts/DS_Store.py"));
+    }
+
+    fn skills_tar(entries: &[(&str, &[u8], tar::EntryType)]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, bytes, kind) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(*kind);
+            h.set_size(if kind.is_file() {
+                bytes.len() as u64
+            } else {
+                0
+            });
+            h.set_mode(0o644);
+            if kind.is_symlink() {
+                h.set_link_name("/etc/passwd").unwrap();
+            }
+            let data: &[u8] = if kind.is_file() { bytes } else { &[] };
+            b.append_data(&mut h, name, data).unwrap();
+        }
+        b.into_inner().unwrap()
+    }
+
+    #[test]
+    fn skills_from_a_container_are_checked_like_exports() {
+        use tar::EntryType as T;
+        let tar = skills_tar(&[
+            ("skills/", b"", T::Directory),
+            ("skills/good/", b"", T::Directory),
+            (
+                "skills/good/SKILL.md",
+                b"---\nname: good\ndescription: Good.\n---\n# Good\n",
+                T::Regular,
+            ),
+            ("skills/good/scripts/run.sh", b"echo hi\n", T::Regular),
+            (
+                "skills/no-front/SKILL.md",
+                b"# No frontmatter\n",
+                T::Regular,
+            ),
+            ("skills/linky/SKILL.md", MD.as_bytes(), T::Regular),
+            ("skills/linky/passwd", b"", T::Symlink),
+            ("skills/renamed/SKILL.md", MD.as_bytes(), T::Regular),
+            ("skills/stray.md", b"x", T::Regular),
+        ]);
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("generated");
+        let r = import_skills_tar(&tar, false, &ExportLimits::default(), &out).unwrap();
+        let names: Vec<&str> = r.skills.iter().map(|s| s.dir_name.as_str()).collect();
+        assert_eq!(names, ["good", "renamed"]);
+        assert_eq!(r.skills[0].files.len(), 2);
+        // A name that differs from the folder is a warning, not a refusal.
+        assert!(
+            r.skills[1].problems.iter().any(|p| p.contains("my-skill")),
+            "{:?}",
+            r.skills[1]
+        );
+        let mut why: Vec<(String, String)> = r
+            .refused
+            .iter()
+            .map(|x| (x.skill.clone(), x.reason.clone()))
+            .collect();
+        why.sort();
+        assert_eq!(why.len(), 3, "{why:?}");
+        assert_eq!(why[0].0, "linky");
+        assert_eq!(why[1].0, "no-front");
+        assert!(why[1].1.contains("frontmatter"), "{why:?}");
+        assert_eq!(
+            why[2],
+            ("stray.md".into(), "a file outside any skill folder".into())
+        );
+        assert!(out.join("good/scripts/run.sh").is_file());
+        assert!(!out.join("linky").exists() && !out.join("no-front").exists());
+        // Nothing is written twice, and a cut archive refuses everything.
+        assert!(matches!(
+            import_skills_tar(&tar, false, &ExportLimits::default(), &out),
+            Err(ExportError::Exists(_))
+        ));
+        let cut = import_skills_tar(
+            &tar,
+            true,
+            &ExportLimits::default(),
+            &dir.path().join("cut"),
+        )
+        .unwrap();
+        assert!(cut.skills.is_empty());
+        // Size limits apply per file.
+        let small = ExportLimits {
+            max_file_bytes: 4,
+            ..Default::default()
+        };
+        let r = import_skills_tar(&tar, false, &small, &dir.path().join("small")).unwrap();
+        assert!(r.skills.is_empty());
     }
 
     #[test]

@@ -211,6 +211,9 @@ pub struct LearnOptions {
     pub max_tries: u32,
     /// Size limit of the trajectory summary, bytes.
     pub summary_limit: usize,
+    /// Learn only from the trials of these tasks (an experiment's train tasks); `None`: every
+    /// task's. Curated skills are uploaded for every task either way.
+    pub tasks: Option<Vec<String>>,
 }
 
 impl LearnOptions {
@@ -229,6 +232,7 @@ impl LearnOptions {
             server_wait: Duration::from_secs(15 * 60),
             max_tries: 3,
             summary_limit: crate::harbor::summary::DEFAULT_LIMIT,
+            tasks: None,
         }
     }
 }
@@ -510,6 +514,11 @@ impl Learner {
         let trials: Vec<TrialRow> = queries::current_trials(&conn, run.id)?
             .into_iter()
             .filter(|t| t.condition == opts.condition)
+            .filter(|t| {
+                opts.tasks
+                    .as_ref()
+                    .is_none_or(|only| only.contains(&t.task_id))
+            })
             .collect();
         drop(conn);
 

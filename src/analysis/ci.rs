@@ -76,6 +76,62 @@ impl CiMethod {
     }
 }
 
+/// A bootstrap interval of a statistic that may be undefined in some resamples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CiOfRatio {
+    /// The interval over the resamples where the statistic was defined.
+    pub ci: Ci,
+    /// Resamples where it was not (left out of the interval).
+    pub undefined: usize,
+    /// Resamples drawn.
+    pub resamples: usize,
+}
+
+impl CiMethod {
+    /// The interval of the share of the gap between `low` and `high` that `treated` closes,
+    /// `(mean(treated) − mean(low)) / (mean(high) − mean(low))` over per-task means (same tasks,
+    /// same order): tasks are resampled together as for [`CiMethod::paired_difference`]; a
+    /// resample whose gap is not positive (`high` not above `low`) has no share and is left out
+    /// and counted. `None` for empty or unequal slices, or when no resample has a gap.
+    pub fn gap_closed(&self, treated: &[f64], low: &[f64], high: &[f64]) -> Option<CiOfRatio> {
+        let n = treated.len();
+        if n == 0 || low.len() != n || high.len() != n || self.resamples == 0 {
+            return None;
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        let mut shares = Vec::with_capacity(self.resamples);
+        let mut undefined = 0;
+        for _ in 0..self.resamples {
+            let (mut t, mut l, mut h) = (0.0, 0.0, 0.0);
+            for _ in 0..n {
+                let i = rng.random_range(0..n);
+                t += treated[i];
+                l += low[i];
+                h += high[i];
+            }
+            let gap = (h - l) / n as f64;
+            if gap > 1e-12 {
+                shares.push((t - l) / n as f64 / gap);
+            } else {
+                undefined += 1;
+            }
+        }
+        if shares.is_empty() {
+            return None;
+        }
+        shares.sort_by(f64::total_cmp);
+        let alpha = (1.0 - self.level) / 2.0;
+        Some(CiOfRatio {
+            ci: Ci {
+                low: percentile(&shares, alpha),
+                high: percentile(&shares, 1.0 - alpha),
+            },
+            undefined,
+            resamples: self.resamples,
+        })
+    }
+}
+
 /// Percentile bootstrap of the mean of `values`.
 pub fn bootstrap(values: &[f64], resamples: usize, seed: u64, level: f64) -> Option<Ci> {
     let n = values.len();
@@ -122,6 +178,29 @@ mod tests {
         assert_eq!(percentile(&v, 1.0), 4.0);
         assert!((percentile(&v, 0.5) - 2.5).abs() < 1e-12);
         assert!((percentile(&v, 0.25) - 1.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn gap_closed_is_a_ratio_of_paired_means() {
+        let m = CiMethod::default();
+        // A' closes exactly half of every task's gap.
+        let low = [0.0, 0.2, 0.4, 0.0];
+        let high = [1.0, 0.6, 0.8, 0.5];
+        let treated: Vec<f64> = low.iter().zip(&high).map(|(l, h)| (l + h) / 2.0).collect();
+        let r = m.gap_closed(&treated, &low, &high).unwrap();
+        assert!(
+            (r.ci.low - 0.5).abs() < 1e-9 && (r.ci.high - 0.5).abs() < 1e-9,
+            "{r:?}"
+        );
+        assert_eq!(r.undefined, 0);
+        // No gap anywhere: undefined.
+        assert!(
+            m.gap_closed(&[0.5, 0.5], &[0.5, 0.5], &[0.5, 0.5])
+                .is_none()
+        );
+        // Resamples without a gap are counted, not used.
+        let r = m.gap_closed(&[1.0, 0.0], &[0.0, 0.0], &[1.0, 0.0]).unwrap();
+        assert!(r.undefined > 0 && r.undefined < m.resamples, "{r:?}");
     }
 
     #[test]

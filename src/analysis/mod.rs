@@ -4,6 +4,7 @@
 
 pub mod ci;
 pub mod failure_category;
+pub mod hypotheses;
 pub mod invocations;
 pub mod metrics;
 pub mod paper;

@@ -426,6 +426,13 @@ pub struct Results {
     pub paper: Vec<PaperRow>,
     /// Findings a reader must not miss (infrastructure failures that move Δ, …).
     pub notes: Vec<String>,
+    /// The evaluation plan's hypotheses answered over [`Results::tasks`] (experiments), then over
+    /// each side of a split.
+    pub hypotheses: Vec<super::hypotheses::Hypothesis>,
+    /// Held-out transfer (experiments with a split).
+    pub held_out: Option<HeldOut>,
+    /// The skills each task received in round 2 (experiments).
+    pub round2_skills: Vec<Round2Skills>,
     /// Set when the results are interim: planned trials have not finished (a run in progress or
     /// stopped, an import with missing trials), or a run is still running.
     pub interim: Option<Interim>,
@@ -541,13 +548,91 @@ impl GroupedNotes {
     }
 }
 
-/// The plan's primary comparisons for an experiment.
-pub const EXPERIMENT_COMPARISONS: [(&str, &str, &str); 4] = [
+/// The plan's primary comparisons for an experiment, then those with condition C
+/// (self-generated skills) when it ran.
+pub const EXPERIMENT_COMPARISONS: [(&str, &str, &str); 6] = [
     ("A' vs A", "A'", "A"),
     ("B' vs B", "B'", "B"),
     ("A' vs B", "A'", "B"),
     ("B' vs A'", "B'", "A'"),
+    ("A' vs C", "A'", "C"),
+    ("C vs A", "C", "A"),
 ];
+
+/// An experiment's held-out split as stored (`experiments.split`; written by
+/// [`crate::experiment::split`]).
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct SplitInfo {
+    /// `stratified`.
+    pub method: String,
+    /// Share of tasks held out.
+    pub test_fraction: f64,
+    /// Seed.
+    pub seed: u64,
+    /// `test` or `all`: the tasks round 2 ran.
+    pub round2: String,
+    /// Train task ids.
+    pub train: Vec<String>,
+    /// Test task ids.
+    pub test: Vec<String>,
+}
+
+/// One condition's pass rate on a subset of the tasks.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SubsetCondition {
+    /// `A`, `B`, `C`, `A'`, `B'`.
+    pub label: String,
+    /// Method D pass rate over the subset, fraction.
+    pub pass_rate: f64,
+    /// Its CI.
+    pub ci: Option<Ci>,
+    /// Tasks.
+    pub n_tasks: usize,
+}
+
+/// Results on a subset of an experiment's tasks: the train tasks (same-task: skills learned from
+/// these very tasks) or the test tasks (held-out: skills learned elsewhere).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Subset {
+    /// `same-task` or `held-out`.
+    pub name: String,
+    /// Its tasks.
+    pub tasks: Vec<String>,
+    /// Each condition over them.
+    pub conditions: Vec<SubsetCondition>,
+    /// The plan's comparisons over them (Δ, g, CIs).
+    pub comparisons: Vec<Comparison>,
+    /// pass@2-adaptive over them (overall rows).
+    pub adaptive: Vec<Adaptive>,
+    /// The hypotheses over them.
+    pub hypotheses: Vec<super::hypotheses::Hypothesis>,
+}
+
+/// Held-out transfer: the split and the results on each side of it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HeldOut {
+    /// The split.
+    pub split: SplitInfo,
+    /// `same-task` (when round 2 ran the train tasks) and `held-out`.
+    pub subsets: Vec<Subset>,
+}
+
+/// The skills one task received in round 2 from one space (`round2_skills`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Round2Skills {
+    /// `A'` or `B'`.
+    pub condition: String,
+    /// The space (`LS-A`).
+    pub space: String,
+    /// Task.
+    pub task: String,
+    /// `all`, `domain` or `task`.
+    pub mode: String,
+    /// How many.
+    pub n_skills: u32,
+    /// Which (folder names).
+    pub skills: Vec<String>,
+}
 
 /// Rank of a difficulty in tables (easy/core first).
 fn difficulty_order(d: &str) -> (u8, String) {
@@ -560,7 +645,10 @@ fn difficulty_order(d: &str) -> (u8, String) {
     (r, d.to_string())
 }
 
-/// Computes the results of `selection`.
+/// Computes the results of `selection`. For an experiment with a held-out split whose round 2
+/// ran, the fixed task set is round 2's (the tasks both rounds ran), and [`Results::held_out`]
+/// gives the same-task and held-out results separately; [`Results::hypotheses`] answers the
+/// plan's hypotheses over each.
 ///
 /// # Errors
 /// [`StoreError::NotFound`] for an unknown run or experiment; SQL errors.
@@ -568,6 +656,107 @@ pub fn analyze(
     conn: &Connection,
     selection: &Selection,
     method: &CiMethod,
+) -> Result<Results, StoreError> {
+    let Selection::Experiment(name) = selection else {
+        return analyze_tasks(conn, selection, method, None);
+    };
+    let e = lq::find_experiment(conn, name)?
+        .ok_or_else(|| StoreError::NotFound(format!("no experiment named {name:?}")))?;
+    let split: Option<SplitInfo> = e
+        .split
+        .as_ref()
+        .and_then(|v| serde_json::from_value(v.clone()).ok());
+    let round2_tasks: Option<std::collections::BTreeSet<String>> =
+        match queries::find_run(conn, &e.round2_run)? {
+            Some(r2) if split.is_some() => Some(
+                queries::run_tasks(conn, r2.id)?
+                    .into_iter()
+                    .map(|t| t.task_id)
+                    .collect(),
+            ),
+            _ => None,
+        };
+    let mut results = analyze_tasks(conn, selection, method, round2_tasks.as_ref())?;
+    results.hypotheses = super::hypotheses::answer("all tasks", &results.conditions, method);
+    if let Some(split) = split {
+        let mut subsets = Vec::new();
+        for (side, ids) in [("same-task", &split.train), ("held-out", &split.test)] {
+            let ids: std::collections::BTreeSet<String> = ids
+                .iter()
+                .filter(|t| round2_tasks.as_ref().is_none_or(|r| r.contains(*t)))
+                .cloned()
+                .collect();
+            if ids.is_empty() {
+                continue;
+            }
+            let r = analyze_tasks(conn, selection, method, Some(&ids))?;
+            subsets.push(Subset {
+                name: side.to_string(),
+                tasks: ids.into_iter().collect(),
+                hypotheses: super::hypotheses::answer(side, &r.conditions, method),
+                conditions: r
+                    .conditions
+                    .iter()
+                    .map(|c| SubsetCondition {
+                        label: c.label.clone(),
+                        pass_rate: c.pass_rate,
+                        ci: c.ci,
+                        n_tasks: c.n_tasks,
+                    })
+                    .collect(),
+                comparisons: r.comparisons,
+                adaptive: r
+                    .adaptive
+                    .into_iter()
+                    .filter(|a| a.scope == "overall")
+                    .collect(),
+            });
+        }
+        for s in &subsets {
+            results.hypotheses.extend(s.hypotheses.iter().cloned());
+        }
+        if round2_tasks.is_some() {
+            results.notes.push(format!(
+                "Held-out split: the pass rates above are over the {} task(s) round 2 ran; same-task and held-out results are reported separately.",
+                results.tasks.len()
+            ));
+        }
+        results.held_out = Some(HeldOut { split, subsets });
+    }
+    // The skills each task received in round 2, by space: A' from the plan's space a, B' from b.
+    let label_of = |side: &str, default: &str| {
+        e.plan["spaces"][side]["label"]
+            .as_str()
+            .unwrap_or(default)
+            .to_string()
+    };
+    let (a, b) = (label_of("a", "LS-A"), label_of("b", "LS-B"));
+    for row in lq::round2_skills(conn, name)? {
+        let condition = if row.label == a {
+            "A'"
+        } else if row.label == b {
+            "B'"
+        } else {
+            "?"
+        };
+        results.round2_skills.push(Round2Skills {
+            condition: condition.to_string(),
+            space: row.label,
+            task: row.task_id,
+            mode: row.mode,
+            n_skills: row.n_skills,
+            skills: row.skills,
+        });
+    }
+    Ok(results)
+}
+
+/// [`analyze`] over the fixed task set, or only the tasks in `only`.
+fn analyze_tasks(
+    conn: &Connection,
+    selection: &Selection,
+    method: &CiMethod,
+    only: Option<&std::collections::BTreeSet<String>>,
 ) -> Result<Results, StoreError> {
     // Runs and labels.
     let (experiment, runs): (Option<String>, Vec<RunRow>) = match selection {
@@ -608,6 +797,9 @@ pub fn analyze(
     };
     for r in task_runs {
         for t in queries::run_tasks(conn, r.id)? {
+            if only.is_some_and(|o| !o.contains(&t.task_id)) {
+                continue;
+            }
             tasks.entry(t.task_id.clone()).or_insert(TaskInfo {
                 id: t.task_id,
                 domain: t.domain,
@@ -639,6 +831,7 @@ pub fn analyze(
             let label = match (&experiment, ri, ci) {
                 (Some(_), 0, 0) => "A".to_string(),
                 (Some(_), 0, 1) => "B".to_string(),
+                (Some(_), 0, 2) => "C".to_string(),
                 (Some(_), 1, 0) => "A'".to_string(),
                 (Some(_), 1, 1) => "B'".to_string(),
                 _ if many => format!("{}: {}", run.name, condition_label(cond)),
@@ -973,6 +1166,12 @@ pub fn analyze(
                     (Some(a), Some(b)) => Some(a - b),
                     _ => None,
                 },
+                // The paper ran the generate-first variant (`self-generated`).
+                "pass_self_generated" => of("self-generated"),
+                "delta_self_generated" => match (of("self-generated"), of("no-skills")) {
+                    (Some(a), Some(b)) => Some(a - b),
+                    _ => None,
+                },
                 _ => None,
             };
             paper_rows.push(PaperRow {
@@ -1108,6 +1307,9 @@ pub fn analyze(
         adaptive,
         paper: paper_rows,
         notes,
+        hypotheses: Vec::new(),
+        held_out: None,
+        round2_skills: Vec::new(),
     })
 }
 

@@ -1,13 +1,17 @@
 //! Skill conditions: which skills, if any, an agent can reach in a trial.
 //!
-//! The evaluation plan's conditions map onto three kinds: A = [`Condition::NoSkills`],
-//! B = [`Condition::Curated`] (the task's own `environment/skills`), and A'/B' =
-//! [`Condition::Skills`] (a folder of exported skills that replaces `environment/skills`).
+//! The evaluation plan's conditions map onto these kinds: A = [`Condition::NoSkills`],
+//! B = [`Condition::Curated`] (the task's own `environment/skills`), A'/B' =
+//! [`Condition::Skills`] (a folder of exported skills that replaces `environment/skills`) or
+//! [`Condition::SkillsByTask`] (one such folder per task, for round-2 skill selection), and
+//! C = [`Condition::SelfGenerated`] (no skills, the agent writes its own; see
+//! [`super::selfgen`]).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::BenchError;
+use super::selfgen::SelfGeneration;
 
 /// A skill condition.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -21,22 +25,51 @@ pub enum Condition {
         /// Absolute path of the skills folder.
         dir: PathBuf,
     },
+    /// A folder holding one skills folder per task, `<dir>/<task id>/<name>/SKILL.md`: each task
+    /// gets only its own subfolder (none when it has no subfolder). Round 2 of an experiment with
+    /// `round2_skills = "domain"` or `"task"`.
+    SkillsByTask {
+        /// Absolute path of the folder of per-task skills folders.
+        dir: PathBuf,
+    },
+    /// Condition C: no skills in the image (the same checks as no-skills); the agent is asked to
+    /// write its own skills (`self-generated`, `self-generated:two-phase`).
+    SelfGenerated(SelfGeneration),
 }
 
 impl Condition {
-    /// Parses `no-skills` (or `A`), `curated` (or `B`), or `skills:<dir>`.
-    /// A relative `<dir>` is resolved against the current directory.
+    /// Parses `no-skills` (or `A`), `curated` (or `B`), `self-generated` (or `C`),
+    /// `self-generated:two-phase`, `skills:<dir>` or `skills-by-task:<dir>`. A relative `<dir>` is
+    /// resolved against the current directory. A self-generated condition parses with
+    /// skillscope's own prompt and no skill creator ([`Condition::with_self_generation`] sets them).
     ///
     /// # Errors
-    /// [`BenchError::Condition`] for an unknown name or a `skills:` folder that does not exist.
+    /// [`BenchError::Condition`] for an unknown name or a folder that does not exist.
     pub fn parse(spec: &str) -> Result<Condition, BenchError> {
         let spec = spec.trim();
         match spec {
             "no-skills" | "noskills" | "A" => return Ok(Condition::NoSkills),
             "curated" | "B" => return Ok(Condition::Curated),
+            "self-generated" | "C" => {
+                return Ok(Condition::SelfGenerated(SelfGeneration::default()));
+            }
+            "self-generated:two-phase" => {
+                return Ok(Condition::SelfGenerated(SelfGeneration {
+                    two_phase: true,
+                    ..Default::default()
+                }));
+            }
             _ => {}
         }
-        if let Some(dir) = spec.strip_prefix("skills:") {
+        let (dir, by_task) = match (
+            spec.strip_prefix("skills:"),
+            spec.strip_prefix("skills-by-task:"),
+        ) {
+            (Some(d), _) => (Some(d), false),
+            (_, Some(d)) => (Some(d), true),
+            _ => (None, false),
+        };
+        if let Some(dir) = dir {
             let path = Path::new(dir);
             let abs = std::fs::canonicalize(path).map_err(|e| BenchError::Condition {
                 spec: spec.to_string(),
@@ -48,12 +81,53 @@ impl Condition {
                     message: format!("{} is not a folder", abs.display()),
                 });
             }
-            return Ok(Condition::Skills { dir: abs });
+            return Ok(if by_task {
+                Condition::SkillsByTask { dir: abs }
+            } else {
+                Condition::Skills { dir: abs }
+            });
         }
         Err(BenchError::Condition {
             spec: spec.to_string(),
-            message: "expected no-skills, curated or skills:<dir>".into(),
+            message: "expected no-skills, curated, self-generated, self-generated:two-phase, \
+                      skills:<dir> or skills-by-task:<dir>"
+                .into(),
         })
+    }
+
+    /// This condition with the operator's self-generation settings when it is a self-generated
+    /// one (`prompt`: the text of `--self-gen-prompt`; `skill_creator`: the absolute folder of
+    /// `--skill-creator`, used by the two-phase variant only); any other condition unchanged.
+    pub fn with_self_generation(
+        self,
+        prompt: Option<&str>,
+        skill_creator: Option<&Path>,
+    ) -> Condition {
+        match self {
+            Condition::SelfGenerated(mut s) => {
+                s.prompt = prompt.map(str::to_string);
+                s.skill_creator = skill_creator.filter(|_| s.two_phase).map(Path::to_path_buf);
+                Condition::SelfGenerated(s)
+            }
+            other => other,
+        }
+    }
+
+    /// The condition whose image this one runs in: a self-generated condition runs in the
+    /// no-skills image (same build, same leak check); every other condition in its own.
+    pub fn image_condition(&self) -> &Condition {
+        match self {
+            Condition::SelfGenerated(_) => &Condition::NoSkills,
+            other => other,
+        }
+    }
+
+    /// The self-generation settings of a self-generated condition.
+    pub fn self_generation(&self) -> Option<&SelfGeneration> {
+        match self {
+            Condition::SelfGenerated(s) => Some(s),
+            _ => None,
+        }
     }
 
     /// Parses a comma-separated list, keeping order and dropping duplicates.
@@ -71,53 +145,72 @@ impl Condition {
         Ok(out)
     }
 
-    /// The stable key stored in the database: `no-skills`, `curated` or `skills:<abs dir>`.
+    /// The stable key stored in the database: `no-skills`, `curated`, `self-generated`,
+    /// `self-generated:two-phase`, `skills:<abs dir>` or `skills-by-task:<abs dir>`. (A
+    /// self-generated condition's prompt is not part of its key: each trial records the exact
+    /// instruction it received in `agent/instruction.md`.)
     pub fn key(&self) -> String {
         match self {
             Condition::NoSkills => "no-skills".into(),
             Condition::Curated => "curated".into(),
             Condition::Skills { dir } => format!("skills:{}", dir.display()),
+            Condition::SkillsByTask { dir } => format!("skills-by-task:{}", dir.display()),
+            Condition::SelfGenerated(s) if s.two_phase => "self-generated:two-phase".into(),
+            Condition::SelfGenerated(_) => "self-generated".into(),
         }
     }
 
-    /// A short slug for folder names: `noskills`, `curated`, `skills-<folder name>`.
+    /// A short slug for folder names: `noskills`, `curated`, `selfgen`, `selfgen-2phase`,
+    /// `skills-<folder name>`, `skills-by-task-<folder name>`.
     pub fn slug(&self) -> String {
+        let base = |dir: &Path| {
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "dir".into())
+        };
         match self {
             Condition::NoSkills => "noskills".into(),
             Condition::Curated => "curated".into(),
-            Condition::Skills { dir } => {
-                let base = dir
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "dir".into());
-                format!("skills-{}", sanitize_slug(&base))
+            Condition::Skills { dir } => format!("skills-{}", sanitize_slug(&base(dir))),
+            Condition::SkillsByTask { dir } => {
+                format!("skills-by-task-{}", sanitize_slug(&base(dir)))
             }
+            Condition::SelfGenerated(s) if s.two_phase => "selfgen-2phase".into(),
+            Condition::SelfGenerated(_) => "selfgen".into(),
         }
     }
 
-    /// A short label for tables: `no-skills`, `curated`, `skills:<folder name>`.
+    /// A short label for tables: `no-skills`, `curated`, `self-generated`, `skills:<folder name>`,
+    /// `skills-by-task:<folder name>`.
     pub fn label(&self) -> String {
         condition_label(&self.key())
     }
 
-    /// True when this condition makes skills reachable by the agent.
+    /// True when the image of this condition holds skills (no-skills and self-generated: none).
     pub fn has_skills(&self) -> bool {
-        !matches!(self, Condition::NoSkills)
+        !matches!(self, Condition::NoSkills | Condition::SelfGenerated(_))
     }
+}
+
+/// True for the key of a self-generated condition (`self-generated`, `self-generated:two-phase`).
+pub fn is_self_generated_key(key: &str) -> bool {
+    key == "self-generated" || key.starts_with("self-generated:")
 }
 
 /// Short display label of a stored condition key (see [`Condition::key`]).
 pub fn condition_label(key: &str) -> String {
-    match key.strip_prefix("skills:") {
-        Some(dir) => format!(
-            "skills:{}",
-            Path::new(dir)
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| dir.to_string())
-        ),
-        None => key.to_string(),
+    for prefix in ["skills:", "skills-by-task:"] {
+        if let Some(dir) = key.strip_prefix(prefix) {
+            return format!(
+                "{prefix}{}",
+                Path::new(dir)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| dir.to_string())
+            );
+        }
     }
+    key.to_string()
 }
 
 /// Short labels of a run's conditions (keys, in run order), as the evaluation plan names them:
@@ -252,7 +345,26 @@ mod tests {
         assert_eq!(Condition::parse("no-skills").unwrap(), Condition::NoSkills);
         assert_eq!(Condition::parse("A").unwrap(), Condition::NoSkills);
         assert_eq!(Condition::parse("curated").unwrap(), Condition::Curated);
-        assert!(Condition::parse("self-generated").is_err());
+        let c = Condition::parse("self-generated").unwrap();
+        assert_eq!(
+            (c.key(), c.slug()),
+            ("self-generated".into(), "selfgen".into())
+        );
+        assert!(!c.has_skills());
+        assert_eq!(c.image_condition(), &Condition::NoSkills);
+        let two = Condition::parse("self-generated:two-phase").unwrap();
+        assert_eq!(two.key(), "self-generated:two-phase");
+        assert_eq!(Condition::parse(&two.key()).unwrap(), two);
+        let set = two.with_self_generation(Some("p"), Some(Path::new("/sc")));
+        let s = set.self_generation().unwrap();
+        assert_eq!(
+            (s.prompt.as_deref(), s.skill_creator.is_some()),
+            (Some("p"), true)
+        );
+        // The one-pass variant has no first session to mount a skill creator for.
+        let one = c.with_self_generation(None, Some(Path::new("/sc")));
+        assert!(one.self_generation().unwrap().skill_creator.is_none());
+        assert!(Condition::parse("self-generated:other").is_err());
     }
 
     #[test]
@@ -265,6 +377,10 @@ mod tests {
         assert_eq!(c.label(), "skills:Learned Skills");
         assert!(c.key().starts_with("skills:/"));
         assert!(Condition::parse("skills:/definitely/not/here").is_err());
+        let by = Condition::parse(&format!("skills-by-task:{}", dir.display())).unwrap();
+        assert_eq!(by.slug(), "skills-by-task-learned-skills");
+        assert_eq!(by.label(), "skills-by-task:Learned Skills");
+        assert_eq!(Condition::parse(&by.key()).unwrap(), by);
     }
 
     #[test]

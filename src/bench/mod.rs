@@ -6,6 +6,7 @@ pub mod condition;
 pub mod dockerfile;
 pub mod dockerignore;
 pub mod examples;
+pub mod selfgen;
 pub mod skill;
 pub mod task;
 

@@ -21,7 +21,10 @@ pub fn run_args(plan: &Plan, db: Option<PathBuf>) -> RunArgs {
     RunArgs {
         tasks: plan.tasks.clone(),
         task: plan.task.clone(),
+        // Condition C, when the plan has one, is added by the pipeline from the plan itself.
         conditions: "no-skills,curated".into(),
+        self_gen_prompt: None,
+        skill_creator: None,
         trials: plan.trials,
         agent: plan.agent.clone(),
         model: plan.model.clone(),
@@ -203,14 +206,27 @@ pub fn print_outcome(o: &ExperimentOutcome) {
         .iter()
         .map(|r| (r.label, r.summary.pass_rate))
         .collect();
-    if rates.len() == 4 {
+    if rates.len() >= 4 {
         crate::outln!("{}", comparisons_table(&COMPARISONS, &rates));
     }
     if !o.adaptive.is_empty() {
         crate::outln!("{}", super::table::adaptive_table(&o.adaptive));
     }
+    if o.finished && !o.hypotheses.is_empty() {
+        crate::outln!("hypotheses of the evaluation plan:");
+        for h in &o.hypotheses {
+            crate::outln!(
+                "  H{} [{}] {} — {}: {}",
+                h.number,
+                h.scope,
+                h.claim,
+                h.verdict.label(),
+                crate::text::sanitize(&h.answer)
+            );
+        }
+    }
     crate::outln!(
-        "pass rate = Method D over round 1's tasks (missing or errored trials count 0); Δ in percentage points; g = normalized gain"
+        "pass rate = Method D over round 1's tasks (with a held-out split: the tasks round 2 ran; missing or errored trials count 0); Δ in percentage points; g = normalized gain"
     );
     if !o.adaptive.is_empty() {
         crate::outln!(

@@ -134,7 +134,7 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
     let label = args.label.clone().unwrap_or_else(|| match condition {
         Condition::NoSkills => "LS-A".into(),
         Condition::Curated => "LS-B".into(),
-        Condition::Skills { .. } => format!("LS-{}", condition.slug()),
+        _ => format!("LS-{}", condition.slug()),
     });
     let curated = match args.start.as_deref() {
         None => condition == Condition::Curated,

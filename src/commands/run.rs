@@ -73,6 +73,11 @@ pub fn build_request(args: &RunArgs) -> Result<(RunRequest, PathBuf)> {
     if conditions.is_empty() {
         return Err(eyre!("--conditions names no condition"));
     }
+    let conditions = self_generation(
+        conditions,
+        args.self_gen_prompt.as_deref(),
+        args.skill_creator.as_deref(),
+    )?;
     if args.trials == 0 {
         return Err(eyre!("--trials must be at least 1"));
     }
@@ -100,6 +105,61 @@ pub fn build_request(args: &RunArgs) -> Result<(RunRequest, PathBuf)> {
         resume_command: None,
     };
     Ok((req, db))
+}
+
+/// Applies `--self-gen-prompt` (read now; the text travels with the condition) and
+/// `--skill-creator` (made absolute) to the self-generated conditions of `conditions`.
+///
+/// # Errors
+/// An unreadable prompt file, a skill creator that is not a folder, or either option given
+/// without a self-generated condition that uses it.
+pub fn self_generation(
+    conditions: Vec<Condition>,
+    prompt: Option<&std::path::Path>,
+    skill_creator: Option<&std::path::Path>,
+) -> Result<Vec<Condition>> {
+    let any = conditions.iter().any(|c| c.self_generation().is_some());
+    let two_phase = conditions
+        .iter()
+        .any(|c| c.self_generation().is_some_and(|g| g.two_phase));
+    if prompt.is_some() && !any {
+        return Err(eyre!(
+            "--self-gen-prompt needs a self-generated condition in --conditions"
+        ));
+    }
+    if skill_creator.is_some() && !two_phase {
+        return Err(eyre!(
+            "--skill-creator needs self-generated:two-phase in --conditions"
+        ));
+    }
+    let text = match prompt {
+        Some(p) => Some(
+            std::fs::read_to_string(p)
+                .wrap_err_with(|| format!("--self-gen-prompt {}", p.display()))?,
+        ),
+        None => None,
+    };
+    if text.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(eyre!("--self-gen-prompt file is empty"));
+    }
+    let creator = match skill_creator {
+        Some(d) => {
+            let abs = std::fs::canonicalize(d)
+                .wrap_err_with(|| format!("--skill-creator {}", d.display()))?;
+            if !abs.join("SKILL.md").is_file() {
+                return Err(eyre!(
+                    "--skill-creator {}: a skill folder needs a SKILL.md",
+                    abs.display()
+                ));
+            }
+            Some(abs)
+        }
+        None => None,
+    };
+    Ok(conditions
+        .into_iter()
+        .map(|c| c.with_self_generation(text.as_deref(), creator.as_deref()))
+        .collect())
 }
 
 /// Runs `skillscope run`: the dashboard when stdout is a terminal (and not `--headless`), else a

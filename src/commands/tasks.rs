@@ -140,6 +140,8 @@ async fn check(args: TasksArgs) -> Result<()> {
         max_cost: None,
         detach: false,
         no_mouse: true,
+        self_gen_prompt: None,
+        skill_creator: None,
     };
     let (mut req, db) = super::run::build_request(&run_args)?;
     let name = req

@@ -28,12 +28,28 @@
 //! keep_default_skills = false
 //! [spaces.b]                      # LS-B: learns from condition B, starts with the curated skills
 //! label = "LS-B"
+//!
+//! [self_generated]                # optional: round 1 adds condition C (self-generated skills)
+//! two_phase = false               # true: self-generated:two-phase
+//! prompt = "c6-prompt.md"         # optional: replaces skillscope's generate-first prompt
+//! skill_creator = "skill-creator" # optional, two-phase only: a skill-writing skill
+//!
+//! [split]                         # optional: held-out transfer
+//! method = "stratified"           # by domain and difficulty
+//! test_fraction = 0.3
+//! seed = 1
+//! round2 = "test"                 # round 2 runs the test tasks ("all": train tasks too)
+//!
+//! round2_skills = "all"           # or "domain", "task" (top level, before any table)
 //! ```
 
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::selection::Round2Skills;
+use super::split::SplitPlan;
+use crate::bench::Condition;
 use crate::config::{AcontextFileSettings, ConfigError, RunFileSettings};
 
 fn default_agent() -> String {
@@ -91,6 +107,23 @@ impl Default for SpacesPlan {
     }
 }
 
+/// The optional condition C: self-generated skills in round 1 (see [`crate::bench::selfgen`]).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SelfGeneratedPlan {
+    /// `self-generated:two-phase` instead of `self-generated`.
+    #[serde(default)]
+    pub two_phase: bool,
+    /// A prompt file replacing skillscope's own (e.g. the paper's Appendix C.6 text).
+    pub prompt: Option<PathBuf>,
+    /// A skill-writing skill for the first session (two-phase only).
+    pub skill_creator: Option<PathBuf>,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
 /// An experiment plan as written.
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -130,6 +163,15 @@ pub struct Plan {
     /// The learning spaces.
     #[serde(default)]
     pub spaces: SpacesPlan,
+    /// Condition C (self-generated skills) in round 1, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_generated: Option<SelfGeneratedPlan>,
+    /// Held-out transfer: train/test split of the tasks, when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitPlan>,
+    /// Which skills of an export each task gets in round 2.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub round2_skills: Round2Skills,
 }
 
 impl Plan {
@@ -168,6 +210,10 @@ impl Plan {
         }
         fix(&mut plan.catalog);
         fix(&mut plan.run.ca_bundle);
+        if let Some(sg) = plan.self_generated.as_mut() {
+            fix(&mut sg.prompt);
+            fix(&mut sg.skill_creator);
+        }
         if plan.name.is_none() {
             plan.name = path.file_stem().map(|s| s.to_string_lossy().into_owned());
         }
@@ -178,27 +224,88 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Checks values a TOML type cannot.
+    /// Checks values a TOML type cannot, reporting every problem (each naming its key).
     ///
     /// # Errors
-    /// A message naming the key.
+    /// The problems, joined by `; `.
     pub fn check(&self) -> Result<(), String> {
+        let mut problems = Vec::new();
         if self.trials == 0 {
-            return Err("trials must be at least 1".into());
+            problems.push("trials must be at least 1".to_string());
         }
         let name = self.name();
         if name.is_empty() || crate::bench::condition::sanitize_slug(&name) != name {
-            return Err(format!(
+            problems.push(format!(
                 "name {name:?} must be lowercase letters, digits, '.', '_' or '-'"
             ));
         }
         if self.spaces.a.label == self.spaces.b.label || self.spaces.a.label.is_empty() {
-            return Err("spaces.a.label and spaces.b.label must differ and not be empty".into());
+            problems.push("spaces.a.label and spaces.b.label must differ and not be empty".into());
         }
-        if let Some(m) = &self.acontext.status_mode {
-            crate::acontext::learn::StatusMode::parse(m)?;
+        if let Some(m) = &self.acontext.status_mode
+            && let Err(e) = crate::acontext::learn::StatusMode::parse(m)
+        {
+            problems.push(e);
         }
-        Ok(())
+        if let Some(split) = &self.split {
+            problems.extend(split.problems());
+        }
+        if let Some(sg) = &self.self_generated {
+            if let Some(p) = &sg.prompt
+                && !p.is_file()
+            {
+                problems.push(format!(
+                    "[self_generated] prompt = {}: no such file",
+                    p.display()
+                ));
+            }
+            match &sg.skill_creator {
+                Some(_) if !sg.two_phase => problems.push(
+                    "[self_generated] skill_creator needs two_phase = true (only the two-phase variant has a skill-writing session)".into(),
+                ),
+                Some(d) if !d.join("SKILL.md").is_file() => problems.push(format!(
+                    "[self_generated] skill_creator = {}: not a skill folder (no SKILL.md)",
+                    d.display()
+                )),
+                _ => {}
+            }
+        }
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            Err(problems.join("; "))
+        }
+    }
+
+    /// Condition C of round 1 (`self-generated` or `self-generated:two-phase` with the plan's
+    /// prompt and skill creator), when the plan has one.
+    ///
+    /// # Errors
+    /// [`ConfigError::Value`] naming `[self_generated] prompt` when the file cannot be read.
+    pub fn condition_c(&self) -> Result<Option<Condition>, ConfigError> {
+        let Some(sg) = &self.self_generated else {
+            return Ok(None);
+        };
+        let prompt = match &sg.prompt {
+            Some(p) => Some(std::fs::read_to_string(p).map_err(|e| ConfigError::Value {
+                setting: "[self_generated] prompt".into(),
+                message: format!("{}: {e}", p.display()),
+            })?),
+            None => None,
+        };
+        let base = if sg.two_phase {
+            "self-generated:two-phase"
+        } else {
+            "self-generated"
+        };
+        let c = Condition::parse(base).map_err(|e| ConfigError::Value {
+            setting: "[self_generated]".into(),
+            message: e.to_string(),
+        })?;
+        Ok(Some(c.with_self_generation(
+            prompt.as_deref(),
+            sg.skill_creator.as_deref(),
+        )))
     }
 
     /// The experiment name.
@@ -208,8 +315,18 @@ impl Plan {
 
     /// The plan as stored with the experiment: everything that decides its results (no secret
     /// values exist in a plan — only the name of the key's variable).
+    /// A custom self-generation prompt is stored with its SHA-256, so running the plan again with
+    /// a changed prompt file is refused as another plan.
     pub fn public_json(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+        let mut v = serde_json::to_value(self).unwrap_or(serde_json::Value::Null);
+        if let Some(p) = self.self_generated.as_ref().and_then(|s| s.prompt.as_ref()) {
+            use sha2::{Digest, Sha256};
+            let sha = std::fs::read(p)
+                .map(|b| hex::encode(Sha256::digest(&b)))
+                .unwrap_or_else(|e| format!("unreadable: {e}"));
+            v["self_generated"]["prompt_sha256"] = serde_json::json!(sha);
+        }
+        v
     }
 }
 
@@ -246,5 +363,60 @@ mod tests {
         assert!(e.contains("x.toml") && e.contains("trails"), "{e}");
         std::fs::write(&p, "[spaces.a]\nlabel = \"S\"\n[spaces.b]\nlabel = \"S\"\n").unwrap();
         assert!(Plan::load(&p).is_err());
+        // Every wrong value of the new tables is named, not only the first.
+        std::fs::write(
+            &p,
+            "trials = 0\nround2_skills = \"domain\"\n[split]\nmethod = \"random\"\ntest_fraction = 1.5\n[self_generated]\nprompt = \"nope.md\"\nskill_creator = \"sc\"\n",
+        )
+        .unwrap();
+        let e = Plan::load(&p).unwrap_err().to_string();
+        for key in [
+            "trials",
+            "method",
+            "test_fraction",
+            "prompt",
+            "skill_creator",
+        ] {
+            assert!(e.contains(key), "{key}: {e}");
+        }
+        std::fs::write(&p, "round2_skills = \"some\"\n").unwrap();
+        let e = Plan::load(&p).unwrap_err().to_string();
+        assert!(e.contains("round2_skills"), "{e}");
+    }
+
+    #[test]
+    fn condition_c_split_and_selection() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("c6.md"), "Write skills first.").unwrap();
+        let p = dir.path().join("exp.toml");
+        std::fs::write(
+            &p,
+            "round2_skills = \"task\"\n[self_generated]\nprompt = \"c6.md\"\n[split]\ntest_fraction = 0.25\nseed = 3\nround2 = \"all\"\n",
+        )
+        .unwrap();
+        let plan = Plan::load(&p).unwrap();
+        let c = plan.condition_c().unwrap().unwrap();
+        assert_eq!(c.key(), "self-generated");
+        assert_eq!(
+            c.self_generation().unwrap().prompt.as_deref(),
+            Some("Write skills first.")
+        );
+        assert_eq!(plan.round2_skills, Round2Skills::Task);
+        let split = plan.split.as_ref().unwrap();
+        assert_eq!(split.round2, super::super::split::Round2Tasks::All);
+        let json = plan.public_json();
+        assert_eq!(
+            json["self_generated"]["prompt_sha256"]
+                .as_str()
+                .unwrap()
+                .len(),
+            64
+        );
+        // A plan without the new tables stores what it stored before they existed.
+        let old: Plan = toml::from_str("trials = 2\n").unwrap();
+        let j = old.public_json();
+        for key in ["self_generated", "split", "round2_skills"] {
+            assert!(j.get(key).is_none(), "{key}: {j}");
+        }
     }
 }

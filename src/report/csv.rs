@@ -13,7 +13,9 @@ use super::Report;
 /// The file names and contents, in a fixed order: `conditions.csv`, `comparisons.csv`,
 /// `per_task.csv`, `task_changes.csv`, `domains.csv`, `difficulties.csv`, `failures.csv`,
 /// `failure_categories.csv`, `failure_shifts.csv` (modes and categories), `efficiency.csv`, `flaky.csv`, `pass_at_2.csv`, `paper.csv`, `skill_content.csv`,
-/// `skill_buckets.csv`, `skills.csv`.
+/// `skill_buckets.csv`, `skills.csv`; for experiments also `hypotheses.csv`, and when they have
+/// rows `held_out.csv` (per side of a split: conditions and comparisons), `round2_skills.csv`
+/// and `generated_skills.csv`.
 pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
     let r = &report.results;
     let mut out = Vec::new();
@@ -511,7 +513,129 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
             }),
         ),
     ));
+    comparison_tables(report, &mut out);
     out
+}
+
+/// The tables of the hypotheses, held-out transfer, round-2 skills and generated skills.
+fn comparison_tables(report: &Report, out: &mut Vec<(&'static str, String)>) {
+    let r = &report.results;
+    if !r.hypotheses.is_empty() {
+        out.push((
+            "hypotheses.csv",
+            table(
+                &[
+                    "number", "scope", "claim", "measure", "unit", "value", "ci_low", "ci_high",
+                    "verdict", "n_tasks", "answer",
+                ],
+                r.hypotheses.iter().map(|h| {
+                    vec![
+                        h.number.to_string(),
+                        text(&h.scope),
+                        text(&h.claim),
+                        text(&h.measure),
+                        text(&h.unit),
+                        opt(h.value),
+                        ci_low(h.ci),
+                        ci_high(h.ci),
+                        h.verdict.label().to_string(),
+                        h.n_tasks.to_string(),
+                        text(&h.answer),
+                    ]
+                }),
+            ),
+        ));
+    }
+    if let Some(h) = &r.held_out {
+        let mut rows = Vec::new();
+        for sub in &h.subsets {
+            for c in &sub.conditions {
+                rows.push(vec![
+                    text(&sub.name),
+                    "condition".into(),
+                    text(&c.label),
+                    String::new(),
+                    c.pass_rate.to_string(),
+                    ci_low(c.ci),
+                    ci_high(c.ci),
+                    String::new(),
+                    c.n_tasks.to_string(),
+                ]);
+            }
+            for c in &sub.comparisons {
+                rows.push(vec![
+                    text(&sub.name),
+                    "comparison".into(),
+                    text(&c.with),
+                    text(&c.without),
+                    c.delta_pp.to_string(),
+                    ci_low(c.delta_ci_pp),
+                    ci_high(c.delta_ci_pp),
+                    opt(c.g),
+                    sub.tasks.len().to_string(),
+                ]);
+            }
+            for a in &sub.adaptive {
+                rows.push(vec![
+                    text(&sub.name),
+                    "pass@2-adaptive gain".into(),
+                    text(&a.name),
+                    String::new(),
+                    a.gain_pp.to_string(),
+                    ci_low(a.gain_ci_pp),
+                    ci_high(a.gain_ci_pp),
+                    String::new(),
+                    a.n_tasks.to_string(),
+                ]);
+            }
+        }
+        out.push((
+            "held_out.csv",
+            table(
+                &[
+                    "subset", "kind", "label", "baseline", "value", "ci_low", "ci_high", "g",
+                    "n_tasks",
+                ],
+                rows.into_iter(),
+            ),
+        ));
+    }
+    if !r.round2_skills.is_empty() {
+        out.push((
+            "round2_skills.csv",
+            table(
+                &["condition", "space", "task", "mode", "n_skills", "skills"],
+                r.round2_skills.iter().map(|x| {
+                    vec![
+                        text(&x.condition),
+                        text(&x.space),
+                        text(&x.task),
+                        text(&x.mode),
+                        x.n_skills.to_string(),
+                        text(&x.skills.join(";")),
+                    ]
+                }),
+            ),
+        ));
+    }
+    let g = &report.skill_content.generated;
+    if !g.is_empty() {
+        out.push((
+            "generated_skills.csv",
+            table(
+                &["condition", "trials", "kept", "refused", "reasons"],
+                g.iter().map(|x| {
+                    vec![
+                        text(&x.condition),
+                        x.trials.to_string(),
+                        x.kept.to_string(),
+                        x.refused.to_string(),
+                        text(&x.reasons.join("; ")),
+                    ]
+                }),
+            ),
+        ));
+    }
 }
 
 fn text(s: &str) -> String {

@@ -169,7 +169,9 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
     }
 
     conditions(&mut out, r, specs);
+    hypotheses(&mut out, r);
     comparisons(&mut out, r);
+    held_out(&mut out, r);
     adaptive(&mut out, r);
     paper(&mut out, r);
     out.push_str("## By domain\n\n");
@@ -187,8 +189,245 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
     task_changes(&mut out, r, specs);
     failures(&mut out, r, specs);
     skill_content(&mut out, report);
+    round2_skills(&mut out, r);
+    generated_skills(&mut out, report);
     skills(&mut out, report, specs);
     out
+}
+
+/// The evaluation plan's hypotheses with the measured answers.
+fn hypotheses(out: &mut String, r: &Results) {
+    if r.hypotheses.is_empty() {
+        return;
+    }
+    out.push_str("## Hypotheses\n\nThe evaluation plan's hypotheses, each with the measured answer and its 95% CI: (1) learned skills improve on no skills — A' vs A — unlike SkillsBench's self-generated skills (−1.3 pp), and beat self-generated skills (A' vs C) when condition C ran; (2) they close part of the gap between no skills and curated skills, (A' − A) / (B − A), with a paired bootstrap CI over tasks (resamples without a gap are left out); (3) learning improves on curated skills, B' vs B. A hypothesis is supported when its interval lies above 0, contradicted when it lies at or below 0, inconclusive when it spans 0, undefined when curated skills do not beat no skills (no gap to close).\n\n");
+    header(
+        out,
+        &[
+            "#",
+            "Tasks",
+            "Hypothesis",
+            "Measure",
+            "Value",
+            "95% CI",
+            "Answer",
+        ],
+        &[false, false, false, false, true, true, false],
+    );
+    for h in &r.hypotheses {
+        let (value, ci) = match h.unit.as_str() {
+            "share" => (
+                h.value
+                    .map_or_else(|| "—".into(), |v| format!("{:.0}%", v * 100.0)),
+                h.ci.map_or_else(
+                    || "—".into(),
+                    |c| format!("[{:.0}%, {:.0}%]", c.low * 100.0, c.high * 100.0),
+                ),
+            ),
+            _ => (
+                h.value
+                    .map_or_else(|| "—".into(), |v| format!("{} pp", pp(v))),
+                ci_pp(h.ci),
+            ),
+        };
+        row(
+            out,
+            &[
+                h.number.to_string(),
+                md_cell(&h.scope),
+                md_cell(&h.claim),
+                md_cell(&h.measure),
+                value,
+                ci,
+                format!("**{}**: {}", h.verdict.label(), md_cell(&h.answer)),
+            ],
+        );
+    }
+    out.push('\n');
+}
+
+/// Held-out transfer: the split, then same-task and held-out results side by side.
+fn held_out(out: &mut String, r: &Results) {
+    let Some(h) = &r.held_out else {
+        return;
+    };
+    let s = &h.split;
+    out.push_str("## Held-out transfer\n\n");
+    let _ = writeln!(
+        out,
+        "Learning read only the train tasks' trials. Split: {} by domain and difficulty, test fraction {}, seed {}; round 2 ran {}.\n",
+        md_cell(&s.method),
+        s.test_fraction,
+        s.seed,
+        if s.round2 == "all" {
+            "the train and the test tasks"
+        } else {
+            "the test tasks only"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "- Train ({}): {}\n- Test, held out ({}): {}\n",
+        s.train.len(),
+        md_cell(&s.train.join(", ")),
+        s.test.len(),
+        md_cell(&s.test.join(", "))
+    );
+    for sub in &h.subsets {
+        let what = if sub.name == "held-out" {
+            "skills learned from other tasks"
+        } else {
+            "skills learned from these very tasks (an upper bound)"
+        };
+        let _ = writeln!(
+            out,
+            "### {} ({} tasks: {what})\n",
+            md_cell(&sub.name),
+            sub.tasks.len()
+        );
+        header(
+            out,
+            &["Condition", "Pass rate", "95% CI", "Tasks"],
+            &[false, true, true, true],
+        );
+        for c in &sub.conditions {
+            row(
+                out,
+                &[
+                    md_cell(&c.label),
+                    pct(c.pass_rate),
+                    ci_pct(c.ci),
+                    c.n_tasks.to_string(),
+                ],
+            );
+        }
+        out.push('\n');
+        if !sub.comparisons.is_empty() {
+            header(
+                out,
+                &[
+                    "Comparison",
+                    "With",
+                    "Without",
+                    "Δ (pp)",
+                    "95% CI (pp)",
+                    "g",
+                ],
+                &[false, true, true, true, true, true],
+            );
+            for c in &sub.comparisons {
+                row(
+                    out,
+                    &[
+                        md_cell(&c.name),
+                        pct(c.p_with),
+                        pct(c.p_without),
+                        pp(c.delta_pp),
+                        ci_pp(c.delta_ci_pp),
+                        gain(c.g),
+                    ],
+                );
+            }
+            out.push('\n');
+        }
+        if !sub.adaptive.is_empty() {
+            header(
+                out,
+                &[
+                    "Rounds",
+                    "pass@2-adaptive",
+                    "pass@2 (round 1)",
+                    "Adaptive gain (pp)",
+                    "95% CI (pp)",
+                ],
+                &[false, true, true, true, true],
+            );
+            for a in &sub.adaptive {
+                row(
+                    out,
+                    &[
+                        md_cell(&a.name),
+                        pct(a.pass2_adaptive),
+                        pct(a.pass2),
+                        pp(a.gain_pp),
+                        ci_pp(a.gain_ci_pp),
+                    ],
+                );
+            }
+            out.push('\n');
+        }
+    }
+}
+
+/// How many skills each task received in round 2 (`round2_skills`).
+fn round2_skills(out: &mut String, r: &Results) {
+    if r.round2_skills.is_empty() {
+        return;
+    }
+    let mode = &r.round2_skills[0].mode;
+    let _ = writeln!(
+        out,
+        "## Round-2 skills per task\n\nSelection `round2_skills = \"{}\"`: {}. The paper found 2–3 skills per task best and 4+ much worse.\n",
+        md_cell(mode),
+        match mode.as_str() {
+            "domain" => "each task got the skills whose provenance includes trials of its domain",
+            "task" => "each task got only the skills learned from (or curated for) the task itself",
+            _ => "every task got the whole export",
+        }
+    );
+    header(
+        out,
+        &["Condition", "Space", "Task", "Skills", "Which"],
+        &[false, false, false, true, false],
+    );
+    for x in &r.round2_skills {
+        row(
+            out,
+            &[
+                md_cell(&x.condition),
+                md_cell(&x.space),
+                md_cell(&x.task),
+                x.n_skills.to_string(),
+                md_cell(&x.skills.join(", ")),
+            ],
+        );
+    }
+    out.push('\n');
+}
+
+/// The skills agents wrote in self-generated trials: kept and refused.
+fn generated_skills(out: &mut String, report: &Report) {
+    let g = &report.skill_content.generated;
+    if g.is_empty() {
+        return;
+    }
+    out.push_str("## Self-generated skills\n\nWhat the agents of self-generated trials wrote, validated like exports (frontmatter, paths, entry types, sizes): a malformed skill is reported and never kept.\n\n");
+    header(
+        out,
+        &[
+            "Condition",
+            "Trials",
+            "Skills kept",
+            "Refused",
+            "Per trial (kept)",
+            "Refusals",
+        ],
+        &[false, true, true, true, true, false],
+    );
+    for x in g {
+        row(
+            out,
+            &[
+                md_cell(&x.condition),
+                x.trials.to_string(),
+                x.kept.to_string(),
+                x.refused.to_string(),
+                format!("{:.1}", x.kept as f64 / x.trials.max(1) as f64),
+                md_cell(&x.reasons.join("; ")),
+            ],
+        );
+    }
+    out.push('\n');
 }
 
 fn conditions(out: &mut String, r: &Results, specs: &[ChartSpec]) {

@@ -53,12 +53,30 @@ pub struct SkillContentSection {
     pub sets: Vec<SkillSet>,
     /// Pass rates per bucket of a task's skills, per condition with skills.
     pub buckets: Vec<BucketRow>,
+    /// What the agents of each self-generated condition wrote.
+    pub generated: Vec<GeneratedSummary>,
+}
+
+/// The skills agents wrote under one self-generated condition.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct GeneratedSummary {
+    /// Condition label (`C` in an experiment).
+    pub condition: String,
+    /// Trials that recorded what they generated.
+    pub trials: usize,
+    /// Skills kept (passed validation), over all trials.
+    pub kept: usize,
+    /// Skills refused.
+    pub refused: usize,
+    /// Why skills were refused (distinct reasons, at most 10).
+    pub reasons: Vec<String>,
 }
 
 /// One skill set.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SkillSet {
-    /// `curated`, or the condition label of an export (`skills:LS-A-v1`).
+    /// `curated`, the condition label of an export (`skills:LS-A-v1`, `skills-by-task:…`), or
+    /// `self-generated` (every trial's kept skills).
     pub name: String,
     /// Conditions that used it.
     pub conditions: Vec<String>,
@@ -276,11 +294,12 @@ fn skill_content_of(
     };
     let mut sets: Vec<SkillSet> = Vec::new();
     let mut buckets = Vec::new();
+    let mut generated = Vec::new();
     let baseline_of = |label: &str, run: &str| -> Option<usize> {
         let want = match (results.experiment.is_some(), label) {
             (true, "A'") => Some("A"),
             (true, "B'") => Some("B"),
-            (true, "B") => Some("A"),
+            (true, "B" | "C") => Some("A"),
             _ => None,
         };
         match want {
@@ -305,17 +324,8 @@ fn skill_content_of(
                 .iter()
                 .map(|t| {
                     let own = &curated_of[t.id.as_str()];
-                    let measured: Vec<_> = own
-                        .iter()
-                        .map(|(n, md, files)| measure(n, md, *files, None))
-                        .collect();
-                    let mean = mean_tokens(&measured);
-                    for (m, (_, md, _)) in measured.into_iter().zip(own) {
-                        if seen.insert((m.name.clone(), md.clone())) {
-                            all.push(m);
-                        }
-                    }
-                    (own.len(), mean)
+                    let measured = measure_unique(own, &|_| None, &mut seen, &mut all);
+                    (own.len(), mean_tokens(&measured))
                 })
                 .collect();
             skills = all;
@@ -327,6 +337,82 @@ fn skill_content_of(
                 .collect();
             let mean = mean_tokens(&skills);
             per_task = vec![(skills.len(), mean); results.tasks.len()];
+        } else if let Some(dir) = c.condition.strip_prefix("skills-by-task:") {
+            // Each task its own folder (round-2 skill selection).
+            set_name = crate::bench::condition::condition_label(&c.condition);
+            let mut seen = BTreeSet::new();
+            let mut all = Vec::new();
+            per_task = results
+                .tasks
+                .iter()
+                .map(|t| {
+                    let own = measure_unique(
+                        &read_skills_dir(&Path::new(dir).join(&t.id)),
+                        &curated_text,
+                        &mut seen,
+                        &mut all,
+                    );
+                    (own.len(), mean_tokens(&own))
+                })
+                .collect();
+            skills = all;
+        } else if crate::bench::condition::is_self_generated_key(&c.condition) {
+            // What each trial's agent wrote (and kept): per task, the mean over its trials.
+            set_name = crate::bench::condition::condition_label(&c.condition);
+            let mut summary = GeneratedSummary {
+                condition: c.label.clone(),
+                trials: 0,
+                kept: 0,
+                refused: 0,
+                reasons: Vec::new(),
+            };
+            let mut per: std::collections::HashMap<&str, Vec<(usize, f64)>> = Default::default();
+            let mut seen = BTreeSet::new();
+            let mut all = Vec::new();
+            for g in generated_of(conn, &c.run)?
+                .iter()
+                .filter(|g| g.condition == c.condition)
+            {
+                summary.trials += 1;
+                summary.kept += g.generated.skills.len();
+                summary.refused += g.generated.refused.len();
+                for r in &g.generated.refused {
+                    if summary.reasons.len() < 10 && !summary.reasons.contains(&r.reason) {
+                        summary.reasons.push(r.reason.clone());
+                    }
+                }
+                let dir = g
+                    .trial_dir
+                    .as_deref()
+                    .map(|d| Path::new(d).join(&g.generated.dir));
+                let own = measure_unique(
+                    &dir.map(|d| read_skills_dir(&d)).unwrap_or_default(),
+                    &|_| None,
+                    &mut seen,
+                    &mut all,
+                );
+                if let Some(t) = results.tasks.iter().find(|t| t.id == g.task_id) {
+                    per.entry(t.id.as_str())
+                        .or_default()
+                        .push((own.len(), mean_tokens(&own)));
+                }
+            }
+            generated.push(summary);
+            per_task = results
+                .tasks
+                .iter()
+                .map(|t| match per.get(t.id.as_str()) {
+                    Some(v) if !v.is_empty() => {
+                        let n = v.len() as f64;
+                        (
+                            (v.iter().map(|x| x.0).sum::<usize>() as f64 / n).round() as usize,
+                            v.iter().map(|x| x.1).sum::<f64>() / n,
+                        )
+                    }
+                    _ => (0, 0.0),
+                })
+                .collect();
+            skills = all;
         } else {
             continue;
         }
@@ -384,7 +470,39 @@ fn skill_content_of(
         tokenizer: skill_content::TOKENIZER.to_string(),
         sets,
         buckets,
+        generated,
     })
+}
+
+/// The generated skills of run `run` (none when it is not in the store).
+fn generated_of(
+    conn: &Connection,
+    run: &str,
+) -> Result<Vec<queries::GeneratedOfTrial>, StoreError> {
+    match queries::find_run(conn, run)? {
+        Some(r) => queries::generated_skills(conn, r.id),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Measures skills read by [`skill_content::read_skills_dir`] (name, SKILL.md, files), each
+/// against its curated version from `curated_text`, and adds every distinct (name, SKILL.md) to
+/// `all` once.
+fn measure_unique(
+    list: &[(String, String, usize)],
+    curated_text: &dyn Fn(&str) -> Option<String>,
+    seen: &mut BTreeSet<(String, String)>,
+    all: &mut Vec<skill_content::SkillContent>,
+) -> Vec<skill_content::SkillContent> {
+    list.iter()
+        .map(|(n, md, files)| {
+            let m = skill_content::measure(n, md, *files, curated_text(n).as_deref());
+            if seen.insert((n.clone(), md.clone())) {
+                all.push(m.clone());
+            }
+            m
+        })
+        .collect()
 }
 
 /// Mean body tokens of some skills (0 for none).

@@ -34,9 +34,16 @@ pub struct AgentContext<'a> {
     pub timeout: Duration,
     /// Fires when the trial is cancelled or the run stops.
     pub cancel: &'a CancellationToken,
-    /// True when the folders from [`Agent::local_mounts`] are bind-mounted (local daemon).
+    /// True when the folders from [`Agent::local_mounts`] are bind-mounted (local daemon) and
+    /// `logs` is the bind-mounted trial `agent/` folder.
     pub mounted: bool,
+    /// The container folder the agent copies its native logs to: `/logs/agent`, or a folder of
+    /// its own for the first session of a two-phase self-generated trial (then not mounted).
+    pub logs: &'a str,
 }
+
+/// The container folder of the agent's logs (Harbor's `/logs/agent`).
+pub const AGENT_LOGS: &str = "/logs/agent";
 
 /// How an agent run ended.
 #[derive(Debug, Clone)]

@@ -526,6 +526,21 @@ impl TrialContainer {
     /// # Errors
     /// [`RunnerError::Docker`] for the transfer, [`RunnerError::Io`] for local writes.
     pub async fn download_dir(&self, src: &str, host_dir: &Path) -> Result<usize, RunnerError> {
+        let (buf, truncated) = self.download_tar(src, MAX_DOWNLOAD_BYTES).await?;
+        let host_dir = host_dir.to_path_buf();
+        let n = tokio::task::spawn_blocking(move || untar_safely(&buf, &host_dir, truncated))
+            .await
+            .map_err(|e| RunnerError::Task(e.to_string()))??;
+        Ok(n)
+    }
+
+    /// The tar of `src` (an absolute path in the container) as Docker archives it (the path's own
+    /// name as the top entry), read into memory up to `cap` bytes; `true` when it was cut there.
+    /// The content is untrusted: the caller checks every entry.
+    ///
+    /// # Errors
+    /// [`RunnerError::Docker`] for the transfer (a path that does not exist too).
+    pub async fn download_tar(&self, src: &str, cap: u64) -> Result<(Vec<u8>, bool), RunnerError> {
         let mut stream = self.docker.download_from_container(
             &self.id,
             Some(DownloadFromContainerOptions { path: src.into() }),
@@ -536,17 +551,13 @@ impl TrialContainer {
             let chunk = chunk.map_err(|e| {
                 RunnerError::docker(format!("copying {src} out of {}", self.name), e)
             })?;
-            if (buf.len() + chunk.len()) as u64 > MAX_DOWNLOAD_BYTES {
+            if (buf.len() + chunk.len()) as u64 > cap {
                 truncated = true;
                 break;
             }
             buf.extend_from_slice(&chunk);
         }
-        let host_dir = host_dir.to_path_buf();
-        let n = tokio::task::spawn_blocking(move || untar_safely(&buf, &host_dir, truncated))
-            .await
-            .map_err(|e| RunnerError::Task(e.to_string()))??;
-        Ok(n)
+        Ok((buf, truncated))
     }
 
     /// Removes the container (forced, with its anonymous volumes). Never fails: a container that is

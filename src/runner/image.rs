@@ -94,7 +94,7 @@ pub fn prepare_context(
     settings: &ImageSettings,
 ) -> Result<ContextPlan, RunnerError> {
     let skills = match condition {
-        Condition::NoSkills => None,
+        Condition::NoSkills | Condition::SelfGenerated(_) => None,
         Condition::Curated => Some(task.environment_dir().join("skills")),
         Condition::Skills { dir } => {
             if !dir.is_dir() {
@@ -104,6 +104,16 @@ pub fn prepare_context(
                 )));
             }
             Some(dir.clone())
+        }
+        Condition::SkillsByTask { dir } => {
+            if !dir.is_dir() {
+                return Err(RunnerError::Task(format!(
+                    "skills folder {} does not exist",
+                    dir.display()
+                )));
+            }
+            // A task without a subfolder gets an empty skills folder.
+            Some(dir.join(&task.id))
         }
     };
     let mut slug = condition.slug();
@@ -511,7 +521,8 @@ impl ImageCache {
     }
 
     /// The image of `task` × `condition` on `host`: reused when the tag exists, built otherwise.
-    /// For the no-skills condition the image is also checked for leaked skills.
+    /// A self-generated condition gets the no-skills image ([`Condition::image_condition`]). An
+    /// image without skills is also checked for leaked skills.
     ///
     /// # Errors
     /// [`BuildFailure`]: the task's own failure (the build's, the context's or the leak guard's
@@ -524,6 +535,7 @@ impl ImageCache {
         condition: &Condition,
         timeout: Duration,
     ) -> BuildOutcome {
+        let condition = condition.image_condition();
         let plan = self.plan(task, condition).await?;
         self.build_plan(host, &plan, task, timeout, !condition.has_skills())
             .await

@@ -10,6 +10,7 @@ pub mod harness;
 pub mod image;
 pub mod proxy;
 pub mod safe_fs;
+pub mod selfgen;
 pub mod services;
 pub mod trial;
 pub mod verifier;

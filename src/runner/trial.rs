@@ -12,10 +12,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{Agent, AgentContext};
+use super::agent::{AGENT_LOGS, Agent, AgentContext};
 use super::container::{ContainerSpec, ExecEnd, Reaper, TrialContainer};
 use super::verifier::{self, is_pass, scalar_reward};
 use super::{DockerHost, ImageCache, labels, services};
+use crate::bench::selfgen::{GeneratedSkills, SelfGeneration, TRIAL_GENERATION_SESSION};
 use crate::bench::{Condition, Task};
 use crate::store::queries::TrialPatch;
 use crate::store::{Outcome, SkillUseRow, TrialRow, TrialStatus, now_rfc3339};
@@ -468,8 +469,22 @@ async fn in_container(
     p.status = Some(TrialStatus::Agent);
     report.update(job.row.id, p.clone()).await;
 
-    let instruction = std::fs::read_to_string(task.instruction_path()).unwrap_or_default();
+    let task_instruction = std::fs::read_to_string(task.instruction_path()).unwrap_or_default();
     let agent_dir = dir.join("agent");
+    let generation = job.condition.self_generation();
+    // Two-phase self-generation: a session of its own writes the skills first.
+    let mut first_session = None;
+    if let Some(g) = generation.filter(|g| g.two_phase) {
+        let (record, totals) =
+            skill_writing_session(scope, container, g, &task_instruction).await?;
+        p.generated_skills = serde_json::to_value(&record).ok();
+        first_session = Some(totals);
+    }
+    let instruction = match generation {
+        Some(g) if !g.two_phase => g.generation_instruction(&task_instruction),
+        _ => task_instruction,
+    };
+    write_instruction(&agent_dir, &instruction)?;
     let ctx = AgentContext {
         container,
         host: &env.host,
@@ -479,6 +494,7 @@ async fn in_container(
         timeout: task.agent_timeout(),
         cancel: &cancel.token,
         mounted: mount_logs,
+        logs: AGENT_LOGS,
     };
     let t0 = std::time::Instant::now();
     let started = p.agent_started_at.clone().unwrap_or_default();
@@ -513,6 +529,9 @@ async fn in_container(
     };
     p.agent_exit_code = run.exit_code;
     record_trajectory(env, &ctx, &run, p, skill_uses);
+    if let Some(totals) = first_session {
+        totals.add_to(p);
+    }
     if run.end == ExecEnd::Cancelled {
         if !mount_logs {
             let _ = container.download_dir("/logs", dir).await;
@@ -525,6 +544,14 @@ async fn in_container(
             provider: Some(pf),
             ..Failed::new(Outcome::ProviderError, pf.describe())
         });
+    }
+    // One-pass self-generation: the skills the agent wrote (and used) are read out before the
+    // verifier runs.
+    if let Some(g) = generation.filter(|g| !g.two_phase) {
+        let record = super::selfgen::capture(container, dir, g)
+            .await
+            .map_err(|e| Failed::runner(e, "copying the generated skills out"))?;
+        p.generated_skills = serde_json::to_value(&record).ok();
     }
     let agent_timed_out = run.end == ExecEnd::TimedOut;
 
@@ -680,6 +707,121 @@ impl OutputWatch {
             activity: self.activity.clone(),
         }
     }
+}
+
+/// Writes the exact instruction the agent receives to `<agent_dir>/instruction.md`, so a reviewer
+/// can see what each condition asked.
+fn write_instruction(agent_dir: &std::path::Path, instruction: &str) -> Result<(), Failed> {
+    let path = agent_dir.join("instruction.md");
+    std::fs::create_dir_all(agent_dir)
+        .and_then(|()| std::fs::write(&path, instruction))
+        .map_err(|e| Failed::io("cannot write the instruction", &path, e))
+}
+
+/// Token counts and cost of one agent session, from its trajectory.
+#[derive(Debug, Clone, Copy, Default)]
+struct SessionTotals {
+    input: Option<i64>,
+    cached: Option<i64>,
+    output: Option<i64>,
+    cost: Option<f64>,
+}
+
+impl SessionTotals {
+    /// Adds these totals to the trial's (a trial of two sessions costs both).
+    fn add_to(self, p: &mut TrialPatch) {
+        fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            }
+        }
+        p.n_input_tokens = sum(p.n_input_tokens, self.input);
+        p.n_cache_tokens = sum(p.n_cache_tokens, self.cached);
+        p.n_output_tokens = sum(p.n_output_tokens, self.output);
+        p.cost_usd = sum(p.cost_usd, self.cost);
+    }
+}
+
+/// The container folder of the skill-writing session's logs (not the mounted `/logs/agent`: the
+/// solving session must not find the first session's transcript there).
+const GENERATION_LOGS: &str = "/tmp/skillscope-skill-generation";
+
+/// The first session of `self-generated:two-phase`: the agent (with the skill creator, when
+/// given, where it looks for skills) is asked only to write skills for the task; its logs,
+/// instruction and trajectory go to the trial's `skill-generation/`. Then the skills are read
+/// out and validated, and only the valid ones are installed where every harness looks (the skill
+/// creator and the agent's own folder removed). A timed-out session still has its skills read.
+async fn skill_writing_session(
+    scope: &Scope<'_>,
+    container: &TrialContainer,
+    generation: &SelfGeneration,
+    task_instruction: &str,
+) -> Result<(GeneratedSkills, SessionTotals), Failed> {
+    let Scope {
+        job, env, cancel, ..
+    } = *scope;
+    let session_dir = job.trial_dir.join(TRIAL_GENERATION_SESSION);
+    if let Some(creator) = &generation.skill_creator {
+        super::selfgen::install_skill_creator(container, creator)
+            .await
+            .map_err(|e| Failed::runner(e, "installing the skill creator"))?;
+    }
+    let instruction = generation.generation_instruction(task_instruction);
+    write_instruction(&session_dir, &instruction)?;
+    let ctx = AgentContext {
+        container,
+        host: &env.host,
+        task: &job.task,
+        instruction: &instruction,
+        agent_dir: &session_dir,
+        timeout: job.task.agent_timeout(),
+        cancel: &cancel.token,
+        mounted: false,
+        logs: GENERATION_LOGS,
+    };
+    let started = now_rfc3339();
+    let run = env.agent.run(&ctx).await.map_err(|e| {
+        Failed::runner(
+            e,
+            &format!("agent {} (skill-writing session)", env.agent.name()),
+        )
+    })?;
+    let finished = now_rfc3339();
+    let mut totals = SessionTotals::default();
+    if let Some(t) = env.agent.trajectory(&ctx, &run, &started, &finished) {
+        let (input, cached, output, cost) = t.token_totals();
+        totals = SessionTotals {
+            input,
+            cached,
+            output,
+            cost,
+        };
+        if let Ok(bytes) = serde_json::to_vec_pretty(&t) {
+            let _ = std::fs::write(session_dir.join("trajectory.json"), bytes);
+        }
+    }
+    if run.end == ExecEnd::Cancelled {
+        return Err(cancel.failed("stopped while the agent wrote skills"));
+    }
+    if let Some(pf) = run.provider_failure {
+        return Err(Failed {
+            provider: Some(pf),
+            ..Failed::new(
+                Outcome::ProviderError,
+                format!("skill-writing session: {}", pf.describe()),
+            )
+        });
+    }
+    let mut record = super::selfgen::capture(container, &job.trial_dir, generation)
+        .await
+        .map_err(|e| Failed::runner(e, "copying the generated skills out"))?;
+    record.installed = super::selfgen::install_generated(container, &job.trial_dir, &record)
+        .await
+        .map_err(|e| Failed::runner(e, "installing the generated skills"))?;
+    super::selfgen::write_record(&job.trial_dir, &record)
+        .map_err(|e| Failed::runner(e, "recording the generated skills"))?;
+    Ok((record, totals))
 }
 
 /// Most bytes of the verifier's output searched for a disk-full message.

@@ -841,6 +841,8 @@ pub struct ExperimentRow {
     pub round2_run: String,
     /// Last message (why it stopped, or the result).
     pub note: Option<String>,
+    /// The held-out split (`experiment::split::Split` as JSON), when the plan has one.
+    pub split: Option<serde_json::Value>,
 }
 
 fn experiment_row(r: &Row) -> rusqlite::Result<(ExperimentRow, String)> {
@@ -855,13 +857,16 @@ fn experiment_row(r: &Row) -> rusqlite::Result<(ExperimentRow, String)> {
             round1_run: r.get(6)?,
             round2_run: r.get(7)?,
             note: r.get(8)?,
+            split: r
+                .get::<_, Option<String>>(9)?
+                .and_then(|t| serde_json::from_str(&t).ok()),
         },
         r.get(4)?,
     ))
 }
 
 const EXPERIMENT_COLS: &str =
-    "id, name, created_at, updated_at, plan, phase, round1_run, round2_run, note";
+    "id, name, created_at, updated_at, plan, phase, round1_run, round2_run, note, split";
 
 fn finish_experiment(
     pair: rusqlite::Result<(ExperimentRow, String)>,
@@ -943,6 +948,90 @@ pub fn set_experiment_phase(
         params![name, phase, note, now()],
     )?;
     Ok(())
+}
+
+/// Stores the held-out split of experiment `name` (JSON).
+///
+/// # Errors
+/// SQL errors.
+pub fn set_experiment_split(
+    conn: &Connection,
+    name: &str,
+    split: &serde_json::Value,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE experiments SET split = ?2, updated_at = ?3 WHERE name = ?1",
+        params![name, split.to_string(), now()],
+    )?;
+    Ok(())
+}
+
+/// The skills one task received in round 2 from one space (`round2_skills`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round2SkillsRow {
+    /// The space's label (`LS-A`, `LS-B`).
+    pub label: String,
+    /// Task.
+    pub task_id: String,
+    /// `all`, `domain` or `task`.
+    pub mode: String,
+    /// Skills it received.
+    pub n_skills: u32,
+    /// Their folder names.
+    pub skills: Vec<String>,
+}
+
+/// Records (replacing earlier rows of the same space) what each task received in round 2.
+///
+/// # Errors
+/// SQL errors.
+pub fn put_round2_skills(
+    conn: &Connection,
+    experiment: &str,
+    rows: &[Round2SkillsRow],
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare(
+        "INSERT INTO round2_skills (experiment, label, task_id, mode, n_skills, skills)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (experiment, label, task_id) DO UPDATE SET mode = excluded.mode,
+             n_skills = excluded.n_skills, skills = excluded.skills",
+    )?;
+    for r in rows {
+        stmt.execute(params![
+            experiment,
+            r.label,
+            r.task_id,
+            r.mode,
+            r.n_skills,
+            serde_json::to_string(&r.skills)?
+        ])?;
+    }
+    Ok(())
+}
+
+/// What each task received in round 2 of `experiment`, by space label then task.
+///
+/// # Errors
+/// SQL errors.
+pub fn round2_skills(
+    conn: &Connection,
+    experiment: &str,
+) -> Result<Vec<Round2SkillsRow>, StoreError> {
+    all(
+        conn,
+        "SELECT label, task_id, mode, n_skills, skills FROM round2_skills
+         WHERE experiment = ?1 ORDER BY label, task_id",
+        [experiment],
+        |r| {
+            Ok(Round2SkillsRow {
+                label: r.get(0)?,
+                task_id: r.get(1)?,
+                mode: r.get(2)?,
+                n_skills: r.get(3)?,
+                skills: json_list(r.get(4)?),
+            })
+        },
+    )
 }
 
 // ---- dashboard ----------------------------------------------------------------------------------

@@ -471,6 +471,68 @@ pub fn current_briefs(conn: &Connection, run_id: i64) -> Result<Vec<TrialBrief>,
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// The skills generated in one self-generated trial (its latest attempt).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GeneratedOfTrial {
+    /// Attempt row id.
+    pub trial_id: i64,
+    /// Task.
+    pub task_id: String,
+    /// Condition key.
+    pub condition: String,
+    /// Trial index.
+    pub trial_index: u32,
+    /// The trial folder.
+    pub trial_dir: Option<String>,
+    /// Its outcome, when it has one.
+    pub outcome: Option<String>,
+    /// What was generated ([`crate::bench::selfgen::GeneratedSkills`]).
+    pub generated: crate::bench::selfgen::GeneratedSkills,
+}
+
+/// The generated skills of every latest attempt of `run_id` that recorded some, by task, then
+/// condition and trial index.
+///
+/// # Errors
+/// SQL errors (an unreadable record is skipped).
+pub fn generated_skills(
+    conn: &Connection,
+    run_id: i64,
+) -> Result<Vec<GeneratedOfTrial>, StoreError> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, task_id, condition, trial_index, trial_dir, generated_skills, outcome FROM trials
+         WHERE run_id = ?1 AND superseded = 0 AND generated_skills IS NOT NULL
+         ORDER BY task_id, condition, trial_index",
+    )?;
+    let rows = st.query_map([run_id], |r| {
+        Ok((
+            r.get::<_, i64>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, String>(2)?,
+            r.get::<_, u32>(3)?,
+            r.get::<_, Option<String>>(4)?,
+            r.get::<_, String>(5)?,
+            r.get::<_, Option<String>>(6)?,
+        ))
+    })?;
+    let mut out = Vec::new();
+    for row in rows {
+        let (trial_id, task_id, condition, trial_index, trial_dir, json, outcome) = row?;
+        if let Ok(generated) = serde_json::from_str(&json) {
+            out.push(GeneratedOfTrial {
+                trial_id,
+                task_id,
+                condition,
+                trial_index,
+                trial_dir,
+                outcome,
+                generated,
+            });
+        }
+    }
+    Ok(out)
+}
+
 /// Tokens and cost spent on one condition of a run, over every attempt (superseded and
 /// provider-failed ones too: they were paid for).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -719,6 +781,9 @@ pub struct TrialPatch {
     pub failure_category: Option<String>,
     /// Agent settings, JSON.
     pub agent_settings: Option<serde_json::Value>,
+    /// Skills the agent generated in a self-generated trial, JSON
+    /// ([`crate::bench::selfgen::GeneratedSkills`]).
+    pub generated_skills: Option<serde_json::Value>,
 }
 
 /// Applies a patch to attempt `id`.
@@ -731,7 +796,7 @@ pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), Sto
     };
     use rusqlite::types::Value as V;
     let text = |s: &Option<String>| s.clone().map(V::Text);
-    let fields: [(&str, Option<V>); 36] = [
+    let fields: [(&str, Option<V>); 37] = [
         ("status", p.status.map(|s| V::Text(s.as_str().into()))),
         ("outcome", p.outcome.map(|o| V::Text(o.as_str().into()))),
         ("reward", p.reward.map(V::Real)),
@@ -776,6 +841,10 @@ pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), Sto
         (
             "agent_settings",
             p.agent_settings.as_ref().map(|v| V::Text(v.to_string())),
+        ),
+        (
+            "generated_skills",
+            p.generated_skills.as_ref().map(|v| V::Text(v.to_string())),
         ),
     ];
     for (col, v) in fields {

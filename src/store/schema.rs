@@ -343,6 +343,23 @@ CREATE TABLE experiments (
              ALTER TABLE runs ADD COLUMN max_cost_usd REAL;
              ALTER TABLE runs ADD COLUMN provider_limit INTEGER;",
         ),
+        // The comparisons the hypotheses need. `generated_skills`: what the agent of a
+        // self-generated trial wrote, validated (JSON, `bench::selfgen::GeneratedSkills`).
+        // `experiments.split`: an experiment's held-out split (JSON, `experiment::split::Split`).
+        // `round2_skills`: the skills each task received in round 2 (`round2_skills` selection).
+        M::up(
+            "ALTER TABLE trials ADD COLUMN generated_skills TEXT;
+             ALTER TABLE experiments ADD COLUMN split TEXT;
+             CREATE TABLE round2_skills (
+                 experiment  TEXT NOT NULL,
+                 label       TEXT NOT NULL,       -- the learning space (LS-A, LS-B)
+                 task_id     TEXT NOT NULL,
+                 mode        TEXT NOT NULL,       -- all | domain | task
+                 n_skills    INTEGER NOT NULL,
+                 skills      TEXT NOT NULL,       -- JSON array of skill folder names
+                 PRIMARY KEY (experiment, label, task_id)
+             ) WITHOUT ROWID;",
+        ),
     ])
 }
 

@@ -838,8 +838,7 @@ impl App {
         let id = self
             .snapshot
             .as_ref()
-            .and_then(|s| s.spaces.first())
-            .map(|p| p.space.id);
+            .and_then(|s| super::generated::skill_sets(s).first().map(|p| p.space.id));
         self.skills = Some(SkillsState::new(0, id));
         self.rebuild_skill_doc();
         id.map(|id| vec![Effect::Request(Request::Skills(Some(id)))])
@@ -855,7 +854,12 @@ impl App {
         let ids: Vec<i64> = self
             .snapshot
             .as_ref()
-            .map(|s| s.spaces.iter().map(|p| p.space.id).collect())
+            .map(|s| {
+                super::generated::skill_sets(s)
+                    .iter()
+                    .map(|p| p.space.id)
+                    .collect()
+            })
             .unwrap_or_default();
         let Some(sk) = self.skills.as_mut() else {
             return Vec::new();

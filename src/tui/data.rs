@@ -68,6 +68,9 @@ pub struct Snapshot {
     /// Learning spaces relevant to this run: those learning from it and, for an experiment,
     /// those learning from its round-1 run; oldest first, with their progress counted in SQL.
     pub spaces: Vec<SpaceProgress>,
+    /// The skills agents generated under the self-generated conditions of this run (and of an
+    /// experiment's round-1 run), as the skill browser lists them ([`super::generated`]).
+    pub generated: Vec<SpaceProgress>,
     /// Tokens and cost so far, per condition (conditions without usage are absent).
     pub spend: Vec<queries::ConditionSpend>,
     /// Whether the run's owner process exists, when it runs on this machine (`None`: elsewhere,
@@ -244,6 +247,14 @@ pub fn load_snapshot_with(
     let tx = conn.unchecked_transaction()?;
     let run = queries::get_run(&tx, run_id)?;
     let (experiment, spaces) = load_learning(&tx, &run)?;
+    let mut runs = vec![run.clone()];
+    if let Some(e) = &experiment
+        && let Some(r1) = queries::find_run(&tx, &e.round1_run)?
+        && r1.id != run.id
+    {
+        runs.push(r1);
+    }
+    let generated = super::generated::sets(&tx, &runs)?;
     let snap = Snapshot {
         tasks: queries::run_tasks(&tx, run_id)?,
         trials: queries::current_briefs(&tx, run_id)?,
@@ -257,6 +268,7 @@ pub fn load_snapshot_with(
         run,
         experiment,
         spaces,
+        generated,
     };
     tx.finish()?;
     Ok(snap)
@@ -271,6 +283,10 @@ pub enum SkillOrigin {
     Learned,
     /// A curated skill that learning changed (the learned version differs).
     CuratedLearned,
+    /// Written by an agent in a self-generated trial, and kept after validation.
+    Generated,
+    /// Written by an agent in a self-generated trial, and refused (malformed).
+    Refused,
 }
 
 impl SkillOrigin {
@@ -280,6 +296,8 @@ impl SkillOrigin {
             SkillOrigin::Curated => "curated",
             SkillOrigin::Learned => "learned",
             SkillOrigin::CuratedLearned => "curated+learned",
+            SkillOrigin::Generated => "generated",
+            SkillOrigin::Refused => "refused",
         }
     }
 }
@@ -376,11 +394,15 @@ fn same_content(a: &SkillVersion, b: &SkillVersion) -> bool {
     a.row.content_hash == b.row.content_hash || files(a) == files(b)
 }
 
-/// Reads the skill browser's data of space `space_id` in one transaction, sanitized.
+/// Reads the skill browser's data of space `space_id` in one transaction, sanitized — or of a
+/// generated skill set ([`super::generated`]) for its (negative) id.
 ///
 /// # Errors
 /// Database errors; [`StoreError::NotFound`] for an unknown space.
 pub fn load_skills(conn: &Connection, space_id: i64) -> Result<SkillBrowser, StoreError> {
+    if super::generated::is_set(space_id) {
+        return super::generated::load(conn, space_id);
+    }
     let tx = conn.unchecked_transaction()?;
     let mut space = lq::get_space(&tx, space_id)?;
     // Latest version per (name, origin): versions come by name, then oldest first.

@@ -12,6 +12,7 @@
 pub mod app;
 pub mod data;
 pub mod evaluation;
+pub mod generated;
 pub mod keymap;
 pub mod model;
 pub mod skilldoc;

@@ -957,6 +957,7 @@ mod tests {
             pending_commands: 0,
             experiment: None,
             spaces: vec![],
+            generated: vec![],
             spend: vec![],
             owner_alive: None,
             hosts: vec![],

@@ -312,6 +312,10 @@ pub fn document(theme: &Theme, skill: &SkillEntry, file: usize, diff_mode: bool)
             "{} was learned from scratch: there is no curated version to compare",
             skill.name
         )),
+        SkillOrigin::Generated | SkillOrigin::Refused => note(format!(
+            "{} was written by an agent (self-generated): there is no curated version to compare",
+            skill.name
+        )),
         SkillOrigin::Curated if skill.learned.is_none() => note(format!(
             "{} has no learned version yet (the space was not exported)",
             skill.name

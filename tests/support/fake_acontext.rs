@@ -193,6 +193,21 @@ impl FakeState {
             .unwrap_or_default()
     }
 
+    /// The task each session was made for (`configs.skillscope.task_id`), in creation order.
+    pub fn session_tasks(&self) -> Vec<String> {
+        self.session_order
+            .iter()
+            .filter_map(|id| self.sessions.get(id))
+            .map(|s| {
+                s.configs
+                    .pointer("/skillscope/task_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    }
+
     /// Whether a session exists.
     pub fn has_session(&self, session_id: &str) -> bool {
         self.sessions.contains_key(session_id)
@@ -624,6 +639,7 @@ async fn store_message(
     let mut stored = blob.clone();
     stored["meta"] = body.get("meta").cloned().unwrap_or(json!({}));
     stored["id"] = json!(mid);
+    stored["created_at"] = json!(now);
     sess.messages.push(stored);
     let text = blob.get("content").and_then(Value::as_str).unwrap_or("");
     ok(
@@ -634,20 +650,69 @@ async fn store_message(
     )
 }
 
-async fn get_messages(State(s): St, Path(id): Path<String>) -> Response {
+/// `GET /session/{id}/messages` as `converter.GetMessagesOutput`: `items` in the requested
+/// `format` (`acontext` Message objects, or `{role, content}` for the provider formats), their
+/// `ids` and `metas`, `this_time_tokens` (the returned text's length / 4, rounded up, standing in
+/// for the server's tokenizer), and cursor pagination — all messages without `limit` (or with
+/// `limit = 0`), else pages of `limit` (≤ 200) with `next_cursor` and `has_more`.
+async fn get_messages(
+    State(s): St,
+    Path(id): Path<String>,
+    Query(q): Query<BTreeMap<String, String>>,
+) -> Response {
     let st = s.lock().expect("state");
     let Some(sess) = st.sessions.get(&id) else {
         return err(StatusCode::NOT_FOUND, "session not found");
     };
-    let items: Vec<Value> = sess
+    let format = q.get("format").map(String::as_str).unwrap_or("openai");
+    if !["acontext", "openai", "anthropic", "gemini"].contains(&format) {
+        return err(StatusCode::BAD_REQUEST, "parameter error");
+    }
+    let ids: Vec<String> = sess
         .messages
         .iter()
+        .map(|m| m["id"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let (page, next, more) = match q.get("limit").map(String::as_str) {
+        None | Some("0") => (ids.clone(), None, false),
+        Some(_) => match paginate(&ids, &q) {
+            Ok(p) => p,
+            Err(r) => return *r,
+        },
+    };
+    let picked: Vec<&Value> = page
+        .iter()
+        .filter_map(|mid| sess.messages.iter().find(|m| m["id"] == mid.as_str()))
+        .collect();
+    let text_of = |m: &Value| m["content"].as_str().unwrap_or_default().to_string();
+    let items: Vec<Value> = picked
+        .iter()
         .map(|m| {
-            json!({"id": m["id"], "session_id": id, "role": m["role"], "meta": m["meta"],
-                         "parts": [{"type": "text", "text": m["content"]}]})
+            if format == "acontext" {
+                json!({"id": m["id"], "session_id": id, "parent_id": null, "role": m["role"],
+                       "meta": m["meta"], "parts": [{"type": "text", "text": text_of(m)}],
+                       "task_id": null, "session_task_process_status": "success",
+                       "created_at": m["created_at"], "updated_at": m["created_at"]})
+            } else {
+                json!({"role": m["role"], "content": text_of(m)})
+            }
         })
         .collect();
-    ok(json!({"items": items, "has_more": false}), StatusCode::OK)
+    let tokens: usize = picked.iter().map(|m| text_of(m).len().div_ceil(4)).sum();
+    let mut data = json!({
+        "items": items,
+        "ids": page,
+        "metas": picked.iter().map(|m| m["meta"].clone()).collect::<Vec<_>>(),
+        "has_more": more,
+        "this_time_tokens": tokens,
+    });
+    if let Some(n) = next {
+        data["next_cursor"] = json!(n);
+    }
+    if format == "acontext" {
+        data["public_urls"] = json!({});
+    }
+    ok(data, StatusCode::OK)
 }
 
 async fn flush(State(s): St, Path(id): Path<String>) -> Response {
@@ -1137,11 +1202,20 @@ async fn delete_skill(State(s): St, Path(id): Path<String>) -> Response {
     ok_msg()
 }
 
+/// `GET /agent_skills/{id}/file`: text content inline, anything else as an absolute material URL
+/// (like the real server's presigned S3 URL: fetched without the API key, see
+/// [`auth_log_faults`]) on the host the request came to.
 async fn skill_file(
     State(s): St,
     Path(id): Path<String>,
     Query(q): Query<BTreeMap<String, String>>,
+    headers: HeaderMap,
 ) -> Response {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1")
+        .to_string();
     let mut st = s.lock().expect("state");
     let Some(path) = q.get("file_path").cloned() else {
         return err(StatusCode::BAD_REQUEST, "parameter error");
@@ -1158,7 +1232,8 @@ async fn skill_file(
             let token = st.new_id();
             st.materials.insert(token.clone(), bytes);
             ok(
-                json!({"path": path, "mime": "application/octet-stream", "url": format!("/api/v1/material/{token}")}),
+                json!({"path": path, "mime": "application/octet-stream",
+                       "url": format!("http://{host}/api/v1/material/{token}?X-Amz-Expires=900")}),
                 StatusCode::OK,
             )
         }
@@ -1257,10 +1332,14 @@ async fn auth_log_faults(State(s): St, req: Request, next: Next) -> Response {
         idx.and_then(|i| st.faults.remove(i)).map(|(_, f)| f)
     };
     let key = s.lock().expect("state").api_key.clone();
-    let authorized = headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v == format!("Bearer {key}"));
+    // Material URLs stand for presigned object-store URLs: they carry their own signature and
+    // no API key (a client must not send its key to them).
+    let presigned = route.ends_with("/material/{token}");
+    let authorized = presigned
+        || headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v == format!("Bearer {key}"));
     let (parts, body) = req.into_parts();
     let bytes: Bytes = axum::body::to_bytes(body, 64 * 1024 * 1024)
         .await

@@ -20,13 +20,25 @@ pub fn kit_cache() -> PathBuf {
 /// `skillscope run --headless` for `agent`/`model` as run `run`; the store is `dir/s.db`, trial
 /// folders go to `dir/jobs`. The caller adds credentials and runs it.
 pub fn harness_run(agent: &str, model: &str, run: &str, dir: &Path) -> Command {
-    harness_run_n(agent, model, run, dir, 1)
+    harness_run_under(agent, model, run, dir, "curated", 1)
 }
 
 /// As [`harness_run`], with `trials` trials.
 pub fn harness_run_n(agent: &str, model: &str, run: &str, dir: &Path, trials: u32) -> Command {
+    harness_run_under(agent, model, run, dir, "curated", trials)
+}
+
+/// [`harness_run`] under `conditions` instead of curated, with `trials` trials.
+pub fn harness_run_under(
+    agent: &str,
+    model: &str,
+    run: &str,
+    dir: &Path,
+    conditions: &str,
+    trials: u32,
+) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillscope"));
-    cmd.args(["run", "--headless", "--conditions", "curated"])
+    cmd.args(["run", "--headless", "--conditions", conditions])
         .args([
             "--trials",
             &trials.to_string(),

@@ -176,8 +176,9 @@ impl CliAgent {
     }
 
     /// The exec environment on host `host`: the provider variables (base URLs on this machine's
-    /// loopback rewritten to their relays) plus the harness's fixed settings.
-    fn exec_env(&self, instruction: &str, host: &str) -> Vec<String> {
+    /// loopback rewritten to their relays) plus the harness's fixed settings; `logs` is the
+    /// container folder for the native logs the script copies out (`SKILLSCOPE_LOGS`).
+    fn exec_env(&self, instruction: &str, host: &str, logs: &str) -> Vec<String> {
         let rewrites = self
             .rewrites
             .lock()
@@ -199,6 +200,7 @@ impl CliAgent {
             .map(|(k, v)| format!("{k}={}", value(k, v)))
             .collect();
         env.push(format!("SKILLSCOPE_INSTRUCTION={instruction}"));
+        env.push(format!("SKILLSCOPE_LOGS={logs}"));
         if let Some(m) = &self.model {
             env.push(format!("SKILLSCOPE_MODEL={m}"));
         }
@@ -258,7 +260,7 @@ impl CliAgent {
                  -c 'shell_environment_policy.exclude=[\"OPENAI_API_KEY\",\"CODEX_API_KEY\",\"SKILLSCOPE_OPENAI_BASE\"]' \\\n\
                  -- \"$SKILLSCOPE_INSTRUCTION\" </dev/null\nrc=$?\n\
                  f=$(ls -t \"${{CODEX_HOME:-$HOME/.codex}}\"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null | head -n 1)\n\
-                 if [ -n \"$f\" ]; then cp \"$f\" /logs/agent/codex.rollout.jsonl; fi\n"
+                 if [ -n \"$f\" ]; then cp \"$f\" \"$SKILLSCOPE_LOGS\"/codex.rollout.jsonl; fi\n"
             ),
             // Settings as Harbor writes them, plus: the key hidden from the agent's commands, no
             // usage statistics, telemetry or update checks.
@@ -267,7 +269,7 @@ impl CliAgent {
                  printf '%s' '{GEMINI_SETTINGS}' > \"$HOME/.gemini/settings.json\"\n\
                  gemini --yolo{model_eq} --output-format=stream-json --prompt=\"$SKILLSCOPE_INSTRUCTION\" </dev/null\nrc=$?\n\
                  f=$(ls -t \"$HOME\"/.gemini/tmp/*/chats/session-*.json* 2>/dev/null | head -n 1)\n\
-                 if [ -n \"$f\" ]; then cp \"$f\" /logs/agent/gemini-cli.session.jsonl; fi\n",
+                 if [ -n \"$f\" ]; then cp \"$f\" \"$SKILLSCOPE_LOGS\"/gemini-cli.session.jsonl; fi\n",
                 model_eq = if self.model.is_some() {
                     " --model=\"$SKILLSCOPE_MODEL\""
                 } else {
@@ -277,7 +279,7 @@ impl CliAgent {
         };
         format!(
             "{glibc}if [ ! -x {kit}/{exe} ]; then echo \"skillscope: {name} is not mounted at {kit}\" >&2; exit 127; fi\n\
-             mkdir -p /logs/agent\nexport PATH=\"{kit}/bin:{kit}/path:$PATH\"\n{run}exit $rc\n",
+             mkdir -p \"$SKILLSCOPE_LOGS\"\nexport PATH=\"{kit}/bin:{kit}/path:$PATH\"\n{run}exit $rc\n",
             exe = self.harness.executable()
         )
     }
@@ -449,7 +451,7 @@ impl Agent for CliAgent {
         let err = ctx.agent_dir.join(self.stderr_name());
         let req = ExecRequest {
             cmd: vec!["sh".into(), "-c".into(), self.script()],
-            env: self.exec_env(ctx.instruction, &ctx.host.name),
+            env: self.exec_env(ctx.instruction, &ctx.host.name, ctx.logs),
             user: None,
             timeout: Some(ctx.timeout),
             cancel: ctx.cancel,
@@ -458,9 +460,7 @@ impl Agent for CliAgent {
         };
         let r = ctx.container.exec(req).await?;
         if !ctx.mounted {
-            ctx.container
-                .download_dir("/logs/agent", ctx.agent_dir)
-                .await?;
+            ctx.container.download_dir(ctx.logs, ctx.agent_dir).await?;
         }
         redact_secrets(ctx.agent_dir, &self.access);
         let (log, stderr) = self.read_log(ctx.agent_dir);

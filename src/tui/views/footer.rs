@@ -14,7 +14,10 @@ use crate::tui::keymap::{Action, Context, hints};
 /// The footer's hints for `app`, most needed first.
 fn wanted(app: &App) -> (Context, Vec<Action>) {
     let ctx = app.context();
-    let learning = app.snapshot.as_ref().is_some_and(|s| !s.spaces.is_empty());
+    let learning = app
+        .snapshot
+        .as_ref()
+        .is_some_and(|s| !s.spaces.is_empty() || !s.generated.is_empty());
     if app.snapshot.is_none() && app.detail.is_none() {
         return (ctx, vec![Action::Quit, Action::Help]);
     }

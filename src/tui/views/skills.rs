@@ -27,6 +27,7 @@ use crate::analysis::rubric::{
 use crate::store::learning::SpaceProgress;
 use crate::tui::app::App;
 use crate::tui::data::{FileChange, SkillBrowser, SkillOrigin};
+use crate::tui::generated;
 use crate::tui::skilldoc::{DocLine, gutter};
 use crate::tui::state::{Hits, SKILLS_TABS, SkillsFocus, SkillsState, list_top};
 use crate::tui::theme::Theme;
@@ -40,11 +41,12 @@ const LIST_W: u16 = 38;
 /// Draws the skill browser into `area`.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
     let t = &app.theme;
-    let spaces: &[SpaceProgress] = app
+    let sets: Vec<SpaceProgress> = app
         .snapshot
         .as_ref()
-        .map(|s| s.spaces.as_slice())
+        .map(|s| crate::tui::generated::skill_sets(s))
         .unwrap_or_default();
+    let spaces: &[SpaceProgress] = &sets;
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
     f.render_widget(
         Paragraph::new(head_line(t, sk, spaces, head.width as usize)),
@@ -432,6 +434,8 @@ fn origin_style(t: &Theme, o: SkillOrigin) -> Style {
         SkillOrigin::Curated => t.dim,
         SkillOrigin::Learned => t.pass,
         SkillOrigin::CuratedLearned => t.accent,
+        SkillOrigin::Generated => t.text,
+        SkillOrigin::Refused => t.fail,
     }
 }
 
@@ -497,7 +501,17 @@ fn lists(
                     t.error.add_modifier(Modifier::BOLD),
                 ));
             }
-            let mode = format!(" {}", s.status_mode.as_deref().unwrap_or("—"));
+            let mode = if generated::is_set(s.id) {
+                let n = |k: &str| {
+                    p.by_step
+                        .iter()
+                        .find(|(step, _)| step == k)
+                        .map_or(0, |(_, n)| *n)
+                };
+                format!(" {} kept {} refused", n("kept"), n("refused"))
+            } else {
+                format!(" {}", s.status_mode.as_deref().unwrap_or("—"))
+            };
             let used: usize = spans.iter().map(|s| s.width()).sum();
             if used + mode.chars().count() <= w {
                 spans.push(Span::styled(mode, t.dim));
@@ -510,7 +524,11 @@ fn lists(
         a_spaces,
         t,
         ListView {
-            title: "learning spaces",
+            title: if spaces.iter().any(|p| generated::is_set(p.space.id)) {
+                "skill sets"
+            } else {
+                "learning spaces"
+            },
             focused: sk.focus == SkillsFocus::Spaces,
             lines: space_lines,
             cursor: sk.space,

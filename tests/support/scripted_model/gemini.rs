@@ -196,8 +196,8 @@ async fn model_call(
     }
     let streaming = method == "streamGenerateContent";
     let reply = if offers_shell(&json) {
-        let next = state.next(tool_results(&json));
-        state.record(line, &headers, &json, &next.label());
+        let (next, label) = state.next_for(&json, tool_results(&json));
+        state.record(line, &headers, &json, &label);
         let parts = match next {
             Next::Command { index, command } => json!([{
                 "functionCall": {

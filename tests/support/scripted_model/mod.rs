@@ -37,6 +37,9 @@ pub struct Script {
     /// Usage reported on every model response: input (uncached prompt), cached prompt and output
     /// tokens.
     pub usage: Usage,
+    /// Other scripts for conversations whose request holds a marker text (e.g. the skill-writing
+    /// session of a two-phase run): (marker, commands, closing text); the first match wins.
+    pub phases: Vec<(String, Vec<String>, String)>,
 }
 
 /// Tokens reported per response.
@@ -121,6 +124,29 @@ impl ScriptState {
         self.script
             .fail_with
             .or((n < self.script.fail_first).then_some(429))
+    }
+
+    /// [`ScriptState::next`] for the conversation in request `body`: the commands of the first
+    /// phase whose marker the body holds, else the main script's. Returns the move and its label
+    /// (`command N` / `final`, prefixed `phase K ` for phase K, 1-based).
+    pub fn next_for(&self, body: &serde_json::Value, tool_results: usize) -> (Next<'_>, String) {
+        let text = body.to_string();
+        for (k, (marker, commands, final_text)) in self.script.phases.iter().enumerate() {
+            if text.contains(marker.as_str()) {
+                let next = match commands.get(tool_results) {
+                    Some(cmd) => Next::Command {
+                        index: tool_results,
+                        command: cmd,
+                    },
+                    None => Next::Final(final_text),
+                };
+                let label = format!("phase {} {}", k + 1, next.label());
+                return (next, label);
+            }
+        }
+        let next = self.next(tool_results);
+        let label = next.label();
+        (next, label)
     }
 
     /// Recorded requests, copied.

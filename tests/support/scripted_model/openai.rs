@@ -77,8 +77,8 @@ async fn responses(
         return sse(stream_for(&state, &model, "side", vec![item]));
     }
     let results = tool_results(&json);
-    let next = state.next(results);
-    state.record(line, &headers, &json, &next.label());
+    let (next, label) = state.next_for(&json, results);
+    state.record(line, &headers, &json, &label);
     let tag = format!("t{results}");
     let items = match next {
         Next::Command { index, command } => vec![

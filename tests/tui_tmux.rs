@@ -130,9 +130,10 @@ async fn watch_in_tmux_shows_the_run_and_r_retries_in_the_store() {
         .spawn()
         .unwrap());
     let session = format!("skillscope-test-{}", std::process::id());
+    // --wait: the headless run may not have registered its run yet when watch starts.
     let tmux = Tmux::start(
         &session,
-        &format!("{bin} watch --db {} tmux-watch", s.db().display()),
+        &format!("{bin} watch --wait --db {} tmux-watch", s.db().display()),
     );
     tmux.wait_for("tmux-watch", Duration::from_secs(60));
 

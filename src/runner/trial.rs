@@ -506,7 +506,7 @@ async fn in_container(
             tokio::time::interval(env.live_every.max(std::time::Duration::from_millis(100)));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
-        loop {
+        let r = loop {
             tokio::select! {
                 r = &mut agent_run => break r,
                 _ = tick.tick() => {
@@ -514,7 +514,12 @@ async fn in_container(
                     report.live(job.row.id, live).await;
                 }
             }
-        }
+        };
+        // One last look: what the agent wrote after the last tick (its final steps, tokens,
+        // and the output that ends a stall) is recorded however busy the machine was.
+        let live = watch.look(env, &instruction).await;
+        report.live(job.row.id, live).await;
+        r
     };
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "agent done");
     p.agent_finished_at = Some(now_rfc3339());

@@ -196,6 +196,76 @@ fn main_view_waiting_for_docker() {
     snap("main_waiting", &app);
 }
 
+/// A run of an LLM harness while its agents work: the running attempts carry live activity
+/// (steps, last tool call, tokens and cost so far, last output) and one is stalled (its own
+/// glyph); finished attempts are priced; the run has a budget and a provider limit. The grid's
+/// bottom border describes the running cell under the cursor, the overview shows cost so far,
+/// burn rate, projection ± its interval, budget and provider limit, and the detail of the
+/// stalled trial says since when.
+#[test]
+fn running_run_with_live_activity_and_a_stall() {
+    let (d, mut app) = app_with("dark");
+    reload_after(
+        &d,
+        &mut app,
+        "UPDATE trials SET n_input_tokens = 120000 + id * 1000, n_cache_tokens = 90000,
+                n_output_tokens = 8000, cost_usd = 0.85 + (id % 3) * 0.1
+         WHERE status = 'done';
+         UPDATE trials SET agent_started_at = '2026-11-21T10:11:00.000Z', live_steps = 14,
+                live_tool = 'Bash: python3 solve.py --input /root/data/routes.csv --check' ||
+                            char(27) || '[2J',
+                last_output_at = '2026-11-21T10:14:48.000Z',
+                n_input_tokens = 52000, n_output_tokens = 3100, cost_usd = 0.41
+         WHERE status = 'agent' AND task_id = 'adaptive-cruise-control';
+         UPDATE trials SET agent_started_at = '2026-11-21T10:02:00.000Z', live_steps = 3,
+                live_tool = 'Bash: sleep 600', last_output_at = '2026-11-21T10:03:10.000Z',
+                stalled_at = '2026-11-21T10:13:10.000Z',
+                n_input_tokens = 9000, n_output_tokens = 400, cost_usd = 0.07
+         WHERE status = 'agent' AND task_id = 'azure-bgp-oscillation-route-leak';
+         UPDATE runs SET max_cost_usd = 120, provider_limit = 2;",
+    );
+    // The cursor on adaptive-cruise-control A #3 (last task row of the grid, third column).
+    let s = app.snapshot.as_ref().unwrap();
+    let row = app
+        .grid_model
+        .task_rows
+        .iter()
+        .position(|&r| {
+            matches!(&app.grid_model.rows[r],
+                skillscope::tui::model::GridRow::Task { task_id, .. }
+                    if task_id == "adaptive-cruise-control")
+        })
+        .unwrap();
+    let stalled = s
+        .trials
+        .iter()
+        .position(|t| t.task_id == "azure-bgp-oscillation-route-leak" && t.status.is_active())
+        .unwrap();
+    assert_eq!(
+        app.grid_model.state(s, stalled),
+        skillscope::tui::model::CellState::Stalled
+    );
+    for _ in 0..row {
+        app.on_key(key(KeyCode::Down));
+    }
+    app.on_key(key(KeyCode::Right));
+    app.on_key(key(KeyCode::Right));
+    snap("live_grid", &app);
+    let screen = render(&app, (120, 40));
+    assert!(screen.contains("14 steps"), "{screen}");
+    assert!(!screen.contains('\u{1b}'));
+    // The stalled cell, B #3 of the first task row.
+    for _ in 0..row {
+        app.on_key(key(KeyCode::Up));
+    }
+    for _ in 0..3 {
+        app.on_key(key(KeyCode::Right));
+    }
+    snap("live_grid_stalled", &app);
+    open_detail(&mut app, &d, Vec::new());
+    snap("live_detail", &app);
+}
+
 #[test]
 fn main_view_mono_theme() {
     let (_d, app) = app_with("mono");

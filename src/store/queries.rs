@@ -577,6 +577,70 @@ pub fn run_spend(conn: &Connection, run_id: i64) -> Result<Vec<ConditionSpend>, 
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// What one attempt of a run spent and, while it runs, what its agent is doing: the dashboard's
+/// cost, burn rate and live-activity figures ([`attempt_activity`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AttemptActivity {
+    /// Attempt row id.
+    pub id: i64,
+    /// Condition key.
+    pub condition: String,
+    /// Status (a running attempt's tokens and cost are its figures so far).
+    pub status: TrialStatus,
+    /// Input + output tokens, when the agent reported any.
+    pub tokens: Option<i64>,
+    /// Cost, USD, when priced.
+    pub cost_usd: Option<f64>,
+    /// When spending began: the agent's start, else the attempt's (RFC 3339).
+    pub spend_from: Option<String>,
+    /// When it ended: the agent's end, else the attempt's (RFC 3339); `None` while it runs.
+    pub spend_to: Option<String>,
+    /// Steps of the agent's trajectory so far.
+    pub live_steps: Option<i64>,
+    /// The agent's last tool call, one sanitized line.
+    pub live_tool: Option<String>,
+    /// When the agent last wrote output (RFC 3339).
+    pub last_output_at: Option<String>,
+    /// Since when the agent has been silent past the run's stall time (RFC 3339).
+    pub stalled_at: Option<String>,
+}
+
+/// [`AttemptActivity`] of every attempt of run `run_id`, superseded ones included (they were paid
+/// for), by id.
+///
+/// # Errors
+/// Database errors.
+pub fn attempt_activity(
+    conn: &Connection,
+    run_id: i64,
+) -> Result<Vec<AttemptActivity>, StoreError> {
+    let mut st = conn.prepare_cached(
+        "SELECT id, condition, status,
+                CASE WHEN n_input_tokens IS NULL AND n_output_tokens IS NULL THEN NULL
+                     ELSE COALESCE(n_input_tokens, 0) + COALESCE(n_output_tokens, 0) END,
+                cost_usd, COALESCE(agent_started_at, started_at),
+                COALESCE(agent_finished_at, finished_at),
+                live_steps, live_tool, last_output_at, stalled_at
+         FROM trials WHERE run_id = ?1 ORDER BY id",
+    )?;
+    let rows = st.query_map([run_id], |r| {
+        Ok(AttemptActivity {
+            id: r.get(0)?,
+            condition: r.get(1)?,
+            status: r.get(2)?,
+            tokens: r.get(3)?,
+            cost_usd: r.get(4)?,
+            spend_from: r.get(5)?,
+            spend_to: r.get(6)?,
+            live_steps: r.get(7)?,
+            live_tool: r.get(8)?,
+            last_output_at: r.get(9)?,
+            stalled_at: r.get(10)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// Every attempt of one trial, oldest first.
 pub fn trial_attempts(
     conn: &Connection,

@@ -73,6 +73,9 @@ pub struct Snapshot {
     pub generated: Vec<SpaceProgress>,
     /// Tokens and cost so far, per condition (conditions without usage are absent).
     pub spend: Vec<queries::ConditionSpend>,
+    /// Every attempt's tokens, cost and spending time, and a running agent's live activity, by
+    /// id (the last tool call sanitized again when read).
+    pub activity: Vec<queries::AttemptActivity>,
     /// Whether the run's owner process exists, when it runs on this machine (`None`: elsewhere,
     /// or no owner) — with the heartbeat, what tells a live engine from a gone one.
     pub owner_alive: Option<bool>,
@@ -262,6 +265,13 @@ pub fn load_snapshot_with(
         labels: condition_labels(&tx, &run, experiment.as_ref())?,
         pending_commands: queries::pending_commands(&tx, run_id)?.len(),
         spend: queries::run_spend(&tx, run_id)?,
+        activity: queries::attempt_activity(&tx, run_id)?
+            .into_iter()
+            .map(|mut a| {
+                a.live_tool = a.live_tool.as_deref().map(one_line);
+                a
+            })
+            .collect(),
         owner_alive: crate::store::owner_alive_here(&run, &queries::host_name()),
         hosts: queries::run_hosts(&tx, run_id)?,
         plan: queries::trial_plan(&tx, &run)?,

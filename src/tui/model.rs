@@ -21,6 +21,8 @@ pub enum CellState {
     Building,
     /// Agent running.
     Agent,
+    /// Agent running but silent past the run's stall time (it is not stopped).
+    Stalled,
     /// Verifier running.
     Verifying,
     /// Passed.
@@ -58,11 +60,19 @@ impl CellState {
         }
     }
 
+    /// This state, with a running agent shown as [`CellState::Stalled`] when `stalled`.
+    pub fn with_stall(self, stalled: bool) -> CellState {
+        match self {
+            CellState::Agent if stalled => CellState::Stalled,
+            st => st,
+        }
+    }
+
     /// Running in a container now.
     pub fn is_running(self) -> bool {
         matches!(
             self,
-            CellState::Building | CellState::Agent | CellState::Verifying
+            CellState::Building | CellState::Agent | CellState::Stalled | CellState::Verifying
         )
     }
 
@@ -81,6 +91,7 @@ impl CellState {
             CellState::Queued => "queued",
             CellState::Building => "building",
             CellState::Agent => "agent",
+            CellState::Stalled => "stalled",
             CellState::Verifying => "verifying",
             CellState::Pass => "pass",
             CellState::Fail => "fail",
@@ -382,9 +393,18 @@ pub struct GridModel {
     pub rows: Vec<GridRow>,
     /// Indices of task rows in `rows`.
     pub task_rows: Vec<usize>,
+    /// Ids of the running attempts marked stalled.
+    pub stalled: std::collections::HashSet<i64>,
 }
 
 impl GridModel {
+    /// The state of attempt `k` of `s` (an index into `Snapshot::trials`) as its cell shows it:
+    /// [`CellState::of`], with a running agent marked stalled shown as [`CellState::Stalled`].
+    pub fn state(&self, s: &Snapshot, k: usize) -> CellState {
+        let t = &s.trials[k];
+        CellState::of(t).with_stall(self.stalled.contains(&t.id))
+    }
+
     /// Builds the grid.
     pub fn build(s: &Snapshot, filter: &Filter, sort: Sort) -> GridModel {
         let q = filter.parse();
@@ -516,6 +536,12 @@ impl GridModel {
             columns,
             rows,
             task_rows,
+            stalled: s
+                .activity
+                .iter()
+                .filter(|a| a.status.is_active() && a.stalled_at.is_some())
+                .map(|a| a.id)
+                .collect(),
         }
     }
 
@@ -704,7 +730,8 @@ pub struct Progress {
     pub max_attempt: u32,
 }
 
-/// Tokens and cost of a run so far and the cost projected for all its trials.
+/// Tokens and cost of a run so far (finished attempts and the running ones' figures so far), how
+/// fast it spends now, and the cost projected for all its trials.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Spend {
     /// Input + output tokens over every attempt.
@@ -713,44 +740,103 @@ pub struct Spend {
     pub cost_usd: f64,
     /// Per condition: (key, tokens, USD).
     pub per_condition: Vec<(String, i64, f64)>,
-    /// USD projected for the whole run: what was spent plus, for each condition, the trials not
-    /// yet finished times that condition's mean cost per priced attempt (the run's mean where a
-    /// condition has none yet). `None` until some attempt has a cost.
-    pub projected_usd: Option<f64>,
+    /// The run's projected total cost with its 95 % interval ([`crate::analysis::spend::project`]);
+    /// `None` until a priced attempt has finished.
+    pub projection: Option<crate::analysis::spend::Projection>,
+    /// USD per hour now ([`burn_rate`]), while the run runs.
+    pub burn_usd_per_hour: Option<f64>,
 }
 
-/// [`Spend`] of a snapshot, with `p` for the trials still to run; `None` when no attempt
-/// reported usage (oracle, nop, imported runs without tokens).
-pub fn spend(s: &Snapshot, p: &Progress) -> Option<Spend> {
+/// The costs of every attempt of `s` by condition, as [`crate::analysis::spend`] takes them:
+/// finished attempts with their cost (priced ones), running ones with what they spent so far,
+/// and the queued count.
+pub fn condition_costs(s: &Snapshot) -> BTreeMap<String, crate::analysis::spend::ConditionCosts> {
+    let mut out: BTreeMap<String, crate::analysis::spend::ConditionCosts> = BTreeMap::new();
+    for a in &s.activity {
+        let c = out.entry(a.condition.clone()).or_default();
+        match a.status {
+            TrialStatus::Done => c.finished.extend(a.cost_usd),
+            TrialStatus::Queued => c.queued += 1,
+            _ => c.running.push(a.cost_usd.unwrap_or(0.0)),
+        }
+    }
+    out
+}
+
+/// How far back [`burn_rate`] looks, seconds.
+pub const BURN_WINDOW_SECS: f64 = 30.0 * 60.0;
+
+/// The run's burn rate at `now`, USD per hour: the cost spent within the window — the last
+/// [`BURN_WINDOW_SECS`], or since `started` (this session of the run) when that is shorter —
+/// divided by the window's length. Each attempt's cost (a running one's so far) is taken as
+/// spent evenly over its spending time, from the agent's start to its end (to `now` while it
+/// runs); the part of that time inside the window counts, so a long trial that just finished
+/// adds only its last half hour. `None` when the window is empty or no priced attempt spent
+/// within it.
+pub fn burn_rate(
+    activity: &[crate::store::queries::AttemptActivity],
+    started: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Option<f64> {
+    let secs = |a: DateTime<Utc>, b: DateTime<Utc>| (b - a).num_milliseconds() as f64 / 1000.0;
+    let window = secs(started, now).min(BURN_WINDOW_SECS);
+    if window <= 0.0 {
+        return None;
+    }
+    let from = now - chrono::Duration::milliseconds((window * 1000.0) as i64);
+    let mut spent = 0.0;
+    let mut any = false;
+    for a in activity {
+        let (Some(cost), Some(begin)) = (a.cost_usd, parse_time(&a.spend_from)) else {
+            continue;
+        };
+        let end = match a.status {
+            TrialStatus::Done => parse_time(&a.spend_to).unwrap_or(begin),
+            _ => now,
+        };
+        if end < from || begin > now {
+            continue;
+        }
+        let length = secs(begin, end);
+        let inside = secs(begin.max(from), end.min(now));
+        spent += if length > 0.0 {
+            cost * (inside / length).clamp(0.0, 1.0)
+        } else {
+            cost
+        };
+        any = true;
+    }
+    any.then(|| spent / window * 3600.0)
+}
+
+/// [`Spend`] of a snapshot at `now`; `None` when no attempt reported usage (oracle, nop, imported
+/// runs without tokens).
+pub fn spend(s: &Snapshot, now: DateTime<Utc>) -> Option<Spend> {
     if s.spend.is_empty() {
         return None;
     }
     let mut out = Spend::default();
-    let (mut cost_all, mut priced_all) = (0.0, 0usize);
     for c in &s.spend {
         let tokens = c.input_tokens + c.output_tokens;
         out.tokens += tokens;
         out.cost_usd += c.cost_usd;
-        cost_all += c.cost_usd;
-        priced_all += c.priced;
         out.per_condition
             .push((c.condition.clone(), tokens, c.cost_usd));
     }
-    if priced_all > 0 {
-        let run_mean = cost_all / priced_all as f64;
-        let mut projected = out.cost_usd;
-        for (key, done, total) in &p.per_condition {
-            let mean = s
-                .spend
-                .iter()
-                .find(|c| &c.condition == key && c.priced > 0)
-                .map(|c| c.cost_usd / c.priced as f64)
-                .unwrap_or(run_mean);
-            projected += mean * total.saturating_sub(*done) as f64;
-        }
-        out.projected_usd = Some(projected);
+    out.projection = crate::analysis::spend::project(&condition_costs(s));
+    if s.run.status == "running" {
+        out.burn_usd_per_hour =
+            parse_time(&s.run.started_at).and_then(|st| burn_rate(&s.activity, st, now));
     }
     Some(out)
+}
+
+/// The activity of attempt `id` of `s` (`Snapshot::activity` is by id).
+pub fn activity_of(s: &Snapshot, id: i64) -> Option<&crate::store::queries::AttemptActivity> {
+    s.activity
+        .binary_search_by_key(&id, |a| a.id)
+        .ok()
+        .map(|i| &s.activity[i])
 }
 
 fn parse_time(s: &Option<String>) -> Option<DateTime<Utc>> {
@@ -959,6 +1045,7 @@ mod tests {
             spaces: vec![],
             generated: vec![],
             spend: vec![],
+            activity: vec![],
             owner_alive: None,
             hosts: vec![],
             plan: crate::store::TrialPlan::uniform(2),
@@ -1048,35 +1135,82 @@ mod tests {
 
     #[test]
     fn spend_and_projection() {
+        use crate::store::queries::{AttemptActivity, ConditionSpend};
         let mut s = snapshot();
-        let p = Progress {
-            per_condition: vec![("curated".into(), 2, 3), ("no-skills".into(), 3, 4)],
+        let now = DateTime::parse_from_rfc3339("2026-11-21T10:10:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(spend(&s, now), None, "no usage: unknown, not zero");
+        s.spend = vec![ConditionSpend {
+            condition: "no-skills".into(),
+            attempts: 3,
+            input_tokens: 4000,
+            output_tokens: 400,
+            cost_usd: 3.5,
+            priced: 3,
+        }];
+        let attempt = |id, status, cost: f64| AttemptActivity {
+            id,
+            condition: "no-skills".into(),
+            status,
+            tokens: Some(1000),
+            cost_usd: Some(cost),
+            spend_from: Some("2026-11-21T10:00:00Z".into()),
+            spend_to: (status == TrialStatus::Done).then(|| "2026-11-21T10:05:00Z".into()),
             ..Default::default()
         };
-        assert_eq!(spend(&s, &p), None, "no usage: unknown, not zero");
-        s.spend = vec![
-            crate::store::queries::ConditionSpend {
-                condition: "no-skills".into(),
-                attempts: 4,
-                input_tokens: 4000,
-                output_tokens: 400,
-                cost_usd: 2.0,
-                priced: 4,
-            },
-            crate::store::queries::ConditionSpend {
-                condition: "curated".into(),
-                attempts: 1,
-                input_tokens: 100,
-                output_tokens: 10,
-                cost_usd: 0.0,
-                priced: 0,
-            },
+        s.activity = vec![
+            attempt(1, TrialStatus::Done, 1.0),
+            attempt(2, TrialStatus::Done, 2.0),
+            attempt(3, TrialStatus::Agent, 0.5),
+            attempt(4, TrialStatus::Queued, 0.0),
         ];
-        let sp = spend(&s, &p).unwrap();
-        assert_eq!(sp.tokens, 4510);
-        assert!((sp.cost_usd - 2.0).abs() < 1e-12);
-        // no-skills: 1 left × $0.50; curated has no priced attempt: the run's mean, 1 × $0.50.
-        assert!((sp.projected_usd.unwrap() - 3.0).abs() < 1e-12, "{sp:?}");
-        assert_eq!(sp.per_condition[0], ("no-skills".into(), 4400, 2.0));
+        let sp = spend(&s, now).unwrap();
+        assert_eq!(sp.tokens, 4400);
+        assert!((sp.cost_usd - 3.5).abs() < 1e-12);
+        // The one formula of analysis::spend: finished 3.0, the running one at the mean 1.5,
+        // the queued one at 1.5.
+        let p = sp.projection.clone().unwrap();
+        assert!((p.total - 6.0).abs() < 1e-12, "{p:?}");
+        assert!(p.plus_minus > 0.0);
+        // Burn: the run started 10 minutes ago, so the window is 10 minutes; both finished
+        // attempts spent within it (3.0) and the running one 0.5: 3.5 USD in 1/6 h.
+        assert!(
+            (sp.burn_usd_per_hour.unwrap() - 21.0).abs() < 1e-9,
+            "{sp:?}"
+        );
+        s.run.status = "finished".into();
+        assert_eq!(spend(&s, now).unwrap().burn_usd_per_hour, None);
+    }
+
+    #[test]
+    fn burn_counts_only_the_part_of_a_trial_inside_the_window() {
+        use crate::store::queries::AttemptActivity;
+        let t = |s: &str| DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc);
+        // A trial of 60 minutes that cost 6 USD and ended now: half of it lies in the last 30
+        // minutes, 3 USD in half an hour = 6 USD/h.
+        let a = AttemptActivity {
+            status: TrialStatus::Done,
+            cost_usd: Some(6.0),
+            spend_from: Some("2026-11-21T09:00:00Z".into()),
+            spend_to: Some("2026-11-21T10:00:00Z".into()),
+            ..Default::default()
+        };
+        let now = t("2026-11-21T10:00:00Z");
+        let rate = burn_rate(std::slice::from_ref(&a), t("2026-11-21T08:00:00Z"), now).unwrap();
+        assert!((rate - 6.0).abs() < 1e-9, "{rate}");
+        // One that ended before the window adds nothing; unpriced attempts neither.
+        let old = AttemptActivity {
+            spend_to: Some("2026-11-21T09:10:00Z".into()),
+            ..a.clone()
+        };
+        let unpriced = AttemptActivity {
+            cost_usd: None,
+            ..a
+        };
+        assert_eq!(
+            burn_rate(&[old, unpriced], t("2026-11-21T08:00:00Z"), now),
+            None
+        );
     }
 }

@@ -58,6 +58,10 @@ pub struct Glyphs {
     pub building: String,
     /// Agent running.
     pub agent: String,
+    /// Agent running but silent past the run's stall time. Optional in theme files: defaults
+    /// to `‖`.
+    #[serde(default = "default_stalled_glyph")]
+    pub stalled: String,
     /// Verifier running.
     pub verifying: String,
     /// Passed.
@@ -76,6 +80,10 @@ pub struct Glyphs {
     pub bar_full: String,
     /// Empty bar cell.
     pub bar_empty: String,
+}
+
+fn default_stalled_glyph() -> String {
+    "‖".to_string()
 }
 
 /// A loaded theme.
@@ -111,6 +119,8 @@ pub struct Theme {
     pub error: Style,
     /// Trials in progress.
     pub running: Style,
+    /// A running agent marked stalled. Optional in theme files: defaults to `warn`.
+    pub stalled: Style,
     /// Queued trials.
     pub queued: Style,
     /// Cancelled trials.
@@ -243,6 +253,7 @@ impl Theme {
             timeout: style("timeout")?,
             error: style("error")?,
             running: style("running")?,
+            stalled: style_or("stalled", "warn")?,
             queued: style("queued")?,
             cancelled: style("cancelled")?,
             bar: style("bar")?,
@@ -264,6 +275,7 @@ impl Theme {
             ("pass", &theme.glyphs.pass),
             ("fail", &theme.glyphs.fail),
             ("queued", &theme.glyphs.queued),
+            ("stalled", &theme.glyphs.stalled),
         ] {
             if unicode_width(g) != 1 {
                 return Err(ThemeError::Invalid {
@@ -293,6 +305,7 @@ impl Theme {
             &mut self.timeout,
             &mut self.error,
             &mut self.running,
+            &mut self.stalled,
             &mut self.queued,
             &mut self.cancelled,
             &mut self.bar,
@@ -370,6 +383,7 @@ mod tests {
                 &g.queued,
                 &g.building,
                 &g.agent,
+                &g.stalled,
                 &g.verifying,
                 &g.pass,
                 &g.fail,
@@ -400,7 +414,7 @@ mod tests {
         let old: String = dark
             .lines()
             .filter(|l| {
-                !["sop ", "warning ", "gain ", "loss ", "tier_"]
+                !["sop ", "warning ", "gain ", "loss ", "tier_", "stalled "]
                     .iter()
                     .any(|k| l.starts_with(k))
             })
@@ -410,6 +424,7 @@ mod tests {
         assert_eq!((t.sop, t.warning), (t.pass, t.warn));
         assert_eq!((t.gain, t.loss), (t.pass, t.fail));
         assert_eq!((t.tier_good, t.tier_failing), (t.pass, t.error));
+        assert_eq!((t.stalled, t.glyphs.stalled.as_str()), (t.warn, "‖"));
         let built_in = Theme::load("dark").unwrap();
         assert_ne!(built_in.sop, Style::default());
     }

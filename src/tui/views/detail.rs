@@ -1,4 +1,6 @@
-//! Trial detail: the attempt's identity, outcome, phases and attempt history (summary tab), and its
+//! Trial detail: the attempt's identity, outcome, what a running agent is doing now (phase,
+//! steps, last tool call, tokens and cost so far, time since its last output, stalled since
+//! when), phases and attempt history (summary tab), and its
 //! verifier output, agent output and build log (scrollable, searchable, live while the attempt
 //! runs). Log text was sanitized when read; nothing from a container reaches the terminal raw.
 
@@ -233,6 +235,44 @@ fn summary<'a>(app: &App, attempts: &'a [TrialRow], width: usize) -> Vec<Line<'a
             outcome_style,
         ),
     ];
+    if a.status.is_active() {
+        // What the agent is doing now (the attempt is re-read on every poll while it runs).
+        let activity = crate::store::queries::AttemptActivity {
+            id: a.id,
+            condition: a.condition.clone(),
+            status: a.status,
+            tokens: match (a.n_input_tokens, a.n_output_tokens) {
+                (None, None) => None,
+                (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
+            },
+            cost_usd: a.cost_usd,
+            spend_from: a.agent_started_at.clone(),
+            spend_to: None,
+            live_steps: a.live_steps,
+            live_tool: a.live_tool.as_deref().map(crate::tui::data::one_line),
+            last_output_at: a.last_output_at.clone(),
+            stalled_at: a.stalled_at.clone(),
+        };
+        let state = crate::tui::model::CellState::of(&a.brief()).with_stall(a.stalled_at.is_some());
+        let mut live =
+            super::live_line(t, state, Some(&activity), app.now, width.saturating_sub(12));
+        live.spans
+            .insert(0, Span::styled(format!("{:<12}", "activity"), t.dim));
+        lines.push(live);
+        if let Some(tool) = &activity.live_tool {
+            lines.push(kv("last tool", tool.clone(), t.accent));
+        }
+        if let Some(since) = &a.stalled_at {
+            lines.push(kv(
+                "stalled",
+                format!(
+                    "since {} · silent; it keeps running until its agent timeout",
+                    super::clock(since)
+                ),
+                t.stalled,
+            ));
+        }
+    }
     if let Some(e) = &a.error {
         lines.push(kv(
             "error",

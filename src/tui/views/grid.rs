@@ -65,7 +65,31 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
         ));
     }
     title.push_str(&format!(" · {} tasks", m.task_rows.len()));
-    let block = framed(t, &title, focused);
+    let mut block = framed(t, &title, focused);
+    // The running cell under the cursor: what its agent is doing, in the bottom border.
+    if let Some(k) = m.cell(g.row, g.col)
+        && m.state(s, k).is_running()
+    {
+        let label = s
+            .run
+            .conditions
+            .iter()
+            .position(|c| *c == s.trials[k].condition)
+            .and_then(|i| s.labels.get(i).cloned())
+            .unwrap_or_default();
+        let head = format!(" {label} #{} ", s.trials[k].trial_index);
+        let room = (area.width as usize).saturating_sub(head.chars().count() + 4);
+        let mut line = super::live_line(
+            t,
+            m.state(s, k),
+            crate::tui::model::activity_of(s, s.trials[k].id),
+            app.now,
+            room,
+        );
+        line.spans.insert(0, Span::styled(head, t.header));
+        line.spans.push(Span::raw(" "));
+        block = block.title_bottom(line);
+    }
     let inner = block.inner(area);
     f.render_widget(block, area);
     if inner.height < 3 || inner.width < 10 {
@@ -264,9 +288,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
                         put(buf, inner, x, y, "│", t.border);
                         x += GROUP_GAP;
                     }
-                    let state = cell
-                        .map(|k| CellState::of(&s.trials[k]))
-                        .unwrap_or(CellState::Missing);
+                    let state = cell.map(|k| m.state(s, k)).unwrap_or(CellState::Missing);
                     let (glyph, mut style) = cell_look(t, state);
                     if selected_row && c == g.col {
                         style = t.selected;

@@ -1,5 +1,6 @@
 //! Overview: run identity and state, progress gauges (all trials and per condition), counts,
-//! throughput, elapsed time, ETA, running containers, tokens and cost; and, when the run is part
+//! throughput, elapsed time, ETA, running containers; tokens and cost so far, the burn rate, the
+//! projected total cost ± its 95 % interval, the budget and the provider limit; and, when the run is part
 //! of learning, the experiment's phase strip and one line per learning space (state, trials
 //! learned, status mode, the trial being learned, mislabeled trials — loudly — and the export).
 
@@ -9,7 +10,7 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{bar, fit, framed, hms};
+use super::{bar, clock, fit, fit_items, framed, hms, tokens_text, usd_text};
 use crate::bench::condition::condition_label;
 use crate::store::Liveness;
 use crate::store::learning::{ExperimentRow, SpaceProgress};
@@ -216,31 +217,6 @@ pub fn learning_lines(t: &Theme, s: &Snapshot, width: usize) -> Vec<Line<'static
     lines
 }
 
-/// `1234` → `1.2k`, `3_400_000` → `3.4M`.
-fn tokens_text(n: i64) -> String {
-    match n {
-        n if n >= 1_000_000 => format!("{:.1}M", n as f64 / 1e6),
-        n if n >= 1_000 => format!("{:.1}k", n as f64 / 1e3),
-        n => n.to_string(),
-    }
-}
-
-/// Dollars with cents, or four decimals under a dime.
-fn usd_text(usd: f64) -> String {
-    if usd < 0.1 {
-        format!("${usd:.4}")
-    } else {
-        format!("${usd:.2}")
-    }
-}
-
-/// `HH:MM:SS` (UTC) of an RFC 3339 time; the text itself when it does not parse.
-fn clock(rfc3339: &str) -> String {
-    chrono::DateTime::parse_from_rfc3339(rfc3339)
-        .map(|t| t.with_timezone(&chrono::Utc).format("%H:%M:%S").to_string())
-        .unwrap_or_else(|_| crate::text::sanitize(rfc3339))
-}
-
 /// When an event happened, UTC: `HH:MM:SS` on the day of `now`, `MM-DD HH:MM` before it (runs
 /// last days).
 pub fn event_time(rfc3339: &str, now: chrono::DateTime<chrono::Utc>) -> String {
@@ -362,11 +338,98 @@ pub fn event_rows(small: bool) -> u16 {
     if small { 1 } else { 3 }
 }
 
-/// Height of the overview, borders included, before its learning lines: on small screens the
-/// counts, the engine and timing line and the newest event; otherwise the run's identity, the
-/// counts, one line per condition, timing, and the newest events.
-pub fn height(small: bool) -> u16 {
-    2 + if small { 2 } else { 4 } + event_rows(small)
+/// True when the overview of `s` has money or provider figures to show: tokens or cost, a
+/// budget, or a provider limit while the run runs.
+pub fn has_money(s: &Snapshot) -> bool {
+    !s.spend.is_empty()
+        || s.run.max_cost_usd.is_some()
+        || (s.run.provider_limit.is_some() && s.run.status == "running")
+}
+
+/// Height of the overview of `s`, borders included, before its learning lines: on small screens
+/// the counts, the engine, timing and cost line and the newest event; otherwise the run's
+/// identity, the counts, one line per condition, timing, the cost line (when [`has_money`]), and
+/// the newest events.
+pub fn height(small: bool, s: &Snapshot) -> u16 {
+    2 + if small {
+        2
+    } else {
+        4 + u16::from(has_money(s))
+    } + event_rows(small)
+}
+
+/// The money parts of the overview as (priority, spans), for [`fit_items`]: cost so far (finished
+/// and running attempts), the budget (in the warning style once the projection passes it), the
+/// projected total ± its 95 % interval while trials remain, the burn rate, the provider limit
+/// while the run runs, and tokens so far. The priorities rank them among the timing parts of a
+/// small screen (engine 0, ETA 1, throughput 6, elapsed 8).
+fn money_items(
+    t: &Theme,
+    s: &Snapshot,
+    sp: Option<&crate::tui::model::Spend>,
+    small: bool,
+) -> Vec<(u8, Vec<Span<'static>>)> {
+    let run = &s.run;
+    let mut items: Vec<(u8, Vec<Span<'static>>)> = Vec::new();
+    let projection = sp.and_then(|sp| sp.projection.as_ref());
+    if let Some(sp) = sp {
+        items.push((
+            2,
+            vec![
+                Span::styled("cost ", t.dim),
+                Span::styled(usd_text(sp.cost_usd), t.text),
+                Span::styled(if small { "" } else { " so far" }, t.dim),
+            ],
+        ));
+    }
+    if let Some(max) = run.max_cost_usd {
+        let over = projection.is_some_and(|p| p.total > max);
+        items.push((
+            3,
+            vec![
+                Span::styled("budget ", t.dim),
+                Span::styled(usd_text(max), if over { t.warn } else { t.text }),
+            ],
+        ));
+    }
+    if let Some(p) = projection.filter(|p| p.total > p.spent + 1e-9) {
+        items.push((
+            4,
+            vec![
+                Span::styled("projected ", t.dim),
+                Span::styled(usd_text(p.total), t.accent),
+                Span::styled(format!(" ± {}", usd_text(p.plus_minus)), t.text),
+            ],
+        ));
+    }
+    if let Some(b) = sp.and_then(|sp| sp.burn_usd_per_hour) {
+        items.push((
+            5,
+            vec![
+                Span::styled("burn ", t.dim),
+                Span::styled(format!("{}/h", usd_text(b)), t.text),
+            ],
+        ));
+    }
+    if let Some(limit) = run.provider_limit.filter(|_| run.status == "running") {
+        items.push((
+            7,
+            vec![
+                Span::styled("provider limit ", t.dim),
+                Span::styled(limit.to_string(), t.text),
+            ],
+        ));
+    }
+    if let Some(sp) = sp {
+        items.push((
+            9,
+            vec![
+                Span::styled("tokens ", t.dim),
+                Span::styled(tokens_text(sp.tokens), t.text),
+            ],
+        ));
+    }
+    items
 }
 
 /// The engine's state for the operator: its pid and heartbeat when live, what to do when gone.
@@ -386,35 +449,6 @@ fn engine_text(liveness: &Liveness, run: &crate::store::RunRow, with_host: bool)
         (Liveness::Stale { .. }, _) => "no live engine — re-run to resume".to_string(),
         (Liveness::Idle, _) => "no engine attached".to_string(),
     }
-}
-
-/// Spans that fit in `width`: `items` (priority, spans) taken by priority (0 first), each left out
-/// when it does not fit; shown in their given order, separated by ` · `.
-fn fit_items(t: &Theme, items: Vec<(u8, Vec<Span<'static>>)>, width: usize) -> Vec<Span<'static>> {
-    let mut used = 0;
-    let mut keep = vec![false; items.len()];
-    let mut order: Vec<usize> = (0..items.len()).collect();
-    order.sort_by_key(|&i| items[i].0);
-    for i in order {
-        let w: usize =
-            items[i].1.iter().map(|s| s.width()).sum::<usize>() + if used > 0 { 3 } else { 0 };
-        if used + w <= width {
-            keep[i] = true;
-            used += w;
-        }
-    }
-    let items: Vec<Vec<Span<'static>>> = items.into_iter().map(|(_, s)| s).collect();
-    let mut out = Vec::new();
-    for (item, k) in items.into_iter().zip(keep) {
-        if !k {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push(Span::styled(" · ", t.dim));
-        }
-        out.extend(item);
-    }
-    out
 }
 
 /// Draws the overview into `area` ([`height`] lines, then the learning lines).
@@ -481,7 +515,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
 
     // Timing: only what is known (no throughput before a trial finished, no tokens for agents
     // that report none).
-    let spend = crate::tui::model::spend(s, p);
+    let spend = crate::tui::model::spend(s, app.now);
     // (priority, spans): the engine first, then what says when it ends and what it costs.
     let mut timing: Vec<(u8, Vec<Span<'static>>)> = Vec::new();
     if small {
@@ -495,10 +529,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
                 },
             )],
         ));
+        // Small screens: money on the timing line, ranked among its parts.
+        timing.extend(money_items(t, s, spend.as_ref(), true));
     }
     if let Some(r) = p.per_minute {
         timing.push((
-            3,
+            6,
             vec![
                 Span::styled(if small { "" } else { "throughput " }, t.dim),
                 Span::styled(format!("{r:.1}/min"), t.text),
@@ -516,7 +552,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
     }
     if let Some(e) = p.elapsed_secs {
         timing.push((
-            4,
+            8,
             vec![
                 Span::styled("elapsed ", t.dim),
                 Span::styled(hms(e), t.text),
@@ -525,37 +561,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
     }
     if !small {
         timing.push((
-            7,
+            10,
             vec![
                 Span::styled("containers ", t.dim),
                 Span::styled(p.running.to_string(), t.running),
             ],
         ));
-    }
-    if let Some(sp) = &spend {
-        timing.push((
-            5,
-            vec![
-                Span::styled("tokens ", t.dim),
-                Span::styled(tokens_text(sp.tokens), t.text),
-            ],
-        ));
-        timing.push((
-            2,
-            vec![
-                Span::styled("cost ", t.dim),
-                Span::styled(usd_text(sp.cost_usd), t.text),
-            ],
-        ));
-        if let Some(pr) = sp.projected_usd {
-            timing.push((
-                6,
-                vec![
-                    Span::styled("projected ", t.dim),
-                    Span::styled(usd_text(pr), t.accent),
-                ],
-            ));
-        }
     }
     if s.pending_commands > 0 {
         timing.push((
@@ -567,6 +578,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
         ));
     }
     let timing = Line::from(fit_items(t, timing, inner_w));
+    let money = (!small && has_money(s)).then(|| {
+        Line::from(fit_items(
+            t,
+            money_items(t, s, spend.as_ref(), false),
+            inner_w,
+        ))
+    });
 
     let n_events = event_rows(small) as usize;
     let mut events: Vec<Line> = s
@@ -641,7 +659,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
                 },
             ),
         ]);
-        vec![ident, Line::from(total_line), Line::from(per_cond), timing]
+        let mut v = vec![ident, Line::from(total_line), Line::from(per_cond), timing];
+        v.extend(money);
+        v
     };
     lines.extend(events);
     lines.extend(learning_lines(t, s, inner_w));

@@ -1,8 +1,20 @@
 //! The dashboard in a real terminal: `skillscope watch` runs in tmux against a store that a
 //! concurrent headless run is filling; keys are sent with `send-keys`, the screen is read with
-//! `capture-pane`, and the retry pressed on screen must reach the store and the engine.
+//! `capture-pane`, and the retry pressed on screen must reach the store and the engine. A real
+//! harness CLI (Claude Code, against the scripted model server) shows its live activity and a
+//! stall on screen while it runs.
 
 mod common;
+#[path = "support/container_gateway.rs"]
+mod container_gateway;
+#[path = "support/glibc_image.rs"]
+mod glibc_image;
+#[path = "support/harness_env.rs"]
+mod harness_env;
+#[path = "support/harness_run.rs"]
+mod harness_run;
+#[path = "support/scripted_model/mod.rs"]
+mod scripted_model;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -362,4 +374,127 @@ fn clicks_select_cells_and_tabs_and_the_wheel_scrolls() {
     tmux.mouse(0, a_x, row);
     std::thread::sleep(Duration::from_millis(500));
     assert!(!tmux.screen().contains("summary"), "{}", tmux.screen());
+}
+
+/// A scripted-model run of the harness example task with Claude Code, watched in tmux: while its
+/// agent runs, the grid's bottom border shows the live steps and the last tool call of the cell
+/// under the cursor; when the agent's tool goes silent past `--stall-after 3`, the cell is marked
+/// stalled on screen (and the run goes on to pass).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_in_tmux_shows_live_activity_and_a_stall() {
+    require_docker().await;
+    let _serial = harness_env::serial().await;
+    glibc_image::ensure_glibc_image().await;
+    let model = scripted_model::ScriptedModel::start(scripted_model::Script {
+        commands: vec![
+            // Silent long enough to be marked stalled and for the screen to show it.
+            "sleep 40".into(),
+            "cat /root/.claude/skills/greeting/SKILL.md".into(),
+            "echo 'hello from the greeting skill' > /root/answer.txt".into(),
+        ],
+        final_text: "I wrote the greeting to /root/answer.txt.".into(),
+        fail_with: None,
+        fail_first: 0,
+        usage: scripted_model::Usage {
+            input: 1000,
+            cached: 200,
+            output: 50,
+        },
+        phases: Vec::new(),
+    })
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let base = model.base_url(&harness_env::gateway().await);
+    let stderr = std::fs::File::create(dir.path().join("stderr.txt")).unwrap();
+    let _run = Run(harness_run::harness_run(
+        "claude-code",
+        "claude-opus-4-6",
+        "tmux-live",
+        dir.path(),
+    )
+    .args(["--stall-after", "3"])
+    .env("ANTHROPIC_API_KEY", "sk-test-dummy-key-9f3a")
+    .env("ANTHROPIC_BASE_URL", base)
+    .stdout(Stdio::null())
+    .stderr(stderr)
+    .spawn()
+    .expect("run skillscope"));
+    let db = dir.path().join("s.db");
+    // The run is recorded before the dashboard opens it.
+    let t0 = Instant::now();
+    while !std::fs::exists(&db).unwrap_or(false) {
+        assert!(t0.elapsed() < Duration::from_secs(120), "no store written");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let session = format!("skillscope-live-{}", std::process::id());
+    let tmux = Tmux::start(
+        &session,
+        &format!(
+            "{} watch --wait --db {} tmux-live",
+            env!("CARGO_BIN_EXE_skillscope"),
+            db.display()
+        ),
+    );
+    // What the run said and its agent's logs, for a failure message.
+    let stderr = || {
+        let mut out = std::fs::read_to_string(dir.path().join("stderr.txt")).unwrap_or_default();
+        let mut stack = vec![dir.path().join("jobs")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.parent().is_some_and(|d| d.ends_with("agent")) {
+                    let text = std::fs::read_to_string(&p).unwrap_or_default();
+                    let tail: String = text.chars().rev().take(3000).collect();
+                    out.push_str(&format!(
+                        "\n--- {}\n{}",
+                        p.display(),
+                        tail.chars().rev().collect::<String>()
+                    ));
+                }
+            }
+        }
+        out
+    };
+    // One cell (hello-skill, curated #1), under the cursor from the start. Building the image and
+    // starting the CLI can take minutes on a loaded machine.
+    let t0 = Instant::now();
+    let live = loop {
+        let screen = tmux.screen();
+        if screen.contains("sleep 40") && screen.contains(" steps") {
+            break screen;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(420),
+            "no live activity on screen:\n{screen}\nrun stderr:\n{}",
+            stderr()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    let border = live
+        .lines()
+        .find(|l| l.contains("sleep 40"))
+        .expect("the activity line");
+    assert!(border.contains("A #1"), "{live}");
+    let t0 = Instant::now();
+    let stalled = loop {
+        let screen = tmux.screen();
+        if screen.contains("stalled since") {
+            break screen;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the silent agent was never shown stalled:\n{screen}\nrun stderr:\n{}",
+            stderr()
+        );
+        std::thread::sleep(Duration::from_millis(250));
+    };
+    // The stalled glyph of the dark theme, in the grid row of the task.
+    let row = stalled
+        .lines()
+        .find(|l| l.contains("hello-skill"))
+        .unwrap_or_default();
+    assert!(row.contains('‖'), "{stalled}");
+    assert!(tmux.alive());
 }

@@ -7,8 +7,8 @@
 //! and what it prints).
 
 pub mod acontext;
+pub mod agent_logs;
 pub mod analysis;
-pub mod bench;
 pub mod cli;
 pub mod commands;
 pub mod config;
@@ -16,9 +16,10 @@ pub mod console;
 pub mod engine;
 pub mod experiment;
 pub mod harbor;
-pub mod harness;
 pub mod report;
 pub mod runner;
+pub mod safe_fs;
+pub mod skillsbench;
 pub mod store;
 pub mod synthetic;
 pub mod text;

@@ -4,7 +4,7 @@
 
 use rusqlite::Connection;
 
-use crate::bench::Catalog;
+use crate::skillsbench::Catalog;
 use crate::store::queries::{self, NewRun, TrialPatch};
 use crate::store::{Outcome, RunRow, RunTaskRow, StoreError, TrialStatus};
 

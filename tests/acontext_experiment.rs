@@ -16,7 +16,7 @@ use serde_json::json;
 use skillscope::acontext::learn::LearnOptions;
 use skillscope::acontext::versions::export_version;
 use skillscope::acontext::{AcontextConfig, Client};
-use skillscope::bench::{Catalog, Condition};
+use skillscope::skillsbench::{Catalog, Condition};
 use skillscope::config::RunSettings;
 use skillscope::engine::{Engine, RunRequest};
 use skillscope::experiment::plan::Plan;
@@ -91,7 +91,7 @@ fn request(name: &str, tasks: &Path, filter: &[&str], jobs: &Path, trials: u32) 
 async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
     common::require_docker().await;
     let dir = tempfile::tempdir().unwrap();
-    let tasks = skillscope::bench::examples::materialize(dir.path()).unwrap();
+    let tasks = skillscope::skillsbench::examples::materialize(dir.path()).unwrap();
     let store = Store::open(&dir.path().join("exp.db")).unwrap();
     let mut server = FakeServer::start(FakeState::new(KEY, true), ([127, 0, 0, 1], 0).into()).await;
     let plan: Plan = toml::from_str("name = \"e2e\"\ntrials = 1\n").unwrap();

@@ -16,7 +16,7 @@ use std::time::Duration;
 use fake_acontext::{FakeServer, FakeState, Fault};
 use skillscope::acontext::learn::{LearnError, LearnOptions, Learner, StatusMode, Step};
 use skillscope::acontext::{AcontextConfig, Client};
-use skillscope::bench::{Catalog, Condition};
+use skillscope::skillsbench::{Catalog, Condition};
 use skillscope::config::RunSettings;
 use skillscope::engine::{Engine, RunRequest};
 use skillscope::store::learning as lq;
@@ -38,7 +38,7 @@ fn round1_template() -> &'static Path {
                     .join(format!("acontext-learn-{}", std::process::id()));
                 let _ = std::fs::remove_dir_all(&dir);
                 std::fs::create_dir_all(&dir).expect("dir");
-                let tasks = skillscope::bench::examples::materialize(&dir).expect("examples");
+                let tasks = skillscope::skillsbench::examples::materialize(&dir).expect("examples");
                 let store = Store::open(&dir.join("round1.db")).expect("store");
                 let req = RunRequest {
                     name: Some(ROUND1.into()),

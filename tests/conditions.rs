@@ -10,8 +10,8 @@ use bollard::models::ContainerCreateBody;
 use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 use common::{Scratch, one};
 use futures_util::StreamExt;
-use skillscope::bench::Condition;
-use skillscope::bench::dockerfile::SKILL_DESTINATIONS;
+use skillscope::skillsbench::Condition;
+use skillscope::skillsbench::dockerfile::SKILL_DESTINATIONS;
 use skillscope::store::Outcome;
 
 /// Runs `script` in a fresh container of `image` and returns its stdout.

@@ -581,7 +581,7 @@ async fn a_unicode_task_id_runs_to_a_verdict() {
         .run(s.request(
             "unicode",
             &["unicodé-tâsk"],
-            vec![skillscope::bench::Condition::NoSkills],
+            vec![skillscope::skillsbench::Condition::NoSkills],
             1,
         ))
         .await;
@@ -605,7 +605,7 @@ async fn a_huge_timeout_is_a_clear_error_not_a_panic() {
         .run(s.request(
             "huge",
             &["huge-timeout", "passes"],
-            vec![skillscope::bench::Condition::NoSkills],
+            vec![skillscope::skillsbench::Condition::NoSkills],
             1,
         ))
         .await;

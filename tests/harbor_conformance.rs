@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::Scratch;
-use skillscope::bench::Condition;
+use skillscope::skillsbench::Condition;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn harbor_models_accept_our_trial_and_job_files() {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use common::{Scratch, containers_of_run, fixtures, one, require_docker, skillscope};
-use skillscope::bench::{Condition, Task};
+use skillscope::skillsbench::{Condition, Task};
 use skillscope::runner::image::{ImageSettings, prepare_context};
 use skillscope::store::Outcome;
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use skillscope::analysis::metrics::summarize;
-use skillscope::bench::Catalog;
+use skillscope::skillsbench::Catalog;
 use skillscope::harbor::atif::Trajectory;
 use skillscope::harbor::ctrf::Report;
 use skillscope::harbor::import::{ImportOptions, import};

@@ -5,7 +5,7 @@ mod common;
 
 use common::{Scratch, containers_of_run, one};
 use skillscope::analysis::metrics::method_d;
-use skillscope::bench::Condition;
+use skillscope::skillsbench::Condition;
 use skillscope::harbor::result::{JobResult, TrialResult};
 use skillscope::store::{Outcome, TrialStatus};
 

@@ -34,7 +34,7 @@ fn imported_store(file: PathBuf) -> (tempfile::TempDir, Connection) {
         roots: vec![file],
         condition: None,
         run: None,
-        catalog: skillscope::bench::Catalog::shipped(),
+        catalog: skillscope::skillsbench::Catalog::shipped(),
         batch: 500,
     };
     import(&store, &opts).unwrap();

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Scratch, one};
-use skillscope::bench::Condition;
+use skillscope::skillsbench::Condition;
 use skillscope::config::{EnvSetting, check_mount};
 use skillscope::store::Outcome;
 

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
-use skillscope::bench::{Catalog, Severity, TaskConfig, TaskSet};
+use skillscope::skillsbench::{Catalog, Severity, TaskConfig, TaskSet};
 
 /// The evaluation's shared data: `$SKILLSCOPE_SHARED`, else `../shared` beside the checkout, else
 /// `/work/shared`.

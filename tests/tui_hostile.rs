@@ -10,7 +10,7 @@ use common::{Scratch, one};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
-use skillscope::bench::Condition;
+use skillscope::skillsbench::Condition;
 use skillscope::tui::app::{App, Mode};
 use skillscope::tui::data::{Update, load_detail, load_snapshot};
 use skillscope::tui::theme::Theme;

@@ -19,7 +19,7 @@ use super::client::AcontextError;
 use super::export::{ExportLimits, SkillSnapshot, snapshot_dir};
 use super::learn::{LearnError, LearnOptions, Learner, Retried, order_trials_tasks};
 use super::versions::version_of;
-use crate::bench::skill::scan_skills_dir;
+use crate::skillsbench::skill::scan_skills_dir;
 use crate::store::learning::{self as lq, SpaceRow, UploadRow};
 use crate::store::{RunRow, RunTaskRow};
 

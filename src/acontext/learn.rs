@@ -49,7 +49,7 @@ use super::model::{CreateSession, Task};
 use crate::harbor::atif::Trajectory;
 use crate::harbor::ctrf::Report;
 use crate::harbor::summary::{SummaryInput, summarize};
-use crate::runner::safe_fs;
+use crate::safe_fs;
 use crate::store::learning::{
     self as lq, LearnStepRow, NewSpace, NewStep, SpacePatch, SpaceRow, StepPatch,
 };

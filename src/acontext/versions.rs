@@ -111,7 +111,7 @@ pub async fn export_version(
         .write(move |c| lq::exports(c, space_id))
         .await?
         .len();
-    let label = crate::bench::condition::sanitize_slug(&space.label);
+    let label = crate::skillsbench::condition::sanitize_slug(&space.label);
     let mut n = previous + 1;
     let dir = loop {
         let d = root.join(format!("{label}-v{n}"));

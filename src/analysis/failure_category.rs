@@ -119,7 +119,7 @@ impl TestReport {
                     .collect(),
             });
         }
-        let text = crate::runner::safe_fs::read_capped(
+        let text = crate::safe_fs::read_capped(
             &verifier_dir.join("test-stdout.txt"),
             8 * 1024 * 1024,
         )
@@ -277,7 +277,7 @@ pub fn classify_trial_dir(
 /// Reads an ATIF trajectory, or a Terminus-2 episode list (`[{episode, prompt, response}]`,
 /// converted by [`crate::harbor::atif::from_terminus`]); `None` when it is neither.
 pub fn read_any_trajectory(path: &Path) -> Option<Trajectory> {
-    let bytes = crate::runner::safe_fs::read_capped(path, 64 * 1024 * 1024).ok()?;
+    let bytes = crate::safe_fs::read_capped(path, 64 * 1024 * 1024).ok()?;
     Trajectory::parse(&bytes, &path.display().to_string())
         .ok()
         .or_else(|| crate::harbor::atif::from_terminus(&bytes))

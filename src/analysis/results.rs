@@ -28,7 +28,7 @@ use super::failure_category::{self, FailureCategory};
 use super::metrics::{delta_pp, normalized_gain};
 use super::paper::{self, PaperValue};
 use super::pass_at_k::{pass_at_2_adaptive, pass_at_k};
-use crate::bench::condition::condition_label;
+use crate::skillsbench::condition::condition_label;
 use crate::store::learning as lq;
 use crate::store::{Outcome, RunRow, StoreError, TrialPlan, TrialStatus, queries};
 

@@ -9,7 +9,7 @@ use color_eyre::eyre::{Result, WrapErr, eyre};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use tokio_util::sync::CancellationToken;
 
-use crate::bench::{Catalog, Condition};
+use crate::skillsbench::{Catalog, Condition};
 use crate::cli::BenchWhat;
 use crate::config::RunSettings;
 use crate::engine::{Engine, RunRequest};

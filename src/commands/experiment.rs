@@ -136,7 +136,7 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
 /// otherwise). A report that cannot be written is a warning: the experiment's results are in the
 /// store and `skillscope report` can write it again.
 fn write_report(db: &std::path::Path, reports: &std::path::Path, name: &str) {
-    let dir = reports.join(crate::bench::condition::sanitize_slug(name));
+    let dir = reports.join(crate::skillsbench::condition::sanitize_slug(name));
     let result = (|| -> Result<usize> {
         let conn = crate::store::Store::open_existing(db)?;
         let report = crate::report::build(
@@ -196,7 +196,7 @@ pub fn print_outcome(o: &ExperimentOutcome) {
             .map(|r| format!(
                 "{} = {}",
                 r.label,
-                crate::bench::condition::condition_label(&r.summary.condition)
+                crate::skillsbench::condition::condition_label(&r.summary.condition)
             ))
             .collect::<Vec<_>>()
             .join(" · ")

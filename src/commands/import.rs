@@ -5,7 +5,7 @@ use color_eyre::eyre::Result;
 
 use super::status::run_status;
 use super::table::conditions_table;
-use crate::bench::Condition;
+use crate::skillsbench::Condition;
 use crate::cli::ImportArgs;
 use crate::harbor::import::{ImportOptions, import};
 use crate::store::{Store, queries};

@@ -8,7 +8,7 @@ use color_eyre::eyre::{Result, eyre};
 
 use crate::acontext::learn::{LearnOptions, LearnReport, Learner, Progress, StatusMode, Step};
 use crate::acontext::{AcontextConfig, Client};
-use crate::bench::Condition;
+use crate::skillsbench::Condition;
 use crate::cli::{AcontextArgs, LearnArgs};
 use crate::config::{AcontextFileSettings, FileConfig};
 use crate::store::Store;

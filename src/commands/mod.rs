@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use color_eyre::eyre::{Result, WrapErr};
 use rusqlite::Connection;
 
-use crate::bench::{Catalog, examples};
+use crate::skillsbench::{Catalog, examples};
 use crate::store::{RunRow, queries};
 
 /// The tasks folder to use: the given one, or the built-in example tasks (written out once).
@@ -47,7 +47,7 @@ pub fn check_task_ids(tasks_dir: &Path, ids: &[String]) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
-    match crate::bench::check_task_ids(tasks_dir, ids) {
+    match crate::skillsbench::check_task_ids(tasks_dir, ids) {
         Ok(()) => Ok(()),
         Err(e) => match e.valid_ids_hint(12) {
             Some(hint) => Err(crate::console::hinted(e.to_string(), hint)),
@@ -96,7 +96,7 @@ pub fn unknown_run(conn: &Connection, name: &str) -> color_eyre::eyre::Report {
     let hint = match known.len() {
         0 => format!("the database holds no runs yet; {NO_RUNS_HINT}"),
         n => {
-            let shown: Vec<String> = crate::bench::closest_first(name, &known)
+            let shown: Vec<String> = crate::skillsbench::closest_first(name, &known)
                 .into_iter()
                 .take(20)
                 .collect();

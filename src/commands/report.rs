@@ -6,7 +6,7 @@ use rusqlite::Connection;
 
 use crate::analysis::ci::CiMethod;
 use crate::analysis::results::Selection;
-use crate::bench::condition::sanitize_slug;
+use crate::skillsbench::condition::sanitize_slug;
 use crate::cli::ReportArgs;
 use crate::report::{self, Format};
 use crate::store::{Store, learning as lq, queries};

@@ -2,7 +2,7 @@
 
 use color_eyre::eyre::{Result, eyre};
 
-use crate::bench::Condition;
+use crate::skillsbench::Condition;
 use crate::cli::{RetryArgs, TrialSelector};
 use crate::store::{CommandKind, Outcome, Store, TrialRow, TrialStatus, queries};
 

@@ -9,7 +9,7 @@ use color_eyre::eyre::{Result, WrapErr, eyre};
 use super::session::{self, Signals};
 use super::table::conditions_table;
 use crate::analysis::metrics::summarize;
-use crate::bench::Condition;
+use crate::skillsbench::Condition;
 use crate::cli::{RunArgs, exit_code};
 use crate::config::{EnvSetting, FileConfig, RunSettings, check_mount};
 use crate::engine::{Engine, RunOutcome, RunRequest, StopReason, default_run_name};

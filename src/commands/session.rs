@@ -11,7 +11,7 @@ use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use crate::bench::condition::condition_label;
+use crate::skillsbench::condition::condition_label;
 use crate::config::FileConfig;
 use crate::engine::EngineEvent;
 use crate::store::{Outcome, TrialRow};
@@ -109,7 +109,7 @@ pub fn run_log(db: &Path, run: &str) -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("."));
     dir.join(format!(
         "{}.log",
-        crate::bench::condition::sanitize_slug(run)
+        crate::skillsbench::condition::sanitize_slug(run)
     ))
 }
 

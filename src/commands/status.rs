@@ -238,7 +238,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             println!(
                 "learning space {} ({}, mode {}) — {} · {}/{} trials final: {}{}",
                 sp.space.label,
-                crate::bench::condition::condition_label(&sp.space.condition),
+                crate::skillsbench::condition::condition_label(&sp.space.condition),
                 sp.space
                     .status_mode
                     .as_deref()

@@ -9,8 +9,8 @@ use crate::harbor::ctrf::Report;
 use crate::harbor::import::outcome_of;
 use crate::harbor::skill_use;
 use crate::harbor::summary::{SummaryInput, summarize};
-use crate::runner::safe_fs;
-use crate::runner::verifier::scalar_reward;
+use crate::safe_fs;
+use crate::harbor::reward::scalar_reward;
 
 /// Runs `skillscope summarize`.
 ///

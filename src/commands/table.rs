@@ -3,7 +3,7 @@
 use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::analysis::metrics::{ConditionSummary, delta_pp, normalized_gain};
-use crate::bench::condition::condition_label;
+use crate::skillsbench::condition::condition_label;
 use crate::store::Outcome;
 
 /// One row per condition: done/planned, counts by outcome, Method D pass rate, and Δ (pp) and

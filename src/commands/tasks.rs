@@ -13,8 +13,8 @@ use color_eyre::eyre::{Result, WrapErr};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::analysis::readiness::{self, TaskFacts, TaskReadiness, TrialEvidence};
-use crate::bench::TaskSet;
-use crate::bench::dockerfile::parse_instructions;
+use crate::skillsbench::TaskSet;
+use crate::skillsbench::dockerfile::parse_instructions;
 use crate::cli::{RunArgs, TasksArgs};
 use crate::engine::{Engine, default_run_name};
 use crate::runner::DockerHost;
@@ -267,7 +267,7 @@ fn readiness_table(conditions: &[String], rows: &[TaskReadiness]) -> Table {
 
 /// The end of a log file of a trial (at most 64 KiB), lossily decoded.
 fn tail(path: &Path) -> String {
-    crate::runner::safe_fs::read_tail(path, 64 * 1024)
+    crate::safe_fs::read_tail(path, 64 * 1024)
         .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
         .unwrap_or_default()
 }
@@ -345,7 +345,7 @@ async fn task_facts(host: &DockerHost, task_dir: &Path, problems: &[String]) -> 
                             .unwrap_or(true);
                         let name = src.trim_end_matches('/').to_string();
                         if !found
-                            && !crate::bench::dockerfile::is_skill_source(src)
+                            && !crate::skillsbench::dockerfile::is_skill_source(src)
                             && !facts.missing_files.contains(&name)
                         {
                             facts.missing_files.push(name);

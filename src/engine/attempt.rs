@@ -9,7 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Engine, EngineError, EngineEvent};
-use crate::bench::{Condition, Task};
+use crate::skillsbench::{Condition, Task};
 use crate::harbor::jobdir::{self, JobSpec, TrialFacts};
 use crate::runner::container::Reaper;
 use crate::runner::{
@@ -40,7 +40,7 @@ pub(super) struct AttemptEnd {
     pub retry: Option<TrialRow>,
     /// The kind of provider failure that ended the attempt, if one did (the adaptive limit on
     /// concurrent agent sessions halves on a rate limit or an overload).
-    pub provider: Option<crate::harness::provider::ProviderFailureKind>,
+    pub provider: Option<crate::agent_logs::provider::ProviderFailureKind>,
 }
 
 /// What the engine follows of a running attempt.
@@ -331,7 +331,7 @@ impl Attempts {
     async fn after_provider_failure(
         &self,
         row: &TrialRow,
-        pf: crate::harness::provider::ProviderFailure,
+        pf: crate::agent_logs::provider::ProviderFailure,
         cancel: &TrialCancel,
     ) -> Result<Option<TrialRow>, EngineError> {
         let failures = self

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::attempt::{AttemptEnd, Attempts};
 use super::hosts::{Health, HostPool, Need, Probe, Transition};
 use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
-use crate::bench::{Task, TaskSet};
+use crate::skillsbench::{Task, TaskSet};
 use crate::harbor::jobdir::JobSpec;
 use crate::runner::container::{Reaper, remove_labeled, remove_labeled_older_than};
 use crate::runner::image::ImageSettings;
@@ -662,7 +662,7 @@ impl Dispatcher {
     /// The adaptive limit on concurrent agent sessions: halved on a rate limit or an overload,
     /// grown back by one per limit's worth of sessions that ended without a provider failure.
     async fn adapt_provider_limit(&mut self, end: &AttemptEnd) -> Result<(), EngineError> {
-        use crate::harness::provider::ProviderFailureKind as K;
+        use crate::agent_logs::provider::ProviderFailureKind as K;
         let Some(p) = self.provider.as_mut() else {
             return Ok(());
         };

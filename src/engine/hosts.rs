@@ -102,7 +102,7 @@ pub struct Need {
 
 impl Need {
     /// What a task asks for.
-    pub fn of(task: &crate::bench::Task) -> Need {
+    pub fn of(task: &crate::skillsbench::Task) -> Need {
         Need {
             cpus: task.config.environment.cpus.unwrap_or(1.0),
             memory_mb: task.config.environment.memory_mb.unwrap_or(0),

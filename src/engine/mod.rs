@@ -29,7 +29,7 @@ use std::path::PathBuf;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::bench::{Catalog, Condition, TaskSet};
+use crate::skillsbench::{Catalog, Condition, TaskSet};
 use crate::config::RunSettings;
 use crate::runner::{RunnerError, agent_by_name};
 use crate::store::{Outcome, RunRow, Store, StoreError, TrialKey, TrialRow, TrialStatus};
@@ -43,7 +43,7 @@ pub use crate::store::STALE_AFTER_SECS;
 pub enum EngineError {
     /// Task definitions, catalog or conditions.
     #[error(transparent)]
-    Bench(#[from] crate::bench::BenchError),
+    Bench(#[from] crate::skillsbench::BenchError),
     /// The database.
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -229,7 +229,7 @@ pub fn default_run_name(req: &RunRequest) -> String {
         let h = Sha256::digest(ids.join(","));
         name.push_str(&format!("-{}", &hex::encode(h)[..6]));
     }
-    crate::bench::condition::sanitize_slug(&name).replace('/', "-")
+    crate::skillsbench::condition::sanitize_slug(&name).replace('/', "-")
 }
 
 /// Trial names for a run (deterministic per attempt).

@@ -4,7 +4,7 @@
 //! asked is said in the run's events (unrunnable tasks, GPUs, invalid skills).
 
 use super::{Engine, EngineError, RunRequest};
-use crate::bench::{Condition, TaskSet};
+use crate::skillsbench::{Condition, TaskSet};
 use crate::store::ledger::Owner;
 use crate::store::queries::{self, NewRun};
 use crate::store::{RunLedger, RunTaskRow, STALE_AFTER_SECS, StoreError};
@@ -91,7 +91,7 @@ fn warnings(req: &RunRequest, taskset: &TaskSet) -> Vec<String> {
     }
     for c in &req.conditions {
         if let Condition::Skills { dir } = c {
-            for s in crate::bench::skill::scan_skills_dir(dir)
+            for s in crate::skillsbench::skill::scan_skills_dir(dir)
                 .iter()
                 .filter(|s| !s.is_valid())
             {

@@ -34,7 +34,7 @@ use crate::acontext::Client;
 use crate::acontext::learn::{LearnError, LearnOptions, LearnReport, Learner, Progress};
 use crate::acontext::versions::{VersionError, export_version};
 use crate::analysis::metrics::{ConditionSummary, summarize_planned};
-use crate::bench::Condition;
+use crate::skillsbench::Condition;
 use crate::engine::{Engine, EngineError, RunRequest};
 use crate::store::learning::{self as lq, ExperimentRow, SpaceRow};
 use crate::store::{Store, StoreError, queries};
@@ -458,7 +458,7 @@ impl Experiment {
             setup.round1.task_filter.clone(),
         );
         let taskset = tokio::task::spawn_blocking(move || {
-            crate::bench::TaskSet::load(&dir, &catalog, &filter)
+            crate::skillsbench::TaskSet::load(&dir, &catalog, &filter)
         })
         .await
         .map_err(|e| ExperimentError::Plan(e.to_string()))?
@@ -678,7 +678,7 @@ fn round2_selection(
     if curated {
         for t in tasks {
             let dir = std::path::Path::new(&t.path).join("environment/skills");
-            for s in crate::bench::skill::scan_skills_dir(&dir) {
+            for s in crate::skillsbench::skill::scan_skills_dir(&dir) {
                 let name = s
                     .frontmatter
                     .map(|f| f.name)

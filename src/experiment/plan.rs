@@ -49,7 +49,7 @@ use serde::{Deserialize, Serialize};
 
 use super::selection::Round2Skills;
 use super::split::SplitPlan;
-use crate::bench::Condition;
+use crate::skillsbench::Condition;
 use crate::config::{AcontextFileSettings, ConfigError, RunFileSettings};
 
 fn default_agent() -> String {
@@ -107,7 +107,7 @@ impl Default for SpacesPlan {
     }
 }
 
-/// The optional condition C: self-generated skills in round 1 (see [`crate::bench::selfgen`]).
+/// The optional condition C: self-generated skills in round 1 (see [`crate::skillsbench::selfgen`]).
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SelfGeneratedPlan {
@@ -234,7 +234,7 @@ impl Plan {
             problems.push("trials must be at least 1".to_string());
         }
         let name = self.name();
-        if name.is_empty() || crate::bench::condition::sanitize_slug(&name) != name {
+        if name.is_empty() || crate::skillsbench::condition::sanitize_slug(&name) != name {
             problems.push(format!(
                 "name {name:?} must be lowercase letters, digits, '.', '_' or '-'"
             ));

@@ -86,7 +86,7 @@ pub fn provenance(
     sources: &[(String, String)],
     curated_owners: &BTreeMap<String, BTreeSet<String>>,
 ) -> Vec<Provenance> {
-    crate::bench::skill::scan_skills_dir(export_dir)
+    crate::skillsbench::skill::scan_skills_dir(export_dir)
         .into_iter()
         .map(|s| {
             let name = s

@@ -276,7 +276,7 @@ impl Trajectory {
     /// # Errors
     /// [`AtifError::Invalid`] for unreadable or malformed files.
     pub fn read(path: &std::path::Path) -> Result<Trajectory, AtifError> {
-        let bytes = crate::runner::safe_fs::read_capped(path, 64 * 1024 * 1024).map_err(|e| {
+        let bytes = crate::safe_fs::read_capped(path, 64 * 1024 * 1024).map_err(|e| {
             AtifError::Invalid {
                 path: path.display().to_string(),
                 message: e.to_string(),

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::result::*;
-use crate::runner::verifier::is_pass;
+use crate::harbor::reward::is_pass;
 use crate::store::{Outcome, TrialRow};
 
 /// shortuuid's alphabet (no 0, 1, I, O, l), which Harbor uses for trial name suffixes.

@@ -1,5 +1,5 @@
 //! Harbor interop: the job/trial folder layout and its JSON files, ATIF trajectories, CTRF test
-//! reports, importing Harbor job folders, and what is read out of trajectories (summaries for the
+//! reports, the verifier's reward files, importing Harbor job folders, and what is read out of trajectories (summaries for the
 //! learning phase, skill use).
 
 pub mod atif;
@@ -8,5 +8,6 @@ pub mod import;
 pub mod jobdir;
 pub mod published;
 pub mod result;
+pub mod reward;
 pub mod skill_use;
 pub mod summary;

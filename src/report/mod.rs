@@ -330,7 +330,7 @@ fn skill_content_of(
                 .collect();
             skills = all;
         } else if let Some(dir) = c.condition.strip_prefix("skills:") {
-            set_name = crate::bench::condition::condition_label(&c.condition);
+            set_name = crate::skillsbench::condition::condition_label(&c.condition);
             skills = read_skills_dir(Path::new(dir))
                 .iter()
                 .map(|(n, md, files)| measure(n, md, *files, curated_text(n).as_deref()))
@@ -339,7 +339,7 @@ fn skill_content_of(
             per_task = vec![(skills.len(), mean); results.tasks.len()];
         } else if let Some(dir) = c.condition.strip_prefix("skills-by-task:") {
             // Each task its own folder (round-2 skill selection).
-            set_name = crate::bench::condition::condition_label(&c.condition);
+            set_name = crate::skillsbench::condition::condition_label(&c.condition);
             let mut seen = BTreeSet::new();
             let mut all = Vec::new();
             per_task = results
@@ -356,9 +356,9 @@ fn skill_content_of(
                 })
                 .collect();
             skills = all;
-        } else if crate::bench::condition::is_self_generated_key(&c.condition) {
+        } else if crate::skillsbench::condition::is_self_generated_key(&c.condition) {
             // What each trial's agent wrote (and kept): per task, the mean over its trials.
-            set_name = crate::bench::condition::condition_label(&c.condition);
+            set_name = crate::skillsbench::condition::condition_label(&c.condition);
             let mut summary = GeneratedSummary {
                 condition: c.label.clone(),
                 trials: 0,

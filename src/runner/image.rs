@@ -2,8 +2,8 @@
 //! no-skills leak guard; and the images of a compose task's extra services.
 //!
 //! The context is `environment/` as a deterministic tar (sorted, times and owners zeroed) with:
-//! `.dockerignore` applied as Docker applies it ([`crate::bench::dockerignore`]); the Dockerfile
-//! rewritten for the condition ([`crate::bench::dockerfile`]) and its heredocs rewritten for the
+//! `.dockerignore` applied as Docker applies it ([`crate::skillsbench::dockerignore`]); the Dockerfile
+//! rewritten for the condition ([`crate::skillsbench::dockerfile`]) and its heredocs rewritten for the
 //! classic builder (their bodies added under `.skillscope/heredoc/`); `skills/` left out
 //! (no-skills), the task's own (curated) or the condition's folder (`skills:<dir>`); and the extra
 //! CA bundle when one is set. The image tag carries the first 12 hex digits of the tar's SHA-256,
@@ -24,11 +24,11 @@ use tokio::sync::{Mutex, OnceCell};
 
 use super::container::TrialContainer;
 use super::{DockerHost, RunnerError, base_image, labels};
-use crate::bench::compose::BuildDef;
-use crate::bench::condition::{docker_safe_name, sanitize_slug};
-use crate::bench::dockerfile::{self, RewriteOptions, SKILL_DESTINATIONS};
-use crate::bench::dockerignore::DockerIgnore;
-use crate::bench::{Condition, Task};
+use crate::skillsbench::compose::BuildDef;
+use crate::skillsbench::condition::{docker_safe_name, sanitize_slug};
+use crate::skillsbench::dockerfile::{self, RewriteOptions, SKILL_DESTINATIONS};
+use crate::skillsbench::dockerignore::DockerIgnore;
+use crate::skillsbench::{Condition, Task};
 
 /// Relative path of the extra CA bundle inside build contexts.
 pub const CA_CONTEXT_PATH: &str = ".skillscope/ca-bundle.crt";

@@ -1,15 +1,13 @@
 //! The container runner: Docker hosts, images, containers, agents, the verifier and one trial's
 //! life from build to teardown. Everything here talks to Docker through bollard.
 
-pub mod agent;
+pub mod agents;
 pub mod base_image;
 pub mod container;
 pub mod docker;
 pub mod fault;
-pub mod harness;
 pub mod image;
 pub mod proxy;
-pub mod safe_fs;
 pub mod selfgen;
 pub mod services;
 pub mod trial;
@@ -17,7 +15,7 @@ pub mod verifier;
 
 use std::path::PathBuf;
 
-pub use agent::{Agent, AgentContext, AgentRun, agent_by_name};
+pub use agents::{Agent, AgentContext, AgentRun, agent_by_name};
 pub use container::{ContainerSpec, ExecEnd, ExecRequest, ExecResult, TrialContainer};
 pub use docker::DockerHost;
 pub use fault::Fault;

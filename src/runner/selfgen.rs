@@ -1,4 +1,4 @@
-//! The container side of the self-generated conditions ([`crate::bench::selfgen`]): reading the
+//! The container side of the self-generated conditions ([`crate::skillsbench::selfgen`]): reading the
 //! skills an agent wrote out of its container (validated like exports, kept in the trial's
 //! `agent/generated-skills/`, recorded in `agent/generated-skills.json`), putting a skill creator
 //! where every harness looks for a two-phase run's first session, and installing the generated
@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use super::{RunnerError, TrialContainer};
 use crate::acontext::export::{ExportError, ExportLimits, import_skills_tar};
-use crate::bench::dockerfile::SKILL_DESTINATIONS;
-use crate::bench::selfgen::{
+use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
+use crate::skillsbench::selfgen::{
     GENERATED_SKILLS_PATH, GeneratedRefusal, GeneratedSkill, GeneratedSkills, SelfGeneration,
     TRIAL_GENERATED_DIR, TRIAL_GENERATED_RECORD,
 };

@@ -2,7 +2,7 @@
 //! through the Docker API, never the `docker compose` CLI.
 //!
 //! Per attempt: the task's compose file is read with Harbor's variables for this trial
-//! ([`crate::bench::compose`]); each service's image is built (or reused by its context hash) like
+//! ([`crate::skillsbench::compose`]); each service's image is built (or reused by its context hash) like
 //! a task image; private networks are created (internal when `[environment] allow_internet` is
 //! false, so the trial still reaches no outside host while its services stay reachable); services
 //! start in dependency order, each after its `depends_on` conditions hold (`service_started`,
@@ -28,8 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::container::{ContainerCmd, ContainerSpec, Reaper, TrialContainer};
 use super::{DockerHost, ImageCache, RunnerError, labels};
-use crate::bench::Task;
-use crate::bench::compose::{self, ComposePlan, DependsOn, NetworkDef, ServiceDef, Variables};
+use crate::skillsbench::Task;
+use crate::skillsbench::compose::{self, ComposePlan, DependsOn, NetworkDef, ServiceDef, Variables};
 
 /// Where the trial's `/logs` folders are inside containers (Harbor's `EnvironmentPaths`).
 const ENV_LOG_DIRS: [(&str, &str); 3] = [

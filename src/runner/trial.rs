@@ -12,12 +12,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::agent::{AGENT_LOGS, Agent, AgentContext};
+use super::agents::{AGENT_LOGS, Agent, AgentContext};
 use super::container::{ContainerSpec, ExecEnd, Reaper, TrialContainer};
-use super::verifier::{self, is_pass, scalar_reward};
+use super::verifier;
+use crate::harbor::reward::{self, is_pass, scalar_reward};
 use super::{DockerHost, ImageCache, labels, services};
-use crate::bench::selfgen::{GeneratedSkills, SelfGeneration, TRIAL_GENERATION_SESSION};
-use crate::bench::{Condition, Task};
+use crate::skillsbench::selfgen::{GeneratedSkills, SelfGeneration, TRIAL_GENERATION_SESSION};
+use crate::skillsbench::{Condition, Task};
 use crate::store::queries::TrialPatch;
 use crate::store::{Outcome, SkillUseRow, TrialRow, TrialStatus, now_rfc3339};
 
@@ -41,7 +42,7 @@ fn record_trajectory(
         .map_err(std::io::Error::other)
         .and_then(|bytes| {
             use std::io::Write;
-            super::safe_fs::create_fresh(&path).and_then(|mut f| f.write_all(&bytes))
+            crate::safe_fs::create_fresh(&path).and_then(|mut f| f.write_all(&bytes))
         });
     if written.is_err() {
         return;
@@ -156,7 +157,7 @@ pub struct Live {
     /// until then), RFC 3339.
     pub last_output_at: String,
     /// What its log says it did so far (LLM harnesses).
-    pub activity: Option<super::agent::Activity>,
+    pub activity: Option<super::agents::Activity>,
 }
 
 /// Receives progress (status and timestamps) while an attempt runs.
@@ -184,7 +185,7 @@ pub struct TrialEnd {
     /// Skills the agent used, from its trajectory.
     pub skill_uses: Vec<SkillUseRow>,
     /// Set with outcome [`Outcome::ProviderError`]: what the model provider did.
-    pub provider_failure: Option<crate::harness::provider::ProviderFailure>,
+    pub provider_failure: Option<crate::agent_logs::provider::ProviderFailure>,
 }
 
 /// Runs one attempt.
@@ -274,7 +275,7 @@ struct Failed {
     fault: Option<super::Fault>,
     /// This machine's own disk is full.
     local_disk_full: bool,
-    provider: Option<crate::harness::provider::ProviderFailure>,
+    provider: Option<crate::agent_logs::provider::ProviderFailure>,
 }
 
 impl Failed {
@@ -395,7 +396,7 @@ async fn attempt(
         image: image.tag.clone(),
         name: format!(
             "ss-{}-{}",
-            crate::bench::condition::docker_safe_name(&job.row.trial_name.replace("__", "-")),
+            crate::skillsbench::condition::docker_safe_name(&job.row.trial_name.replace("__", "-")),
             job.row.id
         ),
         labels: HashMap::from([
@@ -622,7 +623,7 @@ async fn in_container(
             task.agent_timeout().as_secs_f64()
         )
     };
-    match verifier::parse_rewards(&verifier_dir) {
+    match reward::parse_rewards(&verifier_dir) {
         Ok(rewards) => {
             let reward = scalar_reward(&rewards);
             let json = serde_json::to_value(&rewards).ok();
@@ -662,7 +663,7 @@ struct OutputWatch {
     started: String,
     size: u64,
     last_output_at: String,
-    activity: Option<super::agent::Activity>,
+    activity: Option<super::agents::Activity>,
 }
 
 impl OutputWatch {
@@ -842,7 +843,7 @@ async fn reward_fault(
     verifier_dir: &std::path::Path,
 ) -> Option<(super::Fault, String)> {
     let out = verifier_dir.join("test-stdout.txt");
-    if let Ok((tail, _)) = super::safe_fs::read_tail(&out, OUTPUT_TAIL)
+    if let Ok((tail, _)) = crate::safe_fs::read_tail(&out, OUTPUT_TAIL)
         && super::Fault::of_message(&String::from_utf8_lossy(&tail)) == Some(super::Fault::DiskFull)
     {
         return Some((

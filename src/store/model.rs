@@ -289,7 +289,7 @@ pub struct TrialRow {
     pub status: TrialStatus,
     /// Outcome once done.
     pub outcome: Option<Outcome>,
-    /// Scalar reward (see `runner::verifier::scalar_reward`), when the verifier produced one.
+    /// Scalar reward (see `harbor::reward::scalar_reward`), when the verifier produced one.
     pub reward: Option<f64>,
     /// Every reward key the verifier wrote, as JSON.
     pub rewards: Option<serde_json::Value>,

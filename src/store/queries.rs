@@ -486,8 +486,8 @@ pub struct GeneratedOfTrial {
     pub trial_dir: Option<String>,
     /// Its outcome, when it has one.
     pub outcome: Option<String>,
-    /// What was generated ([`crate::bench::selfgen::GeneratedSkills`]).
-    pub generated: crate::bench::selfgen::GeneratedSkills,
+    /// What was generated ([`crate::skillsbench::selfgen::GeneratedSkills`]).
+    pub generated: crate::skillsbench::selfgen::GeneratedSkills,
 }
 
 /// The generated skills of every latest attempt of `run_id` that recorded some, by task, then
@@ -846,7 +846,7 @@ pub struct TrialPatch {
     /// Agent settings, JSON.
     pub agent_settings: Option<serde_json::Value>,
     /// Skills the agent generated in a self-generated trial, JSON
-    /// ([`crate::bench::selfgen::GeneratedSkills`]).
+    /// ([`crate::skillsbench::selfgen::GeneratedSkills`]).
     pub generated_skills: Option<serde_json::Value>,
 }
 

@@ -344,7 +344,7 @@ CREATE TABLE experiments (
              ALTER TABLE runs ADD COLUMN provider_limit INTEGER;",
         ),
         // The comparisons the hypotheses need. `generated_skills`: what the agent of a
-        // self-generated trial wrote, validated (JSON, `bench::selfgen::GeneratedSkills`).
+        // self-generated trial wrote, validated (JSON, `skillsbench::selfgen::GeneratedSkills`).
         // `experiments.split`: an experiment's held-out split (JSON, `experiment::split::Split`).
         // `round2_skills`: the skills each task received in round 2 (`round2_skills` selection).
         M::up(

@@ -509,7 +509,7 @@ impl App {
                 let what = format!(
                     "{} {} #{} ({})",
                     t.task_id,
-                    crate::bench::condition::condition_label(&t.condition),
+                    crate::skillsbench::condition::condition_label(&t.condition),
                     t.trial_index,
                     t.status
                 );

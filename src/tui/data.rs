@@ -59,7 +59,7 @@ pub struct Snapshot {
     /// sanitized, one line each).
     pub events: Arc<Vec<EventRow>>,
     /// Short labels of the run's conditions, in `run.conditions` order: `A`, `B`, `A'`, `B'`,
-    /// `C` … ([`crate::bench::condition::short_labels`]).
+    /// `C` … ([`crate::skillsbench::condition::short_labels`]).
     pub labels: Vec<String>,
     /// Operator commands not yet applied by the engine.
     pub pending_commands: usize,
@@ -218,7 +218,7 @@ pub fn condition_labels(
     }
     // Both are absolute paths as recorded (a condition key resolves its folder when parsed).
     let same = |a: &str, b: &str| a.trim_end_matches('/') == b.trim_end_matches('/');
-    Ok(crate::bench::condition::short_labels(
+    Ok(crate::skillsbench::condition::short_labels(
         &run.conditions,
         round,
         |dir| {
@@ -538,7 +538,7 @@ impl Detail {
 
 /// Reads the end of a log file the container may have written: no symlinks, capped, sanitized.
 pub fn read_log(label: &str, path: &Path) -> LogFile {
-    let (text, truncated) = match crate::runner::safe_fs::read_tail(path, LOG_TAIL_BYTES) {
+    let (text, truncated) = match crate::safe_fs::read_tail(path, LOG_TAIL_BYTES) {
         Ok((bytes, longer)) => (crate::text::sanitize_bytes(&bytes), longer),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             ("(not written yet)".to_string(), false)

@@ -16,7 +16,7 @@ use super::data::{
     SkillBrowser, SkillEntry, SkillFile, SkillOrigin, SkillVersion, Snapshot, one_line,
 };
 use crate::acontext::export::{ExportLimits, snapshot_dir};
-use crate::bench::condition::is_self_generated_key;
+use crate::skillsbench::condition::is_self_generated_key;
 use crate::store::learning::{
     SkillFileRow, SkillSourceRow, SkillVersionRow, SpaceProgress, SpaceRow,
 };

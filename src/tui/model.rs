@@ -291,9 +291,9 @@ impl Filter {
                             .enumerate()
                             .map(|(i, c)| match s.labels.get(i) {
                                 Some(l) => {
-                                    format!("{l} {}", crate::bench::condition::condition_label(c))
+                                    format!("{l} {}", crate::skillsbench::condition::condition_label(c))
                                 }
-                                None => crate::bench::condition::condition_label(c),
+                                None => crate::skillsbench::condition::condition_label(c),
                             })
                             .collect();
                         return Err(format!(

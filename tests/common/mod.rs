@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use skillscope::bench::{Catalog, Condition};
+use skillscope::skillsbench::{Catalog, Condition};
 use skillscope::config::RunSettings;
 use skillscope::engine::{Engine, RunOutcome, RunRequest};
 use skillscope::store::{Store, TrialRow, queries};

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs};
 
 use super::{fit, framed};
-use crate::bench::condition::condition_label;
+use crate::skillsbench::condition::condition_label;
 use crate::store::TrialRow;
 use crate::tui::app::App;
 use crate::tui::state::{DETAIL_TABS, DetailState};

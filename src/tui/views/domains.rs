@@ -12,7 +12,7 @@ use ratatui::widgets::Paragraph;
 
 use super::{bar, fit, framed};
 use crate::analysis::metrics::{delta_pp, normalized_gain};
-use crate::bench::condition::condition_label;
+use crate::skillsbench::condition::condition_label;
 use crate::tui::app::App;
 use crate::tui::model::Grouping;
 

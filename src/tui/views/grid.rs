@@ -10,7 +10,7 @@ use ratatui::text::Span;
 use ratatui::widgets::Paragraph;
 
 use super::{cell_look, fit, framed};
-use crate::bench::condition::condition_label;
+use crate::skillsbench::condition::condition_label;
 use crate::tui::app::App;
 use crate::tui::model::{CellState, GridRow};
 

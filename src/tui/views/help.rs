@@ -56,7 +56,7 @@ fn legend(app: &App, width: usize) -> Vec<Line<'static>> {
                 vec![
                     Span::styled(s.labels.get(i).cloned().unwrap_or_default(), t.header),
                     Span::styled(
-                        format!(" {}  ", crate::bench::condition::condition_label(c)),
+                        format!(" {}  ", crate::skillsbench::condition::condition_label(c)),
                         t.dim,
                     ),
                 ]

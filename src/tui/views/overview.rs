@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{bar, clock, fit, fit_items, framed, hms, tokens_text, usd_text};
-use crate::bench::condition::condition_label;
+use crate::skillsbench::condition::condition_label;
 use crate::store::Liveness;
 use crate::store::learning::{ExperimentRow, SpaceProgress};
 use crate::tui::app::{App, Mode};

@@ -22,7 +22,7 @@ use super::{fit, framed};
 use crate::analysis::ci::Ci;
 use crate::analysis::failure_category::FailureCategory;
 use crate::analysis::results::{FailureMode, GroupRow, Results};
-use crate::bench::condition::condition_label;
+use crate::skillsbench::condition::condition_label;
 use crate::tui::app::App;
 use crate::tui::model::Grouping;
 use crate::tui::state::ResultsState;

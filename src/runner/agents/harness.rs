@@ -5,13 +5,10 @@
 //! the skills at its own place in the image (`/root/.claude/skills`, `/root/.codex/skills`,
 //! `/root/.gemini/skills`, `/root/.agents/skills` — put there for every skill condition by the image
 //! builder, nowhere for no-skills); and leaves its native log in `agent/`, which is read into the
-//! ATIF trajectory, token counts, cost and a provider-failure verdict ([`crate::harness`]).
+//! ATIF trajectory, token counts, cost and a provider-failure verdict ([`crate::agent_logs`]).
 //!
 //! Keys and base URLs come from the operator's environment and go only into the agent's exec
 //! environment: never the container's configuration, the database, logs or trial files.
-
-pub mod kit;
-pub mod volume;
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -19,15 +16,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use super::agent::Activity;
-use super::container::{ExecEnd, ExecRequest};
-use super::{Agent, AgentContext, AgentRun, DockerHost, RunnerError};
+use crate::runner::container::{ExecEnd, ExecRequest};
+use super::{Activity, Agent, AgentContext, AgentRun, kit, volume};
+use crate::runner::{DockerHost, RunnerError};
 use crate::config::HarnessSettings;
 use crate::harbor::atif::Trajectory;
-use crate::harness::pricing::{PriceTable, TokenCounts};
-use crate::harness::provider::ProviderFailure;
-use crate::harness::{NativeRun, TrajectoryOptions, claude_code, codex, gemini_cli};
-pub use kit::{Harness, Kit};
+use crate::agent_logs::pricing::{PriceTable, TokenCounts};
+use crate::agent_logs::provider::ProviderFailure;
+use crate::agent_logs::{NativeRun, TrajectoryOptions, claude_code, codex, gemini_cli};
+pub use super::kit::{Harness, Kit};
 
 /// Environment variables each harness reads from the operator's environment: API keys first,
 /// then base URLs.
@@ -118,7 +115,7 @@ pub struct CliAgent {
     /// lock makes concurrent trials on a host wait for the one copy.
     volumes: tokio::sync::Mutex<HashMap<String, String>>,
     /// Relays to model proxies on this machine's loopback (see [`super::proxy`]).
-    relays: super::proxy::Relays,
+    relays: crate::runner::proxy::Relays,
     /// Per local Docker host: the base-URL variables rewritten to reach those relays.
     rewrites: std::sync::Mutex<HashMap<String, Vec<(String, String)>>>,
 }
@@ -148,7 +145,7 @@ impl CliAgent {
             access,
             kit: tokio::sync::OnceCell::new(),
             volumes: tokio::sync::Mutex::new(HashMap::new()),
-            relays: super::proxy::Relays::default(),
+            relays: crate::runner::proxy::Relays::default(),
             rewrites: std::sync::Mutex::new(HashMap::new()),
         })
     }
@@ -161,7 +158,7 @@ impl CliAgent {
             .iter()
             .filter(|(k, _)| k.ends_with("_BASE_URL"))
             .filter_map(|(k, v)| {
-                super::proxy::loopback_target(v).map(|t| (k.as_str(), v.as_str(), t))
+                crate::runner::proxy::loopback_target(v).map(|t| (k.as_str(), v.as_str(), t))
             })
             .collect()
     }
@@ -286,10 +283,10 @@ impl CliAgent {
 
     /// Reads the native log from `agent/` (what exists of it).
     fn read_log(&self, agent_dir: &Path) -> (Vec<u8>, String) {
-        let log = super::safe_fs::read_tail(&agent_dir.join(self.log_name()), 256 << 20)
+        let log = crate::safe_fs::read_tail(&agent_dir.join(self.log_name()), 256 << 20)
             .map(|(b, _)| b)
             .unwrap_or_default();
-        let stderr = super::safe_fs::read_tail(&agent_dir.join(self.stderr_name()), 64 << 10)
+        let stderr = crate::safe_fs::read_tail(&agent_dir.join(self.stderr_name()), 64 << 10)
             .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
         (log, stderr)
@@ -321,7 +318,7 @@ fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
         if !e.file_type().is_file() {
             continue;
         }
-        let Ok(mut bytes) = super::safe_fs::read_capped(e.path(), 256 << 20) else {
+        let Ok(mut bytes) = crate::safe_fs::read_capped(e.path(), 256 << 20) else {
             continue;
         };
         // Byte-wise, so a binary file that happens to hold a key is not mangled by decoding.
@@ -343,8 +340,8 @@ fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
 /// last 4 KiB of stderr name a rate limit, overload or server error — Gemini CLI retries a 429
 /// for minutes), the provider, not the agent, used the time: a transient provider failure.
 fn stalled_on_provider(stderr: &str) -> Option<ProviderFailure> {
-    let hit = crate::harness::provider::classify_error_text(crate::text::tail(stderr, 4096))?;
-    let evidence = crate::harness::provider::Evidence::Stderr;
+    let hit = crate::agent_logs::provider::classify_error_text(crate::text::tail(stderr, 4096))?;
+    let evidence = crate::agent_logs::provider::Evidence::Stderr;
     hit.0
         .is_transient()
         .then(|| ProviderFailure::seen(hit, evidence))
@@ -400,7 +397,7 @@ impl Agent for CliAgent {
         if self.loopback_urls().is_empty() {
             Vec::new()
         } else {
-            vec![super::proxy::HOST_GATEWAY_ENTRY.to_string()]
+            vec![crate::runner::proxy::HOST_GATEWAY_ENTRY.to_string()]
         }
     }
 
@@ -417,7 +414,7 @@ impl Agent for CliAgent {
                 let relay = self.relays.relay_to(&host.docker, target).await?;
                 rewritten.push((
                     var,
-                    super::proxy::rewrite_host(&url, super::proxy::HOST_ALIAS, relay.port()),
+                    crate::runner::proxy::rewrite_host(&url, crate::runner::proxy::HOST_ALIAS, relay.port()),
                 ));
             }
             self.rewrites
@@ -566,7 +563,7 @@ impl CliAgent {
     /// (`agent/gemini-cli.session.jsonl`) are read beside it, their last 256 MiB at most.
     fn parse_native(&self, agent_dir: &Path, log: &[u8]) -> NativeRun {
         let beside = |name: &str| {
-            super::safe_fs::read_tail(&agent_dir.join(name), 256 << 20)
+            crate::safe_fs::read_tail(&agent_dir.join(name), 256 << 20)
                 .map(|(b, _)| b)
                 .unwrap_or_default()
         };

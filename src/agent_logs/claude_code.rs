@@ -828,7 +828,7 @@ mod tests {
         assert_eq!(t.schema_version, WRITE_VERSION);
         assert_eq!(t.agent.name, "claude-code");
         assert_eq!(t.agent.version, "2.1.34");
-        let shape = crate::harness::convert::step_shapes(&t);
+        let shape = crate::agent_logs::convert::step_shapes(&t);
         assert_eq!(
             shape,
             vec![

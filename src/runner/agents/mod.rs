@@ -1,6 +1,15 @@
 //! Agents (harnesses) behind one trait. `oracle` runs the task's reference solution and `nop` does
 //! nothing — both as Harbor defines them (`agents/oracle.py`, `agents/nop.py`); LLM harnesses plug
-//! in here too.
+//! in here too: the harness CLIs ([`harness`], with their pinned [`kit`]s and kit [`volume`]s).
+
+pub mod harness;
+pub mod kit;
+pub mod nop;
+pub mod oracle;
+pub mod volume;
+
+pub use nop::NopAgent;
+pub use oracle::{ORACLE_MOUNT, OracleAgent};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -9,14 +18,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::container::{ExecEnd, ExecRequest, TrialContainer};
-use super::{RunnerError, verifier};
-use crate::bench::Task;
-use crate::harbor::atif::{
-    AgentRef, Content, FinalMetrics, Observation, ObservationResult, Step, ToolCall, Trajectory,
-    WRITE_VERSION,
-};
-use crate::harness::convert::text_step;
+use super::container::{ExecEnd, TrialContainer};
+use super::RunnerError;
+use crate::skillsbench::Task;
+use crate::harbor::atif::{AgentRef, Content, FinalMetrics, Step, Trajectory, WRITE_VERSION};
+use crate::agent_logs::convert::text_step;
 
 /// What an agent gets for one trial.
 pub struct AgentContext<'a> {
@@ -54,10 +60,10 @@ pub struct AgentRun {
     pub exit_code: Option<i64>,
     /// Set when the run ended because the model provider failed (refused key, rate limit,
     /// overload, quota, server error): the task was not fairly attempted.
-    pub provider_failure: Option<crate::harness::provider::ProviderFailure>,
+    pub provider_failure: Option<crate::agent_logs::provider::ProviderFailure>,
     /// An LLM harness's native log, parsed once when the run ended (for
     /// [`Agent::trajectory`]); `None` for agents without one or when the log is empty.
-    pub native: Option<std::sync::Arc<crate::harness::NativeRun>>,
+    pub native: Option<std::sync::Arc<crate::agent_logs::NativeRun>>,
 }
 
 /// What a running agent has done so far, read from its log while it is written.
@@ -234,7 +240,7 @@ pub fn agent_by_name(
     model: Option<&str>,
     harness: &crate::config::HarnessSettings,
 ) -> Result<Arc<dyn Agent>, RunnerError> {
-    if let Some(agent) = super::harness::harness_agent(name, model, harness) {
+    if let Some(agent) = harness::harness_agent(name, model, harness) {
         return agent;
     }
     match name {
@@ -249,171 +255,3 @@ pub fn agent_by_name(
     }
 }
 
-/// Runs `solution/solve.sh`: puts `solution/` at `/solution`, then
-/// `chmod +x /solution/solve.sh; (/solution/solve.sh)` with `DEBIAN_FRONTEND=noninteractive` and
-/// the task's `[solution] env`, output to `agent/oracle.txt`, as Harbor's oracle does. With a local
-/// daemon the folder is bind-mounted read-only at [`ORACLE_MOUNT`] and copied to `/solution` by
-/// the same exec (no separate upload).
-pub struct OracleAgent;
-
-/// Where the oracle's solution folder is mounted with a local daemon.
-pub const ORACLE_MOUNT: &str = "/skillscope/solution";
-
-#[async_trait]
-impl Agent for OracleAgent {
-    fn name(&self) -> &str {
-        "oracle"
-    }
-    fn version(&self) -> &str {
-        "1.0.0"
-    }
-    fn local_mounts(&self, task: &Task) -> Vec<(std::path::PathBuf, String)> {
-        let solution = task.solution_dir();
-        if solution.join("solve.sh").is_file() {
-            vec![(solution, ORACLE_MOUNT.to_string())]
-        } else {
-            Vec::new()
-        }
-    }
-    async fn run(&self, ctx: &AgentContext<'_>) -> Result<AgentRun, RunnerError> {
-        let solution = ctx.task.solution_dir();
-        if !solution.join("solve.sh").is_file() {
-            return Err(RunnerError::Task(format!(
-                "the oracle needs {}, which does not exist",
-                solution.join("solve.sh").display()
-            )));
-        }
-        let copy_in = if ctx.mounted {
-            format!("rm -rf /solution; cp -a {ORACLE_MOUNT} /solution; ")
-        } else {
-            ctx.container.upload_dir(&solution, "/solution").await?;
-            String::new()
-        };
-        let mut env = vec!["DEBIAN_FRONTEND=noninteractive".to_string()];
-        env.extend(verifier::resolve_env(&ctx.task.config.solution.env));
-        let out = ctx.agent_dir.join("oracle.txt");
-        let req = ExecRequest {
-            cmd: vec![
-                "sh".into(),
-                "-c".into(),
-                format!(
-                    "{copy_in}mkdir -p /logs/agent; chmod +x /solution/solve.sh 2>/dev/null; (/solution/solve.sh)"
-                ),
-            ],
-            env,
-            user: None,
-            timeout: Some(ctx.timeout),
-            cancel: ctx.cancel,
-            stdout: Some(&out),
-            stderr: None,
-        };
-        let r = ctx.container.exec(req).await?;
-        if let Some(code) = r.exit_code.filter(|c| *c != 0) {
-            let path = ctx.agent_dir.join("exit-code.txt");
-            use std::io::Write;
-            super::safe_fs::create_fresh(&path)
-                .and_then(|mut f| f.write_all(format!("{code}\n").as_bytes()))
-                .map_err(|e| RunnerError::io(&path, e))?;
-        }
-        Ok(AgentRun {
-            end: r.end,
-            exit_code: r.exit_code,
-            provider_failure: None,
-            native: None,
-        })
-    }
-
-    fn trajectory(
-        &self,
-        ctx: &AgentContext<'_>,
-        run: &AgentRun,
-        started: &str,
-        finished: &str,
-    ) -> Option<Trajectory> {
-        // The observation is the end of what solve.sh printed, sanitized, with its exit status.
-        let tail = super::safe_fs::read_tail(&ctx.agent_dir.join("oracle.txt"), 16 * 1024)
-            .map(|(bytes, _)| crate::text::sanitize_bytes(&bytes))
-            .unwrap_or_default();
-        let status = match (run.end, run.exit_code) {
-            (ExecEnd::TimedOut, _) => format!(
-                "Stopped after {:.0}s ([agent] timeout_sec)",
-                ctx.timeout.as_secs_f64()
-            ),
-            (ExecEnd::Cancelled, _) => "Cancelled".to_string(),
-            (ExecEnd::Exited, Some(c)) => format!("Exit Code: {c}"),
-            (ExecEnd::Exited, None) => "Exit Code: unknown".to_string(),
-        };
-        let call = ToolCall {
-            tool_call_id: "solve".into(),
-            function_name: "bash".into(),
-            arguments: serde_json::json!({ "command": "/solution/solve.sh" }),
-        };
-        let act = Step {
-            step_id: 2,
-            timestamp: Some(finished.to_string()),
-            source: "agent".into(),
-            model_name: None,
-            message: Some(Content::Text(
-                "Ran the task's reference solution (solution/solve.sh).".into(),
-            )),
-            reasoning_content: None,
-            tool_calls: Some(vec![call]),
-            observation: Some(Observation {
-                results: vec![ObservationResult {
-                    source_call_id: Some("solve".into()),
-                    content: Some(Content::Text(format!("{tail}\n{status}"))),
-                }],
-            }),
-            metrics: None,
-        };
-        Some(trajectory_of(
-            self,
-            vec![instruction_step(ctx, started), act],
-        ))
-    }
-}
-
-/// Does nothing (the no-op baseline: the verifier sees the untouched environment).
-pub struct NopAgent;
-
-#[async_trait]
-impl Agent for NopAgent {
-    fn name(&self) -> &str {
-        "nop"
-    }
-    fn version(&self) -> &str {
-        "1.0.0"
-    }
-    async fn run(&self, _ctx: &AgentContext<'_>) -> Result<AgentRun, RunnerError> {
-        Ok(AgentRun {
-            end: ExecEnd::Exited,
-            exit_code: Some(0),
-            provider_failure: None,
-            native: None,
-        })
-    }
-
-    fn trajectory(
-        &self,
-        ctx: &AgentContext<'_>,
-        _run: &AgentRun,
-        started: &str,
-        finished: &str,
-    ) -> Option<Trajectory> {
-        let idle = Step {
-            step_id: 2,
-            timestamp: Some(finished.to_string()),
-            source: "agent".into(),
-            model_name: None,
-            message: Some(Content::Text("Did nothing (nop agent).".into())),
-            reasoning_content: None,
-            tool_calls: None,
-            observation: None,
-            metrics: None,
-        };
-        Some(trajectory_of(
-            self,
-            vec![instruction_step(ctx, started), idle],
-        ))
-    }
-}

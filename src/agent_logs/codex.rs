@@ -998,7 +998,7 @@ mod tests {
         assert_eq!(t.agent.name, "codex");
         assert_eq!(t.agent.version, "0.169.0");
         assert_eq!(t.agent.model_name.as_deref(), Some("gpt-5.2"));
-        let shape = crate::harness::convert::step_shapes(&t);
+        let shape = crate::agent_logs::convert::step_shapes(&t);
         assert_eq!(
             shape,
             vec![

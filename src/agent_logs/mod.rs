@@ -2,7 +2,7 @@
 //! price table ([`pricing`]), provider-failure recognition ([`provider`]) and what is read out of
 //! each harness's native log (trajectory, tokens, reported cost, provider failures;
 //! [`claude_code`], [`codex`], [`gemini_cli`]). No Docker, no network: fetching the CLIs and
-//! running them inside trial containers belongs to `runner::harness`.
+//! running them inside trial containers belongs to `runner::agents`.
 
 pub mod claude_code;
 pub mod codex;

@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use common::{Scratch, containers_of_run, fixtures, one, require_docker, skillscope};
-use skillscope::skillsbench::{Condition, Task};
 use skillscope::runner::image::{ImageSettings, prepare_context};
+use skillscope::skillsbench::{Condition, Task};
 use skillscope::store::Outcome;
 
 /// Networks still carrying the run label.

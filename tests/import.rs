@@ -9,11 +9,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use skillscope::analysis::metrics::summarize;
-use skillscope::skillsbench::Catalog;
 use skillscope::harbor::atif::Trajectory;
 use skillscope::harbor::ctrf::Report;
 use skillscope::harbor::import::{ImportOptions, import};
 use skillscope::harbor::summary::{DEFAULT_LIMIT, SummaryInput, summarize as summarize_trajectory};
+use skillscope::skillsbench::Catalog;
 use skillscope::store::{Outcome, Store, queries};
 
 /// Harbor job folders only (`published/` also holds a per-trial CSV and a results registry).

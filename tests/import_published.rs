@@ -18,9 +18,9 @@ use rusqlite::Connection;
 use serde_json::Value;
 use skillscope::analysis::ci::CiMethod;
 use skillscope::analysis::results::{ConditionResult, FailureMode, Results, Selection, analyze};
-use skillscope::skillsbench::Catalog;
 use skillscope::harbor::import::{ImportOptions, ImportReport, import};
 use skillscope::harbor::published::Format;
+use skillscope::skillsbench::Catalog;
 use skillscope::store::{Outcome, RunRow, Store, TrialKey, queries};
 
 fn registry_path() -> PathBuf {

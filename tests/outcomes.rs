@@ -5,8 +5,8 @@ mod common;
 
 use common::{Scratch, containers_of_run, one};
 use skillscope::analysis::metrics::method_d;
-use skillscope::skillsbench::Condition;
 use skillscope::harbor::result::{JobResult, TrialResult};
+use skillscope::skillsbench::Condition;
 use skillscope::store::{Outcome, TrialStatus};
 
 const ALL: &[&str] = &[

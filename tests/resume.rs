@@ -8,8 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{Scratch, containers_of_run, fixtures, one, require_docker};
-use skillscope::skillsbench::Condition;
 use skillscope::engine::Engine;
+use skillscope::skillsbench::Condition;
 use skillscope::store::{CommandKind, Outcome, TrialStatus, queries};
 use tokio_util::sync::CancellationToken;
 

@@ -4,8 +4,8 @@
 mod common;
 
 use common::{Scratch, one};
-use skillscope::skillsbench::Condition;
 use skillscope::config::{EnvSetting, check_mount};
+use skillscope::skillsbench::Condition;
 use skillscope::store::Outcome;
 
 const SECRET: &str = "sk-test-supersecret-0123456789";

@@ -406,19 +406,17 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
     let dir = tempfile::tempdir().unwrap();
     let base = model.base_url(&harness_env::gateway().await);
     let stderr = std::fs::File::create(dir.path().join("stderr.txt")).unwrap();
-    let _run = Run(harness_run::harness_run(
-        "claude-code",
-        "claude-opus-4-6",
-        "tmux-live",
-        dir.path(),
-    )
-    .args(["--stall-after", "3"])
-    .env("ANTHROPIC_API_KEY", "sk-test-dummy-key-9f3a")
-    .env("ANTHROPIC_BASE_URL", base)
-    .stdout(Stdio::null())
-    .stderr(stderr)
-    .spawn()
-    .expect("run skillscope"));
+    let _run =
+        Run(
+            harness_run::harness_run("claude-code", "claude-opus-4-6", "tmux-live", dir.path())
+                .args(["--stall-after", "3"])
+                .env("ANTHROPIC_API_KEY", "sk-test-dummy-key-9f3a")
+                .env("ANTHROPIC_BASE_URL", base)
+                .stdout(Stdio::null())
+                .stderr(stderr)
+                .spawn()
+                .expect("run skillscope"),
+        );
     let db = dir.path().join("s.db");
     // The run is recorded before the dashboard opens it.
     let t0 = Instant::now();

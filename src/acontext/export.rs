@@ -29,8 +29,8 @@ use sha2::{Digest, Sha256};
 
 use super::client::{AcontextError, Client};
 use super::model::AgentSkill;
-use crate::skillsbench::skill::{MAX_NAME_LEN, Severity, check_skill_md};
 use crate::safe_fs;
+use crate::skillsbench::skill::{MAX_NAME_LEN, Severity, check_skill_md};
 
 /// Files up to this size (bytes) that are valid UTF-8 without NUL bytes keep their text in
 /// [`SkillFileRecord::text`] (256 KiB).

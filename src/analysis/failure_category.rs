@@ -119,11 +119,9 @@ impl TestReport {
                     .collect(),
             });
         }
-        let text = crate::safe_fs::read_capped(
-            &verifier_dir.join("test-stdout.txt"),
-            8 * 1024 * 1024,
-        )
-        .ok()?;
+        let text =
+            crate::safe_fs::read_capped(&verifier_dir.join("test-stdout.txt"), 8 * 1024 * 1024)
+                .ok()?;
         TestReport::from_pytest(&String::from_utf8_lossy(&text))
     }
 

@@ -9,10 +9,10 @@ use color_eyre::eyre::{Result, WrapErr, eyre};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use tokio_util::sync::CancellationToken;
 
-use crate::skillsbench::{Catalog, Condition};
 use crate::cli::BenchWhat;
 use crate::config::RunSettings;
 use crate::engine::{Engine, RunRequest};
+use crate::skillsbench::{Catalog, Condition};
 use crate::store::{Store, TrialRow, queries};
 
 /// Runs a benchmark.

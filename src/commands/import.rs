@@ -5,9 +5,9 @@ use color_eyre::eyre::Result;
 
 use super::status::run_status;
 use super::table::conditions_table;
-use crate::skillsbench::Condition;
 use crate::cli::ImportArgs;
 use crate::harbor::import::{ImportOptions, import};
+use crate::skillsbench::Condition;
 use crate::store::{Store, queries};
 
 /// Runs `skillscope import`.

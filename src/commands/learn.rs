@@ -8,9 +8,9 @@ use color_eyre::eyre::{Result, eyre};
 
 use crate::acontext::learn::{LearnOptions, LearnReport, Learner, Progress, StatusMode, Step};
 use crate::acontext::{AcontextConfig, Client};
-use crate::skillsbench::Condition;
 use crate::cli::{AcontextArgs, LearnArgs};
 use crate::config::{AcontextFileSettings, FileConfig};
+use crate::skillsbench::Condition;
 use crate::store::Store;
 
 /// Acontext settings: flags, then `ACONTEXT_BASE_URL` (base URL only), then `plan` (an

@@ -6,9 +6,9 @@ use rusqlite::Connection;
 
 use crate::analysis::ci::CiMethod;
 use crate::analysis::results::Selection;
-use crate::skillsbench::condition::sanitize_slug;
 use crate::cli::ReportArgs;
 use crate::report::{self, Format};
+use crate::skillsbench::condition::sanitize_slug;
 use crate::store::{Store, learning as lq, queries};
 
 /// Runs `skillscope report`.

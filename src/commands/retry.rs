@@ -2,8 +2,8 @@
 
 use color_eyre::eyre::{Result, eyre};
 
-use crate::skillsbench::Condition;
 use crate::cli::{RetryArgs, TrialSelector};
+use crate::skillsbench::Condition;
 use crate::store::{CommandKind, Outcome, Store, TrialRow, TrialStatus, queries};
 
 fn select(

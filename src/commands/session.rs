@@ -11,9 +11,9 @@ use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 use tokio_util::sync::CancellationToken;
 
-use crate::skillsbench::condition::condition_label;
 use crate::config::FileConfig;
 use crate::engine::EngineEvent;
+use crate::skillsbench::condition::condition_label;
 use crate::store::{Outcome, TrialRow};
 use crate::tui::theme::Theme;
 

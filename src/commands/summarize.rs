@@ -7,10 +7,10 @@ use crate::cli::SummarizeArgs;
 use crate::harbor::atif::Trajectory;
 use crate::harbor::ctrf::Report;
 use crate::harbor::import::outcome_of;
+use crate::harbor::reward::scalar_reward;
 use crate::harbor::skill_use;
 use crate::harbor::summary::{SummaryInput, summarize};
 use crate::safe_fs;
-use crate::harbor::reward::scalar_reward;
 
 /// Runs `skillscope summarize`.
 ///

@@ -13,11 +13,11 @@ use color_eyre::eyre::{Result, WrapErr};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::analysis::readiness::{self, TaskFacts, TaskReadiness, TrialEvidence};
-use crate::skillsbench::TaskSet;
-use crate::skillsbench::dockerfile::parse_instructions;
 use crate::cli::{RunArgs, TasksArgs};
 use crate::engine::{Engine, default_run_name};
 use crate::runner::DockerHost;
+use crate::skillsbench::TaskSet;
+use crate::skillsbench::dockerfile::parse_instructions;
 use crate::store::{Store, queries};
 
 /// Runs `skillscope tasks`.

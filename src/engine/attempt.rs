@@ -9,12 +9,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Engine, EngineError, EngineEvent};
-use crate::skillsbench::{Condition, Task};
 use crate::harbor::jobdir::{self, JobSpec, TrialFacts};
 use crate::runner::container::Reaper;
 use crate::runner::{
     Agent, DockerHost, Fault, ImageCache, TrialCancel, TrialEnv, TrialJob, TrialReport, run_trial,
 };
+use crate::skillsbench::{Condition, Task};
 use crate::store::queries::TrialPatch;
 use crate::store::{Outcome, RunLedger, TrialRow};
 

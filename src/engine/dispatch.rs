@@ -21,11 +21,11 @@ use tokio_util::sync::CancellationToken;
 use super::attempt::{AttemptEnd, Attempts};
 use super::hosts::{Health, HostPool, Need, Probe, Transition};
 use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
-use crate::skillsbench::{Task, TaskSet};
 use crate::harbor::jobdir::JobSpec;
 use crate::runner::container::{Reaper, remove_labeled, remove_labeled_older_than};
 use crate::runner::image::ImageSettings;
 use crate::runner::{Agent, Fault, ImageCache, TrialCancel, labels};
+use crate::skillsbench::{Task, TaskSet};
 use crate::store::{CommandKind, RunLedger, TrialKey, TrialRow, TrialStatus};
 
 /// How often a running agent's output is looked at (less when the stall time is short).

@@ -29,9 +29,9 @@ use std::path::PathBuf;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use crate::skillsbench::{Catalog, Condition, TaskSet};
 use crate::config::RunSettings;
 use crate::runner::{RunnerError, agent_by_name};
+use crate::skillsbench::{Catalog, Condition, TaskSet};
 use crate::store::{Outcome, RunRow, Store, StoreError, TrialKey, TrialRow, TrialStatus};
 
 pub use crate::store::STALE_AFTER_SECS;

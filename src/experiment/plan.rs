@@ -49,8 +49,8 @@ use serde::{Deserialize, Serialize};
 
 use super::selection::Round2Skills;
 use super::split::SplitPlan;
-use crate::skillsbench::Condition;
 use crate::config::{AcontextFileSettings, ConfigError, RunFileSettings};
+use crate::skillsbench::Condition;
 
 fn default_agent() -> String {
     "oracle".into()

@@ -33,10 +33,10 @@ use super::ctrf::Report;
 use super::published;
 use super::result::TimingInfo;
 use super::skill_use::{self, SkillUse};
+use crate::harbor::reward::{is_pass, scalar_reward};
+use crate::safe_fs;
 use crate::skillsbench::Catalog;
 use crate::skillsbench::condition::sanitize_slug;
-use crate::safe_fs;
-use crate::harbor::reward::{is_pass, scalar_reward};
 use crate::store::queries::{self, NewRun};
 use crate::store::{Outcome, RunRow, RunTaskRow, SkillUseRow, Store, StoreError, TrialStatus};
 

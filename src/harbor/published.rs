@@ -46,10 +46,10 @@ use sha2::{Digest, Sha256};
 
 use super::import::{ImportError, ImportOptions, ImportReport, condition_from};
 use crate::analysis::metrics::Scored;
+use crate::harbor::reward::is_pass;
+use crate::safe_fs;
 use crate::skillsbench::Catalog;
 use crate::skillsbench::condition::sanitize_slug;
-use crate::safe_fs;
-use crate::harbor::reward::is_pass;
 use crate::store::queries::{self, NewRun};
 use crate::store::{Outcome, RunTaskRow, Store, StoreError, TrialStatus};
 

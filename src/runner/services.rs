@@ -29,7 +29,9 @@ use tokio_util::sync::CancellationToken;
 use super::container::{ContainerCmd, ContainerSpec, Reaper, TrialContainer};
 use super::{DockerHost, ImageCache, RunnerError, labels};
 use crate::skillsbench::Task;
-use crate::skillsbench::compose::{self, ComposePlan, DependsOn, NetworkDef, ServiceDef, Variables};
+use crate::skillsbench::compose::{
+    self, ComposePlan, DependsOn, NetworkDef, ServiceDef, Variables,
+};
 
 /// Where the trial's `/logs` folders are inside containers (Harbor's `EnvironmentPaths`).
 const ENV_LOG_DIRS: [(&str, &str); 3] = [

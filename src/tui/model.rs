@@ -291,7 +291,10 @@ impl Filter {
                             .enumerate()
                             .map(|(i, c)| match s.labels.get(i) {
                                 Some(l) => {
-                                    format!("{l} {}", crate::skillsbench::condition::condition_label(c))
+                                    format!(
+                                        "{l} {}",
+                                        crate::skillsbench::condition::condition_label(c)
+                                    )
                                 }
                                 None => crate::skillsbench::condition::condition_label(c),
                             })

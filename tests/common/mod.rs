@@ -6,9 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
-use skillscope::skillsbench::{Catalog, Condition};
 use skillscope::config::RunSettings;
 use skillscope::engine::{Engine, RunOutcome, RunRequest};
+use skillscope::skillsbench::{Catalog, Condition};
 use skillscope::store::{Store, TrialRow, queries};
 use tokio_util::sync::CancellationToken;
 

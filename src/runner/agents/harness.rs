@@ -16,15 +16,15 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::runner::container::{ExecEnd, ExecRequest};
+pub use super::kit::{Harness, Kit};
 use super::{Activity, Agent, AgentContext, AgentRun, kit, volume};
-use crate::runner::{DockerHost, RunnerError};
+use crate::agent_logs::pricing::PriceTable;
+use crate::agent_logs::provider::ProviderFailure;
+use crate::agent_logs::{NativeLog, TrajectoryOptions, claude_code, codex, gemini_cli};
 use crate::config::HarnessSettings;
 use crate::harbor::atif::Trajectory;
-use crate::agent_logs::pricing::{PriceTable, TokenCounts};
-use crate::agent_logs::provider::ProviderFailure;
-use crate::agent_logs::{NativeRun, TrajectoryOptions, claude_code, codex, gemini_cli};
-pub use super::kit::{Harness, Kit};
+use crate::runner::container::{ExecEnd, ExecRequest};
+use crate::runner::{DockerHost, RunnerError};
 
 /// Environment variables each harness reads from the operator's environment: API keys first,
 /// then base URLs.
@@ -347,17 +347,6 @@ fn stalled_on_provider(stderr: &str) -> Option<ProviderFailure> {
         .then(|| ProviderFailure::seen(hit, evidence))
 }
 
-/// A cost for `tokens` of `model` from the built-in dated price table, priced at `on`.
-fn priced(model: Option<&str>, tokens: &TokenCounts, on: Option<&str>) -> Option<f64> {
-    let date = on
-        .and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok())
-        .map(|d| d.date_naive());
-    PriceTable::builtin()
-        .cost(model?, date, tokens)
-        .ok()
-        .map(|c| c.usd)
-}
-
 #[async_trait]
 impl Agent for CliAgent {
     fn name(&self) -> &str {
@@ -414,7 +403,11 @@ impl Agent for CliAgent {
                 let relay = self.relays.relay_to(&host.docker, target).await?;
                 rewritten.push((
                     var,
-                    crate::runner::proxy::rewrite_host(&url, crate::runner::proxy::HOST_ALIAS, relay.port()),
+                    crate::runner::proxy::rewrite_host(
+                        &url,
+                        crate::runner::proxy::HOST_ALIAS,
+                        relay.port(),
+                    ),
                 ));
             }
             self.rewrites
@@ -464,11 +457,11 @@ impl Agent for CliAgent {
         // An empty log is still read: the readers then look at stderr alone.
         let parsed = self.parse_native(ctx.agent_dir, &log);
         let provider_failure = match r.end {
-            ExecEnd::Exited => provider_failure(&parsed, &stderr, r.exit_code),
+            ExecEnd::Exited => parsed.provider_failure(&stderr, r.exit_code),
             ExecEnd::TimedOut => stalled_on_provider(&stderr),
             ExecEnd::Cancelled => None,
         };
-        let native = (!log.is_empty()).then(|| Arc::new(parsed));
+        let native = (!log.is_empty()).then_some(parsed);
         Ok(AgentRun {
             end: r.end,
             exit_code: r.exit_code,
@@ -484,7 +477,7 @@ impl Agent for CliAgent {
         }
         let native = self.parse_native(agent_dir, &log);
         Some(Activity::of(&self.build_trajectory(
-            &native,
+            native.as_ref(),
             instruction,
             started,
         )))
@@ -502,57 +495,33 @@ impl Agent for CliAgent {
 }
 
 impl CliAgent {
-    /// The ATIF trajectory of a parsed native log, priced and with the model filled in.
-    fn build_trajectory(&self, native: &NativeRun, instruction: &str, started: &str) -> Trajectory {
+    /// The ATIF trajectory of a parsed native log, with the model filled in and the cost priced
+    /// from the dated table when the harness reports none (Codex and Gemini CLI never do).
+    fn build_trajectory(
+        &self,
+        native: &dyn NativeLog,
+        instruction: &str,
+        started: &str,
+    ) -> Trajectory {
         let opts = TrajectoryOptions {
             instruction: Some(instruction),
             started_at: Some(started),
             agent_version: Some(&self.version),
         };
-        let mut t = match native {
-            NativeRun::ClaudeCode(run) => {
-                let mut t = run.to_trajectory(&opts);
-                if let Some(f) = t.final_metrics.as_mut()
-                    && f.total_cost_usd.is_none()
-                {
-                    let date = chrono::DateTime::parse_from_rfc3339(started)
-                        .ok()
-                        .map(|d| d.date_naive());
-                    f.total_cost_usd = run.priced_cost_usd(PriceTable::builtin(), date).ok();
-                }
-                t
-            }
-            NativeRun::Codex(run) => {
-                let mut t = run.to_trajectory(&opts);
-                self.price(&mut t, run.model(), &run.token_counts(), started);
-                t
-            }
-            NativeRun::GeminiCli(run) => {
-                let mut t = run.to_trajectory(&opts);
-                self.price(&mut t, run.model(), &run.token_counts(), started);
-                t
-            }
-        };
+        let mut t = native.to_trajectory(&opts);
         if t.agent.model_name.is_none() {
-            t.agent.model_name = self.model.clone();
+            t.agent.model_name = native.model().or(self.model.as_deref()).map(str::to_string);
+        }
+        if let Some(f) = t.final_metrics.as_mut()
+            && f.total_cost_usd.is_none()
+        {
+            let date = chrono::DateTime::parse_from_rfc3339(started)
+                .ok()
+                .map(|d| d.date_naive());
+            f.total_cost_usd =
+                native.priced_cost_usd(PriceTable::builtin(), date, self.model.as_deref());
         }
         t
-    }
-}
-
-/// The provider failure that ended an exited run, if one did, from its parsed log and stderr.
-fn provider_failure(
-    native: &NativeRun,
-    stderr: &str,
-    exit_code: Option<i64>,
-) -> Option<ProviderFailure> {
-    match native {
-        NativeRun::ClaudeCode(run) => match claude_code::classify(run, stderr, exit_code) {
-            claude_code::Outcome::Provider(p) => Some(p),
-            _ => None,
-        },
-        NativeRun::Codex(run) => run.provider_failure(stderr),
-        NativeRun::GeminiCli(run) => run.provider_failure(stderr),
     }
 }
 
@@ -561,37 +530,21 @@ impl CliAgent {
     /// Codex's `--json` events, Gemini CLI's stream-json); Codex's rollout
     /// (`agent/codex.rollout.jsonl`) and Gemini CLI's session file
     /// (`agent/gemini-cli.session.jsonl`) are read beside it, their last 256 MiB at most.
-    fn parse_native(&self, agent_dir: &Path, log: &[u8]) -> NativeRun {
+    fn parse_native(&self, agent_dir: &Path, log: &[u8]) -> Arc<dyn NativeLog> {
         let beside = |name: &str| {
             crate::safe_fs::read_tail(&agent_dir.join(name), 256 << 20)
                 .map(|(b, _)| b)
                 .unwrap_or_default()
         };
         match self.harness {
-            Harness::ClaudeCode => {
-                NativeRun::ClaudeCode(Box::new(claude_code::ClaudeCodeRun::parse(log)))
+            Harness::ClaudeCode => Arc::new(claude_code::ClaudeCodeRun::parse(log)),
+            Harness::Codex => {
+                Arc::new(codex::CodexRun::parse(&beside("codex.rollout.jsonl")).with_events(log))
             }
-            Harness::Codex => NativeRun::Codex(Box::new(
-                codex::CodexRun::parse(&beside("codex.rollout.jsonl")).with_events(log),
-            )),
-            Harness::GeminiCli => NativeRun::GeminiCli(Box::new(
+            Harness::GeminiCli => Arc::new(
                 gemini_cli::GeminiCliRun::parse(&beside("gemini-cli.session.jsonl"))
                     .with_output(log),
-            )),
-        }
-    }
-
-    /// Fills what the log readers leave open: the model, and the cost priced from the dated
-    /// table (neither Codex nor Gemini CLI reports one).
-    fn price(&self, t: &mut Trajectory, model: Option<&str>, tokens: &TokenCounts, started: &str) {
-        if t.agent.model_name.is_none() {
-            t.agent.model_name = model.map(str::to_string);
-        }
-        let model = model.or(self.model.as_deref());
-        if let Some(f) = t.final_metrics.as_mut()
-            && f.total_cost_usd.is_none()
-        {
-            f.total_cost_usd = priced(model, tokens, Some(started));
+            ),
         }
     }
 }

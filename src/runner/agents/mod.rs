@@ -18,11 +18,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
-use super::container::{ExecEnd, TrialContainer};
 use super::RunnerError;
-use crate::skillsbench::Task;
-use crate::harbor::atif::{AgentRef, Content, FinalMetrics, Step, Trajectory, WRITE_VERSION};
+use super::container::{ExecEnd, TrialContainer};
 use crate::agent_logs::convert::text_step;
+use crate::harbor::atif::{AgentRef, FinalMetrics, Step, Trajectory, WRITE_VERSION};
+use crate::skillsbench::Task;
 
 /// What an agent gets for one trial.
 pub struct AgentContext<'a> {
@@ -63,7 +63,7 @@ pub struct AgentRun {
     pub provider_failure: Option<crate::agent_logs::provider::ProviderFailure>,
     /// An LLM harness's native log, parsed once when the run ended (for
     /// [`Agent::trajectory`]); `None` for agents without one or when the log is empty.
-    pub native: Option<std::sync::Arc<crate::agent_logs::NativeRun>>,
+    pub native: Option<std::sync::Arc<dyn crate::agent_logs::NativeLog>>,
 }
 
 /// What a running agent has done so far, read from its log while it is written.
@@ -254,4 +254,3 @@ pub fn agent_by_name(
         ))),
     }
 }
-

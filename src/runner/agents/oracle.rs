@@ -1,7 +1,6 @@
 //! The oracle agent: runs the task's reference solution (`solution/solve.sh`) as Harbor's
 //! `agents/oracle.py` does, to prove a task solvable and its verifier sound.
 
-
 use async_trait::async_trait;
 
 use super::{Agent, AgentContext, AgentRun, instruction_step, trajectory_of};
@@ -51,7 +50,9 @@ impl Agent for OracleAgent {
             String::new()
         };
         let mut env = vec!["DEBIAN_FRONTEND=noninteractive".to_string()];
-        env.extend(crate::runner::verifier::resolve_env(&ctx.task.config.solution.env));
+        env.extend(crate::runner::verifier::resolve_env(
+            &ctx.task.config.solution.env,
+        ));
         let out = ctx.agent_dir.join("oracle.txt");
         let req = ExecRequest {
             cmd: vec![

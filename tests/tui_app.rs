@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
+use skillscope::perf::synthetic::{SyntheticRun, fill_store};
 use skillscope::store::{Outcome, Store, TrialStatus};
-use skillscope::synthetic::{SyntheticRun, fill_store};
 use skillscope::tui::app::{App, Confirm, Effect, Mode, Pane, Popup};
 use skillscope::tui::data::{Request, SkillOrigin, Update, load_skills, load_snapshot};
 use skillscope::tui::state::SkillsFocus;
@@ -578,7 +578,7 @@ fn worker_caches_results_and_rubric_by_finished_trials() {
         &queries::TrialPatch {
             outcome: Some(Outcome::Pass),
             reward: Some(1.0),
-            finished_at: Some(skillscope::synthetic::at(600)),
+            finished_at: Some(skillscope::perf::synthetic::at(600)),
             ..Default::default()
         },
     )

@@ -8,8 +8,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use skillscope::harbor::atif::Trajectory;
+use skillscope::perf::synthetic::{SyntheticRun, at, fill_store};
 use skillscope::store::{SkillUseRow, Store};
-use skillscope::synthetic::{SyntheticRun, at, fill_store};
 use skillscope::tui::app::{App, Effect, Mode};
 use skillscope::tui::data::{
     Detail, LogFile, Request, Update, load_detail, load_skills, load_snapshot, render_trajectory,

@@ -279,9 +279,9 @@ impl Tmux {
 fn clicks_select_cells_and_tabs_and_the_wheel_scrolls() {
     let s = Scratch::new();
     let conn = s.store.connect().unwrap();
-    skillscope::synthetic::fill_store(
+    skillscope::perf::synthetic::fill_store(
         &conn,
-        &skillscope::synthetic::SyntheticRun {
+        &skillscope::perf::synthetic::SyntheticRun {
             name: "mouse-run".into(),
             tasks: 60,
             trials: 2,

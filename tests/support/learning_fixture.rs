@@ -8,11 +8,11 @@
 #![allow(dead_code)]
 
 use rusqlite::Connection;
+use skillscope::perf::synthetic::{SyntheticRun, fill_store};
 use skillscope::store::learning::{
     self as lq, NewSkillVersion, NewSpace, NewStep, SkillFileRow, SpacePatch, SpaceRow, StepPatch,
 };
 use skillscope::store::{Outcome, RunRow, Store, queries};
-use skillscope::synthetic::{SyntheticRun, fill_store};
 
 /// The curated SKILL.md of `mesh-analysis`.
 pub const CURATED_SKILL_MD: &str = "---

@@ -1,0 +1,80 @@
+//! `skillscope bench import`: `skillscope import` of synthetic Harbor job folders in a child
+//! process, its wall time and peak memory. Prints figures; asserts nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use color_eyre::eyre::{Result, WrapErr, eyre};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+
+use super::peak_rss_kib;
+
+/// Runs `skillscope import` on `dir` in a child process; returns (wall seconds, peak KiB, stdout).
+pub(crate) fn timed_import(dir: &Path, db: &Path) -> Result<(f64, u64, String)> {
+    let exe = std::env::current_exe()?;
+    let t0 = Instant::now();
+    let mut child = std::process::Command::new(exe)
+        .args(["import", "--db"])
+        .arg(db)
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .wrap_err("starting skillscope import")?;
+    let pid = child.id();
+    let mut peak = 0;
+    while child.try_wait()?.is_none() {
+        if let Some(k) = peak_rss_kib(pid) {
+            peak = peak.max(k);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let wall = t0.elapsed().as_secs_f64();
+    let out = child.wait_with_output()?;
+    if !out.status.success() {
+        return Err(eyre!("skillscope import failed"));
+    }
+    Ok((
+        wall,
+        peak,
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    ))
+}
+
+pub(crate) fn import_bench(trials: usize, keep: Option<PathBuf>) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let base = keep.unwrap_or_else(|| tmp.path().to_path_buf());
+    let quarter = (trials / 4).max(1);
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED);
+    table.set_header([
+        "trial folders",
+        "generated",
+        "import wall",
+        "trials/s",
+        "peak memory",
+        "imported",
+    ]);
+    for (label, n) in [("quarter", quarter), ("full", trials)] {
+        let dir = base.join(format!("jobs-{label}"));
+        let t0 = Instant::now();
+        crate::perf::synthetic::write_harbor_jobs(&dir, n, 42)?;
+        let generated = t0.elapsed().as_secs_f64();
+        let db = base.join(format!("import-{label}.db"));
+        let _ = std::fs::remove_file(&db);
+        let (wall, peak, out) = timed_import(&dir, &db)?;
+        let imported = out.lines().next().unwrap_or("").to_string();
+        table.add_row(vec![
+            n.to_string(),
+            format!("{generated:.1}s"),
+            format!("{wall:.2}s"),
+            format!("{:.0}", n as f64 / wall),
+            format!("{:.1} MiB", peak as f64 / 1024.0),
+            imported,
+        ]);
+    }
+    println!("{table}");
+    println!(
+        "(the wall time includes process start and opening the database; target ≥ 2,000 trials/s, memory flat)"
+    );
+    Ok(())
+}

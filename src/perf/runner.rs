@@ -1,0 +1,353 @@
+//! `skillscope bench runner`: per-trial orchestration overhead measured against the floor
+//! `docker run --rm <same image> true`, serial vs concurrent wall time, and optionally a real task.
+//! Prints figures; asserts nothing.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use color_eyre::eyre::{Result, WrapErr, eyre};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use tokio_util::sync::CancellationToken;
+
+use super::{mean, median, secs_between};
+use crate::config::RunSettings;
+use crate::engine::{Engine, RunRequest};
+use crate::skillsbench::{Catalog, Condition};
+use crate::store::{Store, TrialRow, queries};
+
+pub(crate) fn write_trivial_task(root: &Path) -> Result<PathBuf> {
+    let t = root.join("tasks/trivial");
+    for d in ["environment", "solution", "tests"] {
+        std::fs::create_dir_all(t.join(d))?;
+    }
+    std::fs::write(
+        t.join("task.toml"),
+        "version = \"1.0\"\n[metadata]\ndifficulty = \"easy\"\ncategory = \"benchmark\"\n[agent]\ntimeout_sec = 60\n[verifier]\ntimeout_sec = 60\n[environment]\ncpus = 0.25\nallow_internet = true\n",
+    )?;
+    std::fs::write(t.join("instruction.md"), "Do nothing.\n")?;
+    std::fs::write(
+        t.join("environment/Dockerfile"),
+        "FROM skillscope/busybox:1\nWORKDIR /root\n",
+    )?;
+    std::fs::write(t.join("solution/solve.sh"), "#!/bin/sh\ntrue\n")?;
+    std::fs::write(
+        t.join("tests/test.sh"),
+        "#!/bin/sh\necho 1 > /logs/verifier/reward.txt\n",
+    )?;
+    Ok(root.join("tasks"))
+}
+
+async fn timed_run(
+    store: &Store,
+    jobs: &Path,
+    tasks: &Path,
+    name: &str,
+    trials: u32,
+    concurrency: usize,
+) -> Result<(Duration, Vec<TrialRow>)> {
+    let engine = Engine::new(store.clone());
+    let req = RunRequest {
+        name: Some(name.to_string()),
+        tasks_dir: tasks.to_path_buf(),
+        task_filter: Vec::new(),
+        conditions: vec![Condition::NoSkills],
+        n_trials: trials,
+        agent: "oracle".into(),
+        model: None,
+        jobs_dir: jobs.to_path_buf(),
+        catalog: Catalog::shipped(),
+        settings: RunSettings {
+            concurrency,
+            ..Default::default()
+        },
+        stay_alive: None,
+        resume_command: None,
+    };
+    let t0 = Instant::now();
+    let out = engine.run(req, CancellationToken::new()).await?;
+    let wall = t0.elapsed();
+    let conn = store.connect()?;
+    let rows = queries::current_trials(&conn, out.run.id)?;
+    if let Some(bad) = rows
+        .iter()
+        .find(|r| r.outcome != Some(crate::store::Outcome::Pass))
+    {
+        return Err(eyre!(
+            "benchmark trial {} did not pass: {:?} {}",
+            bad.trial_name,
+            bad.outcome,
+            bad.error.as_deref().unwrap_or("")
+        ));
+    }
+    Ok((wall, rows))
+}
+
+pub(crate) async fn runner(
+    trials: u32,
+    concurrency: usize,
+    real_task: Option<PathBuf>,
+    task_trials: u32,
+) -> Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let tasks = write_trivial_task(tmp.path())?;
+    let store = Store::open(&tmp.path().join("bench.db"))?;
+    let jobs = tmp.path().join("jobs");
+    println!("warming up (base image, task image)…");
+    let (_, warm) = timed_run(&store, &jobs, &tasks, "warmup", 1, 1).await?;
+    let image = warm[0]
+        .image
+        .clone()
+        .ok_or_else(|| eyre!("warm-up trial has no image"))?;
+
+    // Floor: the docker CLI, `docker run --rm <image> true`, serially and at `concurrency`.
+    let docker = which_docker()
+        .ok_or_else(|| eyre!("the docker CLI is needed for the floor measurement"))?;
+    let cpu0 = busy_cpu_secs();
+    let stack0 = stack_cpu_secs();
+    let mut floor = Vec::new();
+    for _ in 0..trials {
+        let t0 = Instant::now();
+        docker_run_true(&docker, &image)?;
+        floor.push(t0.elapsed().as_secs_f64());
+    }
+    let floor_cpu = cpu_delta(cpu0).map(|c| c / trials as f64);
+    let floor_stack = (stack_cpu_secs() - stack0) / trials as f64;
+    let floor_serial: f64 = floor.iter().sum();
+    let t0 = Instant::now();
+    std::thread::scope(|scope| -> Result<()> {
+        let handles: Vec<_> = (0..concurrency)
+            .map(|w| {
+                let (docker, image) = (&docker, &image);
+                scope.spawn(move || -> Result<()> {
+                    for _ in (w..trials as usize).step_by(concurrency) {
+                        docker_run_true(docker, image)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| eyre!("floor thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    let floor_par = t0.elapsed().as_secs_f64();
+
+    let cpu0 = busy_cpu_secs();
+    let stack0 = stack_cpu_secs();
+    let (serial_wall, serial_rows) = timed_run(&store, &jobs, &tasks, "serial", trials, 1).await?;
+    let ours_cpu = cpu_delta(cpu0).map(|c| c / trials as f64);
+    let ours_stack = (stack_cpu_secs() - stack0) / trials as f64;
+    let (par_wall, _) = timed_run(&store, &jobs, &tasks, "parallel", trials, concurrency).await?;
+    let per_trial: Vec<f64> = serial_rows
+        .iter()
+        .filter_map(|r| secs_between(&r.started_at, &r.finished_at))
+        .collect();
+    let serial_per = serial_wall.as_secs_f64() / trials as f64;
+    let cpu = |machine: Option<f64>, stack: f64| {
+        format!(
+            " · {stack:.2} CPU-s each (Docker daemon + client){}",
+            machine
+                .map(|c| format!(", {c:.2} machine-wide"))
+                .unwrap_or_default()
+        )
+    };
+
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(["measurement", "value"]);
+    t.add_row(vec![
+        format!(
+            "machine: {} CPUs",
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        ),
+        format!("image {image}"),
+    ]);
+    t.add_row(vec![
+        format!("floor: docker run --rm <image> true (×{trials}, serial)"),
+        format!(
+            "mean {:.3}s · median {:.3}s{}",
+            mean(&floor),
+            median(&floor),
+            cpu(floor_cpu, floor_stack)
+        ),
+    ]);
+    t.add_row(vec![
+        format!("skillscope trivial trial (×{trials}, concurrency 1)"),
+        format!(
+            "wall/trial {serial_per:.3}s · start→end median {:.3}s{}",
+            median(&per_trial),
+            cpu(ours_cpu, ours_stack)
+        ),
+    ]);
+    t.add_row(vec![
+        "ratio: skillscope wall/trial ÷ floor mean (target ≤ 1.5)".to_string(),
+        format!("{:.2}×", serial_per / mean(&floor)),
+    ]);
+    t.add_row(vec![
+        format!("floor: concurrency {concurrency} vs serial"),
+        format!(
+            "{floor_par:.2}s vs {floor_serial:.2}s → {:.2} of serial",
+            floor_par / floor_serial
+        ),
+    ]);
+    let ours_ratio = par_wall.as_secs_f64() / serial_wall.as_secs_f64();
+    let floor_ratio = floor_par / floor_serial;
+    t.add_row(vec![
+        format!("skillscope: concurrency {concurrency} vs serial"),
+        format!(
+            "{:.2}s vs {:.2}s → {ours_ratio:.2} of serial",
+            par_wall.as_secs_f64(),
+            serial_wall.as_secs_f64(),
+        ),
+    ]);
+    t.add_row(vec![
+        "scaling: skillscope's ratio ÷ the floor's (target ≤ 1.1)".to_string(),
+        format!("{:.2}×", ours_ratio / floor_ratio),
+    ]);
+    if let Some(task_dir) = real_task {
+        let task_dir =
+            std::fs::canonicalize(&task_dir).wrap_err_with(|| format!("{}", task_dir.display()))?;
+        let parent = task_dir
+            .parent()
+            .ok_or_else(|| eyre!("task folder has no parent"))?
+            .to_path_buf();
+        let id = task_dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let engine_req = |name: &str, n: u32| RunRequest {
+            name: Some(name.to_string()),
+            tasks_dir: parent.clone(),
+            task_filter: vec![id.clone()],
+            conditions: vec![Condition::Curated],
+            n_trials: n,
+            agent: "oracle".into(),
+            model: None,
+            jobs_dir: jobs.clone(),
+            catalog: Catalog::shipped(),
+            settings: RunSettings {
+                concurrency: 1,
+                ..Default::default()
+            },
+            stay_alive: None,
+            resume_command: None,
+        };
+        println!("real task {id}: warming up (builds the image if needed)…");
+        Engine::new(store.clone())
+            .run(engine_req("real-warmup", 1), CancellationToken::new())
+            .await?;
+        let t0 = Instant::now();
+        let out = Engine::new(store.clone())
+            .run(engine_req("real", task_trials), CancellationToken::new())
+            .await?;
+        let wall = t0.elapsed().as_secs_f64() / task_trials as f64;
+        let rows = queries::current_trials(&store.connect()?, out.run.id)?;
+        let work: Vec<f64> = rows
+            .iter()
+            .filter_map(|r| {
+                Some(
+                    secs_between(&r.agent_started_at, &r.agent_finished_at)?
+                        + secs_between(&r.verifier_started_at, &r.verifier_finished_at)?,
+                )
+            })
+            .collect();
+        let outcomes: Vec<String> = rows
+            .iter()
+            .map(|r| {
+                r.outcome
+                    .map(|o| o.as_str().to_string())
+                    .unwrap_or_default()
+            })
+            .collect();
+        t.add_row(vec![
+            format!("real task {id}, oracle, cached image (×{task_trials})"),
+            format!(
+                "wall/trial {wall:.2}s · agent+verifier {:.2}s · overhead {:.2}s · outcomes {}",
+                mean(&work),
+                wall - mean(&work),
+                outcomes.join(",")
+            ),
+        ]);
+    }
+    println!("{t}");
+    store.writer().stop();
+    Ok(())
+}
+
+fn docker_run_true(docker: &Path, image: &str) -> Result<()> {
+    let st = std::process::Command::new(docker)
+        .args(["run", "--rm", image, "true"])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .wrap_err("running docker run")?;
+    if st.success() {
+        Ok(())
+    } else {
+        Err(eyre!("docker run --rm {image} true failed"))
+    }
+}
+
+/// Busy CPU time of the whole machine so far (user + nice + system + irq + softirq), seconds,
+/// from `/proc/stat`; `None` where it cannot be read.
+fn busy_cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let f: Vec<f64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|v| v.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq
+    let busy = f.first()? + f.get(1)? + f.get(2)? + f.get(5)? + f.get(6)?;
+    Some(busy / 100.0)
+}
+
+fn cpu_delta(start: Option<f64>) -> Option<f64> {
+    Some(busy_cpu_secs()? - start?)
+}
+
+/// CPU seconds used so far by this process and its reaped children (the `docker` CLI of the
+/// floor) plus the Docker daemon and containerd: what the measured work costs, apart from the
+/// rest of the machine (other builds, other tests). Short-lived processes the daemons start (the
+/// runtime, container shims) are counted for neither side.
+fn stack_cpu_secs() -> f64 {
+    let tick = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let mut total = 0.0;
+    for who in [libc::RUSAGE_SELF, libc::RUSAGE_CHILDREN] {
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(who, &mut u) } == 0 {
+            let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+            total += tv(u.ru_utime) + tv(u.ru_stime);
+        }
+    }
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let dir = e.path();
+        let comm = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        if !matches!(comm.trim(), "dockerd" | "containerd") {
+            continue;
+        }
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        // Fields after the command's closing parenthesis: utime and stime are the 12th and 13th.
+        let after = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+        let f: Vec<f64> = after
+            .split_whitespace()
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        if f.len() > 12 {
+            total += (f[11] + f[12]) / tick;
+        }
+    }
+    total
+}
+
+fn which_docker() -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|p| p.join("docker"))
+            .find(|p| p.is_file())
+    })
+}

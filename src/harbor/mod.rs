@@ -6,7 +6,6 @@ pub mod atif;
 pub mod ctrf;
 pub mod import;
 pub mod jobdir;
-pub mod published;
 pub mod result;
 pub mod reward;
 pub mod skill_use;

@@ -22,18 +22,19 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
-use super::atif::{FinalMetrics, ToolCall, looks_failed};
-use super::ctrf::Report;
-use super::published;
-use super::result::TimingInfo;
-use super::skill_use::{self, SkillUse};
+use super::{
+    ImportError, ImportOptions, ImportReport, condition_from, imported_task, run_conditions,
+};
+use crate::harbor::atif::{FinalMetrics, ToolCall, looks_failed};
+use crate::harbor::ctrf::Report;
+use crate::harbor::result::TimingInfo;
 use crate::harbor::reward::{is_pass, scalar_reward};
+use crate::harbor::skill_use::{self, SkillUse};
 use crate::safe_fs;
 use crate::skillsbench::Catalog;
 use crate::skillsbench::condition::sanitize_slug;
@@ -42,67 +43,9 @@ use crate::store::{Outcome, RunRow, RunTaskRow, SkillUseRow, Store, StoreError, 
 
 /// Most bytes read from one `result.json`.
 const MAX_RESULT: u64 = 8 * 1024 * 1024;
+
 /// Most bytes read from one trajectory.
 const MAX_TRAJECTORY: u64 = 64 * 1024 * 1024;
-
-/// What to import.
-#[derive(Debug, Clone)]
-pub struct ImportOptions {
-    /// Folders to walk, and published result files (per-trial CSV, results registry).
-    pub roots: Vec<PathBuf>,
-    /// Condition for every trial (overrides detection): a condition key.
-    pub condition: Option<String>,
-    /// One run for everything, by this name.
-    pub run: Option<String>,
-    /// Domains for the imported tasks.
-    pub catalog: Catalog,
-    /// Trials per write transaction.
-    pub batch: usize,
-}
-
-/// What happened.
-#[derive(Debug, Clone, Default)]
-pub struct ImportReport {
-    /// Job `result.json` files seen.
-    pub jobs: usize,
-    /// Trial `result.json` files seen.
-    pub trials_seen: usize,
-    /// New attempts recorded.
-    pub imported: usize,
-    /// Trials already in the store (re-import).
-    pub already_present: usize,
-    /// Files skipped, with why.
-    pub broken: Vec<(PathBuf, String)>,
-    /// Trials imported without a trajectory.
-    pub missing_trajectory: Vec<PathBuf>,
-    /// Trials whose condition could not be told (recorded as `unknown`).
-    pub unknown_condition: usize,
-    /// Runs written to, by name.
-    pub runs: Vec<String>,
-    /// Published result files imported (per-trial CSV, results registry).
-    pub files: Vec<super::published::FileReport>,
-    /// Files found in a folder, outside any Harbor job or trial folder, that were not imported,
-    /// with why (an unknown format, a CSV with other columns, …).
-    pub skipped: Vec<(PathBuf, String)>,
-    /// Wall time.
-    pub elapsed: Duration,
-}
-
-/// Import errors (per-trial problems are in the report, not here).
-#[derive(Debug, thiserror::Error)]
-pub enum ImportError {
-    /// A root cannot be read.
-    #[error("{path}: {message}")]
-    Root {
-        /// The folder.
-        path: PathBuf,
-        /// Why.
-        message: String,
-    },
-    /// The database failed.
-    #[error(transparent)]
-    Store(#[from] StoreError),
-}
 
 #[derive(Debug, Deserialize)]
 struct ResultFile {
@@ -318,35 +261,6 @@ pub fn outcome_of(exception: Option<&str>, reward: Option<f64>) -> Outcome {
         },
         Some(_) => Outcome::RuntimeError,
     }
-}
-
-/// The condition named by job/trial folder names or a task path: `no-skills` for "noskills",
-/// "no-skills", "no_skills", "without-skills", "baseline"; `curated` for "skills", "with-skills",
-/// "curated"; `None` otherwise. Earlier hints win.
-pub fn condition_from(hints: &[&str]) -> Option<&'static str> {
-    for h in hints {
-        let lower = h.to_lowercase();
-        let tokens: Vec<&str> = lower
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .filter(|t| !t.is_empty())
-            .collect();
-        let no = tokens
-            .iter()
-            .any(|t| matches!(*t, "noskills" | "noskill" | "withoutskills" | "baseline"))
-            || tokens
-                .windows(2)
-                .any(|w| (w[0] == "no" || w[0] == "without") && w[1].starts_with("skill"));
-        if no {
-            return Some("no-skills");
-        }
-        if tokens
-            .iter()
-            .any(|t| matches!(*t, "skills" | "withskills" | "curated" | "skill"))
-        {
-            return Some("curated");
-        }
-    }
-    None
 }
 
 /// RFC 3339 UTC for Harbor timestamps, which may lack an offset (then they are UTC).
@@ -629,21 +543,6 @@ fn parse_trial(
     })
 }
 
-/// An imported task's row: domain and difficulty from the catalog (`unknown` when it does not
-/// know the task).
-pub(super) fn imported_task(catalog: &Catalog, task_id: &str, path: &str) -> RunTaskRow {
-    let (domain, difficulty) = catalog
-        .lookup(task_id)
-        .unwrap_or(("unknown".into(), "unknown".into()));
-    RunTaskRow {
-        task_id: task_id.to_string(),
-        domain,
-        difficulty,
-        path: path.to_string(),
-        problems: Vec::new(),
-    }
-}
-
 /// What the writer remembers between batches.
 #[derive(Default)]
 struct State {
@@ -809,21 +708,6 @@ fn write_batch(
     Ok(())
 }
 
-/// The conditions run `id` has trials of: no-skills first, then curated, then the rest by name.
-pub(super) fn run_conditions(conn: &Connection, id: i64) -> Result<Vec<String>, StoreError> {
-    let mut conds: Vec<String> = conn
-        .prepare("SELECT DISTINCT condition FROM trials WHERE run_id = ?1")?
-        .query_map([id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
-    let rank = |c: &str| match c {
-        "no-skills" => 0,
-        "curated" => 1,
-        _ => 2,
-    };
-    conds.sort_by(|a, b| (rank(a), a).cmp(&(rank(b), b)));
-    Ok(conds)
-}
-
 /// Records what each imported job planned ([`queries::set_trial_plan`], the job folder as the
 /// source): `n_attempts` trials of every task the job lists, for each run and condition its
 /// trials went to (tasks it lists without a trial join the run's task list, so they count 0);
@@ -898,7 +782,7 @@ fn finish_runs(conn: &Connection, runs: &BTreeSet<i64>) -> Result<(), StoreError
 /// True when `path` lies in a Harbor job or trial folder below one of `roots`: some folder from
 /// its own up to the root holds a `result.json` or `config.json` (logs, trajectories, verifier
 /// output and job configs belong to the trial or job, not to the import).
-fn in_harbor_folder(path: &Path, roots: &[PathBuf]) -> bool {
+pub(super) fn in_harbor_folder(path: &Path, roots: &[PathBuf]) -> bool {
     let Some(root) = roots.iter().find(|r| path.starts_with(r)) else {
         return false;
     };
@@ -907,41 +791,19 @@ fn in_harbor_folder(path: &Path, roots: &[PathBuf]) -> bool {
         .take_while(|a| a.starts_with(root))
         .any(|a| a.join("result.json").is_file() || a.join("config.json").is_file())
 }
-
-/// Imports the trials under `opts.roots` into `store`: Harbor job and trial folders at any depth,
-/// and every published result file (per-trial CSV, results registry) given or found in a folder
-/// outside the Harbor folders; other such files are listed in [`ImportReport::skipped`]. Blocking;
-/// call from a blocking thread.
+/// Walks the Harbor job `folders`, parsing trials while the store's writer commits the previous
+/// batch (at most two batches in flight), then writes the jobs' planned trials and finishes the
+/// runs touched; counts go into `report`. Returns the files met that are not a `result.json`
+/// (published result files to import, or files to name as skipped).
 ///
 /// # Errors
-/// [`ImportError`] for an unreadable root or a database failure (what was committed before
-/// stays).
-pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, ImportError> {
-    let t0 = Instant::now();
-    let mut report = ImportReport::default();
-    // Tell every root's kind before importing anything: folders are walked, files must be a
-    // published result file.
-    let mut folders = Vec::new();
-    let mut files = Vec::new();
-    for root in &opts.roots {
-        if root.is_dir() {
-            folders.push(root.clone());
-            continue;
-        }
-        let format = published::detect(root).map_err(|message| ImportError::Root {
-            path: root.clone(),
-            message,
-        })?;
-        if opts.condition.is_some() {
-            return Err(ImportError::Root {
-                path: root.clone(),
-                message: "--condition does not apply to a published result file: its rows name \
-                          their condition"
-                    .into(),
-            });
-        }
-        files.push((root.clone(), format));
-    }
+/// [`ImportError`] when the store fails; broken trials are reported, not errors.
+pub(super) fn import_folders(
+    store: &Store,
+    opts: &ImportOptions,
+    folders: &[PathBuf],
+    report: &mut ImportReport,
+) -> Result<Vec<PathBuf>, ImportError> {
     let state = Arc::new(Mutex::new(State::default()));
     let roots_label = folders
         .iter()
@@ -968,7 +830,7 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
     // Files in the folders that are not a trial's or job's result.json: published result files
     // to import, or files to name as skipped (what belongs to a Harbor folder is left alone).
     let mut loose: Vec<PathBuf> = Vec::new();
-    for root in &folders {
+    for root in folders {
         let walker = walkdir::WalkDir::new(root)
             .follow_links(false)
             .sort_by_file_name();
@@ -1000,7 +862,7 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
                     continue;
                 }
             };
-            if let Some(p) = parse_trial(path, opts, &bytes, &mut report, &mut jobs) {
+            if let Some(p) = parse_trial(path, opts, &bytes, report, &mut jobs) {
                 batch.push(p);
                 if batch.len() >= opts.batch {
                     flush(std::mem::take(&mut batch), &mut pending)?;
@@ -1031,28 +893,7 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
         report.already_present = st.present;
         report.runs = st.runs.keys().cloned().collect();
     }
-    for path in loose {
-        if in_harbor_folder(&path, &folders) {
-            continue;
-        }
-        match published::detect(&path) {
-            Ok(_) if opts.condition.is_some() => report.skipped.push((
-                path,
-                "a published result file names its conditions; --condition does not apply \
-                 (import it on its own, without --condition)"
-                    .into(),
-            )),
-            Ok(format) => files.push((path, format)),
-            Err(why) => report.skipped.push((path, why)),
-        }
-    }
-    for (path, format) in &files {
-        published::import_file(store, path, *format, opts, &mut report)?;
-    }
-    report.runs.sort();
-    report.runs.dedup();
-    report.elapsed = t0.elapsed();
-    Ok(report)
+    Ok(loose)
 }
 
 #[cfg(test)]

@@ -206,7 +206,7 @@ fn snapshot_has_the_experiment_and_its_spaces_counted() {
         cur.seq,
         steps
             .iter()
-            .find(|s| !skillscope::acontext::learn::Step::parse(&s.step)
+            .find(|s| !skillscope::store::learning::Step::parse(&s.step)
                 .is_final(s.finished_at.is_some()))
             .unwrap()
             .seq

@@ -2,7 +2,6 @@
 //! export (learning spaces → SkillsBench `skills/` folders).
 
 pub mod client;
-pub mod curated;
 pub mod export;
 pub mod learn;
 pub mod model;

@@ -6,12 +6,13 @@ use std::time::Duration;
 
 use color_eyre::eyre::{Result, eyre};
 
-use crate::acontext::learn::{LearnOptions, LearnReport, Learner, Progress, StatusMode, Step};
+use crate::acontext::learn::{LearnOptions, LearnReport, Learner, Progress, StatusMode};
 use crate::acontext::{AcontextConfig, Client};
 use crate::cli::{AcontextArgs, LearnArgs};
 use crate::config::{AcontextFileSettings, FileConfig};
 use crate::skillsbench::Condition;
 use crate::store::Store;
+use crate::store::learning::Step;
 
 /// Acontext settings: flags, then `ACONTEXT_BASE_URL` (base URL only), then `plan` (an
 /// experiment plan's table), then the config file's `[acontext]`.

@@ -162,7 +162,7 @@ CREATE TABLE learn_steps (
     trial_index      INTEGER NOT NULL,
     verdict          TEXT NOT NULL,          -- success | failed (from the verifier)
     session_id       TEXT NOT NULL,          -- the session's use_uuid
-    step             TEXT NOT NULL,          -- see acontext::learn::Step
+    step             TEXT NOT NULL,          -- see store::learning::Step
     mode             TEXT,                   -- patch | criteria
     task_ids         TEXT NOT NULL DEFAULT '[]',
     task_statuses    TEXT NOT NULL DEFAULT '[]',

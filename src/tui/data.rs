@@ -137,7 +137,7 @@ pub fn load_learning(
             *step = one_line(step);
         }
         p.by_step
-            .sort_by_key(|(step, _)| crate::acontext::learn::Step::parse(step));
+            .sort_by_key(|(step, _)| crate::store::learning::Step::parse(step));
         spaces.push(p);
     }
     Ok((experiment, spaces))

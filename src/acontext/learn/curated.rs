@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::client::AcontextError;
-use super::export::{ExportLimits, SkillSnapshot, snapshot_dir};
-use super::learn::{LearnError, LearnOptions, Learner, Retried, order_trials_tasks};
-use super::versions::version_of;
+use super::{LearnError, LearnOptions, Learner, Retried, order_trials_tasks};
+use crate::acontext::client::AcontextError;
+use crate::acontext::export::{ExportLimits, SkillSnapshot, snapshot_dir};
+use crate::acontext::versions::version_of;
 use crate::skillsbench::skill::scan_skills_dir;
 use crate::store::learning::{self as lq, SpaceRow, UploadRow};
 use crate::store::{RunRow, RunTaskRow};

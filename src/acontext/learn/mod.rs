@@ -44,12 +44,15 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 pub use super::client::public_base_url;
+mod curated;
+
 use super::client::{AcontextError, Client};
 use super::model::{CreateSession, Task};
 use crate::harbor::atif::Trajectory;
 use crate::harbor::ctrf::Report;
 use crate::harbor::summary::{SummaryInput, summarize};
 use crate::safe_fs;
+use crate::store::learning::Step;
 use crate::store::learning::{
     self as lq, LearnStepRow, NewSpace, NewStep, SpacePatch, SpaceRow, StepPatch,
 };
@@ -106,80 +109,6 @@ impl StatusMode {
             other => Err(format!(
                 "unknown status mode {other:?} (expected auto, patch or criteria)"
             )),
-        }
-    }
-}
-
-/// Where a trial is in the pipeline (stored as text in `learn_steps.step`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Step {
-    /// Planned.
-    Queued,
-    /// The session exists.
-    Session,
-    /// The session is attached to the space.
-    Attached,
-    /// Instruction and summary are stored.
-    Messages,
-    /// The task agent ran.
-    Flushed,
-    /// Task statuses match the verdict; learning was triggered.
-    Labeled,
-    /// A task status contradicts the verdict (criteria mode): learned with the wrong label.
-    Mislabeled,
-    /// Learning finished (`completed` or `failed`).
-    Done,
-    /// Deliberately not learned (session deleted).
-    Rejected,
-    /// No verdict to learn from.
-    Skipped,
-}
-
-impl Step {
-    /// Every step, in pipeline order.
-    pub const ALL: [Step; 10] = [
-        Step::Queued,
-        Step::Session,
-        Step::Attached,
-        Step::Messages,
-        Step::Flushed,
-        Step::Labeled,
-        Step::Mislabeled,
-        Step::Done,
-        Step::Rejected,
-        Step::Skipped,
-    ];
-
-    /// Stored text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Step::Queued => "queued",
-            Step::Session => "session",
-            Step::Attached => "attached",
-            Step::Messages => "messages",
-            Step::Flushed => "flushed",
-            Step::Labeled => "labeled",
-            Step::Mislabeled => "mislabeled",
-            Step::Done => "done",
-            Step::Rejected => "rejected",
-            Step::Skipped => "skipped",
-        }
-    }
-
-    /// Parses stored text (unknown text reads as `Queued`, so the trial is redone).
-    pub fn parse(s: &str) -> Step {
-        Step::ALL
-            .into_iter()
-            .find(|x| x.as_str() == s)
-            .unwrap_or(Step::Queued)
-    }
-
-    /// No more work for this trial. A `mislabeled` trial is final once its learning finished.
-    pub fn is_final(self, finished: bool) -> bool {
-        match self {
-            Step::Done | Step::Rejected | Step::Skipped => true,
-            Step::Mislabeled => finished,
-            _ => false,
         }
     }
 }
@@ -707,7 +636,7 @@ impl Learner {
                 }
             }
             if opts.curated {
-                super::curated::upload_curated(self, opts, &space, run, tasks).await?;
+                curated::upload_curated(self, opts, &space, run, tasks).await?;
             }
             space = self
                 .patch_space(
@@ -1421,27 +1350,5 @@ mod tests {
         assert!(FAILURE_CRITERIA.chars().count() <= 2000);
         assert!(SUCCESS_CRITERIA.contains(&format!("\"{VERDICT_PREFIX} PASS\"")));
         assert!(FAILURE_CRITERIA.contains(&format!("\"{VERDICT_PREFIX} FAIL\"")));
-    }
-
-    #[test]
-    fn the_stores_final_rule_matches_the_pipelines() {
-        for s in Step::ALL {
-            for finished in [false, true] {
-                assert_eq!(
-                    lq::is_final_step(s.as_str(), finished),
-                    s.is_final(finished),
-                    "{s:?} finished={finished}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn steps_round_trip() {
-        for s in Step::ALL {
-            assert_eq!(Step::parse(s.as_str()), s);
-        }
-        assert!(!Step::Mislabeled.is_final(false));
-        assert!(Step::Mislabeled.is_final(true));
     }
 }

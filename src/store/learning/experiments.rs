@@ -1,0 +1,221 @@
+//! Experiments and their rounds.
+
+use rusqlite::{Connection, OptionalExtension, Row, params};
+use serde::{Deserialize, Serialize};
+
+use super::{all, json_list, now};
+use crate::store::StoreError;
+
+/// An experiment (`experiments`): the two-round pipeline and the phase it is in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentRow {
+    /// Row id.
+    pub id: i64,
+    /// Name.
+    pub name: String,
+    /// Created.
+    pub created_at: String,
+    /// Last change.
+    pub updated_at: String,
+    /// The plan as JSON (no secret values).
+    pub plan: serde_json::Value,
+    /// `round1`, `learn`, `export`, `round2` or `done`.
+    pub phase: String,
+    /// Round-1 run name.
+    pub round1_run: String,
+    /// Round-2 run name.
+    pub round2_run: String,
+    /// Last message (why it stopped, or the result).
+    pub note: Option<String>,
+    /// The held-out split (`experiment::split::Split` as JSON), when the plan has one.
+    pub split: Option<serde_json::Value>,
+}
+
+pub(super) fn experiment_row(r: &Row) -> rusqlite::Result<(ExperimentRow, String)> {
+    Ok((
+        ExperimentRow {
+            id: r.get(0)?,
+            name: r.get(1)?,
+            created_at: r.get(2)?,
+            updated_at: r.get(3)?,
+            plan: serde_json::Value::Null,
+            phase: r.get(5)?,
+            round1_run: r.get(6)?,
+            round2_run: r.get(7)?,
+            note: r.get(8)?,
+            split: r
+                .get::<_, Option<String>>(9)?
+                .and_then(|t| serde_json::from_str(&t).ok()),
+        },
+        r.get(4)?,
+    ))
+}
+
+pub(super) const EXPERIMENT_COLS: &str =
+    "id, name, created_at, updated_at, plan, phase, round1_run, round2_run, note, split";
+
+pub(super) fn finish_experiment(
+    pair: rusqlite::Result<(ExperimentRow, String)>,
+) -> Result<ExperimentRow, StoreError> {
+    let (mut row, plan) = pair?;
+    row.plan = serde_json::from_str(&plan)?;
+    Ok(row)
+}
+
+/// The experiment called `name`, if any.
+///
+/// # Errors
+/// SQL errors.
+pub fn find_experiment(conn: &Connection, name: &str) -> Result<Option<ExperimentRow>, StoreError> {
+    conn.query_row(
+        &format!("SELECT {EXPERIMENT_COLS} FROM experiments WHERE name = ?1"),
+        [name],
+        experiment_row,
+    )
+    .optional()?
+    .map(|p| finish_experiment(Ok(p)))
+    .transpose()
+}
+
+/// Every experiment, oldest first.
+///
+/// # Errors
+/// SQL errors.
+pub fn list_experiments(conn: &Connection) -> Result<Vec<ExperimentRow>, StoreError> {
+    let mut stmt = conn.prepare(&format!(
+        "SELECT {EXPERIMENT_COLS} FROM experiments ORDER BY id"
+    ))?;
+    let rows = stmt.query_map([], experiment_row)?;
+    rows.map(finish_experiment).collect()
+}
+
+/// Finds the experiment `name`, or creates it in phase `round1`. An existing one must have the
+/// same plan.
+///
+/// # Errors
+/// [`StoreError::Conflict`] when the stored plan differs; SQL errors.
+pub fn find_or_insert_experiment(
+    conn: &Connection,
+    name: &str,
+    plan: &serde_json::Value,
+    round1_run: &str,
+    round2_run: &str,
+) -> Result<ExperimentRow, StoreError> {
+    if let Some(row) = find_experiment(conn, name)? {
+        if &row.plan != plan {
+            return Err(StoreError::Conflict(format!(
+                "experiment {name} exists with another plan (stored: {}); give the plan another name",
+                row.plan
+            )));
+        }
+        return Ok(row);
+    }
+    let t = now();
+    conn.execute(
+        "INSERT INTO experiments (name, created_at, updated_at, plan, phase, round1_run, round2_run)
+         VALUES (?1, ?2, ?2, ?3, 'round1', ?4, ?5)",
+        params![name, t, plan.to_string(), round1_run, round2_run],
+    )?;
+    find_experiment(conn, name)?.ok_or_else(|| StoreError::NotFound(name.to_string()))
+}
+
+/// Moves an experiment to `phase`, with a note.
+///
+/// # Errors
+/// SQL errors.
+pub fn set_experiment_phase(
+    conn: &Connection,
+    name: &str,
+    phase: &str,
+    note: Option<&str>,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE experiments SET phase = ?2, note = ?3, updated_at = ?4 WHERE name = ?1",
+        params![name, phase, note, now()],
+    )?;
+    Ok(())
+}
+
+/// Stores the held-out split of experiment `name` (JSON).
+///
+/// # Errors
+/// SQL errors.
+pub fn set_experiment_split(
+    conn: &Connection,
+    name: &str,
+    split: &serde_json::Value,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE experiments SET split = ?2, updated_at = ?3 WHERE name = ?1",
+        params![name, split.to_string(), now()],
+    )?;
+    Ok(())
+}
+
+/// The skills one task received in round 2 from one space (`round2_skills`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Round2SkillsRow {
+    /// The space's label (`LS-A`, `LS-B`).
+    pub label: String,
+    /// Task.
+    pub task_id: String,
+    /// `all`, `domain` or `task`.
+    pub mode: String,
+    /// Skills it received.
+    pub n_skills: u32,
+    /// Their folder names.
+    pub skills: Vec<String>,
+}
+
+/// Records (replacing earlier rows of the same space) what each task received in round 2.
+///
+/// # Errors
+/// SQL errors.
+pub fn put_round2_skills(
+    conn: &Connection,
+    experiment: &str,
+    rows: &[Round2SkillsRow],
+) -> Result<(), StoreError> {
+    let mut stmt = conn.prepare(
+        "INSERT INTO round2_skills (experiment, label, task_id, mode, n_skills, skills)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+         ON CONFLICT (experiment, label, task_id) DO UPDATE SET mode = excluded.mode,
+             n_skills = excluded.n_skills, skills = excluded.skills",
+    )?;
+    for r in rows {
+        stmt.execute(params![
+            experiment,
+            r.label,
+            r.task_id,
+            r.mode,
+            r.n_skills,
+            serde_json::to_string(&r.skills)?
+        ])?;
+    }
+    Ok(())
+}
+
+/// What each task received in round 2 of `experiment`, by space label then task.
+///
+/// # Errors
+/// SQL errors.
+pub fn round2_skills(
+    conn: &Connection,
+    experiment: &str,
+) -> Result<Vec<Round2SkillsRow>, StoreError> {
+    all(
+        conn,
+        "SELECT label, task_id, mode, n_skills, skills FROM round2_skills
+         WHERE experiment = ?1 ORDER BY label, task_id",
+        [experiment],
+        |r| {
+            Ok(Round2SkillsRow {
+                label: r.get(0)?,
+                task_id: r.get(1)?,
+                mode: r.get(2)?,
+                n_skills: r.get(3)?,
+                skills: json_list(r.get(4)?),
+            })
+        },
+    )
+}

@@ -12,10 +12,10 @@ use skillscope::perf::synthetic::{SyntheticRun, at, fill_store};
 use skillscope::store::Store;
 use skillscope::store::queries;
 use skillscope::tui::app::{App, Mode};
-use skillscope::tui::data::{Update, load_snapshot};
 use skillscope::tui::model::{Filter, GridModel, Sort};
 use skillscope::tui::theme::Theme;
 use skillscope::tui::views;
+use skillscope::tui::worker::{Update, load_snapshot};
 
 fn setup(tasks: usize) -> (tempfile::TempDir, Store, i64) {
     let dir = tempfile::tempdir().unwrap();

@@ -112,3 +112,9 @@ mod tests {
         assert_eq!(tail(s, 99), s);
     }
 }
+
+/// One line of untrusted text (remote or from a container): [`sanitize`]d, line breaks made
+/// spaces.
+pub fn one_line(s: &str) -> String {
+    sanitize(s).replace('\n', " ")
+}

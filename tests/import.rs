@@ -378,13 +378,13 @@ fn imported_trials_open_in_the_dashboard_detail() {
     let report = import(&store, &opts(vec![fixtures])).unwrap();
     let conn = store.connect().unwrap();
     let run = queries::find_run(&conn, &report.runs[0]).unwrap().unwrap();
-    let snap = skillscope::tui::data::load_snapshot(&conn, run.id).unwrap();
+    let snap = skillscope::tui::worker::load_snapshot(&conn, run.id).unwrap();
     let skilled = snap
         .trials
         .iter()
         .find(|t| t.task_id == "skilled-task")
         .unwrap();
-    let detail = skillscope::tui::data::load_detail(&conn, run.id, &skilled.key()).unwrap();
+    let detail = skillscope::tui::worker::load_detail(&conn, run.id, &skilled.key()).unwrap();
     let traj = detail
         .logs
         .iter()

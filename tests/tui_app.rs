@@ -7,9 +7,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use skillscope::perf::synthetic::{SyntheticRun, fill_store};
 use skillscope::store::{Outcome, Store, TrialStatus};
 use skillscope::tui::app::{App, Confirm, Effect, Mode, Pane, Popup};
-use skillscope::tui::data::{Request, SkillOrigin, Update, load_skills, load_snapshot};
 use skillscope::tui::state::SkillsFocus;
 use skillscope::tui::theme::Theme;
+use skillscope::tui::worker::{Request, SkillOrigin, Update, load_skills, load_snapshot};
 
 #[path = "support/learning_fixture.rs"]
 mod learning_fixture;
@@ -346,7 +346,7 @@ fn skill_browser_without_spaces_asks_for_nothing() {
 /// them when the store changes.
 #[test]
 fn worker_follows_the_experiment_and_loads_a_space() {
-    use skillscope::tui::data::{DataWorker, RunSelector};
+    use skillscope::tui::worker::{DataWorker, RunSelector};
     let l = learning_fixture::learning();
     let mut w = DataWorker::start(
         &l.dir.path().join("s.db"),
@@ -465,7 +465,7 @@ fn results_scroll_within_the_drawn_lines() {
     )
     .unwrap();
     a.on_update(Update::Results(Arc::new(
-        skillscope::tui::evaluation::load_results(&conn, run.id).unwrap(),
+        skillscope::tui::worker::analysis::load_results(&conn, run.id).unwrap(),
     )));
     store.writer().stop();
     t.draw(|f| skillscope::tui::views::draw(f, &a)).unwrap();
@@ -491,7 +491,7 @@ fn results_scroll_within_the_drawn_lines() {
 #[test]
 fn worker_caches_results_and_rubric_by_finished_trials() {
     use skillscope::store::queries;
-    use skillscope::tui::data::{DataWorker, RunSelector};
+    use skillscope::tui::worker::{DataWorker, RunSelector};
     let l = learning_fixture::learning();
     let r2 = learning_fixture::round2(&l.conn);
     learning_fixture::invoke_skills(&l.conn, &[&l.run, &r2]);
@@ -607,7 +607,7 @@ fn rubric_in_memory_matches_score_run_and_skill_report() {
         conn.query_row("SELECT COUNT(*) FROM skill_invocations", [], |r| r.get(0))
             .unwrap()
     };
-    let mem = skillscope::tui::evaluation::load_rubric(&l.conn, r2.id).unwrap();
+    let mem = skillscope::tui::worker::analysis::load_rubric(&l.conn, r2.id).unwrap();
     assert_eq!(count(&l.conn), 0, "nothing written");
     assert_eq!(mem.window_end.as_deref(), Some("2026-11-21T10:02:40Z"));
     for r in [&l.run, &r2] {

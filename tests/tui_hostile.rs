@@ -12,9 +12,9 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use skillscope::skillsbench::Condition;
 use skillscope::tui::app::{App, Mode};
-use skillscope::tui::data::{Update, load_detail, load_snapshot};
 use skillscope::tui::theme::Theme;
 use skillscope::tui::views;
+use skillscope::tui::worker::{Update, load_detail, load_snapshot};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn container_escape_sequences_render_as_inert_text() {

@@ -11,12 +11,12 @@ use skillscope::harbor::atif::Trajectory;
 use skillscope::perf::synthetic::{SyntheticRun, at, fill_store};
 use skillscope::store::{SkillUseRow, Store};
 use skillscope::tui::app::{App, Effect, Mode};
-use skillscope::tui::data::{
-    Detail, LogFile, Request, Update, load_detail, load_skills, load_snapshot, render_trajectory,
-};
-use skillscope::tui::evaluation::{load_results, load_rubric};
 use skillscope::tui::theme::Theme;
 use skillscope::tui::views;
+use skillscope::tui::worker::analysis::{load_results, load_rubric};
+use skillscope::tui::worker::{
+    Detail, LogFile, Request, Update, load_detail, load_skills, load_snapshot, render_trajectory,
+};
 
 #[path = "support/learning_fixture.rs"]
 mod learning_fixture;

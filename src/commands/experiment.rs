@@ -251,9 +251,9 @@ async fn dashboard(
     let shutdown = exp.cancel.clone();
     let name = setup.plan.name();
     let done = tokio::spawn(async move { exp.run(&setup).await });
-    let worker = crate::tui::data::DataWorker::start(
+    let worker = crate::tui::worker::DataWorker::start(
         db,
-        crate::tui::data::RunSelector::Experiment(name),
+        crate::tui::worker::RunSelector::Experiment(name),
         super::session::WATCH_POLL,
     )?;
     let mut app = crate::tui::app::App::new(

@@ -15,7 +15,7 @@ use crate::engine::{Engine, RunOutcome, RunRequest, StopReason, default_run_name
 use crate::skillsbench::Condition;
 use crate::store::{Store, queries};
 use crate::tui::app::{App, Mode};
-use crate::tui::data::{DataWorker, RunSelector};
+use crate::tui::worker::{DataWorker, RunSelector};
 use crate::tui::{EngineHandle, TuiEnd};
 
 /// Default trials at once per Docker host.

@@ -9,7 +9,7 @@ use crate::cli::WatchArgs;
 use crate::config::FileConfig;
 use crate::store::Store;
 use crate::tui::app::{App, Mode};
-use crate::tui::data::{DataWorker, RunSelector};
+use crate::tui::worker::{DataWorker, RunSelector};
 
 /// The run `watch` shows: `--experiment NAME` follows that experiment's current run, a run name
 /// names one, and otherwise the newest run.

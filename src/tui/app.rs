@@ -7,7 +7,6 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
-use super::data::{Request, Snapshot, Update};
 use super::keymap::{self, Action, Context};
 use super::model::{
     CellState, EventFilter, Filter, GridModel, Grouping, Progress, RateRow, event_rows, progress,
@@ -19,6 +18,7 @@ use super::state::{
     SkillsFocus, SkillsState, contains,
 };
 use super::theme::Theme;
+use super::worker::{Request, Snapshot, Update};
 use crate::store::{TrialBrief, TrialStatus};
 
 /// Whether this dashboard started the run (quitting stops it) or watches one.
@@ -838,7 +838,7 @@ impl App {
         let id = self
             .snapshot
             .as_ref()
-            .and_then(|s| super::generated::skill_sets(s).first().map(|p| p.space.id));
+            .and_then(|s| s.skill_sets().first().map(|p| p.space.id));
         self.skills = Some(SkillsState::new(0, id));
         self.rebuild_skill_doc();
         id.map(|id| vec![Effect::Request(Request::Skills(Some(id)))])
@@ -854,12 +854,7 @@ impl App {
         let ids: Vec<i64> = self
             .snapshot
             .as_ref()
-            .map(|s| {
-                super::generated::skill_sets(s)
-                    .iter()
-                    .map(|p| p.space.id)
-                    .collect()
-            })
+            .map(|s| s.skill_sets().iter().map(|p| p.space.id).collect())
             .unwrap_or_default();
         let Some(sk) = self.skills.as_mut() else {
             return Vec::new();

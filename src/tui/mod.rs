@@ -10,15 +10,13 @@
 //! terminal.
 
 pub mod app;
-pub mod data;
-pub mod evaluation;
-pub mod generated;
 pub mod keymap;
 pub mod model;
 pub mod skilldoc;
 pub mod state;
 pub mod theme;
 pub mod views;
+pub mod worker;
 
 use std::io::Write;
 use std::time::Duration;
@@ -34,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::{EngineError, EngineEvent, RunOutcome};
 use app::{App, Effect};
-use data::{DataWorker, Request};
+use worker::{DataWorker, Request};
 
 /// The engine a `run` dashboard started (`T` = what it returns: a run's outcome, or an
 /// experiment's).

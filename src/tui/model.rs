@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 
-use super::data::Snapshot;
+use super::worker::Snapshot;
 use crate::analysis::metrics::{method_d_planned, pass_rate_judged};
 use crate::store::{Outcome, TrialBrief, TrialStatus};
 
@@ -689,7 +689,7 @@ impl EventFilter {
 }
 
 /// Indices into `events` (oldest first) of those `filter` keeps, newest first.
-pub fn event_rows(events: &[super::data::EventRow], filter: &EventFilter) -> Vec<usize> {
+pub fn event_rows(events: &[super::worker::EventRow], filter: &EventFilter) -> Vec<usize> {
     events
         .iter()
         .enumerate()

@@ -20,8 +20,8 @@ use ratatui::text::{Line, Span};
 use similar::{ChangeTag, TextDiff};
 use tui_markdown::{AlertKind, Options, StyleSheet};
 
-use super::data::{FileChange, SkillEntry, SkillOrigin};
 use super::theme::Theme;
+use super::worker::{FileChange, SkillEntry, SkillOrigin};
 
 pub use crate::analysis::skill_content::{EntryKind, entry_kind, sections};
 

@@ -4,8 +4,8 @@
 use std::cell::Cell;
 use std::sync::Arc;
 
-use super::data::{Detail, SkillBrowser, SkillEntry};
-use super::evaluation::{ResultsData, RubricData};
+use super::worker::analysis::{ResultsData, RubricData};
+use super::worker::{Detail, SkillBrowser, SkillEntry};
 use ratatui::layout::Rect;
 
 use super::app::Pane;

@@ -249,7 +249,7 @@ fn summary<'a>(app: &App, attempts: &'a [TrialRow], width: usize) -> Vec<Line<'a
             spend_from: a.agent_started_at.clone(),
             spend_to: None,
             live_steps: a.live_steps,
-            live_tool: a.live_tool.as_deref().map(crate::tui::data::one_line),
+            live_tool: a.live_tool.as_deref().map(crate::text::one_line),
             last_output_at: a.last_output_at.clone(),
             stalled_at: a.stalled_at.clone(),
         };

@@ -15,8 +15,8 @@ use crate::skillsbench::condition::condition_label;
 use crate::store::Liveness;
 use crate::store::learning::{ExperimentRow, SpaceProgress};
 use crate::tui::app::{App, Mode};
-use crate::tui::data::Snapshot;
 use crate::tui::theme::Theme;
+use crate::tui::worker::Snapshot;
 
 /// Most learning spaces listed in the overview (the skill browser lists them all).
 pub const MAX_SPACES: usize = 4;
@@ -143,7 +143,7 @@ pub fn space_line(t: &Theme, p: &SpaceProgress, width: usize) -> Line<'static> {
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_else(|| e.dir.clone());
-        let name = crate::tui::data::one_line(&name);
+        let name = crate::text::one_line(&name);
         let skills = if e.n_skills == 1 { "skill" } else { "skills" };
         Span::styled(
             if wide {
@@ -270,7 +270,7 @@ pub fn wrap_words(text: &str, width: usize) -> Vec<String> {
 /// An event's time and level (coloured), the style of its message, and their width.
 fn event_head(
     t: &Theme,
-    e: &crate::tui::data::EventRow,
+    e: &crate::tui::worker::EventRow,
     now: chrono::DateTime<chrono::Utc>,
 ) -> (Vec<Span<'static>>, ratatui::style::Style, usize) {
     let style = match e.level.as_str() {
@@ -297,7 +297,7 @@ fn event_head(
 /// under itself.
 pub fn event_lines(
     t: &Theme,
-    e: &crate::tui::data::EventRow,
+    e: &crate::tui::worker::EventRow,
     now: chrono::DateTime<chrono::Utc>,
     width: usize,
 ) -> Vec<Line<'static>> {
@@ -321,7 +321,7 @@ pub fn event_lines(
 /// One event as a line: time, level (coloured), message, fitted to `width`.
 pub fn event_line(
     t: &Theme,
-    e: &crate::tui::data::EventRow,
+    e: &crate::tui::worker::EventRow,
     now: chrono::DateTime<chrono::Utc>,
     width: usize,
 ) -> Line<'static> {

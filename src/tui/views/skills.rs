@@ -26,11 +26,10 @@ use crate::analysis::rubric::{
 };
 use crate::store::learning::SpaceProgress;
 use crate::tui::app::App;
-use crate::tui::data::{FileChange, SkillBrowser, SkillOrigin};
-use crate::tui::generated;
 use crate::tui::skilldoc::{DocLine, gutter};
 use crate::tui::state::{Hits, SKILLS_TABS, SkillsFocus, SkillsState, list_top};
 use crate::tui::theme::Theme;
+use crate::tui::worker::{FileChange, SkillBrowser, SkillOrigin};
 
 /// From this width on, lists and the file are side by side.
 pub const SIDE_BY_SIDE: u16 = 100;
@@ -44,7 +43,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
     let sets: Vec<SpaceProgress> = app
         .snapshot
         .as_ref()
-        .map(|s| crate::tui::generated::skill_sets(s))
+        .map(|s| s.skill_sets())
         .unwrap_or_default();
     let spaces: &[SpaceProgress] = &sets;
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
@@ -501,7 +500,7 @@ fn lists(
                     t.error.add_modifier(Modifier::BOLD),
                 ));
             }
-            let mode = if generated::is_set(s.id) {
+            let mode = if crate::tui::worker::skills::is_generated_set(s.id) {
                 let n = |k: &str| {
                     p.by_step
                         .iter()
@@ -524,7 +523,10 @@ fn lists(
         a_spaces,
         t,
         ListView {
-            title: if spaces.iter().any(|p| generated::is_set(p.space.id)) {
+            title: if spaces
+                .iter()
+                .any(|p| crate::tui::worker::skills::is_generated_set(p.space.id))
+            {
                 "skill sets"
             } else {
                 "learning spaces"

@@ -1,7 +1,7 @@
 //! The dashboard's analysis data: the evaluation's results ([`crate::analysis::results`]) for the
 //! run or experiment being watched, and the skill rubric's report per skill
 //! ([`crate::analysis::invocations`]) for the skill browser. Both are read by the data worker
-//! ([`super::data`]), never on the UI thread, and only while their view is open.
+//! ([`super`]), never on the UI thread, and only while their view is open.
 //!
 //! Both are expensive at scale (the analysis of a million trials takes up to a second), so the
 //! worker caches them by a [`ChangeMarker`] — per watched run, the count and highest row id of its
@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use super::data::one_line;
 use crate::analysis::ci::CiMethod;
 use crate::analysis::invocations::{
     CategoryTable, ScoredInvocation, SkillScore, TrialEvidence, Window, run_evidence, score_all,
@@ -31,6 +30,7 @@ use crate::analysis::invocations::{
 use crate::analysis::results::{Results, Selection, analyze};
 use crate::store::learning as lq;
 use crate::store::{RunRow, StoreError, queries};
+use crate::text::one_line;
 
 /// What the dashboard analyses for a watched run: its experiment (round 1 and round 2, labelled
 /// A, B, A', B') when it belongs to one, else the run alone.

@@ -14,12 +14,13 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use fake_acontext::{FakeServer, FakeState, Fault};
-use skillscope::acontext::learn::{LearnError, LearnOptions, Learner, StatusMode, Step};
+use skillscope::acontext::learn::{LearnError, LearnOptions, Learner, StatusMode};
 use skillscope::acontext::{AcontextConfig, Client};
 use skillscope::config::RunSettings;
 use skillscope::engine::{Engine, RunRequest};
 use skillscope::skillsbench::{Catalog, Condition};
 use skillscope::store::learning as lq;
+use skillscope::store::learning::Step;
 use skillscope::store::{Store, queries};
 use tokio_util::sync::CancellationToken;
 

@@ -20,7 +20,7 @@ pub mod detail;
 pub mod skills;
 pub mod snapshot;
 
-pub use detail::{Detail, LogFile, load_detail};
+pub use detail::{Detail, LogFile, load_detail, render_trajectory};
 pub use skills::{
     FileChange, SkillBrowser, SkillEntry, SkillFile, SkillOrigin, SkillVersion, load_skills,
 };

@@ -387,8 +387,9 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
     glibc_image::ensure_glibc_image().await;
     let model = scripted_model::ScriptedModel::start(scripted_model::Script {
         commands: vec![
-            // Silent long enough to be marked stalled and for the screen to show it.
-            "sleep 40".into(),
+            // Silent long enough to be marked stalled and for the screen to show it (Claude Code
+            // refuses a standalone `sleep` this long, so the wait is a `timeout` of an idle tail).
+            "timeout 40 tail -f /dev/null || true".into(),
             "cat /root/.claude/skills/greeting/SKILL.md".into(),
             "echo 'hello from the greeting skill' > /root/answer.txt".into(),
         ],
@@ -460,7 +461,7 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
     let t0 = Instant::now();
     let live = loop {
         let screen = tmux.screen();
-        if screen.contains("sleep 40") && screen.contains(" steps") {
+        if screen.contains("timeout 40") && screen.contains(" steps") {
             break screen;
         }
         assert!(
@@ -472,7 +473,7 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
     };
     let border = live
         .lines()
-        .find(|l| l.contains("sleep 40"))
+        .find(|l| l.contains("timeout 40"))
         .expect("the activity line");
     assert!(border.contains("A #1"), "{live}");
     let t0 = Instant::now();

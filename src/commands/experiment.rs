@@ -251,24 +251,19 @@ async fn dashboard(
     let shutdown = exp.cancel.clone();
     let name = setup.plan.name();
     let done = tokio::spawn(async move { exp.run(&setup).await });
-    let worker = crate::tui::worker::DataWorker::start(
+    let dashboard = crate::tui::Dashboard {
         db,
-        crate::tui::worker::RunSelector::Experiment(name),
-        super::session::WATCH_POLL,
-    )?;
-    let mut app = crate::tui::app::App::new(
-        crate::tui::app::Mode::Run,
+        follow: crate::tui::worker::RunSelector::Experiment(name),
+        mode: crate::tui::app::Mode::Run,
         theme,
-        db.display().to_string(),
-        chrono::Utc::now(),
-    );
-    app.mouse = !args.no_mouse;
+        mouse: !args.no_mouse,
+    };
     let handle = crate::tui::EngineHandle {
         shutdown,
         done,
         events,
     };
-    match crate::tui::run(app, worker, Some(handle), Some(signals.hangup.clone())).await? {
+    match crate::tui::open(dashboard, Some(handle), Some(signals.hangup.clone())).await? {
         TuiEnd::Engine(result) => Ok(result?),
         TuiEnd::Quit => Err(color_eyre::eyre::eyre!(
             "the dashboard closed before the experiment stopped"

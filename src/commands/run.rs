@@ -14,8 +14,8 @@ use crate::config::{EnvSetting, FileConfig, RunSettings, check_mount};
 use crate::engine::{Engine, RunOutcome, RunRequest, StopReason, default_run_name};
 use crate::skillsbench::Condition;
 use crate::store::{Store, queries};
-use crate::tui::app::{App, Mode};
-use crate::tui::worker::{DataWorker, RunSelector};
+use crate::tui::app::Mode;
+use crate::tui::worker::RunSelector;
 use crate::tui::{EngineHandle, TuiEnd};
 
 /// Default trials at once per Docker host.
@@ -191,20 +191,19 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         let runner = engine.clone();
         let stop = signals.shutdown.clone();
         let done = tokio::spawn(async move { runner.run(req, stop).await });
-        let worker = DataWorker::start(&db, RunSelector::Name(name.clone()), session::WATCH_POLL)?;
-        let mut app = App::new(
-            Mode::Run,
+        let dashboard = crate::tui::Dashboard {
+            db: &db,
+            follow: RunSelector::Name(name.clone()),
+            mode: Mode::Run,
             theme,
-            db.display().to_string(),
-            chrono::Utc::now(),
-        );
-        app.mouse = !args.no_mouse;
+            mouse: !args.no_mouse,
+        };
         let handle = EngineHandle {
             shutdown: signals.shutdown.clone(),
             done,
             events,
         };
-        match crate::tui::run(app, worker, Some(handle), Some(signals.hangup.clone())).await? {
+        match crate::tui::open(dashboard, Some(handle), Some(signals.hangup.clone())).await? {
             TuiEnd::Engine(result) => result,
             TuiEnd::Quit => return Err(eyre!("the dashboard closed before the engine stopped")),
             TuiEnd::Detached(done) => {

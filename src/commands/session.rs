@@ -5,7 +5,6 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -16,9 +15,6 @@ use crate::engine::EngineEvent;
 use crate::skillsbench::condition::condition_label;
 use crate::store::{Outcome, TrialRow};
 use crate::tui::theme::Theme;
-
-/// How often a dashboard's worker checks the database for changes (`PRAGMA data_version`).
-pub const WATCH_POLL: Duration = Duration::from_millis(250);
 
 /// The theme from the flag, else the config file, else `dark`; `NO_COLOR` applied.
 ///

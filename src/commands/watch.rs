@@ -8,8 +8,8 @@ use color_eyre::eyre::Result;
 use crate::cli::WatchArgs;
 use crate::config::FileConfig;
 use crate::store::Store;
-use crate::tui::app::{App, Mode};
-use crate::tui::worker::{DataWorker, RunSelector};
+use crate::tui::app::Mode;
+use crate::tui::worker::RunSelector;
 
 /// The run `watch` shows: `--experiment NAME` follows that experiment's current run, a run name
 /// names one, and otherwise the newest run.
@@ -105,17 +105,15 @@ pub async fn execute(args: WatchArgs) -> Result<()> {
     if !args.wait {
         check_target(&args)?;
     }
-    let selector = selector(&args);
-    let worker = DataWorker::start(&args.db.db, selector, super::session::WATCH_POLL)?;
-    let mut app = App::new(
-        Mode::Watch,
+    let dashboard = crate::tui::Dashboard {
+        db: &args.db.db,
+        follow: selector(&args),
+        mode: Mode::Watch,
         theme,
-        args.db.db.display().to_string(),
-        chrono::Utc::now(),
-    );
-    app.mouse = !args.no_mouse;
-    crate::tui::run::<crate::engine::RunOutcome, crate::engine::EngineError>(
-        app, worker, None, None,
+        mouse: !args.no_mouse,
+    };
+    crate::tui::open::<crate::engine::RunOutcome, crate::engine::EngineError>(
+        dashboard, None, None,
     )
     .await?;
     Ok(())

@@ -60,6 +60,9 @@ pub enum TuiError {
     /// The engine task panicked.
     #[error("the engine task failed: {0}")]
     Join(String),
+    /// The dashboard's data worker could not open the store.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// How a dashboard ended.
@@ -72,6 +75,45 @@ pub enum TuiEnd<T, E> {
     /// runs: the dashboard closed without touching the terminal; the engine goes on and `done`
     /// finishes when it stops.
     Detached(JoinHandle<Result<T, E>>),
+}
+
+/// How often a dashboard's worker checks the database for changes (`PRAGMA data_version`).
+pub const WATCH_POLL: std::time::Duration = std::time::Duration::from_millis(250);
+
+/// What a dashboard shows and how: the store, which run or experiment to follow, the mode (`Run`
+/// with an engine under it, `Watch` without), the theme and whether the mouse is captured.
+pub struct Dashboard<'a> {
+    /// The database file.
+    pub db: &'a std::path::Path,
+    /// The run or experiment followed.
+    pub follow: worker::RunSelector,
+    /// Run (an engine or experiment in this process) or watch.
+    pub mode: app::Mode,
+    /// Colours and glyphs.
+    pub theme: theme::Theme,
+    /// Capture the mouse (clicks select cells and tabs, the wheel scrolls).
+    pub mouse: bool,
+}
+
+/// Opens the dashboard — its data worker on the store, the app state and the terminal — and runs
+/// it as [`run`] does. The one way `skillscope run`, `watch` and `experiment` open it.
+///
+/// # Errors
+/// [`TuiError::Store`] when the store cannot be opened; otherwise as [`run`].
+pub async fn open<T, E>(
+    d: Dashboard<'_>,
+    engine: Option<EngineHandle<T, E>>,
+    hangup: Option<CancellationToken>,
+) -> Result<TuiEnd<T, E>, TuiError> {
+    let worker = DataWorker::start(d.db, d.follow, WATCH_POLL)?;
+    let mut app = App::new(
+        d.mode,
+        d.theme,
+        d.db.display().to_string(),
+        chrono::Utc::now(),
+    );
+    app.mouse = d.mouse;
+    run(app, worker, engine, hangup).await
 }
 
 /// Runs the dashboard until the operator quits, the engine stops (run mode) or the terminal goes

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use color_eyre::eyre::Result;
 
-use super::session::Signals;
-use super::table::{comparisons_table, conditions_table};
+use super::shared::session::Signals;
+use super::shared::table::{comparisons_table, conditions_table};
 use crate::cli::{ExperimentArgs, RunArgs, exit_code};
 use crate::engine::Engine;
 use crate::experiment::plan::Plan;
@@ -55,10 +55,13 @@ pub fn run_args(plan: &Plan, db: Option<PathBuf>) -> RunArgs {
 /// A bad plan, settings or database.
 pub fn prepare(args: &ExperimentArgs) -> Result<(ExperimentSetup, PathBuf, Experiment)> {
     let plan = Plan::load(&args.plan)?;
-    let (round1, db) = super::run::build_request(&run_args(&plan, args.db.clone()))?;
-    let settings = super::learn::acontext_settings(&args.acontext, Some(&plan.acontext))?;
-    let client = super::learn::client_for(&settings)?;
-    let learn = super::learn::learn_defaults(&settings)?;
+    let round1_args = run_args(&plan, args.db.clone());
+    let file = crate::config::FileConfig::load(round1_args.config.as_deref())?;
+    let (round1, db) = super::shared::request::build_request(&round1_args, &file)?;
+    let settings =
+        super::shared::acontext::acontext_settings(&args.acontext, Some(&plan.acontext))?;
+    let client = super::shared::acontext::client_for(&settings)?;
+    let learn = super::shared::acontext::learn_defaults(&settings)?;
     let exports_root = plan
         .exports_dir
         .clone()
@@ -91,19 +94,19 @@ pub fn prepare(args: &ExperimentArgs) -> Result<(ExperimentSetup, PathBuf, Exper
 /// A bad plan, settings or database; a phase that failed (its state is kept).
 pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     let (setup, db, mut exp) = prepare(&args)?;
-    let starts = super::session::record_run_starts(&exp.engine);
+    let starts = super::shared::session::record_run_starts(&exp.engine);
     let setup_reports = setup.plan.reports_dir.clone();
-    let log = super::session::run_log(&db, &setup.plan.name());
+    let log = super::shared::session::run_log(&db, &setup.plan.name());
     let signals = Signals::install(Some(log.clone()));
     exp.cancel = signals.shutdown.clone();
     let headless = |mut exp: Experiment| {
-        exp.progress = Some(super::learn::print_progress());
+        exp.progress = Some(super::shared::acontext::print_progress());
         exp.notify = Some(Arc::new(|m: &str| {
             crate::errln!("{}", crate::text::sanitize(m))
         }));
         let engine = exp.engine.clone();
         let progress = tokio::spawn(async move {
-            while !super::session::show_progress(engine.subscribe()).await {}
+            while !super::shared::session::show_progress(engine.subscribe()).await {}
         });
         (exp, progress)
     };
@@ -179,14 +182,14 @@ pub fn print_outcome(o: &ExperimentOutcome) {
         }
     );
     for (label, r) in &o.learned {
-        super::learn::print_report(label, r);
+        super::shared::acontext::print_report(label, r);
     }
     if o.results.is_empty() {
         return;
     }
     let summaries: Vec<_> = o.results.iter().map(|r| r.summary.clone()).collect();
     crate::outln!("{}", conditions_table(&summaries));
-    for n in super::table::condition_notes(&summaries) {
+    for n in super::shared::table::condition_notes(&summaries) {
         crate::outln!("{n}");
     }
     crate::outln!(
@@ -210,7 +213,7 @@ pub fn print_outcome(o: &ExperimentOutcome) {
         crate::outln!("{}", comparisons_table(&COMPARISONS, &rates));
     }
     if !o.adaptive.is_empty() {
-        crate::outln!("{}", super::table::adaptive_table(&o.adaptive));
+        crate::outln!("{}", super::shared::table::adaptive_table(&o.adaptive));
     }
     if o.finished && !o.hypotheses.is_empty() {
         crate::outln!("hypotheses of the evaluation plan:");
@@ -246,7 +249,7 @@ async fn dashboard(
     log: &std::path::Path,
 ) -> Result<ExperimentOutcome> {
     let file = crate::config::FileConfig::load(args.acontext.config.as_deref())?;
-    let theme = super::session::pick_theme(args.theme.as_deref(), &file)?;
+    let theme = super::shared::session::pick_theme(args.theme.as_deref(), &file)?;
     let events = exp.engine.subscribe();
     let shutdown = exp.cancel.clone();
     let name = setup.plan.name();
@@ -270,7 +273,7 @@ async fn dashboard(
         )),
         TuiEnd::Detached(done) => {
             // The terminal is gone: go on headless, into the log beside the database.
-            let _ = super::session::redirect_output(log);
+            let _ = super::shared::session::redirect_output(log);
             crate::errln!(
                 "[info] the terminal went away; the experiment goes on headless (log {})",
                 log.display()

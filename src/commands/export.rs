@@ -18,8 +18,8 @@ pub async fn execute(args: ExportArgs) -> Result<()> {
     if !args.db.db.exists() {
         return Err(eyre!("no database at {}", args.db.db.display()));
     }
-    let settings = super::learn::acontext_settings(&args.acontext, None)?;
-    let client = super::learn::client_for(&settings)?;
+    let settings = super::shared::acontext::acontext_settings(&args.acontext, None)?;
+    let client = super::shared::acontext::client_for(&settings)?;
     let store = Store::open(&args.db.db)?;
     let conn = store.connect()?;
     let run = super::find_run(&conn, Some(&args.run))?;

@@ -3,8 +3,8 @@
 
 use color_eyre::eyre::Result;
 
-use super::status::run_status;
-use super::table::conditions_table;
+use super::shared::status::run_status;
+use super::shared::table::conditions_table;
 use crate::cli::ImportArgs;
 use crate::harbor::import::{ImportOptions, import};
 use crate::skillsbench::Condition;
@@ -154,7 +154,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 .unwrap_or_default()
         );
         println!("{}", conditions_table(&s.conditions));
-        for n in super::table::condition_notes(&s.conditions) {
+        for n in super::shared::table::condition_notes(&s.conditions) {
             if !notes.contains(&n) {
                 notes.push(n);
             }

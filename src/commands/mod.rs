@@ -1,4 +1,5 @@
-//! Subcommand implementations (one file each) and the tables they print.
+//! Subcommand implementations, one file each; what they share is in [`shared`] (no command
+//! imports another).
 
 pub mod base_image;
 pub mod bench;
@@ -9,11 +10,10 @@ pub mod learn;
 pub mod report;
 pub mod retry;
 pub mod run;
-pub mod session;
+pub mod shared;
 pub mod status;
 pub mod stop;
 pub mod summarize;
-pub mod table;
 pub mod tasks;
 pub mod watch;
 

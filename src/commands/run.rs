@@ -2,165 +2,20 @@
 //! stop cleanly on Ctrl-C/SIGTERM, print the pass-rate table.
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
 
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
-use super::session::{self, Signals};
-use super::table::conditions_table;
+use super::shared::request::build_request;
+use super::shared::session::{self, Signals};
+use super::shared::table::conditions_table;
 use crate::analysis::metrics::summarize;
 use crate::cli::{RunArgs, exit_code};
-use crate::config::{EnvSetting, FileConfig, RunSettings, check_mount};
-use crate::engine::{Engine, RunOutcome, RunRequest, StopReason, default_run_name};
-use crate::skillsbench::Condition;
+use crate::config::FileConfig;
+use crate::engine::{Engine, RunOutcome, StopReason, default_run_name};
 use crate::store::{Store, queries};
 use crate::tui::app::Mode;
 use crate::tui::worker::RunSelector;
 use crate::tui::{EngineHandle, TuiEnd};
-
-/// Default trials at once per Docker host.
-pub const DEFAULT_CONCURRENCY: usize = 4;
-
-/// Turns flags and the config file into a run request and the database path.
-///
-/// # Errors
-/// Bad settings (unknown condition, missing CA bundle, bad mount or env name, unreadable catalog).
-pub fn build_request(args: &RunArgs) -> Result<(RunRequest, PathBuf)> {
-    let file = FileConfig::load(args.config.as_deref())?;
-    let mut env = Vec::new();
-    for e in file.run.env.iter().chain(args.env.iter()) {
-        env.push(EnvSetting::parse(e)?);
-    }
-    let mut mounts = Vec::new();
-    for m in file.run.mounts.iter().chain(args.mount.iter()) {
-        mounts.push(check_mount(m)?);
-    }
-    let ca_bundle = args.ca_bundle.clone().or(file.run.ca_bundle.clone());
-    if let Some(ca) = &ca_bundle {
-        std::fs::metadata(ca).wrap_err_with(|| format!("CA bundle {}", ca.display()))?;
-    }
-    let settings = RunSettings {
-        concurrency: args
-            .concurrency
-            .or(file.run.concurrency)
-            .unwrap_or(DEFAULT_CONCURRENCY)
-            .max(1),
-        docker_hosts: if args.docker_host.is_empty() {
-            file.run.docker_hosts.clone()
-        } else {
-            args.docker_host.clone()
-        },
-        ca_bundle,
-        env,
-        mounts,
-        copy_logs: args.copy_logs,
-        harness: crate::config::HarnessSettings::from_file(&file.harness),
-        docker_wait_secs: args.docker_wait.or(file.run.docker_wait_secs),
-        stall_secs: args.stall_after.or(file.run.stall_secs),
-        max_cost_usd: args.max_cost.or(file.run.max_cost_usd),
-    };
-    if let Some(max) = settings.max_cost_usd
-        && !(max.is_finite() && max >= 0.0)
-    {
-        return Err(eyre!(
-            "--max-cost must be a number of US dollars ≥ 0, got {max}"
-        ));
-    }
-    let tasks_dir = super::tasks_dir_or_examples(args.tasks.as_deref())?;
-    super::check_task_ids(&tasks_dir, &args.task)?;
-    let catalog = super::catalog_with(args.catalog.as_deref())?;
-    let conditions = Condition::parse_list(&args.conditions)?;
-    if conditions.is_empty() {
-        return Err(eyre!("--conditions names no condition"));
-    }
-    let conditions = self_generation(
-        conditions,
-        args.self_gen_prompt.as_deref(),
-        args.skill_creator.as_deref(),
-    )?;
-    if args.trials == 0 {
-        return Err(eyre!("--trials must be at least 1"));
-    }
-    let db = args
-        .db
-        .clone()
-        .or(file.run.db.clone())
-        .unwrap_or_else(|| PathBuf::from("skillscope.db"));
-    let req = RunRequest {
-        name: args.run.clone(),
-        tasks_dir,
-        task_filter: args.task.clone(),
-        conditions,
-        n_trials: args.trials,
-        agent: args.agent.clone(),
-        model: args.model.clone(),
-        jobs_dir: args
-            .jobs_dir
-            .clone()
-            .or(file.run.jobs_dir.clone())
-            .unwrap_or_else(|| PathBuf::from("jobs")),
-        catalog,
-        settings,
-        stay_alive: None,
-        resume_command: None,
-    };
-    Ok((req, db))
-}
-
-/// Applies `--self-gen-prompt` (read now; the text travels with the condition) and
-/// `--skill-creator` (made absolute) to the self-generated conditions of `conditions`.
-///
-/// # Errors
-/// An unreadable prompt file, a skill creator that is not a folder, or either option given
-/// without a self-generated condition that uses it.
-pub fn self_generation(
-    conditions: Vec<Condition>,
-    prompt: Option<&std::path::Path>,
-    skill_creator: Option<&std::path::Path>,
-) -> Result<Vec<Condition>> {
-    let any = conditions.iter().any(|c| c.self_generation().is_some());
-    let two_phase = conditions
-        .iter()
-        .any(|c| c.self_generation().is_some_and(|g| g.two_phase));
-    if prompt.is_some() && !any {
-        return Err(eyre!(
-            "--self-gen-prompt needs a self-generated condition in --conditions"
-        ));
-    }
-    if skill_creator.is_some() && !two_phase {
-        return Err(eyre!(
-            "--skill-creator needs self-generated:two-phase in --conditions"
-        ));
-    }
-    let text = match prompt {
-        Some(p) => Some(
-            std::fs::read_to_string(p)
-                .wrap_err_with(|| format!("--self-gen-prompt {}", p.display()))?,
-        ),
-        None => None,
-    };
-    if text.as_deref().is_some_and(|t| t.trim().is_empty()) {
-        return Err(eyre!("--self-gen-prompt file is empty"));
-    }
-    let creator = match skill_creator {
-        Some(d) => {
-            let abs = std::fs::canonicalize(d)
-                .wrap_err_with(|| format!("--skill-creator {}", d.display()))?;
-            if !abs.join("SKILL.md").is_file() {
-                return Err(eyre!(
-                    "--skill-creator {}: a skill folder needs a SKILL.md",
-                    abs.display()
-                ));
-            }
-            Some(abs)
-        }
-        None => None,
-    };
-    Ok(conditions
-        .into_iter()
-        .map(|c| c.with_self_generation(text.as_deref(), creator.as_deref()))
-        .collect())
-}
 
 /// Runs `skillscope run`: the dashboard when stdout is a terminal (and not `--headless`), else a
 /// progress bar or log lines; with `--detach`, a headless copy of itself in the background.
@@ -169,7 +24,8 @@ pub fn self_generation(
 /// # Errors
 /// Setup failures (settings, database, Docker, a conflicting run) and errors that stop the run.
 pub async fn execute(args: RunArgs) -> Result<i32> {
-    let (mut req, db) = build_request(&args)?;
+    let file = FileConfig::load(args.config.as_deref())?;
+    let (mut req, db) = build_request(&args, &file)?;
     let name = req.name.clone().unwrap_or_else(|| default_run_name(&req));
     req.name = Some(name.clone());
     if args.detach {
@@ -182,7 +38,6 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     let signals = Signals::install(Some(log.clone()));
     let starts = session::record_run_starts(&engine);
     let result = if !args.headless && std::io::stdout().is_terminal() {
-        let file = FileConfig::load(args.config.as_deref())?;
         let theme = session::pick_theme(args.theme.as_deref(), &file)?;
         // The dashboard may still send retries after the last trial: keep the engine up until quit.
         let dashboard_open = tokio_util::sync::CancellationToken::new();
@@ -366,7 +221,7 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
             .unwrap_or_default()
     );
     crate::outln!("{}", conditions_table(&summaries));
-    for n in super::table::condition_notes(&summaries) {
+    for n in super::shared::table::condition_notes(&summaries) {
         crate::outln!("{n}");
     }
     crate::outln!(

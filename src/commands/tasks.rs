@@ -143,7 +143,10 @@ async fn check(args: TasksArgs) -> Result<()> {
         self_gen_prompt: None,
         skill_creator: None,
     };
-    let (mut req, db) = super::run::build_request(&run_args)?;
+    let (mut req, db) = super::shared::request::build_request(
+        &run_args,
+        &crate::config::FileConfig::load(run_args.config.as_deref())?,
+    )?;
     let name = req
         .name
         .clone()
@@ -152,8 +155,8 @@ async fn check(args: TasksArgs) -> Result<()> {
     let first_host = req.settings.docker_hosts.first().cloned();
     let store = Store::open(&db)?;
     let engine = Engine::new(store.clone());
-    let shutdown = super::session::Signals::install(None).shutdown;
-    let progress = tokio::spawn(super::session::show_progress(engine.subscribe()));
+    let shutdown = super::shared::session::Signals::install(None).shutdown;
+    let progress = tokio::spawn(super::shared::session::show_progress(engine.subscribe()));
     let result = engine.run(req, shutdown).await;
     drop(engine);
     let _ = progress.await;

@@ -1,0 +1,10 @@
+//! What the commands share, so that no command imports another: signal handling, progress, output
+//! redirection and theme choice ([`session`]), the tables they print ([`table`]), the run request
+//! from flags and the config file ([`request`]), Acontext client setup and learning output
+//! ([`acontext`]) and a run's status ([`status`]).
+
+pub mod acontext;
+pub mod request;
+pub mod session;
+pub mod status;
+pub mod table;

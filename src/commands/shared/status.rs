@@ -1,0 +1,109 @@
+//! A run's status as `status` and `import` print it: counts, costs and the engine's liveness.
+
+use color_eyre::eyre::Result;
+use serde::Serialize;
+
+use crate::analysis::metrics::{ConditionSummary, summarize_planned};
+use crate::store::learning as lq;
+use crate::store::{Liveness, RunRow, queries};
+
+/// One run's status, as printed with `--json`.
+#[derive(Debug, Serialize)]
+pub struct RunStatus {
+    /// The run.
+    pub run: RunRow,
+    /// Tasks in the denominator.
+    pub n_tasks: usize,
+    /// Per condition.
+    pub conditions: Vec<ConditionSummary>,
+    /// Pending operator commands.
+    pub pending_commands: usize,
+    /// Learning spaces that learn from this run.
+    pub spaces: Vec<lq::SpaceProgress>,
+    /// Whether the run's engine is alive.
+    pub liveness: Liveness,
+    /// Its Docker hosts' health, as the engine last recorded it.
+    pub hosts: Vec<crate::store::HostRow>,
+    /// What the run has cost and is projected to cost, when a priced trial has finished.
+    pub cost: Option<crate::analysis::spend::Projection>,
+    /// Running trials marked stalled: (trial name, since).
+    pub stalled: Vec<(String, String)>,
+}
+
+/// The costs of a run's attempts by condition (finished, running, queued), for
+/// [`crate::analysis::spend`].
+pub fn run_costs(
+    trials: &[crate::store::TrialRow],
+) -> std::collections::BTreeMap<String, crate::analysis::spend::ConditionCosts> {
+    let mut out: std::collections::BTreeMap<String, crate::analysis::spend::ConditionCosts> =
+        Default::default();
+    for t in trials {
+        let c = out.entry(t.condition.clone()).or_default();
+        match t.status {
+            crate::store::TrialStatus::Done => c.finished.extend(t.cost_usd),
+            crate::store::TrialStatus::Queued => c.queued += 1,
+            _ => c.running.push(t.cost_usd.unwrap_or(0.0)),
+        }
+    }
+    out
+}
+
+/// Collects the status of one run.
+///
+/// # Errors
+/// Database errors.
+pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus> {
+    let tasks = queries::run_tasks(conn, run.id)?;
+    let trials = queries::current_briefs(conn, run.id)?;
+    let ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
+    let plan = queries::trial_plan(conn, &run)?;
+    let conditions = summarize_planned(&ids, &plan, &run.conditions, &trials);
+    let pending_commands = queries::pending_commands(conn, run.id)?.len();
+    let spaces = lq::list_spaces(conn)?
+        .into_iter()
+        .filter(|s| s.run_id == run.id)
+        .map(|s| lq::space_progress(conn, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(RunStatus {
+        n_tasks: ids.len(),
+        conditions,
+        pending_commands,
+        spaces,
+        liveness: Liveness::of(&run, chrono::Utc::now(), &queries::host_name()),
+        hosts: queries::run_hosts(conn, run.id)?,
+        cost: crate::analysis::spend::project(&run_costs(&queries::all_trials(conn, run.id)?)),
+        stalled: queries::current_trials(conn, run.id)?
+            .into_iter()
+            .filter(|t| t.status.is_active())
+            .filter_map(|t| t.stalled_at.map(|s| (t.trial_name, s)))
+            .collect(),
+        run,
+    })
+}
+
+/// One line on the run's engine: `running by pid N on host, heartbeat 3s ago`, `stale — engine
+/// gone since …`, or the stop reason.
+pub fn engine_line(run: &RunRow, liveness: &Liveness) -> String {
+    match liveness {
+        Liveness::Live { heartbeat_age_secs } => format!(
+            "running by pid {} on {}, heartbeat {heartbeat_age_secs}s ago",
+            run.owner_pid.unwrap_or_default(),
+            run.owner_host.as_deref().unwrap_or("?")
+        ),
+        Liveness::Stale { since, .. } => format!(
+            "stale — engine gone since {} (pid {} on {}); resume: {}",
+            since.as_deref().unwrap_or("?"),
+            run.owner_pid.unwrap_or_default(),
+            run.owner_host.as_deref().unwrap_or("?"),
+            run.resume_command
+                .as_deref()
+                .unwrap_or("the command that started it")
+        ),
+        Liveness::Idle => match &run.stop_reason {
+            Some(r) if run.status == "stopped" => {
+                format!("stopped: {}", crate::text::sanitize(r))
+            }
+            _ => run.status.clone(),
+        },
+    }
+}

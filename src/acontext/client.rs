@@ -166,7 +166,7 @@ impl AcontextConfig {
 }
 
 impl AcontextConfig {
-    /// Settings from a merged `[acontext]` table (see `commands::learn::acontext_settings` for
+    /// Settings from a merged `[acontext]` table (see `commands::shared::acontext::acontext_settings` for
     /// the precedence); the key from the variable `api_key_env` names.
     ///
     /// # Errors

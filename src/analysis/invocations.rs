@@ -64,7 +64,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
 use super::rubric::{
@@ -72,6 +72,8 @@ use super::rubric::{
     OutputType, Scores, SkillCategory, SkillStats, Tier, Trend, analyze_trend, check_quality_gate,
     deprecation_review, get_improvement_recommendation, score_invocation, weak_component,
 };
+use crate::store::invocations as inv;
+pub use crate::store::invocations::{LeaderboardRow, TrialEvidence, Window, leaderboard};
 use crate::store::{Outcome, StoreError};
 
 /// The condition key whose trials never invoke skills.
@@ -139,49 +141,6 @@ impl CategoryTable {
             OutputType::Other
         }
     }
-}
-
-/// What an invocation is scored from: one trial (latest attempt) × one skill it used.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct TrialEvidence {
-    /// Trial (attempt) row id.
-    pub trial_id: i64,
-    /// Run row id.
-    pub run_id: i64,
-    /// The skill used.
-    pub skill_name: String,
-    /// Task id.
-    pub task_id: String,
-    /// Task domain from the run's task selection, when known.
-    pub domain: Option<String>,
-    /// Outcome.
-    pub outcome: Option<Outcome>,
-    /// Verifier reward.
-    pub reward: Option<f64>,
-    /// CTRF tests.
-    pub tests_total: Option<i64>,
-    /// CTRF tests passed.
-    pub tests_passed: Option<i64>,
-    /// Input tokens (cached included).
-    pub n_input_tokens: Option<i64>,
-    /// Output tokens.
-    pub n_output_tokens: Option<i64>,
-    /// Tool calls in the trajectory.
-    pub n_tool_calls: Option<i64>,
-    /// Trajectory steps that look failed.
-    pub n_error_steps: Option<i64>,
-    /// The agent ended with a message.
-    pub final_message: Option<bool>,
-    /// Agent phase start, RFC 3339.
-    pub agent_started_at: Option<String>,
-    /// Agent phase end.
-    pub agent_finished_at: Option<String>,
-    /// Trial start.
-    pub started_at: Option<String>,
-    /// Trial end.
-    pub finished_at: Option<String>,
-    /// When the attempt was queued (the timestamp of last resort).
-    pub queued_at: String,
 }
 
 /// Parses a stored time: RFC 3339, or a naive ISO time read as UTC (as some imports have it).
@@ -317,58 +276,12 @@ pub struct ScoredInvocation {
     pub errored: bool,
 }
 
-/// Driven by `skill_uses` (`CROSS JOIN` fixes the order), each use finding its trial by primary
-/// key: skill uses are fewer than trials (no-skills trials have none), so this reads less than
-/// walking the run's trials. The task's domain is looked up in Rust from the run's task list.
-const EVIDENCE_SQL: &str = "
-SELECT t.id, t.run_id, su.skill, t.task_id, t.outcome, t.reward, t.tests_total,
-       t.tests_passed, t.n_input_tokens, t.n_output_tokens, t.n_tool_calls, t.n_error_steps,
-       t.final_message, t.agent_started_at, t.agent_finished_at, t.started_at, t.finished_at,
-       t.queued_at
-FROM skill_uses su
-CROSS JOIN trials t ON t.id = su.trial_id
-WHERE t.run_id = ?1 AND t.superseded = 0 AND t.status = 'done' AND t.aggregated = 0
-  AND t.condition != ?2
-GROUP BY su.trial_id, su.skill
-ORDER BY su.trial_id, su.skill";
-
 /// The invocations of a run (see the module docs), one query, ordered by trial and skill.
 ///
 /// # Errors
 /// Database errors.
 pub fn run_evidence(conn: &Connection, run_id: i64) -> Result<Vec<TrialEvidence>, StoreError> {
-    let domains: std::collections::HashMap<String, String> = {
-        let mut st =
-            conn.prepare_cached("SELECT task_id, domain FROM run_tasks WHERE run_id = ?1")?;
-        let rows = st.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        rows.collect::<Result<_, _>>()?
-    };
-    let mut st = conn.prepare_cached(EVIDENCE_SQL)?;
-    let rows = st.query_map(params![run_id, NO_SKILLS], |r| {
-        let task_id: String = r.get(3)?;
-        Ok(TrialEvidence {
-            trial_id: r.get(0)?,
-            run_id: r.get(1)?,
-            skill_name: r.get(2)?,
-            domain: domains.get(&task_id).cloned(),
-            task_id,
-            outcome: r.get(4)?,
-            reward: r.get(5)?,
-            tests_total: r.get(6)?,
-            tests_passed: r.get(7)?,
-            n_input_tokens: r.get(8)?,
-            n_output_tokens: r.get(9)?,
-            n_tool_calls: r.get(10)?,
-            n_error_steps: r.get(11)?,
-            final_message: r.get(12)?,
-            agent_started_at: r.get(13)?,
-            agent_finished_at: r.get(14)?,
-            started_at: r.get(15)?,
-            finished_at: r.get(16)?,
-            queued_at: r.get(17)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    inv::run_evidence(conn, run_id, NO_SKILLS)
 }
 
 /// Scores every invocation of run `run_id` with the rubric and brings `skill_invocations` in
@@ -393,74 +306,13 @@ pub fn score_run(
     } else {
         None
     };
-    let marker = scoring_marker(conn, run_id, table)?;
-    let previous: Option<String> = conn
-        .query_row(
-            "SELECT marker FROM skill_scoring WHERE run_id = ?1",
-            [run_id],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if previous.as_deref() == Some(marker.as_str()) {
-        let n: i64 = conn.query_row(
-            "SELECT COUNT(*) FROM skill_invocations WHERE run_id = ?1",
-            [run_id],
-            |r| r.get(0),
-        )?;
-        return Ok(n as usize);
+    let marker = format!("v1 {} table {table:?}", inv::evidence_marker(conn, run_id)?);
+    if inv::scoring_marker_of(conn, run_id)?.as_deref() == Some(marker.as_str()) {
+        return inv::invocation_count(conn, run_id);
     }
     let scored = score_all(&run_evidence(conn, run_id)?, table);
-    // What is stored now, keyed by (trial, skill).
-    type Stored = (String, [i64; 5], bool);
-    let mut stored: std::collections::HashMap<(i64, String), Stored> = {
-        let mut st = conn.prepare_cached(
-            "SELECT trial_id, skill_name, timestamp, completion_score, efficiency_score,
-                    quality_score_component, satisfaction_score, quality_score, errored
-             FROM skill_invocations WHERE run_id = ?1",
-        )?;
-        let rows = st.query_map([run_id], |r| {
-            Ok((
-                (r.get::<_, i64>(0)?, r.get::<_, String>(1)?),
-                (
-                    r.get::<_, String>(2)?,
-                    [r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?],
-                    r.get::<_, bool>(8)?,
-                ),
-            ))
-        })?;
-        rows.collect::<Result<_, _>>()?
-    };
-    let changed: Vec<&ScoredInvocation> = scored
-        .iter()
-        .filter(|s| {
-            let now: Stored = (
-                s.timestamp.clone(),
-                [
-                    s.scores.completion,
-                    s.scores.efficiency,
-                    s.scores.quality,
-                    s.scores.satisfaction,
-                    s.scores.total,
-                ],
-                s.errored,
-            );
-            stored.remove(&(s.trial_id, s.skill_name.clone())).as_ref() != Some(&now)
-        })
-        .collect();
-    write_scored(conn, changed)?;
-    {
-        let mut delete = conn.prepare_cached(
-            "DELETE FROM skill_invocations WHERE run_id = ?1 AND trial_id = ?2 AND skill_name = ?3",
-        )?;
-        for (trial, skill) in stored.keys() {
-            delete.execute(params![run_id, trial, skill])?;
-        }
-    }
-    conn.execute(
-        "INSERT INTO skill_scoring (run_id, marker) VALUES (?1, ?2)
-         ON CONFLICT (run_id) DO UPDATE SET marker = excluded.marker",
-        params![run_id, marker],
-    )?;
+    let rows: Vec<inv::InvocationRow> = scored.iter().map(ScoredInvocation::row).collect();
+    inv::sync_invocations(conn, run_id, &rows, &marker)?;
     if let Some(tx) = tx {
         tx.commit()?;
     }
@@ -476,32 +328,28 @@ pub fn write_scored<'a>(
     conn: &Connection,
     scored: impl IntoIterator<Item = &'a ScoredInvocation>,
 ) -> Result<(), StoreError> {
-    let mut upsert = conn.prepare_cached(
-        "INSERT INTO skill_invocations (trial_id, skill_name, run_id, timestamp, completion_score,
-             efficiency_score, quality_score_component, satisfaction_score, quality_score, errored)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-         ON CONFLICT (run_id, trial_id, skill_name) DO UPDATE SET
-             timestamp = excluded.timestamp, completion_score = excluded.completion_score,
-             efficiency_score = excluded.efficiency_score,
-             quality_score_component = excluded.quality_score_component,
-             satisfaction_score = excluded.satisfaction_score,
-             quality_score = excluded.quality_score, errored = excluded.errored",
-    )?;
-    for s in scored {
-        upsert.execute(params![
-            s.trial_id,
-            s.skill_name,
-            s.run_id,
-            s.timestamp,
-            s.scores.completion,
-            s.scores.efficiency,
-            s.scores.quality,
-            s.scores.satisfaction,
-            s.scores.total,
-            s.errored
-        ])?;
+    let rows: Vec<inv::InvocationRow> = scored.into_iter().map(ScoredInvocation::row).collect();
+    inv::write_invocations(conn, &rows)
+}
+
+impl ScoredInvocation {
+    /// The `skill_invocations` row of this invocation.
+    pub fn row(&self) -> inv::InvocationRow {
+        inv::InvocationRow {
+            trial_id: self.trial_id,
+            skill_name: self.skill_name.clone(),
+            run_id: self.run_id,
+            timestamp: self.timestamp.clone(),
+            scores: [
+                self.scores.completion,
+                self.scores.efficiency,
+                self.scores.quality,
+                self.scores.satisfaction,
+                self.scores.total,
+            ],
+            errored: self.errored,
+        }
     }
-    Ok(())
 }
 
 /// Scores `evidence` in order, on every core when there is a lot of it (each invocation is
@@ -528,214 +376,6 @@ pub fn score_all(evidence: &[TrialEvidence], table: &CategoryTable) -> Vec<Score
     })
 }
 
-/// What the scores of run `run_id` depend on, cheaply: its finished latest attempts (count, largest
-/// and summed row ids — any retry, import or new trial moves them; an index-only read), the skill
-/// uses recorded anywhere (count and largest row id), and the category table.
-fn scoring_marker(
-    conn: &Connection,
-    run_id: i64,
-    table: &CategoryTable,
-) -> Result<String, StoreError> {
-    let (n, max, sum): (i64, Option<i64>, f64) = conn.query_row(
-        "SELECT COUNT(*), MAX(id), TOTAL(id) FROM trials
-         WHERE run_id = ?1 AND superseded = 0 AND status = 'done'",
-        [run_id],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-    )?;
-    let (uses, uses_max): (i64, Option<i64>) =
-        conn.query_row("SELECT COUNT(*), MAX(rowid) FROM skill_uses", [], |r| {
-            Ok((r.get(0)?, r.get(1)?))
-        })?;
-    Ok(format!(
-        "v1 trials {n} {} {sum} uses {uses} {} table {table:?}",
-        max.unwrap_or(0),
-        uses_max.unwrap_or(0)
-    ))
-}
-
-/// The time window and runs of a dashboard query.
-///
-/// The rubric's queries keep invocations with `timestamp > datetime('now', '-30 days')`. Here
-/// `reference` replaces `'now'` (any SQLite time value: `'now'`, RFC 3339 such as
-/// `2026-11-21T10:00:00Z`, `YYYY-MM-DD HH:MM:SS`), so a report on an old run can be anchored at
-/// the run's end, and `days` replaces 30. Like the rubric there is no upper bound: invocations
-/// after the reference time are kept.
-///
-/// Stored timestamps are in `datetime()`'s `YYYY-MM-DD HH:MM:SS` form (UTC), so the rubric's text
-/// comparison is chronological, as it is in the rubric's own database (RFC 3339's `T` would sort
-/// every time of the cut-off day after it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Window {
-    /// Reference time (SQLite time value); `None` = `'now'`.
-    pub reference: Option<String>,
-    /// Length in days (the rubric's 30).
-    pub days: u32,
-    /// Run row ids to include; empty = every run.
-    pub runs: Vec<i64>,
-}
-
-impl Window {
-    /// The rubric's window: the last 30 days before now, every run.
-    pub fn rubric() -> Window {
-        Window {
-            reference: None,
-            days: 30,
-            runs: Vec::new(),
-        }
-    }
-
-    /// The 30 days before `reference` (a SQLite time value, e.g. RFC 3339), for `runs`.
-    pub fn at(reference: &str, runs: &[i64]) -> Window {
-        Window {
-            reference: Some(reference.to_string()),
-            days: 30,
-            runs: runs.to_vec(),
-        }
-    }
-
-    fn params(&self) -> (String, String, String) {
-        (
-            self.reference.clone().unwrap_or_else(|| "now".into()),
-            format!("-{} days", self.days),
-            serde_json::to_string(&self.runs).unwrap_or_else(|_| "[]".into()),
-        )
-    }
-}
-
-/// `skill_invocations` restricted to the window's runs (`?3`, a JSON array, empty = all). The
-/// rubric's queries follow it unchanged but for `datetime('now', '-30 days')` →
-/// `datetime(?1, ?2)`; stored timestamps are in `datetime()`'s own form ([`sqlite_time`]), so
-/// its text comparison is chronological.
-const SCOPE: &str = "WITH skill_invocations AS (
-    SELECT trial_id, skill_name, run_id, timestamp, completion_score, efficiency_score,
-           quality_score_component, satisfaction_score, quality_score, errored
-    FROM main.skill_invocations
-    WHERE json_array_length(?3) = 0 OR run_id IN (SELECT value FROM json_each(?3))
-)";
-
-/// The rubric's "Skill leaderboard" query (tie order by skill name added).
-const LEADERBOARD_SQL: &str = "
-SELECT
-    skill_name,
-    COUNT(*) as uses,
-    AVG(quality_score) as avg_score,
-    AVG(completion_score) as avg_completion,
-    AVG(efficiency_score) as avg_efficiency,
-    AVG(quality_score_component) as avg_quality,
-    AVG(satisfaction_score) as avg_satisfaction
-FROM skill_invocations
-WHERE timestamp > datetime(?1, ?2)
-GROUP BY skill_name
-HAVING uses >= 5
-ORDER BY avg_score DESC, skill_name";
-
-/// The rubric's "Quality distribution" query with the tier table's `Failing` bucket (< 20) split
-/// from `Poor`, and an order (by skill, best tier first) added.
-const DISTRIBUTION_SQL: &str = "
-SELECT
-    skill_name,
-    CASE
-        WHEN quality_score >= 90 THEN 'Excellent'
-        WHEN quality_score >= 75 THEN 'Good'
-        WHEN quality_score >= 60 THEN 'Acceptable'
-        WHEN quality_score >= 40 THEN 'Below Average'
-        WHEN quality_score >= 20 THEN 'Poor'
-        ELSE 'Failing'
-    END as tier,
-    COUNT(*) as count
-FROM skill_invocations
-WHERE timestamp > datetime(?1, ?2)
-GROUP BY skill_name, tier
-ORDER BY skill_name, MIN(quality_score) DESC";
-
-/// The rubric's "Improvement opportunities" query (completion / 25, efficiency / 20), extended
-/// the same way with quality (/ 30) and satisfaction (/ 25), tie order added.
-const OPPORTUNITIES_SQL: &str = "
-SELECT
-    skill_name,
-    'completion' as weak_area,
-    AVG(completion_score) / 25.0 as normalized_score
-FROM skill_invocations
-WHERE timestamp > datetime(?1, ?2)
-GROUP BY skill_name
-HAVING normalized_score < 0.7
-
-UNION ALL
-
-SELECT
-    skill_name,
-    'efficiency' as weak_area,
-    AVG(efficiency_score) / 20.0 as normalized_score
-FROM skill_invocations
-WHERE timestamp > datetime(?1, ?2)
-GROUP BY skill_name
-HAVING normalized_score < 0.7
-
-UNION ALL
-
-SELECT
-    skill_name,
-    'quality' as weak_area,
-    AVG(quality_score_component) / 30.0 as normalized_score
-FROM skill_invocations
-WHERE timestamp > datetime(?1, ?2)
-GROUP BY skill_name
-HAVING normalized_score < 0.7
-
-UNION ALL
-
-SELECT
-    skill_name,
-    'satisfaction' as weak_area,
-    AVG(satisfaction_score) / 25.0 as normalized_score
-FROM skill_invocations
-WHERE timestamp > datetime(?1, ?2)
-GROUP BY skill_name
-HAVING normalized_score < 0.7
-
-ORDER BY normalized_score ASC, skill_name, weak_area";
-
-/// A leaderboard row (rubric "Dashboard Queries: Skill leaderboard").
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct LeaderboardRow {
-    /// Skill.
-    pub skill_name: String,
-    /// Invocations in the window.
-    pub uses: i64,
-    /// Mean quality score, 0–100.
-    pub avg_score: f64,
-    /// Mean completion, 0–25.
-    pub avg_completion: f64,
-    /// Mean efficiency, 0–20.
-    pub avg_efficiency: f64,
-    /// Mean output quality, 0–30.
-    pub avg_quality: f64,
-    /// Mean user satisfaction, 0–25.
-    pub avg_satisfaction: f64,
-}
-
-/// Skill leaderboard: skills with at least 5 invocations in the window, best average first
-/// (rubric "Dashboard Queries", verbatim but for the window and a tie order by name).
-///
-/// # Errors
-/// Database errors.
-pub fn leaderboard(conn: &Connection, window: &Window) -> Result<Vec<LeaderboardRow>, StoreError> {
-    let (r, d, runs) = window.params();
-    let mut st = conn.prepare_cached(&format!("{SCOPE}{LEADERBOARD_SQL}"))?;
-    let rows = st.query_map(params![r, d, runs], |r| {
-        Ok(LeaderboardRow {
-            skill_name: r.get(0)?,
-            uses: r.get(1)?,
-            avg_score: r.get(2)?,
-            avg_completion: r.get(3)?,
-            avg_efficiency: r.get(4)?,
-            avg_quality: r.get(5)?,
-            avg_satisfaction: r.get(6)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
-}
-
 /// A quality-distribution row.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct DistributionRow {
@@ -759,26 +399,18 @@ pub fn quality_distribution(
     conn: &Connection,
     window: &Window,
 ) -> Result<Vec<DistributionRow>, StoreError> {
-    let (r, d, runs) = window.params();
-    let mut st = conn.prepare_cached(&format!("{SCOPE}{DISTRIBUTION_SQL}"))?;
-    let rows = st.query_map(params![r, d, runs], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, i64>(2)?,
-        ))
-    })?;
-    rows.map(|row| {
-        let (skill_name, tier, count) = row?;
-        let tier = Tier::from_label(&tier)
-            .ok_or_else(|| StoreError::Decode(format!("unknown tier {tier:?}")))?;
-        Ok(DistributionRow {
-            skill_name,
-            tier,
-            count,
+    inv::distribution_counts(conn, window)?
+        .into_iter()
+        .map(|(skill_name, tier, count)| {
+            let tier = Tier::from_label(&tier)
+                .ok_or_else(|| StoreError::Decode(format!("unknown tier {tier:?}")))?;
+            Ok(DistributionRow {
+                skill_name,
+                tier,
+                count,
+            })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// An improvement-opportunity row.
@@ -805,28 +437,20 @@ pub fn improvement_opportunities(
     conn: &Connection,
     window: &Window,
 ) -> Result<Vec<OpportunityRow>, StoreError> {
-    let (r, d, runs) = window.params();
-    let mut st = conn.prepare_cached(&format!("{SCOPE}{OPPORTUNITIES_SQL}"))?;
-    let rows = st.query_map(params![r, d, runs], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, String>(1)?,
-            r.get::<_, f64>(2)?,
-        ))
-    })?;
-    rows.map(|row| {
-        let (skill_name, area, normalized_score) = row?;
-        let weak_area = Component::ALL
-            .into_iter()
-            .find(|c| c.as_str() == area)
-            .ok_or_else(|| StoreError::Decode(format!("unknown component {area:?}")))?;
-        Ok(OpportunityRow {
-            skill_name,
-            weak_area,
-            normalized_score,
+    inv::opportunity_rows(conn, window)?
+        .into_iter()
+        .map(|(skill_name, area, normalized_score)| {
+            let weak_area = Component::ALL
+                .into_iter()
+                .find(|c| c.as_str() == area)
+                .ok_or_else(|| StoreError::Decode(format!("unknown component {area:?}")))?;
+            Ok(OpportunityRow {
+                skill_name,
+                weak_area,
+                normalized_score,
+            })
         })
-    })
-    .collect()
+        .collect()
 }
 
 /// One skill's rubric report.
@@ -870,33 +494,18 @@ pub struct SkillScore {
 /// # Errors
 /// Database errors.
 pub fn skill_report(conn: &Connection, window: &Window) -> Result<Vec<SkillScore>, StoreError> {
-    let (r, d, runs) = window.params();
-    let mut st = conn.prepare_cached(&format!(
-        "{SCOPE}
-SELECT skill_name, completion_score, efficiency_score, quality_score_component,
-       satisfaction_score, quality_score, errored
-FROM skill_invocations
-WHERE timestamp > datetime(?1, ?2)
-ORDER BY skill_name, timestamp, trial_id"
-    ))?;
-    let rows = st.query_map(params![r, d, runs], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            Scores {
-                completion: r.get(1)?,
-                efficiency: r.get(2)?,
-                quality: r.get(3)?,
-                satisfaction: r.get(4)?,
-                total: r.get(5)?,
-            },
-            r.get::<_, bool>(6)?,
-        ))
-    })?;
     let mut by_skill: BTreeMap<String, (Vec<Scores>, u64)> = BTreeMap::new();
-    for row in rows {
-        let (skill, scores, errored) = row?;
+    for (skill, [completion, efficiency, quality, satisfaction, total], errored) in
+        inv::invocation_scores(conn, window)?
+    {
         let e = by_skill.entry(skill).or_default();
-        e.0.push(scores);
+        e.0.push(Scores {
+            completion,
+            efficiency,
+            quality,
+            satisfaction,
+            total,
+        });
         e.1 += u64::from(errored);
     }
     let mut out: Vec<SkillScore> = by_skill

@@ -1,0 +1,521 @@
+//! The SQL of the skill scoring rubric's invocations (`skill_invocations`, `skill_scoring`): the
+//! evidence a run's invocations are scored from, the scored rows kept in line with the trials,
+//! the scoring marker, and the rubric's dashboard queries (verbatim but for the window). The
+//! scoring itself — the rubric's fields, tiers, trends and gates — is `analysis::invocations`'.
+
+use std::collections::HashMap;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use super::{Outcome, StoreError};
+
+/// What an invocation is scored from: one trial (latest attempt) × one skill it used.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TrialEvidence {
+    /// Trial (attempt) row id.
+    pub trial_id: i64,
+    /// Run row id.
+    pub run_id: i64,
+    /// The skill used.
+    pub skill_name: String,
+    /// Task id.
+    pub task_id: String,
+    /// Task domain from the run's task selection, when known.
+    pub domain: Option<String>,
+    /// Outcome.
+    pub outcome: Option<Outcome>,
+    /// Verifier reward.
+    pub reward: Option<f64>,
+    /// CTRF tests.
+    pub tests_total: Option<i64>,
+    /// CTRF tests passed.
+    pub tests_passed: Option<i64>,
+    /// Input tokens (cached included).
+    pub n_input_tokens: Option<i64>,
+    /// Output tokens.
+    pub n_output_tokens: Option<i64>,
+    /// Tool calls in the trajectory.
+    pub n_tool_calls: Option<i64>,
+    /// Trajectory steps that look failed.
+    pub n_error_steps: Option<i64>,
+    /// The agent ended with a message.
+    pub final_message: Option<bool>,
+    /// Agent phase start, RFC 3339.
+    pub agent_started_at: Option<String>,
+    /// Agent phase end.
+    pub agent_finished_at: Option<String>,
+    /// Trial start.
+    pub started_at: Option<String>,
+    /// Trial end.
+    pub finished_at: Option<String>,
+    /// When the attempt was queued (the timestamp of last resort).
+    pub queued_at: String,
+}
+
+/// Driven by `skill_uses` (`CROSS JOIN` fixes the order), each use finding its trial by primary
+/// key: skill uses are fewer than trials (no-skills trials have none), so this reads less than
+/// walking the run's trials. The task's domain is looked up in Rust from the run's task list.
+const EVIDENCE_SQL: &str = "
+SELECT t.id, t.run_id, su.skill, t.task_id, t.outcome, t.reward, t.tests_total,
+       t.tests_passed, t.n_input_tokens, t.n_output_tokens, t.n_tool_calls, t.n_error_steps,
+       t.final_message, t.agent_started_at, t.agent_finished_at, t.started_at, t.finished_at,
+       t.queued_at
+FROM skill_uses su
+CROSS JOIN trials t ON t.id = su.trial_id
+WHERE t.run_id = ?1 AND t.superseded = 0 AND t.status = 'done' AND t.aggregated = 0
+  AND t.condition != ?2
+GROUP BY su.trial_id, su.skill
+ORDER BY su.trial_id, su.skill";
+
+/// The time window and runs of a dashboard query.
+///
+/// The rubric's queries keep invocations with `timestamp > datetime('now', '-30 days')`. Here
+/// `reference` replaces `'now'` (any SQLite time value: `'now'`, RFC 3339 such as
+/// `2026-11-21T10:00:00Z`, `YYYY-MM-DD HH:MM:SS`), so a report on an old run can be anchored at
+/// the run's end, and `days` replaces 30. Like the rubric there is no upper bound: invocations
+/// after the reference time are kept.
+///
+/// Stored timestamps are in `datetime()`'s `YYYY-MM-DD HH:MM:SS` form (UTC), so the rubric's text
+/// comparison is chronological, as it is in the rubric's own database (RFC 3339's `T` would sort
+/// every time of the cut-off day after it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Window {
+    /// Reference time (SQLite time value); `None` = `'now'`.
+    pub reference: Option<String>,
+    /// Length in days (the rubric's 30).
+    pub days: u32,
+    /// Run row ids to include; empty = every run.
+    pub runs: Vec<i64>,
+}
+
+impl Window {
+    /// The rubric's window: the last 30 days before now, every run.
+    pub fn rubric() -> Window {
+        Window {
+            reference: None,
+            days: 30,
+            runs: Vec::new(),
+        }
+    }
+
+    /// The 30 days before `reference` (a SQLite time value, e.g. RFC 3339), for `runs`.
+    pub fn at(reference: &str, runs: &[i64]) -> Window {
+        Window {
+            reference: Some(reference.to_string()),
+            days: 30,
+            runs: runs.to_vec(),
+        }
+    }
+
+    /// The SQL parameters `?1` (reference time), `?2` (`-N days`) and `?3` (runs as a JSON
+    /// array) of [`SCOPE`]d queries.
+    pub fn params(&self) -> (String, String, String) {
+        (
+            self.reference.clone().unwrap_or_else(|| "now".into()),
+            format!("-{} days", self.days),
+            serde_json::to_string(&self.runs).unwrap_or_else(|_| "[]".into()),
+        )
+    }
+}
+
+/// `skill_invocations` restricted to the window's runs (`?3`, a JSON array, empty = all). The
+/// rubric's queries follow it unchanged but for `datetime('now', '-30 days')` →
+/// `datetime(?1, ?2)`; stored timestamps are in `datetime()`'s own form (`analysis::invocations::sqlite_time`), so
+/// its text comparison is chronological.
+pub const SCOPE: &str = "WITH skill_invocations AS (
+    SELECT trial_id, skill_name, run_id, timestamp, completion_score, efficiency_score,
+           quality_score_component, satisfaction_score, quality_score, errored
+    FROM main.skill_invocations
+    WHERE json_array_length(?3) = 0 OR run_id IN (SELECT value FROM json_each(?3))
+)";
+
+/// The rubric's "Skill leaderboard" query (tie order by skill name added).
+const LEADERBOARD_SQL: &str = "
+SELECT
+    skill_name,
+    COUNT(*) as uses,
+    AVG(quality_score) as avg_score,
+    AVG(completion_score) as avg_completion,
+    AVG(efficiency_score) as avg_efficiency,
+    AVG(quality_score_component) as avg_quality,
+    AVG(satisfaction_score) as avg_satisfaction
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING uses >= 5
+ORDER BY avg_score DESC, skill_name";
+
+/// The rubric's "Quality distribution" query with the tier table's `Failing` bucket (< 20) split
+/// from `Poor`, and an order (by skill, best tier first) added.
+const DISTRIBUTION_SQL: &str = "
+SELECT
+    skill_name,
+    CASE
+        WHEN quality_score >= 90 THEN 'Excellent'
+        WHEN quality_score >= 75 THEN 'Good'
+        WHEN quality_score >= 60 THEN 'Acceptable'
+        WHEN quality_score >= 40 THEN 'Below Average'
+        WHEN quality_score >= 20 THEN 'Poor'
+        ELSE 'Failing'
+    END as tier,
+    COUNT(*) as count
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name, tier
+ORDER BY skill_name, MIN(quality_score) DESC";
+
+/// The rubric's "Improvement opportunities" query (completion / 25, efficiency / 20), extended
+/// the same way with quality (/ 30) and satisfaction (/ 25), tie order added.
+const OPPORTUNITIES_SQL: &str = "
+SELECT
+    skill_name,
+    'completion' as weak_area,
+    AVG(completion_score) / 25.0 as normalized_score
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING normalized_score < 0.7
+
+UNION ALL
+
+SELECT
+    skill_name,
+    'efficiency' as weak_area,
+    AVG(efficiency_score) / 20.0 as normalized_score
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING normalized_score < 0.7
+
+UNION ALL
+
+SELECT
+    skill_name,
+    'quality' as weak_area,
+    AVG(quality_score_component) / 30.0 as normalized_score
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING normalized_score < 0.7
+
+UNION ALL
+
+SELECT
+    skill_name,
+    'satisfaction' as weak_area,
+    AVG(satisfaction_score) / 25.0 as normalized_score
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+GROUP BY skill_name
+HAVING normalized_score < 0.7
+
+ORDER BY normalized_score ASC, skill_name, weak_area";
+
+/// A leaderboard row (rubric "Dashboard Queries: Skill leaderboard").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LeaderboardRow {
+    /// Skill.
+    pub skill_name: String,
+    /// Invocations in the window.
+    pub uses: i64,
+    /// Mean quality score, 0–100.
+    pub avg_score: f64,
+    /// Mean completion, 0–25.
+    pub avg_completion: f64,
+    /// Mean efficiency, 0–20.
+    pub avg_efficiency: f64,
+    /// Mean output quality, 0–30.
+    pub avg_quality: f64,
+    /// Mean user satisfaction, 0–25.
+    pub avg_satisfaction: f64,
+}
+
+/// Skill leaderboard: skills with at least 5 invocations in the window, best average first
+/// (rubric "Dashboard Queries", verbatim but for the window and a tie order by name).
+///
+/// # Errors
+/// Database errors.
+pub fn leaderboard(conn: &Connection, window: &Window) -> Result<Vec<LeaderboardRow>, StoreError> {
+    let (r, d, runs) = window.params();
+    let mut st = conn.prepare_cached(&format!("{SCOPE}{LEADERBOARD_SQL}"))?;
+    let rows = st.query_map(params![r, d, runs], |r| {
+        Ok(LeaderboardRow {
+            skill_name: r.get(0)?,
+            uses: r.get(1)?,
+            avg_score: r.get(2)?,
+            avg_completion: r.get(3)?,
+            avg_efficiency: r.get(4)?,
+            avg_quality: r.get(5)?,
+            avg_satisfaction: r.get(6)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The invocations of a run — its latest finished, non-aggregated attempts × the skills their
+/// trajectories used, outside `skill_free_condition` (`no-skills`) — one query, ordered by trial
+/// and skill.
+///
+/// # Errors
+/// Database errors.
+pub fn run_evidence(
+    conn: &Connection,
+    run_id: i64,
+    skill_free_condition: &str,
+) -> Result<Vec<TrialEvidence>, StoreError> {
+    let domains: std::collections::HashMap<String, String> = {
+        let mut st =
+            conn.prepare_cached("SELECT task_id, domain FROM run_tasks WHERE run_id = ?1")?;
+        let rows = st.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let mut st = conn.prepare_cached(EVIDENCE_SQL)?;
+    let rows = st.query_map(params![run_id, skill_free_condition], |r| {
+        let task_id: String = r.get(3)?;
+        Ok(TrialEvidence {
+            trial_id: r.get(0)?,
+            run_id: r.get(1)?,
+            skill_name: r.get(2)?,
+            domain: domains.get(&task_id).cloned(),
+            task_id,
+            outcome: r.get(4)?,
+            reward: r.get(5)?,
+            tests_total: r.get(6)?,
+            tests_passed: r.get(7)?,
+            n_input_tokens: r.get(8)?,
+            n_output_tokens: r.get(9)?,
+            n_tool_calls: r.get(10)?,
+            n_error_steps: r.get(11)?,
+            final_message: r.get(12)?,
+            agent_started_at: r.get(13)?,
+            agent_finished_at: r.get(14)?,
+            started_at: r.get(15)?,
+            finished_at: r.get(16)?,
+            queued_at: r.get(17)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// One `skill_invocations` row as written: a scored (trial, skill) of a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InvocationRow {
+    /// Trial (attempt) row id.
+    pub trial_id: i64,
+    /// Skill.
+    pub skill_name: String,
+    /// Run row id.
+    pub run_id: i64,
+    /// The trial's end, UTC, in SQLite's `datetime()` form.
+    pub timestamp: String,
+    /// Completion (0–25), efficiency (0–20), output quality (0–30), satisfaction (0–25) and the
+    /// total quality score (0–100), in that order.
+    pub scores: [i64; 5],
+    /// The invocation had errors.
+    pub errored: bool,
+}
+
+/// Writes invocation rows, replacing a row of the same run, trial and skill.
+///
+/// # Errors
+/// Database errors.
+pub fn write_invocations<'a>(
+    conn: &Connection,
+    rows: impl IntoIterator<Item = &'a InvocationRow>,
+) -> Result<(), StoreError> {
+    let mut upsert = conn.prepare_cached(
+        "INSERT INTO skill_invocations (trial_id, skill_name, run_id, timestamp, completion_score,
+             efficiency_score, quality_score_component, satisfaction_score, quality_score, errored)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+         ON CONFLICT (run_id, trial_id, skill_name) DO UPDATE SET
+             timestamp = excluded.timestamp, completion_score = excluded.completion_score,
+             efficiency_score = excluded.efficiency_score,
+             quality_score_component = excluded.quality_score_component,
+             satisfaction_score = excluded.satisfaction_score,
+             quality_score = excluded.quality_score, errored = excluded.errored",
+    )?;
+    for r in rows {
+        let [completion, efficiency, quality, satisfaction, total] = r.scores;
+        upsert.execute(params![
+            r.trial_id,
+            r.skill_name,
+            r.run_id,
+            r.timestamp,
+            completion,
+            efficiency,
+            quality,
+            satisfaction,
+            total,
+            r.errored
+        ])?;
+    }
+    Ok(())
+}
+
+/// Brings run `run_id`'s `skill_invocations` rows in line with `rows` (its invocations now):
+/// rows that no longer exist are deleted, new or changed ones written, identical ones left alone,
+/// and `marker` recorded as what they were computed from. Run it inside a transaction.
+///
+/// # Errors
+/// Database errors.
+pub fn sync_invocations(
+    conn: &Connection,
+    run_id: i64,
+    rows: &[InvocationRow],
+    marker: &str,
+) -> Result<(), StoreError> {
+    type Stored = (String, [i64; 5], bool);
+    let mut stored: HashMap<(i64, String), Stored> = {
+        let mut st = conn.prepare_cached(
+            "SELECT trial_id, skill_name, timestamp, completion_score, efficiency_score,
+                    quality_score_component, satisfaction_score, quality_score, errored
+             FROM skill_invocations WHERE run_id = ?1",
+        )?;
+        let rows = st.query_map([run_id], |r| {
+            Ok((
+                (r.get::<_, i64>(0)?, r.get::<_, String>(1)?),
+                (
+                    r.get::<_, String>(2)?,
+                    [r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?],
+                    r.get::<_, bool>(8)?,
+                ),
+            ))
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    let changed: Vec<&InvocationRow> = rows
+        .iter()
+        .filter(|r| {
+            let now: Stored = (r.timestamp.clone(), r.scores, r.errored);
+            stored.remove(&(r.trial_id, r.skill_name.clone())).as_ref() != Some(&now)
+        })
+        .collect();
+    write_invocations(conn, changed)?;
+    {
+        let mut delete = conn.prepare_cached(
+            "DELETE FROM skill_invocations WHERE run_id = ?1 AND trial_id = ?2 AND skill_name = ?3",
+        )?;
+        for (trial, skill) in stored.keys() {
+            delete.execute(params![run_id, trial, skill])?;
+        }
+    }
+    conn.execute(
+        "INSERT INTO skill_scoring (run_id, marker) VALUES (?1, ?2)
+         ON CONFLICT (run_id) DO UPDATE SET marker = excluded.marker",
+        params![run_id, marker],
+    )?;
+    Ok(())
+}
+
+/// The marker recorded by the last [`sync_invocations`] of run `run_id`, if any.
+///
+/// # Errors
+/// Database errors.
+pub fn scoring_marker_of(conn: &Connection, run_id: i64) -> Result<Option<String>, StoreError> {
+    Ok(conn
+        .query_row(
+            "SELECT marker FROM skill_scoring WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )
+        .optional()?)
+}
+
+/// The number of `skill_invocations` rows of run `run_id`.
+///
+/// # Errors
+/// Database errors.
+pub fn invocation_count(conn: &Connection, run_id: i64) -> Result<usize, StoreError> {
+    let n: i64 = conn.query_row(
+        "SELECT COUNT(*) FROM skill_invocations WHERE run_id = ?1",
+        [run_id],
+        |r| r.get(0),
+    )?;
+    Ok(n as usize)
+}
+
+/// What the scores of run `run_id` depend on in the store, cheaply: its finished latest attempts
+/// (count, largest and summed row ids — any retry, import or new trial moves them; an index-only
+/// read) and the skill uses recorded anywhere (count and largest row id), as one text.
+///
+/// # Errors
+/// Database errors.
+pub fn evidence_marker(conn: &Connection, run_id: i64) -> Result<String, StoreError> {
+    let (n, max, sum): (i64, Option<i64>, f64) = conn.query_row(
+        "SELECT COUNT(*), MAX(id), TOTAL(id) FROM trials
+         WHERE run_id = ?1 AND superseded = 0 AND status = 'done'",
+        [run_id],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )?;
+    let (uses, uses_max): (i64, Option<i64>) =
+        conn.query_row("SELECT COUNT(*), MAX(rowid) FROM skill_uses", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+    Ok(format!(
+        "trials {n} {} {sum} uses {uses} {}",
+        max.unwrap_or(0),
+        uses_max.unwrap_or(0)
+    ))
+}
+
+/// The rubric's "Quality distribution" rows in the window: (skill, tier label, count).
+///
+/// # Errors
+/// Database errors.
+pub fn distribution_counts(
+    conn: &Connection,
+    window: &Window,
+) -> Result<Vec<(String, String, i64)>, StoreError> {
+    let (r, d, runs) = window.params();
+    let mut st = conn.prepare_cached(&format!("{SCOPE}{DISTRIBUTION_SQL}"))?;
+    let rows = st.query_map(params![r, d, runs], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The rubric's "Improvement opportunities" rows in the window: (skill, component name, its
+/// average over its maximum), weakest first.
+///
+/// # Errors
+/// Database errors.
+pub fn opportunity_rows(
+    conn: &Connection,
+    window: &Window,
+) -> Result<Vec<(String, String, f64)>, StoreError> {
+    let (r, d, runs) = window.params();
+    let mut st = conn.prepare_cached(&format!("{SCOPE}{OPPORTUNITIES_SQL}"))?;
+    let rows = st.query_map(params![r, d, runs], |r| {
+        Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Every invocation in the window ordered by skill, timestamp and trial: (skill, scores as in
+/// [`InvocationRow::scores`], errored).
+///
+/// # Errors
+/// Database errors.
+pub fn invocation_scores(
+    conn: &Connection,
+    window: &Window,
+) -> Result<Vec<(String, [i64; 5], bool)>, StoreError> {
+    let (r, d, runs) = window.params();
+    let mut st = conn.prepare_cached(&format!(
+        "{SCOPE}
+SELECT skill_name, completion_score, efficiency_score, quality_score_component,
+       satisfaction_score, quality_score, errored
+FROM skill_invocations
+WHERE timestamp > datetime(?1, ?2)
+ORDER BY skill_name, timestamp, trial_id"
+    ))?;
+    let rows = st.query_map(params![r, d, runs], |r| {
+        Ok((
+            r.get(0)?,
+            [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?],
+            r.get(6)?,
+        ))
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

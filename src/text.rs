@@ -65,6 +65,12 @@ pub fn tail(s: &str, max: usize) -> &str {
     &s[from..]
 }
 
+/// One line of untrusted text (remote or from a container): [`sanitize`]d, line breaks made
+/// spaces.
+pub fn one_line(s: &str) -> String {
+    sanitize(s).replace('\n', " ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,10 +117,4 @@ mod tests {
         assert_eq!(tail(s, 4), "€b");
         assert_eq!(tail(s, 99), s);
     }
-}
-
-/// One line of untrusted text (remote or from a container): [`sanitize`]d, line breaks made
-/// spaces.
-pub fn one_line(s: &str) -> String {
-    sanitize(s).replace('\n', " ")
 }

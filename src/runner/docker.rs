@@ -87,7 +87,7 @@ impl DockerHost {
         }
     }
 
-    /// A short-lived helper container of `image` on this host (see [`ContainerSpec::helper`]),
+    /// A short-lived helper container of `image` on this host (see [`super::ContainerSpec::helper`]),
     /// labelled with the run this connection serves.
     pub fn helper_spec(&self, image: &str, kind: &str) -> super::ContainerSpec {
         let mut spec = super::ContainerSpec::helper(image, kind);

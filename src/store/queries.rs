@@ -65,6 +65,9 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
 }
 
 /// The run called `name`.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn find_run(conn: &Connection, name: &str) -> Result<Option<RunRow>, StoreError> {
     Ok(conn
         .query_row(
@@ -76,6 +79,9 @@ pub fn find_run(conn: &Connection, name: &str) -> Result<Option<RunRow>, StoreEr
 }
 
 /// The run with row id `id`.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn get_run(conn: &Connection, id: i64) -> Result<RunRow, StoreError> {
     conn.query_row(
         &format!("SELECT {RUN_COLS} FROM runs WHERE id = ?1"),
@@ -87,6 +93,9 @@ pub fn get_run(conn: &Connection, id: i64) -> Result<RunRow, StoreError> {
 }
 
 /// Every run, newest first.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn list_runs(conn: &Connection) -> Result<Vec<RunRow>, StoreError> {
     let mut st = conn.prepare(&format!("SELECT {RUN_COLS} FROM runs ORDER BY id DESC"))?;
     let rows = st.query_map([], run_from_row)?;
@@ -94,6 +103,9 @@ pub fn list_runs(conn: &Connection) -> Result<Vec<RunRow>, StoreError> {
 }
 
 /// Inserts a run in state `stopped`.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn insert_run(conn: &Connection, run: &NewRun) -> Result<RunRow, StoreError> {
     conn.execute(
         "INSERT INTO runs (name, created_at, tasks_dir, agent, model, n_trials, conditions, jobs_dir, status, settings, uid)
@@ -313,6 +325,9 @@ pub fn run_hosts(conn: &Connection, run_id: i64) -> Result<Vec<HostRow>, StoreEr
 }
 
 /// Records (or refreshes) the run's task selection.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn upsert_run_tasks(
     conn: &Connection,
     run_id: i64,
@@ -338,6 +353,9 @@ pub fn upsert_run_tasks(
 }
 
 /// The run's tasks, by id.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn run_tasks(conn: &Connection, run_id: i64) -> Result<Vec<RunTaskRow>, StoreError> {
     let mut st = conn.prepare(
         "SELECT task_id, domain, difficulty, path, problems FROM run_tasks WHERE run_id = ?1 ORDER BY task_id",
@@ -432,6 +450,9 @@ fn trials_where(
 }
 
 /// One attempt by row id.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn get_trial(conn: &Connection, id: i64) -> Result<TrialRow, StoreError> {
     trials_where(conn, "id = ?1", [id])?
         .pop()
@@ -439,6 +460,9 @@ pub fn get_trial(conn: &Connection, id: i64) -> Result<TrialRow, StoreError> {
 }
 
 /// The latest attempt of every trial of a run, ordered by task, condition, trial index.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn current_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, StoreError> {
     trials_where(
         conn,
@@ -449,6 +473,9 @@ pub fn current_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, S
 
 /// The latest attempt of every trial of a run, brief form, in no particular order. One cached
 /// statement over the `(run_id, superseded, status)` index.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn current_briefs(conn: &Connection, run_id: i64) -> Result<Vec<TrialBrief>, StoreError> {
     let mut st = conn.prepare_cached(
         "SELECT id, task_id, condition, trial_index, attempt, status, outcome, reward, finished_at
@@ -642,6 +669,9 @@ pub fn attempt_activity(
 }
 
 /// Every attempt of one trial, oldest first.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn trial_attempts(
     conn: &Connection,
     run_id: i64,
@@ -664,6 +694,9 @@ pub fn all_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, Store
 
 /// Queued attempts in execution order: trial index first, so every task and condition gets its
 /// first trial before any gets its second (early, unbiased pass rates on a partial run).
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn queued_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, StoreError> {
     trials_where(
         conn,
@@ -674,6 +707,9 @@ pub fn queued_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, St
 
 /// Inserts attempt 1 (queued) of every planned trial that does not exist yet. `name` gives the
 /// Harbor trial name of (key, attempt). Returns how many were added.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn plan_trials(
     conn: &Connection,
     run: &RunRow,
@@ -712,6 +748,9 @@ pub fn plan_trials(
 }
 
 /// Marks attempt `id` superseded and inserts the next attempt, queued. Returns the new attempt.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn new_attempt(
     conn: &Connection,
     id: i64,
@@ -744,6 +783,9 @@ pub fn new_attempt(
 
 /// Attempts left active (building/agent/verifying) — by a killed process or an interrupted one —
 /// are closed as `interrupted` and a fresh queued attempt replaces each. Returns the closed ones.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn requeue_active(
     conn: &Connection,
     run_id: i64,
@@ -851,6 +893,9 @@ pub struct TrialPatch {
 }
 
 /// Applies a patch to attempt `id`.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), StoreError> {
     let mut sets: Vec<String> = Vec::new();
     let mut vals: Vec<rusqlite::types::Value> = Vec::new();
@@ -974,6 +1019,9 @@ pub fn set_provider_limit(
 }
 
 /// Closes attempt `id`: status `done` plus the patch (outcome, reward, times, error).
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn finish_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), StoreError> {
     patch_trial(
         conn,
@@ -1041,6 +1089,9 @@ pub fn set_trial_plan(
 }
 
 /// Replaces the skill uses recorded for attempt `trial_id`.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn set_skill_uses(
     conn: &Connection,
     trial_id: i64,
@@ -1057,6 +1108,9 @@ pub fn set_skill_uses(
 }
 
 /// The skill uses of attempt `trial_id`, by skill and kind.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn skill_uses(conn: &Connection, trial_id: i64) -> Result<Vec<SkillUseRow>, StoreError> {
     let mut st = conn.prepare_cached(
         "SELECT skill, kind, first_step, count FROM skill_uses WHERE trial_id = ?1 ORDER BY skill, kind",
@@ -1073,6 +1127,9 @@ pub fn skill_uses(conn: &Connection, trial_id: i64) -> Result<Vec<SkillUseRow>, 
 }
 
 /// Writes an operator command for the engine.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn insert_command(
     conn: &Connection,
     run_id: i64,
@@ -1087,6 +1144,9 @@ pub fn insert_command(
 }
 
 /// Pending commands of a run, oldest first.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn pending_commands(conn: &Connection, run_id: i64) -> Result<Vec<CommandRow>, StoreError> {
     let mut st = conn.prepare(
         "SELECT id, run_id, kind, trial_id, created_at, state, note FROM commands
@@ -1107,6 +1167,9 @@ pub fn pending_commands(conn: &Connection, run_id: i64) -> Result<Vec<CommandRow
 }
 
 /// Marks a command handled (`done` or `rejected`) with a note.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn close_command(conn: &Connection, id: i64, done: bool, note: &str) -> Result<(), StoreError> {
     conn.execute(
         "UPDATE commands SET state = ?2, handled_at = ?3, note = ?4 WHERE id = ?1",
@@ -1121,6 +1184,9 @@ pub fn close_command(conn: &Connection, id: i64, done: bool, note: &str) -> Resu
 }
 
 /// Appends a run event (`info`, `warn` or `error`).
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn add_event(
     conn: &Connection,
     run_id: i64,
@@ -1170,6 +1236,9 @@ pub fn events_after(
 }
 
 /// The latest `limit` events of a run, oldest first: (time, level, message).
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
 pub fn recent_events(
     conn: &Connection,
     run_id: i64,

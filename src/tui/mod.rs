@@ -1,6 +1,6 @@
 //! The terminal dashboard (ratatui + crossterm). `run` opens it over the engine it starts; `watch`
 //! opens it over a run another process owns. Either way it reads the SQLite store through a worker
-//! thread ([`data`]) and writes only operator commands.
+//! thread ([`worker`]) and writes only operator commands.
 //!
 //! The event loop waits on keys, the mouse (captured unless `--no-mouse`), worker updates, engine
 //! events and a 1 s tick, and redraws only

@@ -2,7 +2,7 @@
 //! (absolute, `..`, backslashes, control characters, empty or over-long components, Windows drive
 //! prefixes, duplicates), entry types (symlinks and other non-regular files), sizes (read with a
 //! cap, never trusting the archive's header) and counts; ZIP and tar alike. A skill with one bad
-//! entry is refused whole ([`Reject`]).
+//! entry is refused whole (`Reject`).
 
 use std::collections::{BTreeSet, HashSet};
 use std::io::Read;
@@ -12,7 +12,7 @@ use crate::skillsbench::skill::{Severity, check_skill_md};
 use super::{ExportLimits, Refusal};
 
 /// Files up to this size (bytes) that are valid UTF-8 without NUL bytes keep their text in
-/// [`SkillFileRecord::text`] (256 KiB).
+/// [`super::SkillFileRecord::text`] (256 KiB).
 pub const MAX_TEXT_BYTES: u64 = 256 * 1024;
 
 /// Longest path component accepted, bytes (the usual `NAME_MAX`).

@@ -20,7 +20,7 @@
 //! way, so curated and learned skills can be compared by [`SkillSnapshot::content_hash`].
 //!
 //! Files: [`guard`] (every check an untrusted skill archive passes: paths, entry types, sizes,
-//! counts — ZIP and tar), [`write`] (writing a checked skill into a fresh folder, renamed into place
+//! counts — ZIP and tar), [`write`](mod@write) (writing a checked skill into a fresh folder, renamed into place
 //! without replacing anything), [`snapshot`] (a skill folder already on disk, hashed and read the
 //! same way); this module fetches a space's skills and runs the export.
 

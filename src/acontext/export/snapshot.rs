@@ -115,7 +115,7 @@ pub fn snapshot_dir(dir: &Path, limits: &ExportLimits) -> Result<SkillSnapshot, 
 
 /// Reads a tar of a skills folder (as `GET /containers/{id}/archive` returns it: one top folder,
 /// e.g. `skills/`, holding `<folder>/SKILL.md …`) and writes the skills that pass every check of
-/// [`export_space`] into the new folder `out`: entry paths ([`check_path`]), entry types (regular
+/// [`export_space`] into the new folder `out`: entry paths (`guard::check_path`), entry types (regular
 /// files and folders only: a symlink, hard link or device refuses its skill), sizes (each file
 /// read with a cap, never trusting the header) and counts per `limits`, a root `SKILL.md` that is
 /// UTF-8 and passes [`check_skill_md`]. A file directly in the top folder is refused as a stray

@@ -4,7 +4,7 @@
 //! Setup, once per space: find the space by its `meta` (`{"skillscope": {"space": <run uid>/<label>}}`)
 //! or create it; take Acontext's default skills (`daily-logs`, `user-general-facts`) out unless
 //! told to keep them; for a curated space, upload every task's curated skill as a ZIP and include
-//! it (see [`super::curated`]); detect how verdicts can reach the server ([`StatusMode`]).
+//! it (see `curated.rs`); detect how verdicts can reach the server ([`StatusMode`]).
 //!
 //! Then every trial with a verifier verdict, in learning order — by domain, then difficulty
 //! (easy/core → medium/extended → hard/extreme), then task, all trials of a task together — walks

@@ -1,6 +1,6 @@
 //! `skillscope import`: results from elsewhere into the store — Harbor job folders ([`jobs`]) and
 //! the two result files SkillsBench's authors publish ([`published`]: the per-trial CSV read by
-//! [`csv`], the website's results registry read by [`registry`]). [`detect`] decides what a root
+//! [`csv`], the website's results registry read by [`registry`]). [`detect`](mod@detect) decides what a root
 //! is before anything is imported; this module owns the types every importer shares and the one
 //! entry point, [`import`].
 //!

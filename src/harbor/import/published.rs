@@ -28,7 +28,7 @@
 //! (0, 1)). Each config becomes a run `registry-<harness>-<modelShort>` (`--run` replaces the
 //! `registry` prefix: a run has one agent and model), agent the harness slug, model `modelShort`,
 //! with `trials` trials per task and condition marked `aggregated`. Their rewards are
-//! reconstructed so each task's mean reward is the published one (see [`reconstruct`]).
+//! reconstructed so each task's mean reward is the published one (see [`super::registry::reconstruct`]).
 //!
 //! Both: the run's task list is every task the file names (domains from the catalog), runs have
 //! `source` `csv` or `registry`, and each trial's import key is `<identity>@<content hash>` —

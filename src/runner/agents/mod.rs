@@ -230,7 +230,7 @@ fn trajectory_of(agent: &dyn Agent, steps: Vec<Step>) -> Trajectory {
 }
 
 /// Looks an agent up by name: `oracle`, `nop`, or a harness (`claude-code`, `codex`,
-/// `gemini-cli`; see [`super::harness`]) at the versions pinned in `harness`.
+/// `gemini-cli`; see [`harness`]) at the versions pinned in `harness`.
 ///
 /// # Errors
 /// [`RunnerError::Task`] for an unknown name, a harness without its API key in the environment

@@ -136,7 +136,7 @@ fn same_content(a: &SkillVersion, b: &SkillVersion) -> bool {
 }
 
 /// Reads the skill browser's data of space `space_id` in one transaction, sanitized — or of a
-/// generated skill set ([`super::generated`]) for its (negative) id.
+/// generated skill set for its (negative) id.
 ///
 /// # Errors
 /// Database errors; [`StoreError::NotFound`] for an unknown space.

@@ -46,7 +46,7 @@ pub struct Snapshot {
     /// those learning from its round-1 run; oldest first, with their progress counted in SQL.
     pub spaces: Vec<SpaceProgress>,
     /// The skills agents generated under the self-generated conditions of this run (and of an
-    /// experiment's round-1 run), as the skill browser lists them ([`super::generated`]).
+    /// experiment's round-1 run), as the skill browser lists them.
     pub generated: Vec<SpaceProgress>,
     /// Tokens and cost so far, per condition (conditions without usage are absent).
     pub spend: Vec<queries::ConditionSpend>,

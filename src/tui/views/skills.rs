@@ -29,7 +29,7 @@ use crate::tui::app::App;
 use crate::tui::skilldoc::{DocLine, gutter};
 use crate::tui::state::{Hits, SKILLS_TABS, SkillsFocus, SkillsState, list_top};
 use crate::tui::theme::Theme;
-use crate::tui::worker::{FileChange, SkillBrowser, SkillOrigin};
+use crate::tui::worker::{FileChange, SkillBrowser, SkillEntry, SkillOrigin};
 
 /// From this width on, lists and the file are side by side.
 pub const SIDE_BY_SIDE: u16 = 100;
@@ -106,7 +106,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
     lists(f, left, app, sk, spaces, data, false);
     match skill {
         Some(skill) => {
-            let lines = rubric_lines(t, sk, &skill.name, right.width as usize - 2, false);
+            let mut lines = vec![content_line(t, skill, right.width as usize - 2)];
+            lines.extend(rubric_lines(
+                t,
+                sk,
+                &skill.name,
+                right.width as usize - 2,
+                false,
+            ));
             let h = (lines.len() as u16 + 2).min(right.height / 2);
             let [top, rest] =
                 Layout::vertical([Constraint::Length(h), Constraint::Min(3)]).areas(right);
@@ -114,6 +121,67 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
             document(f, rest, t, sk, data);
         }
         None => document(f, right, t, sk, data),
+    }
+}
+
+/// The skill's content as the report's skill content analysis measures it: SKILL.md body tokens
+/// and the paper's size bucket, files beside it, SOP and Warning entries, and for a learned
+/// version of a curated skill the lines it added and removed.
+fn content_line(t: &Theme, skill: &SkillEntry, width: usize) -> Line<'static> {
+    let Some(c) = &skill.content else {
+        return Line::from(Span::styled(
+            fit("content: no SKILL.md text recorded", width),
+            t.dim,
+        ));
+    };
+    let mut text = format!(
+        "{} tokens ({}) · {} file{} · {} SOP · {} warning{}",
+        thousands(c.body_tokens),
+        c.size,
+        c.files,
+        if c.files == 1 { "" } else { "s" },
+        c.sops,
+        c.warnings,
+        if c.warnings == 1 { "" } else { "s" },
+    );
+    if let (Some(a), Some(r)) = (c.lines_added, c.lines_removed) {
+        text.push_str(&format!(" · +{a} −{r} vs curated"));
+    }
+    Line::from(vec![
+        Span::styled("content ", t.dim),
+        Span::styled(fit(&text, width.saturating_sub(8)), t.text),
+    ])
+}
+
+/// `1234` as `1,234`.
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// The skill list's title: how many skills, and how many of each of the paper's size buckets.
+fn skills_title(d: &SkillBrowser) -> String {
+    let mut buckets: Vec<(&str, usize)> = Vec::new();
+    for c in d.skills.iter().filter_map(|s| s.content.as_ref()) {
+        match buckets.iter_mut().find(|(b, _)| *b == c.size) {
+            Some((_, n)) => *n += 1,
+            None => buckets.push((c.size, 1)),
+        }
+    }
+    let order = ["compact", "detailed", "comprehensive"];
+    buckets.sort_by_key(|(b, _)| order.iter().position(|o| o == b).unwrap_or(order.len()));
+    let sizes: Vec<String> = buckets.iter().map(|(b, n)| format!("{n} {b}")).collect();
+    if sizes.is_empty() {
+        format!("skills ({})", d.skills.len())
+    } else {
+        format!("skills ({}) · {}", d.skills.len(), sizes.join(" · "))
     }
 }
 
@@ -458,10 +526,12 @@ fn lists(
     let n_files = skill.map_or(0, |s| s.files.len());
     let n_sources = skill.map_or(0, |s| s.sources.len());
     let rubric = match skill {
-        Some(s) if with_rubric => Some((
-            s.name.as_str(),
-            rubric_lines(t, sk, &s.name, area.width.saturating_sub(2) as usize, true),
-        )),
+        Some(s) if with_rubric => {
+            let w = area.width.saturating_sub(2) as usize;
+            let mut lines = vec![content_line(t, s, w)];
+            lines.extend(rubric_lines(t, sk, &s.name, w, true));
+            Some((s.name.as_str(), lines))
+        }
         _ => None,
     };
     let middle = match &rubric {
@@ -573,7 +643,7 @@ fn lists(
             .collect(),
     };
     let title = match data {
-        Some(d) => format!("skills ({})", d.skills.len()),
+        Some(d) => skills_title(d),
         None => "skills".to_string(),
     };
     list_block(

@@ -7,6 +7,7 @@ use std::path::Path;
 use rusqlite::Connection;
 
 use crate::acontext::export::{ExportLimits, snapshot_dir};
+use crate::analysis::skill_content::{SkillContent, measure};
 use crate::skillsbench::condition::is_self_generated_key;
 use crate::store::learning::{
     self as lq, LearnStepRow, SkillFileRow, SkillSourceRow, SkillVersionRow, SpaceProgress,
@@ -111,6 +112,26 @@ pub struct SkillEntry {
     pub files: Vec<SkillFile>,
     /// Trials whose learning created or changed it, in learning order.
     pub sources: Vec<SkillSourceRow>,
+    /// What the shown version holds, measured as the report's skill content analysis does
+    /// ([`crate::analysis::skill_content::measure`]: SKILL.md body tokens and size bucket, files
+    /// beside it, SOP and Warning entries, lines changed against the curated version); `None`
+    /// until a SKILL.md text is recorded.
+    pub content: Option<SkillContent>,
+}
+
+impl SkillEntry {
+    /// Measures the shown SKILL.md (the learned one when there is one) against the curated one.
+    fn measured(mut self) -> SkillEntry {
+        let md = self.files.iter().find(|f| f.path == "SKILL.md");
+        let shown = md.and_then(|f| f.shown()).and_then(|r| r.text.as_deref());
+        let curated = md
+            .filter(|f| f.learned.is_some())
+            .and_then(|f| f.curated.as_ref())
+            .and_then(|r| r.text.as_deref());
+        let beside = self.files.iter().filter(|f| f.path != "SKILL.md").count();
+        self.content = shown.map(|text| measure(&self.name, text, beside, curated));
+        self
+    }
 }
 
 /// The skill browser's data for one learning space.
@@ -208,19 +229,23 @@ pub fn load_skills(conn: &Connection, space_id: i64) -> Result<SkillBrowser, Sto
         }
         let mut files: Vec<SkillFile> = files.into_values().collect();
         files.sort_by_key(|f| (f.path != "SKILL.md", f.path.clone()));
-        skills.push(SkillEntry {
-            description: learned
-                .as_ref()
-                .or(curated.as_ref())
-                .map(|v| one_line(&v.row.description))
-                .unwrap_or_default(),
-            sources: sources.remove(&name).unwrap_or_default(),
-            name,
-            origin,
-            curated,
-            learned,
-            files,
-        });
+        skills.push(
+            SkillEntry {
+                description: learned
+                    .as_ref()
+                    .or(curated.as_ref())
+                    .map(|v| one_line(&v.row.description))
+                    .unwrap_or_default(),
+                sources: sources.remove(&name).unwrap_or_default(),
+                name,
+                origin,
+                curated,
+                learned,
+                files,
+                content: None,
+            }
+            .measured(),
+        );
     }
     let mut steps = lq::steps(&tx, space_id)?;
     tx.finish()?;
@@ -438,7 +463,9 @@ pub fn load_generated_set(conn: &Connection, id: i64) -> Result<SkillBrowser, St
                         files,
                     }),
                     sources: Vec::new(),
+                    content: None,
                 }
+                .measured()
             });
             e.sources.push(source(r, &s.dir_name, "generated"));
         }
@@ -455,6 +482,7 @@ pub fn load_generated_set(conn: &Connection, id: i64) -> Result<SkillBrowser, St
                 learned: None,
                 files: Vec::new(),
                 sources: Vec::new(),
+                content: None,
             });
             e.sources.push(source(r, &x.skill, "refused"));
         }

@@ -89,6 +89,7 @@ fn solving_script(h: &Harness) -> Script {
             output: 50,
         },
         phases: Vec::new(),
+        hold: None,
     }
 }
 

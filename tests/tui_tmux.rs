@@ -378,8 +378,8 @@ fn clicks_select_cells_and_tabs_and_the_wheel_scrolls() {
 
 /// A scripted-model run of the harness example task with Claude Code, watched in tmux: while its
 /// agent runs, the grid's bottom border shows the live steps and the last tool call of the cell
-/// under the cursor; when the agent's tool goes silent past `--stall-after 3`, the cell is marked
-/// stalled on screen (and the run goes on to pass).
+/// under the cursor; when the agent goes silent past `--stall-after 3` (the model holds its
+/// answer), the cell is marked stalled on screen (and the run goes on to pass).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_in_tmux_shows_live_activity_and_a_stall() {
     require_docker().await;
@@ -387,9 +387,6 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
     glibc_image::ensure_glibc_image().await;
     let model = scripted_model::ScriptedModel::start(scripted_model::Script {
         commands: vec![
-            // Silent long enough to be marked stalled and for the screen to show it (Claude Code
-            // refuses a standalone `sleep` this long, so the wait is a `timeout` of an idle tail).
-            "timeout 40 tail -f /dev/null || true".into(),
             "cat /root/.claude/skills/greeting/SKILL.md".into(),
             "echo 'hello from the greeting skill' > /root/answer.txt".into(),
         ],
@@ -402,6 +399,9 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
             output: 50,
         },
         phases: Vec::new(),
+        // After its first command the agent waits on the model, silent long enough to be marked
+        // stalled and for the screen to show it.
+        hold: Some((1, Duration::from_secs(30))),
     })
     .await;
     let dir = tempfile::tempdir().unwrap();
@@ -461,7 +461,7 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
     let t0 = Instant::now();
     let live = loop {
         let screen = tmux.screen();
-        if screen.contains("timeout 40") && screen.contains(" steps") {
+        if screen.contains("Bash: cat") && screen.contains(" steps") {
             break screen;
         }
         assert!(
@@ -473,9 +473,9 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
     };
     let border = live
         .lines()
-        .find(|l| l.contains("timeout 40"))
+        .find(|l| l.contains("Bash: cat"))
         .expect("the activity line");
-    assert!(border.contains("A #1"), "{live}");
+    assert!(border.contains("B #1"), "the curated trial 1: {live}");
     let t0 = Instant::now();
     let stalled = loop {
         let screen = tmux.screen();
@@ -489,10 +489,11 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
         );
         std::thread::sleep(Duration::from_millis(250));
     };
-    // The stalled glyph of the dark theme, in the grid row of the task.
+    // The stalled glyph of the dark theme, in the grid row of the task (the event log names the
+    // trial too).
     let row = stalled
         .lines()
-        .find(|l| l.contains("hello-skill"))
+        .find(|l| l.starts_with("│hello-skill"))
         .unwrap_or_default();
     assert!(row.contains('‖'), "{stalled}");
     assert!(tmux.alive());

@@ -91,6 +91,7 @@ async fn messages(
     let model = json["model"].as_str().unwrap_or("claude").to_string();
     let stream = json["stream"].as_bool().unwrap_or(false);
     let (blocks, stop, label) = if offers_bash(&json) {
+        state.hold(tool_results(&json)).await;
         let (next, label) = state.next_for(&json, tool_results(&json));
         match next {
             Next::Command { index, command } => (

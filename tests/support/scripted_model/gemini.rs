@@ -196,6 +196,7 @@ async fn model_call(
     }
     let streaming = method == "streamGenerateContent";
     let reply = if offers_shell(&json) {
+        state.hold(tool_results(&json)).await;
         let (next, label) = state.next_for(&json, tool_results(&json));
         state.record(line, &headers, &json, &label);
         let parts = match next {

@@ -40,6 +40,9 @@ pub struct Script {
     /// Other scripts for conversations whose request holds a marker text (e.g. the skill-writing
     /// session of a two-phase run): (marker, commands, closing text); the first match wins.
     pub phases: Vec<(String, Vec<String>, String)>,
+    /// Answer the model request of a conversation holding this many tool results only after this
+    /// long: the CLI waits on the model and writes nothing meanwhile (a provider that stalls).
+    pub hold: Option<(usize, std::time::Duration)>,
 }
 
 /// Tokens reported per response.
@@ -124,6 +127,16 @@ impl ScriptState {
         self.script
             .fail_with
             .or((n < self.script.fail_first).then_some(429))
+    }
+
+    /// Waits as [`Script::hold`] says before answering a conversation holding `tool_results`
+    /// tool results.
+    pub async fn hold(&self, tool_results: usize) {
+        if let Some((n, d)) = self.script.hold
+            && n == tool_results
+        {
+            tokio::time::sleep(d).await;
+        }
     }
 
     /// [`ScriptState::next`] for the conversation in request `body`: the commands of the first

@@ -77,6 +77,7 @@ async fn responses(
         return sse(stream_for(&state, &model, "side", vec![item]));
     }
     let results = tool_results(&json);
+    state.hold(results).await;
     let (next, label) = state.next_for(&json, results);
     state.record(line, &headers, &json, &label);
     let tag = format!("t{results}");

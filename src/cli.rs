@@ -308,7 +308,7 @@ pub struct ExportArgs {
 /// `skillscope experiment`.
 #[derive(Debug, Args, Clone)]
 pub struct ExperimentArgs {
-    /// The plan (TOML; see the README's "Experiments").
+    /// The plan (TOML; see docs/learning.md).
     pub plan: PathBuf,
     /// SQLite database [default: skillscope.db].
     #[arg(long, env = "SKILLSCOPE_DB")]

@@ -2,7 +2,7 @@
 //! failure categories (timeout, execution, coherence, verification) between rounds"), decided
 //! deterministically for every judged failure from its outcome, trajectory and test report.
 //!
-//! Rules, first match wins (the README's "Failure categories" section says the same):
+//! Rules, first match wins (docs/scoring.md's "Failure categories" section says the same):
 //!
 //! 1. Not a judged failure — a pass, or an outcome without a verdict (build, runtime, provider
 //!    errors, no reward, not run): no category; infrastructure stays apart.

@@ -808,7 +808,7 @@ fn failures(out: &mut String, r: &Results, specs: &[ChartSpec]) {
         row(out, &cells);
     }
     out.push_str("\nWrong output = the verifier ran and the output failed it. Timeouts are verdicts on the agent; build errors, runtime errors and missing rewards are infrastructure.\n\n");
-    out.push_str("### Failure categories\n\nThe plan's four categories for every judged failure (wrong output or a timeout), decided from the outcome, the trajectory and the test report by the rules in the README (\"Failure categories\"): timeout (agent or verifier overran), execution (the agent's own commands failed and it did not recover, or it crashed), coherence (it stopped without doing what was asked), verification (outputs produced and failed the verifier's assertions); unclassified when what the trial left does not decide it. Infrastructure failures are not judged and stay in the table above.\n\n");
+    out.push_str("### Failure categories\n\nThe plan's four categories for every judged failure (wrong output or a timeout), decided from the outcome, the trajectory and the test report by the rules in the docs/scoring.md (\"Failure categories\"): timeout (agent or verifier overran), execution (the agent's own commands failed and it did not recover, or it crashed), coherence (it stopped without doing what was asked), verification (outputs produced and failed the verifier's assertions); unclassified when what the trial left does not decide it. Infrastructure failures are not judged and stay in the table above.\n\n");
     let mut cols: Vec<String> = vec!["Condition".into(), "Judged failures".into()];
     cols.extend(FailureCategory::ALL.iter().map(|k| k.as_str().to_string()));
     let refs: Vec<&str> = cols.iter().map(String::as_str).collect();

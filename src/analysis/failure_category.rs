@@ -24,7 +24,7 @@
 //! 10. **verification** — otherwise: outputs were produced and failed the verifier's assertions.
 //!
 //! Hand labels of 21 real failed trials (`../shared/skillsbench/failed-trials/` and
-//! `published/`) are the test fixtures (`tests/failure_categories.rs`); the classifier agrees with
+//! `published/`) are the test fixtures (`tests/offline/failure_categories.rs`); the classifier agrees with
 //! every one.
 
 use std::path::Path;

@@ -250,7 +250,7 @@ mod tests {
     }
 
     /// Messages as Docker 20.10 and containerd send them (from real daemons; see also
-    /// `tests/faults.rs`, which provokes each against a live daemon).
+    /// `tests/docker/faults.rs`, which provokes each against a live daemon).
     #[test]
     fn daemon_answers_are_classified_by_status_and_message() {
         let table: &[(E, Fault)] = &[

@@ -10,7 +10,7 @@ pub async fn gateway() -> String {
     ADDRESS
         .get_or_init(|| async {
             let docker = bollard::Docker::connect_with_defaults().expect("docker");
-            crate::container_gateway::host_address(&docker).await
+            crate::support::container_gateway::host_address(&docker).await
         })
         .await
         .clone()

@@ -9,18 +9,7 @@
 //!   skills) only writes skills; the second sees only the valid generated skills, where the
 //!   harness looks, and nothing else; the trial's tokens cover both sessions.
 
-mod common;
-#[path = "support/container_gateway.rs"]
-mod container_gateway;
-#[path = "support/glibc_image.rs"]
-mod glibc_image;
-#[path = "support/harness_env.rs"]
-mod harness_env;
-#[path = "support/harness_run.rs"]
-mod harness_run;
-#[path = "support/scripted_model/mod.rs"]
-mod scripted_model;
-
+use crate::support::{common, glibc_image, harness_env, harness_run, scripted_model};
 use std::path::{Path, PathBuf};
 
 use common::require_docker;

@@ -2,8 +2,7 @@
 //! title, cursor moves) and plants a symlink in its log folder; the dashboard shows its output as
 //! inert text.
 
-mod common;
-
+use crate::support::common;
 use std::sync::Arc;
 
 use common::{Scratch, one};

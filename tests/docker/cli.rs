@@ -1,8 +1,7 @@
 //! The binary as an operator uses it: the README's first command (the built-in example tasks),
 //! `status --json`, `tasks`, and clear errors for bad input.
 
-mod common;
-
+use crate::support::common;
 use std::process::{Command, Output};
 
 use common::{Scratch, require_docker, skillscope};

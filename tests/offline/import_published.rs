@@ -9,7 +9,7 @@
 //! records a new attempt that the analysis sees, and malformed rows are reported with file and
 //! line (and, in the registry, index) while the rest is imported.
 
-mod common;
+use crate::support::common;
 use common::shared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -4,10 +4,7 @@
 //! down for good, one of two hosts killed, its disk filling up under the verifier; the database
 //! locked by another process for 20 s; the engine killed (stale) or its terminal gone (SIGHUP).
 
-mod common;
-#[path = "support/private_dockerd.rs"]
-mod private_dockerd;
-
+use crate::support::{common, private_dockerd};
 use std::collections::HashMap;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

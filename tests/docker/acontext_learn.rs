@@ -5,10 +5,7 @@
 //! middle — always ending with one session per trial, two messages per session, and every
 //! verdict where the verifier put it.
 
-mod common;
-#[path = "support/fake_acontext.rs"]
-mod fake_acontext;
-
+use crate::support::{common, fake_acontext};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;

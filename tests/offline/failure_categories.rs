@@ -5,7 +5,7 @@
 //! Each label was decided by reading the trial's trajectory, test report and result by hand
 //! (the reason is beside it), before the classifier ran on it.
 
-mod common;
+use crate::support::common;
 use common::shared;
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,7 @@
 //! small run with skill invocations), every chart a valid non-blank PNG, JSON and CSV carrying the
 //! same numbers, untrusted names escaped, and write errors naming the path.
 
-mod common;
+use crate::support::common;
 use common::shared;
 use std::path::{Path, PathBuf};
 

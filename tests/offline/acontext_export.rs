@@ -4,9 +4,7 @@
 //! the fallback when the ZIP download fails, an existing output folder, transport failures
 //! (all-or-nothing) and a symlink uploaded in a ZIP.
 
-#[path = "support/fake_acontext.rs"]
-mod fake_acontext;
-
+use crate::support::fake_acontext;
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;

@@ -9,22 +9,10 @@
 //! trial queued again, a 429 is retried with backoff and then left as provider-error — neither
 //! counts as a task failure.
 
-mod common;
-#[path = "support/container_gateway.rs"]
-mod container_gateway;
-#[path = "support/docker_tcp_proxy.rs"]
-mod docker_tcp_proxy;
-#[path = "support/glibc_image.rs"]
-mod glibc_image;
-#[path = "support/harness_env.rs"]
-mod harness_env;
-#[path = "support/harness_run.rs"]
-mod harness_run;
-#[path = "support/private_dockerd.rs"]
-mod private_dockerd;
-#[path = "support/scripted_model/mod.rs"]
-mod scripted_model;
-
+use crate::support::{
+    common, container_gateway, docker_tcp_proxy, glibc_image, harness_env, harness_run,
+    private_dockerd, scripted_model,
+};
 use std::path::{Path, PathBuf};
 
 use common::require_docker;

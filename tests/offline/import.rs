@@ -3,7 +3,7 @@
 //! as a no-op, broken folders reported without losing the rest, skill use from trajectories, and
 //! trajectory summaries of real trials.
 
-mod common;
+use crate::support::common;
 use common::shared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,7 @@
 //! Skill conditions in real images: no-skills leaves no skill anywhere, curated and `skills:<dir>`
 //! put skills where every harness looks, and a skill smuggled into a no-skills image is caught.
 
-mod common;
-
+use crate::support::common;
 use std::collections::HashMap;
 
 use bollard::exec::{CreateExecOptions, StartExecResults};

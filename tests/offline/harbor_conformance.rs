@@ -1,8 +1,7 @@
 //! Harbor's own pydantic models (harbor 0.25.0: `TrialResult`, `TrialConfig`, `JobResult`) accept
 //! every file skillscope writes, for every kind of outcome.
 
-mod common;
-
+use crate::support::common;
 use std::path::Path;
 use std::process::Command;
 

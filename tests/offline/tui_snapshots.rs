@@ -1,6 +1,7 @@
 //! Snapshots of every dashboard view at 80×24 and 120×40, drawn from a store filled through the
 //! store API (a synthetic run on a fixed clock) — `cargo insta review` shows changes.
 
+use crate::support::learning_fixture;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -17,9 +18,6 @@ use skillscope::tui::worker::analysis::{load_results, load_rubric};
 use skillscope::tui::worker::{
     Detail, LogFile, Request, Update, load_detail, load_skills, load_snapshot, render_trajectory,
 };
-
-#[path = "support/learning_fixture.rs"]
-mod learning_fixture;
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
 

@@ -1,6 +1,7 @@
 //! Dashboard behaviour without a terminal: keys in, effects out (retry, retry all, cancel, quit,
 //! the skill browser's navigation).
 
+use crate::support::learning_fixture;
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -10,9 +11,6 @@ use skillscope::tui::app::{App, Confirm, Effect, Mode, Pane, Popup};
 use skillscope::tui::state::SkillsFocus;
 use skillscope::tui::theme::Theme;
 use skillscope::tui::worker::{Request, SkillOrigin, Update, load_skills, load_snapshot};
-
-#[path = "support/learning_fixture.rs"]
-mod learning_fixture;
 
 fn key(c: KeyCode) -> KeyEvent {
     KeyEvent::new(c, KeyModifiers::NONE)

@@ -3,10 +3,7 @@
 //! results for the four conditions — stopped by a dead server in the learning phase and resumed.
 //! And an exported folder is exactly what the agent finds in round 2.
 
-mod common;
-#[path = "support/fake_acontext.rs"]
-mod fake_acontext;
-
+use crate::support::{common, fake_acontext};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;

@@ -5,8 +5,7 @@
 //! error; nothing left behind (containers, networks). And `skillscope tasks --check` over the
 //! example tasks and fixture tasks, every failure with its reason.
 
-mod common;
-
+use crate::support::common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 

@@ -1,8 +1,7 @@
 //! Runs that last days get killed, interrupted, retried and steered: kill -9 and resume, Ctrl-C and
 //! resume, retry and cancel commands through the store.
 
-mod common;
-
+use crate::support::common;
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

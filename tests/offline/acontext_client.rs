@@ -3,9 +3,7 @@
 //! of `shared/acontext/openapi.json`), auth, pagination, retries, optional routes, idempotency
 //! conflicts and key hygiene.
 
-#[path = "support/fake_acontext.rs"]
-mod fake_acontext;
-
+use crate::support::fake_acontext;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::{Read, Write};
 use std::time::Duration;
@@ -18,9 +16,9 @@ use skillscope::acontext::{AcontextConfig, AcontextError, Client};
 
 const KEY: &str = "sk-ac-test";
 /// The spec, copied so the tests do not depend on `../shared` (CI has a clean clone).
-const SPEC: &str = include_str!("fixtures/acontext/openapi.json");
+const SPEC: &str = include_str!("../fixtures/acontext/openapi.json");
 /// The client's source: its doc comments name every endpoint it calls (`` `GET /path` ``).
-const CLIENT_SRC: &str = include_str!("../src/acontext/client.rs");
+const CLIENT_SRC: &str = include_str!("../../src/acontext/client.rs");
 
 fn config(base_url: &str, key: &str) -> AcontextConfig {
     AcontextConfig {

@@ -1,15 +1,11 @@
-//! Live smoke test: each harness against its real provider, on the harness fixture task, when the
-//! operator's key is in the environment (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`,
-//! `GEMINI_API_KEY`). Without a key the harness is skipped and the reason is printed straight to
-//! stderr (past the test harness's capture) — never silently. Models can be overridden with
+//! Live smoke test: each harness against its real provider, on the harness fixture task. Every test
+//! here is `#[ignore]`d (it spends money and needs a key): run them with
+//! `cargo test --test live -- --ignored` and the operator's key in the environment
+//! (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`); without the key a test fails,
+//! saying which variable is missing. Models can be overridden with
 //! `SKILLSCOPE_LIVE_<HARNESS>_MODEL`.
 
-mod common;
-#[path = "support/glibc_image.rs"]
-mod glibc_image;
-#[path = "support/harness_run.rs"]
-mod harness_run;
-
+use crate::support::{common, glibc_image, harness_run};
 use std::io::Write;
 
 use skillscope::store::{Outcome, Store, queries};
@@ -19,12 +15,10 @@ fn say(msg: &str) {
 }
 
 async fn live(agent: &str, key_var: &str, model_var: &str, default_model: &str) {
-    if std::env::var(key_var).map(|v| v.is_empty()).unwrap_or(true) {
-        say(&format!(
-            "{agent}: SKIPPED — {key_var} is not set (no real key, no live call)"
-        ));
-        return;
-    }
+    assert!(
+        std::env::var(key_var).is_ok_and(|v| !v.is_empty()),
+        "{agent}: {key_var} is not set — a live test needs the provider's real key"
+    );
     common::require_docker().await;
     glibc_image::ensure_glibc_image().await;
     let model = std::env::var(model_var).unwrap_or_else(|_| default_model.to_string());
@@ -56,6 +50,7 @@ async fn live(agent: &str, key_var: &str, model_var: &str, default_model: &str) 
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "calls the real provider: needs ANTHROPIC_API_KEY; run with --ignored"]
 async fn claude_code_live() {
     live(
         "claude-code",
@@ -67,6 +62,7 @@ async fn claude_code_live() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "calls the real provider: needs OPENAI_API_KEY; run with --ignored"]
 async fn codex_live() {
     live(
         "codex",
@@ -78,6 +74,7 @@ async fn codex_live() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+#[ignore = "calls the real provider: needs GEMINI_API_KEY; run with --ignored"]
 async fn gemini_cli_live() {
     live(
         "gemini-cli",

@@ -1,7 +1,7 @@
 //! Run settings reach the containers — extra CA bundle (in the image, with the CA variables),
 //! extra environment and mounts — and secret values never reach the database or trial folders.
 
-mod common;
+use crate::support::common;
 
 use common::{Scratch, one};
 use skillscope::config::{EnvSetting, check_mount};
@@ -24,7 +24,8 @@ fn files_under(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ca_bundle_env_and_mounts_reach_the_container_and_secrets_stay_out() {
-    // The only test in this binary, so setting the process environment is race-free.
+    // The only test in this binary (see main.rs), so setting the process environment is
+    // race-free.
     unsafe { std::env::set_var("SECRET_TOKEN", SECRET) };
     let s = Scratch::new();
     let ca = s.dir.path().join("proxy-ca.pem");

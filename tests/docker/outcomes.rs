@@ -1,8 +1,7 @@
 //! Every trial outcome, produced by real containers from the fixture tasks, recorded in the store
 //! and in Harbor-shaped trial folders.
 
-mod common;
-
+use crate::support::common;
 use common::{Scratch, containers_of_run, one};
 use skillscope::analysis::metrics::method_d;
 use skillscope::harbor::result::{JobResult, TrialResult};

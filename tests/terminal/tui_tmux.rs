@@ -4,18 +4,7 @@
 //! harness CLI (Claude Code, against the scripted model server) shows its live activity and a
 //! stall on screen while it runs.
 
-mod common;
-#[path = "support/container_gateway.rs"]
-mod container_gateway;
-#[path = "support/glibc_image.rs"]
-mod glibc_image;
-#[path = "support/harness_env.rs"]
-mod harness_env;
-#[path = "support/harness_run.rs"]
-mod harness_run;
-#[path = "support/scripted_model/mod.rs"]
-mod scripted_model;
-
+use crate::support::{common, glibc_image, harness_env, harness_run, scripted_model};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 

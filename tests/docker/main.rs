@@ -1,0 +1,16 @@
+//! Tests that need a real Docker daemon (CI starts one with `scripts/docker-up.sh`): the engine, the runner, faults with private daemons, the harness CLIs against a scripted model, experiments against the fake Acontext server.
+
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
+
+mod acontext_experiment;
+mod acontext_learn;
+mod cli;
+mod conditions;
+mod faults;
+mod harbor_environments;
+mod harness_agents;
+mod outcomes;
+mod resume;
+mod self_generated;

@@ -1,0 +1,19 @@
+//! Tests that need no Docker daemon: the store, analysis, reports, imports, the Acontext client against the in-repo fake server, and the dashboard drawn into a test backend.
+
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
+
+mod acontext_client;
+mod acontext_export;
+mod analysis;
+mod failure_categories;
+mod harbor_conformance;
+mod import;
+mod import_published;
+mod report;
+mod rubric;
+mod skillsbench_tasks;
+mod tui_app;
+mod tui_hostile;
+mod tui_snapshots;

@@ -1,0 +1,14 @@
+//! What the test binaries share: fixtures and helpers ([`common`]), the fake Acontext server, the
+//! scripted model server, private Docker daemons, and builders of runs and dashboards. Each binary
+//! uses a part of it.
+
+pub mod common;
+pub mod container_gateway;
+pub mod docker_tcp_proxy;
+pub mod fake_acontext;
+pub mod glibc_image;
+pub mod harness_env;
+pub mod harness_run;
+pub mod learning_fixture;
+pub mod private_dockerd;
+pub mod scripted_model;

@@ -1,0 +1,7 @@
+//! Tests of the dashboard in a real terminal (tmux) over a real run.
+
+#[allow(dead_code)]
+#[path = "../support/mod.rs"]
+mod support;
+
+mod tui_tmux;

@@ -63,7 +63,7 @@ port=$((20000 + RANDOM % 20000))
 "$repo/target/release/examples/fake-acontext" --port "$port" --key sk-ac-shots > "$work/fake.log" 2>&1 &
 fake=$!
 trap 'kill $fake 2>/dev/null || true; tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"' EXIT
-sed -e 's/^name = .*/name = "shots"/' -e 's/^trials = .*/trials = 1/' -e "s#\"../exports\"#\"$work/exports\"#" -e "s#\"../jobs\"#\"$work/jobs\"#" \
+sed -e 's/^name = .*/name = "shots"/' -e 's/^trials = .*/trials = 1/' -e "s#\"../exports\"#\"$work/exports\"#" -e "s#\"../jobs\"#\"$work/jobs\"#" -e "s#\"../reports\"#\"$work/reports\"#" \
   "$repo/plans/examples.toml" > "$work/shots.toml"
 ACONTEXT_API_KEY=sk-ac-shots XDG_DATA_HOME=$work/data "$bin" experiment "$work/shots.toml" --headless \
   --db "$work/e.db" --base-url "http://127.0.0.1:$port/api/v1" > "$work/experiment.log" 2>&1

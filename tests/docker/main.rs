@@ -1,4 +1,4 @@
-//! Tests that need a real Docker daemon (CI starts one with `scripts/docker-up.sh`): the engine, the runner, faults with private daemons, the harness CLIs against a scripted model, experiments against the fake Acontext server.
+//! Tests that need a real Docker daemon (CI starts one with `scripts/docker-up.sh`): the engine, the runner, faults with private daemons, the harness CLIs against a scripted model, experiments against the fake Acontext server, Harbor's models reading the files of real trials, and container output drawn by the dashboard.
 
 #[allow(dead_code)]
 #[path = "../support/mod.rs"]
@@ -9,8 +9,10 @@ mod acontext_learn;
 mod cli;
 mod conditions;
 mod faults;
+mod harbor_conformance;
 mod harbor_environments;
 mod harness_agents;
 mod outcomes;
 mod resume;
 mod self_generated;
+mod tui_hostile;

@@ -2,11 +2,11 @@
 //! over trials with a verdict, breakdowns, task changes, failure modes, and an experiment's
 //! labels, comparisons, failure shifts and learning efficiency.
 
+use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
 use rusqlite::Connection;
 use skillscope::analysis::ci::CiMethod;
 use skillscope::analysis::results::{Change, FailureMode, Selection, analyze};
-use skillscope::store::queries::{self, NewRun, TrialPatch};
-use skillscope::store::{Outcome, RunTaskRow, Store, TrialKey, TrialStatus};
+use skillscope::store::Outcome;
 
 const TASKS: [(&str, &str, &str); 3] = [
     ("t1", "Finance", "easy"),
@@ -22,68 +22,26 @@ fn add_run(
     n_trials: u32,
     results: &[(&str, &str, u32, Outcome, Option<f64>)],
 ) {
-    let run = queries::insert_run(
+    let run = PlannedRun::new(
         conn,
-        &NewRun {
-            name: name.into(),
-            tasks_dir: "/t".into(),
-            agent: "oracle".into(),
-            model: None,
+        &RunPlan {
+            name,
             n_trials,
-            conditions: conditions.iter().map(|s| s.to_string()).collect(),
-            jobs_dir: "/j".into(),
-            settings: serde_json::json!({}),
+            conditions,
+            tasks: &TASKS,
+            ..Default::default()
         },
-    )
-    .unwrap();
-    let tasks: Vec<RunTaskRow> = TASKS
-        .iter()
-        .map(|(id, d, k)| RunTaskRow {
-            task_id: id.to_string(),
-            domain: d.to_string(),
-            difficulty: k.to_string(),
-            path: format!("/t/{id}"),
-            problems: vec![],
-        })
-        .collect();
-    queries::upsert_run_tasks(conn, run.id, &tasks).unwrap();
-    let ids: Vec<String> = TASKS.iter().map(|t| t.0.to_string()).collect();
-    let namer =
-        |k: &TrialKey, a: u32| format!("{}-{}-{}-{a}", k.task_id, k.condition, k.trial_index);
-    queries::plan_trials(conn, &run, &ids, &namer).unwrap();
-    let trials = queries::current_trials(conn, run.id).unwrap();
+    );
     for (task, cond, idx, outcome, reward) in results {
-        let t = trials
-            .iter()
-            .find(|t| t.task_id == *task && t.condition == *cond && t.trial_index == *idx)
-            .unwrap();
-        queries::finish_trial(
-            conn,
-            t.id,
-            &TrialPatch {
-                status: Some(TrialStatus::Done),
-                outcome: Some(*outcome),
-                reward: *reward,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+        run.verdict(conn, (task, cond, *idx), *outcome, *reward);
     }
-}
-
-fn store() -> (tempfile::TempDir, Connection) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("a.db")).unwrap();
-    let conn = store.connect().unwrap();
-    store.writer().stop();
-    (dir, conn)
 }
 
 use Outcome::*;
 
 #[test]
 fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
-    let (_d, conn) = store();
+    let (_d, conn) = empty_store();
     add_run(
         &conn,
         "r",
@@ -184,7 +142,7 @@ fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
 
 #[test]
 fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
-    let (_d, conn) = store();
+    let (_d, conn) = empty_store();
     let all = |cond: &'static str,
                rewards: [f64; 3]|
      -> Vec<(&'static str, &'static str, u32, Outcome, Option<f64>)> {
@@ -276,7 +234,7 @@ fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
 /// per task: c = 0, c = n and partial passes in both round pairs.
 #[test]
 fn pass_at_2_adaptive_and_pass_at_2_by_hand() {
-    let (_d, conn) = store();
+    let (_d, conn) = empty_store();
     // passes[task] of 4 trials → rows (trial k passes when k ≤ passes).
     let rows = |cond: &'static str, passes: [u32; 3]| {
         let mut out = Vec::new();
@@ -360,7 +318,7 @@ fn pass_at_2_adaptive_and_pass_at_2_by_hand() {
 
 #[test]
 fn unknown_selections_are_named() {
-    let (_d, conn) = store();
+    let (_d, conn) = empty_store();
     let e = analyze(
         &conn,
         &Selection::Runs(vec!["nope".into()]),

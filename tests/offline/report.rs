@@ -6,13 +6,14 @@ use crate::support::common;
 use common::shared;
 use std::path::{Path, PathBuf};
 
+use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
 use rusqlite::Connection;
 use skillscope::analysis::ci::CiMethod;
 use skillscope::analysis::results::Selection;
 use skillscope::harbor::import::{ImportOptions, import};
 use skillscope::report::{self, Format, Report, charts, markdown};
-use skillscope::store::queries::{self, NewRun, TrialPatch};
-use skillscope::store::{Outcome, RunTaskRow, SkillUseRow, Store, TrialKey, TrialStatus};
+use skillscope::store::queries::{self, TrialPatch};
+use skillscope::store::{Outcome, SkillUseRow, Store, TrialStatus};
 
 const FIXED_TIME: &str = "2026-11-21T12:00:00Z";
 
@@ -175,44 +176,23 @@ fn planned_run(
     ids: &[String],
     domains: &[&str],
 ) -> skillscope::store::RunRow {
-    let run = queries::insert_run(
-        conn,
-        &NewRun {
-            name: name.into(),
-            tasks_dir: "/t".into(),
-            agent: "oracle".into(),
-            model: None,
-            n_trials,
-            conditions: vec!["no-skills".into(), "curated".into()],
-            jobs_dir: "/j".into(),
-            settings: serde_json::json!({}),
-        },
-    )
-    .unwrap();
-    let tasks: Vec<RunTaskRow> = ids
+    let tasks: Vec<(&str, &str, &str)> = ids
         .iter()
         .zip(domains)
-        .map(|(id, d)| RunTaskRow {
-            task_id: id.clone(),
-            domain: d.to_string(),
-            difficulty: "medium".into(),
-            path: format!("/t/{id}"),
-            problems: vec![],
-        })
+        .map(|(id, d)| (id.as_str(), *d, "medium"))
         .collect();
-    queries::upsert_run_tasks(conn, run.id, &tasks).unwrap();
-    let namer =
-        |k: &TrialKey, a: u32| format!("{}-{}-{}-{a}", k.task_id, k.condition, k.trial_index);
-    queries::plan_trials(conn, &run, ids, &namer).unwrap();
-    run
+    let plan = RunPlan {
+        name,
+        n_trials,
+        tasks: &tasks,
+        ..Default::default()
+    };
+    PlannedRun::new(conn, &plan).run
 }
 
 /// A run of two tasks × 6 trials under no-skills and curated, whose curated trials use skills.
 fn skills_store(run_name: &str, task_ids: [&str; 2]) -> (tempfile::TempDir, Connection) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    store.writer().stop();
+    let (dir, conn) = empty_store();
     let ids: Vec<String> = task_ids.iter().map(|s| s.to_string()).collect();
     let run = planned_run(
         &conn,
@@ -355,10 +335,7 @@ fn an_unwritable_folder_is_named() {
 /// chart once ran out of colours for the eighth mode and panicked).
 #[test]
 fn a_stopped_run_with_every_failure_mode_reports_interim_results() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    store.writer().stop();
+    let (_dir, conn) = empty_store();
     let ids: Vec<String> = (1..=5).map(|i| format!("t{i}")).collect();
     let domains = ["Finance"; 5];
     let run = planned_run(&conn, "stopped", 2, &ids, &domains);
@@ -465,10 +442,7 @@ fn every_chart_keeps_its_text_inside_the_image() {
     assert_eq!(deltas, registry.results.comparisons.len());
 
     // A run whose curated trials all pass: its value label sits at 100 %.
-    let dir100 = tempfile::tempdir().unwrap();
-    let store100 = Store::open(&dir100.path().join("p.db")).unwrap();
-    let conn100 = store100.connect().unwrap();
-    store100.writer().stop();
+    let (_dir100, conn100) = empty_store();
     let ids: Vec<String> = (1..=3).map(|i| format!("task-{i}")).collect();
     let run = planned_run(
         &conn100,

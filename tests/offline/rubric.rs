@@ -11,14 +11,15 @@
 
 use std::collections::HashMap;
 
+use crate::support::planned_run::{PlannedRun, RunPlan, empty_store, namer};
 use rusqlite::Connection;
 use skillscope::analysis::invocations::{
     CategoryTable, DistributionRow, LeaderboardRow, OpportunityRow, Window,
     improvement_opportunities, leaderboard, quality_distribution, score_run, skill_report,
 };
 use skillscope::analysis::rubric::{Component, Direction, Gate, Tier, Trend};
-use skillscope::store::queries::{self, NewRun, TrialPatch};
-use skillscope::store::{Outcome, RunRow, RunTaskRow, SkillUseRow, Store, TrialKey, TrialStatus};
+use skillscope::store::queries::{self, TrialPatch};
+use skillscope::store::{Outcome, RunRow, SkillUseRow, TrialStatus};
 
 /// What a trial looked like, and the four component scores the rubric gives an invocation of a
 /// skill in it: `[completion, efficiency, quality, satisfaction]`.
@@ -219,36 +220,21 @@ struct Builder<'a> {
 
 impl<'a> Builder<'a> {
     fn new(conn: &'a Connection, name: &str, conditions: &[&str]) -> Builder<'a> {
-        let run = queries::insert_run(
+        let PlannedRun { run, mut trials } = PlannedRun::new(
             conn,
-            &NewRun {
-                name: name.into(),
-                tasks_dir: "/t".into(),
-                agent: "claude-code".into(),
-                model: Some("m".into()),
+            &RunPlan {
+                name,
+                agent: "claude-code",
+                model: Some("m"),
                 n_trials: 40,
-                conditions: conditions.iter().map(|c| c.to_string()).collect(),
-                jobs_dir: "/j".into(),
-                settings: serde_json::json!({}),
+                conditions,
+                tasks: &[
+                    ("fin", "Finance", "medium"),
+                    ("se", "Software Engineering", "medium"),
+                ],
             },
-        )
-        .unwrap();
-        let tasks = [("fin", "Finance"), ("se", "Software Engineering")];
-        let rows: Vec<RunTaskRow> = tasks
-            .iter()
-            .map(|(id, d)| RunTaskRow {
-                task_id: id.to_string(),
-                domain: d.to_string(),
-                difficulty: "medium".into(),
-                path: format!("/t/{id}"),
-                problems: vec![],
-            })
-            .collect();
-        queries::upsert_run_tasks(conn, run.id, &rows).unwrap();
-        let ids: Vec<String> = tasks.iter().map(|t| t.0.to_string()).collect();
-        queries::plan_trials(conn, &run, &ids, &namer).unwrap();
+        );
         let mut slots: HashMap<(String, String), Vec<i64>> = HashMap::new();
-        let mut trials = queries::current_trials(conn, run.id).unwrap();
         trials.sort_by_key(|t| std::cmp::Reverse(t.trial_index));
         for t in trials {
             slots
@@ -317,10 +303,6 @@ impl<'a> Builder<'a> {
     }
 }
 
-fn namer(k: &TrialKey, a: u32) -> String {
-    format!("{}__{}-{}-{a}", k.task_id, k.condition, k.trial_index)
-}
-
 /// One expected `skill_invocations` row.
 type Row = (i64, String, String, [i64; 4], i64, bool);
 
@@ -382,10 +364,7 @@ fn close(a: f64, b: f64) -> bool {
 
 #[test]
 fn invocations_scores_queries_and_report_by_hand() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("r.db")).unwrap();
-    let conn = store.connect().unwrap();
-    store.writer().stop();
+    let (_dir, conn) = empty_store();
     let mut b = Builder::new(&conn, "r1", &["no-skills", "curated"]);
     let run_id = b.run.id;
     let mut expected: Vec<Row> = Vec::new();
@@ -870,10 +849,7 @@ fn trend_thresholds_through_the_store() {
             (314.0 / 7.0 - 50.0) / 50.0 * 100.0,
         ),
     ];
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("t.db")).unwrap();
-    let conn = store.connect().unwrap();
-    store.writer().stop();
+    let (_dir, conn) = empty_store();
     for (i, (prev, recent, direction, change)) in cases.iter().enumerate() {
         let mut b = Builder::new(&conn, &format!("t{i}"), &["curated"]);
         // The recent ones are recorded first (lower trial ids) but end later: the order is by

@@ -1,45 +1,32 @@
 //! Dashboard behaviour without a terminal: keys in, effects out (retry, retry all, cancel, quit,
 //! the skill browser's navigation).
 
-use crate::support::learning_fixture;
+use crate::support::{dashboard, learning_fixture};
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
-use skillscope::perf::synthetic::{SyntheticRun, fill_store};
-use skillscope::store::{Outcome, Store, TrialStatus};
+use skillscope::perf::synthetic::SyntheticRun;
+use skillscope::store::{Outcome, TrialStatus};
 use skillscope::tui::app::{App, Confirm, Effect, Mode, Pane, Popup};
 use skillscope::tui::state::SkillsFocus;
-use skillscope::tui::theme::Theme;
-use skillscope::tui::worker::{Request, SkillOrigin, Update, load_skills, load_snapshot};
+use skillscope::tui::worker::{Request, SkillOrigin, Update, load_skills};
 
 fn key(c: KeyCode) -> KeyEvent {
     KeyEvent::new(c, KeyModifiers::NONE)
 }
 
+/// An app in `mode` on a synthetic run of 10 tasks × 3 trials.
 fn app(mode: Mode) -> App {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    let run = fill_store(
-        &conn,
-        &SyntheticRun {
-            tasks: 10,
-            trials: 3,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let mut app = App::new(
-        mode,
-        Theme::load("dark").unwrap(),
-        "db".into(),
-        chrono::Utc::now(),
-    );
-    app.on_update(Update::Snapshot(Arc::new(
-        load_snapshot(&conn, run.id).unwrap(),
-    )));
-    store.writer().stop();
-    app
+    let f = synthetic();
+    dashboard::watching(&f.conn, f.run.id, mode, "dark", chrono::Utc::now())
+}
+
+fn synthetic() -> dashboard::Filled {
+    dashboard::filled(&SyntheticRun {
+        tasks: 10,
+        trials: 3,
+        ..Default::default()
+    })
 }
 
 /// Moves the cursor to the first cell whose attempt satisfies `pred`.
@@ -153,15 +140,7 @@ fn enter_opens_detail_and_esc_closes_it() {
 
 fn learning_app() -> (learning_fixture::Learning, App) {
     let l = learning_fixture::learning();
-    let mut app = App::new(
-        Mode::Watch,
-        Theme::load("dark").unwrap(),
-        "db".into(),
-        chrono::Utc::now(),
-    );
-    app.on_update(Update::Snapshot(Arc::new(
-        load_snapshot(&l.conn, l.run.id).unwrap(),
-    )));
+    let app = dashboard::watching(&l.conn, l.run.id, Mode::Watch, "dark", chrono::Utc::now());
     (l, app)
 }
 
@@ -450,22 +429,10 @@ fn results_scroll_within_the_drawn_lines() {
     a.on_key(key(KeyCode::Char('a')));
     let mut t = Terminal::new(TestBackend::new(80, 12)).unwrap();
     // The analysis, as the worker would send it.
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    let run = fill_store(
-        &conn,
-        &SyntheticRun {
-            tasks: 10,
-            trials: 3,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let f = synthetic();
     a.on_update(Update::Results(Arc::new(
-        skillscope::tui::worker::analysis::load_results(&conn, run.id).unwrap(),
+        skillscope::tui::worker::analysis::load_results(&f.conn, f.run.id).unwrap(),
     )));
-    store.writer().stop();
     t.draw(|f| skillscope::tui::views::draw(f, &a)).unwrap();
     let r = a.results.as_ref().unwrap();
     let (lines, page) = (r.lines.get(), r.page.get());

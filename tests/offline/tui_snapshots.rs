@@ -1,7 +1,7 @@
 //! Snapshots of every dashboard view at 80×24 and 120×40, drawn from a store filled through the
 //! store API (a synthetic run on a fixed clock) — `cargo insta review` shows changes.
 
-use crate::support::learning_fixture;
+use crate::support::{dashboard, learning_fixture};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use skillscope::harbor::atif::Trajectory;
-use skillscope::perf::synthetic::{SyntheticRun, at, fill_store};
+use skillscope::perf::synthetic::SyntheticRun;
 use skillscope::store::{SkillUseRow, Store};
 use skillscope::tui::app::{App, Effect, Mode};
 use skillscope::tui::theme::Theme;
@@ -33,9 +33,7 @@ const TRAJECTORY: &str = r#"{"schema_version":"ATIF-v1.2","agent":{"name":"gemin
   {"step_id":4,"timestamp":"2026-11-21T10:00:12Z","source":"agent","message":"The mass is 34.65 g."}]}"#;
 
 fn now() -> chrono::DateTime<chrono::Utc> {
-    chrono::DateTime::parse_from_rfc3339(&at(900))
-        .unwrap()
-        .with_timezone(&chrono::Utc)
+    dashboard::clock()
 }
 
 /// An app showing a synthetic run of 12 tasks × 2 conditions × 3 trials, 70 % done.
@@ -58,22 +56,10 @@ fn synthetic_app(
     spec: SyntheticRun,
     edit: impl FnOnce(&rusqlite::Connection, &skillscope::store::RunRow),
 ) -> (tempfile::TempDir, App) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    let run = fill_store(&conn, &spec).unwrap();
-    edit(&conn, &run);
-    let mut app = App::new(
-        Mode::Watch,
-        Theme::load(theme).unwrap(),
-        "skillscope.db".into(),
-        now(),
-    );
-    app.on_update(Update::Snapshot(Arc::new(
-        load_snapshot(&conn, run.id).unwrap(),
-    )));
-    store.writer().stop();
-    (dir, app)
+    let f = dashboard::filled(&spec);
+    edit(&f.conn, &f.run);
+    let app = dashboard::watching(&f.conn, f.run.id, Mode::Watch, theme, now());
+    (f.dir, app)
 }
 
 fn key(c: KeyCode) -> KeyEvent {
@@ -495,15 +481,7 @@ fn control_sequences_never_reach_the_screen() {
 /// An app on the round-1 run of an experiment in its learn phase (see `learning_fixture`).
 fn learning_app() -> (learning_fixture::Learning, App) {
     let l = learning_fixture::learning();
-    let mut app = App::new(
-        Mode::Watch,
-        Theme::load("dark").unwrap(),
-        "skillscope.db".into(),
-        now(),
-    );
-    app.on_update(Update::Snapshot(Arc::new(
-        load_snapshot(&l.conn, l.run.id).unwrap(),
-    )));
+    let app = dashboard::watching(&l.conn, l.run.id, Mode::Watch, "dark", now());
     (l, app)
 }
 
@@ -562,22 +540,14 @@ fn skill_browser() {
 /// a kept skill's SKILL.md. (Escape sequences an agent wrote are shown inert.)
 #[test]
 fn skill_browser_with_self_generated_skills() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    let run = fill_store(
-        &conn,
-        &SyntheticRun {
-            name: "selfgen-run".into(),
-            tasks: 3,
-            trials: 2,
-            conditions: vec!["no-skills".into(), "self-generated".into()],
-            done_fraction: 1.0,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    store.writer().stop();
+    let dashboard::Filled { dir, conn, run, .. } = dashboard::filled(&SyntheticRun {
+        name: "selfgen-run".into(),
+        tasks: 3,
+        trials: 2,
+        conditions: vec!["no-skills".into(), "self-generated".into()],
+        done_fraction: 1.0,
+        ..Default::default()
+    });
     // Every self-generated trial kept `csv-tool`; the first also wrote a malformed skill.
     let ids: Vec<(i64, String)> = {
         let mut st = conn
@@ -616,15 +586,7 @@ fn skill_browser_with_self_generated_skills() {
         )
         .unwrap();
     }
-    let mut app = App::new(
-        Mode::Watch,
-        Theme::load("dark").unwrap(),
-        "skillscope.db".into(),
-        now(),
-    );
-    app.on_update(Update::Snapshot(Arc::new(
-        load_snapshot(&conn, run.id).unwrap(),
-    )));
+    let mut app = dashboard::watching(&conn, run.id, Mode::Watch, "dark", now());
     press(&mut app, &conn, KeyCode::Char('K'));
     snap("skills_generated_sets", &app);
     let screen = render(&app, (80, 24));
@@ -773,29 +735,19 @@ fn results_of_an_experiment() {
 /// computing.
 #[test]
 fn results_empty_and_loading() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    let run = fill_store(
-        &conn,
-        &SyntheticRun {
-            name: "fresh-run".into(),
-            tasks: 4,
-            trials: 2,
-            done_fraction: 0.0,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let mut app = App::new(
-        Mode::Watch,
-        Theme::load("dark").unwrap(),
-        "skillscope.db".into(),
-        now(),
-    );
-    app.on_update(Update::Snapshot(Arc::new(
-        load_snapshot(&conn, run.id).unwrap(),
-    )));
+    let dashboard::Filled {
+        dir: _dir,
+        conn,
+        run,
+        ..
+    } = dashboard::filled(&SyntheticRun {
+        name: "fresh-run".into(),
+        tasks: 4,
+        trials: 2,
+        done_fraction: 0.0,
+        ..Default::default()
+    });
+    let mut app = dashboard::watching(&conn, run.id, Mode::Watch, "dark", now());
     app.on_key(key(KeyCode::Char('a')));
     let screen = render(&app, (80, 24));
     assert!(screen.contains("computing the analysis"), "{screen}");
@@ -803,7 +755,6 @@ fn results_empty_and_loading() {
         load_results(&conn, run.id).unwrap(),
     )));
     snap("results_empty", &app);
-    store.writer().stop();
 }
 
 /// The experiment fixture with round 2 and skill invocations, watched from round 2 (as
@@ -813,15 +764,7 @@ fn experiment_app() -> (learning_fixture::Learning, App) {
     let r2 = learning_fixture::round2(&l.conn);
     let n = learning_fixture::invoke_skills(&l.conn, &[&l.run, &r2]);
     assert!(n > 30, "{n} invocations");
-    let mut app = App::new(
-        Mode::Watch,
-        Theme::load("dark").unwrap(),
-        "skillscope.db".into(),
-        now(),
-    );
-    app.on_update(Update::Snapshot(Arc::new(
-        load_snapshot(&l.conn, r2.id).unwrap(),
-    )));
+    let app = dashboard::watching(&l.conn, r2.id, Mode::Watch, "dark", now());
     (l, app)
 }
 

@@ -1,14 +1,17 @@
 //! What the test binaries share: fixtures and helpers ([`common`]), the fake Acontext server, the
-//! scripted model server, private Docker daemons, and builders of runs and dashboards. Each binary
-//! uses a part of it.
+//! scripted model server, private Docker daemons, and the builders of stores: trial rows of a
+//! planned run ([`planned_run`]), a dashboard over a filled store ([`dashboard`]), an experiment in
+//! its learn phase ([`learning_fixture`]). Each binary uses a part of it.
 
 pub mod common;
 pub mod container_gateway;
+pub mod dashboard;
 pub mod docker_tcp_proxy;
 pub mod fake_acontext;
 pub mod glibc_image;
 pub mod harness_env;
 pub mod harness_run;
 pub mod learning_fixture;
+pub mod planned_run;
 pub mod private_dockerd;
 pub mod scripted_model;

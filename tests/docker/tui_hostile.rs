@@ -2,7 +2,7 @@
 //! title, cursor moves) and plants a symlink in its log folder; the dashboard shows its output as
 //! inert text.
 
-use crate::support::common;
+use crate::support::{common, dashboard};
 use std::sync::Arc;
 
 use common::{Scratch, one};
@@ -10,10 +10,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use skillscope::skillsbench::Condition;
-use skillscope::tui::app::{App, Mode};
-use skillscope::tui::theme::Theme;
+use skillscope::tui::app::Mode;
 use skillscope::tui::views;
-use skillscope::tui::worker::{Update, load_detail, load_snapshot};
+use skillscope::tui::worker::{Update, load_detail};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn container_escape_sequences_render_as_inert_text() {
@@ -34,15 +33,7 @@ async fn container_escape_sequences_render_as_inert_text() {
     );
 
     let conn = s.store.connect().unwrap();
-    let mut app = App::new(
-        Mode::Watch,
-        Theme::load("dark").unwrap(),
-        "db".into(),
-        chrono::Utc::now(),
-    );
-    app.on_update(Update::Snapshot(Arc::new(
-        load_snapshot(&conn, out.run.id).unwrap(),
-    )));
+    let mut app = dashboard::watching(&conn, out.run.id, Mode::Watch, "dark", chrono::Utc::now());
     app.on_key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
     let detail = load_detail(&conn, out.run.id, &trial.key()).unwrap();
     let agent_log = detail.logs.iter().find(|l| l.label == "agent").unwrap();

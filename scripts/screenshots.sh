@@ -44,7 +44,7 @@ shot dashboard-finished 120 40
 keys / ledger Enter
 keys Enter
 shot detail-summary 120 40
-keys Tab
+keys Tab Tab
 shot detail-verifier 120 40
 keys Escape Escape Tab d
 shot domains-by-difficulty 120 40
@@ -67,7 +67,8 @@ sed -e 's/^name = .*/name = "shots"/' -e 's/^trials = .*/trials = 1/' -e "s#\"..
   "$repo/plans/examples.toml" > "$work/shots.toml"
 ACONTEXT_API_KEY=sk-ac-shots XDG_DATA_HOME=$work/data "$bin" experiment "$work/shots.toml" --headless \
   --db "$work/e.db" --base-url "http://127.0.0.1:$port/api/v1" > "$work/experiment.log" 2>&1
-tmux kill-session -t "$session"
+# Killing the last session ends the tmux server, which tmux 3.3 reports as an error.
+tmux kill-session -t "$session" 2>/dev/null || true
 tmux new-session -d -s "$session" -x 120 -y 40 "$bin watch --db $work/e.db --experiment shots; sleep 600"
 sleep 3
 shot experiment-overview 120 40

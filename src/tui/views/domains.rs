@@ -27,8 +27,10 @@ pub fn height(app: &App) -> u16 {
     (app.rates.len() + 2 + 2) as u16
 }
 
-/// Column widths that fit `w`: bars and g only when there is room; numbers a column narrower
-/// (no gap before `100.0%`) when even that is too wide.
+/// Column widths that fit `w`: names first (up to the longest, at most 22), then bars and g as
+/// room allows; when even the bare numbers do not fit beside the whole name, the name is cut (to
+/// no less than 16) before the numbers lose a column; in that narrowest layout whole hundreds drop
+/// their decimal ([`pct`], [`pp`]) so that no two numbers touch (`100.0%100.0%`).
 struct Widths {
     label: usize,
     bar: usize,
@@ -44,20 +46,23 @@ fn widths(w: usize, n: usize, judged: bool, label_want: usize) -> Widths {
         4 + n * (if bar > 0 { bar + 1 } else { 0 } + num + if judged { num + 1 } else { 0 })
             + later * (num + if g { 7 } else { 0 })
     };
-    // Names first (up to the longest, at most 22), then bars and g as room allows.
     let want = label_want.clamp(8, 22);
+    let cut = want.min(16);
+    // (bar, g, num, the least label width the layout accepts)
     let configs = [
-        (10, true, 7),
-        (6, true, 7),
-        (0, true, 7),
-        (0, false, 7),
-        (0, false, 6),
+        (10, true, 7, want),
+        (6, true, 7, want),
+        (0, true, 7, want),
+        (0, false, 7, want),
+        (0, true, 7, cut),
+        (0, false, 7, cut),
+        (0, false, 6, cut),
     ];
-    for (bar, g, num) in configs {
+    for (bar, g, num, least) in configs {
         let fixed = need(bar, g, num);
-        if fixed + want <= w {
+        if fixed + least <= w {
             return Widths {
-                label: (w - fixed).clamp(8, 22),
+                label: (w - fixed).clamp(least, 22),
                 bar,
                 judged,
                 g,
@@ -71,6 +76,28 @@ fn widths(w: usize, n: usize, judged: bool, label_want: usize) -> Widths {
         judged,
         g: false,
         num: 6,
+    }
+}
+
+/// A rate (0–1) as a percentage right-aligned in `w` columns with one decimal (` 33.3%`), or,
+/// when one decimal would fill the column, as a whole number (`  100%`), so a space always leads.
+fn pct(rate: f64, w: usize) -> String {
+    let text = format!("{:.1}%", rate * 100.0);
+    if text.chars().count() < w {
+        format!("{text:>w$}")
+    } else {
+        format!("{:>w$}", format!("{:.0}%", rate * 100.0))
+    }
+}
+
+/// A difference in percentage points right-aligned in `w` columns with a sign and one decimal
+/// (` +33.3`), or as a whole number (`  +100`) when the decimal would leave no leading space.
+fn pp(d: f64, w: usize) -> String {
+    let text = format!("{d:+.1}");
+    if text.chars().count() < w {
+        format!("{text:>w$}")
+    } else {
+        format!("{:>w$}", format!("{d:+.0}"))
     }
 }
 
@@ -156,14 +183,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
                 spans.push(Span::raw(" "));
                 spans.extend(bar(t, *r, wd.bar));
             }
-            spans.push(Span::styled(
-                format!("{:>w$.1}%", r * 100.0, w = num - 1),
-                style,
-            ));
+            spans.push(Span::styled(pct(*r, num), style));
             if wd.judged {
                 spans.push(Span::styled(
                     match row.judged.get(i).copied().flatten() {
-                        Some(j) => format!("{:>w$.1}%", j * 100.0, w = num),
+                        Some(j) => pct(j, num + 1),
                         None => format!("{:>w$}", "—", w = num + 1),
                     },
                     t.dim,
@@ -184,7 +208,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
                 } else {
                     t.dim
                 };
-                spans.push(Span::styled(format!("{d:>+num$.1}"), d_style));
+                spans.push(Span::styled(pp(d, num), d_style));
                 if wd.g {
                     let g = normalized_gain(*r, *base)
                         .map(|g| if g.abs() < 0.005 { 0.0 } else { g })
@@ -223,4 +247,57 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
         ))),
         legend_area,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{pct, pp, widths};
+
+    #[test]
+    fn numbers_always_keep_a_leading_space() {
+        assert_eq!(pct(1.0 / 3.0, 7), "  33.3%");
+        assert_eq!(pct(1.0 / 3.0, 6), " 33.3%");
+        assert_eq!(pct(1.0, 7), " 100.0%");
+        assert_eq!(pct(1.0, 6), "  100%");
+        assert_eq!(pct(0.9999, 6), "  100%");
+        assert_eq!(pp(33.33, 6), " +33.3");
+        assert_eq!(pp(100.0, 7), " +100.0");
+        assert_eq!(pp(100.0, 6), "  +100");
+        assert_eq!(pp(-100.0, 6), "  -100");
+        assert_eq!(pp(0.0, 6), "  +0.0");
+    }
+
+    #[test]
+    fn names_are_cut_before_the_numbers_lose_their_gap() {
+        // The finished example run's pane at 120 columns: 43 columns inside, two conditions,
+        // "Office & White Collar" wants 22.
+        let w = widths(43, 2, false, 22);
+        assert_eq!((w.num, w.bar, w.g), (7, 0, false));
+        assert_eq!(w.label, 43 - (4 + 2 * 7 + 7));
+        for width in 20..=120 {
+            for n in 1..=4 {
+                for judged in [false, true] {
+                    let w = widths(width, n, judged, 22);
+                    let gapped =
+                        4 + n * (7 + if judged { 8 } else { 0 }) + n.saturating_sub(1) * 7 + 16;
+                    if gapped <= width {
+                        assert_eq!(w.num, 7, "width {width}, {n} conditions, judged {judged}");
+                        assert!(w.label >= 16);
+                    }
+                    // Whenever the tightest layout fits, the chosen one fits too.
+                    let tightest =
+                        4 + n * (6 + if judged { 7 } else { 0 }) + n.saturating_sub(1) * 6 + 6;
+                    let used = 4
+                        + n * (if w.bar > 0 { w.bar + 1 } else { 0 }
+                            + w.num
+                            + if judged { w.num + 1 } else { 0 })
+                        + n.saturating_sub(1) * (w.num + if w.g { 7 } else { 0 })
+                        + w.label;
+                    if tightest <= width {
+                        assert!(used <= width, "width {width}, {n} conditions: {used}");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -128,8 +128,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     } else {
         "keys · any key closes".to_string()
     };
+    // Two columns take the whole width up to 160 (an odd column left over would show the view
+    // underneath through the overlay's edge).
     let w = if two {
-        (col_w * 2 + 3) as u16
+        area.width.min(160)
     } else {
         (col_w + 2) as u16
     };

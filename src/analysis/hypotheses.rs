@@ -18,7 +18,20 @@ use serde::Serialize;
 
 use super::ci::{Ci, CiMethod};
 use super::metrics::delta_pp;
-use super::results::ConditionResult;
+
+/// What a hypothesis reads of one condition's results (a view of
+/// [`super::results::ConditionResult`], so this module does not depend on the results pass).
+#[derive(Debug, Clone, Copy)]
+pub struct Measured<'a> {
+    /// The condition's label: `A`, `B`, `A'`, `B'`, `C`.
+    pub label: &'a str,
+    /// Method D pass rate, fraction.
+    pub pass_rate: f64,
+    /// Per-task Method D means, in the task order shared by every condition of the set.
+    pub per_task: &'a [f64],
+    /// Tasks in the denominator.
+    pub n_tasks: usize,
+}
 
 /// SkillsBench's self-generated Δ over no skills, percentage points (paper, Table 3 average).
 pub const PAPER_SELF_GENERATED_PP: f64 = -1.3;
@@ -77,8 +90,8 @@ pub struct Hypothesis {
     pub n_tasks: usize,
 }
 
-fn find<'a>(conditions: &'a [ConditionResult], label: &str) -> Option<&'a ConditionResult> {
-    conditions.iter().find(|c| c.label == label)
+fn find<'a>(conditions: &[Measured<'a>], label: &str) -> Option<Measured<'a>> {
+    conditions.iter().find(|c| c.label == label).copied()
 }
 
 /// The verdict on "the measure is positive" from its interval (the point when there is none).
@@ -111,7 +124,7 @@ fn delta(
         scope,
         claim,
     }: Claim<'_>,
-    conditions: &[ConditionResult],
+    conditions: &[Measured<'_>],
     (with, without): (&str, &str),
     method: &CiMethod,
     context: &str,
@@ -133,7 +146,7 @@ fn delta(
     };
     let d = delta_pp(w.pass_rate, wo.pass_rate);
     let ci = method
-        .paired_difference(&w.per_task, &wo.per_task)
+        .paired_difference(w.per_task, wo.per_task)
         .map(|c| Ci {
             low: c.low * 100.0,
             high: c.high * 100.0,
@@ -161,7 +174,7 @@ fn delta(
 }
 
 /// Hypothesis 2 on `conditions`.
-fn gap(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Hypothesis {
+fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Hypothesis {
     let claim = "A' closes part of the gap between no skills (A) and curated skills (B)";
     let measure = "(A' − A) / (B − A)".to_string();
     let base = Hypothesis {
@@ -201,7 +214,7 @@ fn gap(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Hypoth
         };
     }
     let share = (a2.pass_rate - a.pass_rate) / gap;
-    let boot = method.gap_closed(&a2.per_task, &a.per_task, &b.per_task);
+    let boot = method.gap_closed(a2.per_task, a.per_task, b.per_task);
     let ci = boot.map(|r| r.ci);
     let verdict = verdict_of(ci, share);
     let undefined = boot
@@ -234,7 +247,7 @@ fn gap(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Hypoth
 
 /// The plan's hypotheses on the conditions of one task set (`scope`): 1 (A' vs A, and A' vs C
 /// when C ran), 2 (gap share), 3 (B' vs B).
-pub fn answer(scope: &str, conditions: &[ConditionResult], method: &CiMethod) -> Vec<Hypothesis> {
+pub fn answer(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Vec<Hypothesis> {
     let claim = |number, claim| Claim {
         number,
         scope,
@@ -278,28 +291,14 @@ pub fn answer(scope: &str, conditions: &[ConditionResult], method: &CiMethod) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
 
-    fn cond(label: &str, per_task: &[f64]) -> ConditionResult {
+    fn cond<'a>(label: &'a str, per_task: &'a [f64]) -> Measured<'a> {
         let n = per_task.len();
-        ConditionResult {
-            label: label.into(),
-            run: "r".into(),
-            condition: label.into(),
+        Measured {
+            label,
             pass_rate: per_task.iter().sum::<f64>() / n as f64,
-            ci: None,
+            per_task,
             n_tasks: n,
-            planned: n,
-            done: n,
-            passed: 0,
-            failures: BTreeMap::new(),
-            pass_rate_judged: None,
-            aggregated: false,
-            per_task: per_task.to_vec(),
-            per_task_planned: vec![1; n],
-            per_task_passed: vec![0; n],
-            per_task_judged: vec![1; n],
-            categories: BTreeMap::new(),
         }
     }
 
@@ -311,7 +310,7 @@ mod tests {
         let a2 = cond("A'", &[0.6, 0.4, 0.6, 0.2, 0.6, 0.4]);
         let b2 = cond("B'", &[1.0, 0.8, 1.0, 0.6, 1.0, 0.8]);
         let c = cond("C", &[0.0, 0.0, 0.0, 0.0, 0.2, 0.0]);
-        let h = answer("all tasks", &[a.clone(), b.clone(), c, a2, b2], &m);
+        let h = answer("all tasks", &[a, b, c, a2, b2], &m);
         assert_eq!(h.len(), 4);
         assert_eq!(h[0].verdict, Verdict::Supported);
         assert_eq!(h[1].measure, "Δ A' − C");
@@ -339,13 +338,13 @@ mod tests {
         );
         assert_eq!(mixed[0].verdict, Verdict::Inconclusive);
         // No gap to close, and a missing condition.
-        let flat = answer("held-out", &[a.clone(), cond("B", &a.per_task)], &m);
+        let flat = answer("held-out", &[a, cond("B", a.per_task)], &m);
         assert_eq!(flat[0].verdict, Verdict::NotMeasured);
         let g = &flat[1];
         assert_eq!(g.verdict, Verdict::NotMeasured);
         let flat = answer(
             "held-out",
-            &[a.clone(), cond("B", &a.per_task), cond("A'", &b.per_task)],
+            &[a, cond("B", a.per_task), cond("A'", b.per_task)],
             &m,
         );
         assert_eq!(flat[1].verdict, Verdict::Undefined);

@@ -608,6 +608,19 @@ pub struct Subset {
     pub hypotheses: Vec<super::hypotheses::Hypothesis>,
 }
 
+/// What the hypotheses read of each condition.
+fn measured(conditions: &[ConditionResult]) -> Vec<super::hypotheses::Measured<'_>> {
+    conditions
+        .iter()
+        .map(|c| super::hypotheses::Measured {
+            label: &c.label,
+            pass_rate: c.pass_rate,
+            per_task: &c.per_task,
+            n_tasks: c.n_tasks,
+        })
+        .collect()
+}
+
 /// Held-out transfer: the split and the results on each side of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct HeldOut {
@@ -677,7 +690,8 @@ pub fn analyze(
             _ => None,
         };
     let mut results = analyze_tasks(conn, selection, method, round2_tasks.as_ref())?;
-    results.hypotheses = super::hypotheses::answer("all tasks", &results.conditions, method);
+    results.hypotheses =
+        super::hypotheses::answer("all tasks", &measured(&results.conditions), method);
     if let Some(split) = split {
         let mut subsets = Vec::new();
         for (side, ids) in [("same-task", &split.train), ("held-out", &split.test)] {
@@ -693,7 +707,7 @@ pub fn analyze(
             subsets.push(Subset {
                 name: side.to_string(),
                 tasks: ids.into_iter().collect(),
-                hypotheses: super::hypotheses::answer(side, &r.conditions, method),
+                hypotheses: super::hypotheses::answer(side, &measured(&r.conditions), method),
                 conditions: r
                     .conditions
                     .iter()

@@ -8,6 +8,7 @@ pub mod invocations;
 pub mod learning;
 pub mod ledger;
 pub mod model;
+pub mod owner;
 pub mod queries;
 pub mod schema;
 pub mod writer;

@@ -673,7 +673,7 @@ impl Liveness {
 /// runs elsewhere or the run has no owner.
 pub fn owner_alive_here(run: &RunRow, host: &str) -> Option<bool> {
     match (run.owner_host.as_deref(), run.owner_pid) {
-        (Some(h), Some(pid)) if h == host => Some(super::queries::process_alive(pid)),
+        (Some(h), Some(pid)) if h == host => Some(super::owner::process_alive(pid)),
         _ => None,
     }
 }

@@ -5,6 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::StoreError;
 use super::model::*;
+pub use super::owner::{host_name, process_alive};
 
 /// What a new run is made of.
 #[derive(Debug, Clone)]
@@ -165,20 +166,6 @@ pub fn claim_run(
     )?;
     conn.execute("DELETE FROM run_hosts WHERE run_id = ?1", [run_id])?;
     Ok(())
-}
-
-/// True when a process with this id exists on this machine.
-pub fn process_alive(pid: u32) -> bool {
-    // kill(pid, 0) checks existence and permission without sending anything.
-    let r = unsafe { libc::kill(pid as libc::pid_t, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
-}
-
-/// This machine's host name.
-pub fn host_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
 }
 
 /// Refreshes the owner's heartbeat.

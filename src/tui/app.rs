@@ -13,6 +13,7 @@ use super::model::{
     rate_rows,
 };
 use super::skilldoc;
+pub use super::state::Pane;
 use super::state::{
     DETAIL_TABS, DetailState, DomainsState, EventsState, GridState, Hits, ResultsState,
     SkillsFocus, SkillsState, contains,
@@ -28,28 +29,6 @@ pub enum Mode {
     Run,
     /// `skillscope watch`: the engine runs elsewhere; closing never stops it.
     Watch,
-}
-
-/// The main panes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pane {
-    /// Trial grid.
-    Grid,
-    /// Per-domain pass rates.
-    Domains,
-    /// The run's event log.
-    Events,
-}
-
-impl Pane {
-    /// The pane Tab goes to next.
-    pub fn next(self) -> Pane {
-        match self {
-            Pane::Grid => Pane::Domains,
-            Pane::Domains => Pane::Events,
-            Pane::Events => Pane::Grid,
-        }
-    }
 }
 
 /// What a confirmation is about.

@@ -8,10 +8,31 @@ use super::worker::analysis::{ResultsData, RubricData};
 use super::worker::{Detail, SkillBrowser, SkillEntry};
 use ratatui::layout::Rect;
 
-use super::app::Pane;
 use super::model::{EventFilter, Filter, GridModel, Grouping, Sort};
 use super::skilldoc::DocLine;
 use crate::store::TrialKey;
+
+/// The main panes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pane {
+    /// Trial grid.
+    Grid,
+    /// Per-domain pass rates.
+    Domains,
+    /// The run's event log.
+    Events,
+}
+
+impl Pane {
+    /// The pane Tab goes to next.
+    pub fn next(self) -> Pane {
+        match self {
+            Pane::Grid => Pane::Domains,
+            Pane::Domains => Pane::Events,
+            Pane::Events => Pane::Grid,
+        }
+    }
+}
 
 /// The trial grid's cursor, scroll, filter and sort.
 #[derive(Debug, Default)]

@@ -1,10 +1,11 @@
 //! skillscope runs and watches the SkillsBench × Acontext skill-learning evaluation: SkillsBench
 //! tasks in Docker under skill conditions, results in SQLite, scored the way the paper scores them.
 //!
-//! Module map: [`bench`] (tasks, skills, conditions, catalog — pure), [`store`] (SQLite),
-//! [`runner`] (Docker: images, containers, agents, verifier, one trial), [`harbor`] (job folders),
-//! [`analysis`] (pass rates), [`engine`] (owns a run), [`commands`], [`cli`] and [`console`] (the binary
-//! and what it prints).
+//! Module map: [`skillsbench`] (tasks, skills, conditions, catalog — pure), [`store`] (SQLite),
+//! [`runner`] (Docker: images, containers, agents, verifier, one trial), [`harbor`] (Harbor's
+//! formats: job folders, ATIF, CTRF, rewards), [`import`] (Harbor jobs and published results into
+//! the store), [`analysis`] (pass rates), [`engine`] (owns a run), [`commands`], [`cli`] and
+//! [`console`] (the binary and what it prints); docs/architecture.md has every layer.
 
 pub mod acontext;
 pub mod agent_logs;
@@ -16,6 +17,7 @@ pub mod console;
 pub mod engine;
 pub mod experiment;
 pub mod harbor;
+pub mod import;
 pub mod perf;
 pub mod report;
 pub mod runner;

@@ -6,7 +6,7 @@ use color_eyre::eyre::Result;
 use super::shared::status::run_status;
 use super::shared::table::conditions_table;
 use crate::cli::ImportArgs;
-use crate::harbor::import::{ImportOptions, import};
+use crate::import::{ImportOptions, import};
 use crate::skillsbench::Condition;
 use crate::store::{Store, queries};
 

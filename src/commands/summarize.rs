@@ -6,10 +6,10 @@ use color_eyre::eyre::{Result, eyre};
 use crate::cli::SummarizeArgs;
 use crate::harbor::atif::Trajectory;
 use crate::harbor::ctrf::Report;
-use crate::harbor::import::outcome_of;
 use crate::harbor::reward::scalar_reward;
 use crate::harbor::skill_use;
 use crate::harbor::summary::{SummaryInput, summarize};
+use crate::import::outcome_of;
 use crate::safe_fs;
 
 /// Runs `skillscope summarize`.

@@ -1,10 +1,9 @@
 //! Harbor interop: the job/trial folder layout and its JSON files, ATIF trajectories, CTRF test
-//! reports, the verifier's reward files, importing Harbor job folders, and what is read out of trajectories (summaries for the
-//! learning phase, skill use).
+//! reports, the verifier's reward files, and what is read out of trajectories (summaries for the
+//! learning phase, skill use). Importing Harbor job folders into the store is [`crate::import`].
 
 pub mod atif;
 pub mod ctrf;
-pub mod import;
 pub mod jobdir;
 pub mod result;
 pub mod reward;

@@ -556,7 +556,7 @@ fn selected_runs(conn: &Connection, selection: &Selection) -> Result<Vec<i64>, S
     Ok(ids)
 }
 
-/// What [`write`] produced.
+/// What [`write()`] produced.
 #[derive(Debug, Clone, Default)]
 pub struct Written {
     /// Every file, in writing order.

@@ -10,7 +10,7 @@ use common::shared;
 use std::path::{Path, PathBuf};
 
 use skillscope::analysis::failure_category::{FailureCategory, classify_trial_dir};
-use skillscope::harbor::import::outcome_of;
+use skillscope::import::outcome_of;
 
 use FailureCategory::*;
 

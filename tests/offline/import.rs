@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use skillscope::analysis::metrics::summarize;
 use skillscope::harbor::atif::Trajectory;
 use skillscope::harbor::ctrf::Report;
-use skillscope::harbor::import::{ImportOptions, import};
 use skillscope::harbor::summary::{DEFAULT_LIMIT, SummaryInput, summarize as summarize_trajectory};
+use skillscope::import::{ImportOptions, import};
 use skillscope::skillsbench::Catalog;
 use skillscope::store::{Outcome, Store, queries};
 

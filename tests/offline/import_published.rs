@@ -18,8 +18,8 @@ use rusqlite::Connection;
 use serde_json::Value;
 use skillscope::analysis::ci::CiMethod;
 use skillscope::analysis::results::{ConditionResult, FailureMode, Results, Selection, analyze};
-use skillscope::harbor::import::Format;
-use skillscope::harbor::import::{ImportOptions, ImportReport, import};
+use skillscope::import::Format;
+use skillscope::import::{ImportOptions, ImportReport, import};
 use skillscope::skillsbench::Catalog;
 use skillscope::store::{Outcome, RunRow, Store, TrialKey, queries};
 
@@ -499,7 +499,7 @@ fn key(task: &str, cond: &str, idx: u32) -> TrialKey {
     }
 }
 
-fn file_report(report: &ImportReport, format: Format) -> &skillscope::harbor::import::FileReport {
+fn file_report(report: &ImportReport, format: Format) -> &skillscope::import::FileReport {
     report.files.iter().find(|f| f.format == format).unwrap()
 }
 

@@ -10,7 +10,7 @@ use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
 use rusqlite::Connection;
 use skillscope::analysis::ci::CiMethod;
 use skillscope::analysis::results::Selection;
-use skillscope::harbor::import::{ImportOptions, import};
+use skillscope::import::{ImportOptions, import};
 use skillscope::report::{self, Format, Report, charts, markdown};
 use skillscope::store::queries::{self, TrialPatch};
 use skillscope::store::{Outcome, SkillUseRow, Store, TrialStatus};

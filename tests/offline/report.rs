@@ -3,6 +3,7 @@
 //! same numbers, untrusted names escaped, and write errors naming the path.
 
 use crate::support::common;
+use crate::support::common::Scratch;
 use common::shared;
 use std::path::{Path, PathBuf};
 
@@ -191,7 +192,7 @@ fn planned_run(
 }
 
 /// A run of two tasks × 6 trials under no-skills and curated, whose curated trials use skills.
-fn skills_store(run_name: &str, task_ids: [&str; 2]) -> (tempfile::TempDir, Connection) {
+fn skills_store(run_name: &str, task_ids: [&str; 2]) -> (Scratch, Connection) {
     let (dir, conn) = empty_store();
     let ids: Vec<String> = task_ids.iter().map(|s| s.to_string()).collect();
     let run = planned_run(

@@ -1,6 +1,7 @@
 //! Snapshots of every dashboard view at 80×24 and 120×40, drawn from a store filled through the
 //! store API (a synthetic run on a fixed clock) — `cargo insta review` shows changes.
 
+use crate::support::common::Scratch;
 use crate::support::{dashboard, learning_fixture};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,7 +38,7 @@ fn now() -> chrono::DateTime<chrono::Utc> {
 }
 
 /// An app showing a synthetic run of 12 tasks × 2 conditions × 3 trials, 70 % done.
-fn app_with(theme: &str) -> (tempfile::TempDir, App) {
+fn app_with(theme: &str) -> (Scratch, App) {
     synthetic_app(
         theme,
         SyntheticRun {
@@ -55,11 +56,11 @@ fn synthetic_app(
     theme: &str,
     spec: SyntheticRun,
     edit: impl FnOnce(&rusqlite::Connection, &skillscope::store::RunRow),
-) -> (tempfile::TempDir, App) {
+) -> (Scratch, App) {
     let f = dashboard::filled(&spec);
     edit(&f.conn, &f.run);
     let app = dashboard::watching(&f.conn, f.run.id, Mode::Watch, theme, now());
-    (f.dir, app)
+    (f.scratch, app)
 }
 
 fn key(c: KeyCode) -> KeyEvent {
@@ -79,23 +80,18 @@ fn snap(name: &str, app: &App) {
 }
 
 /// Opens the detail of the trial under the cursor with fixed logs (the store gives the attempts).
-fn open_detail(app: &mut App, dir: &tempfile::TempDir, logs: Vec<LogFile>) {
+fn open_detail(app: &mut App, dir: &Scratch, logs: Vec<LogFile>) {
     open_detail_with(app, dir, logs, Vec::new());
 }
 
-fn open_detail_with(
-    app: &mut App,
-    dir: &tempfile::TempDir,
-    logs: Vec<LogFile>,
-    uses: Vec<SkillUseRow>,
-) {
+fn open_detail_with(app: &mut App, dir: &Scratch, logs: Vec<LogFile>, uses: Vec<SkillUseRow>) {
     let effects = app.on_key(key(KeyCode::Enter));
     assert_eq!(
         effects.len(),
         1,
         "Enter on a trial asks the worker for its detail"
     );
-    let conn = Store::open_existing(&dir.path().join("s.db")).unwrap();
+    let conn = Store::open_existing(&dir.db()).unwrap();
     let det = app.detail.as_ref().unwrap();
     let run_id = app.snapshot.as_ref().unwrap().run.id;
     let mut d: Detail = load_detail(&conn, run_id, &det.key).unwrap();
@@ -126,7 +122,7 @@ fn main_view() {
 #[test]
 fn main_view_with_tokens_and_cost() {
     let (d, mut app) = app_with("dark");
-    let conn = Store::open_existing(&d.path().join("s.db")).unwrap();
+    let conn = Store::open_existing(&d.db()).unwrap();
     conn.execute(
         "UPDATE trials SET n_input_tokens = 120000 + id * 1000, n_cache_tokens = 90000,
                 n_output_tokens = 8000, cost_usd = 0.85 + (id % 3) * 0.1
@@ -142,8 +138,8 @@ fn main_view_with_tokens_and_cost() {
 }
 
 /// Re-reads the snapshot after `sql` changed the store.
-fn reload_after(d: &tempfile::TempDir, app: &mut App, sql: &str) {
-    let conn = Store::open_existing(&d.path().join("s.db")).unwrap();
+fn reload_after(d: &Scratch, app: &mut App, sql: &str) {
+    let conn = Store::open_existing(&d.db()).unwrap();
     conn.execute_batch(sql).unwrap();
     let run_id = app.snapshot.as_ref().unwrap().run.id;
     app.on_update(Update::Snapshot(Arc::new(
@@ -540,7 +536,9 @@ fn skill_browser() {
 /// a kept skill's SKILL.md. (Escape sequences an agent wrote are shown inert.)
 #[test]
 fn skill_browser_with_self_generated_skills() {
-    let dashboard::Filled { dir, conn, run, .. } = dashboard::filled(&SyntheticRun {
+    let dashboard::Filled {
+        scratch, conn, run, ..
+    } = dashboard::filled(&SyntheticRun {
         name: "selfgen-run".into(),
         tasks: 3,
         trials: 2,
@@ -561,7 +559,7 @@ fn skill_browser_with_self_generated_skills() {
             .collect()
     };
     for (i, (id, name)) in ids.iter().enumerate() {
-        let trial = dir.path().join("jobs").join(name);
+        let trial = scratch.jobs().join(name);
         let skill = trial.join("agent/generated-skills/csv-tool");
         std::fs::create_dir_all(&skill).unwrap();
         std::fs::write(
@@ -697,7 +695,7 @@ fn hostile_skill_files_never_reach_the_screen() {
 #[test]
 fn results_of_a_run() {
     let (d, mut app) = app_with("dark");
-    let conn = Store::open_existing(&d.path().join("s.db")).unwrap();
+    let conn = Store::open_existing(&d.db()).unwrap();
     press(&mut app, &conn, KeyCode::Char('a'));
     snap("results_run", &app);
     let screen = render(&app, (80, 24));
@@ -736,7 +734,7 @@ fn results_of_an_experiment() {
 #[test]
 fn results_empty_and_loading() {
     let dashboard::Filled {
-        dir: _dir,
+        scratch: _scratch,
         conn,
         run,
         ..

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use rusqlite::Connection;
 use skillscope::perf::synthetic::{SyntheticRun, at, fill_store};
-use skillscope::store::{RunRow, Store};
+use skillscope::store::RunRow;
 use skillscope::tui::app::{App, Mode};
 use skillscope::tui::theme::Theme;
 use skillscope::tui::worker::{Update, load_snapshot};
+
+use super::common::Scratch;
 
 /// The database name the dashboard shows.
 pub const DB_LABEL: &str = "skillscope.db";
@@ -22,14 +24,12 @@ pub fn clock() -> DateTime<Utc> {
         .with_timezone(&Utc)
 }
 
-/// A store in a temporary folder (`dir/s.db`, trial folders under `dir/jobs`) holding one
-/// synthetic run, its writer thread stopped: tests read and write through `conn`.
+/// A [`Scratch`] store holding one synthetic run, its writer thread stopped: tests read and
+/// write through `conn`.
 pub struct Filled {
-    /// The temporary folder; removed when dropped.
-    pub dir: tempfile::TempDir,
-    /// The store.
-    pub store: Store,
-    /// A connection to it.
+    /// The folder and store; removed when dropped.
+    pub scratch: Scratch,
+    /// A connection to the store.
     pub conn: Connection,
     /// The synthetic run.
     pub run: RunRow,
@@ -37,17 +37,11 @@ pub struct Filled {
 
 /// Fills a new store with the synthetic run `spec` (see [`fill_store`]).
 pub fn filled(spec: &SyntheticRun) -> Filled {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
+    let scratch = Scratch::new();
+    let conn = scratch.store.connect().unwrap();
     let run = fill_store(&conn, spec).unwrap();
-    store.writer().stop();
-    Filled {
-        dir,
-        store,
-        conn,
-        run,
-    }
+    scratch.store.writer().stop();
+    Filled { scratch, conn, run }
 }
 
 /// An app in `mode` with the theme named `theme`, at `now`, showing the snapshot of run `run_id`

@@ -4,7 +4,9 @@
 
 use rusqlite::Connection;
 use skillscope::store::queries::{self, NewRun, TrialPatch};
-use skillscope::store::{Outcome, RunRow, RunTaskRow, Store, TrialKey, TrialRow, TrialStatus};
+use skillscope::store::{Outcome, RunRow, RunTaskRow, TrialKey, TrialRow, TrialStatus};
+
+use super::common::Scratch;
 
 /// What to plan: the run's name, agent, model, trials per task × condition, conditions and tasks
 /// as `(id, domain, difficulty)`. Task folders are `/t/<id>`, the jobs folder `/j`.
@@ -42,14 +44,13 @@ pub fn namer(k: &TrialKey, attempt: u32) -> String {
     format!("{}__{}-{}-{attempt}", k.task_id, k.condition, k.trial_index)
 }
 
-/// An empty store in a temporary folder (`s.db`), its writer thread stopped: tests write through
-/// the connection.
-pub fn empty_store() -> (tempfile::TempDir, Connection) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.db")).unwrap();
-    let conn = store.connect().unwrap();
-    store.writer().stop();
-    (dir, conn)
+/// An empty store in a [`Scratch`] folder, its writer thread stopped: tests write through the
+/// connection.
+pub fn empty_store() -> (Scratch, Connection) {
+    let scratch = Scratch::new();
+    let conn = scratch.store.connect().unwrap();
+    scratch.store.writer().stop();
+    (scratch, conn)
 }
 
 /// A planned run and its queued first attempts.

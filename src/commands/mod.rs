@@ -129,5 +129,6 @@ pub fn beside(db: &Path, name: &str) -> PathBuf {
 
 /// What happens to a command queued for `run` (retry, cancel), seen from this machine.
 pub fn engine_note(run: &RunRow) -> String {
-    crate::store::Liveness::of(run, chrono::Utc::now(), &queries::host_name()).command_note(run)
+    crate::store::Liveness::of(run, chrono::Utc::now(), &crate::store::owner::host_name())
+        .command_note(run)
 }

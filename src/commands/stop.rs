@@ -20,7 +20,7 @@ const WAIT: Duration = Duration::from_secs(120);
 pub fn execute(args: StopArgs) -> Result<()> {
     let conn = Store::open_existing(&args.db.db)?;
     let run = super::find_run(&conn, args.run.as_deref())?;
-    match Liveness::of(&run, chrono::Utc::now(), &queries::host_name()) {
+    match Liveness::of(&run, chrono::Utc::now(), &crate::store::owner::host_name()) {
         Liveness::Idle => {
             println!("run {} is not running ({})", run.name, run.status);
             return Ok(());

@@ -6,7 +6,8 @@
 use super::{Engine, EngineError, RunRequest};
 use crate::skillsbench::{Condition, TaskSet};
 use crate::store::ledger::Owner;
-use crate::store::queries::{self, NewRun};
+use crate::store::owner::host_name;
+use crate::store::queries::NewRun;
 use crate::store::{RunLedger, RunTaskRow, STALE_AFTER_SECS, StoreError};
 
 impl Engine {
@@ -41,7 +42,7 @@ impl Engine {
             .collect();
         let owner = Owner {
             pid: std::process::id(),
-            host: queries::host_name(),
+            host: host_name(),
             stale_after_secs: STALE_AFTER_SECS,
         };
         let ledger = RunLedger::register(&self.store, new, tasks, owner, super::trial_namer(name))

@@ -5,7 +5,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 use super::StoreError;
 use super::model::*;
-pub use super::owner::{host_name, process_alive};
+use super::owner::process_alive;
 
 /// What a new run is made of.
 #[derive(Debug, Clone)]

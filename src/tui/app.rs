@@ -13,9 +13,8 @@ use super::model::{
     rate_rows,
 };
 use super::skilldoc;
-pub use super::state::Pane;
 use super::state::{
-    DETAIL_TABS, DetailState, DomainsState, EventsState, GridState, Hits, ResultsState,
+    DETAIL_TABS, DetailState, DomainsState, EventsState, GridState, Hits, Pane, ResultsState,
     SkillsFocus, SkillsState, contains,
 };
 use super::theme::Theme;

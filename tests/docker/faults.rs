@@ -671,7 +671,7 @@ async fn sighup_under_the_dashboard_goes_headless_and_watch_reattaches() {
     tmux(&["kill-session", "-t", &session]);
     std::thread::sleep(Duration::from_secs(2));
     assert!(
-        queries::process_alive(pid),
+        skillscope::store::owner::process_alive(pid),
         "the run died with its terminal"
     );
     // Another terminal reattaches.

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 use skillscope::perf::synthetic::SyntheticRun;
 use skillscope::store::{Outcome, TrialStatus};
-use skillscope::tui::app::{App, Confirm, Effect, Mode, Pane, Popup};
+use skillscope::tui::app::{App, Confirm, Effect, Mode, Popup};
+use skillscope::tui::state::Pane;
 use skillscope::tui::state::SkillsFocus;
 use skillscope::tui::worker::{Request, SkillOrigin, Update, load_skills};
 

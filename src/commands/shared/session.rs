@@ -199,7 +199,7 @@ pub fn record_run_starts(engine: &crate::engine::Engine) -> tokio::task::JoinHan
                     let who = format!(
                         "engine pid {} on {}",
                         std::process::id(),
-                        crate::store::queries::host_name()
+                        crate::store::owner::host_name()
                     );
                     let message = if done > 0 {
                         format!("run resumed: {done} of {total} trials already finished; {who}")

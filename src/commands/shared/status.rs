@@ -69,7 +69,7 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
         conditions,
         pending_commands,
         spaces,
-        liveness: Liveness::of(&run, chrono::Utc::now(), &queries::host_name()),
+        liveness: Liveness::of(&run, chrono::Utc::now(), &crate::store::owner::host_name()),
         hosts: queries::run_hosts(conn, run.id)?,
         cost: crate::analysis::spend::project(&run_costs(&queries::all_trials(conn, run.id)?)),
         stalled: queries::current_trials(conn, run.id)?

@@ -20,8 +20,9 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use super::app::{App, Pane, Popup};
+use super::app::{App, Popup};
 use super::model::CellState;
+use super::state::Pane;
 use super::theme::Theme;
 
 /// Below either size the panes are shown one at a time.
@@ -167,6 +168,16 @@ pub fn tokens_text(n: i64) -> String {
         n if n >= 1_000 => format!("{:.1}k", n as f64 / 1e3),
         n => n.to_string(),
     }
+}
+
+/// A rate (0–1) as a percentage with one decimal: `0.333` → `33.3%`.
+pub fn pct_text(rate: f64) -> String {
+    format!("{:.1}%", rate * 100.0)
+}
+
+/// A difference in percentage points with its sign and one decimal: `+33.3`.
+pub fn pp_text(d: f64) -> String {
+    format!("{d:+.1}")
 }
 
 /// Dollars with cents, or four decimals under a dime.

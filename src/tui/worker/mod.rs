@@ -147,8 +147,10 @@ impl DataWorker {
 /// What happens to a command queued for run `rid`, as its liveness says.
 fn command_note(conn: &Connection, rid: i64) -> String {
     match queries::get_run(conn, rid) {
-        Ok(run) => crate::store::Liveness::of(&run, chrono::Utc::now(), &queries::host_name())
-            .command_note(&run),
+        Ok(run) => {
+            crate::store::Liveness::of(&run, chrono::Utc::now(), &crate::store::owner::host_name())
+                .command_note(&run)
+        }
         Err(e) => format!("(could not read the run: {e})"),
     }
 }
@@ -263,7 +265,9 @@ fn worker_loop(
         let Some(rid) = run_id else { continue };
         let v = data_version(&conn);
         // An engine that dies writes nothing: notice its process going away here.
-        let alive = owner.as_ref().map(|(pid, _)| queries::process_alive(*pid));
+        let alive = owner
+            .as_ref()
+            .map(|(pid, _)| crate::store::owner::process_alive(*pid));
         let changed = force || v != version || alive != owner.as_ref().map(|(_, a)| *a);
         if changed {
             version = v;

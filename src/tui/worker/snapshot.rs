@@ -227,7 +227,7 @@ pub fn load_snapshot_with(
                 a
             })
             .collect(),
-        owner_alive: crate::store::owner_alive_here(&run, &queries::host_name()),
+        owner_alive: crate::store::owner_alive_here(&run, &crate::store::owner::host_name()),
         hosts: queries::run_hosts(&tx, run_id)?,
         plan: queries::trial_plan(&tx, &run)?,
         run,

@@ -40,12 +40,16 @@ struct Widths {
     num: usize,
 }
 
+/// Columns taken by everything but the name for `n` conditions: `n` (4), per condition its bar
+/// (`bar` + a space, when `bar` > 0), rate (`num`) and judged rate (`num` + 1), per later
+/// condition its Δ (`num`) and g (7).
+fn numbers_width(n: usize, judged: bool, bar: usize, g: bool, num: usize) -> usize {
+    4 + n * (if bar > 0 { bar + 1 } else { 0 } + num + if judged { num + 1 } else { 0 })
+        + n.saturating_sub(1) * (num + if g { 7 } else { 0 })
+}
+
 fn widths(w: usize, n: usize, judged: bool, label_want: usize) -> Widths {
-    let later = n.saturating_sub(1);
-    let need = |bar: usize, g: bool, num: usize| {
-        4 + n * (if bar > 0 { bar + 1 } else { 0 } + num + if judged { num + 1 } else { 0 })
-            + later * (num + if g { 7 } else { 0 })
-    };
+    let need = |bar: usize, g: bool, num: usize| numbers_width(n, judged, bar, g, num);
     let want = label_want.clamp(8, 22);
     let cut = want.min(16);
     // (bar, g, num, the least label width the layout accepts)
@@ -82,7 +86,7 @@ fn widths(w: usize, n: usize, judged: bool, label_want: usize) -> Widths {
 /// A rate (0–1) as a percentage right-aligned in `w` columns with one decimal (` 33.3%`), or,
 /// when one decimal would fill the column, as a whole number (`  100%`), so a space always leads.
 fn pct(rate: f64, w: usize) -> String {
-    let text = format!("{:.1}%", rate * 100.0);
+    let text = super::pct_text(rate);
     if text.chars().count() < w {
         format!("{text:>w$}")
     } else {
@@ -93,7 +97,7 @@ fn pct(rate: f64, w: usize) -> String {
 /// A difference in percentage points right-aligned in `w` columns with a sign and one decimal
 /// (` +33.3`), or as a whole number (`  +100`) when the decimal would leave no leading space.
 fn pp(d: f64, w: usize) -> String {
-    let text = format!("{d:+.1}");
+    let text = super::pp_text(d);
     if text.chars().count() < w {
         format!("{text:>w$}")
     } else {
@@ -251,7 +255,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::{pct, pp, widths};
+    use super::{numbers_width, pct, pp, widths};
 
     #[test]
     fn numbers_always_keep_a_leading_space() {
@@ -273,26 +277,18 @@ mod tests {
         // "Office & White Collar" wants 22.
         let w = widths(43, 2, false, 22);
         assert_eq!((w.num, w.bar, w.g), (7, 0, false));
-        assert_eq!(w.label, 43 - (4 + 2 * 7 + 7));
+        assert_eq!(w.label, 43 - numbers_width(2, false, 0, false, 7));
         for width in 20..=120 {
             for n in 1..=4 {
                 for judged in [false, true] {
                     let w = widths(width, n, judged, 22);
-                    let gapped =
-                        4 + n * (7 + if judged { 8 } else { 0 }) + n.saturating_sub(1) * 7 + 16;
-                    if gapped <= width {
+                    if numbers_width(n, judged, 0, false, 7) + 16 <= width {
                         assert_eq!(w.num, 7, "width {width}, {n} conditions, judged {judged}");
                         assert!(w.label >= 16);
                     }
                     // Whenever the tightest layout fits, the chosen one fits too.
-                    let tightest =
-                        4 + n * (6 + if judged { 7 } else { 0 }) + n.saturating_sub(1) * 6 + 6;
-                    let used = 4
-                        + n * (if w.bar > 0 { w.bar + 1 } else { 0 }
-                            + w.num
-                            + if judged { w.num + 1 } else { 0 })
-                        + n.saturating_sub(1) * (w.num + if w.g { 7 } else { 0 })
-                        + w.label;
+                    let tightest = numbers_width(n, judged, 0, false, 6) + 6;
+                    let used = numbers_width(n, judged, w.bar, w.g, w.num) + w.label;
                     if tightest <= width {
                         assert!(used <= width, "width {width}, {n} conditions: {used}");
                     }

@@ -18,7 +18,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{fit, framed};
+use super::{fit, framed, pct_text, pp_text};
 use crate::analysis::ci::Ci;
 use crate::analysis::failure_category::FailureCategory;
 use crate::analysis::results::{FailureMode, GroupRow, Results};
@@ -203,14 +203,6 @@ fn table(
     out
 }
 
-fn pct(p: f64) -> String {
-    format!("{:.1}%", p * 100.0)
-}
-
-fn pp(d: f64) -> String {
-    format!("{d:+.1}")
-}
-
 fn ci_pct(ci: Option<Ci>) -> String {
     match ci {
         Some(c) => format!("[{:.1}, {:.1}]", c.low * 100.0, c.high * 100.0),
@@ -277,7 +269,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
     let mut c_notrun = Col::new("not run", 3);
     for c in conds {
         c_cond.push(condition_label(&c.condition), t.dim);
-        c_pass.push(pct(c.pass_rate), t.accent);
+        c_pass.push(pct_text(c.pass_rate), t.accent);
         c_ci.push(ci_pct(c.ci), t.text);
         c_tasks.push(c.n_tasks.to_string(), t.text);
         c_done.push(
@@ -290,7 +282,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         );
         let infra = c.infrastructure();
         c_infra.push(infra.to_string(), if infra > 0 { t.warn } else { t.dim });
-        c_judged.push(c.pass_rate_judged.map_or("—".into(), pct), t.text);
+        c_judged.push(c.pass_rate_judged.map_or("—".into(), pct_text), t.text);
         let not_run = c.failures.get(&FailureMode::NotRun).copied().unwrap_or(0);
         c_notrun.push(
             not_run.to_string(),
@@ -322,7 +314,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         let mut c_same = Col::new("same", 2);
         let mut c_j = Col::new("Δ judged", 3);
         for c in cmps {
-            c_d.push(pp(c.delta_pp), t.delta(c.delta_pp));
+            c_d.push(pp_text(c.delta_pp), t.delta(c.delta_pp));
             c_ci.push(ci_pp(c.delta_ci_pp), ci_style(t, c.delta_ci_pp));
             c_g.push(
                 c.g.map_or("—".into(), |g| format!("{g:+.2}")),
@@ -332,7 +324,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
             c_down.push(c.degraded.to_string(), t.loss);
             c_same.push(c.unchanged.to_string(), t.dim);
             c_j.push(
-                c.delta_pp_judged.map_or("—".into(), pp),
+                c.delta_pp_judged.map_or("—".into(), pp_text),
                 c.delta_pp_judged.map_or(t.dim, |d| t.delta(d)),
             );
         }
@@ -371,19 +363,19 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         labels.push((g.group.clone(), t.text));
         c_n.push(g.n_tasks.to_string(), t.dim);
         for (col, r) in c_rates.iter_mut().zip(&g.rates) {
-            col.push(pct(*r), t.text);
+            col.push(pct_text(*r), t.text);
         }
         for (col, d) in c_deltas.iter_mut().zip(&g.deltas_pp) {
-            col.push(pp(*d), t.delta(*d));
+            col.push(pp_text(*d), t.delta(*d));
         }
     }
     labels.push(("overall".into(), t.accent));
     c_n.push(res.tasks.len().to_string(), t.accent);
     for (col, c) in c_rates.iter_mut().zip(conds) {
-        col.push(pct(c.pass_rate), t.accent);
+        col.push(pct_text(c.pass_rate), t.accent);
     }
     for (col, c) in c_deltas.iter_mut().zip(cmps) {
-        col.push(pp(c.delta_pp), t.delta(c.delta_pp));
+        col.push(pp_text(c.delta_pp), t.delta(c.delta_pp));
     }
     let mut cols = vec![c_n];
     cols.extend(c_rates);
@@ -418,14 +410,14 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
                 (format!("{} {}", a.name, a.group), t.text)
             });
             c_n.push(a.n_tasks.to_string(), t.dim);
-            c_1.push(pct(a.p_round1), t.text);
-            c_2.push(pct(a.p_round2), t.text);
+            c_1.push(pct_text(a.p_round1), t.text);
+            c_2.push(pct_text(a.p_round2), t.text);
             c_a.push(
-                pct(a.pass2_adaptive),
+                pct_text(a.pass2_adaptive),
                 if overall { t.accent } else { t.text },
             );
-            c_p.push(pct(a.pass2), t.text);
-            c_g.push(pp(a.gain_pp), t.delta(a.gain_pp));
+            c_p.push(pct_text(a.pass2), t.text);
+            c_g.push(pp_text(a.gain_pp), t.delta(a.gain_pp));
             c_ci.push(ci_pp(a.gain_ci_pp), ci_style(t, a.gain_ci_pp));
         }
         lines.extend(table(

@@ -38,8 +38,9 @@ def modules():
 
 
 def code_of(text):
-    """The text without `#[cfg(test)]` modules (everything after the first) and comment lines."""
-    text = text.split("#[cfg(test)]")[0]
+    """The text without its `#[cfg(test)] mod …` (everything after the first; a `#[cfg(test)]`
+    on a single item keeps the rest) and without comment lines."""
+    text = re.split(r"#\[cfg\(test\)\]\s*mod\s", text)[0]
     return "\n".join(l for l in text.split("\n") if not l.strip().startswith("//"))
 
 

@@ -27,6 +27,11 @@ pub mod exit_code {
     /// than `--docker-wait`, or trials were cancelled or ran out of automatic retries. Re-run the
     /// same command (or retry the trials) to finish it.
     pub const STOPPED: i32 = 3;
+    /// Checks ran and some failed: `tasks` (a task cannot run, an invalid `SKILL.md`), `tasks
+    /// --check` (a task did not build or pass the oracle in every condition), `preflight` and the
+    /// preflight of `run` and `experiment` (a check of Acontext, a provider, a Docker host or the
+    /// task set failed; nothing was started). The table says which and how to fix each.
+    pub const CHECK_FAILED: i32 = 4;
     /// The operator interrupted the run (Ctrl-C, SIGTERM, quitting the dashboard, `skillscope
     /// stop`); re-run the same command to resume.
     pub const INTERRUPTED: i32 = 130;
@@ -439,6 +444,13 @@ pub struct RetryArgs {
     /// Retry every finished trial that did not pass (within --task/--condition when given).
     #[arg(long)]
     pub failed: bool,
+    /// Retry every cancelled trial (within --task/--condition when given): what a run that
+    /// `finished with n cancelled` runs when it is resumed.
+    #[arg(long)]
+    pub cancelled: bool,
+    /// Retry the named trial even when it passed (its pass stays in its history).
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// `skillscope report`.

@@ -48,7 +48,7 @@ fn main() {
             Command::Import(args) => commands::import::execute(args).await.map(|()| 0),
             Command::Summarize(args) => commands::summarize::execute(args).map(|()| 0),
             Command::Status(args) => commands::status::execute(args).map(|()| 0),
-            Command::Tasks(args) => commands::tasks::execute(args).map(|()| 0),
+            Command::Tasks(args) => commands::tasks::execute(args),
             Command::Learn(args) => commands::learn::execute(args).await,
             Command::Export(args) => commands::export::execute(args).await.map(|()| 0),
             Command::Experiment(args) => commands::experiment::execute(*args).await,

@@ -199,6 +199,11 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
     let ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
     let summaries = summarize(&ids, outcome.run.n_trials, &outcome.run.conditions, &trials);
     let state = match &outcome.stop {
+        _ if outcome.finished && outcome.cancelled > 0 => format!(
+            "{} (they count 0; `skillscope retry {} --cancelled` and the same command run them)",
+            crate::engine::finished_note(outcome.cancelled),
+            outcome.run.name
+        ),
         _ if outcome.finished => "finished".to_string(),
         Some(reason) => format!(
             "stopped: {}; re-run the same command to resume",

@@ -6,6 +6,11 @@
 //! When it ends, each task gets a row of [`crate::analysis::readiness`]: builds?, the oracle's
 //! reward per condition, time, and the reason of a failure — printed as a table and written with
 //! the JSON beside the run's job folder (`health-check.txt`, `health-check.json`).
+//!
+//! Exit codes a script can gate a run on: 0 when every task loads (and, with `--check`, builds
+//! and passes the oracle in every condition), [`exit_code::CHECK_FAILED`] when any task cannot
+//! run, any `SKILL.md` is invalid or any check failed (the table and JSON are printed and written
+//! first), 1 for an error that kept the check from running.
 
 use std::path::{Path, PathBuf};
 
@@ -13,19 +18,19 @@ use color_eyre::eyre::{Result, WrapErr};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::analysis::readiness::{self, TaskFacts, TaskReadiness, TrialEvidence};
-use crate::cli::{RunArgs, TasksArgs};
+use crate::cli::{RunArgs, TasksArgs, exit_code};
 use crate::engine::{Engine, default_run_name};
 use crate::runner::DockerHost;
 use crate::skillsbench::TaskSet;
 use crate::skillsbench::dockerfile::parse_instructions;
 use crate::store::{Store, queries};
 
-/// Runs `skillscope tasks`.
+/// Runs `skillscope tasks`. Returns the exit code (see the module docs).
 ///
 /// # Errors
 /// An unreadable tasks folder or catalog; for `--check`, bad settings, an unreachable Docker
 /// daemon or a database failure.
-pub fn execute(args: TasksArgs) -> Result<()> {
+pub fn execute(args: TasksArgs) -> Result<i32> {
     if args.check {
         // Called from the binary's runtime (multi-threaded): run the check's async work on it.
         return tokio::task::block_in_place(|| {
@@ -35,6 +40,17 @@ pub fn execute(args: TasksArgs) -> Result<()> {
     let dir = super::tasks_dir_or_examples(args.tasks.as_deref())?;
     let catalog = super::catalog_with(args.catalog.as_deref())?;
     let set = TaskSet::load(&dir, &catalog, &[])?;
+    let bad_tasks = set.tasks.iter().filter(|t| !t.problems.is_empty()).count();
+    let invalid_skills: usize = set
+        .tasks
+        .iter()
+        .map(|t| t.skills.iter().filter(|s| !s.is_valid()).count())
+        .sum();
+    let code = if bad_tasks + invalid_skills > 0 {
+        exit_code::CHECK_FAILED
+    } else {
+        exit_code::FINISHED
+    };
     if args.json {
         let tasks: Vec<serde_json::Value> = set
             .tasks
@@ -50,9 +66,14 @@ pub fn execute(args: TasksArgs) -> Result<()> {
             .collect();
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "root": set.root, "tasks": tasks }))?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "root": set.root,
+                "tasks": tasks,
+                "cannot_run": bad_tasks,
+                "invalid_skills": invalid_skills,
+            }))?
         );
-        return Ok(());
+        return Ok(code);
     }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
@@ -65,8 +86,6 @@ pub fn execute(args: TasksArgs) -> Result<()> {
         "skills",
         "problems",
     ]);
-    let mut invalid_skills = 0;
-    let mut bad_tasks = 0;
     for task in &set.tasks {
         let bad: Vec<String> = task
             .skills
@@ -84,10 +103,6 @@ pub fn execute(args: TasksArgs) -> Result<()> {
                 )
             })
             .collect();
-        invalid_skills += bad.len();
-        if !task.problems.is_empty() {
-            bad_tasks += 1;
-        }
         let mut problems = task.problems.clone();
         problems.extend(bad);
         t.add_row(vec![
@@ -109,11 +124,11 @@ pub fn execute(args: TasksArgs) -> Result<()> {
         invalid_skills,
         bad_tasks
     );
-    Ok(())
+    Ok(code)
 }
 
-/// The health check (see the module docs).
-async fn check(args: TasksArgs) -> Result<()> {
+/// The health check (see the module docs). Returns the exit code.
+async fn check(args: TasksArgs) -> Result<i32> {
     let c = &args.run;
     let run_args = RunArgs {
         tasks: args.tasks.clone(),
@@ -235,7 +250,13 @@ async fn check(args: TasksArgs) -> Result<()> {
         );
     }
     store.writer().stop();
-    Ok(())
+    Ok(
+        if outcome.finished && counts.tasks > 0 && counts.pass == counts.tasks {
+            exit_code::FINISHED
+        } else {
+            exit_code::CHECK_FAILED
+        },
+    )
 }
 
 /// The health check's table: task, builds?, oracle reward per condition, time, reason.

@@ -192,10 +192,12 @@ impl StopReason {
 pub struct RunOutcome {
     /// The run's final row.
     pub run: RunRow,
-    /// True when every planned trial has a verdict.
+    /// True when every planned trial has a verdict, or the operator cancelled those without one.
     pub finished: bool,
     /// Why it stopped, when it did not finish.
     pub stop: Option<StopReason>,
+    /// Trials of a finished run left cancelled by the operator (they count 0 in pass rates).
+    pub cancelled: usize,
 }
 
 /// Derives a run name from its inputs: `<tasks folder>-<agent>[-<model>]-<conditions>-x<trials>`,
@@ -335,10 +337,16 @@ impl Engine {
             })
             .map(|t| t.outcome.unwrap_or(Outcome::Interrupted))
             .collect();
-        let finished = end.error.is_none()
-            && judged
-                .as_ref()
-                .is_some_and(|j| j.len() == planned && unjudged.is_empty());
+        let all_planned = judged.as_ref().is_some_and(|j| j.len() == planned);
+        // Trials the operator cancelled are a decision, not work left: a run whose only trials
+        // without a verdict are cancelled ones ends `finished with n cancelled` (they count 0;
+        // `skillscope retry RUN --cancelled` and the same command run them).
+        let cancelled = unjudged
+            .iter()
+            .filter(|o| **o == Outcome::Cancelled)
+            .count();
+        let finished =
+            end.error.is_none() && end.stop.is_none() && all_planned && unjudged.len() == cancelled;
         let stop = match (&end.error, finished) {
             (Some(_), _) | (None, true) => None,
             (None, false) => Some(end.stop.clone().unwrap_or_else(|| StopReason::Unjudged {
@@ -349,6 +357,7 @@ impl Engine {
         let reason = match (&end.error, &stop) {
             (Some(e), _) => Some(e.to_string()),
             (None, Some(s)) => Some(s.describe()),
+            (None, None) if cancelled > 0 => Some(finished_note(cancelled)),
             (None, None) => None,
         };
         let released = ledger.release(finished, reason).await;
@@ -361,8 +370,15 @@ impl Engine {
             run,
             finished,
             stop,
+            cancelled: if finished { cancelled } else { 0 },
         })
     }
+}
+
+/// The note of a run that finished with `n` trials the operator cancelled: `finished with 2
+/// cancelled`.
+pub fn finished_note(n: usize) -> String {
+    format!("finished with {n} cancelled")
 }
 
 /// `2 provider-error, 1 cancelled`.

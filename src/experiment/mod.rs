@@ -652,6 +652,11 @@ fn learn_summary(r: &LearnReport) -> String {
 /// and why.
 pub fn describe_end(outcome: &crate::engine::RunOutcome) -> String {
     match &outcome.stop {
+        _ if outcome.finished && outcome.cancelled > 0 => format!(
+            "run {}: every other planned trial has a verdict (cancelled trials count 0; `skillscope retry {} --cancelled` and the same command run them)",
+            crate::engine::finished_note(outcome.cancelled),
+            outcome.run.name
+        ),
         _ if outcome.finished => "run finished: every planned trial has a verdict".to_string(),
         Some(reason) => format!("run stopped: {}", reason.describe()),
         None => "run stopped".to_string(),

@@ -96,6 +96,15 @@ fn tasks_command_lists_examples_and_reports_bad_tasks() {
         "{t}"
     );
     assert!(t.contains("missing Dockerfile"), "{t}");
+    // A script can gate a run on it: tasks that cannot run make it exit 4, JSON too.
+    assert_eq!(out.status.code(), Some(4), "{t}");
+    let json = skillscope(
+        &s,
+        &["tasks", "--json", "--tasks", fixtures.to_str().unwrap()],
+    );
+    assert_eq!(json.status.code(), Some(4));
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert!(v["cannot_run"].as_u64().unwrap() >= 2, "{v}");
 }
 
 #[test]

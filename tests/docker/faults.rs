@@ -499,19 +499,39 @@ async fn a_killed_engine_is_shown_stale() {
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["runs"][0]["liveness"]["state"], "stale", "{v:#}");
-    let retry = Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args([
-            "retry",
-            "stale",
-            "--task",
-            "passes",
-            "--condition",
-            "no-skills",
-            "--trial",
-            "1",
-            "--db",
-        ])
+    // A trial that passed is retried only with --force (the dashboard's rule).
+    let (_, before) = state(&s, "stale").unwrap();
+    let finished = before
+        .iter()
+        .find(|t| t.status == TrialStatus::Done)
+        .expect("a finished trial")
+        .clone();
+    let index = finished.trial_index.to_string();
+    let retry_args = [
+        "retry",
+        "stale",
+        "--task",
+        &finished.task_id,
+        "--condition",
+        "no-skills",
+        "--trial",
+        &index,
+        "--db",
+    ];
+    let refused = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(retry_args)
         .arg(s.db())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("--force"),
+        "{refused:?}"
+    );
+    let retry = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(retry_args)
+        .arg(s.db())
+        .arg("--force")
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&retry.stdout).into_owned();

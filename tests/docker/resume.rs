@@ -258,6 +258,110 @@ async fn cancel_command_stops_a_running_trial() {
     assert_eq!(row.outcome, Some(Outcome::Cancelled));
     assert!(t0.elapsed() < Duration::from_secs(60));
     assert_eq!(containers_of_run("cancel").await, 0);
+    // Its only trial without a verdict was cancelled: the run finished with it cancelled (not
+    // "stopped … retry them"), and resuming it changes nothing until the cancelled trial is
+    // retried.
+    assert!(out.finished, "{:?}", out.stop);
+    assert_eq!(out.cancelled, 1);
+    assert_eq!(out.run.status, "finished");
+    assert_eq!(
+        out.run.stop_reason.as_deref(),
+        Some("finished with 1 cancelled")
+    );
+    let cli = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_skillscope"))
+            .args(args)
+            .arg("--db")
+            .arg(s.db())
+            .output()
+            .unwrap()
+    };
+    let status = cli(&["status", "cancel"]);
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("finished with 1 cancelled"),
+        "{status:?}"
+    );
+    // The CLI follows the dashboard's rules: what the run does not have is an error (exit 1), a
+    // finished trial cannot be cancelled.
+    for (args, says) in [
+        (
+            &[
+                "retry",
+                "cancel",
+                "--task",
+                "sleepr",
+                "--condition",
+                "no-skills",
+                "--trial",
+                "1",
+            ][..],
+            "its tasks (closest first): sleeper",
+        ),
+        (
+            &[
+                "retry",
+                "cancel",
+                "--task",
+                "sleeper",
+                "--condition",
+                "curated",
+                "--trial",
+                "1",
+            ],
+            "no condition",
+        ),
+        (
+            &[
+                "retry",
+                "cancel",
+                "--task",
+                "sleeper",
+                "--condition",
+                "no-skills",
+                "--trial",
+                "2",
+            ],
+            "trials 1 to 1",
+        ),
+        (
+            &[
+                "cancel",
+                "cancel",
+                "--task",
+                "sleeper",
+                "--condition",
+                "no-skills",
+                "--trial",
+                "1",
+            ],
+            "already finished",
+        ),
+        (
+            &[
+                "cancel",
+                "cancel",
+                "--task",
+                "nope",
+                "--condition",
+                "no-skills",
+                "--trial",
+                "1",
+            ],
+            "no task",
+        ),
+    ] {
+        let o = cli(args);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let queued = cli(&["retry", "cancel", "--cancelled"]);
+    assert!(
+        String::from_utf8_lossy(&queued.stdout).contains("queued 1 retry command"),
+        "{queued:?}"
+    );
+    let c = s.store.connect().unwrap();
+    assert_eq!(queries::pending_commands(&c, out.run.id).unwrap().len(), 1);
 }
 
 /// A full disk is an infrastructure failure, not the trial's: the run stops with an error naming

@@ -103,6 +103,8 @@ pub fn engine_line(run: &RunRow, liveness: &Liveness) -> String {
             Some(r) if run.status == "stopped" => {
                 format!("stopped: {}", crate::text::sanitize(r))
             }
+            // `finished with 2 cancelled`.
+            Some(r) if run.status == "finished" => crate::text::sanitize(r),
             _ => run.status.clone(),
         },
     }

@@ -469,6 +469,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             run.waiting_since.as_deref().map(clock).unwrap_or_default()
         ),
         ("running", _, _) if p.running + p.queued == 0 => "running · all trials done".to_string(),
+        ("finished", _, _) => match &run.stop_reason {
+            Some(r) => crate::text::sanitize(r),
+            None => "finished".to_string(),
+        },
         ("stopped", _, _) => match &run.stop_reason {
             Some(r) => format!("stopped: {}", crate::text::sanitize(r)),
             None => "stopped".to_string(),

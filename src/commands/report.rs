@@ -9,31 +9,39 @@ use crate::analysis::results::Selection;
 use crate::cli::ReportArgs;
 use crate::report::{self, Format};
 use crate::skillsbench::condition::sanitize_slug;
-use crate::store::{Store, learning as lq, queries};
+use crate::store::{learning as lq, queries};
 
 /// Runs `skillscope report`.
 ///
 /// # Errors
 /// No database, unknown runs or experiment, or a file that cannot be written (named).
 pub fn execute(args: ReportArgs) -> Result<()> {
-    let conn = Store::open_existing(&args.db.db)?;
-    let selection = select(&conn, &args)?;
+    // Scoring the rubric's skill invocations caches them in the store: a read-only store is
+    // reported from a private copy, which takes them.
+    let reading = crate::store::readonly::private_copy(&args.db.db)?;
+    if let Some(note) = reading.access.note() {
+        crate::errln!("{}", crate::text::sanitize(&note));
+    }
+    let conn: &Connection = &reading;
+    let selection = select(conn, &args)?;
     let method = CiMethod {
         resamples: args.resamples,
         seed: args.seed,
         ..CiMethod::default()
     };
     let t0 = std::time::Instant::now();
-    let report = report::build(&conn, &selection, &method)
+    let report = report::build(conn, &selection, &method)
         .wrap_err_with(|| format!("analysing {}", args.db.db.display()))?;
     let analysed = t0.elapsed();
-    let out = args.out.clone().unwrap_or_else(|| {
-        super::beside(&args.db.db, "reports").join(sanitize_slug(&match &selection {
-            Selection::Experiment(e) => e.clone(),
-            Selection::Runs(r) if r.len() == 1 => r[0].clone(),
-            Selection::Runs(r) => format!("{}-and-{}-more", r[0], r.len() - 1),
-        }))
+    let name = sanitize_slug(&match &selection {
+        Selection::Experiment(e) => e.clone(),
+        Selection::Runs(r) if r.len() == 1 => r[0].clone(),
+        Selection::Runs(r) => format!("{}-and-{}-more", r[0], r.len() - 1),
     });
+    let out = match &args.out {
+        Some(o) => o.clone(),
+        None => default_out(&args.db.db, &name),
+    };
     let formats: Vec<Format> = if args.format.is_empty() {
         vec![Format::Md, Format::Json, Format::Csv]
     } else {
@@ -87,6 +95,28 @@ pub fn execute(args: ReportArgs) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// `reports/<name>` beside the database — or, when that folder cannot be written (an archive on
+/// a read-only mount), `reports/<name>` in the current folder, said on stderr.
+fn default_out(db: &std::path::Path, name: &str) -> std::path::PathBuf {
+    let beside = super::beside(db, "reports");
+    let existing = beside
+        .ancestors()
+        .find(|a| a.exists())
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    match crate::store::readonly::why_read_only(&existing) {
+        None => beside.join(name),
+        Some(why) => {
+            let here = std::path::PathBuf::from("reports").join(name);
+            crate::errln!(
+                "note: the report goes to {} ({why}; --out chooses another folder)",
+                here.display()
+            );
+            here
+        }
+    }
 }
 
 /// What to report: `--experiment`, the named runs (shell-style patterns allowed), or — with

@@ -13,26 +13,33 @@ use crate::store::{Store, queries};
 /// # Errors
 /// A missing database or run.
 pub fn execute(args: StatusArgs) -> Result<()> {
-    let conn = Store::open_existing(&args.db.db)?;
+    let reading = Store::open_for_reading(&args.db.db)?;
+    let conn: &rusqlite::Connection = &reading;
     let runs = match &args.run {
-        Some(name) => vec![super::find_run(&conn, Some(name))?],
-        None => queries::list_runs(&conn)?,
+        Some(name) => vec![super::find_run(conn, Some(name))?],
+        None => queries::list_runs(conn)?,
     };
     let statuses: Vec<RunStatus> = runs
         .into_iter()
-        .map(|r| run_status(&conn, r))
+        .map(|r| run_status(conn, r))
         .collect::<Result<_>>()?;
     if args.json {
         println!(
             "{}",
-            serde_json::to_string_pretty(&serde_json::json!({ "runs": statuses }))?
+            serde_json::to_string_pretty(&serde_json::json!({
+                "runs": statuses,
+                "store": store_json(&reading.access),
+            }))?
         );
         return Ok(());
+    }
+    if let Some(note) = reading.access.note() {
+        println!("{}", crate::text::sanitize(&note));
     }
     if statuses.is_empty() {
         println!("no runs in {}", args.db.db.display());
     }
-    for e in lq::list_experiments(&conn)? {
+    for e in lq::list_experiments(conn)? {
         println!(
             "experiment {} — phase {} (runs {}, {}){}",
             e.name,
@@ -154,4 +161,15 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         println!("{n}");
     }
     Ok(())
+}
+
+/// How the store was opened, for `status --json`: `{"read_only": false}` or `{"read_only": true,
+/// "why": …, "how": …}`.
+fn store_json(access: &crate::store::Access) -> serde_json::Value {
+    match access {
+        crate::store::Access::Writable => serde_json::json!({ "read_only": false }),
+        crate::store::Access::ReadOnly { why, how } => {
+            serde_json::json!({ "read_only": true, "why": why, "how": how })
+        }
+    }
 }

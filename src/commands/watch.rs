@@ -47,12 +47,13 @@ pub fn require_terminal() -> Result<()> {
 /// # Errors
 /// No database, no such run or experiment, or no run at all.
 pub fn check_target(args: &WatchArgs) -> Result<()> {
-    let conn = Store::open_existing(&args.db.db)?;
+    let reading = Store::open_for_reading(&args.db.db)?;
+    let conn: &rusqlite::Connection = &reading;
     let wait_hint = "or pass --wait to wait for it to start";
     match &args.experiment {
         Some(e) => {
-            if crate::store::learning::find_experiment(&conn, e)?.is_none() {
-                let known: Vec<String> = crate::store::learning::list_experiments(&conn)?
+            if crate::store::learning::find_experiment(conn, e)?.is_none() {
+                let known: Vec<String> = crate::store::learning::list_experiments(conn)?
                     .into_iter()
                     .map(|x| x.name)
                     .collect();
@@ -70,7 +71,7 @@ pub fn check_target(args: &WatchArgs) -> Result<()> {
             }
         }
         None => {
-            if let Err(e) = super::find_run(&conn, args.run.as_deref()) {
+            if let Err(e) = super::find_run(conn, args.run.as_deref()) {
                 return Err(e.wrap_err_hint(wait_hint));
             }
         }

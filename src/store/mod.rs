@@ -10,6 +10,7 @@ pub mod ledger;
 pub mod model;
 pub mod owner;
 pub mod queries;
+pub mod readonly;
 pub mod schema;
 pub mod writer;
 
@@ -19,6 +20,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use ledger::RunLedger;
 pub use model::*;
+pub use readonly::{Access, Reading};
 pub use writer::Writer;
 
 /// Store errors. Cloneable so one failed commit can be reported to every waiting caller.
@@ -132,6 +134,17 @@ impl Store {
         }
         open_migrated(path)
     }
+
+    /// Opens an existing database for reading — read-only when this process cannot write it (a
+    /// read-only mount, another user's file), as [`readonly`] describes; [`Reading::access`] says
+    /// how. What `status`, `report` and `watch` use.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`] when there is no database at `path`; open errors naming the
+    /// cause; migration errors.
+    pub fn open_for_reading(path: &Path) -> Result<Reading, StoreError> {
+        readonly::open_for_reading(path)
+    }
 }
 
 /// Opens `path` and migrates it to this binary's schema.
@@ -159,9 +172,13 @@ fn open_migrated(path: &Path) -> Result<Connection, StoreError> {
 }
 
 fn open_conn(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
+    // SQLite says "unable to open database file" for every cause: name the one that holds.
     let err = |e: rusqlite::Error| StoreError::Open {
         path: path.to_path_buf(),
-        message: e.to_string(),
+        message: match readonly::diagnose_open(path) {
+            Some(cause) => format!("{e}: {cause}"),
+            None => e.to_string(),
+        },
     };
     let conn = Connection::open_with_flags(path, flags).map_err(err)?;
     conn.busy_timeout(std::time::Duration::from_secs(10))

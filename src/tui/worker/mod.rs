@@ -120,9 +120,15 @@ impl DataWorker {
     /// # Errors
     /// The database cannot be opened.
     pub fn start(db: &Path, run: RunSelector, poll: Duration) -> Result<DataWorker, StoreError> {
-        let conn = Store::open_existing(db)?;
+        let reading = Store::open_for_reading(db)?;
         let (req_tx, req_rx) = mpsc::channel();
         let (up_tx, up_rx) = tmpsc::unbounded_channel();
+        if let Some(note) = reading.access.note() {
+            let _ = up_tx.send(Update::Notice(format!(
+                "{note}; retries and cancels cannot be queued"
+            )));
+        }
+        let conn = reading.into_connection();
         std::thread::Builder::new()
             .name("skillscope-ui-data".into())
             .spawn(move || worker_loop(conn, run, poll, req_rx, up_tx))
@@ -191,6 +197,13 @@ fn worker_loop(
         let mut force = false;
         match request {
             Some(Request::Reload) => force = true,
+            Some(Request::Retry(_) | Request::Cancel(_))
+                if conn.is_readonly(rusqlite::MAIN_DB).unwrap_or(false) =>
+            {
+                let _ = tx.send(Update::Notice(
+                    "the store is read-only: retries and cancels cannot be queued (open a writable copy with --db)".into(),
+                ));
+            }
             Some(Request::Retry(ids)) => {
                 if let Some(rid) = run_id {
                     let n = ids.len();

@@ -268,9 +268,7 @@ async fn dashboard(
     };
     match crate::tui::open(dashboard, Some(handle), Some(signals.hangup.clone())).await? {
         TuiEnd::Engine(result) => Ok(result?),
-        TuiEnd::Quit => Err(color_eyre::eyre::eyre!(
-            "the dashboard closed before the experiment stopped"
-        )),
+        TuiEnd::Quit => super::run::quit_at_once(),
         TuiEnd::Detached(done) => {
             // The terminal is gone: go on headless, into the log beside the database.
             let _ = super::shared::session::redirect_output(log);

@@ -28,6 +28,8 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     let (mut req, db) = build_request(&args, &file)?;
     let name = req.name.clone().unwrap_or_else(|| default_run_name(&req));
     req.name = Some(name.clone());
+    // Before anything is written (the run's log included): a run another live process owns.
+    refuse_live_run(&db, &name)?;
     if args.detach {
         return detach(&db, &name).await;
     }
@@ -60,7 +62,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         };
         match crate::tui::open(dashboard, Some(handle), Some(signals.hangup.clone())).await? {
             TuiEnd::Engine(result) => result,
-            TuiEnd::Quit => return Err(eyre!("the dashboard closed before the engine stopped")),
+            TuiEnd::Quit => quit_at_once(),
             TuiEnd::Detached(done) => {
                 // The terminal is gone: go on headless, into the log beside the database, and
                 // end after the last trial (no dashboard will send retries any more).
@@ -70,7 +72,10 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
                     "[info] the terminal went away; the run goes on headless (log {})",
                     log.display()
                 );
-                let progress = tokio::spawn(session::show_progress(engine.subscribe()));
+                let progress = tokio::spawn(session::show_progress_from(
+                    engine.subscribe(),
+                    session::progress_now(&store, &name),
+                ));
                 let result = done
                     .await
                     .map_err(|e| eyre!("the engine task failed: {e}"))?;
@@ -111,6 +116,55 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     print_summary(&store, &outcome)?;
     store.writer().stop();
     Ok(exit_code_of(&outcome))
+}
+
+/// Refuses to start run `name` when a live engine in another process owns it, with the commands
+/// that watch and stop that run — what an operator who typed `run` twice wants. Nothing is
+/// written: not the database, not the run's log. A database or run that does not exist yet, or a
+/// stale owner, is no reason to refuse (the engine takes the run over and says so).
+///
+/// # Errors
+/// A [`Hinted`](crate::console::Hinted) error naming the owner (pid, host, heartbeat age).
+fn refuse_live_run(db: &std::path::Path, name: &str) -> Result<()> {
+    if !db.exists() {
+        return Ok(());
+    }
+    let Ok(conn) = Store::open_existing(db) else {
+        return Ok(());
+    };
+    let Some(run) = queries::find_run(&conn, name)? else {
+        return Ok(());
+    };
+    let host = crate::store::owner::host_name();
+    let mine =
+        run.owner_pid == Some(std::process::id()) && run.owner_host.as_deref() == Some(&host);
+    match crate::store::Liveness::of(&run, chrono::Utc::now(), &host) {
+        crate::store::Liveness::Live { heartbeat_age_secs } if !mine => {
+            let db = db.display().to_string();
+            Err(crate::console::hinted(
+                format!(
+                    "run {name} is already running (engine pid {} on {}, heartbeat {heartbeat_age_secs}s ago)",
+                    run.owner_pid.unwrap_or_default(),
+                    run.owner_host.as_deref().unwrap_or("?"),
+                ),
+                format!(
+                    "watch it: skillscope watch --db {db} {name}\nstop it:  skillscope stop --db {db} {name}"
+                ),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// A second Ctrl-C in the dashboard: quit at once, as a second Ctrl-C does outside it
+/// (docs/operations.md). Running attempts are left as a kill would leave them; the next `run` of
+/// the same command marks them interrupted, queues them again and removes their containers.
+pub fn quit_at_once() -> ! {
+    crate::errln!(
+        "quit at once: running trials are left as they are; the same command resumes the run \
+         (it queues them again and removes their containers)"
+    );
+    std::process::exit(exit_code::INTERRUPTED)
 }
 
 /// The exit code of a run that ended without an error.

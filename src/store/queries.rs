@@ -150,9 +150,10 @@ pub fn claim_run(
         if age < stale_after_secs && !dead_here {
             return Err(StoreError::Conflict(format!(
                 "run {:?} is being run by process {owner} on {} (heartbeat {age}s ago); \
-                 watch it with `skillscope status {}` or stop that process first",
+                 watch it with `skillscope watch {}` or stop it with `skillscope stop {}`",
                 run.name,
                 run.owner_host.as_deref().unwrap_or("?"),
+                run.name,
                 run.name
             )));
         }

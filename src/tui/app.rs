@@ -54,10 +54,9 @@ impl Confirm {
                 format!("Retry {} failed trial(s) in the current filter?", ids.len())
             }
             Confirm::Cancel { what, .. } => format!("Cancel {what}?"),
-            Confirm::StopRun => {
-                "Stop the run? Running trials are re-queued; the same command resumes it."
-                    .to_string()
-            }
+            Confirm::StopRun => "Stop the run? Running trials are re-queued; the same command \
+                 resumes it. (Ctrl-C again quits at once.)"
+                .to_string(),
         }
     }
 }
@@ -78,7 +77,8 @@ pub enum Effect {
     Request(Request),
     /// Stop the engine (run mode) and quit when it has stopped.
     StopRun,
-    /// Leave now.
+    /// Leave now. In run mode (a second Ctrl-C) the process quits at once without stopping the
+    /// engine cleanly; the next `run` of the same command recovers what it left.
     Quit,
 }
 
@@ -327,11 +327,23 @@ impl App {
 
     /// Handles a key press.
     pub fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        if key.modifiers.contains(KeyModifiers::CONTROL)
-            && key.code == KeyCode::Char('c')
-            && self.popup.is_none()
-        {
-            return self.quit();
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            match (&self.popup, self.mode) {
+                // The second Ctrl-C of a run (the stop dialog open, or the run already
+                // stopping) quits at once, as it does outside the dashboard
+                // (docs/operations.md): the next `run` recovers what it leaves.
+                (Some(Popup::Confirm(Confirm::StopRun)), Mode::Run) => return vec![Effect::Quit],
+                (_, Mode::Run) if self.stopping => return vec![Effect::Quit],
+                (None | Some(Popup::Help), _) => {
+                    self.popup = None;
+                    return self.quit();
+                }
+                // Any other question: Ctrl-C answers no.
+                (Some(Popup::Confirm(_)), _) => {
+                    self.popup = None;
+                    return Vec::new();
+                }
+            }
         }
         if let Some(buf) = self.grid.editing.as_mut() {
             match key.code {

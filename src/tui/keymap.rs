@@ -183,7 +183,7 @@ pub const KEYMAP: &[Binding] = &[
         &["/"],
         Filter,
         "filter",
-        "filter: text domain: status: cond:",
+        "filter: text domain: status: cond: diff:",
     ),
     b(Grid, &["f"], CycleStatus, "status", "cycle status filter"),
     b(Grid, &["s"], CycleSort, "sort", "cycle sort order"),
@@ -594,6 +594,21 @@ mod tests {
                     b.context
                 );
             }
+        }
+    }
+
+    #[test]
+    fn the_filter_help_names_every_key_the_filter_takes() {
+        let filter = KEYMAP
+            .iter()
+            .find(|b| b.context == Context::Grid && b.action == Action::Filter)
+            .expect("/ in the grid");
+        for key in crate::tui::model::FILTER_KEYS {
+            assert!(
+                filter.help.contains(&format!("{key}:")),
+                "{key}: missing from {:?}",
+                filter.help
+            );
         }
     }
 

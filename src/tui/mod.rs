@@ -134,8 +134,11 @@ pub async fn run<T, E>(
     }
     let result = event_loop(&mut terminal, &mut app, &mut worker, engine, hangup).await;
     // A terminal that went away is not restored: there is nothing to restore, and the output may
-    // already go to the run's log.
-    if !matches!(result, Ok(TuiEnd::Detached(_))) {
+    // already go to the run's log. Dropping the terminal would write "show cursor" (`ESC [?25h`)
+    // to standard output — by now the log — so it is forgotten instead.
+    if matches!(result, Ok(TuiEnd::Detached(_))) {
+        std::mem::forget(terminal);
+    } else {
         if app.mouse {
             let _ = crossterm::execute!(std::io::stdout(), DisableMouseCapture);
         }

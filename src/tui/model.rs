@@ -236,6 +236,10 @@ fn cond_matches(key: &str, label: Option<&str>, term: &str) -> bool {
     label.is_some_and(|l| l.eq_ignore_ascii_case(term)) || key.to_lowercase().contains(term)
 }
 
+/// The `key:` terms the grid filter takes (their long spellings `condition:` and `difficulty:`
+/// too); the help of `/` names each.
+pub const FILTER_KEYS: [&str; 4] = ["domain", "status", "cond", "diff"];
+
 impl Filter {
     fn parse(&self) -> ParsedQuery {
         let mut q = ParsedQuery::default();

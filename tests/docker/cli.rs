@@ -463,3 +463,79 @@ async fn a_run_whose_reader_goes_away_still_finishes() {
     let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
     assert_eq!(v["runs"][0]["run"]["status"], "finished");
 }
+
+/// A second `run` of a run another process runs (the operator typed it twice, or in a second SSH
+/// session) is refused before it writes anything, with the commands that watch and stop the
+/// live run — with `--detach` too, whose refusal must not land in the live run's log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_run_of_a_live_run_hints_watch_and_stop_and_writes_nothing() {
+    require_docker().await;
+    let s = Scratch::new();
+    let fixtures = common::fixtures().display().to_string();
+    let args = [
+        "run",
+        "--headless",
+        "--tasks",
+        &fixtures,
+        "--task",
+        "sleeper",
+        "--conditions",
+        "no-skills",
+        "--trials",
+        "1",
+        "--run",
+        "twice",
+    ];
+    let mut first = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(args)
+        .env("SKILLSCOPE_DB", s.db())
+        .arg("--jobs-dir")
+        .arg(s.jobs())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let t0 = std::time::Instant::now();
+    loop {
+        let c = s.store.connect().unwrap();
+        if skillscope::store::queries::find_run(&c, "twice")
+            .unwrap()
+            .is_some_and(|r| r.status == "running" && r.owner_pid == Some(first.id()))
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < std::time::Duration::from_secs(60),
+            "the first run never registered"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let log = s.dir.path().join("twice.log");
+    let before = std::fs::read(&log).ok();
+    for extra in [&[][..], &["--detach"][..]] {
+        let mut argv: Vec<&str> = args.to_vec();
+        argv.extend_from_slice(extra);
+        let again = piped(&s, &argv);
+        assert_clean_error(&again, "run twice is already running");
+        let err = String::from_utf8_lossy(&again.stderr);
+        assert!(err.contains(&format!("engine pid {}", first.id())), "{err}");
+        assert!(
+            err.contains("skillscope watch --db") && err.contains("skillscope stop --db"),
+            "{extra:?}: {err}"
+        );
+        assert!(!err.contains("skillscope status"), "{err}");
+        assert_eq!(
+            std::fs::read(&log).ok(),
+            before,
+            "{extra:?}: the refusal was written into the live run's log"
+        );
+    }
+    let c = s.store.connect().unwrap();
+    let run = skillscope::store::queries::find_run(&c, "twice")
+        .unwrap()
+        .unwrap();
+    assert_eq!(run.owner_pid, Some(first.id()), "the live run is untouched");
+    unsafe { libc::kill(first.id() as i32, libc::SIGINT) };
+    let status = first.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "{status:?}");
+}

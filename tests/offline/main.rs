@@ -13,5 +13,6 @@ mod import_published;
 mod report;
 mod rubric;
 mod skillsbench_tasks;
+mod tables;
 mod tui_app;
 mod tui_snapshots;

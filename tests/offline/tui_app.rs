@@ -121,6 +121,42 @@ fn quitting_watch_never_stops_the_run_but_run_mode_asks() {
     assert!(r.stopping);
 }
 
+/// Ctrl-C in a run's dashboard asks to stop the run; a second Ctrl-C — with the question open, or
+/// once the run is stopping — quits at once, as docs/operations.md says of a second Ctrl-C. In
+/// `watch` it just closes the dashboard; with another question open it answers no.
+#[test]
+fn a_second_ctrl_c_quits_at_once() {
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    let mut r = app(Mode::Run);
+    assert!(r.on_key(ctrl_c).is_empty());
+    assert_eq!(r.popup, Some(Popup::Confirm(Confirm::StopRun)));
+    assert!(
+        Confirm::StopRun
+            .question()
+            .contains("Ctrl-C again quits at once"),
+        "the dialog says what a second Ctrl-C does"
+    );
+    assert_eq!(r.on_key(ctrl_c), vec![Effect::Quit]);
+    // Confirmed with y, the run stops cleanly; Ctrl-C while it stops quits at once.
+    let mut r = app(Mode::Run);
+    r.on_key(ctrl_c);
+    assert_eq!(r.on_key(key(KeyCode::Char('y'))), vec![Effect::StopRun]);
+    assert_eq!(r.on_key(ctrl_c), vec![Effect::Quit]);
+    // The help open: Ctrl-C is the first one (asks).
+    let mut r = app(Mode::Run);
+    r.on_key(key(KeyCode::Char('?')));
+    assert!(r.on_key(ctrl_c).is_empty());
+    assert_eq!(r.popup, Some(Popup::Confirm(Confirm::StopRun)));
+    // Watch: quits; another question open: Ctrl-C answers no.
+    let mut w = app(Mode::Watch);
+    assert_eq!(w.on_key(ctrl_c), vec![Effect::Quit]);
+    let mut w = app(Mode::Watch);
+    go_to(&mut w, |t| t.status.is_active());
+    w.on_key(key(KeyCode::Char('c')));
+    assert!(w.on_key(ctrl_c).is_empty());
+    assert_eq!(w.popup, None);
+}
+
 #[test]
 fn enter_opens_detail_and_esc_closes_it() {
     let mut a = app(Mode::Watch);

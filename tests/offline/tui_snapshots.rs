@@ -155,9 +155,29 @@ fn main_view_of_a_stale_run() {
     reload_after(
         &d,
         &mut app,
-        "UPDATE runs SET heartbeat_at = '2026-11-21T10:00:00.000Z'",
+        "UPDATE runs SET heartbeat_at = '2026-11-21T10:00:00.000Z',
+                         resume_command = 'cd /srv/eval && skillscope run --tasks tasks --trials 3 --run snapshot-run'",
     );
     snap("main_stale", &app);
+    // `watch` on a stale run: the command that resumes it, whole (as `status` prints it), and
+    // none of the dead engine's live figures.
+    for size in SIZES {
+        let screen = render(&app, size);
+        let joined: String = screen
+            .lines()
+            .map(|l| l.trim_matches(|c| c == '"' || c == '│').trim())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            joined.contains(
+                "resume: cd /srv/eval && skillscope run --tasks tasks --trials 3 --run snapshot-run"
+            ),
+            "{screen}"
+        );
+        for live in ["ETA", "/min", "throughput", "elapsed", "containers"] {
+            assert!(!screen.contains(live), "{live}: {screen}");
+        }
+    }
 }
 
 /// No Docker host answers: the run says since when it waits for Docker, and why.
@@ -260,6 +280,94 @@ fn domain_pane_by_difficulty() {
     snap("domains_by_difficulty", &app);
 }
 
+/// Before any trial has a verdict the domain pane shows no difference (`—`, not `Δ B +0.0`):
+/// a Method D rate of nothing judged is 0 by definition, not a result.
+#[test]
+fn domain_pane_before_any_trial_is_judged() {
+    let (_d, mut app) = synthetic_app(
+        "dark",
+        SyntheticRun {
+            name: "fresh-run".into(),
+            tasks: 6,
+            trials: 2,
+            done_fraction: 0.0,
+            ..Default::default()
+        },
+        |_, _| {},
+    );
+    app.on_key(key(KeyCode::Tab));
+    snap("domains_nothing_judged", &app);
+    for size in SIZES {
+        let screen = render(&app, size);
+        assert!(screen.contains("Δ B"), "{screen}");
+        assert!(!screen.contains("+0.0"), "{screen}");
+    }
+}
+
+/// The percentages of tokens on the domain pane's rows (the right of the screen at 120×40), by
+/// position: A's rate, A's judged rate, B's rate, B's judged rate.
+fn pane_columns(screen: &str, pane_x: usize) -> Vec<Vec<String>> {
+    let mut cols: Vec<Vec<String>> = Vec::new();
+    for line in screen.lines() {
+        let right: String = line.chars().skip(pane_x).collect();
+        let pcts: Vec<String> = right
+            .split_whitespace()
+            .filter(|w| w.ends_with('%'))
+            .map(str::to_string)
+            .collect();
+        if pcts.len() == 4 {
+            for (i, p) in pcts.into_iter().enumerate() {
+                if cols.len() <= i {
+                    cols.push(Vec::new());
+                }
+                cols[i].push(p);
+            }
+        }
+    }
+    cols
+}
+
+/// One number format per column of the domain pane: a domain at 100 % in a narrow pane writes
+/// every rate of its column as a whole number, never `100%` beside `33.3%`.
+#[test]
+fn domain_pane_keeps_one_number_format_per_column() {
+    let (_d, mut app) = synthetic_app(
+        "dark",
+        SyntheticRun {
+            name: "snapshot-run".into(),
+            tasks: 12,
+            trials: 3,
+            ..Default::default()
+        },
+        |conn, _| {
+            conn.execute(
+                "UPDATE trials SET status = 'done', outcome = 'pass', reward = 1.0,
+                        finished_at = COALESCE(finished_at, queued_at)
+                 WHERE task_id = 'civ6-adjacency-optimizer' AND condition = 'curated'",
+                [],
+            )
+            .unwrap();
+        },
+    );
+    app.on_key(key(KeyCode::Tab));
+    snap("domains_one_format", &app);
+    let screen = render(&app, (120, 40));
+    let x = screen
+        .lines()
+        .find_map(|l| l.find("┌ pass rate").map(|i| l[..i].chars().count()))
+        .expect("the domain pane");
+    let cols = pane_columns(&screen, x);
+    assert_eq!(cols.len(), 4, "{screen}");
+    assert!(cols[2].iter().any(|p| p.starts_with("100")), "{screen}");
+    for (i, col) in cols.iter().enumerate() {
+        let decimals = col.iter().filter(|p| p.contains('.')).count();
+        assert!(
+            decimals == 0 || decimals == col.len(),
+            "column {i} mixes formats: {col:?}\n{screen}"
+        );
+    }
+}
+
 #[test]
 fn filtered_and_sorted_grid_with_cursor_moved() {
     let (_d, mut app) = app_with("dark");
@@ -331,7 +439,12 @@ fn twelve_trials_and_a_cancelled_one() {
     );
     snap("twelve_trials", &app);
     let screen = render(&app, (80, 24));
-    assert!(screen.contains("cancelled 1"), "{screen}");
+    // At 80 columns the counts take short words so the progress bar and its label stay.
+    assert!(screen.contains("canc 1"), "{screen}");
+    let counts = screen.lines().nth(1).unwrap();
+    assert!(counts.contains("trials █"), "{screen}");
+    let wide = render(&app, (120, 40));
+    assert!(wide.contains("cancelled 1"), "{wide}");
     assert!(screen.contains("10"), "{screen}");
 }
 

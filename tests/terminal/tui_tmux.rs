@@ -15,18 +15,13 @@ struct Tmux(String);
 
 impl Tmux {
     fn start(name: &str, cmd: &str) -> Tmux {
+        Tmux::start_sized(name, cmd, (120, 40))
+    }
+
+    fn start_sized(name: &str, cmd: &str, (w, h): (u16, u16)) -> Tmux {
+        let (w, h) = (w.to_string(), h.to_string());
         let st = Command::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                name,
-                "-x",
-                "120",
-                "-y",
-                "40",
-                cmd,
-            ])
+            .args(["new-session", "-d", "-s", name, "-x", &w, "-y", &h, cmd])
             .status()
             .expect("tmux is needed for this test (Debian package tmux)");
         assert!(st.success());
@@ -486,4 +481,86 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
         .unwrap_or_default();
     assert!(row.contains('‖'), "{stalled}");
     assert!(tmux.alive());
+}
+
+/// The SSH session under a foreground `run` drops (tmux kills the session: the pty closes, SIGHUP):
+/// the run goes on headless into `<run>.log`, and that log is text an operator can read — no
+/// terminal escape the dashboard would have written on its way out — whose counter counts the
+/// trials finished against the run's plan (`[3/4]`), going on from where the run was, never
+/// restarting at `[1/0]`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_after_an_ssh_drop_is_plain_text_counting_against_the_plan() {
+    require_docker().await;
+    let s = Scratch::new();
+    let session = format!("skillscope-hup-log-{}", std::process::id());
+    let tmux = Tmux::start_sized(
+        &session,
+        &format!(
+            "{} run --tasks {} --task slow --conditions no-skills,curated --trials 2 --concurrency 1 --db {} --jobs-dir {} --run hup-log",
+            env!("CARGO_BIN_EXE_skillscope"),
+            fixtures().display(),
+            s.db().display(),
+            s.jobs().display()
+        ),
+        (80, 24),
+    );
+    // One trial finished on screen before the terminal goes away.
+    let t0 = Instant::now();
+    let (run_id, pid, done_before) = loop {
+        let c = s.store.connect().unwrap();
+        if let Some(r) = queries::find_run(&c, "hup-log").unwrap() {
+            let current = queries::current_briefs(&c, r.id).unwrap();
+            let done = current
+                .iter()
+                .filter(|t| t.status == skillscope::store::TrialStatus::Done)
+                .count();
+            if done >= 1 && done < current.len() {
+                break (r.id, r.owner_pid.expect("owner"), done);
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "no trial finished:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(tmux);
+    let t0 = Instant::now();
+    loop {
+        let c = s.store.connect().unwrap();
+        if queries::get_run(&c, run_id).unwrap().status != "running"
+            && !skillscope::store::owner::process_alive(pid)
+        {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "the run did not finish headless"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let c = s.store.connect().unwrap();
+    assert_eq!(queries::get_run(&c, run_id).unwrap().status, "finished");
+    let log = std::fs::read_to_string(s.dir.path().join("hup-log.log")).unwrap();
+    assert!(
+        !log.chars().any(|c| c.is_control() && c != '\n'),
+        "terminal control bytes in the log: {log:?}"
+    );
+    assert!(log.starts_with("[info] the terminal went away"), "{log}");
+    let counters: Vec<(usize, usize)> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix('[')?.split_once(']'))
+        .filter_map(|(c, _)| {
+            let (a, b) = c.split_once('/')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect();
+    assert!(!counters.is_empty(), "no trial lines: {log}");
+    for (i, (k, n)) in counters.iter().enumerate() {
+        assert_eq!(*n, 4, "counted against the plan of 4 trials: {log}");
+        assert!(*k > done_before, "goes on from {done_before}: {log}");
+        assert_eq!(*k, counters[0].0 + i, "{log}");
+    }
+    assert_eq!(counters.last().unwrap().0, 4, "{log}");
 }

@@ -241,10 +241,40 @@ pub async fn record_run_end(
 /// A progress bar on a terminal; one line per finished trial otherwise (nohup logs, the log of a
 /// detached run). Returns true when the event channel closed (the engine is gone), false after
 /// one run stopped.
-pub async fn show_progress(mut events: tokio::sync::broadcast::Receiver<EngineEvent>) -> bool {
+pub async fn show_progress(events: tokio::sync::broadcast::Receiver<EngineEvent>) -> bool {
+    show_progress_from(events, None).await
+}
+
+/// How far run `name` is, from the store: (trials planned, trials with a verdict) — what a
+/// progress display that starts after the engine's `Started` event (a run gone headless when its
+/// terminal went away) counts from. `None` when the store cannot tell.
+pub fn progress_now(store: &crate::store::Store, name: &str) -> Option<(usize, usize)> {
+    let conn = store.connect().ok()?;
+    let run = crate::store::queries::find_run(&conn, name).ok()??;
+    let current = crate::store::queries::current_briefs(&conn, run.id).ok()?;
+    let done = current
+        .iter()
+        .filter(|t| t.status == crate::store::TrialStatus::Done)
+        .count();
+    Some((current.len(), done))
+}
+
+/// [`show_progress`] counting from `from` = (trials planned, trials done) until the engine's
+/// next `Started` event says otherwise: lines read `[done/planned]` against the run's plan even
+/// when the display starts in the middle of a run.
+pub async fn show_progress_from(
+    mut events: tokio::sync::broadcast::Receiver<EngineEvent>,
+    from: Option<(usize, usize)>,
+) -> bool {
     let tty = std::io::stderr().is_terminal();
     let bar = ProgressBar::hidden();
     let mut counts = Counts::default();
+    if let Some((total, done)) = from {
+        counts.total = total;
+        counts.done = done;
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    }
     let say = |line: String| {
         if tty {
             bar.println(line);

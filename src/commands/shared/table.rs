@@ -1,6 +1,123 @@
 //! Terminal tables: per-condition outcomes and Method D pass rates.
+//!
+//! On a terminal the tables fit its width the way cargo's and comfy-table's do: headers that do
+//! not fit are first shortened (`cancelled` → `canc`, the abbreviations listed under the table),
+//! then wrapped by comfy-table's dynamic content arrangement — at word boundaries only: no column
+//! is made narrower than its longest word, so `condition` never reads `conditio`/`n`.
 
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{
+    Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width,
+    presets::UTF8_FULL_CONDENSED,
+};
+
+/// A table fitted to a width, with the abbreviations its headers took to fit; `Display` prints
+/// the table and, when there are any, a line `abbreviations: canc = cancelled · …` under it.
+pub struct Fitted {
+    /// The table.
+    pub table: Table,
+    /// `short = full` for each shortened header.
+    pub abbreviations: Vec<String>,
+}
+
+impl std::fmt::Display for Fitted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.table)?;
+        if !self.abbreviations.is_empty() {
+            write!(f, "\nabbreviations: {}", self.abbreviations.join(" · "))?;
+        }
+        Ok(())
+    }
+}
+
+/// The widest line of `t` laid out without any width limit.
+fn natural_width(t: &Table) -> usize {
+    let mut t = t.clone();
+    t.set_content_arrangement(ContentArrangement::Disabled);
+    t.to_string()
+        .lines()
+        .map(|l| l.chars().count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Fits `t` (its rows added, no header yet) to `width` columns (`None`: no limit, as when
+/// printing into a pipe): `headers` are (full, short) pairs; the short ones are used when the
+/// full ones make the table wider than `width` (and then, if still too wide, one space between
+/// columns instead of two); then comfy-table wraps cells at word boundaries, each column at least
+/// as wide as its longest word — a table whose words cannot fit is wider than `width` rather than
+/// cut inside a word.
+pub fn fit_table(mut t: Table, headers: &[(String, Option<&str>)], width: Option<u16>) -> Fitted {
+    t.set_header(headers.iter().map(|(full, _)| full.clone()));
+    let mut abbreviations = Vec::new();
+    if let Some(w) = width
+        && natural_width(&t) > w as usize
+    {
+        t.set_header(headers.iter().map(|(full, short)| match short {
+            Some(s) if *s != full => {
+                abbreviations.push(format!("{s} = {full}"));
+                s.to_string()
+            }
+            _ => full.clone(),
+        }));
+        // Still too wide: one space between columns instead of two.
+        if natural_width(&t) > w as usize {
+            for c in t.column_iter_mut() {
+                c.set_padding((1, 0));
+            }
+        }
+    }
+    t.set_content_arrangement(ContentArrangement::Dynamic);
+    if let Some(w) = width {
+        t.set_width(w);
+    }
+    let longest_word = |text: &str| {
+        text.split_whitespace()
+            .map(|w| w.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let n = t.column_count();
+    let mut least = vec![0usize; n];
+    for row in t.header().into_iter().chain(t.row_iter()) {
+        for (i, cell) in row.cell_iter().enumerate().take(n) {
+            least[i] = least[i].max(longest_word(&cell.content()));
+        }
+    }
+    for (i, w) in least.into_iter().enumerate() {
+        if let Some(c) = t.column_mut(i) {
+            // comfy-table counts a lower boundary with the column's padding (one space a side).
+            let w = w + c.padding_width() as usize;
+            c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(
+                w.min(u16::MAX as usize) as u16,
+            )));
+        }
+    }
+    Fitted {
+        table: t,
+        abbreviations,
+    }
+}
+
+/// The width tables are fitted to: the terminal's when standard output is one, else none.
+pub fn terminal_width() -> Option<u16> {
+    Table::new().width()
+}
+
+/// A short header for an outcome column (`canc` for `cancelled`).
+fn short_outcome(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Pass => "pass",
+        Outcome::Fail => "fail",
+        Outcome::AgentTimeout => "a-tmo",
+        Outcome::VerifierTimeout => "v-tmo",
+        Outcome::BuildError => "b-err",
+        Outcome::RuntimeError => "r-err",
+        Outcome::NoReward => "no-rwd",
+        Outcome::ProviderError => "p-err",
+        Outcome::Cancelled => "canc",
+        Outcome::Interrupted => "intr",
+    }
+}
 
 use crate::analysis::metrics::{ConditionSummary, delta_pp, normalized_gain};
 use crate::skillsbench::condition::condition_label;
@@ -11,11 +128,14 @@ use crate::store::Outcome;
 /// shown only when some condition has such trials, so the usual table fits 80 columns; so are
 /// `partial` (fails with a reward between 0 and 1) and, while a condition is unfinished,
 /// `judged` (the pass rate over judged trials). [`condition_notes`] explains both.
-pub fn conditions_table(summaries: &[ConditionSummary]) -> Table {
+pub fn conditions_table(summaries: &[ConditionSummary]) -> Fitted {
+    conditions_table_in(summaries, terminal_width())
+}
+
+/// [`conditions_table`] fitted to `width` columns (see [`fit_table`]).
+pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -> Fitted {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    // Wrap headers to the terminal's width when printing to one.
-    t.set_content_arrangement(ContentArrangement::Dynamic);
     // An interrupted attempt is always superseded by its re-queued successor: never a column.
     let columns: Vec<Outcome> = Outcome::ALL
         .into_iter()
@@ -29,19 +149,22 @@ pub fn conditions_table(summaries: &[ConditionSummary]) -> Table {
         .collect();
     let partial = summaries.iter().any(|s| s.partial > 0);
     let unfinished = summaries.iter().any(|s| s.done < s.n_planned);
-    let mut header = vec!["condition".to_string(), "tasks".into(), "done".into()];
+    let mut header: Vec<(String, Option<&str>)> = vec![
+        ("condition".into(), Some("cond")),
+        ("tasks".into(), Some("n")),
+        ("done".into(), None),
+    ];
     for o in &columns {
-        header.push(o.as_str().to_string());
+        header.push((o.as_str().to_string(), Some(short_outcome(*o))));
         if *o == Outcome::Fail && partial {
-            header.push("partial".into());
+            header.push(("partial".into(), Some("part")));
         }
     }
-    header.push("pass rate".to_string());
+    header.push(("pass rate".into(), None));
     if unfinished {
-        header.push("judged".into());
+        header.push(("judged".into(), None));
     }
-    header.extend(["Δ pp".to_string(), "g".into()]);
-    t.set_header(header);
+    header.extend([("Δ pp".into(), None), ("g".into(), None)]);
     let base = summaries.first().map(|s| s.pass_rate);
     for (i, s) in summaries.iter().enumerate() {
         let mut row = vec![
@@ -81,7 +204,7 @@ pub fn conditions_table(summaries: &[ConditionSummary]) -> Table {
         row.push(Cell::new(g).set_alignment(CellAlignment::Right));
         t.add_row(row);
     }
-    t
+    fit_table(t, &header, width)
 }
 
 /// The sentences that explain [`conditions_table`]'s optional columns, when they are shown.
@@ -136,21 +259,23 @@ pub fn comparisons_table(comparisons: &[(&str, &str, &str)], rates: &[(&str, f64
 /// pass@2-adaptive per round pair (`analysis::pass_at_k`): round 1's and round 2's Method D pass
 /// rates, pass@2-adaptive, round 1's independent pass@2, the adaptive gain (pp) and its 95% CI —
 /// overall rows, then one per domain and difficulty.
-pub fn adaptive_table(rows: &[crate::analysis::results::Adaptive]) -> Table {
+pub fn adaptive_table(rows: &[crate::analysis::results::Adaptive]) -> Fitted {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(vec![
-        "rounds",
-        "group",
-        "tasks",
-        "round 1",
-        "round 2",
-        "pass@2-adaptive",
-        "pass@2",
-        "gain pp",
-        "95% CI",
-    ]);
+    let header: Vec<(String, Option<&str>)> = [
+        ("rounds", None),
+        ("group", None),
+        ("tasks", None),
+        ("round 1", None),
+        ("round 2", None),
+        ("pass@2-adaptive", Some("p@2-adapt")),
+        ("pass@2", None),
+        ("gain pp", None),
+        ("95% CI", None),
+    ]
+    .into_iter()
+    .map(|(full, short)| (full.to_string(), short))
+    .collect();
     let pct = |p: f64| format!("{:.1}%", p * 100.0);
     for a in rows {
         let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
@@ -173,7 +298,7 @@ pub fn adaptive_table(rows: &[crate::analysis::results::Adaptive]) -> Table {
             )),
         ]);
     }
-    t
+    fit_table(t, &header, terminal_width())
 }
 
 #[cfg(test)]

@@ -85,24 +85,56 @@ fn widths(w: usize, n: usize, judged: bool, label_want: usize) -> Widths {
 
 /// A rate (0–1) as a percentage right-aligned in `w` columns with one decimal (` 33.3%`), or,
 /// when one decimal would fill the column, as a whole number (`  100%`), so a space always leads.
+#[cfg(test)]
 fn pct(rate: f64, w: usize) -> String {
-    let text = super::pct_text(rate);
-    if text.chars().count() < w {
-        format!("{text:>w$}")
-    } else {
+    pct_in(rate, w, whole_pct(rate, w))
+}
+
+/// True when `rate` needs whole numbers to keep a leading space in `w` columns.
+fn whole_pct(rate: f64, w: usize) -> bool {
+    super::pct_text(rate).chars().count() >= w
+}
+
+/// A rate right-aligned in `w` columns: with one decimal, or `whole` (the format of its column).
+fn pct_in(rate: f64, w: usize, whole: bool) -> String {
+    if whole {
         format!("{:>w$}", format!("{:.0}%", rate * 100.0))
+    } else {
+        format!("{:>w$}", super::pct_text(rate))
     }
 }
 
 /// A difference in percentage points right-aligned in `w` columns with a sign and one decimal
 /// (` +33.3`), or as a whole number (`  +100`) when the decimal would leave no leading space.
+#[cfg(test)]
 fn pp(d: f64, w: usize) -> String {
-    let text = super::pp_text(d);
-    if text.chars().count() < w {
-        format!("{text:>w$}")
-    } else {
+    pp_in(d, w, whole_pp(d, w))
+}
+
+/// True when `d` needs whole numbers to keep a leading space in `w` columns.
+fn whole_pp(d: f64, w: usize) -> bool {
+    super::pp_text(d).chars().count() >= w
+}
+
+/// A difference right-aligned in `w` columns: with one decimal, or `whole`.
+fn pp_in(d: f64, w: usize, whole: bool) -> String {
+    if whole {
         format!("{:>w$}", format!("{d:+.0}"))
+    } else {
+        format!("{:>w$}", super::pp_text(d))
     }
+}
+
+/// Δ (pp) of the rate `r` against the `base` rate, `None` while one of the two has no judged
+/// trial (a Method D rate of nothing judged is 0 by definition, not a result to compare); no
+/// `-0.0` from rounding noise.
+fn delta(row: &crate::tui::model::RateRow, i: usize) -> Option<f64> {
+    let judged = |k: usize| row.judged.get(k).copied().flatten().is_some();
+    if !(judged(0) && judged(i)) {
+        return None;
+    }
+    let d = delta_pp(*row.rates.get(i)?, *row.rates.first()?);
+    Some(if d.abs() < 0.05 { 0.0 } else { d })
 }
 
 /// Draws the pane into `area`.
@@ -171,6 +203,33 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
     }
     lines.push(Line::from(head));
     let body_h = (inner.height as usize).saturating_sub(2);
+    // One number format per column: whole numbers for every row of a column when one of its
+    // values needs them.
+    let whole_rate: Vec<bool> = (0..conds.len())
+        .map(|i| {
+            app.rates
+                .iter()
+                .any(|r| r.rates.get(i).is_some_and(|v| whole_pct(*v, num)))
+        })
+        .collect();
+    let whole_judged: Vec<bool> = (0..conds.len())
+        .map(|i| {
+            app.rates.iter().any(|r| {
+                r.judged
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|v| whole_pct(v, num + 1))
+            })
+        })
+        .collect();
+    let whole_delta: Vec<bool> = (0..conds.len())
+        .map(|i| {
+            app.rates
+                .iter()
+                .any(|r| delta(r, i).is_some_and(|d| whole_pp(d, num)))
+        })
+        .collect();
     for row in app
         .rates
         .iter()
@@ -187,11 +246,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
                 spans.push(Span::raw(" "));
                 spans.extend(bar(t, *r, wd.bar));
             }
-            spans.push(Span::styled(pct(*r, num), style));
+            spans.push(Span::styled(pct_in(*r, num, whole_rate[i]), style));
             if wd.judged {
                 spans.push(Span::styled(
                     match row.judged.get(i).copied().flatten() {
-                        Some(j) => pct(j, num + 1),
+                        Some(j) => pct_in(j, num + 1, whole_judged[i]),
                         None => format!("{:>w$}", "—", w = num + 1),
                     },
                     t.dim,
@@ -199,11 +258,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
             }
         }
         if let Some(base) = row.rates.first() {
-            for r in row.rates.iter().skip(1) {
-                // No "-0.0" from rounding noise.
-                let d = match delta_pp(*r, *base) {
-                    d if d.abs() < 0.05 => 0.0,
-                    d => d,
+            for (i, r) in row.rates.iter().enumerate().skip(1) {
+                let Some(d) = delta(row, i) else {
+                    // Nothing judged yet on one side: no difference to show.
+                    spans.push(Span::styled(format!("{:>num$}", "—"), t.dim));
+                    if wd.g {
+                        spans.push(Span::styled(format!("{:>7}", "—"), t.dim));
+                    }
+                    continue;
                 };
                 let d_style = if d > 0.0 {
                     t.pass
@@ -212,7 +274,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
                 } else {
                     t.dim
                 };
-                spans.push(Span::styled(pp(d, num), d_style));
+                spans.push(Span::styled(pp_in(d, num, whole_delta[i]), d_style));
                 if wd.g {
                     let g = normalized_gain(*r, *base)
                         .map(|g| if g.abs() < 0.005 { 0.0 } else { g })

@@ -64,7 +64,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         let overview_h = app
             .snapshot
             .as_ref()
-            .map_or(0, |s| overview::height(small, s))
+            .map_or(0, |s| overview::height(app, small, s, area.width))
             + learning;
         let [top, main] =
             Layout::vertical([Constraint::Length(overview_h), Constraint::Min(3)]).areas(body);

@@ -346,16 +346,43 @@ pub fn has_money(s: &Snapshot) -> bool {
         || (s.run.provider_limit.is_some() && s.run.status == "running")
 }
 
-/// Height of the overview of `s`, borders included, before its learning lines: on small screens
-/// the counts, the engine, timing and cost line and the newest event; otherwise the run's
-/// identity, the counts, one line per condition, timing, the cost line (when [`has_money`]), and
-/// the newest events.
-pub fn height(small: bool, s: &Snapshot) -> u16 {
+/// Height of the overview of `s` in `width` columns, borders included, before its learning
+/// lines: on small screens the counts, the engine, timing and cost line and the newest event;
+/// otherwise the run's identity, the counts, one line per condition, timing, the cost line (when
+/// [`has_money`]), and the newest events; for a stale run also the command that resumes it
+/// ([`resume_lines`]).
+pub fn height(app: &App, small: bool, s: &Snapshot, width: u16) -> u16 {
+    let stale = Liveness::at(&s.run, app.now, s.owner_alive).is_stale();
+    // The resume lines; on large screens they take the place of the timing line, which a stale
+    // run has nothing for (unless commands are pending).
+    let resume = if stale {
+        let n = resume_lines(&s.run, width.saturating_sub(2) as usize).len() as u16;
+        n - u16::from(!small && s.pending_commands == 0).min(n)
+    } else {
+        0
+    };
     2 + if small {
         2
     } else {
         4 + u16::from(has_money(s))
     } + event_rows(small)
+        + resume
+}
+
+/// The command that resumes a stale run (stored with the run; values of `--env` never are), as
+/// `resume: …` wrapped at spaces into lines of at most `width` columns, so it can be read and
+/// copied whole.
+pub fn resume_lines(run: &crate::store::RunRow, width: usize) -> Vec<String> {
+    let command = run.resume_command.as_deref().map_or_else(
+        || {
+            format!(
+                "skillscope run --run {} (with the options it was started with)",
+                run.name
+            )
+        },
+        crate::text::one_line,
+    );
+    wrap_words(&format!("resume: {command}"), width)
 }
 
 /// The money parts of the overview as (priority, spans), for [`fit_items`]: cost so far (finished
@@ -446,9 +473,55 @@ fn engine_text(liveness: &Liveness, run: &crate::store::RunRow, with_host: bool)
         (Liveness::Live { heartbeat_age_secs }, None) => {
             format!("engine heartbeat {heartbeat_age_secs}s ago")
         }
-        (Liveness::Stale { .. }, _) => "no live engine — re-run to resume".to_string(),
+        (Liveness::Stale { .. }, Some(pid)) => format!(
+            "no live engine (pid {pid}{} gone) — the command below resumes the run",
+            run.owner_host
+                .as_deref()
+                .filter(|_| with_host)
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default()
+        ),
+        (Liveness::Stale { .. }, None) => {
+            "no live engine — the command below resumes the run".to_string()
+        }
         (Liveness::Idle, _) => "no engine attached".to_string(),
     }
+}
+
+/// The trial counts after the progress bar: done/planned, percentage, pass, fail, cancelled (when
+/// any), running and queued — with `short` words and no separators for narrow screens.
+fn count_spans(
+    t: &Theme,
+    p: &crate::tui::model::Progress,
+    pct: f64,
+    short: bool,
+) -> Vec<Span<'static>> {
+    let label = |long: &'static str, brief: &'static str, first: bool| {
+        let sep = if short || first { " " } else { " · " };
+        Span::styled(format!("{sep}{} ", if short { brief } else { long }), t.dim)
+    };
+    let mut counts = vec![
+        Span::styled(format!(" {}/{} ", p.done, p.total), t.accent),
+        Span::styled(format!("{:>3.0}% ", pct * 100.0), t.text),
+        label("pass", "pass", true),
+        Span::styled(p.passed.to_string(), t.pass),
+        label("fail", "fail", false),
+        Span::styled(
+            p.failed.to_string(),
+            if p.failed > 0 { t.fail } else { t.text },
+        ),
+    ];
+    if p.cancelled > 0 {
+        counts.push(label("cancelled", "canc", false));
+        counts.push(Span::styled(p.cancelled.to_string(), t.cancelled));
+    }
+    counts.extend([
+        label("running", "run", false),
+        Span::styled(p.running.to_string(), t.running),
+        label("queued", "queued", false),
+        Span::styled(p.queued.to_string(), t.queued),
+    ]);
+    counts
 }
 
 /// Draws the overview into `area` ([`height`] lines, then the learning lines).
@@ -487,28 +560,14 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
     } else {
         0.0
     };
-    let mut counts = vec![
-        Span::styled(format!(" {}/{} ", p.done, p.total), t.accent),
-        Span::styled(format!("{:>3.0}%", pct * 100.0), t.text),
-        Span::styled("  pass ", t.dim),
-        Span::styled(p.passed.to_string(), t.pass),
-        Span::styled(" · fail ", t.dim),
-        Span::styled(
-            p.failed.to_string(),
-            if p.failed > 0 { t.fail } else { t.text },
-        ),
-    ];
-    if p.cancelled > 0 {
-        counts.push(Span::styled(" · cancelled ", t.dim));
-        counts.push(Span::styled(p.cancelled.to_string(), t.cancelled));
+    // The counts in words; when they leave the bar less than 8 cells, in short words (`canc`,
+    // `run`) without separators, so the bar and its label stay.
+    let mut counts = count_spans(t, p, pct, false);
+    let width_of = |c: &[Span]| c.iter().map(|s| s.width()).sum::<usize>();
+    if inner_w.saturating_sub(width_of(&counts) + 7) < 8 {
+        counts = count_spans(t, p, pct, true);
     }
-    counts.extend([
-        Span::styled(" · running ", t.dim),
-        Span::styled(p.running.to_string(), t.running),
-        Span::styled(" · queued ", t.dim),
-        Span::styled(p.queued.to_string(), t.queued),
-    ]);
-    let counts_w: usize = counts.iter().map(|s| s.width()).sum();
+    let counts_w = width_of(&counts);
     let bar_w = inner_w.saturating_sub(counts_w + 7).min(40);
     let mut total_line = Vec::new();
     if bar_w >= 4 {
@@ -536,7 +595,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
         // Small screens: money on the timing line, ranked among its parts.
         timing.extend(money_items(t, s, spend.as_ref(), true));
     }
-    if let Some(r) = p.per_minute {
+    // A stale run's engine is gone: its throughput, ETA, clock and containers are not live.
+    let stale = liveness.is_stale();
+    if let Some(r) = p.per_minute.filter(|_| !stale) {
         timing.push((
             6,
             vec![
@@ -545,7 +606,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             ],
         ));
     }
-    if let Some(eta) = p.eta_secs {
+    if let Some(eta) = p.eta_secs.filter(|_| !stale) {
         timing.push((
             1,
             vec![
@@ -554,7 +615,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             ],
         ));
     }
-    if let Some(e) = p.elapsed_secs {
+    if let Some(e) = p.elapsed_secs.filter(|_| !stale) {
         timing.push((
             8,
             vec![
@@ -563,7 +624,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             ],
         ));
     }
-    if !small {
+    if !small && !stale {
         timing.push((
             10,
             vec![
@@ -663,10 +724,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
                 },
             ),
         ]);
-        let mut v = vec![ident, Line::from(total_line), Line::from(per_cond), timing];
+        let mut v = vec![ident, Line::from(total_line), Line::from(per_cond)];
+        if !(stale && timing.spans.is_empty()) {
+            v.push(timing);
+        }
         v.extend(money);
         v
     };
+    if stale {
+        lines.extend(
+            resume_lines(run, inner_w)
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, t.warn))),
+        );
+    }
     lines.extend(events);
     lines.extend(learning_lines(t, s, inner_w));
     f.render_widget(Paragraph::new(lines).block(block), area);

@@ -54,6 +54,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 "broken": report.broken.iter().map(|(p, why)| serde_json::json!({"path": p, "why": why})).collect::<Vec<_>>(),
                 "skipped": report.skipped.iter().map(|(p, why)| serde_json::json!({"path": p, "why": why})).collect::<Vec<_>>(),
                 "missing_trajectory": report.missing_trajectory,
+                "not_atif": report.not_atif,
                 "unknown_condition": report.unknown_condition,
                 "seconds": report.elapsed.as_secs_f64(),
                 "files": report.files,
@@ -121,6 +122,15 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
         );
         for (p, why) in &report.skipped {
             println!("  {}: {}", p.display(), crate::text::sanitize(why));
+        }
+    }
+    if !report.not_atif.is_empty() {
+        println!(
+            "{} trial(s) imported whose agent/trajectory.json is not ATIF v1.x (steps and skill use unknown):",
+            report.not_atif.len()
+        );
+        for p in report.not_atif.iter().take(20) {
+            println!("  {}", p.display());
         }
     }
     if !report.missing_trajectory.is_empty() {

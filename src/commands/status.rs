@@ -141,7 +141,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                 flags.push(format!("exported to {}", e.dir));
             }
             println!(
-                "learning space {} ({}, mode {}) — {} · {}/{} trials final: {}{}",
+                "learning space {} ({}, mode {}) — {} · {}{}",
                 sp.space.label,
                 crate::skillsbench::condition::condition_label(&sp.space.condition),
                 sp.space
@@ -149,9 +149,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                     .as_deref()
                     .unwrap_or("not detected yet"),
                 sp.space.state,
-                sp.finished,
-                sp.total,
-                steps.join(" · "),
+                trials_final(sp.finished, sp.total, &steps),
                 flags.iter().map(|f| format!(" · {f}")).collect::<String>()
             );
         }
@@ -171,5 +169,32 @@ fn store_json(access: &crate::store::Access) -> serde_json::Value {
         crate::store::Access::ReadOnly { why, how } => {
             serde_json::json!({ "read_only": true, "why": why, "how": how })
         }
+    }
+}
+
+/// How far a learning space is: `3/12 trials final: session 2 · final 3 · queued 7`, or, before
+/// it has a trial to learn from, `no trials to learn from yet` (never a bare `0/0 trials final: `).
+fn trials_final(finished: u64, total: u64, steps: &[String]) -> String {
+    if total == 0 && steps.is_empty() {
+        "no trials to learn from yet".to_string()
+    } else if steps.is_empty() {
+        format!("{finished}/{total} trials final")
+    } else {
+        format!("{finished}/{total} trials final: {}", steps.join(" · "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trials_final;
+
+    #[test]
+    fn a_space_without_trials_says_so() {
+        assert_eq!(trials_final(0, 0, &[]), "no trials to learn from yet");
+        assert_eq!(
+            trials_final(3, 12, &["final 3".into(), "queued 9".into()]),
+            "3/12 trials final: final 3 · queued 9"
+        );
+        assert!(!trials_final(0, 4, &[]).ends_with(": "));
     }
 }

@@ -58,8 +58,8 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
             .map(|t| {
                 serde_json::json!({
                     "id": t.id, "domain": t.domain, "difficulty": t.difficulty,
-                    "agent_timeout_sec": t.config.agent.timeout_sec,
-                    "verifier_timeout_sec": t.config.verifier.timeout_sec,
+                    "agent_timeout_sec": t.config_read.then_some(t.config.agent.timeout_sec),
+                    "verifier_timeout_sec": t.config_read.then_some(t.config.verifier.timeout_sec),
                     "problems": t.problems, "skills": t.skills,
                 })
             })
@@ -109,8 +109,9 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
             task.id.clone(),
             task.domain.clone(),
             task.difficulty.clone(),
-            format!("{:.0}", task.config.agent.timeout_sec),
-            format!("{:.0}", task.config.verifier.timeout_sec),
+            // An invalid task.toml has no timeouts of its own: none are made up.
+            timeout_cell(task, task.config.agent.timeout_sec),
+            timeout_cell(task, task.config.verifier.timeout_sec),
             task.skills.len().to_string(),
             problems.join("\n"),
         ]);
@@ -125,6 +126,15 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
         bad_tasks
     );
     Ok(code)
+}
+
+/// A timeout of `task` for the table: seconds, or `—` when its `task.toml` could not be read.
+fn timeout_cell(task: &crate::skillsbench::Task, secs: f64) -> String {
+    if task.config_read {
+        format!("{secs:.0}")
+    } else {
+        "—".to_string()
+    }
 }
 
 /// The health check (see the module docs). Returns the exit code.

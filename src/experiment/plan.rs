@@ -196,9 +196,11 @@ impl Plan {
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
         let base = std::fs::canonicalize(&base).unwrap_or(base);
+        // Relative paths are taken from the plan's folder and printed canonical: `../reports`
+        // of `plans/x.toml` is `<repo>/reports`, never `<repo>/plans/../reports`.
         let fix = |p: &mut Option<PathBuf>| {
             if let Some(x) = p.as_mut().filter(|x| x.is_relative()) {
-                *x = base.join(&*x);
+                *x = lexically_normal(&base.join(&*x));
             }
         };
         fix(&mut plan.tasks);
@@ -330,9 +332,51 @@ impl Plan {
     }
 }
 
+/// `path` with `.` dropped and each `..` taking away the folder before it (without reading the
+/// disk: the folders need not exist yet). `path` should be absolute and free of symbolic links
+/// above its first `..` — as a canonical base joined with a relative path is.
+pub fn lexically_normal(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(c);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn relative_paths_are_printed_canonical() {
+        let dir = tempfile::tempdir().unwrap();
+        let plans = dir.path().join("plans");
+        std::fs::create_dir_all(&plans).unwrap();
+        let p = plans.join("exp.toml");
+        std::fs::write(
+            &p,
+            "reports_dir = \"../reports\"\nexports_dir = \"./out/../exports\"\njobs_dir = \"../jobs\"\n",
+        )
+        .unwrap();
+        let plan = Plan::load(&p).unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(plan.reports_dir.unwrap(), root.join("reports"));
+        assert_eq!(plan.exports_dir.unwrap(), root.join("plans/exports"));
+        assert_eq!(plan.jobs_dir.unwrap(), root.join("jobs"));
+        assert_eq!(
+            lexically_normal(Path::new("/a/b/../../c/./d")),
+            PathBuf::from("/c/d")
+        );
+    }
 
     #[test]
     fn defaults_and_relative_paths() {

@@ -477,11 +477,10 @@ fn parse_trial(
                     uses,
                 )
             }
+            // The trial is imported all the same: not a broken file, a trial whose skill use
+            // is unknown.
             Ok(_) | Err(_) => {
-                report.broken.push((
-                    traj_path.clone(),
-                    "trajectory is not ATIF v1.x; skill use unknown".into(),
-                ));
+                report.not_atif.push(trial_dir.to_path_buf());
                 (None, Vec::new())
             }
         },

@@ -57,6 +57,9 @@ pub struct ImportReport {
     pub broken: Vec<(PathBuf, String)>,
     /// Trials imported without a trajectory.
     pub missing_trajectory: Vec<PathBuf>,
+    /// Trials imported whose `agent/trajectory.json` is not ATIF v1.x (their steps and skill use
+    /// are unknown; the trial itself is recorded).
+    pub not_atif: Vec<PathBuf>,
     /// Trials whose condition could not be told (recorded as `unknown`).
     pub unknown_condition: usize,
     /// Runs written to, by name.

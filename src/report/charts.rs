@@ -140,6 +140,12 @@ pub fn plan(report: &Report) -> Vec<ChartSpec> {
             title: "Skill score leaderboard (rubric, 0-100)".into(),
         });
     }
+    // A chart of unfinished results says so in its title (its alt text too), as the report does.
+    if r.interim.is_some() {
+        for spec in &mut out {
+            spec.title.push_str(" (interim)");
+        }
+    }
     out
 }
 
@@ -193,7 +199,8 @@ pub fn render_with_text(report: &Report, spec: &ChartSpec) -> Result<Rendered, S
         ChartKind::TaskDeltas(name) => {
             120 + TASK_ROW * task_rows(report, name).rows.len().max(1) as u32
         }
-        ChartKind::Skills => 110 + 26 * report.skills.scores.len().min(MAX_SKILLS) as u32,
+        // One row more: the tier thresholds' labels above the bars.
+        ChartKind::Skills => 110 + 26 * (report.skills.scores.len().min(MAX_SKILLS) as u32 + 1),
     }
     .clamp(240, 4000);
     let mut buf = vec![0u8; (WIDTH * height * 3) as usize];
@@ -700,20 +707,29 @@ fn skills(report: &Report, title: &str, root: &Area) -> DrawResult {
         .collect();
     let right = value_margin(values.iter().map(String::as_str));
     let n = scores.len() as f64;
+    // The bars in rows 0..n; the row above them labels the tier thresholds.
     let mut chart = percent_rows(
         root,
         title,
         (left, right),
-        0f64..n,
+        0f64..n + 1.0,
         "mean quality score (invocations in brackets)",
     )?;
-    // Tier boundaries.
+    // Tier boundaries, each line labelled with its tier and lowest score above the bars.
     for t in Tier::ALL.iter().filter(|t| t.min_score() > 0) {
         let x = t.min_score() as f64;
         chart.draw_series(std::iter::once(PathElement::new(
-            vec![(x, 0.0), (x, n)],
+            vec![(x, 0.0), (x, n + 0.15)],
             tier_colour(*t).mix(0.6).stroke_width(1),
         )))?;
+        let (px, py) = chart.backend_coord(&(x, n + 0.5));
+        root.draw(&Text::new(
+            format!("{} ≥{}", t.label(), t.min_score()),
+            (px + 3, py),
+            font(11)
+                .color(&tier_colour(*t))
+                .pos(Pos::new(HPos::Left, VPos::Center)),
+        ))?;
     }
     for (i, (s, value)) in scores.iter().zip(values).enumerate() {
         let y = n - i as f64 - 1.0;

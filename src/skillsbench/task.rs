@@ -251,6 +251,72 @@ fn size_mb(text: &str) -> Option<u64> {
     (v.is_finite() && v >= 0.0).then(|| (v * scale).round() as u64)
 }
 
+/// Where the keys of a `task.toml` are written, from the `toml` crate's spans: each value's line
+/// and column and its text as written (so `1e308` is echoed as `1e308`, not as 309 digits).
+struct Written<'a> {
+    text: &'a str,
+    doc: Option<toml::Spanned<toml::de::DeTable<'a>>>,
+}
+
+impl<'a> Written<'a> {
+    fn of(text: &'a str) -> Written<'a> {
+        Written {
+            text,
+            doc: toml::de::DeTable::parse(text).ok(),
+        }
+    }
+
+    /// The value of `key` in `table` (`""` = top level): (line, column, text as written).
+    fn at(&self, table: &str, key: &str) -> Option<(usize, usize, &'a str)> {
+        let doc = self.doc.as_ref()?.get_ref();
+        let value = if table.is_empty() {
+            doc.get(key)?
+        } else {
+            match doc.get(table)?.get_ref() {
+                toml::de::DeValue::Table(t) => t.get(key)?,
+                _ => return None,
+            }
+        };
+        let span = value.span();
+        let (line, column) = line_column(self.text, span.start);
+        Some((line, column, self.text.get(span)?.trim()))
+    }
+
+    /// ` (line L, column C)` for `key` of `table`, or nothing when it is not written.
+    fn place(&self, table: &str, key: &str) -> String {
+        self.at(table, key)
+            .map(|(l, c, _)| format!(" (line {l}, column {c})"))
+            .unwrap_or_default()
+    }
+
+    /// The value of `key` of `table` as written, else `fallback`.
+    fn value(&self, table: &str, key: &str, fallback: impl std::fmt::Display) -> String {
+        self.at(table, key)
+            .map(|(_, _, v)| v.to_string())
+            .unwrap_or_else(|| fallback.to_string())
+    }
+}
+
+/// The 1-based line and column (in characters) of byte `offset` of `text`.
+fn line_column(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    (line, column)
+}
+
+/// A TOML syntax error as one line: `line L, column C: what the parser expected`.
+fn syntax_error(text: &str, e: &toml::de::Error) -> String {
+    let what = e.message().trim().replace('\n', "; ");
+    match e.span() {
+        Some(span) => {
+            let (line, column) = line_column(text, span.start);
+            format!("line {line}, column {column}: {what}")
+        }
+        None => what,
+    }
+}
+
 impl TaskConfig {
     /// Parses `task.toml` text. `path` is only used to name the file in errors.
     ///
@@ -260,15 +326,16 @@ impl TaskConfig {
     /// size strings (`"4G"`) stand in for `memory_mb` / `storage_mb` when those are absent.
     ///
     /// # Errors
-    /// [`BenchError::TaskToml`] naming the file: the TOML parser's message (line and column) for
-    /// text that is not TOML, else one line per wrong key.
+    /// [`BenchError::TaskToml`] naming the file: the line and column of a syntax error and the
+    /// parser's message for text that is not TOML, else every wrong key with its table, its line
+    /// and column, and its value as written.
     pub fn parse(text: &str, path: &Path) -> Result<Self, BenchError> {
         let fail = |message: String| BenchError::TaskToml {
             path: path.to_path_buf(),
             message,
         };
-        let raw: toml::Table =
-            toml::from_str(text).map_err(|e| fail(e.to_string().trim_end().to_string()))?;
+        let raw: toml::Table = toml::from_str(text).map_err(|e| fail(syntax_error(text, &e)))?;
+        let written = Written::of(text);
         let mut problems = Vec::new();
         for (table, key, kind) in KNOWN_KEYS {
             let value = if table.is_empty() {
@@ -283,11 +350,12 @@ impl TaskConfig {
                 && !kind.accepts(v)
             {
                 problems.push(format!(
-                    "{}: expected {}, found {} {}",
+                    "{}: expected {}, found {} {}{}",
                     key_name(table, key),
                     kind.expected(),
                     v.type_str(),
-                    v
+                    written.value(table, key, v),
+                    written.place(table, key)
                 ));
             }
         }
@@ -296,8 +364,9 @@ impl TaskConfig {
                 && !v.is_table()
             {
                 problems.push(format!(
-                    "{table}: expected a table [{table}], found {}",
-                    v.type_str()
+                    "{table}: expected a table [{table}], found {}{}",
+                    v.type_str(),
+                    written.place("", table)
                 ));
             }
         }
@@ -305,7 +374,7 @@ impl TaskConfig {
             return Err(fail(problems.join("; ")));
         }
         let mut config: TaskConfig =
-            toml::from_str(text).map_err(|e| fail(e.to_string().trim_end().to_string()))?;
+            toml::from_str(text).map_err(|e| fail(syntax_error(text, &e)))?;
         let env = raw.get("environment").and_then(|v| v.as_table());
         for (key, target) in [
             ("memory", &mut config.environment.memory_mb),
@@ -316,12 +385,13 @@ impl TaskConfig {
                     Some(mb) if target.is_none() => *target = Some(mb),
                     Some(_) => {}
                     None => problems.push(format!(
-                        "[environment] {key}: expected a size such as \"4G\" or \"512M\", found {text:?}"
+                        "[environment] {key}: expected a size such as \"4G\" or \"512M\", found {text:?}{}",
+                        written.place("environment", key)
                     )),
                 }
             }
         }
-        problems.extend(config.bound_problems());
+        problems.extend(config.bound_problems(&written));
         if problems.is_empty() {
             Ok(config)
         } else {
@@ -329,8 +399,9 @@ impl TaskConfig {
         }
     }
 
-    /// Every value outside its bounds, as `[table] key: …` lines.
-    fn bound_problems(&self) -> Vec<String> {
+    /// Every value outside its bounds, as `[table] key: …` lines with the value as written and
+    /// where.
+    fn bound_problems(&self, written: &Written) -> Vec<String> {
         let mut out = Vec::new();
         for (table, key, v) in [
             ("agent", "timeout_sec", self.agent.timeout_sec),
@@ -343,8 +414,10 @@ impl TaskConfig {
         ] {
             if !(v.is_finite() && v > 0.0 && v <= MAX_TIMEOUT_SEC) {
                 out.push(format!(
-                    "{}: must be a number of seconds above 0 and at most {MAX_TIMEOUT_SEC:.0} (7 days), found {v}",
-                    key_name(table, key)
+                    "{}: must be a number of seconds above 0 and at most {MAX_TIMEOUT_SEC:.0} (7 days), found {}{}",
+                    key_name(table, key),
+                    written.value(table, key, v),
+                    written.place(table, key)
                 ));
             }
         }
@@ -352,7 +425,9 @@ impl TaskConfig {
             && !(cpus.is_finite() && cpus > 0.0 && cpus <= MAX_CPUS)
         {
             out.push(format!(
-                "[environment] cpus: must be above 0 and at most {MAX_CPUS:.0}, found {cpus}"
+                "[environment] cpus: must be above 0 and at most {MAX_CPUS:.0}, found {}{}",
+                written.value("environment", "cpus", cpus),
+                written.place("environment", "cpus")
             ));
         }
         for (key, v) in [
@@ -363,14 +438,17 @@ impl TaskConfig {
                 && (v == 0 || v > MAX_SIZE_MB)
             {
                 out.push(format!(
-                    "[environment] {key}: must be between 1 and {MAX_SIZE_MB} MiB, found {v}"
+                    "[environment] {key}: must be between 1 and {MAX_SIZE_MB} MiB, found {}{}",
+                    written.value("environment", key, v),
+                    written.place("environment", key)
                 ));
             }
         }
         if self.environment.gpus > MAX_GPUS {
             out.push(format!(
-                "[environment] gpus: must be at most {MAX_GPUS}, found {}",
-                self.environment.gpus
+                "[environment] gpus: must be at most {MAX_GPUS}, found {}{}",
+                written.value("environment", "gpus", self.environment.gpus),
+                written.place("environment", "gpus")
             ));
         }
         out
@@ -387,6 +465,9 @@ pub struct Task {
     pub dir: PathBuf,
     /// Parsed `task.toml` (defaults when the file is unreadable; see `problems`).
     pub config: TaskConfig,
+    /// False when `task.toml` could not be read or is invalid: `config` then holds Harbor's
+    /// defaults, which must not be shown as the task's own values.
+    pub config_read: bool,
     /// Domain: shipped catalog, else `metadata.category`, else `unknown`.
     pub domain: String,
     /// Difficulty: `metadata.difficulty`, else the catalog's, else `unknown`.
@@ -445,17 +526,17 @@ impl Task {
             .unwrap_or_default();
         let mut problems = Vec::new();
         let toml_path = dir.join("task.toml");
-        let config = match std::fs::read_to_string(&toml_path) {
+        let (config, config_read) = match std::fs::read_to_string(&toml_path) {
             Ok(text) => match TaskConfig::parse(&text, &toml_path) {
-                Ok(c) => c,
+                Ok(c) => (c, true),
                 Err(e) => {
                     problems.push(e.to_string());
-                    TaskConfig::default()
+                    (TaskConfig::default(), false)
                 }
             },
             Err(e) => {
                 problems.push(format!("{}: {e}", toml_path.display()));
-                TaskConfig::default()
+                (TaskConfig::default(), false)
             }
         };
         let catalog = lookup(&id);
@@ -487,6 +568,7 @@ impl Task {
             id,
             dir: task_dir,
             config,
+            config_read,
             domain,
             difficulty,
             skills,
@@ -602,6 +684,39 @@ allow_internet = false
         ] {
             assert!(err.contains(key), "{key} missing from {err}");
         }
+    }
+
+    #[test]
+    fn values_are_echoed_as_written_with_their_line_and_column() {
+        let text = "[agent]\ntimeout_sec = 600\n\n[verifier]\ntimeout_sec = 1e308\n[environment]\ncpus = \"four\"\n";
+        let err = TaskConfig::parse(text, Path::new("t/task.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(
+                "[environment] cpus: expected a number, found string \"four\" (line 7, column 8)"
+            ),
+            "{err}"
+        );
+        let err = TaskConfig::parse(
+            "[agent]\ntimeout_sec = 600\n\n[verifier]\ntimeout_sec = 1e308\n",
+            Path::new("t/task.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("t/task.toml")
+                && err.contains("[verifier] timeout_sec: must be")
+                && err.contains("found 1e308 (line 5, column 15)"),
+            "{err}"
+        );
+        assert!(!err.contains("00000000"), "{err}");
+        // Text that is not TOML: the line and column of the fault, on one line.
+        let err = TaskConfig::parse("[agent]\ntimeout_sec = = 3\n", Path::new("t/task.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 2, column 15"), "{err}");
+        assert!(!err.contains('\n'), "{err}");
     }
 
     #[test]

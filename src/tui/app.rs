@@ -1018,6 +1018,17 @@ impl App {
                     .into(),
                 );
             }
+            Action::ToggleWrap => {
+                det.wrap = !det.wrap;
+                self.status = Some(
+                    if det.wrap {
+                        "wrapping long lines"
+                    } else {
+                        "cutting long lines at the edge"
+                    }
+                    .into(),
+                );
+            }
             Action::Retry => return self.retry(self.detail_trial()),
             Action::Cancel => return self.cancel(self.detail_trial()),
             _ => {}

@@ -97,6 +97,8 @@ pub enum Action {
     PrevMatch,
     /// Follow the end of a growing log.
     ToggleFollow,
+    /// Wrap long lines (or cut them at the edge).
+    ToggleWrap,
     /// Open the skill browser.
     OpenSkills,
     /// Open the Results view.
@@ -341,6 +343,13 @@ pub const KEYMAP: &[Binding] = &[
         ToggleFollow,
         "follow",
         "follow the log while it grows",
+    ),
+    b(
+        Detail,
+        &["w"],
+        ToggleWrap,
+        "wrap",
+        "wrap long lines / cut them at the edge",
     ),
     b(Detail, &["r"], Retry, "retry", "retry this trial"),
     b(

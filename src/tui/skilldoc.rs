@@ -37,6 +37,9 @@ pub enum Mark {
         /// The entry's first line.
         first: bool,
     },
+    /// A line of a diff: added (`+`), removed (`-`) or context; the sign is drawn in the gutter
+    /// of every row the line wraps into, so a wrapped change never reads as context.
+    Diff(ChangeTag),
 }
 
 /// One line of a shown document.
@@ -61,6 +64,11 @@ impl DocLine {
 pub fn gutter(theme: &Theme, mark: Mark, first_row: bool) -> Span<'static> {
     match mark {
         Mark::Plain => Span::raw("  "),
+        Mark::Diff(tag) => match tag {
+            ChangeTag::Insert => Span::styled("+ ", theme.pass),
+            ChangeTag::Delete => Span::styled("- ", theme.fail),
+            ChangeTag::Equal => Span::raw("  "),
+        },
         Mark::Entry { kind, first } => {
             let (letter, style) = match kind {
                 EntryKind::Sop => ("S", theme.sop),
@@ -255,13 +263,16 @@ pub fn diff(theme: &Theme, old: &str, new: &str, path: &str) -> Vec<DocLine> {
             theme.header,
         )));
         for change in hunk.iter_changes() {
-            let (sign, style) = match change.tag() {
-                ChangeTag::Delete => ("-", theme.fail),
-                ChangeTag::Insert => ("+", theme.pass),
-                ChangeTag::Equal => (" ", theme.text),
+            let style = match change.tag() {
+                ChangeTag::Delete => theme.fail,
+                ChangeTag::Insert => theme.pass,
+                ChangeTag::Equal => theme.text,
             };
             let text = change.value().trim_end_matches(['\n', '\r']);
-            out.push(DocLine::plain(Line::styled(format!("{sign}{text}"), style)));
+            out.push(DocLine {
+                mark: Mark::Diff(change.tag()),
+                line: Line::styled(text.to_string(), style),
+            });
             if change.missing_newline() {
                 out.push(DocLine::plain(Line::styled(
                     "\\ No newline at end of file",
@@ -406,12 +417,22 @@ mod tests {
     fn diff_marks_added_and_removed_lines() {
         let t = Theme::load("dark").unwrap();
         let d = diff(&t, "a\nb\nc\n", "a\nB\nc\nd\n", "SKILL.md");
-        let lines: Vec<String> = d.iter().map(|l| l.line.to_string()).collect();
-        assert_eq!(lines[0], "--- curated/SKILL.md");
-        assert!(lines.contains(&"-b".to_string()), "{lines:?}");
-        assert!(lines.contains(&"+B".to_string()));
-        assert!(lines.contains(&"+d".to_string()));
-        let removed = d.iter().find(|l| l.line.to_string() == "-b").unwrap();
+        // Each line as drawn: its gutter, then its text.
+        let lines: Vec<String> = d
+            .iter()
+            .map(|l| format!("{}{}", gutter(&t, l.mark, true).content, l.line))
+            .collect();
+        assert_eq!(lines[0], "  --- curated/SKILL.md");
+        assert!(lines.contains(&"- b".to_string()), "{lines:?}");
+        assert!(lines.contains(&"+ B".to_string()));
+        assert!(lines.contains(&"+ d".to_string()));
+        let removed = d.iter().find(|l| l.line.to_string() == "b").unwrap();
+        assert_eq!(removed.mark, Mark::Diff(ChangeTag::Delete));
         assert_eq!(removed.line.style, t.fail);
+        // A wrapped row of a change keeps its sign.
+        assert_eq!(
+            gutter(&t, Mark::Diff(ChangeTag::Insert), false).content,
+            "+ "
+        );
     }
 }

@@ -181,6 +181,8 @@ pub struct DetailState {
     pub scroll: usize,
     /// Keep the view at the end while the log grows.
     pub follow: bool,
+    /// Wrap long lines (`w`) instead of cutting them at the edge.
+    pub wrap: bool,
     /// Search term, once entered.
     pub search: Option<String>,
     /// Search text being typed, if any.
@@ -199,6 +201,7 @@ impl DetailState {
             tab: 0,
             scroll: 0,
             follow: false,
+            wrap: false,
             search: None,
             editing: None,
             data: None,

@@ -105,6 +105,29 @@ fn tasks_command_lists_examples_and_reports_bad_tasks() {
     assert_eq!(json.status.code(), Some(4));
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert!(v["cannot_run"].as_u64().unwrap() >= 2, "{v}");
+    // A value as written, with its line and column (README: "file, key and line").
+    assert!(t.contains("found 1e308 (line 13, column 15)"), "{t}");
+    assert!(!t.contains("0000000000"), "{t}");
+
+    // An invalid task.toml has no timeouts: none are made up (Harbor's 600 s defaults).
+    let task = |id: &str| {
+        v["tasks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert!(task("malformed-toml")["agent_timeout_sec"].is_null());
+    assert!(task("malformed-toml")["verifier_timeout_sec"].is_null());
+    assert!(task("passes")["agent_timeout_sec"].as_f64().is_some());
+    let row = t
+        .lines()
+        .find(|l| l.contains("malformed-toml"))
+        .expect("its row");
+    assert!(!row.contains("600"), "{row}");
+    assert!(row.contains('—'), "{row}");
 }
 
 #[test]
@@ -474,7 +497,6 @@ async fn a_second_run_of_a_live_run_hints_watch_and_stop_and_writes_nothing() {
     let fixtures = common::fixtures().display().to_string();
     let args = [
         "run",
-        "--headless",
         "--tasks",
         &fixtures,
         "--task",
@@ -488,6 +510,7 @@ async fn a_second_run_of_a_live_run_hints_watch_and_stop_and_writes_nothing() {
     ];
     let mut first = Command::new(env!("CARGO_BIN_EXE_skillscope"))
         .args(args)
+        .arg("--headless")
         .env("SKILLSCOPE_DB", s.db())
         .arg("--jobs-dir")
         .arg(s.jobs())
@@ -512,7 +535,7 @@ async fn a_second_run_of_a_live_run_hints_watch_and_stop_and_writes_nothing() {
     }
     let log = s.dir.path().join("twice.log");
     let before = std::fs::read(&log).ok();
-    for extra in [&[][..], &["--detach"][..]] {
+    for extra in [&["--headless"][..], &["--detach"][..]] {
         let mut argv: Vec<&str> = args.to_vec();
         argv.extend_from_slice(extra);
         let again = piped(&s, &argv);

@@ -321,6 +321,53 @@ fn broken_folders_are_reported_and_the_rest_is_kept() {
     store.writer().stop();
 }
 
+/// A trial whose trajectory is not ATIF is imported (its outcome counts) and named as such — not
+/// listed among broken files it "skipped", which it did not.
+#[test]
+fn trials_with_foreign_trajectories_are_imported_and_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harbor");
+    let root = dir.path().join("jobs");
+    for e in walkdir::WalkDir::new(&fixtures) {
+        let e = e.unwrap();
+        let to = root.join(e.path().strip_prefix(&fixtures).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&to).unwrap();
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
+    let trial = root.join("job-claude-skills-y/skilled-task__Ccccccc");
+    std::fs::write(
+        trial.join("agent/trajectory.json"),
+        r#"{"events": [{"type": "message", "text": "hi"}]}"#,
+    )
+    .unwrap();
+    let store = Store::open(&dir.path().join("f.db")).unwrap();
+    let report = import(&store, &opts(vec![root.clone()])).unwrap();
+    assert_eq!(report.imported, 2, "{report:?}");
+    assert_eq!(report.not_atif, vec![trial.clone()]);
+    assert_eq!(report.broken.len(), 2, "only the broken files: {report:?}");
+    store.writer().stop();
+    // What the command prints.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(["import", "--db"])
+        .arg(dir.path().join("cli.db"))
+        .arg(&root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("skipped 2 broken file(s)"), "{text}");
+    assert!(
+        text.contains(
+            "1 trial(s) imported whose agent/trajectory.json is not ATIF v1.x (steps and skill use unknown):"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("skilled-task__Ccccccc"), "{text}");
+}
+
 #[test]
 fn summary_of_a_real_trajectory_says_what_failed() {
     let trial = shared().join(

@@ -396,6 +396,17 @@ fn a_stopped_run_with_every_failure_mode_reports_interim_results() {
     );
     let (_, _, ink) = decode_png(&out.path().join("charts/failures.png"));
     assert!(ink > 0.02, "{ink}");
+    // Its charts say interim, in their titles as drawn and as alt text.
+    for spec in charts::plan(&r) {
+        assert!(spec.title.ends_with("(interim)"), "{}", spec.title);
+        let drawn = charts::render_with_text(&r, &spec).unwrap();
+        assert!(
+            drawn.text.iter().any(|t| t.text.contains("(interim)")),
+            "{}: {:?}",
+            spec.file,
+            drawn.text
+        );
+    }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap())
             .unwrap();
@@ -474,6 +485,7 @@ fn every_chart_keeps_its_text_inside_the_image() {
     assert_eq!(full.results.conditions[1].pass_rate, 1.0);
 
     let mut checked = 0;
+    let mut skill_charts = 0;
     for r in [&registry, &flash, &skills, &full] {
         for spec in charts::plan(r) {
             let out = charts::render_with_text(r, &spec).unwrap();
@@ -488,6 +500,24 @@ fn every_chart_keeps_its_text_inside_the_image() {
                     out.height
                 );
             }
+            if spec.kind == charts::ChartKind::Skills {
+                skill_charts += 1;
+                // Each score-threshold line is labelled with its tier and score.
+                for label in [
+                    "Poor ≥20",
+                    "Below Average ≥40",
+                    "Acceptable ≥60",
+                    "Good ≥75",
+                    "Excellent ≥90",
+                ] {
+                    assert!(
+                        out.text.iter().any(|t| t.text == label),
+                        "{}: no {label} in {:?}",
+                        spec.file,
+                        out.text
+                    );
+                }
+            }
             for (i, a) in out.text.iter().enumerate() {
                 for b in &out.text[i + 1..] {
                     let overlap = a.x0 < b.x1 && b.x0 < a.x1 && a.y0 < b.y1 && b.y0 < a.y1;
@@ -498,6 +528,7 @@ fn every_chart_keeps_its_text_inside_the_image() {
         }
     }
     assert!(checked > 30, "{checked}");
+    assert!(skill_charts > 0, "no skills chart was drawn");
 
     // Task-level charts name their tasks.
     let spec = specs

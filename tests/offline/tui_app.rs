@@ -294,13 +294,16 @@ fn skill_browser_navigates_spaces_skills_files_and_back() {
     let doc: Vec<String> = sk.doc.iter().map(|d| d.line.to_string()).collect();
     assert_eq!(doc[0], "--- curated/SKILL.md");
     assert!(
-        doc.contains(
-            &"+- Principle: Compute the volume with the script, never by hand.".to_string()
-        ),
+        sk.doc.iter().any(|d| d.line.to_string()
+            == "- Principle: Compute the volume with the script, never by hand."
+            && d.mark == skillscope::tui::skilldoc::Mark::Diff(similar::ChangeTag::Insert)),
         "{doc:?}"
     );
     assert!(
-        doc.contains(&"-- The material density".to_string()),
+        sk.doc
+            .iter()
+            .any(|d| d.line.to_string() == "- The material density"
+                && d.mark == skillscope::tui::skilldoc::Mark::Diff(similar::ChangeTag::Delete)),
         "{doc:?}"
     );
     press(&mut a, &l.conn, KeyCode::Char('d'));

@@ -531,6 +531,53 @@ fn detail_summary_and_logs() {
     snap("detail_agent_log", &app);
 }
 
+/// Long lines in a log tab can be read whole: `w` wraps them (and wraps again to cut them at the
+/// edge); the log's path in the header is never cut.
+#[test]
+fn detail_log_lines_wrap_with_w_and_the_path_is_whole() {
+    let (d, mut app) = app_with("dark");
+    let goal = "Your goal is to analyze the quarterly sales data in /root/data/sales.xlsx, compute the total revenue per region and write the three largest regions with their totals to /root/answer.txt, one per line, largest first.";
+    let path = "/data/jobs/snapshot-run__noskills/azure-bgp-oscillation-route-leak__noskills__1/agent/trajectory.json";
+    open_detail(
+        &mut app,
+        &d,
+        vec![LogFile {
+            label: "trajectory".into(),
+            path: PathBuf::from(path),
+            text: format!("step 1 · user\n{goal}\nstep 2 · agent\nI will read the file.\n"),
+            truncated: false,
+        }],
+    );
+    app.on_key(key(KeyCode::Tab));
+    let joined = |screen: &str| {
+        screen
+            .lines()
+            .map(|l| l.trim_matches(|c| c == '"' || c == '│').trim())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for size in SIZES {
+        let screen = render(&app, size);
+        assert!(!joined(&screen).contains(goal), "cut by default: {screen}");
+        // (A path has no spaces: where it wraps, its rows join without one.)
+        let tight: String = screen
+            .lines()
+            .map(|l| l.trim_matches(|c| c == '"' || c == '│').trim())
+            .collect();
+        assert!(tight.contains(path), "the path whole: {screen}");
+    }
+    app.on_key(key(KeyCode::Char('w')));
+    app.status = None;
+    snap("detail_trajectory_wrapped", &app);
+    for size in SIZES {
+        let screen = render(&app, size);
+        assert!(joined(&screen).contains(goal), "{screen}");
+        assert!(joined(&screen).contains("lines 1-4 of 4"), "{screen}");
+    }
+    app.on_key(key(KeyCode::Char('w')));
+    assert!(!app.detail.as_ref().unwrap().wrap);
+}
+
 #[test]
 fn help_overlay() {
     let (_d, mut app) = app_with("dark");
@@ -640,6 +687,13 @@ fn skill_browser() {
     press(&mut app, &l.conn, KeyCode::Char('d'));
     app.status = None;
     snap("skills_diff", &app);
+    // A changed line that wraps keeps its sign on every row.
+    let screen = render(&app, (80, 24));
+    let row = screen
+        .lines()
+        .find(|l| l.contains("2 decimals"))
+        .expect("the wrapped row of an added line");
+    assert!(row.starts_with("\"│+ "), "{screen}");
     press(&mut app, &l.conn, KeyCode::Tab);
     snap("skills_sessions", &app);
 }
@@ -900,6 +954,18 @@ fn skill_browser_with_rubric() {
         "feature gate",
     ] {
         assert!(screen.contains(part), "{part}: {screen}");
+    }
+    // Nothing of the rubric is cut: a gate's reasons wrap under it at either size.
+    for size in SIZES {
+        let screen = render(&app, size);
+        assert!(screen.contains("5.00%"), "{screen}");
+        assert!(
+            screen
+                .lines()
+                .filter(|l| l.contains("gate") || l.contains("trend") || l.contains("weak"))
+                .all(|l| !l.contains('…')),
+            "{screen}"
+        );
     }
     press(&mut app, &l.conn, KeyCode::Char('j')); // pandas-basics
     snap("skills_rubric_few_invocations", &app);

@@ -105,42 +105,82 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, det: &DetailState) {
         );
         return;
     };
-    let [info, text_area] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(body);
     let lines: Vec<&str> = log.text.lines().collect();
-    let page = text_area.height as usize;
+    let running = data.latest().is_some_and(|a| a.status.is_active());
+    let needle = det.search.as_ref().map(|s| s.to_lowercase());
+    let width = body.width as usize;
+    // The log's path in full when it fits beside the line counts; else on a line of its own,
+    // wrapped — never cut.
+    let path = log.path.display().to_string();
+    let page_of = |rows: usize| (body.height as usize).saturating_sub(rows).max(1);
+    let stats = |top: usize, last: usize| {
+        let mut spans = vec![Span::styled(
+            format!(
+                "lines {}-{} of {}{}{}{}{}",
+                if lines.is_empty() { 0 } else { top + 1 },
+                last,
+                lines.len(),
+                if log.truncated { " (end of file)" } else { "" },
+                if running { " · live" } else { "" },
+                if det.follow { " · following" } else { "" },
+                if det.wrap { " · wrapped" } else { "" },
+            ),
+            t.dim,
+        )];
+        if let Some(q) = &det.search {
+            spans.push(Span::styled(format!("  search \"{q}\""), t.accent));
+        }
+        spans
+    };
+    // The longest the counts get (the last page), to place the path beside them or above.
+    let stats_w: usize = stats(lines.len(), lines.len())
+        .iter()
+        .map(|s| s.width())
+        .sum();
+    let path_rows: Vec<Line> = if super::wrap::width_of(&path) + 2 + stats_w <= width {
+        Vec::new()
+    } else {
+        super::wrap::wrap(&Line::from(Span::styled(path.clone(), t.dim)), width)
+    };
+    let head_rows = path_rows.len() + 1;
+    let page = page_of(head_rows);
     let top = det
         .scroll
-        .min(lines.len().saturating_sub(page.max(1)))
+        .min(lines.len().saturating_sub(page))
         .min(lines.len());
-    let running = data.latest().is_some_and(|a| a.status.is_active());
-    let mut head = vec![Span::styled(
-        fit(&log.path.display().to_string(), info.width as usize / 2),
-        t.dim,
-    )];
-    head.push(Span::styled(
-        format!(
-            "  lines {}-{} of {}{}{}{}",
-            if lines.is_empty() { 0 } else { top + 1 },
-            (top + page).min(lines.len()),
-            lines.len(),
-            if log.truncated { " (end of file)" } else { "" },
-            if running { " · live" } else { "" },
-            if det.follow { " · following" } else { "" },
-        ),
-        t.dim,
-    ));
-    if let Some(q) = &det.search {
-        head.push(Span::styled(format!("  search \"{q}\""), t.accent));
+    // The rows shown: each line from `top` on, wrapped (`w`) or cut at the edge, until the page
+    // is full; `last` is the last line shown (a wrapped line may show only its first rows).
+    let mut shown: Vec<Line> = Vec::new();
+    let mut last = top;
+    for l in lines.iter().skip(top) {
+        if shown.len() >= page {
+            break;
+        }
+        let line = highlight(l, needle.as_deref(), t.text, t.matched);
+        if det.wrap {
+            let owned = Line::from(
+                line.spans
+                    .into_iter()
+                    .map(|s| Span::styled(s.content.into_owned(), s.style))
+                    .collect::<Vec<_>>(),
+            );
+            shown.extend(super::wrap::wrap(&owned, width));
+        } else {
+            shown.push(line);
+        }
+        last += 1;
     }
-    f.render_widget(Paragraph::new(Line::from(head)), info);
-    let needle = det.search.as_ref().map(|s| s.to_lowercase());
-    let shown: Vec<Line> = lines
-        .iter()
-        .skip(top)
-        .take(page)
-        .map(|l| highlight(l, needle.as_deref(), t.text, t.matched))
-        .collect();
+    shown.truncate(page);
+    det.page.set(page);
+    let mut head: Vec<Line> = path_rows;
+    let mut counts = stats(top, last);
+    if head.is_empty() {
+        counts.insert(0, Span::styled(format!("{path}  "), t.dim));
+    }
+    head.push(Line::from(counts));
+    let [info, text_area] =
+        Layout::vertical([Constraint::Length(head_rows as u16), Constraint::Min(1)]).areas(body);
+    f.render_widget(Paragraph::new(head), info);
     f.render_widget(Paragraph::new(shown), text_area);
 }
 

@@ -43,6 +43,7 @@ fn wanted(app: &App) -> (Context, Vec<Action>) {
             Action::Help,
             Action::NextTab,
             Action::Search,
+            Action::ToggleWrap,
             Action::ToggleFollow,
             Action::Retry,
         ],

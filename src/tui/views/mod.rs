@@ -13,6 +13,7 @@ pub mod help;
 pub mod overview;
 pub mod results;
 pub mod skills;
+pub mod wrap;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

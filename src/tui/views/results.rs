@@ -488,7 +488,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         lines.push(Line::from(Span::styled("notes", t.header)));
         for n in &res.notes {
             let text = Line::from(Span::styled(n.clone(), t.text));
-            for (i, l) in super::skills::wrap(&text, width.saturating_sub(4))
+            for (i, l) in super::wrap::wrap(&text, width.saturating_sub(4))
                 .into_iter()
                 .enumerate()
             {

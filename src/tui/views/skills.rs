@@ -20,6 +20,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::wrap::{hanging, width_of, wrap};
 use super::{fit, framed};
 use crate::analysis::rubric::{
     Component, Direction, Gate, MIN_TREND_INVOCATIONS, RECENT_INVOCATIONS, Trend,
@@ -106,7 +107,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
     lists(f, left, app, sk, spaces, data, false);
     match skill {
         Some(skill) => {
-            let mut lines = vec![content_line(t, skill, right.width as usize - 2)];
+            let mut lines = content_line(t, skill, right.width as usize - 2);
             lines.extend(rubric_lines(
                 t,
                 sk,
@@ -127,12 +128,12 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
 /// The skill's content as the report's skill content analysis measures it: SKILL.md body tokens
 /// and the paper's size bucket, files beside it, SOP and Warning entries, and for a learned
 /// version of a curated skill the lines it added and removed.
-fn content_line(t: &Theme, skill: &SkillEntry, width: usize) -> Line<'static> {
+fn content_line(t: &Theme, skill: &SkillEntry, width: usize) -> Vec<Line<'static>> {
     let Some(c) = &skill.content else {
-        return Line::from(Span::styled(
+        return vec![Line::from(Span::styled(
             fit("content: no SKILL.md text recorded", width),
             t.dim,
-        ));
+        ))];
     };
     let mut text = format!(
         "{} tokens ({}) · {} file{} · {} SOP · {} warning{}",
@@ -147,10 +148,11 @@ fn content_line(t: &Theme, skill: &SkillEntry, width: usize) -> Line<'static> {
     if let (Some(a), Some(r)) = (c.lines_added, c.lines_removed) {
         text.push_str(&format!(" · +{a} −{r} vs curated"));
     }
-    Line::from(vec![
-        Span::styled("content ", t.dim),
-        Span::styled(fit(&text, width.saturating_sub(8)), t.text),
-    ])
+    hanging(
+        vec![Span::styled("content ", t.dim)],
+        Span::styled(text, t.text),
+        width,
+    )
 }
 
 /// `1234` as `1,234`.
@@ -242,22 +244,21 @@ pub fn rubric_lines(
         ))];
     };
     let Some(s) = rubric.skill(name) else {
-        return vec![
-            Line::from(Span::styled(
-                fit(
-                    &format!("{name}: no invocations in these runs' trials yet"),
-                    width,
-                ),
+        let mut lines = wrap(
+            &Line::from(Span::styled(
+                format!("{name}: no invocations in these runs' trials yet"),
                 t.text,
             )),
-            Line::from(Span::styled(
-                fit(
-                    "A trial invokes a skill when its trajectory reads the SKILL.md, opens a file or runs a script of it.",
-                    width,
-                ),
+            width,
+        );
+        lines.extend(wrap(
+            &Line::from(Span::styled(
+                "A trial invokes a skill when its trajectory reads the SKILL.md, opens a file or runs a script of it.",
                 t.dim,
             )),
-        ];
+            width,
+        ));
+        return lines;
     };
     let tier = t.tier(s.tier);
     let mut lines = vec![Line::from(vec![
@@ -325,28 +326,30 @@ pub fn rubric_lines(
             )
         }
     };
-    lines.push(Line::from(vec![
-        Span::styled("invocations ", t.dim),
-        Span::styled(s.invocations.to_string(), t.accent),
-        Span::styled(" · errors ", t.dim),
-        Span::styled(
-            format!("{:.0}%", s.error_rate * 100.0),
-            if s.error_rate > 0.0 { t.warn } else { t.text },
-        ),
-        Span::styled(" · trend ", t.dim),
-        Span::styled(fit(&trend.0, width.saturating_sub(40)), trend.1),
-    ]));
-    lines.push(Line::from(vec![
-        Span::styled("weak ", t.dim),
-        Span::styled(weak.as_str().to_string(), t.warn),
-        Span::styled(
-            fit(
-                &format!(" — {}", s.recommendation),
-                width.saturating_sub(6 + weak.as_str().len()),
+    // Long values wrap under their labels: the panel cuts nothing.
+    lines.extend(hanging(
+        vec![
+            Span::styled("invocations ", t.dim),
+            Span::styled(s.invocations.to_string(), t.accent),
+            Span::styled(" · errors ", t.dim),
+            Span::styled(
+                format!("{:.0}%", s.error_rate * 100.0),
+                if s.error_rate > 0.0 { t.warn } else { t.text },
             ),
-            t.text,
-        ),
-    ]));
+            Span::styled(" · trend ", t.dim),
+        ],
+        Span::styled(trend.0, trend.1),
+        width,
+    ));
+    lines.extend(hanging(
+        vec![
+            Span::styled("weak ", t.dim),
+            Span::styled(weak.as_str().to_string(), t.warn),
+            Span::styled(" — ", t.text),
+        ],
+        Span::styled(s.recommendation.to_string(), t.text),
+        width,
+    ));
     for g in &s.gates {
         let (glyph, style) = if g.passed {
             (t.glyphs.pass.clone(), t.pass)
@@ -369,12 +372,14 @@ pub fn rubric_lines(
             });
         }
         let head = format!("{:<17}", format!("{} gate", g.gate.as_str()));
-        let room = width.saturating_sub(head.chars().count() + 2);
-        lines.push(Line::from(vec![
-            Span::styled(head, t.dim),
-            Span::styled(format!("{glyph} "), style),
-            Span::styled(fit(&why, room), if g.passed { t.dim } else { t.text }),
-        ]));
+        lines.extend(hanging(
+            vec![
+                Span::styled(head, t.dim),
+                Span::styled(format!("{glyph} "), style),
+            ],
+            Span::styled(why, if g.passed { t.dim } else { t.text }),
+            width,
+        ));
     }
     lines
 }
@@ -528,7 +533,7 @@ fn lists(
     let rubric = match skill {
         Some(s) if with_rubric => {
             let w = area.width.saturating_sub(2) as usize;
-            let mut lines = vec![content_line(t, s, w)];
+            let mut lines = content_line(t, s, w);
             lines.extend(rubric_lines(t, sk, &s.name, w, true));
             Some((s.name.as_str(), lines))
         }
@@ -755,76 +760,6 @@ fn lists(
             hit: None,
         },
     );
-}
-
-/// Splits text into runs of spaces and runs of other characters.
-fn tokens(s: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    let mut prev: Option<bool> = None;
-    for (i, c) in s.char_indices() {
-        let space = c == ' ';
-        if prev.is_some_and(|p| p != space) {
-            out.push(&s[start..i]);
-            start = i;
-        }
-        prev = Some(space);
-    }
-    if start < s.len() {
-        out.push(&s[start..]);
-    }
-    out
-}
-
-fn width_of(s: &str) -> usize {
-    Span::raw(s).width()
-}
-
-/// Word-wraps a line to `width` columns (long words are cut), keeping span and line styles.
-pub fn wrap(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
-    if width == 0 || line.width() <= width {
-        return vec![line.clone()];
-    }
-    let mut rows: Vec<Vec<Span<'static>>> = vec![Vec::new()];
-    let mut col = 0;
-    for span in &line.spans {
-        for tok in tokens(&span.content) {
-            let w = width_of(tok);
-            if col + w > width && col > 0 {
-                rows.push(Vec::new());
-                col = 0;
-                if tok.starts_with(' ') {
-                    continue;
-                }
-            }
-            if w <= width {
-                rows.last_mut()
-                    .expect("one row")
-                    .push(Span::styled(tok.to_string(), span.style));
-                col += w;
-                continue;
-            }
-            for c in tok.chars() {
-                let mut buf = [0u8; 4];
-                let cw = width_of(c.encode_utf8(&mut buf));
-                if col + cw > width && col > 0 {
-                    rows.push(Vec::new());
-                    col = 0;
-                }
-                rows.last_mut()
-                    .expect("one row")
-                    .push(Span::styled(c.to_string(), span.style));
-                col += cw;
-            }
-        }
-    }
-    rows.into_iter()
-        .map(|spans| Line {
-            spans,
-            style: line.style,
-            alignment: line.alignment,
-        })
-        .collect()
 }
 
 /// The selected file (or its diff), wrapped, with the entry gutter, scrolled.

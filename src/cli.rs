@@ -177,6 +177,11 @@ pub struct RunArgs {
     /// Leave the mouse to the terminal (text selection) instead of clicks and the wheel.
     #[arg(long)]
     pub no_mouse: bool,
+    /// Run tasks whose `task.toml` env tables or compose file need values that are not set (they
+    /// stay empty); their trials are marked (`missing_env`) so a report can leave them out.
+    /// Without it such a run refuses to start, naming each task, variable and place.
+    #[arg(long)]
+    pub allow_missing_env: bool,
 }
 
 /// `skillscope stop`.
@@ -414,6 +419,10 @@ pub struct CheckArgs {
     /// Config file [default: ./skillscope.toml when present].
     #[arg(long, value_name = "TOML", requires = "check")]
     pub config: Option<PathBuf>,
+    /// Run tasks that need environment values nobody set (marked) instead of refusing them with
+    /// the reason `missing env value`.
+    #[arg(long, requires = "check")]
+    pub allow_missing_env: bool,
 }
 
 /// Which trial(s) a command targets.

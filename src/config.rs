@@ -354,6 +354,8 @@ pub struct RunSettings {
     pub stall_secs: Option<u64>,
     /// Cost budget, USD (`None`: none). See `analysis::spend::allows`.
     pub max_cost_usd: Option<f64>,
+    /// What happens to tasks that need environment values nobody set.
+    pub missing_env: crate::skillsbench::env::MissingEnvPolicy,
 }
 
 /// How long an agent may stay silent before it is marked stalled, by default: 10 minutes.
@@ -383,6 +385,7 @@ impl RunSettings {
             "mounts": self.mounts,
             "copy_logs": self.copy_logs,
             "harness": self.harness,
+            "missing_env": self.missing_env,
         })
     }
 

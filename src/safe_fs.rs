@@ -73,6 +73,36 @@ pub fn read_tail(path: &Path, max: u64) -> std::io::Result<(Vec<u8>, bool)> {
     Ok((buf, longer))
 }
 
+/// [`read_tail`], with the number of lines before the bytes returned (0 when the whole file
+/// fits), so a line of the tail can be named by its number in the file. The skipped part is
+/// streamed, never held.
+///
+/// # Errors
+/// As [`read_tail`].
+pub fn read_tail_lines(path: &Path, max: u64) -> std::io::Result<(Vec<u8>, usize)> {
+    let (tail, longer) = read_tail(path, max)?;
+    if !longer {
+        return Ok((tail, 0));
+    }
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)?;
+    let skipped = f.metadata()?.len().saturating_sub(tail.len() as u64);
+    let mut reader = std::io::BufReader::new(f.take(skipped));
+    let mut lines = 0;
+    loop {
+        let buf = std::io::BufRead::fill_buf(&mut reader)?;
+        if buf.is_empty() {
+            break;
+        }
+        lines += buf.iter().filter(|b| **b == b'\n').count();
+        let n = buf.len();
+        std::io::BufRead::consume(&mut reader, n);
+    }
+    Ok((tail, lines))
+}
+
 /// [`read_capped`] as text (lossy UTF-8).
 ///
 /// # Errors

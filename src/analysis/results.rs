@@ -1265,6 +1265,10 @@ fn analyze_tasks(
                 &r.name,
             );
         }
+        notes.extend(environment_notes(
+            &r.name,
+            &crate::store::queries::environment_marks(conn, r.id)?,
+        ));
         run_infos.push(RunInfo {
             name: r.name.clone(),
             agent: r.agent.clone(),
@@ -1570,4 +1574,55 @@ fn load_cells(
         }
     }
     Ok(out)
+}
+
+/// Notes on a run's trials whose environment was not what their task asked (issue 27): needed
+/// values left empty under `--allow-missing-env` (those trials did not test the agent), and CPU
+/// or memory requests cut to the host's (`clamped`: a test that measures speed may fail for the
+/// machine's size).
+fn environment_notes(run: &str, marks: &[crate::store::queries::EnvironmentMark]) -> Vec<String> {
+    type Mark = crate::store::queries::EnvironmentMark;
+    let tasks = |pick: &dyn Fn(&Mark) -> Option<String>| {
+        let mut seen: Vec<String> = Vec::new();
+        let mut n = 0;
+        for m in marks {
+            if let Some(t) = pick(m) {
+                n += 1;
+                if !seen.contains(&t) {
+                    seen.push(t);
+                }
+            }
+        }
+        (n, seen)
+    };
+    let mut out = Vec::new();
+    let (n, empty) = tasks(&|m: &Mark| {
+        (!m.missing_env.is_empty()).then(|| format!("{} ({})", m.task_id, m.missing_env.join(", ")))
+    });
+    if n > 0 {
+        out.push(format!(
+            "{run}: {n} trial(s) ran with environment values their task needs left empty (--allow-missing-env), marked `missing_env`: {}. They did not test the agent; compare without those tasks.",
+            empty.join(", ")
+        ));
+    }
+    let (n, cut) = tasks(&|m: &Mark| {
+        let c = m.clamped.as_ref()?;
+        let part = |k: &str, unit: &str| {
+            let r = c.pointer(&format!("/{k}/requested"))?.as_f64()?;
+            let a = c.pointer(&format!("/{k}/applied"))?.as_f64()?;
+            Some(format!("{r}→{a} {unit}"))
+        };
+        let parts: Vec<String> = [part("cpus", "CPUs"), part("memory_mb", "MiB")]
+            .into_iter()
+            .flatten()
+            .collect();
+        Some(format!("{} ({})", m.task_id, parts.join(", ")))
+    });
+    if n > 0 {
+        out.push(format!(
+            "{run}: {n} trial(s) ran clamped — their task asks more CPUs or memory than the Docker host has: {}. A test that measures speed can fail for the machine's size.",
+            cut.join(", ")
+        ));
+    }
+    out
 }

@@ -46,6 +46,7 @@ pub fn run_args(plan: &Plan, db: Option<PathBuf>) -> RunArgs {
         max_cost: plan.run.max_cost_usd,
         detach: false,
         no_mouse: false,
+        allow_missing_env: false,
     }
 }
 

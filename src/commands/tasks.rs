@@ -17,12 +17,16 @@ use std::path::{Path, PathBuf};
 use color_eyre::eyre::{Result, WrapErr};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
-use crate::analysis::readiness::{self, TaskFacts, TaskReadiness, TrialEvidence};
+use crate::analysis::readiness::logs::Log;
+use crate::analysis::readiness::{
+    self, HealthCheck, Located, TaskFacts, TaskReadiness, TrialEvidence,
+};
 use crate::cli::{RunArgs, TasksArgs, exit_code};
 use crate::engine::{Engine, default_run_name};
 use crate::runner::DockerHost;
 use crate::skillsbench::TaskSet;
 use crate::skillsbench::dockerfile::parse_instructions;
+use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
 use crate::store::{Store, queries};
 
 /// Runs `skillscope tasks`. Returns the exit code (see the module docs).
@@ -167,17 +171,24 @@ async fn check(args: TasksArgs) -> Result<i32> {
         no_mouse: true,
         self_gen_prompt: None,
         skill_creator: None,
+        allow_missing_env: c.allow_missing_env,
     };
     let (mut req, db) = super::shared::request::build_request(
         &run_args,
         &crate::config::FileConfig::load(run_args.config.as_deref())?,
     )?;
+    // A task that needs values nobody set is refused on its own (reason `missing env value`);
+    // the others are checked.
+    if !c.allow_missing_env {
+        req.settings.missing_env = MissingEnvPolicy::RefuseTasks;
+    }
     let name = req
         .name
         .clone()
         .unwrap_or_else(|| format!("check-{}", default_run_name(&req)));
     req.name = Some(name);
     let first_host = req.settings.docker_hosts.first().cloned();
+    let env_given = req.settings.container_env();
     let store = Store::open(&db)?;
     let engine = Engine::new(store.clone());
     let shutdown = super::shared::session::Signals::install(None).shutdown;
@@ -190,9 +201,10 @@ async fn check(args: TasksArgs) -> Result<i32> {
     let conn = store.connect()?;
     let tasks = queries::run_tasks(&conn, outcome.run.id)?;
     let trials = queries::current_trials(&conn, outcome.run.id)?;
+    let values = EnvValues::new(&env_given);
     let mut rows = Vec::new();
     for t in &tasks {
-        let facts = task_facts(&host, Path::new(&t.path), &t.problems).await;
+        let facts = task_facts(&host, Path::new(&t.path), &t.problems, &values).await;
         let evidence: Vec<TrialEvidence> = trials
             .iter()
             .filter(|r| r.task_id == t.task_id)
@@ -205,50 +217,37 @@ async fn check(args: TasksArgs) -> Result<i32> {
             &evidence,
         ));
     }
-    let counts = readiness::counts(&rows);
+    let counts = readiness::counts(&outcome.run.conditions, &rows);
     let table = readiness_table(&outcome.run.conditions, &rows);
-    let summary = format!(
-        "{} tasks · {} build in every condition · {} pass the oracle in every condition{}",
-        counts.tasks,
-        counts.build,
-        counts.pass,
-        if counts.reasons.is_empty() {
-            String::new()
-        } else {
-            format!(
-                " · failures: {}",
-                counts
-                    .reasons
-                    .iter()
-                    .map(|(k, v)| format!("{k} {v}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    );
-    let json = serde_json::json!({
-        "run": outcome.run.name,
-        "tasks_dir": outcome.run.tasks_dir,
-        "conditions": outcome.run.conditions,
-        "finished": outcome.finished,
-        "counts": counts,
-        "tasks": rows,
-    });
+    let summary = summary_line(&outcome.run.conditions, &counts);
+    let check = HealthCheck {
+        run: outcome.run.name.clone(),
+        tasks_dir: outcome.run.tasks_dir.clone(),
+        conditions: outcome.run.conditions.clone(),
+        finished: outcome.finished,
+        counts,
+        tasks: rows,
+    };
     let out_dir = PathBuf::from(&outcome.run.jobs_dir).join(&outcome.run.name);
     std::fs::create_dir_all(&out_dir).wrap_err_with(|| out_dir.display().to_string())?;
     let json_path = out_dir.join("health-check.json");
     let text_path = out_dir.join("health-check.txt");
-    std::fs::write(&json_path, serde_json::to_string_pretty(&json)?)
-        .wrap_err_with(|| json_path.display().to_string())?;
-    std::fs::write(&text_path, format!("{table}\n{summary}\n"))
-        .wrap_err_with(|| text_path.display().to_string())?;
+    let md_path = out_dir.join("health-check.md");
+    let json = serde_json::to_string_pretty(&check)?;
+    for (path, text) in [
+        (&json_path, json.clone()),
+        (&text_path, format!("{table}\n{summary}\n")),
+        (&md_path, readiness::markdown::render(&check)),
+    ] {
+        std::fs::write(path, text).wrap_err_with(|| path.display().to_string())?;
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&json)?);
+        println!("{json}");
     } else {
         println!("{table}");
         println!("{summary}");
         println!(
-            "run {} ({}) · written to {} and {}",
+            "run {} ({}) · written to {}, {} and {}",
             outcome.run.name,
             if outcome.finished {
                 "finished"
@@ -256,12 +255,13 @@ async fn check(args: TasksArgs) -> Result<i32> {
                 "stopped; re-run the same command to resume"
             },
             text_path.display(),
-            json_path.display()
+            json_path.display(),
+            md_path.display()
         );
     }
     store.writer().stop();
     Ok(
-        if outcome.finished && counts.tasks > 0 && counts.pass == counts.tasks {
+        if outcome.finished && check.counts.tasks > 0 && check.counts.pass == check.counts.tasks {
             exit_code::FINISHED
         } else {
             exit_code::CHECK_FAILED
@@ -269,13 +269,56 @@ async fn check(args: TasksArgs) -> Result<i32> {
     )
 }
 
-/// The health check's table: task, builds?, oracle reward per condition, time, reason.
+/// `87 tasks · 44 build in every condition · 22 pass the oracle in every condition · no-skills:
+/// 44 build, 22 pass · … · failures: …`.
+fn summary_line(conditions: &[String], counts: &readiness::ReadinessCounts) -> String {
+    let mut s = format!(
+        "{} tasks · {} build in every condition · {} pass the oracle in every condition",
+        counts.tasks, counts.build, counts.pass
+    );
+    for c in conditions {
+        if let Some(x) = counts.conditions.get(c) {
+            s.push_str(&format!(
+                " · {c}: {} build, {} pass, images {:.0} s",
+                x.build, x.pass, x.build_seconds
+            ));
+        }
+    }
+    if !counts.differ.is_empty() {
+        s.push_str(&format!(
+            " · conditions differ: {}",
+            counts.differ.join(", ")
+        ));
+    }
+    if counts.clamped > 0 {
+        s.push_str(&format!(" · {} clamped to the host", counts.clamped));
+    }
+    if !counts.reasons.is_empty() {
+        s.push_str(&format!(
+            " · failures: {}",
+            counts
+                .reasons
+                .iter()
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    s
+}
+
+/// The health check's table: task, builds?, oracle reward per condition, image build seconds per
+/// condition, time, and the cause with its evidence (one per condition when they differ).
 fn readiness_table(conditions: &[String], rows: &[TaskReadiness]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     let mut header = vec!["task".to_string(), "builds?".to_string()];
     header.extend(conditions.iter().cloned());
-    header.extend(["time s".to_string(), "reason".to_string()]);
+    header.extend([
+        format!("build s ({})", conditions.join(" / ")),
+        "time s".to_string(),
+        "reason (evidence)".to_string(),
+    ]);
     t.set_header(header);
     for r in rows {
         let mut cells = vec![r.task.clone(), r.builds.clone()];
@@ -285,43 +328,83 @@ fn readiness_table(conditions: &[String], rows: &[TaskReadiness]) -> Table {
                 None => r.outcomes.get(c).cloned().unwrap_or_default(),
             });
         }
+        cells.push(
+            conditions
+                .iter()
+                .map(|c| format!("{:.0}", r.build_seconds.get(c).copied().unwrap_or(0.0)))
+                .collect::<Vec<_>>()
+                .join(" / "),
+        );
         cells.push(format!("{:.0}", r.seconds));
-        cells.push(match &r.reason {
-            None => String::new(),
-            Some(reason) => crate::text::sanitize(&format!(
-                "{}: {}",
-                reason.label(),
-                crate::text::head(reason.detail(), 160)
-            )),
-        });
+        let mut reason: Vec<String> = if r.differ.is_some()
+            || r.reasons.len() > 1 && {
+                let first = r.reasons.values().next().map(|c| &c.reason);
+                r.reasons.values().any(|c| Some(&c.reason) != first)
+            } {
+            r.reasons
+                .iter()
+                .map(|(c, cause)| format!("{c}: {}", cause.describe(120)))
+                .collect()
+        } else {
+            r.reason.iter().map(|c| c.describe(160)).collect()
+        };
+        if let Some(d) = &r.differ {
+            reason.insert(0, format!("conditions differ: {d}"));
+        }
+        if let Some(note) = &r.clamped {
+            reason.push(format!("clamped: {note}"));
+        }
+        cells.push(crate::text::sanitize(&reason.join("\n")));
         t.add_row(cells);
     }
     t
 }
 
-/// The end of a log file of a trial (at most 64 KiB), lossily decoded.
-fn tail(path: &Path) -> String {
-    crate::safe_fs::read_tail(path, 64 * 1024)
-        .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
-        .unwrap_or_default()
+/// Largest end of a log read for the health check.
+const LOG_TAIL: u64 = 4 * 1024 * 1024;
+
+/// A log of a trial (its last [`LOG_TAIL`] bytes), sanitized, with its first line's number.
+fn read_log(dir: &Path, rel: &str) -> Log {
+    let (bytes, before) =
+        crate::safe_fs::read_tail_lines(&dir.join(rel), LOG_TAIL).unwrap_or_default();
+    let mut text = crate::text::sanitize_bytes(&bytes);
+    let mut first_line = before + 1;
+    if before > 0 {
+        // The tail starts inside a line: that partial line is dropped.
+        if let Some(i) = text.find('\n') {
+            text.drain(..=i);
+            first_line += 1;
+        }
+    }
+    Log {
+        file: rel.to_string(),
+        text,
+        first_line,
+    }
 }
 
 fn evidence(row: crate::store::TrialRow) -> TrialEvidence {
     let dir = row.trial_dir.clone().map(PathBuf::from).unwrap_or_default();
-    let mut build_log = tail(&dir.join("environment/build.log"));
-    build_log.push_str(&tail(&dir.join("environment/services.log")));
     TrialEvidence {
-        build_log,
-        verifier_log: tail(&dir.join("verifier/test-stdout.txt")),
-        agent_log: tail(&dir.join("agent/oracle.txt")),
+        build_log: read_log(&dir, "environment/build.log"),
+        services_log: read_log(&dir, "environment/services.log"),
+        verifier_log: read_log(&dir, "verifier/test-stdout.txt"),
+        agent_log: read_log(&dir, "agent/oracle.txt"),
+        ctrf: crate::harbor::ctrf::Report::read(&dir.join("verifier/ctrf.json")).ok(),
         row,
     }
 }
 
 /// What the task folder and the Docker host say before any log is read: `FROM` images of every
-/// Dockerfile under `environment/` the host lacks, and files those Dockerfiles copy from their
-/// folder that are missing.
-async fn task_facts(host: &DockerHost, task_dir: &Path, problems: &[String]) -> TaskFacts {
+/// Dockerfile under `environment/` the host lacks, files those Dockerfiles copy from their folder
+/// that are missing (each with its Dockerfile and line), and the environment values the task
+/// names and which of them are not set (for the oracle: its `[solution] env` counts).
+async fn task_facts(
+    host: &DockerHost,
+    task_dir: &Path,
+    problems: &[String],
+    values: &EnvValues,
+) -> TaskFacts {
     let env_dir = task_dir.join("environment");
     let dockerfiles: Vec<PathBuf> = walkdir::WalkDir::new(&env_dir)
         .into_iter()
@@ -338,13 +421,29 @@ async fn task_facts(host: &DockerHost, task_dir: &Path, problems: &[String]) -> 
         problems: problems.to_vec(),
         ..Default::default()
     };
+    if task_dir.join("task.toml").is_file() {
+        let task = crate::skillsbench::Task::load(task_dir, |_| None);
+        let mut vars: Vec<String> = env::uses(&task, true)
+            .into_iter()
+            .map(|u| u.variable)
+            .collect();
+        vars.dedup();
+        facts.env_vars = vars;
+        facts.missing_env = env::missing(&task, true, values);
+    }
     for df in dockerfiles {
         let Ok(text) = std::fs::read_to_string(&df) else {
             continue;
         };
         let context = df.parent().unwrap_or(&env_dir);
+        let rel = df
+            .strip_prefix(task_dir)
+            .unwrap_or(&df)
+            .display()
+            .to_string();
         let mut stages: Vec<String> = Vec::new();
         for ins in parse_instructions(&text) {
+            let at = format!("{rel}:{}", ins.start + 1);
             let words: Vec<&str> = ins
                 .args
                 .split_whitespace()
@@ -362,9 +461,9 @@ async fn task_facts(host: &DockerHost, task_dir: &Path, problems: &[String]) -> 
                         || image.contains('$')
                         || stages.contains(&image.to_ascii_lowercase())
                         || crate::runner::base_image::is_own_base_image(&image)
-                        || facts.missing_images.contains(&image);
+                        || facts.missing_images.iter().any(|m| m.name == image);
                     if !known && host.docker.inspect_image(&image).await.is_err() {
-                        facts.missing_images.push(image);
+                        facts.missing_images.push(Located { name: image, at });
                     }
                 }
                 "COPY" | "ADD" if !ins.args.contains("--from") && ins.heredocs.is_empty() => {
@@ -380,9 +479,12 @@ async fn task_facts(host: &DockerHost, task_dir: &Path, problems: &[String]) -> 
                         let name = src.trim_end_matches('/').to_string();
                         if !found
                             && !crate::skillsbench::dockerfile::is_skill_source(src)
-                            && !facts.missing_files.contains(&name)
+                            && !facts.missing_files.iter().any(|m| m.name == name)
                         {
-                            facts.missing_files.push(name);
+                            facts.missing_files.push(Located {
+                                name,
+                                at: at.clone(),
+                            });
                         }
                     }
                 }

@@ -75,6 +75,8 @@ pub(super) struct Attempts {
     pub live_every: Duration,
     /// How long an agent may write nothing before it is marked stalled.
     pub stall_after: Duration,
+    /// What happens to a task that needs environment values nobody set.
+    pub missing_env: crate::skillsbench::env::MissingEnvPolicy,
     /// The attempts running now, by id.
     pub running: Mutex<HashMap<i64, Running>>,
 }
@@ -237,9 +239,14 @@ impl Attempts {
         let facts = self.facts(&task, &condition, checksum);
         let trial_dir = facts.job_dir.join(&row.trial_name);
         let _ = std::fs::create_dir_all(&trial_dir);
+        // The config says what the container gets: a request above the host's is cut and marked.
+        let planned = TrialRow {
+            clamped: crate::runner::limits::Limits::on(&task.config.environment, &host).clamped(),
+            ..row.clone()
+        };
         let _ = jobdir::write_json_atomic(
             &trial_dir.join("config.json"),
-            &jobdir::trial_config(&row, &facts),
+            &jobdir::trial_config(&planned, &facts),
         );
         let run = self.ledger.run();
         let job = TrialJob {
@@ -259,6 +266,7 @@ impl Attempts {
             reaper: self.reaper.clone(),
             copy_logs: self.copy_logs,
             live_every: self.live_every,
+            missing_env: self.missing_env,
         };
         self.running.lock().expect("lock").insert(
             id,

@@ -226,6 +226,7 @@ impl Dispatcher {
             checksums: Mutex::new(HashMap::new()),
             live_every: LIVE_EVERY.min(req.settings.stall_after() / 3),
             stall_after: req.settings.stall_after(),
+            missing_env: req.settings.missing_env,
             running: Mutex::new(HashMap::new()),
         });
         Dispatcher {

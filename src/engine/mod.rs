@@ -31,6 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::RunSettings;
 use crate::runner::{RunnerError, agent_by_name};
+use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
 use crate::skillsbench::{Catalog, Condition, TaskSet};
 use crate::store::{Outcome, RunRow, Store, StoreError, TrialKey, TrialRow, TrialStatus};
 
@@ -53,6 +54,10 @@ pub enum EngineError {
     /// The request contradicts a stored run.
     #[error("{0}")]
     Mismatch(String),
+    /// Tasks of the run need environment values nobody set (and the run does not allow it):
+    /// every task, variable and place named ([`crate::skillsbench::env::refusal`]).
+    #[error("{0}")]
+    MissingEnv(String),
     /// This machine's disk filled up; the run stopped with the affected attempts re-queued.
     #[error(
         "disk full, run stopped (finished trials are kept; free space and re-run to resume): {0}"
@@ -319,6 +324,14 @@ impl Engine {
         };
         for e in &endpoints {
             agent.check_host(e, e.starts_with("unix://"))?;
+        }
+        // Refused before anything is spent: tasks that could only score 0 for a missing key.
+        if req.settings.missing_env == MissingEnvPolicy::RefuseRun {
+            let values = EnvValues::new(&req.settings.container_env());
+            let missing = env::missing_in(&taskset.tasks, agent.runs_solution(), &values);
+            if !missing.is_empty() {
+                return Err(EngineError::MissingEnv(env::refusal(&missing)));
+            }
         }
         let name = req.name.clone().unwrap_or_else(|| default_run_name(&req));
         let jobs_dir = absolute(&req.jobs_dir);

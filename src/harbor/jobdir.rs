@@ -92,8 +92,21 @@ pub struct TrialFacts {
     pub kwargs: BTreeMap<String, serde_json::Value>,
 }
 
-/// The trial's `config.json`.
+/// The trial's `config.json`. When the host cut the task's CPU or memory request
+/// (`row.clamped`), `override_cpus` / `override_memory_mb` are what was applied and
+/// `environment.kwargs.clamped` holds the request beside it.
 pub fn trial_config(row: &TrialRow, f: &TrialFacts) -> TrialConfig {
+    let mut kwargs = f.kwargs.clone();
+    let (mut cpus, mut memory_mb) = (f.cpus, f.memory_mb);
+    if let Some(c) = &row.clamped {
+        kwargs.insert("clamped".into(), c.clone());
+        if let Some(a) = c.pointer("/cpus/applied").and_then(|v| v.as_f64()) {
+            cpus = Some(a);
+        }
+        if let Some(a) = c.pointer("/memory_mb/applied").and_then(|v| v.as_u64()) {
+            memory_mb = Some(a);
+        }
+    }
     TrialConfig {
         task: TaskRef {
             path: f.task_path.display().to_string(),
@@ -110,9 +123,9 @@ pub fn trial_config(row: &TrialRow, f: &TrialFacts) -> TrialConfig {
             kind: Some("docker".into()),
             force_build: false,
             delete: true,
-            override_cpus: f.cpus,
-            override_memory_mb: f.memory_mb,
-            kwargs: f.kwargs.clone(),
+            override_cpus: cpus,
+            override_memory_mb: memory_mb,
+            kwargs,
         },
         verifier: VerifierConfig::default(),
         job_id: Some(f.job_id.clone()),

@@ -7,6 +7,7 @@ pub mod container;
 pub mod docker;
 pub mod fault;
 pub mod image;
+pub mod limits;
 pub mod proxy;
 pub mod selfgen;
 pub mod services;

@@ -32,6 +32,7 @@ use crate::skillsbench::Task;
 use crate::skillsbench::compose::{
     self, ComposePlan, DependsOn, NetworkDef, ServiceDef, Variables,
 };
+use crate::skillsbench::env::EnvValues;
 
 /// Where the trial's `/logs` folders are inside containers (Harbor's `EnvironmentPaths`).
 const ENV_LOG_DIRS: [(&str, &str); 3] = [
@@ -64,9 +65,9 @@ pub struct ServicesInput<'a> {
     pub task: &'a Arc<Task>,
     /// The trial folder (`HOST_*_LOGS_PATH` point into it; `environment/services.log` is written).
     pub trial_dir: &'a Path,
-    /// The operator's `--env` values as `NAME=VALUE`: the only outside variables a compose file
-    /// may use.
-    pub extra_env: &'a [String],
+    /// The operator's `--env` values: with the task's `[environment] env`, the only outside
+    /// variables a compose file may use ([`EnvValues::compose_variables`]).
+    pub env_values: &'a EnvValues,
     /// The main container's image tag (`MAIN_IMAGE_NAME`).
     pub main_image: &'a str,
     /// Stops waits and builds.
@@ -111,16 +112,11 @@ impl TrialServices {
     }
 }
 
-/// The variables a compose file is interpolated with: the operator's `--env` values, overridden
-/// by Harbor's own (`docker.py`'s `DockerEnvironmentEnvVars`: paths for this trial, the task's
+/// The variables a compose file is interpolated with: the operator's `--env` values and the task's
+/// `[environment] env` ([`EnvValues::compose_variables`]), overridden by Harbor's own (`docker.py`'s `DockerEnvironmentEnvVars`: paths for this trial, the task's
 /// CPU and memory limits — the host's when the task sets none — and `TEST_DIR=/tests`).
 pub fn variables(input: &ServicesInput<'_>) -> Variables {
-    let mut vars: Variables = input
-        .extra_env
-        .iter()
-        .filter_map(|e| e.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let mut vars: Variables = input.env_values.compose_variables(input.task);
     let env = &input.task.config.environment;
     let abs = |p: &Path| {
         std::path::absolute(p)

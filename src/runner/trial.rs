@@ -17,6 +17,7 @@ use super::container::{ContainerSpec, ExecEnd, Reaper, TrialContainer};
 use super::verifier;
 use super::{DockerHost, ImageCache, labels, services};
 use crate::harbor::reward::{self, is_pass, scalar_reward};
+use crate::skillsbench::env::{self as task_env, EnvValues, MissingEnvPolicy};
 use crate::skillsbench::selfgen::{GeneratedSkills, SelfGeneration, TRIAL_GENERATION_SESSION};
 use crate::skillsbench::{Condition, Task};
 use crate::store::queries::TrialPatch;
@@ -102,6 +103,8 @@ pub struct TrialEnv {
     pub copy_logs: bool,
     /// How often a running agent's output is looked at and reported ([`TrialReport::live`]).
     pub live_every: std::time::Duration,
+    /// What to do when the task needs environment values nobody set.
+    pub missing_env: MissingEnvPolicy,
 }
 
 /// Cancellation of one attempt: by the operator (outcome `cancelled`), by a stopping run
@@ -207,11 +210,13 @@ pub async fn run_trial(
     report.update(job.row.id, p.clone()).await;
     let mut skill_uses = Vec::new();
     let mut provider_failure = None;
+    let values = EnvValues::new(&env.extra_env);
     let scope = Scope {
         job,
         env,
         report,
         cancel,
+        values: &values,
     };
     let result = attempt(&scope, &mut p, &mut skill_uses).await;
     if let Err(f) = &result {
@@ -326,6 +331,8 @@ struct Scope<'a> {
     env: &'a TrialEnv,
     report: &'a dyn TrialReport,
     cancel: &'a TrialCancel,
+    /// The operator's values for the task's `${NAME}` references.
+    values: &'a EnvValues,
 }
 
 async fn attempt(
@@ -334,7 +341,11 @@ async fn attempt(
     skill_uses: &mut Vec<SkillUseRow>,
 ) -> Result<Done, Failed> {
     let Scope {
-        job, env, cancel, ..
+        job,
+        env,
+        cancel,
+        values,
+        ..
     } = *scope;
     let task = &job.task;
     let dir = &job.trial_dir;
@@ -347,6 +358,31 @@ async fn attempt(
         let msg = format!("task {} cannot run: {}", task.id, task.problems.join("; "));
         let _ = std::fs::write(&build_log, format!("{msg}\n"));
         return Err(Failed::new(Outcome::BuildError, msg));
+    }
+    // Values the task needs and nobody set: refused before anything is spent, or marked.
+    let missing = task_env::missing(task, env.agent.runs_solution(), values);
+    if !missing.is_empty() {
+        p.missing_env = Some(serde_json::json!(
+            missing.iter().map(|m| &m.variable).collect::<Vec<_>>()
+        ));
+        let what: Vec<String> = missing.iter().map(task_env::MissingEnv::describe).collect();
+        if env.missing_env == MissingEnvPolicy::Allow {
+            let _ = std::fs::write(
+                dir.join("environment/missing-env.txt"),
+                format!(
+                    "run with --allow-missing-env: these values are empty in this trial: {}\n",
+                    what.join("; ")
+                ),
+            );
+        } else {
+            let msg = format!(
+                "refused: task {} needs environment values that are not set: {} (pass them with --env, or run with --allow-missing-env)",
+                task.id,
+                what.join("; ")
+            );
+            let _ = std::fs::write(&build_log, format!("{msg}\n"));
+            return Err(Failed::new(Outcome::BuildError, msg));
+        }
     }
     let image = tokio::select! {
         r = env.images.ensure(&env.host, task, &job.condition, task.build_timeout()) => r,
@@ -392,6 +428,9 @@ async fn attempt(
     );
 
     let env_cfg = &task.config.environment;
+    // A request above the host's is cut to it, and the trial says so.
+    let limits = super::limits::Limits::on(env_cfg, &env.host);
+    p.clamped = limits.clamped();
     let mut spec = ContainerSpec {
         image: image.tag.clone(),
         name: format!(
@@ -407,10 +446,10 @@ async fn attempt(
             (labels::ATTEMPT_ID.to_string(), job.row.id.to_string()),
             (labels::CONTENT_HASH.to_string(), image.hash.clone()),
         ]),
-        env: env.extra_env.clone(),
+        env: container_env(&env.extra_env, task, values),
         binds,
-        cpus: env_cfg.cpus.map(|c| c.min(env.host.ncpu as f64)),
-        memory_bytes: env_cfg.memory_mb.map(|m| (m as i64) * 1024 * 1024),
+        cpus: limits.cpus,
+        memory_bytes: limits.memory_mb.map(|m| (m as i64) * 1024 * 1024),
         network_none: !env_cfg.allow_internet,
         extra_hosts: env.agent.extra_hosts(),
         ..Default::default()
@@ -421,7 +460,7 @@ async fn attempt(
         images: &env.images,
         task,
         trial_dir: dir,
-        extra_env: &env.extra_env,
+        env_values: values,
         main_image: &image.tag,
         cancel: &cancel.token,
     };
@@ -461,6 +500,7 @@ async fn in_container(
         env,
         report,
         cancel,
+        ..
     } = *scope;
     let task = &job.task;
     let dir = &job.trial_dir;
@@ -496,6 +536,7 @@ async fn in_container(
         cancel: &cancel.token,
         mounted: mount_logs,
         logs: AGENT_LOGS,
+        env_values: scope.values,
     };
     let t0 = std::time::Instant::now();
     let started = p.agent_started_at.clone().unwrap_or_default();
@@ -584,6 +625,7 @@ async fn in_container(
         task.verifier_timeout(),
         &cancel.token,
         chown,
+        scope.values,
     )
     .await;
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "verifier done");
@@ -655,6 +697,22 @@ async fn in_container(
             None => Err(Failed::new(Outcome::NoReward, e.to_string())),
         },
     }
+}
+
+/// The main container's environment: the operator's `--env` values, then the task's resolved
+/// `[environment] env` (which wins for a name both set).
+fn container_env(extra: &[String], task: &Task, values: &EnvValues) -> Vec<String> {
+    let table = &task.config.environment.env;
+    let mut out: Vec<String> = extra
+        .iter()
+        .filter(|e| {
+            !e.split_once('=')
+                .is_some_and(|(k, _)| table.contains_key(k))
+        })
+        .cloned()
+        .collect();
+    out.extend(values.resolve(table));
+    out
 }
 
 /// Watches a running agent's `agent/` folder: when its files last grew, and what its log says.
@@ -785,6 +843,7 @@ async fn skill_writing_session(
         cancel: &cancel.token,
         mounted: false,
         logs: GENERATION_LOGS,
+        env_values: scope.values,
     };
     let started = now_rfc3339();
     let run = env.agent.run(&ctx).await.map_err(|e| {

@@ -6,7 +6,6 @@
 //! does not decide the outcome — the reward file does. `reward.json` (a map of finite numbers)
 //! wins over `reward.txt` (one number); an empty or malformed file is no reward.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -15,44 +14,12 @@ use tokio_util::sync::CancellationToken;
 use super::RunnerError;
 use super::container::{ExecRequest, ExecResult, TrialContainer};
 use crate::skillsbench::Task;
-
-/// Resolves `${NAME}` and `${NAME:-default}` in task env values from the operator's environment
-/// and returns `KEY=VALUE` strings. Values are only ever handed to the container, never stored.
-pub fn resolve_env(env: &BTreeMap<String, String>) -> Vec<String> {
-    env.iter()
-        .map(|(k, v)| format!("{k}={}", expand(v, |name| std::env::var(name).ok())))
-        .collect()
-}
-
-/// Expands `${NAME}` / `${NAME:-default}` with `lookup`; other text is kept as is.
-pub fn expand(value: &str, lookup: impl Fn(&str) -> Option<String>) -> String {
-    let mut out = String::new();
-    let mut rest = value;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        let inner = &after[..end];
-        let (name, default) = match inner.split_once(":-") {
-            Some((n, d)) => (n, Some(d)),
-            None => (inner, None),
-        };
-        match lookup(name).filter(|v| !v.is_empty()) {
-            Some(v) => out.push_str(&v),
-            None => out.push_str(default.unwrap_or("")),
-        }
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    out
-}
+use crate::skillsbench::env::EnvValues;
 
 /// Uploads `tests/` and runs the verifier, streaming its output to `verifier_dir/test-stdout.txt`.
-/// With `chown_logs = Some((uid, gid))`, `/logs` is handed to that owner afterwards (bind mounts
-/// of a non-root operator).
+/// `[verifier] env` is resolved from `values` ([`EnvValues::resolve`]). With `chown_logs =
+/// Some((uid, gid))`, `/logs` is handed to that owner afterwards (bind mounts of a non-root
+/// operator).
 ///
 /// # Errors
 /// [`RunnerError`] when the tests cannot be copied in or the exec cannot start.
@@ -63,6 +30,7 @@ pub async fn run_verifier(
     timeout: Duration,
     cancel: &CancellationToken,
     chown_logs: Option<(u32, u32)>,
+    values: &EnvValues,
 ) -> Result<ExecResult, RunnerError> {
     container.upload_dir(&task.tests_dir(), "/tests").await?;
     let out = verifier_dir.join("test-stdout.txt");
@@ -79,7 +47,7 @@ pub async fn run_verifier(
                  chmod +x /tests/test.sh 2>/dev/null; (/tests/test.sh){chown}"
             ),
         ],
-        env: resolve_env(&task.config.verifier.env),
+        env: values.resolve(&task.config.verifier.env),
         user: None,
         timeout: Some(timeout),
         cancel,
@@ -87,18 +55,4 @@ pub async fn run_verifier(
         stderr: None,
     };
     container.exec(req).await
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn env_templates() {
-        let look = |n: &str| (n == "KEY").then(|| "secret".to_string());
-        assert_eq!(expand("${KEY}", look), "secret");
-        assert_eq!(expand("a-${MISSING:-dflt}-b", look), "a-dflt-b");
-        assert_eq!(expand("plain", look), "plain");
-        assert_eq!(expand("${UNCLOSED", look), "${UNCLOSED");
-    }
 }

@@ -5,6 +5,7 @@ pub mod compose;
 pub mod condition;
 pub mod dockerfile;
 pub mod dockerignore;
+pub mod env;
 pub mod examples;
 pub mod selfgen;
 pub mod skill;

@@ -127,6 +127,10 @@ pub struct EnvironmentSection {
     /// Whether the container may reach the network; `false` means `--network none`.
     #[serde(default = "default_true")]
     pub allow_internet: bool,
+    /// The container's environment for the whole trial (Harbor's `[environment] env`), with
+    /// `${NAME}` references resolved like the verifier's; also variables of the compose file.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
 }
 
 impl Default for EnvironmentSection {
@@ -138,6 +142,7 @@ impl Default for EnvironmentSection {
             storage_mb: None,
             gpus: 0,
             allow_internet: true,
+            env: BTreeMap::new(),
         }
     }
 }
@@ -224,6 +229,7 @@ const KNOWN_KEYS: &[(&str, &str, Kind)] = &[
     ("environment", "storage", Kind::Str),
     ("environment", "gpus", Kind::Count),
     ("environment", "allow_internet", Kind::Bool),
+    ("environment", "env", Kind::StrMap),
 ];
 
 /// Where a key lives, as messages name it: `[agent] timeout_sec`, or `version` at the top.

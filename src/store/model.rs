@@ -377,6 +377,16 @@ pub struct TrialRow {
     /// What decided the agent's behaviour in this attempt (harness and version, model, sampling
     /// settings the harness accepts, and what could not be pinned), JSON; `None` when unknown.
     pub agent_settings: Option<serde_json::Value>,
+    /// Names (never values) of environment values the task needs that were empty because the run
+    /// allowed it (`--allow-missing-env`), JSON array; `None` when every value was set. A report
+    /// can leave such trials out: they did not test the agent.
+    pub missing_env: Option<serde_json::Value>,
+    /// The task's CPU or memory request cut to what the Docker host has
+    /// (`{"cpus": {"requested": 8, "applied": 2}}`), JSON; `None` when nothing was cut.
+    pub clamped: Option<serde_json::Value>,
+    /// Each image of the trial's chain (`[{"tag", "seconds", "built"}]`, the base image first):
+    /// the seconds its build took, 0 when it was reused. `None` before an image was ready.
+    pub image_builds: Option<serde_json::Value>,
 }
 
 /// The few columns of an attempt that pass rates and the dashboard grid need — read in bulk

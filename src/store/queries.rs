@@ -367,7 +367,8 @@ const TRIAL_COLS: &str = "id, run_id, task_id, condition, trial_index, attempt, 
      verifier_started_at, verifier_finished_at, agent_exit_code, verifier_exit_code, error, \
      n_input_tokens, n_cache_tokens, n_output_tokens, cost_usd, import_key, trajectory_path, n_steps, \
      n_tool_calls, tests_total, tests_passed, n_error_steps, final_message, aggregated, fault, \
-     failure_category, agent_settings, live_steps, live_tool, last_output_at, stalled_at";
+     failure_category, agent_settings, live_steps, live_tool, last_output_at, stalled_at, \
+     missing_env, clamped, image_builds";
 
 fn trial_from_row(r: &Row<'_>) -> rusqlite::Result<TrialRow> {
     let rewards: Option<String> = r.get(10)?;
@@ -424,7 +425,16 @@ fn trial_from_row(r: &Row<'_>) -> rusqlite::Result<TrialRow> {
         live_tool: r.get(47)?,
         last_output_at: r.get(48)?,
         stalled_at: r.get(49)?,
+        missing_env: json_column(r, 50)?,
+        clamped: json_column(r, 51)?,
+        image_builds: json_column(r, 52)?,
     })
+}
+
+/// A JSON text column (`None` when NULL or not JSON).
+fn json_column(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<serde_json::Value>> {
+    Ok(r.get::<_, Option<String>>(i)?
+        .and_then(|s| serde_json::from_str(&s).ok()))
 }
 
 fn trials_where(
@@ -878,6 +888,56 @@ pub struct TrialPatch {
     /// Skills the agent generated in a self-generated trial, JSON
     /// ([`crate::skillsbench::selfgen::GeneratedSkills`]).
     pub generated_skills: Option<serde_json::Value>,
+    /// Names of needed environment values left empty (`--allow-missing-env`), JSON array.
+    pub missing_env: Option<serde_json::Value>,
+    /// The task's CPU or memory request cut to the host's, JSON.
+    pub clamped: Option<serde_json::Value>,
+    /// The trial's images and their build seconds, JSON.
+    pub image_builds: Option<serde_json::Value>,
+}
+
+/// A current attempt whose environment differed from what its task asked: needed values left
+/// empty (`--allow-missing-env`) or a CPU or memory request cut to the host's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnvironmentMark {
+    /// Task id.
+    pub task_id: String,
+    /// Condition key.
+    pub condition: String,
+    /// Names of the values left empty.
+    pub missing_env: Vec<String>,
+    /// What was cut (`trials.clamped`).
+    pub clamped: Option<serde_json::Value>,
+}
+
+/// The current attempts of run `run_id` with a `missing_env` or `clamped` mark, by task.
+///
+/// # Errors
+/// SQL errors.
+pub fn environment_marks(
+    conn: &Connection,
+    run_id: i64,
+) -> Result<Vec<EnvironmentMark>, StoreError> {
+    let mut st = conn.prepare_cached(
+        "SELECT task_id, condition, missing_env, clamped FROM trials
+         WHERE run_id = ?1 AND superseded = 0 AND (missing_env IS NOT NULL OR clamped IS NOT NULL)
+         ORDER BY task_id, condition, trial_index",
+    )?;
+    let rows = st.query_map([run_id], |r| {
+        let json = |i: usize| -> rusqlite::Result<Option<serde_json::Value>> {
+            Ok(r.get::<_, Option<String>>(i)?
+                .and_then(|s| serde_json::from_str(&s).ok()))
+        };
+        Ok(EnvironmentMark {
+            task_id: r.get(0)?,
+            condition: r.get(1)?,
+            missing_env: json(2)?
+                .and_then(|v| serde_json::from_value(v).ok())
+                .unwrap_or_default(),
+            clamped: json(3)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// Applies a patch to attempt `id`.
@@ -893,7 +953,8 @@ pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), Sto
     };
     use rusqlite::types::Value as V;
     let text = |s: &Option<String>| s.clone().map(V::Text);
-    let fields: [(&str, Option<V>); 37] = [
+    let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| V::Text(v.to_string()));
+    let fields: [(&str, Option<V>); 40] = [
         ("status", p.status.map(|s| V::Text(s.as_str().into()))),
         ("outcome", p.outcome.map(|o| V::Text(o.as_str().into()))),
         ("reward", p.reward.map(V::Real)),
@@ -943,6 +1004,9 @@ pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), Sto
             "generated_skills",
             p.generated_skills.as_ref().map(|v| V::Text(v.to_string())),
         ),
+        ("missing_env", json(&p.missing_env)),
+        ("clamped", json(&p.clamped)),
+        ("image_builds", json(&p.image_builds)),
     ];
     for (col, v) in fields {
         if let Some(v) = v {

@@ -360,6 +360,17 @@ CREATE TABLE experiments (
                  PRIMARY KEY (experiment, label, task_id)
              ) WITHOUT ROWID;",
         ),
+        // What an attempt's environment was, beside its verdict (issue 27): `missing_env`, the
+        // names (never the values) of needed environment values that were empty because the run
+        // allowed it (`--allow-missing-env`), JSON array; `clamped`, the task's CPU or memory
+        // request cut to what the Docker host has, JSON (`runner::trial::Clamped`);
+        // `image_builds`, each image of the trial's chain with the seconds its build took (0 when
+        // reused), JSON (`runner::image::ImageBuild`).
+        M::up(
+            "ALTER TABLE trials ADD COLUMN missing_env TEXT;
+             ALTER TABLE trials ADD COLUMN clamped TEXT;
+             ALTER TABLE trials ADD COLUMN image_builds TEXT;",
+        ),
     ])
 }
 

@@ -295,3 +295,270 @@ async fn health_check_over_the_example_tasks() {
         "{out}"
     );
 }
+
+/// A task made from the `passes` fixture under `root/name`: `toml_extra` appended to its
+/// `task.toml` (an `[environment]` line replaces the fixture's table), and `files` (path in the
+/// task folder, text) written over it.
+fn made_task(
+    root: &Path,
+    name: &str,
+    environment: Option<&str>,
+    toml_extra: &str,
+    files: &[(&str, &str)],
+) {
+    let dir = root.join(name);
+    copy_tree(&fixtures().join("passes"), &dir);
+    let mut toml = std::fs::read_to_string(dir.join("task.toml")).unwrap();
+    if let Some(env) = environment {
+        let at = toml.find("[environment]").unwrap();
+        toml.truncate(at);
+        toml.push_str(env);
+    }
+    toml.push_str(toml_extra);
+    std::fs::write(dir.join("task.toml"), toml).unwrap();
+    for (path, text) in files {
+        let p = dir.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, text).unwrap();
+    }
+}
+
+/// A variable no test sets.
+const UNSET: &str = "SKILLSCOPE_TEST_UNSET_27";
+
+/// A task whose `[solution] env` names [`UNSET`]: its solution writes the answer only with it.
+fn solution_env_task(root: &Path) {
+    made_task(
+        root,
+        "solution-env",
+        None,
+        &format!("\n[solution]\nenv = {{ KEY = \"${{{UNSET}}}\" }}\n"),
+        &[(
+            "solution/solve.sh",
+            "#!/bin/sh\n[ -n \"$KEY\" ] && echo 42 > /root/answer.txt\n",
+        )],
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_value_nobody_set_is_refused_before_any_trial_and_marked_when_allowed() {
+    require_docker().await;
+    let tasks = tempfile::tempdir().unwrap();
+    solution_env_task(tasks.path());
+    let s = Scratch::new();
+    let dir = tasks.path().to_str().unwrap();
+    let run = |name: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--headless",
+            "--tasks",
+            dir,
+            "--jobs-dir",
+            "jobs",
+            "--run",
+            name,
+            "--conditions",
+            "no-skills",
+            "--trials",
+            "1",
+        ];
+        args.extend_from_slice(extra);
+        skillscope(&s, &args)
+    };
+    // Refused at the start, naming the task, the variable and where it is used; nothing ran.
+    let o = run("refused", &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("solution-env needs {UNSET} ([solution] env KEY)")),
+        "{err}"
+    );
+    assert!(err.contains("--allow-missing-env"), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| !l.trim().is_empty()).count(),
+        1,
+        "{err}"
+    );
+    let conn = s.store.connect().unwrap();
+    assert!(
+        skillscope::store::queries::find_run(&conn, "refused")
+            .unwrap()
+            .is_none(),
+        "no run was recorded"
+    );
+    // Given with --env, the oracle passes (the value reaches the solution, never the store).
+    let o = run("given", &["--env", &format!("{UNSET}=s3cret-value")]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let given = skillscope::store::queries::find_run(&conn, "given")
+        .unwrap()
+        .unwrap();
+    let rows = s.trials(given.id);
+    let r = one(&rows, "solution-env", "no-skills");
+    assert_eq!(r.outcome, Some(Outcome::Pass), "{:?}", r.error);
+    assert!(r.missing_env.is_none());
+    let dump = std::process::Command::new("sqlite3")
+        .arg(s.db())
+        .arg(".dump")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    assert!(
+        !dump.contains("s3cret-value"),
+        "the value reached the store"
+    );
+    // Allowed: it runs with the value empty, and the trial is marked.
+    let o = run("allowed", &["--allow-missing-env"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let allowed = skillscope::store::queries::find_run(&conn, "allowed")
+        .unwrap()
+        .unwrap();
+    let rows = s.trials(allowed.id);
+    let r = one(&rows, "solution-env", "no-skills");
+    assert_eq!(r.outcome, Some(Outcome::Fail));
+    assert_eq!(r.missing_env, Some(serde_json::json!([UNSET])));
+    let o = skillscope(&s, &["report", "allowed", "--out", "report"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let md = std::fs::read_to_string(s.dir.path().join("report/report.md")).unwrap_or_default();
+    assert!(
+        md.contains("left empty (--allow-missing-env)") && md.contains("solution-env ("),
+        "{md}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn health_check_names_the_true_cause_with_its_evidence() {
+    require_docker().await;
+    let tasks = tempfile::tempdir().unwrap();
+    let root = tasks.path();
+    solution_env_task(root);
+    // Fails only for CPUs: the test measures the CPUs it got against the 64 it asks for, after a
+    // harmless failed download (as test.sh's `curl astral.sh || true`).
+    let cpu_test = r#"#!/bin/sh
+mkdir -p /logs/verifier
+echo "curl: (6) Could not resolve host: astral.sh"
+if [ -f /sys/fs/cgroup/cpu.max ]; then read q p < /sys/fs/cgroup/cpu.max; else q=$(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us); p=$(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); fi
+[ "$q" = max ] || [ "$q" -lt 0 ] && q=$((64 * p))
+echo "============================= test session starts =============================="
+if [ "$(cat /root/answer.txt)" = 42 ] && [ $((q / p)) -ge 64 ]; then
+  echo "1 passed"; echo 1 > /logs/verifier/reward.txt
+else
+  echo "=================================== FAILURES ==================================="
+  echo "E       AssertionError: parallel speedup 0.88x below 1.5x"
+  echo "FAILED tests/test_outputs.py::test_speedup - AssertionError: parallel speedup 0.88x below 1.5x"
+  echo "========================= 1 failed in 0.10s ========================="
+  echo 0 > /logs/verifier/reward.txt
+fi
+"#;
+    made_task(
+        root,
+        "needs-cpus",
+        Some(
+            "[environment]\nbuild_timeout_sec = 120.0\ncpus = 64\nmemory_mb = 256\nallow_internet = false\n",
+        ),
+        "",
+        &[("tests/test.sh", cpu_test)],
+    );
+    // A solution that stops on NLTK's download error, wrapped over two lines.
+    made_task(
+        root,
+        "nltk-offline",
+        None,
+        "",
+        &[(
+            "solution/solve.sh",
+            "#!/bin/sh\necho 'Merging taxonomies'\necho '[nltk_data] Error loading wordnet: <urlopen error [Errno -2] Name or'\n\
+             echo '[nltk_data]     service not known>'\necho 'LookupError: Resource wordnet not found.'\nexit 1\n",
+        )],
+    );
+    let s = Scratch::new();
+    let dir = root.to_str().unwrap();
+    let o = skillscope(
+        &s,
+        &[
+            "tasks",
+            "--check",
+            "--tasks",
+            dir,
+            "--jobs-dir",
+            "jobs",
+            "--json",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    let rows = check_rows(&json);
+    let field = |t: &str, k: &str| {
+        rows[t]["reason"][k]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+
+    assert_eq!(
+        field("solution-env", "kind"),
+        "missing-env",
+        "{}",
+        rows["solution-env"]
+    );
+    assert!(field("solution-env", "detail").contains(&format!("{UNSET} ([solution] env KEY)")));
+    assert_eq!(field("solution-env", "evidence"), "task.toml:22");
+    assert_eq!(rows["solution-env"]["builds"], "refused");
+
+    assert_eq!(
+        field("needs-cpus", "kind"),
+        "cpus-below-request",
+        "{}",
+        rows["needs-cpus"]
+    );
+    assert!(
+        field("needs-cpus", "detail").contains("asks 64 CPUs"),
+        "{}",
+        rows["needs-cpus"]
+    );
+    assert!(field("needs-cpus", "evidence").starts_with("verifier/test-stdout.txt:"));
+    assert!(field("needs-cpus", "line").starts_with("FAILED tests/test_outputs.py::test_speedup"));
+    assert!(
+        rows["needs-cpus"]["clamped"]
+            .as_str()
+            .unwrap()
+            .contains("64 CPUs asked")
+    );
+
+    assert_eq!(
+        field("nltk-offline", "kind"),
+        "network-needed",
+        "{}",
+        rows["nltk-offline"]
+    );
+    assert_eq!(field("nltk-offline", "evidence"), "agent/oracle.txt:2");
+    assert_eq!(
+        field("nltk-offline", "line"),
+        "[nltk_data] Error loading wordnet: <urlopen error [Errno -2] Name or service not known>"
+    );
+
+    // The clamp is in each trial's config.json, and the Markdown beside the JSON says it all.
+    let run = json["run"].as_str().unwrap();
+    let configs: Vec<serde_json::Value> = walkdir::WalkDir::new(s.dir.path().join("jobs"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name() == "config.json" && e.path().to_string_lossy().contains("needs-cpus")
+        })
+        .map(|e| serde_json::from_str(&std::fs::read_to_string(e.path()).unwrap()).unwrap())
+        .collect();
+    assert_eq!(configs.len(), 2);
+    for c in &configs {
+        assert_eq!(
+            c["environment"]["kwargs"]["clamped"]["cpus"]["requested"], 64.0,
+            "{c}"
+        );
+        assert!(
+            c["environment"]["override_cpus"].as_f64().unwrap() < 64.0,
+            "{c}"
+        );
+    }
+    let md = std::fs::read_to_string(s.dir.path().join("jobs").join(run).join("health-check.md"))
+        .unwrap();
+    assert!(md.contains("| CPUs below request |"), "{md}");
+    assert!(md.contains("missing env value"), "{md}");
+}

@@ -9,6 +9,7 @@ use crate::cli::RunArgs;
 use crate::config::{EnvSetting, FileConfig, RunSettings, check_mount};
 use crate::engine::RunRequest;
 use crate::skillsbench::Condition;
+use crate::skillsbench::env::MissingEnvPolicy;
 
 /// Default trials at once per Docker host.
 pub const DEFAULT_CONCURRENCY: usize = 4;
@@ -50,6 +51,11 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
         docker_wait_secs: args.docker_wait.or(file.run.docker_wait_secs),
         stall_secs: args.stall_after.or(file.run.stall_secs),
         max_cost_usd: args.max_cost.or(file.run.max_cost_usd),
+        missing_env: if args.allow_missing_env {
+            MissingEnvPolicy::Allow
+        } else {
+            MissingEnvPolicy::RefuseRun
+        },
     };
     if let Some(max) = settings.max_cost_usd
         && !(max.is_finite() && max >= 0.0)

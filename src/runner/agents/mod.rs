@@ -46,6 +46,8 @@ pub struct AgentContext<'a> {
     /// The container folder the agent copies its native logs to: `/logs/agent`, or a folder of
     /// its own for the first session of a two-phase self-generated trial (then not mounted).
     pub logs: &'a str,
+    /// The operator's values for the task's `${NAME}` references (the oracle's `[solution] env`).
+    pub env_values: &'a crate::skillsbench::env::EnvValues,
 }
 
 /// The container folder of the agent's logs (Harbor's `/logs/agent`).
@@ -139,6 +141,11 @@ pub trait Agent: Send + Sync {
     /// which a remote daemon's containers cannot reach).
     fn check_host(&self, _endpoint: &str, _local: bool) -> Result<(), RunnerError> {
         Ok(())
+    }
+    /// True when the agent runs the task's reference solution (the oracle), so the task's
+    /// `[solution] env` must have its values.
+    fn runs_solution(&self) -> bool {
+        false
     }
     /// Extra `/etc/hosts` entries the trial container needs for this agent.
     fn extra_hosts(&self) -> Vec<String> {

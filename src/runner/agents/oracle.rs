@@ -27,6 +27,9 @@ impl Agent for OracleAgent {
     fn version(&self) -> &str {
         "1.0.0"
     }
+    fn runs_solution(&self) -> bool {
+        true
+    }
     fn local_mounts(&self, task: &Task) -> Vec<(std::path::PathBuf, String)> {
         let solution = task.solution_dir();
         if solution.join("solve.sh").is_file() {
@@ -50,9 +53,7 @@ impl Agent for OracleAgent {
             String::new()
         };
         let mut env = vec!["DEBIAN_FRONTEND=noninteractive".to_string()];
-        env.extend(crate::runner::verifier::resolve_env(
-            &ctx.task.config.solution.env,
-        ));
+        env.extend(ctx.env_values.resolve(&ctx.task.config.solution.env));
         let out = ctx.agent_dir.join("oracle.txt");
         let req = ExecRequest {
             cmd: vec![

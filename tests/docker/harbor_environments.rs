@@ -484,7 +484,13 @@ fi
             "--json",
         ],
     );
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // Checks failed: exit 4, with the JSON printed first.
+    assert_eq!(
+        o.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let json: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
     let rows = check_rows(&json);
     let field = |t: &str, k: &str| {

@@ -260,8 +260,8 @@ pub fn interpolate(s: &str, vars: &Variables) -> Result<String, String> {
     Ok(out)
 }
 
-/// Index of the `}` closing a `${`, nested `${…}` skipped.
-fn matching_brace(s: &str) -> Option<usize> {
+/// Index of the `}` closing a `${` whose inside starts `s`, nested `${…}` skipped.
+pub(crate) fn matching_brace(s: &str) -> Option<usize> {
     let b = s.as_bytes();
     let mut depth = 0usize;
     let mut i = 0;

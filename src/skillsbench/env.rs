@@ -88,7 +88,7 @@ pub fn references(value: &str, bare: bool) -> Vec<Reference> {
             Some(b'$') => i += 2,
             Some(b'{') => {
                 let start = i + 2;
-                let Some(len) = closing_brace(&value[start..]) else {
+                let Some(len) = compose::matching_brace(&value[start..]) else {
                     return out;
                 };
                 let inner = &value[start..start + len];
@@ -135,26 +135,6 @@ pub fn references(value: &str, bare: bool) -> Vec<Reference> {
         }
     }
     out
-}
-
-/// Index of the `}` closing a `${` whose inside starts `s`, nested `${…}` skipped.
-fn closing_brace(s: &str) -> Option<usize> {
-    let b = s.as_bytes();
-    let mut depth = 0usize;
-    let mut i = 0;
-    while i < b.len() {
-        match b[i] {
-            b'$' if b.get(i + 1) == Some(&b'{') => {
-                depth += 1;
-                i += 1;
-            }
-            b'}' if depth == 0 => return Some(i),
-            b'}' => depth -= 1,
-            _ => {}
-        }
-        i += 1;
-    }
-    None
 }
 
 /// Expands `${NAME}` / `${NAME:-default}` in a `task.toml` value with `lookup` (an unset or empty

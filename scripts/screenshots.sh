@@ -56,11 +56,11 @@ sleep 1
 keys Escape
 shot dashboard-80x24 80 24
 
-# The learning phase: the example experiment against the fake Acontext server, then its skill
-# browser (a learned skill's SKILL.md, the diff against the curated version, the sessions).
-(cd "$repo" && cargo build --release -q --example fake-acontext)
+# The learning phase: the example experiment against the Acontext stand-in shipped in the binary
+# (it learns nothing real), then its skill browser (a learned skill's SKILL.md, the diff against
+# the curated version, the sessions).
 port=$((20000 + RANDOM % 20000))
-"$repo/target/release/examples/fake-acontext" --port "$port" --key sk-ac-shots > "$work/fake.log" 2>&1 &
+"$bin" acontext-standin --port "$port" --key sk-ac-shots > "$work/fake.log" 2>&1 &
 fake=$!
 trap 'kill $fake 2>/dev/null || true; tmux kill-session -t "$session" 2>/dev/null || true; rm -rf "$work"' EXIT
 sed -e 's/^name = .*/name = "shots"/' -e 's/^trials = .*/trials = 1/' -e "s#\"../exports\"#\"$work/exports\"#" -e "s#\"../jobs\"#\"$work/jobs\"#" -e "s#\"../reports\"#\"$work/reports\"#" \

@@ -72,6 +72,10 @@ pub enum Command {
     /// D pass rates with CIs, comparisons, breakdowns, failure modes, the paper's numbers, skill
     /// rubric scores).
     Report(ReportArgs),
+    /// Serve the Acontext stand-in shipped in the binary: its REST API with a fixed template
+    /// where Acontext's LLMs would learn — it learns nothing real. For trying the learning
+    /// pipeline offline (`experiment --dry-run` starts one in-process by itself).
+    AcontextStandin(StandinArgs),
     /// Create skillscope's offline base image (skillscope/busybox:1) on the Docker host.
     BaseImage,
     /// Measure performance (prints figures).
@@ -335,6 +339,20 @@ pub struct ExperimentArgs {
     /// Acontext connection (over the plan's `[acontext]`).
     #[command(flatten)]
     pub acontext: AcontextArgs,
+}
+
+/// `skillscope acontext-standin`.
+#[derive(Debug, Args, Clone)]
+pub struct StandinArgs {
+    /// Port on 127.0.0.1 (0: any free port, printed).
+    #[arg(long, default_value_t = 8029)]
+    pub port: u16,
+    /// Project key clients must send as `Authorization: Bearer <key>`.
+    #[arg(long, default_value = "sk-ac-local")]
+    pub key: String,
+    /// Behave like a released server without `PATCH /session/{id}/task/{task_id}/status`.
+    #[arg(long)]
+    pub no_status_patch: bool,
 }
 
 /// `skillscope summarize`.

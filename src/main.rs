@@ -11,7 +11,11 @@ use skillscope::{commands, console};
 fn keeps_running(c: &Command) -> bool {
     matches!(
         c,
-        Command::Run(_) | Command::Experiment(_) | Command::Learn(_) | Command::Export(_)
+        Command::Run(_)
+            | Command::Experiment(_)
+            | Command::Learn(_)
+            | Command::Export(_)
+            | Command::AcontextStandin(_)
     )
 }
 
@@ -56,6 +60,7 @@ fn main() {
             Command::Cancel(sel) => commands::retry::cancel(sel).map(|()| 0),
             Command::Stop(args) => commands::stop::execute(args).map(|()| 0),
             Command::Report(args) => commands::report::execute(args).map(|()| 0),
+            Command::AcontextStandin(args) => commands::standin::execute(args).await.map(|()| 0),
             Command::BaseImage => commands::base_image::execute().await.map(|()| 0),
             Command::Bench(BenchArgs { what }) => commands::bench::execute(what).await.map(|()| 0),
         }

@@ -5,6 +5,7 @@ pub mod client;
 pub mod export;
 pub mod learn;
 pub mod model;
+pub mod standin;
 pub mod versions;
 
 pub use client::{AcontextConfig, AcontextError, Client};

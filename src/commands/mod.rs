@@ -11,6 +11,7 @@ pub mod report;
 pub mod retry;
 pub mod run;
 pub mod shared;
+pub mod standin;
 pub mod status;
 pub mod stop;
 pub mod summarize;

@@ -1,4 +1,4 @@
-//! What the test binaries share: fixtures and helpers ([`common`]), the fake Acontext server, the
+//! What the test binaries share: fixtures and helpers ([`common`]), the Acontext stand-in (`skillscope::acontext::standin`), the
 //! scripted model server, private Docker daemons, and the builders of stores: trial rows of a
 //! planned run ([`planned_run`]), a dashboard over a filled store ([`dashboard`]), an experiment in
 //! its learn phase ([`learning_fixture`]). Each binary uses a part of it.
@@ -7,7 +7,9 @@ pub mod common;
 pub mod container_gateway;
 pub mod dashboard;
 pub mod docker_tcp_proxy;
-pub mod fake_acontext;
+/// The Acontext stand-in the tests use is the one shipped in the binary.
+#[allow(unused_imports)]
+pub use skillscope::acontext::standin as fake_acontext;
 pub mod glibc_image;
 pub mod harness_env;
 pub mod harness_run;

@@ -322,8 +322,15 @@ pub struct ExportArgs {
 /// `skillscope experiment`.
 #[derive(Debug, Args, Clone)]
 pub struct ExperimentArgs {
-    /// The plan (TOML; see docs/learning.md).
-    pub plan: PathBuf,
+    /// The plan (TOML; see docs/learning.md). Optional with --dry-run: the example plan shipped
+    /// in the binary.
+    #[arg(required_unless_present = "dry_run")]
+    pub plan: Option<PathBuf>,
+    /// Run the whole experiment now, offline and free: the oracle (or nop) agent, no model, and
+    /// an Acontext stand-in in this process that learns nothing real; everything goes to
+    /// dry-run/<name>/ beside the database, made afresh each time.
+    #[arg(long)]
+    pub dry_run: bool,
     /// SQLite database [default: skillscope.db].
     #[arg(long, env = "SKILLSCOPE_DB")]
     pub db: Option<PathBuf>,

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use color_eyre::eyre::Result;
+use color_eyre::eyre::{Result, eyre};
 
 use super::shared::session::Signals;
 use super::shared::table::{comparisons_table, conditions_table};
@@ -50,19 +50,90 @@ pub fn run_args(plan: &Plan, db: Option<PathBuf>) -> RunArgs {
     }
 }
 
-/// Builds the experiment from the plan and flags.
+/// A dry run's stand-in and folder (see [`crate::experiment::dry_run`]).
+pub struct DryRun {
+    /// The Acontext stand-in serving this process (stopped when the experiment ends).
+    pub server: crate::acontext::standin::FakeServer,
+    /// Settings that reach it.
+    pub config: crate::acontext::AcontextConfig,
+    /// The dry run's folder.
+    pub root: PathBuf,
+    /// What the dry run changed of the plan, for the operator.
+    pub notes: Vec<String>,
+}
+
+/// The plan of `args`, turned into its dry run (with its stand-in started and its folder made)
+/// when `--dry-run` asks for one.
+///
+/// # Errors
+/// A bad plan; for a dry run, a folder that cannot be made or a stand-in that cannot start.
+pub async fn load_plan(args: &ExperimentArgs) -> Result<(Plan, Option<DryRun>)> {
+    let mut plan = match &args.plan {
+        Some(p) => Plan::load(p)?,
+        None => crate::experiment::dry_run::example_plan()?,
+    };
+    if !args.dry_run {
+        return Ok((plan, None));
+    }
+    let db = args
+        .db
+        .clone()
+        .or(plan.run.db.clone())
+        .unwrap_or_else(|| PathBuf::from("skillscope.db"));
+    let name = format!(
+        "{}{}",
+        plan.name()
+            .trim_end_matches(crate::experiment::dry_run::SUFFIX),
+        crate::experiment::dry_run::SUFFIX
+    );
+    let root = crate::experiment::dry_run::prepare_folder(&db, &name).map_err(|e| eyre!(e))?;
+    let notes = crate::experiment::dry_run::rewrite(&mut plan, &root);
+    plan.run.db = Some(root.join("skillscope.db"));
+    let (server, config) = crate::experiment::dry_run::start_standin().await?;
+    Ok((
+        plan,
+        Some(DryRun {
+            server,
+            config,
+            root,
+            notes,
+        }),
+    ))
+}
+
+/// Builds the experiment from the plan and flags (for a dry run: against its stand-in, in its
+/// folder).
 ///
 /// # Errors
 /// A bad plan, settings or database.
-pub fn prepare(args: &ExperimentArgs) -> Result<(ExperimentSetup, PathBuf, Experiment)> {
-    let plan = Plan::load(&args.plan)?;
-    let round1_args = run_args(&plan, args.db.clone());
+pub fn prepare(
+    args: &ExperimentArgs,
+    plan: Plan,
+    dry: Option<&DryRun>,
+) -> Result<(ExperimentSetup, PathBuf, Experiment)> {
+    let db_flag = if dry.is_some() { None } else { args.db.clone() };
+    let round1_args = run_args(&plan, db_flag);
     let file = crate::config::FileConfig::load(round1_args.config.as_deref())?;
     let (round1, db) = super::shared::request::build_request(&round1_args, &file)?;
     let settings =
         super::shared::acontext::acontext_settings(&args.acontext, Some(&plan.acontext))?;
-    let client = super::shared::acontext::client_for(&settings)?;
-    let learn = super::shared::acontext::learn_defaults(&settings)?;
+    let (client, mut learn) = match dry {
+        Some(d) => (
+            crate::acontext::Client::new(&d.config)?,
+            super::shared::acontext::learn_defaults(&settings)?,
+        ),
+        None => (
+            super::shared::acontext::client_for(&settings)?,
+            super::shared::acontext::learn_defaults(&settings)?,
+        ),
+    };
+    if dry.is_some() {
+        // The stand-in moves a learning session on by one state per poll: poll briskly.
+        learn.poll = (
+            std::time::Duration::from_millis(50),
+            std::time::Duration::from_millis(500),
+        );
+    }
     let exports_root = plan
         .exports_dir
         .clone()
@@ -94,7 +165,18 @@ pub fn prepare(args: &ExperimentArgs) -> Result<(ExperimentSetup, PathBuf, Exper
 /// # Errors
 /// A bad plan, settings or database; a phase that failed (its state is kept).
 pub async fn execute(args: ExperimentArgs) -> Result<i32> {
-    let (setup, db, mut exp) = prepare(&args)?;
+    let (plan, dry) = load_plan(&args).await?;
+    if let Some(d) = &dry {
+        crate::outln!(
+            "dry run of experiment {} in {} — nothing is spent:",
+            plan.name(),
+            d.root.display()
+        );
+        for n in &d.notes {
+            crate::outln!("  {n}");
+        }
+    }
+    let (setup, db, mut exp) = prepare(&args, plan, dry.as_ref())?;
     let starts = super::shared::session::record_run_starts(&exp.engine);
     let setup_reports = setup.plan.reports_dir.clone();
     let log = super::shared::session::run_log(&db, &setup.plan.name());
@@ -125,6 +207,14 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     if outcome.finished {
         let reports = setup_reports.unwrap_or_else(|| super::beside(&db, "reports"));
         write_report(&db, &reports, &outcome.experiment.name);
+    }
+    if let Some(mut d) = dry {
+        d.server.stop().await;
+        let db = db.display().to_string();
+        crate::outln!(
+            "dry run: its skills came from the Acontext stand-in, which learns nothing real; look again with `skillscope watch --db {db} --experiment {}` or `skillscope status --db {db}`",
+            outcome.experiment.name
+        );
     }
     Ok(if outcome.finished {
         exit_code::FINISHED

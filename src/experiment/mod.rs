@@ -21,6 +21,7 @@
 //! moves on only when it is complete: every trial done, every trial learned (or deliberately not
 //! learned), every space exported.
 
+pub mod dry_run;
 pub mod plan;
 pub mod selection;
 pub mod split;

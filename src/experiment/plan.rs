@@ -186,16 +186,25 @@ impl Plan {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        let mut plan: Plan = toml::from_str(&text).map_err(|e| ConfigError::File {
-            path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
         let base = path
             .parent()
             .filter(|p| !p.as_os_str().is_empty())
             .map(Path::to_path_buf)
             .unwrap_or_else(|| PathBuf::from("."));
-        let base = std::fs::canonicalize(&base).unwrap_or(base);
+        Plan::parse(&text, path, &base)
+    }
+
+    /// A plan from its text: `path` names it in errors and gives the default name; relative
+    /// paths are resolved against `base`.
+    ///
+    /// # Errors
+    /// As [`Plan::load`].
+    pub fn parse(text: &str, path: &Path, base: &Path) -> Result<Plan, ConfigError> {
+        let mut plan: Plan = toml::from_str(text).map_err(|e| ConfigError::File {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        })?;
+        let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
         // Relative paths are taken from the plan's folder and printed canonical: `../reports`
         // of `plans/x.toml` is `<repo>/reports`, never `<repo>/plans/../reports`.
         let fix = |p: &mut Option<PathBuf>| {

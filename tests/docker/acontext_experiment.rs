@@ -748,3 +748,68 @@ async fn the_held_out_plan_runs_to_the_end_and_answers_the_hypotheses() {
     );
     assert!(dir.path().join("reports/held-out/held_out.csv").exists());
 }
+
+/// Acceptance: the dry run of the example plan finishes from the binary alone — a cleared
+/// environment (no cargo on `PATH`, no Acontext key or URL, no `HOME`), its folder outside the
+/// repository — with a report, and every learned skill says it came from the stand-in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dry_run_of_the_example_plan_needs_only_the_binary() {
+    common::require_docker().await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("plans/examples.toml"),
+        dir.path().join("examples.toml"),
+    )
+    .unwrap();
+    let path = "/usr/sbin:/usr/bin:/sbin:/bin";
+    for d in path.split(':') {
+        assert!(!Path::new(d).join("cargo").exists(), "cargo in {d}");
+    }
+    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillscope"));
+    cmd.args(["experiment", "examples.toml", "--dry-run", "--headless"])
+        .current_dir(dir.path())
+        .env_clear()
+        .env("PATH", path);
+    if let Ok(host) = std::env::var("DOCKER_HOST") {
+        cmd.env("DOCKER_HOST", host);
+    }
+    let t0 = std::time::Instant::now();
+    let out = cmd
+        .output()
+        .await
+        .expect("run skillscope experiment --dry-run");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    for want in [
+        "dry run of experiment examples-dry-run",
+        "learns nothing real",
+        "experiment examples-dry-run — done",
+        "report: ",
+    ] {
+        assert!(stdout.contains(want), "{want:?} in {stdout}");
+    }
+    let root = dir.path().join("dry-run/examples-dry-run");
+    assert!(
+        root.join("reports/examples-dry-run/report.md").is_file(),
+        "{stdout}"
+    );
+    // LS-A's export: every skill the stand-in wrote carries its label.
+    let exports = root.join("exports/examples-dry-run");
+    let ls_a = std::fs::read_dir(&exports)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("ls-a-v")
+        })
+        .expect("LS-A's export");
+    let md = std::fs::read_to_string(ls_a.join("ledger-code-mapping-learned/SKILL.md")).unwrap();
+    assert!(
+        md.contains(skillscope::acontext::standin::STANDIN_NOTE),
+        "{md}"
+    );
+    eprintln!("dry run: {:.0}s", t0.elapsed().as_secs_f64());
+}

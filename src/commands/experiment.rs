@@ -344,10 +344,11 @@ async fn dashboard(
     let events = exp.engine.subscribe();
     let shutdown = exp.cancel.clone();
     let name = setup.plan.name();
+    let (engine, store) = (exp.engine.clone(), exp.store.clone());
     let done = tokio::spawn(async move { exp.run(&setup).await });
     let dashboard = crate::tui::Dashboard {
         db,
-        follow: crate::tui::worker::RunSelector::Experiment(name),
+        follow: crate::tui::worker::RunSelector::Experiment(name.clone()),
         mode: crate::tui::app::Mode::Run,
         theme,
         mouse: !args.no_mouse,
@@ -367,9 +368,29 @@ async fn dashboard(
                 "[info] the terminal went away; the experiment goes on headless (log {})",
                 log.display()
             );
-            Ok(done
+            // Trial lines count against the plan of the run under way, then of each next run.
+            let mut from = current_run(&store, &name)
+                .and_then(|run| super::shared::session::progress_now(&store, &run));
+            let progress = tokio::spawn(async move {
+                while !super::shared::session::show_progress_from(engine.subscribe(), from.take())
+                    .await
+                {}
+            });
+            let result = done
                 .await
-                .map_err(|e| color_eyre::eyre::eyre!("the experiment task failed: {e}"))??)
+                .map_err(|e| color_eyre::eyre::eyre!("the experiment task failed: {e}"));
+            progress.abort();
+            Ok(result??)
         }
     }
+}
+
+/// The run experiment `name` is in now: its round-2 run once round 2 has begun, else round 1's.
+fn current_run(store: &Store, name: &str) -> Option<String> {
+    let conn = store.connect().ok()?;
+    let e = crate::store::learning::find_experiment(&conn, name).ok()??;
+    Some(match e.phase.as_str() {
+        "round2" | "done" => e.round2_run,
+        _ => e.round1_run,
+    })
 }

@@ -124,22 +124,22 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
             println!("  {}: {}", p.display(), crate::text::sanitize(why));
         }
     }
-    if !report.not_atif.is_empty() {
-        println!(
-            "{} trial(s) imported whose agent/trajectory.json is not ATIF v1.x (steps and skill use unknown):",
-            report.not_atif.len()
-        );
-        for p in report.not_atif.iter().take(20) {
-            println!("  {}", p.display());
-        }
-    }
-    if !report.missing_trajectory.is_empty() {
-        println!(
-            "{} trial(s) have no agent/trajectory.json (imported; skill use unknown):",
-            report.missing_trajectory.len()
-        );
-        for p in report.missing_trajectory.iter().take(20) {
-            println!("  {}", p.display());
+    // Trials imported whose skill use is unknown, by why.
+    for (trials, what) in [
+        (
+            &report.not_atif,
+            "imported whose agent/trajectory.json is not ATIF v1.x (steps and skill use unknown)",
+        ),
+        (
+            &report.missing_trajectory,
+            "have no agent/trajectory.json (imported; skill use unknown)",
+        ),
+    ] {
+        if !trials.is_empty() {
+            println!("{} trial(s) {what}:", trials.len());
+            for p in trials.iter().take(20) {
+                println!("  {}", p.display());
+            }
         }
     }
     if report.unknown_condition > 0 {

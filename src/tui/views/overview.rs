@@ -301,21 +301,8 @@ pub fn event_lines(
     now: chrono::DateTime<chrono::Utc>,
     width: usize,
 ) -> Vec<Line<'static>> {
-    let (head, style, indent) = event_head(t, e, now);
-    let room = width.saturating_sub(indent).max(8);
-    wrap_words(&e.message, room)
-        .into_iter()
-        .enumerate()
-        .map(|(i, text)| {
-            let mut spans = if i == 0 {
-                head.clone()
-            } else {
-                vec![Span::raw(" ".repeat(indent))]
-            };
-            spans.push(Span::styled(text, style));
-            Line::from(spans)
-        })
-        .collect()
+    let (head, style, _) = event_head(t, e, now);
+    super::wrap::hanging(head, Span::styled(e.message.clone(), style), width)
 }
 
 /// One event as a line: time, level (coloured), message, fitted to `width`.

@@ -61,6 +61,10 @@ pub enum Command {
     /// Run the whole two-round experiment of a plan file: round 1 (A, B) → learning (LS-A,
     /// LS-B) → export → round 2 (A', B') → results. Resumable at any phase.
     Experiment(Box<ExperimentArgs>),
+    /// Check, in seconds and before anything is spent, what an experiment needs: Acontext (reachable,
+    /// the key accepted, the routes the pipeline calls), the provider's key and model, every
+    /// Docker host and its disk, the task set. One table; exit 4 when a check failed.
+    Preflight(PreflightArgs),
     /// Ask the engine of a run to retry trials (picked up from the database).
     Retry(RetryArgs),
     /// Ask the engine of a run to cancel a queued or running trial.
@@ -343,6 +347,22 @@ pub struct ExperimentArgs {
     /// Leave the mouse to the terminal (text selection) instead of clicks and the wheel.
     #[arg(long)]
     pub no_mouse: bool,
+    /// Acontext connection (over the plan's `[acontext]`).
+    #[command(flatten)]
+    pub acontext: AcontextArgs,
+}
+
+/// `skillscope preflight`.
+#[derive(Debug, Args, Clone)]
+pub struct PreflightArgs {
+    /// The plan (TOML; see docs/learning.md).
+    pub plan: PathBuf,
+    /// SQLite database [default: skillscope.db] (its disk is checked).
+    #[arg(long, env = "SKILLSCOPE_DB")]
+    pub db: Option<PathBuf>,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
     /// Acontext connection (over the plan's `[acontext]`).
     #[command(flatten)]
     pub acontext: AcontextArgs,

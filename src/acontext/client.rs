@@ -251,6 +251,29 @@ impl Client {
         &self.base
     }
 
+    /// One request, never retried, for checks that must answer in seconds (`skillscope
+    /// preflight`): `method` on `path` with `query` and an optional JSON body. The envelope is
+    /// decoded as for every call, so an error says whether the server refused the key (401), lacks
+    /// the route ([`AcontextError::RouteMissing`]) or answered for the resource (an envelope).
+    ///
+    /// # Errors
+    /// Any API or transport error.
+    pub async fn probe(
+        &self,
+        method: &str,
+        path: &str,
+        query: &[(&str, String)],
+        body: Option<Value>,
+    ) -> Result<Value, AcontextError> {
+        let method = Method::from_bytes(method.as_bytes())
+            .map_err(|e| AcontextError::Config(format!("method {method}: {e}")))?;
+        let body = match body {
+            Some(v) => Body::Json(v),
+            None => Body::None,
+        };
+        self.once(&method, path, query, &body).await
+    }
+
     fn endpoint(&self, method: &Method, path: &str) -> String {
         format!("{method} {path} at {}", public_base_url(&self.base))
     }

@@ -5,101 +5,17 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use color_eyre::eyre::{Result, eyre};
+use color_eyre::eyre::Result;
 
+use super::shared::plan::{DryRun, load_plan, run_args};
 use super::shared::session::Signals;
 use super::shared::table::{comparisons_table, conditions_table};
-use crate::cli::{ExperimentArgs, RunArgs, exit_code};
+use crate::cli::{ExperimentArgs, exit_code};
 use crate::engine::Engine;
 use crate::experiment::plan::Plan;
 use crate::experiment::{COMPARISONS, Experiment, ExperimentOutcome, ExperimentSetup};
 use crate::store::Store;
 use crate::tui::TuiEnd;
-
-/// The round-1 run flags a plan stands for.
-pub fn run_args(plan: &Plan, db: Option<PathBuf>) -> RunArgs {
-    RunArgs {
-        tasks: plan.tasks.clone(),
-        task: plan.task.clone(),
-        // Condition C, when the plan has one, is added by the pipeline from the plan itself.
-        conditions: "no-skills,curated".into(),
-        self_gen_prompt: None,
-        skill_creator: None,
-        trials: plan.trials,
-        agent: plan.agent.clone(),
-        model: plan.model.clone(),
-        concurrency: plan.concurrency.or(plan.run.concurrency),
-        db: db.or(plan.run.db.clone()),
-        jobs_dir: plan.jobs_dir.clone().or(plan.run.jobs_dir.clone()),
-        run: Some(format!("{}-round1", plan.name())),
-        headless: true,
-        theme: None,
-        docker_host: plan.run.docker_hosts.clone(),
-        ca_bundle: plan.run.ca_bundle.clone(),
-        env: plan.run.env.clone(),
-        mount: plan.run.mounts.clone(),
-        catalog: plan.catalog.clone(),
-        config: None,
-        copy_logs: false,
-        docker_wait: plan.run.docker_wait_secs,
-        stall_after: plan.run.stall_secs,
-        max_cost: plan.run.max_cost_usd,
-        detach: false,
-        no_mouse: false,
-        allow_missing_env: false,
-    }
-}
-
-/// A dry run's stand-in and folder (see [`crate::experiment::dry_run`]).
-pub struct DryRun {
-    /// The Acontext stand-in serving this process (stopped when the experiment ends).
-    pub server: crate::acontext::standin::FakeServer,
-    /// Settings that reach it.
-    pub config: crate::acontext::AcontextConfig,
-    /// The dry run's folder.
-    pub root: PathBuf,
-    /// What the dry run changed of the plan, for the operator.
-    pub notes: Vec<String>,
-}
-
-/// The plan of `args`, turned into its dry run (with its stand-in started and its folder made)
-/// when `--dry-run` asks for one.
-///
-/// # Errors
-/// A bad plan; for a dry run, a folder that cannot be made or a stand-in that cannot start.
-pub async fn load_plan(args: &ExperimentArgs) -> Result<(Plan, Option<DryRun>)> {
-    let mut plan = match &args.plan {
-        Some(p) => Plan::load(p)?,
-        None => crate::experiment::dry_run::example_plan()?,
-    };
-    if !args.dry_run {
-        return Ok((plan, None));
-    }
-    let db = args
-        .db
-        .clone()
-        .or(plan.run.db.clone())
-        .unwrap_or_else(|| PathBuf::from("skillscope.db"));
-    let name = format!(
-        "{}{}",
-        plan.name()
-            .trim_end_matches(crate::experiment::dry_run::SUFFIX),
-        crate::experiment::dry_run::SUFFIX
-    );
-    let root = crate::experiment::dry_run::prepare_folder(&db, &name).map_err(|e| eyre!(e))?;
-    let notes = crate::experiment::dry_run::rewrite(&mut plan, &root);
-    plan.run.db = Some(root.join("skillscope.db"));
-    let (server, config) = crate::experiment::dry_run::start_standin().await?;
-    Ok((
-        plan,
-        Some(DryRun {
-            server,
-            config,
-            root,
-            notes,
-        }),
-    ))
-}
 
 /// Builds the experiment from the plan and flags (for a dry run: against its stand-in, in its
 /// folder).
@@ -165,7 +81,7 @@ pub fn prepare(
 /// # Errors
 /// A bad plan, settings or database; a phase that failed (its state is kept).
 pub async fn execute(args: ExperimentArgs) -> Result<i32> {
-    let (plan, dry) = load_plan(&args).await?;
+    let (plan, dry) = load_plan(args.plan.as_deref(), args.db.clone(), args.dry_run).await?;
     if let Some(d) = &dry {
         crate::outln!(
             "dry run of experiment {} in {} — nothing is spent:",
@@ -175,6 +91,17 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
         for n in &d.notes {
             crate::outln!("  {n}");
         }
+    }
+    // Before anything is spent: every check at once, one table, nothing started on a failure.
+    let inputs =
+        super::shared::preflight::for_plan(&plan, args.db.clone(), &args.acontext, dry.as_ref())?;
+    let checked = crate::preflight::run(&inputs).await;
+    super::shared::preflight::print(&checked, true);
+    if !checked.passed() {
+        if let Some(mut d) = dry {
+            d.server.stop().await;
+        }
+        return Ok(exit_code::CHECK_FAILED);
     }
     let (setup, db, mut exp) = prepare(&args, plan, dry.as_ref())?;
     let starts = super::shared::session::record_run_starts(&exp.engine);

@@ -30,6 +30,15 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     req.name = Some(name.clone());
     // Before anything is written (the run's log included): a run another live process owns.
     refuse_live_run(&db, &name)?;
+    // An LLM agent spends money from its first trial: check the provider, Docker and the tasks
+    // first (the oracle and nop meet any such problem at once, at no cost).
+    if crate::runner::agents::harness::Harness::from_name(&req.agent).is_some() {
+        let checked = crate::preflight::run(&super::shared::preflight::for_run(&req, &db)).await;
+        super::shared::preflight::print(&checked, true);
+        if !checked.passed() {
+            return Ok(exit_code::CHECK_FAILED);
+        }
+    }
     if args.detach {
         return detach(&db, &name).await;
     }

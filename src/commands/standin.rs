@@ -4,7 +4,7 @@
 
 use color_eyre::eyre::{Result, WrapErr};
 
-use crate::acontext::standin::{FakeServer, FakeState, STANDIN_NOTE};
+use crate::acontext::standin::{FakeServer, FakeState, STANDIN_LABEL};
 use crate::cli::StandinArgs;
 
 /// Runs `skillscope acontext-standin`.
@@ -18,7 +18,7 @@ pub async fn execute(args: StandinArgs) -> Result<()> {
         .await
         .wrap_err_with(|| format!("starting the Acontext stand-in on 127.0.0.1:{}", args.port))?;
     crate::outln!(
-        "Acontext stand-in on {} (key {}, status PATCH {}) — {STANDIN_NOTE}; Ctrl-C stops it",
+        "serving {STANDIN_LABEL} on {} (key {}, status PATCH {}); Ctrl-C stops it",
         server.base_url(),
         args.key,
         if args.no_status_patch { "off" } else { "on" }

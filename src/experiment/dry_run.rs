@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::acontext::standin::{FakeServer, FakeState, STANDIN_NOTE};
+use crate::acontext::standin::{FakeServer, FakeState, STANDIN_LABEL};
 use crate::acontext::{AcontextConfig, AcontextError};
 
 use super::plan::Plan;
@@ -64,9 +64,7 @@ pub fn rewrite(plan: &mut Plan, root: &Path) -> Vec<String> {
     plan.jobs_dir = Some(root.join("jobs"));
     plan.exports_dir = Some(root.join("exports"));
     plan.reports_dir = Some(root.join("reports"));
-    notes.push(format!(
-        "Acontext: a stand-in in this process — {STANDIN_NOTE}"
-    ));
+    notes.push(format!("Acontext: {STANDIN_LABEL}, in this process"));
     notes
 }
 

@@ -13,8 +13,6 @@
 //!
 //! [`Reading::access`] says which, and why the store is read-only, so commands can say so.
 
-use std::ffi::CString;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
@@ -323,30 +321,16 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn c_path(path: &Path) -> Option<CString> {
-    CString::new(path.as_os_str().as_bytes()).ok()
-}
-
-/// `access(path, W_OK)`: false for a read-only file system, a missing file, or no permission.
 fn writable(path: &Path) -> bool {
-    let Some(c) = c_path(path) else { return false };
-    // SAFETY: a valid NUL-terminated path; access(2) only reads it.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
-}
-
-fn statvfs(path: &Path) -> Option<libc::statvfs> {
-    let c = c_path(path)?;
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid path and a zeroed out-parameter of the right type.
-    (unsafe { libc::statvfs(c.as_ptr(), &mut st) } == 0).then_some(st)
+    crate::fs_facts::writable(path)
 }
 
 fn mounted_read_only(path: &Path) -> bool {
-    statvfs(path).is_some_and(|st| st.f_flag & libc::ST_RDONLY != 0)
+    crate::fs_facts::file_system(path).is_some_and(|f| f.read_only)
 }
 
 fn disk_full(dir: &Path) -> bool {
-    statvfs(dir).is_some_and(|st| st.f_bavail == 0)
+    crate::fs_facts::file_system(dir).is_some_and(|f| f.free_bytes == 0)
 }
 
 /// Escapes a path for an SQLite `file:` URI (`%`, `?` and `#` would end or change it).

@@ -78,6 +78,7 @@ fn solving_script(h: &Harness) -> Script {
         },
         phases: Vec::new(),
         hold: None,
+        ..Default::default()
     }
 }
 

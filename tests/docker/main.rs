@@ -13,6 +13,7 @@ mod harbor_conformance;
 mod harbor_environments;
 mod harness_agents;
 mod outcomes;
+mod preflight;
 mod read_only;
 mod resume;
 mod self_generated;

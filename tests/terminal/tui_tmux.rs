@@ -386,6 +386,7 @@ async fn watch_in_tmux_shows_live_activity_and_a_stall() {
         // After its first command the agent waits on the model, silent long enough to be marked
         // stalled and for the screen to show it.
         hold: Some((1, Duration::from_secs(30))),
+        ..Default::default()
     })
     .await;
     let dir = tempfile::tempdir().unwrap();

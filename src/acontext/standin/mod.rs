@@ -47,6 +47,9 @@ pub use server::{FakeServer, router};
 pub const STANDIN_NOTE: &str =
     "written by skillscope's Acontext stand-in, which learns nothing real (a fixed template)";
 
+/// What the stand-in is, in one phrase, wherever it is started or named.
+pub const STANDIN_LABEL: &str = "a stand-in for Acontext that learns nothing real (a fixed template stands where its LLMs would learn)";
+
 /// One logged exchange.
 #[derive(Debug, Clone)]
 pub struct Exchange {

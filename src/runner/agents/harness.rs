@@ -40,8 +40,9 @@ pub fn provider_vars(h: Harness) -> &'static [&'static str] {
     }
 }
 
-/// The variables among [`provider_vars`] that authenticate (at least one must be set).
-fn key_vars(h: Harness) -> &'static [&'static str] {
+/// The variables among [`provider_vars`] that authenticate (at least one must be set), the
+/// preferred first.
+pub fn key_vars(h: Harness) -> &'static [&'static str] {
     match h {
         Harness::ClaudeCode => &["ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"],
         Harness::Codex => &["OPENAI_API_KEY"],

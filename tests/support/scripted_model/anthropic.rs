@@ -19,11 +19,58 @@ use serde_json::{Value, json};
 
 use super::{Next, ScriptState};
 
-/// Routes: `POST /v1/messages` and `POST /v1/messages/count_tokens`.
+/// Routes: `POST /v1/messages` and `POST /v1/messages/count_tokens`. Anthropic's models
+/// endpoints (`GET /v1/models`, `GET /v1/models/{model}`, what a preflight calls) share their
+/// paths with OpenAI's and Gemini's: those handlers pass a request carrying `anthropic-version`
+/// to [`model_list`] and [`model_info`].
 pub fn routes() -> Router<Arc<ScriptState>> {
     Router::new()
         .route("/v1/messages", post(messages))
         .route("/v1/messages/count_tokens", post(count_tokens))
+}
+
+/// Whether a request is Anthropic's (it carries `anthropic-version`).
+pub fn is_anthropic(headers: &HeaderMap) -> bool {
+    headers.contains_key("anthropic-version")
+}
+
+/// `GET /v1/models/{model}`: the model, or 404; 401 for a key [`super::Script::accepts_key`]
+/// refuses.
+pub fn model_info(state: &ScriptState, model: &str, uri: &Uri, headers: &HeaderMap) -> Response {
+    state.record(format!("GET {uri}"), headers, &Value::Null, "side");
+    if let Some(status) = state.models_refusal(headers) {
+        return (
+            StatusCode::from_u16(status).unwrap(),
+            axum::Json(error_body(status)),
+        )
+            .into_response();
+    }
+    if !state.knows(model) {
+        return (StatusCode::NOT_FOUND, axum::Json(error_body(404))).into_response();
+    }
+    axum::Json(json!({
+        "type": "model", "id": model, "display_name": model, "created_at": "2026-02-05T00:00:00Z",
+    }))
+    .into_response()
+}
+
+/// `GET /v1/models`: the script's models; 401 for a refused key.
+pub fn model_list(state: &ScriptState, uri: &Uri, headers: &HeaderMap) -> Response {
+    state.record(format!("GET {uri}"), headers, &Value::Null, "side");
+    if let Some(status) = state.models_refusal(headers) {
+        return (
+            StatusCode::from_u16(status).unwrap(),
+            axum::Json(error_body(status)),
+        )
+            .into_response();
+    }
+    let data: Vec<Value> = state
+        .script
+        .models
+        .iter()
+        .map(|m| json!({"type": "model", "id": m, "display_name": m}))
+        .collect();
+    axum::Json(json!({ "data": data, "has_more": false })).into_response()
 }
 
 async fn count_tokens(
@@ -60,6 +107,7 @@ pub fn error_body(status: u16) -> Value {
     let (kind, message) = match status {
         401 => ("authentication_error", "invalid x-api-key"),
         403 => ("permission_error", "Your API key does not have permission"),
+        404 => ("not_found_error", "model: not found"),
         429 => (
             "rate_limit_error",
             "Number of request tokens has exceeded your per-minute rate limit",

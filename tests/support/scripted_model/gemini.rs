@@ -234,8 +234,23 @@ async fn model_info(
     uri: Uri,
     headers: HeaderMap,
 ) -> Response {
+    if super::anthropic::is_anthropic(&headers) {
+        return super::anthropic::model_info(&state, rest.trim_start_matches('/'), &uri, &headers);
+    }
+    if super::openai::is_openai(&headers) {
+        return super::openai::model_info(&state, rest.trim_start_matches('/'), &uri, &headers);
+    }
     state.record(format!("GET {uri}"), &headers, &Value::Null, "side");
     let (model, _) = split_rest(&rest);
+    // Gemini answers a bad key with 400 INVALID_ARGUMENT "API key not valid".
+    if state.models_refusal(&headers).is_some() {
+        let mut body = error_body(400);
+        body["error"]["message"] = json!("API key not valid. Please pass a valid API key.");
+        return (StatusCode::BAD_REQUEST, axum::Json(body)).into_response();
+    }
+    if !state.knows(model) {
+        return (StatusCode::NOT_FOUND, axum::Json(error_body(404))).into_response();
+    }
     axum::Json(json!({
         "name": format!("models/{model}"),
         "inputTokenLimit": 1_048_576,

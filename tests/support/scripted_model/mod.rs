@@ -43,6 +43,11 @@ pub struct Script {
     /// Answer the model request of a conversation holding this many tool results only after this
     /// long: the CLI waits on the model and writes nothing meanwhile (a provider that stalls).
     pub hold: Option<(usize, std::time::Duration)>,
+    /// The models endpoints (what a preflight calls) accept only this key, refusing any other
+    /// as the provider does; `None`: any key.
+    pub accepts_key: Option<String>,
+    /// The models the provider offers on its models endpoints; empty: any model id asked for.
+    pub models: Vec<String>,
 }
 
 /// Tokens reported per response.
@@ -160,6 +165,23 @@ impl ScriptState {
         let next = self.next(tool_results);
         let label = next.label();
         (next, label)
+    }
+
+    /// For a models-endpoint request with `headers`: `Some(401)` when [`Script::accepts_key`]
+    /// is set and no header carries that key (`x-api-key`, `Authorization: Bearer`,
+    /// `x-goog-api-key`).
+    pub fn models_refusal(&self, headers: &HeaderMap) -> Option<u16> {
+        let key = self.script.accepts_key.as_deref()?;
+        let carried = headers.iter().any(|(_, v)| {
+            v.to_str()
+                .is_ok_and(|v| v == key || v.strip_prefix("Bearer ") == Some(key))
+        });
+        (!carried).then_some(401)
+    }
+
+    /// Whether the models endpoints know `model` ([`Script::models`]).
+    pub fn knows(&self, model: &str) -> bool {
+        self.script.models.is_empty() || self.script.models.iter().any(|m| m == model)
     }
 
     /// Recorded requests, copied.

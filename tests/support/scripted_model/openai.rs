@@ -231,6 +231,11 @@ fn error_response(status: u16) -> Response {
             "server_error",
             Value::Null,
         ),
+        404 => (
+            "The model does not exist or you do not have access to it.",
+            "invalid_request_error",
+            json!("model_not_found"),
+        ),
         _ => ("Scripted failure.", "invalid_request_error", Value::Null),
     };
     let body = json!({
@@ -247,20 +252,53 @@ fn error_response(status: u16) -> Response {
 
 /// `GET …/models`: a plausible OpenAI model list (never failed: not a model request).
 async fn models(State(state): State<Arc<ScriptState>>, uri: Uri, headers: HeaderMap) -> Response {
+    if super::anthropic::is_anthropic(&headers) {
+        return super::anthropic::model_list(&state, &uri, &headers);
+    }
     state.record(format!("GET {uri}"), &headers, &Value::Null, "side");
-    let body = json!({
-        "object": "list",
-        "data": [
-            { "id": LISTED_MODEL, "object": "model", "created": 1_765_000_000, "owned_by": "openai" },
-            { "id": "gpt-5-mini", "object": "model", "created": 1_754_000_000, "owned_by": "openai" },
-        ],
-    });
+    if let Some(status) = state.models_refusal(&headers) {
+        return error_response(status);
+    }
+    let mut ids: Vec<String> = vec![LISTED_MODEL.into(), "gpt-5-mini".into()];
+    ids.extend(state.script.models.iter().cloned());
+    ids.dedup();
+    let data: Vec<Value> = ids
+        .iter()
+        .map(|id| json!({ "id": id, "object": "model", "created": 1_765_000_000, "owned_by": "openai" }))
+        .collect();
+    let body = json!({ "object": "list", "data": data });
     (
         StatusCode::OK,
         [(header::CONTENT_TYPE, "application/json")],
         body.to_string(),
     )
         .into_response()
+}
+
+/// `GET /v1/models/{model}` (routed here by the Gemini module, which owns the path, for a
+/// request carrying `Authorization: Bearer`): the model, 404 `model_not_found`, or 401 for a key
+/// [`super::Script::accepts_key`] refuses.
+pub fn model_info(state: &ScriptState, model: &str, uri: &Uri, headers: &HeaderMap) -> Response {
+    state.record(format!("GET {uri}"), headers, &Value::Null, "side");
+    if let Some(status) = state.models_refusal(headers) {
+        return error_response(status);
+    }
+    if !state.knows(model) {
+        return error_response(404);
+    }
+    axum::Json(
+        json!({ "id": model, "object": "model", "created": 1_765_000_000, "owned_by": "openai" }),
+    )
+    .into_response()
+}
+
+/// Whether a request is OpenAI's (`Authorization: Bearer`, no `anthropic-version`).
+pub fn is_openai(headers: &HeaderMap) -> bool {
+    !super::anthropic::is_anthropic(headers)
+        && headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("Bearer "))
 }
 
 /// `GET …/responses`: the built-in provider's WebSocket upgrade; refused so Codex falls back to

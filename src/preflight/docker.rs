@@ -1,0 +1,161 @@
+//! Docker hosts and disks: every host of the run answers; a local host's data root has room for
+//! the task images; this machine has room where the database and the trial folders go.
+
+use std::path::Path;
+
+use super::{Check, timed};
+use crate::engine::RunRequest;
+use crate::fs_facts::{file_system, file_system_of_nearest, human_bytes};
+use crate::runner::DockerHost;
+
+/// Below this much free space a build or a trial fails on a full disk.
+pub const MIN_FREE: u64 = 2 << 30;
+
+/// A rough size of one task's images (its conditions share the base layers), for the warning
+/// when a host's free space looks short. Images already built need none of it, so it only warns.
+pub const PER_TASK_IMAGE: u64 = 512 << 20;
+
+/// Below this much free space where the database and trial folders go, the run would stop on a
+/// full disk here.
+pub const MIN_FREE_HERE: u64 = 1 << 30;
+
+/// The Docker and disk checks of `run`, whose database is `db`.
+pub async fn checks(run: &RunRequest, db: &Path) -> Vec<Check> {
+    let endpoints: Vec<Option<String>> = if run.settings.docker_hosts.is_empty() {
+        vec![None]
+    } else {
+        run.settings
+            .docker_hosts
+            .iter()
+            .cloned()
+            .map(Some)
+            .collect()
+    };
+    let n_tasks = count_tasks(run);
+    let hosts = endpoints.into_iter().map(|ep| async move {
+        let name = DockerHost::endpoint_name(ep.as_deref());
+        let what = format!("Docker host {name}");
+        timed(
+            "docker",
+            &what,
+            "start dockerd (scripts/docker-up.sh) or fix --docker-host / [run] docker_hosts",
+            host_check(ep, what.clone(), n_tasks),
+        )
+        .await
+    });
+    let mut out = futures_util::future::join_all(hosts).await;
+    for (what, path) in [
+        ("disk for the database", db.to_path_buf()),
+        ("disk for the trial folders", run.jobs_dir.clone()),
+    ] {
+        out.push(here_check(what, &path));
+    }
+    out
+}
+
+/// Tasks the run selects (its filter, else the folder's task folders), for the disk estimate.
+fn count_tasks(run: &RunRequest) -> u64 {
+    if !run.task_filter.is_empty() {
+        return run.task_filter.len() as u64;
+    }
+    std::fs::read_dir(&run.tasks_dir)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.path().join("task.toml").is_file())
+                .count() as u64
+        })
+        .unwrap_or(0)
+}
+
+async fn host_check(endpoint: Option<String>, what: String, n_tasks: u64) -> Check {
+    let host = match DockerHost::connect(endpoint.as_deref(), 1).await {
+        Ok(h) => h,
+        Err(e) => {
+            return Check::fail(
+                "docker",
+                what,
+                crate::text::sanitize(&e.to_string()),
+                "start dockerd (scripts/docker-up.sh) or fix --docker-host / [run] docker_hosts",
+            );
+        }
+    };
+    let facts = format!(
+        "Docker {}, {} CPUs, {} memory",
+        host.server_version,
+        host.ncpu,
+        human_bytes(host.mem_total.max(0) as u64)
+    );
+    if !host.local {
+        return Check::ok(
+            "docker",
+            what,
+            format!("{facts}; its disk is not measured from here (a remote host)"),
+        );
+    }
+    let root = match host.docker.info().await {
+        Ok(i) => i
+            .docker_root_dir
+            .unwrap_or_else(|| "/var/lib/docker".into()),
+        Err(_) => "/var/lib/docker".into(),
+    };
+    let Some(fs) = file_system(Path::new(&root)) else {
+        return Check::ok(
+            "docker",
+            what,
+            format!("{facts}; the free space of {root} could not be read"),
+        );
+    };
+    let need = n_tasks.saturating_mul(PER_TASK_IMAGE).max(MIN_FREE);
+    let free = human_bytes(fs.free_bytes);
+    if fs.free_bytes < MIN_FREE {
+        Check::fail(
+            "docker",
+            what,
+            format!("{facts}; only {free} free in {root}: image builds would fail on a full disk"),
+            format!(
+                "free space in {root} (`docker system prune`, remove old images) to at least {}",
+                human_bytes(MIN_FREE)
+            ),
+        )
+    } else if fs.free_bytes < need {
+        Check::warn(
+            "docker",
+            what,
+            format!(
+                "{facts}; {free} free in {root}, less than the {} that {n_tasks} task images may take (about {} each; images already built need none)",
+                human_bytes(need),
+                human_bytes(PER_TASK_IMAGE)
+            ),
+            format!("watch the disk of {root}; a full disk stops the run cleanly (resumable)"),
+        )
+    } else {
+        Check::ok("docker", what, format!("{facts}; {free} free in {root}"))
+    }
+}
+
+fn here_check(what: &'static str, path: &Path) -> Check {
+    let Some(fs) = file_system_of_nearest(path) else {
+        return Check::ok("disk", what, format!("{}: not measured", path.display()));
+    };
+    let free = human_bytes(fs.free_bytes);
+    if fs.read_only {
+        Check::fail(
+            "disk",
+            what,
+            format!("{} is on a read-only file system", path.display()),
+            "pass --db / --jobs-dir (or the plan's jobs_dir) on a writable disk",
+        )
+    } else if fs.free_bytes < MIN_FREE_HERE {
+        Check::fail(
+            "disk",
+            what,
+            format!("only {free} free for {}", path.display()),
+            format!(
+                "free space there (at least {}) or pass --db / --jobs-dir elsewhere",
+                human_bytes(MIN_FREE_HERE)
+            ),
+        )
+    } else {
+        Check::ok("disk", what, format!("{free} free for {}", path.display()))
+    }
+}

@@ -1,0 +1,71 @@
+//! The task set: it loads (folder, catalog, `--task` ids), every task can run, and every value a
+//! task's environment needs is set ([`crate::skillsbench::env`]; the run refuses those otherwise).
+
+use super::Check;
+use crate::engine::RunRequest;
+use crate::skillsbench::TaskSet;
+use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
+
+/// The task checks of `run` (blocking: it reads the task folders).
+pub fn checks(run: &RunRequest) -> Vec<Check> {
+    let what = "task set loads";
+    let set = match TaskSet::load(&run.tasks_dir, &run.catalog, &run.task_filter) {
+        Ok(s) => s,
+        Err(e) => {
+            return vec![Check::fail(
+                "tasks",
+                what,
+                crate::text::sanitize(&e.to_string()),
+                "fix the plan's tasks / task (or --tasks, --task): a folder of SkillsBench tasks and ids it holds",
+            )];
+        }
+    };
+    let domains: std::collections::BTreeSet<&str> =
+        set.tasks.iter().map(|t| t.domain.as_str()).collect();
+    let mut out = vec![Check::ok(
+        "tasks",
+        what,
+        format!(
+            "{} task(s) in {} domain(s) from {}",
+            set.tasks.len(),
+            domains.len(),
+            set.root.display()
+        ),
+    )];
+    if set.tasks.is_empty() {
+        out[0] = Check::fail(
+            "tasks",
+            what,
+            format!("no task in {}", set.root.display()),
+            "point the plan's tasks (or --tasks) at a folder of <id>/task.toml folders",
+        );
+        return out;
+    }
+    for t in set.tasks.iter().filter(|t| !t.is_runnable()) {
+        out.push(Check::warn(
+            "tasks",
+            format!("task {} can run", t.id),
+            crate::text::sanitize(&t.problems.join("; ")),
+            "its trials will be build-error and count 0: fix the task, or leave it out (--task / the plan's task)",
+        ));
+    }
+    let values = EnvValues::new(&run.settings.container_env());
+    let missing = env::missing_in(&set.tasks, run.agent == "oracle", &values);
+    let mut tasks: Vec<&str> = missing.iter().map(|m| m.task.as_str()).collect();
+    tasks.dedup();
+    for task in tasks {
+        let vars: Vec<String> = missing
+            .iter()
+            .filter(|m| m.task == task)
+            .map(env::MissingEnv::describe)
+            .collect();
+        let what = format!("task {task} environment values set");
+        let detail = format!("not set: {}", vars.join(", "));
+        let fix = "set them (--env NAME=VALUE, or export NAME and pass --env NAME), leave the task out, or pass --allow-missing-env (its trials are marked)";
+        out.push(match run.settings.missing_env {
+            MissingEnvPolicy::RefuseRun => Check::fail("tasks", what, detail, fix),
+            _ => Check::warn("tasks", what, detail, fix),
+        });
+    }
+    out
+}

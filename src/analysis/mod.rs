@@ -3,6 +3,7 @@
 //! skill quality rubric.
 
 pub mod ci;
+pub mod exposure;
 pub mod failure_category;
 pub mod hypotheses;
 pub mod invocations;

@@ -436,6 +436,8 @@ pub struct Results {
     /// Set when the results are interim: planned trials have not finished (a run in progress or
     /// stopped, an import with missing trials), or a run is still running.
     pub interim: Option<Interim>,
+    /// Which skills each condition's trials could see and used ([`super::exposure`]).
+    pub exposure: super::exposure::Exposure,
 }
 
 /// Why and how far results are interim.
@@ -671,7 +673,9 @@ pub fn analyze(
     method: &CiMethod,
 ) -> Result<Results, StoreError> {
     let Selection::Experiment(name) = selection else {
-        return analyze_tasks(conn, selection, method, None);
+        let mut results = analyze_tasks(conn, selection, method, None)?;
+        attach_exposure(conn, selection, method, &mut results)?;
+        return Ok(results);
     };
     let e = lq::find_experiment(conn, name)?
         .ok_or_else(|| StoreError::NotFound(format!("no experiment named {name:?}")))?;
@@ -700,31 +704,7 @@ pub fn analyze(
                 .filter(|t| round2_tasks.as_ref().is_none_or(|r| r.contains(*t)))
                 .cloned()
                 .collect();
-            if ids.is_empty() {
-                continue;
-            }
-            let r = analyze_tasks(conn, selection, method, Some(&ids))?;
-            subsets.push(Subset {
-                name: side.to_string(),
-                tasks: ids.into_iter().collect(),
-                hypotheses: super::hypotheses::answer(side, &measured(&r.conditions), method),
-                conditions: r
-                    .conditions
-                    .iter()
-                    .map(|c| SubsetCondition {
-                        label: c.label.clone(),
-                        pass_rate: c.pass_rate,
-                        ci: c.ci,
-                        n_tasks: c.n_tasks,
-                    })
-                    .collect(),
-                comparisons: r.comparisons,
-                adaptive: r
-                    .adaptive
-                    .into_iter()
-                    .filter(|a| a.scope == "overall")
-                    .collect(),
-            });
+            subsets.extend(subset(conn, selection, method, side, ids)?);
         }
         for s in &subsets {
             results.hypotheses.extend(s.hypotheses.iter().cloned());
@@ -762,7 +742,87 @@ pub fn analyze(
             skills: row.skills,
         });
     }
+    attach_exposure(conn, selection, method, &mut results)?;
     Ok(results)
+}
+
+/// Adds which skills each condition's trials could see and used ([`super::exposure::compute`]);
+/// for an experiment whose tasks fall on both sides of "saw a skill learned from the task
+/// itself", the hypotheses answered over each side.
+fn attach_exposure(
+    conn: &Connection,
+    selection: &Selection,
+    method: &CiMethod,
+    results: &mut Results,
+) -> Result<(), StoreError> {
+    use super::exposure::{SPLIT_SCOPES, Scored, compute};
+    let scored: Vec<Scored<'_>> = results
+        .conditions
+        .iter()
+        .map(|c| Scored {
+            label: &c.label,
+            run: &c.run,
+            condition: &c.condition,
+            done: c.done,
+        })
+        .collect();
+    let compared: Vec<(&str, &str, &str)> = results
+        .comparisons
+        .iter()
+        .map(|c| (c.name.as_str(), c.with.as_str(), c.without.as_str()))
+        .collect();
+    let tasks: Vec<String> = results.tasks.iter().map(|t| t.id.clone()).collect();
+    let experiment = matches!(selection, Selection::Experiment(_));
+    let x = compute(conn, &tasks, &scored, &compared, experiment)?;
+    if let Some(split) = &x.split {
+        for (scope, ids) in SPLIT_SCOPES.iter().zip([&split.same_task, &split.held_out]) {
+            let ids = ids.iter().cloned().collect();
+            if let Some(sub) = subset(conn, selection, method, scope, ids)? {
+                results.hypotheses.extend(sub.hypotheses);
+            }
+        }
+    }
+    results.exposure = x;
+    Ok(())
+}
+
+/// The results over the tasks `ids` (none when empty), named `name`: each condition's pass rate,
+/// the comparisons, overall pass@2-adaptive and the hypotheses over them.
+///
+/// # Errors
+/// As [`analyze`].
+pub(super) fn subset(
+    conn: &Connection,
+    selection: &Selection,
+    method: &CiMethod,
+    name: &str,
+    ids: std::collections::BTreeSet<String>,
+) -> Result<Option<Subset>, StoreError> {
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    let r = analyze_tasks(conn, selection, method, Some(&ids))?;
+    Ok(Some(Subset {
+        name: name.to_string(),
+        tasks: ids.into_iter().collect(),
+        hypotheses: super::hypotheses::answer(name, &measured(&r.conditions), method),
+        conditions: r
+            .conditions
+            .iter()
+            .map(|c| SubsetCondition {
+                label: c.label.clone(),
+                pass_rate: c.pass_rate,
+                ci: c.ci,
+                n_tasks: c.n_tasks,
+            })
+            .collect(),
+        comparisons: r.comparisons,
+        adaptive: r
+            .adaptive
+            .into_iter()
+            .filter(|a| a.scope == "overall")
+            .collect(),
+    }))
 }
 
 /// [`analyze`] over the fixed task set, or only the tasks in `only`.
@@ -1328,6 +1388,7 @@ fn analyze_tasks(
         hypotheses: Vec::new(),
         held_out: None,
         round2_skills: Vec::new(),
+        exposure: Default::default(),
     })
 }
 

@@ -117,6 +117,9 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         if !money.is_empty() {
             println!("{}", money.join(" · "));
         }
+        for f in &s.skill_flags {
+            println!("SKILLS WHERE NONE BELONG — {}", crate::text::sanitize(f));
+        }
         for (trial, since) in &s.stalled {
             println!("stalled since {since}: {trial} (no agent output; it keeps running)");
         }

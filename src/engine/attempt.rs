@@ -231,6 +231,7 @@ impl Attempts {
                         ..Default::default()
                     },
                     Vec::new(),
+                    None,
                 )
                 .await?;
             return Ok(AttemptEnd::judged(row));
@@ -285,7 +286,16 @@ impl Attempts {
         let outcome = end.patch.outcome;
         let fault = end.fault.map(|f| f.as_str().to_string());
         let patch = TrialPatch { fault, ..end.patch };
-        let row = self.ledger.finish(id, patch, end.skill_uses).await?;
+        let stray = end.exposure.as_ref().map(|x| stray_note(x, &job.condition));
+        let row = self
+            .ledger
+            .finish(id, patch, end.skill_uses, end.exposure)
+            .await?;
+        if let Some(Some(note)) = stray {
+            let message = format!("{}: {note}", row.trial_name);
+            self.engine.notice("warn", message.clone());
+            self.ledger.event("warn", message).await?;
+        }
         if let Err(e) = jobdir::write_json_atomic(
             &trial_dir.join("result.json"),
             &jobdir::trial_result(&row, &facts, &trial_dir),
@@ -398,6 +408,25 @@ impl Attempts {
             self.engine.notice("error", failure);
         }
     }
+}
+
+/// What a trial's agent saw of skills that its condition should not have shown it, in one
+/// sentence; `None` when nothing.
+fn stray_note(x: &crate::skillsbench::exposure::SkillExposure, c: &Condition) -> Option<String> {
+    let stray = x.stray(c.has_skills());
+    if stray.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = stray
+        .iter()
+        .map(|s| format!("{} ({}, {})", s.dir, s.origin.as_str(), s.path))
+        .collect();
+    Some(format!(
+        "its agent could see {} skill(s) the condition {} should not show it: {}",
+        stray.len(),
+        c.label(),
+        crate::text::sanitize(&names.join(", "))
+    ))
 }
 
 impl AttemptEnd {

@@ -14,8 +14,9 @@ use super::Report;
 /// `per_task.csv`, `task_changes.csv`, `domains.csv`, `difficulties.csv`, `failures.csv`,
 /// `failure_categories.csv`, `failure_shifts.csv` (modes and categories), `efficiency.csv`, `flaky.csv`, `pass_at_2.csv`, `paper.csv`, `skill_content.csv`,
 /// `skill_buckets.csv`, `skills.csv`; for experiments also `hypotheses.csv`, and when they have
-/// rows `held_out.csv` (per side of a split: conditions and comparisons), `round2_skills.csv`
-/// and `generated_skills.csv`.
+/// rows `held_out.csv` (per side of a split: conditions and comparisons), `round2_skills.csv`,
+/// `skill_exposure.csv` (when trials recorded what their agent could see of skills) and
+/// `generated_skills.csv`.
 pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
     let r = &report.results;
     let mut out = Vec::new();
@@ -517,7 +518,8 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
     out
 }
 
-/// The tables of the hypotheses, held-out transfer, round-2 skills and generated skills.
+/// The tables of the hypotheses, held-out transfer, round-2 skills, skill exposure and generated
+/// skills.
 fn comparison_tables(report: &Report, out: &mut Vec<(&'static str, String)>) {
     let r = &report.results;
     if !r.hypotheses.is_empty() {
@@ -615,6 +617,17 @@ fn comparison_tables(report: &Report, out: &mut Vec<(&'static str, String)>) {
                         text(&x.skills.join(";")),
                     ]
                 }),
+            ),
+        ));
+    }
+    if r.exposure.conditions.iter().any(|c| c.recorded > 0) {
+        let (head, rows) = super::exposure::csv_rows(&r.exposure);
+        out.push((
+            "skill_exposure.csv",
+            table(
+                &head,
+                rows.into_iter()
+                    .map(|row| row.iter().map(|c| text(c)).collect()),
             ),
         ));
     }

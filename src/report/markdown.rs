@@ -113,6 +113,12 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
     if let Some(i) = &r.interim {
         let _ = writeln!(out, "> **{}**\n", md_cell(&i.describe()));
     }
+    for f in super::exposure::flags(&r.exposure) {
+        let _ = writeln!(
+            out,
+            "> **Skills reached a condition without skills.** {f}\n"
+        );
+    }
     let _ = writeln!(
         out,
         "Generated {} by skillscope {}. Pass rates are the SkillsBench paper's Method D: per task, the mean reward over its planned trials (missing, unfinished and errored trials count 0), then the mean over a fixed set of {} tasks. Δ is in percentage points (pp); normalized gain g = (p_with − p_without) / (1 − p_without). Confidence intervals: {}.\n",
@@ -169,6 +175,7 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
     }
 
     conditions(&mut out, r, specs);
+    blocks(&mut out, &super::exposure::section(&r.exposure));
     hypotheses(&mut out, r);
     comparisons(&mut out, r);
     held_out(&mut out, r);
@@ -193,6 +200,24 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
     generated_skills(&mut out, report);
     skills(&mut out, report, specs);
     out
+}
+
+/// Text and tables of another module's section ([`super::exposure::Block`]).
+fn blocks(out: &mut String, blocks: &[super::exposure::Block]) {
+    for b in blocks {
+        match b {
+            super::exposure::Block::Text(t) => {
+                let _ = writeln!(out, "{t}\n");
+            }
+            super::exposure::Block::Table { head, right, rows } => {
+                header(out, head, right);
+                for r in rows {
+                    row(out, r);
+                }
+                out.push('\n');
+            }
+        }
+    }
 }
 
 /// The evaluation plan's hypotheses with the measured answers.
@@ -244,6 +269,9 @@ fn hypotheses(out: &mut String, r: &Results) {
         );
     }
     out.push('\n');
+    if let Some(note) = super::exposure::split_note(&r.exposure) {
+        let _ = writeln!(out, "{note}\n");
+    }
 }
 
 /// Held-out transfer: the split, then same-task and held-out results side by side.
@@ -501,7 +529,7 @@ fn comparisons(out: &mut String, r: &Results) {
                 md_cell(&c.name),
                 pct(c.p_with),
                 pct(c.p_without),
-                pp(c.delta_pp),
+                super::exposure::delta_with_notes(pp(c.delta_pp), r.exposure.notes_of(&c.name)),
                 ci_pp(c.delta_ci_pp),
                 gain(c.g),
                 c.delta_pp_judged.map_or_else(|| "—".into(), pp),

@@ -11,11 +11,14 @@
 //! | `report.json` | `json` | the whole [`Report`] (serde) |
 //! | `*.csv` | `csv` | one table per section ([`csv`]) |
 //!
+//! The skill exposure section's text and tables come from [`exposure`].
+//!
 //! Files are written to a temporary name and renamed, so a report that fails half-way (a full
 //! disk) never leaves a truncated file under a final name.
 
 pub mod charts;
 pub mod csv;
+pub mod exposure;
 pub mod markdown;
 pub mod typeset;
 

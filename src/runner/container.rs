@@ -560,6 +560,41 @@ impl TrialContainer {
         Ok((buf, truncated))
     }
 
+    /// As [`TrialContainer::download_tar`], spooled into `out` instead of memory (for folders that
+    /// may be large); `true` when it was cut at `cap` bytes.
+    ///
+    /// # Errors
+    /// [`RunnerError::Docker`] for the transfer; [`RunnerError::Io`] when `out` cannot be written.
+    pub async fn download_tar_to(
+        &self,
+        src: &str,
+        out: &mut tokio::fs::File,
+        out_path: &Path,
+        cap: u64,
+    ) -> Result<bool, RunnerError> {
+        let mut stream = self.docker.download_from_container(
+            &self.id,
+            Some(DownloadFromContainerOptions { path: src.into() }),
+        );
+        let mut written = 0u64;
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| {
+                RunnerError::docker(format!("copying {src} out of {}", self.name), e)
+            })?;
+            if written + chunk.len() as u64 > cap {
+                return Ok(true);
+            }
+            written += chunk.len() as u64;
+            out.write_all(&chunk)
+                .await
+                .map_err(|e| RunnerError::io(out_path, e))?;
+        }
+        out.flush()
+            .await
+            .map_err(|e| RunnerError::io(out_path, e))?;
+        Ok(false)
+    }
+
     /// Removes the container (forced, with its anonymous volumes). Never fails: a container that is
     /// already gone is fine.
     pub async fn remove(&self) {

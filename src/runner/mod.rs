@@ -5,6 +5,7 @@ pub mod agents;
 pub mod base_image;
 pub mod container;
 pub mod docker;
+pub mod exposure;
 pub mod fault;
 pub mod image;
 pub mod limits;

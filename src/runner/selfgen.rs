@@ -25,7 +25,7 @@ const HELPER_TIMEOUT: Duration = Duration::from_secs(120);
 pub const SKILL_CREATOR_NAME: &str = "skill-creator";
 
 /// A path as one single-quoted shell word.
-fn quoted(path: &str) -> String {
+pub(crate) fn quoted(path: &str) -> String {
     format!("'{}'", path.replace('\'', r"'\''"))
 }
 

@@ -18,25 +18,26 @@ use super::verifier;
 use super::{DockerHost, ImageCache, labels, services};
 use crate::harbor::reward::{self, is_pass, scalar_reward};
 use crate::skillsbench::env::{self as task_env, EnvValues, MissingEnvPolicy};
+use crate::skillsbench::exposure::SkillExposure;
 use crate::skillsbench::selfgen::{GeneratedSkills, SelfGeneration, TRIAL_GENERATION_SESSION};
 use crate::skillsbench::{Condition, Task};
 use crate::store::queries::TrialPatch;
 use crate::store::{Outcome, SkillUseRow, TrialRow, TrialStatus, now_rfc3339};
 
 /// Writes the agent's ATIF trajectory to `agent/trajectory.json` and records its counts, tokens
-/// and skill use. A trajectory that cannot be written is left out: the trial's outcome never
-/// depends on it.
+/// and skill use; returns true when it was written. A trajectory that cannot be written is left
+/// out: the trial's outcome never depends on it.
 fn record_trajectory(
     env: &TrialEnv,
     ctx: &AgentContext<'_>,
     run: &super::AgentRun,
     p: &mut TrialPatch,
     skill_uses: &mut Vec<SkillUseRow>,
-) {
+) -> bool {
     let started = p.agent_started_at.clone().unwrap_or_default();
     let finished = p.agent_finished_at.clone().unwrap_or_default();
     let Some(t) = env.agent.trajectory(ctx, run, &started, &finished) else {
-        return;
+        return false;
     };
     let path = ctx.agent_dir.join("trajectory.json");
     let written = serde_json::to_vec_pretty(&t)
@@ -46,7 +47,7 @@ fn record_trajectory(
             crate::safe_fs::create_fresh(&path).and_then(|mut f| f.write_all(&bytes))
         });
     if written.is_err() {
-        return;
+        return false;
     }
     let (input, cached, output, cost) = t.token_totals();
     p.trajectory_path = Some(path.display().to_string());
@@ -67,6 +68,15 @@ fn record_trajectory(
             count: u.count as i64,
         })
         .collect();
+    true
+}
+
+/// What an attempt learned of skills, whatever its end: the skills its agent used (from its
+/// trajectory) and what it could see when it started (read just before).
+#[derive(Default)]
+struct Evidence {
+    skill_uses: Vec<SkillUseRow>,
+    exposure: Option<SkillExposure>,
 }
 
 /// One attempt to run.
@@ -187,6 +197,9 @@ pub struct TrialEnd {
     pub disk_full: Option<String>,
     /// Skills the agent used, from its trajectory.
     pub skill_uses: Vec<SkillUseRow>,
+    /// What the agent could see of skills when it started (`None` when it never started), with
+    /// what it used; also in the trial's `agent/skill-exposure.json`.
+    pub exposure: Option<SkillExposure>,
     /// Set with outcome [`Outcome::ProviderError`]: what the model provider did.
     pub provider_failure: Option<crate::agent_logs::provider::ProviderFailure>,
 }
@@ -208,7 +221,7 @@ pub async fn run_trial(
         ..Default::default()
     };
     report.update(job.row.id, p.clone()).await;
-    let mut skill_uses = Vec::new();
+    let mut evidence = Evidence::default();
     let mut provider_failure = None;
     let values = EnvValues::new(&env.extra_env);
     let scope = Scope {
@@ -218,7 +231,7 @@ pub async fn run_trial(
         cancel,
         values: &values,
     };
-    let result = attempt(&scope, &mut p, &mut skill_uses).await;
+    let result = attempt(&scope, &mut p, &mut evidence).await;
     if let Err(f) = &result {
         provider_failure = f.provider;
     }
@@ -261,7 +274,8 @@ pub async fn run_trial(
         patch,
         fault,
         disk_full,
-        skill_uses,
+        skill_uses: evidence.skill_uses,
+        exposure: evidence.exposure,
         provider_failure,
     }
 }
@@ -338,7 +352,7 @@ struct Scope<'a> {
 async fn attempt(
     scope: &Scope<'_>,
     p: &mut TrialPatch,
-    skill_uses: &mut Vec<SkillUseRow>,
+    evidence: &mut Evidence,
 ) -> Result<Done, Failed> {
     let Scope {
         job,
@@ -483,7 +497,7 @@ async fn attempt(
     };
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "container started");
     p.container_id = Some(container.id.clone());
-    let result = in_container(scope, p, skill_uses, &container, mount_logs).await;
+    let result = in_container(scope, p, evidence, &container, mount_logs).await;
     services.reap(&env.reaper, container);
     result
 }
@@ -491,7 +505,7 @@ async fn attempt(
 async fn in_container(
     scope: &Scope<'_>,
     p: &mut TrialPatch,
-    skill_uses: &mut Vec<SkillUseRow>,
+    evidence: &mut Evidence,
     container: &TrialContainer,
     mount_logs: bool,
 ) -> Result<Done, Failed> {
@@ -526,6 +540,22 @@ async fn in_container(
         _ => task_instruction,
     };
     write_instruction(&agent_dir, &instruction)?;
+    // What the agent can see of skills, read now, in its container.
+    let exposure = super::exposure::capture(
+        container,
+        super::exposure::ScanInput {
+            task,
+            condition: &job.condition,
+            trial_dir: dir,
+            agent: env.agent.name(),
+            builtins: env.agent.builtin_skills(),
+        },
+    )
+    .await;
+    super::exposure::write(dir, &exposure)
+        .map_err(|e| Failed::runner(e, "recording the skill exposure"))?;
+    let visible = exposure.condition_skill_names();
+    evidence.exposure = Some(exposure);
     let ctx = AgentContext {
         container,
         host: &env.host,
@@ -537,6 +567,7 @@ async fn in_container(
         mounted: mount_logs,
         logs: AGENT_LOGS,
         env_values: scope.values,
+        skills: &visible,
     };
     let t0 = std::time::Instant::now();
     let started = p.agent_started_at.clone().unwrap_or_default();
@@ -575,7 +606,11 @@ async fn in_container(
         }
     };
     p.agent_exit_code = run.exit_code;
-    record_trajectory(env, &ctx, &run, p, skill_uses);
+    let traced = record_trajectory(env, &ctx, &run, p, &mut evidence.skill_uses);
+    let known = (traced && env.agent.reports_skill_use()).then_some(&evidence.skill_uses[..]);
+    if let Some(x) = evidence.exposure.as_mut() {
+        super::exposure::conclude(dir, x, known, &[]);
+    }
     if let Some(totals) = first_session {
         totals.add_to(p);
     }
@@ -599,6 +634,12 @@ async fn in_container(
             .await
             .map_err(|e| Failed::runner(e, "copying the generated skills out"))?;
         p.generated_skills = serde_json::to_value(&record).ok();
+        // The skills the agent wrote are its own: its use of them counts.
+        let own: Vec<String> = record.skills.iter().map(|s| s.dir_name.clone()).collect();
+        let known = (traced && env.agent.reports_skill_use()).then_some(&evidence.skill_uses[..]);
+        if let Some(x) = evidence.exposure.as_mut() {
+            super::exposure::conclude(dir, x, known, &own);
+        }
     }
     let agent_timed_out = run.end == ExecEnd::TimedOut;
 
@@ -833,6 +874,7 @@ async fn skill_writing_session(
     }
     let instruction = generation.generation_instruction(task_instruction);
     write_instruction(&session_dir, &instruction)?;
+    let creator_name = [super::selfgen::SKILL_CREATOR_NAME.to_string()];
     let ctx = AgentContext {
         container,
         host: &env.host,
@@ -844,6 +886,12 @@ async fn skill_writing_session(
         mounted: false,
         logs: GENERATION_LOGS,
         env_values: scope.values,
+        // The operator's skill creator replaces a harness built-in of its name.
+        skills: if generation.skill_creator.is_some() {
+            &creator_name
+        } else {
+            &[]
+        },
     };
     let started = now_rfc3339();
     let run = env.agent.run(&ctx).await.map_err(|e| {

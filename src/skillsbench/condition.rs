@@ -197,6 +197,12 @@ pub fn is_self_generated_key(key: &str) -> bool {
     key == "self-generated" || key.starts_with("self-generated:")
 }
 
+/// True when a condition of stored key `key` gives its trials skills (every condition but
+/// no-skills and the self-generated ones; see [`Condition::has_skills`]).
+pub fn key_has_skills(key: &str) -> bool {
+    key != "no-skills" && !is_self_generated_key(key)
+}
+
 /// Short display label of a stored condition key (see [`Condition::key`]).
 pub fn condition_label(key: &str) -> String {
     for prefix in ["skills:", "skills-by-task:"] {

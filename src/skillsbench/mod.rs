@@ -7,6 +7,7 @@ pub mod dockerfile;
 pub mod dockerignore;
 pub mod env;
 pub mod examples;
+pub mod exposure;
 pub mod selfgen;
 pub mod skill;
 pub mod task;

@@ -88,6 +88,84 @@ impl Skill {
     }
 }
 
+/// The SHA-256 of a skill folder (lowercase hex): over the lines `path NUL sha256 LF`, one per
+/// file, sorted by `path` — the file's path relative to the folder with `/` between components,
+/// and the lowercase hex SHA-256 of its bytes (of a symbolic link: of the path it points to; links
+/// are never followed). Folders themselves add nothing, so an empty folder and a missing one hash
+/// alike. Paths cannot hold NUL or LF in any skill skillscope accepts, so the encoding is
+/// unambiguous. Exports, curated snapshots, generated skills and the skills a trial's agent could
+/// see ([`super::exposure`]) are all hashed this way, so equal hashes mean equal files.
+pub fn folder_hash<'a>(files: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
+    use sha2::{Digest, Sha256};
+    let mut pairs: Vec<(&str, &str)> = files.into_iter().collect();
+    pairs.sort_unstable();
+    let mut h = Sha256::new();
+    for (path, sha) in pairs {
+        h.update(path.as_bytes());
+        h.update([0u8]);
+        h.update(sha.as_bytes());
+        h.update([b'\n']);
+    }
+    hex::encode(h.finalize())
+}
+
+/// A skill folder's [`folder_hash`] with its file count and bytes (a link's bytes are its
+/// target's path).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FolderDigest {
+    /// [`folder_hash`].
+    pub sha256: String,
+    /// Files (and links) in the folder, at any depth.
+    pub files: usize,
+    /// Their bytes.
+    pub bytes: u64,
+}
+
+/// Hashes the skill folder `dir` on this machine ([`folder_hash`]); `dir` itself may be a link
+/// to a folder, nothing inside it is followed.
+///
+/// # Errors
+/// The I/O error of the first entry that cannot be read, naming its path.
+pub fn hash_skill_dir(dir: &Path) -> std::io::Result<FolderDigest> {
+    use sha2::{Digest, Sha256};
+    let mut files: Vec<(String, String)> = Vec::new();
+    let mut bytes = 0u64;
+    let named = |p: &Path, e: std::io::Error| {
+        std::io::Error::new(e.kind(), format!("{}: {e}", p.display()))
+    };
+    for entry in walkdir::WalkDir::new(dir).follow_links(false).min_depth(1) {
+        let entry = entry.map_err(|e| {
+            let p = e.path().unwrap_or(dir).to_path_buf();
+            named(&p, e.into())
+        })?;
+        let ft = entry.file_type();
+        let content: Vec<u8> = if ft.is_symlink() {
+            use std::os::unix::ffi::OsStrExt;
+            std::fs::read_link(entry.path())
+                .map_err(|e| named(entry.path(), e))?
+                .as_os_str()
+                .as_bytes()
+                .to_vec()
+        } else if ft.is_file() {
+            std::fs::read(entry.path()).map_err(|e| named(entry.path(), e))?
+        } else {
+            continue;
+        };
+        let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
+        let rel: Vec<String> = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        bytes += content.len() as u64;
+        files.push((rel.join("/"), hex::encode(Sha256::digest(&content))));
+    }
+    Ok(FolderDigest {
+        sha256: folder_hash(files.iter().map(|(p, s)| (p.as_str(), s.as_str()))),
+        files: files.len(),
+        bytes,
+    })
+}
+
 /// Lists the skills in a `skills/` folder (every sub-folder is a skill), sorted by folder name.
 /// A missing folder gives an empty list.
 pub fn scan_skills_dir(dir: &Path) -> Vec<Skill> {

@@ -11,6 +11,7 @@ use super::{
     CommandRow, HostRow, Outcome, RunRow, RunTaskRow, SkillUseRow, Store, StoreError, TrialBrief,
     TrialKey, TrialRow, now_rfc3339,
 };
+use crate::skillsbench::exposure::SkillExposure;
 
 /// Names attempt `n` of a trial (Harbor's `<task>__<id>`).
 pub type TrialNamer = Arc<dyn Fn(&TrialKey, u32) -> String + Send + Sync>;
@@ -212,7 +213,8 @@ impl RunLedger {
             .await
     }
 
-    /// Closes attempt `id` with its end and the skills its agent used; returns the stored row.
+    /// Closes attempt `id` with its end, the skills its agent used and what it could see of
+    /// skills when it started (when its agent started); returns the stored row.
     ///
     /// # Errors
     /// Database errors.
@@ -221,12 +223,16 @@ impl RunLedger {
         id: i64,
         patch: TrialPatch,
         skill_uses: Vec<SkillUseRow>,
+        exposure: Option<SkillExposure>,
     ) -> Result<TrialRow, StoreError> {
         self.store
             .writer()
             .write(move |c| {
                 queries::finish_trial(c, id, &patch)?;
                 queries::set_skill_uses(c, id, &skill_uses)?;
+                if let Some(x) = &exposure {
+                    super::exposure::record(c, id, x)?;
+                }
                 queries::get_trial(c, id)
             })
             .await
@@ -258,6 +264,7 @@ impl RunLedger {
                 ..Default::default()
             },
             Vec::new(),
+            None,
         )
         .await
     }

@@ -371,6 +371,31 @@ CREATE TABLE experiments (
              ALTER TABLE trials ADD COLUMN clamped TEXT;
              ALTER TABLE trials ADD COLUMN image_builds TEXT;",
         ),
+        // Skill exposure: what each attempt's agent could see of skills when it started
+        // (`skillsbench::exposure::SkillExposure`, also in the trial's `agent/skill-exposure.json`)
+        // and whether its trajectory can say which it used (`skill_use`: known | unknown).
+        M::up(
+            "CREATE TABLE trial_exposures (
+                 trial_id     INTEGER PRIMARY KEY REFERENCES trials(id) ON DELETE CASCADE,
+                 captured_at  TEXT NOT NULL,
+                 skill_use    TEXT NOT NULL,       -- known | unknown
+                 builtins     TEXT,                -- JSON skillsbench::exposure::Builtins; NULL: no harness
+                 error        TEXT                 -- the skill folders could not be read
+             );
+             CREATE TABLE exposed_skills (
+                 trial_id  INTEGER NOT NULL REFERENCES trials(id) ON DELETE CASCADE,
+                 dir       TEXT NOT NULL,          -- folder name
+                 sha256    TEXT NOT NULL,          -- skillsbench::skill::folder_hash
+                 name      TEXT NOT NULL,
+                 origin    TEXT NOT NULL,          -- task | learned | generated | harness | other
+                 enabled   INTEGER NOT NULL,       -- 0: a harness built-in switched off
+                 path      TEXT NOT NULL,
+                 paths     TEXT NOT NULL,          -- JSON array of container paths
+                 files     INTEGER NOT NULL,
+                 bytes     INTEGER NOT NULL,
+                 PRIMARY KEY (trial_id, dir, sha256)
+             ) WITHOUT ROWID;",
+        ),
     ])
 }
 

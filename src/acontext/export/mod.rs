@@ -166,22 +166,13 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> ExportError {
 }
 
 /// SHA-256 (lowercase hex) over the files' `(path, sha256)` pairs sorted by path, each encoded as
-/// `path NUL sha256 LF`. Independent of the order of `files`; paths cannot contain NUL or LF
-/// (checked paths have no control characters), so the encoding is unambiguous.
+/// `path NUL sha256 LF` ([`crate::skillsbench::skill::folder_hash`]). Independent of the order of
+/// `files`; paths cannot contain NUL or LF (checked paths have no control characters), so the
+/// encoding is unambiguous.
 pub fn content_hash(files: &[SkillFileRecord]) -> String {
-    let mut pairs: Vec<(&str, &str)> = files
-        .iter()
-        .map(|f| (f.path.as_str(), f.sha256.as_str()))
-        .collect();
-    pairs.sort_unstable();
-    let mut h = Sha256::new();
-    for (path, sha) in pairs {
-        h.update(path.as_bytes());
-        h.update([0u8]);
-        h.update(sha.as_bytes());
-        h.update([b'\n']);
-    }
-    hex::encode(h.finalize())
+    crate::skillsbench::skill::folder_hash(
+        files.iter().map(|f| (f.path.as_str(), f.sha256.as_str())),
+    )
 }
 
 /// The record of one file's content.

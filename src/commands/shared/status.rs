@@ -28,6 +28,11 @@ pub struct RunStatus {
     pub cost: Option<crate::analysis::spend::Projection>,
     /// Running trials marked stalled: (trial name, since).
     pub stalled: Vec<(String, String)>,
+    /// Per condition: which skills its trials could see and used
+    /// ([`crate::analysis::exposure`]; labels are condition keys).
+    pub skill_exposure: Vec<crate::analysis::exposure::ConditionExposure>,
+    /// Conditions without skills whose trials saw some (the report's flag).
+    pub skill_flags: Vec<String>,
 }
 
 /// The costs of a run's attempts by condition (finished, running, queued), for
@@ -58,6 +63,16 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
     let ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
     let plan = queries::trial_plan(conn, &run)?;
     let conditions = summarize_planned(&ids, &plan, &run.conditions, &trials);
+    let scored: Vec<crate::analysis::exposure::Scored<'_>> = conditions
+        .iter()
+        .map(|c| crate::analysis::exposure::Scored {
+            label: &c.condition,
+            run: &run.name,
+            condition: &c.condition,
+            done: c.done,
+        })
+        .collect();
+    let exposure = crate::analysis::exposure::compute(conn, &ids, &scored, &[], false)?;
     let pending_commands = queries::pending_commands(conn, run.id)?.len();
     let spaces = lq::list_spaces(conn)?
         .into_iter()
@@ -77,6 +92,8 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
             .filter(|t| t.status.is_active())
             .filter_map(|t| t.stalled_at.map(|s| (t.trial_name, s)))
             .collect(),
+        skill_exposure: exposure.conditions,
+        skill_flags: exposure.flags,
         run,
     })
 }

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use super::kit::{Harness, Kit};
-use super::{Activity, Agent, AgentContext, AgentRun, kit, volume};
+use super::{Activity, Agent, AgentContext, AgentRun, builtins, kit, volume};
 use crate::agent_logs::pricing::PriceTable;
 use crate::agent_logs::provider::ProviderFailure;
 use crate::agent_logs::{NativeLog, TrajectoryOptions, claude_code, codex, gemini_cli};
@@ -98,12 +98,6 @@ impl ProviderAccess {
     }
 }
 
-/// `~/.gemini/settings.json` for Gemini CLI (no secret in it): API-key auth pre-selected
-/// (headless mode cannot ask), environment-variable redaction on (the key is otherwise visible
-/// to the agent's shell commands), no usage statistics, telemetry, IDE or update traffic, at
-/// most one attempt per model request (the engine retries whole trials with backoff), skills on.
-const GEMINI_SETTINGS: &str = r#"{"security":{"auth":{"selectedType":"gemini-api-key"},"environmentVariableRedaction":{"enabled":true}},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false},"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":1},"ide":{"enabled":false},"skills":{"enabled":true}}"#;
-
 /// One LLM harness with one model.
 pub struct CliAgent {
     harness: Harness,
@@ -119,6 +113,8 @@ pub struct CliAgent {
     relays: crate::runner::proxy::Relays,
     /// Per local Docker host: the base-URL variables rewritten to reach those relays.
     rewrites: std::sync::Mutex<HashMap<String, Vec<(String, String)>>>,
+    /// Gemini CLI: the names of the built-in skills in its kit, read once it is fetched.
+    builtin_names: std::sync::OnceLock<Vec<String>>,
 }
 
 impl CliAgent {
@@ -148,6 +144,7 @@ impl CliAgent {
             volumes: tokio::sync::Mutex::new(HashMap::new()),
             relays: crate::runner::proxy::Relays::default(),
             rewrites: std::sync::Mutex::new(HashMap::new()),
+            builtin_names: std::sync::OnceLock::new(),
         })
     }
 
@@ -174,9 +171,16 @@ impl CliAgent {
     }
 
     /// The exec environment on host `host`: the provider variables (base URLs on this machine's
-    /// loopback rewritten to their relays) plus the harness's fixed settings; `logs` is the
-    /// container folder for the native logs the script copies out (`SKILLSCOPE_LOGS`).
-    fn exec_env(&self, instruction: &str, host: &str, logs: &str) -> Vec<String> {
+    /// loopback rewritten to their relays) plus the harness's fixed settings, its built-in skills
+    /// switched off ([`builtins`]; Gemini CLI spares those `skills` name); `logs` is the container
+    /// folder for the native logs the script copies out (`SKILLSCOPE_LOGS`).
+    fn exec_env(
+        &self,
+        instruction: &str,
+        host: &str,
+        logs: &str,
+        skills: &[String],
+    ) -> Vec<String> {
         let rewrites = self
             .rewrites
             .lock()
@@ -209,6 +213,7 @@ impl CliAgent {
                 env.push("IS_SANDBOX=1".into());
                 env.push("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1".into());
                 env.push("DISABLE_AUTOUPDATER=1".into());
+                env.push(builtins::CLAUDE_CODE_SWITCH.into());
             }
             Harness::Codex => {
                 let base = self
@@ -222,6 +227,11 @@ impl CliAgent {
                 // As Harbor: --yolo needs a trusted workspace; no self-relaunch.
                 env.push("GEMINI_CLI_TRUST_WORKSPACE=true".into());
                 env.push("GEMINI_CLI_NO_RELAUNCH=true".into());
+                let names = self.builtin_names.get().map(Vec::as_slice).unwrap_or(&[]);
+                env.push(format!(
+                    "SKILLSCOPE_GEMINI_SETTINGS={}",
+                    builtins::gemini_settings(names, skills)
+                ));
             }
         }
         env
@@ -253,18 +263,20 @@ impl CliAgent {
             // (shell_environment_policy) and out of every file (env_key, no auth.json).
             Harness::Codex => format!(
                 "codex exec --dangerously-bypass-approvals-and-sandbox --skip-git-repo-check --json{model} \\\n\
-                 --disable plugins -c analytics.enabled=false -c model_provider=skillscope \\\n\
+                 --disable plugins -c analytics.enabled=false -c {switch} -c model_provider=skillscope \\\n\
                  -c \"model_providers.skillscope={{name=\\\"skillscope\\\", base_url=\\\"$SKILLSCOPE_OPENAI_BASE\\\", env_key=\\\"OPENAI_API_KEY\\\", wire_api=\\\"responses\\\", supports_websockets=false, request_max_retries=2, stream_max_retries=2}}\" \\\n\
                  -c 'shell_environment_policy.exclude=[\"OPENAI_API_KEY\",\"CODEX_API_KEY\",\"SKILLSCOPE_OPENAI_BASE\"]' \\\n\
                  -- \"$SKILLSCOPE_INSTRUCTION\" </dev/null\nrc=$?\n\
                  f=$(ls -t \"${{CODEX_HOME:-$HOME/.codex}}\"/sessions/*/*/*/rollout-*.jsonl 2>/dev/null | head -n 1)\n\
-                 if [ -n \"$f\" ]; then cp \"$f\" \"$SKILLSCOPE_LOGS\"/codex.rollout.jsonl; fi\n"
+                 if [ -n \"$f\" ]; then cp \"$f\" \"$SKILLSCOPE_LOGS\"/codex.rollout.jsonl; fi\n",
+                switch = builtins::CODEX_SWITCH
             ),
             // Settings as Harbor writes them, plus: the key hidden from the agent's commands, no
-            // usage statistics, telemetry or update checks.
+            // usage statistics, telemetry or update checks, the built-in skills off
+            // (`SKILLSCOPE_GEMINI_SETTINGS`, [`builtins::gemini_settings`]).
             Harness::GeminiCli => format!(
                 "mkdir -p \"$HOME/.gemini\"\n\
-                 printf '%s' '{GEMINI_SETTINGS}' > \"$HOME/.gemini/settings.json\"\n\
+                 printf '%s' \"$SKILLSCOPE_GEMINI_SETTINGS\" > \"$HOME/.gemini/settings.json\"\n\
                  gemini --yolo{model_eq} --output-format=stream-json --prompt=\"$SKILLSCOPE_INSTRUCTION\" </dev/null\nrc=$?\n\
                  f=$(ls -t \"$HOME\"/.gemini/tmp/*/chats/session-*.json* 2>/dev/null | head -n 1)\n\
                  if [ -n \"$f\" ]; then cp \"$f\" \"$SKILLSCOPE_LOGS\"/gemini-cli.session.jsonl; fi\n",
@@ -366,6 +378,13 @@ impl Agent for CliAgent {
             Harness::GeminiCli => "google",
         })
     }
+    fn builtin_skills(&self) -> Option<crate::skillsbench::exposure::Builtins> {
+        let names = self.builtin_names.get().map(Vec::as_slice).unwrap_or(&[]);
+        Some(builtins::builtins(self.harness, names))
+    }
+    fn reports_skill_use(&self) -> bool {
+        true
+    }
     fn unpinned(&self) -> Vec<&'static str> {
         // None of the three CLIs has a flag or setting for the sampling temperature or a seed:
         // runs are not reproducible "with temperature 0" through them.
@@ -420,6 +439,9 @@ impl Agent for CliAgent {
             .kit
             .get_or_try_init(|| kit::ensure_kit(self.harness, &self.settings))
             .await?;
+        let _ = self
+            .builtin_names
+            .get_or_init(|| builtins::gemini_builtin_names(kit));
         // A local daemon mounts the kit folder; a remote one gets a copy in a named volume.
         let source = if host.local {
             kit.dir.display().to_string()
@@ -442,7 +464,7 @@ impl Agent for CliAgent {
         let err = ctx.agent_dir.join(self.stderr_name());
         let req = ExecRequest {
             cmd: vec!["sh".into(), "-c".into(), self.script()],
-            env: self.exec_env(ctx.instruction, &ctx.host.name, ctx.logs),
+            env: self.exec_env(ctx.instruction, &ctx.host.name, ctx.logs, ctx.skills),
             user: None,
             timeout: Some(ctx.timeout),
             cancel: ctx.cancel,

@@ -2,6 +2,7 @@
 //! nothing — both as Harbor defines them (`agents/oracle.py`, `agents/nop.py`); LLM harnesses plug
 //! in here too: the harness CLIs ([`harness`], with their pinned [`kit`]s and kit [`volume`]s).
 
+pub mod builtins;
 pub mod harness;
 pub mod kit;
 pub mod nop;
@@ -48,6 +49,10 @@ pub struct AgentContext<'a> {
     pub logs: &'a str,
     /// The operator's values for the task's `${NAME}` references (the oracle's `[solution] env`).
     pub env_values: &'a crate::skillsbench::env::EnvValues,
+    /// Names (frontmatter names and folder names) of the skills visible at the start that are not
+    /// the harness's own: a harness that switches its built-ins off by name spares these (a
+    /// skill of the same name replaces the built-in).
+    pub skills: &'a [String],
 }
 
 /// The container folder of the agent's logs (Harbor's `/logs/agent`).
@@ -170,6 +175,18 @@ pub trait Agent: Send + Sync {
             "sampling": self.sampling(),
             "unpinned": self.unpinned(),
         })
+    }
+    /// The harness's own skills — what its CLI bundles or enables by itself, whether a trial
+    /// switches them off and with which setting, where they lie in the container — recorded in
+    /// every trial's skill exposure; `None` for agents that are no harness (oracle, nop).
+    fn builtin_skills(&self) -> Option<crate::skillsbench::exposure::Builtins> {
+        None
+    }
+    /// True when the agent's trajectory records a model's own choices, so the skills it used can
+    /// be read from it; false for agents whose steps nobody chose (oracle, nop): their use of
+    /// skills is unknown.
+    fn reports_skill_use(&self) -> bool {
+        false
     }
     /// Host folders to bind-mount read-only (host path, container path) when the daemon is local,
     /// instead of copying them in through the API.

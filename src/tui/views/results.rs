@@ -226,6 +226,79 @@ fn ci_style(t: &Theme, ci: Option<Ci>) -> Style {
     }
 }
 
+/// The skill exposure table: per condition, the trials that could see skills (and stray ones),
+/// harness built-ins offered, the trials that used one of their skills among those whose use is
+/// known, unknown ones and skills never used; the flags first. Nothing when no trial recorded
+/// its exposure.
+fn exposure(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
+    let x = &res.exposure;
+    if x.conditions.iter().all(|c| c.recorded == 0) {
+        return Vec::new();
+    }
+    let mut lines = Vec::new();
+    for f in &x.flags {
+        let text = Line::from(Span::styled(f.clone(), t.warn));
+        for (i, l) in super::wrap::wrap(&text, width.saturating_sub(4))
+            .into_iter()
+            .enumerate()
+        {
+            let mut spans = vec![Span::styled(if i == 0 { "  ! " } else { "    " }, t.warn)];
+            spans.extend(l.spans);
+            lines.push(Line::from(spans));
+        }
+    }
+    let of = |n: usize, m: usize| format!("{n}/{m}");
+    let mut c_seen = Col::new("saw skills", 0);
+    let mut c_stray = Col::new("stray", 0);
+    let mut c_built = Col::new("built-ins", 2);
+    let mut c_used = Col::new("used ≥1", 0);
+    let mut c_unknown = Col::new("unknown", 1);
+    let mut c_never = Col::new("never used", 3);
+    for c in &x.conditions {
+        c_seen.push(of(c.with_skills, c.recorded), t.text);
+        c_stray.push(
+            c.stray.to_string(),
+            if c.stray > 0 { t.loss } else { t.dim },
+        );
+        c_built.push(
+            if c.harness == 0 {
+                "—".into()
+            } else {
+                of(c.with_builtins, c.harness)
+            },
+            if c.with_builtins > 0 { t.warn } else { t.dim },
+        );
+        c_used.push(
+            match c.used_share {
+                Some(s) => format!("{} {}", of(c.used, c.use_known), pct_text(s)),
+                None => "—".into(),
+            },
+            match c.used_share {
+                Some(s) if s < 0.5 => t.warn,
+                Some(_) => t.text,
+                None => t.dim,
+            },
+        );
+        c_unknown.push(
+            c.use_unknown.to_string(),
+            if c.use_unknown > 0 { t.text } else { t.dim },
+        );
+        c_never.push(c.never_used.len().to_string(), t.dim);
+    }
+    lines.extend(table(
+        t,
+        "skills seen/used",
+        x.conditions
+            .iter()
+            .map(|c| (c.label.clone(), t.accent))
+            .collect(),
+        vec![c_seen, c_stray, c_built, c_used, c_unknown, c_never],
+        width,
+    ));
+    lines.push(Line::default());
+    lines
+}
+
 /// Every line of the analysis, for `width` columns.
 fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<'static>> {
     let mut lines: Vec<Line<'static>> = Vec::new();
@@ -302,6 +375,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         width,
     ));
     lines.push(Line::default());
+    lines.extend(exposure(t, res, width));
 
     // (b) Comparisons.
     let cmps = &res.comparisons;
@@ -313,6 +387,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         let mut c_down = Col::new("worse", 1);
         let mut c_same = Col::new("same", 2);
         let mut c_j = Col::new("Δ judged", 3);
+        let mut c_note = Col::new("skills", 2).left();
         for c in cmps {
             c_d.push(pp_text(c.delta_pp), t.delta(c.delta_pp));
             c_ci.push(ci_pp(c.delta_ci_pp), ci_style(t, c.delta_ci_pp));
@@ -327,12 +402,19 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
                 c.delta_pp_judged.map_or("—".into(), pp_text),
                 c.delta_pp_judged.map_or(t.dim, |d| t.delta(d)),
             );
+            c_note.push(res.exposure.notes_of(&c.name).join("; "), t.warn);
         }
+        let mut cols = vec![c_d, c_ci];
+        // Beside Δ: what the treated trials did with their skills, when it is worth a note.
+        if !res.exposure.comparisons.is_empty() {
+            cols.push(c_note);
+        }
+        cols.extend([c_g, c_up, c_down, c_same, c_j]);
         lines.extend(table(
             t,
             "comparison",
             cmps.iter().map(|c| (c.name.clone(), t.text)).collect(),
-            vec![c_d, c_ci, c_g, c_up, c_down, c_same, c_j],
+            cols,
             width,
         ));
         lines.push(Line::default());

@@ -181,6 +181,18 @@ pub fn sanitize_results(r: &mut Results) {
     for n in &mut r.notes {
         clean(n);
     }
+    let x = &mut r.exposure;
+    for f in &mut x.flags {
+        clean(f);
+    }
+    for c in &mut x.conditions {
+        for s in c.stray_skills.iter_mut().chain(c.never_used.iter_mut()) {
+            clean(s);
+        }
+    }
+    for c in &mut x.comparisons {
+        c.notes.iter_mut().for_each(clean);
+    }
 }
 
 /// The Results view's data for watched run `run_id`: the analysis of [`watched`] with the

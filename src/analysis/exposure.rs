@@ -102,6 +102,10 @@ pub struct ComparisonNote {
     pub name: String,
     /// What a reader must know about it.
     pub notes: Vec<String>,
+    /// Set when under half of the treated trials whose use is known used a skill: (used, known).
+    pub low_use: Option<(usize, usize)>,
+    /// Self-generated sides: (label, trials without a valid skill, trials recorded).
+    pub generated_none: Vec<(String, usize, usize)>,
 }
 
 /// Skill exposure and use over a selection (see the module doc).
@@ -345,12 +349,9 @@ pub fn compute(
         x.conditions.push(e);
     }
     for (name, with, without) in comparisons {
-        let notes = comparison_notes(&x.conditions, with, without);
-        if !notes.is_empty() {
-            x.comparisons.push(ComparisonNote {
-                name: name.to_string(),
-                notes,
-            });
+        let note = comparison_note(&x.conditions, name, with, without);
+        if !note.notes.is_empty() {
+            x.comparisons.push(note);
         }
     }
     if experiment {
@@ -402,31 +403,41 @@ fn provenance(
     by_task.into_values().collect()
 }
 
-/// The notes beside a comparison of `with` against `without`: under half of the treated trials
-/// used a skill; how many trials of a self-generated side produced no valid skill.
-fn comparison_notes(conditions: &[ConditionExposure], with: &str, without: &str) -> Vec<String> {
-    let mut notes = Vec::new();
+/// The note beside comparison `name` of `with` against `without`: under half of the treated
+/// trials used a skill; how many trials of a self-generated side produced no valid skill.
+fn comparison_note(
+    conditions: &[ConditionExposure],
+    name: &str,
+    with: &str,
+    without: &str,
+) -> ComparisonNote {
     let of = |label: &str| conditions.iter().find(|c| c.label == label);
-    if let Some(t) = of(with)
-        && let Some(share) = t.used_share
-        && share < 0.5
-    {
+    let low_use = of(with)
+        .filter(|t| t.used_share.is_some_and(|s| s < 0.5))
+        .map(|t| (t.used, t.use_known));
+    let generated_none: Vec<(String, usize, usize)> = [with, without]
+        .into_iter()
+        .filter_map(|l| {
+            of(l).and_then(|c| c.generated_none.map(|n| (l.to_string(), n, c.recorded)))
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if let Some((used, known)) = low_use {
         notes.push(format!(
-            "only {} of {} treated trials used a skill",
-            t.used, t.use_known
+            "only {used} of {known} treated trials used a skill"
         ));
     }
-    for label in [with, without] {
-        if let Some(c) = of(label)
-            && let Some(n) = c.generated_none
-        {
-            notes.push(format!(
-                "{n} of {} {label} trials produced no valid skill",
-                c.recorded
-            ));
-        }
+    for (label, n, of) in &generated_none {
+        notes.push(format!(
+            "{n} of {of} {label} trials produced no valid skill"
+        ));
     }
-    notes
+    ComparisonNote {
+        name: name.to_string(),
+        notes,
+        low_use,
+        generated_none,
+    }
 }
 
 #[cfg(test)]

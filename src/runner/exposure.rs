@@ -214,10 +214,7 @@ type Listing = (Vec<(String, String)>, Vec<(String, String)>);
 
 /// Which of `candidates` exist in the container: `(path, real path)` of each folder, and of each
 /// entry in one that is a link to a folder elsewhere.
-async fn list(
-    container: &TrialContainer,
-    candidates: &[String],
-) -> Result<Listing, String> {
+async fn list(container: &TrialContainer, candidates: &[String]) -> Result<Listing, String> {
     let words: Vec<String> = candidates.iter().map(|c| quoted(c)).collect();
     let script = format!(
         "for d in {}; do\n\

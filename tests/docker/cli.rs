@@ -14,6 +14,22 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// Every latest trial's folder, task and condition.
+fn trial_folders(c: &rusqlite::Connection) -> Vec<(std::path::PathBuf, String, String)> {
+    c.prepare("SELECT trial_dir, task_id, condition FROM trials WHERE superseded = 0")
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                std::path::PathBuf::from(r.get::<_, String>(0)?),
+                r.get(1)?,
+                r.get(2)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn example_run_prints_pass_rates_and_status_reports_them() {
     require_docker().await;
@@ -50,6 +66,70 @@ async fn example_run_prints_pass_rates_and_status_reports_them() {
         )
         .unwrap();
     assert_eq!(with_tests, 20);
+
+    // Every trial folder proves which skills its agent could see: curated trials exactly their
+    // task's skills, hashed as the files of environment/skills (computed here independently);
+    // no-skills trials none. status --json's per-condition counts are recomputed from the folders.
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("data/example-tasks");
+    let mut seen: std::collections::BTreeMap<String, (usize, usize)> = Default::default();
+    let mut folders = 0;
+    for (dir, task, condition) in trial_folders(&c) {
+        let x = common::skill_exposure(&dir);
+        folders += 1;
+        let visible: std::collections::BTreeMap<String, String> = x["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["dir"].as_str().unwrap().to_string(),
+                    s["sha256"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        let skills_dir = examples.join(&task).join("environment/skills");
+        let task_skills: std::collections::BTreeMap<String, String> =
+            std::fs::read_dir(&skills_dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .map(|e| {
+                    (
+                        e.file_name().to_string_lossy().into_owned(),
+                        common::folder_sha256(&e.path()),
+                    )
+                })
+                .collect();
+        match condition.as_str() {
+            "curated" => {
+                assert!(!task_skills.is_empty(), "{task} has skills");
+                assert_eq!(visible, task_skills, "{task}: {x:#}");
+                assert!(
+                    x["skills"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .all(|s| s["origin"] == "task")
+                );
+            }
+            _ => assert!(visible.is_empty(), "{task} no-skills sees no skill: {x:#}"),
+        }
+        assert_eq!(
+            x["used"]["state"], "unknown",
+            "the oracle's use of skills is unknown"
+        );
+        let e = seen.entry(condition).or_default();
+        e.0 += 1;
+        e.1 += usize::from(!visible.is_empty());
+    }
+    assert_eq!(folders, 20);
+    for c in run["skill_exposure"].as_array().unwrap() {
+        let (recorded, with) = seen[c["condition"].as_str().unwrap()];
+        assert_eq!(c["recorded"], recorded, "{c:#}");
+        assert_eq!(c["with_skills"], with, "{c:#}");
+        assert_eq!(c["use_unknown"], if with > 0 { recorded } else { 0 });
+    }
+    assert_eq!(run["skill_flags"], serde_json::json!([]));
 
     // Running the same command again resumes the finished run: nothing re-runs.
     let again = skillscope(&s, &["run", "--trials", "2", "--headless"]);

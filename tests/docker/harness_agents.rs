@@ -31,6 +31,9 @@ struct Harness {
     /// Base URL path the CLI appends its routes to.
     base_path: &'static str,
     skills_dir: &'static str,
+    /// A skill the pinned CLI brings of its own, named in the model's requests unless it is
+    /// switched off.
+    builtin: &'static str,
 }
 
 const CLAUDE: Harness = Harness {
@@ -40,6 +43,7 @@ const CLAUDE: Harness = Harness {
     base_var: "ANTHROPIC_BASE_URL",
     base_path: "",
     skills_dir: "/root/.claude/skills",
+    builtin: "update-config",
 };
 
 const CODEX: Harness = Harness {
@@ -49,6 +53,7 @@ const CODEX: Harness = Harness {
     base_var: "OPENAI_BASE_URL",
     base_path: "/v1",
     skills_dir: "/root/.codex/skills",
+    builtin: "skill-installer",
 };
 
 const GEMINI: Harness = Harness {
@@ -58,6 +63,7 @@ const GEMINI: Harness = Harness {
     base_var: "GOOGLE_GEMINI_BASE_URL",
     base_path: "",
     skills_dir: "/root/.gemini/skills",
+    builtin: "antigravity-support",
 };
 
 fn solving_script(h: &Harness) -> Script {
@@ -253,6 +259,70 @@ async fn solves_the_task_on(h: &Harness, docker_host: Option<&str>) {
     assert_eq!(result["agent_result"]["n_output_tokens"], 200);
     assert_eq!(result["agent_info"]["name"], h.agent);
     assert_not_written(o.dir.path(), DUMMY_KEY);
+    assert_exposure(h, &model, &trial_dir, &c, t.id, true);
+}
+
+/// What the trial's agent could see and used: the task's skill alone (hashed as its files are),
+/// the harness's own skills switched off — the model's requests name the task's skill and not the
+/// built-in — and, when `reads` (the script reads the skill), its use with the step; else none,
+/// known.
+fn assert_exposure(
+    h: &Harness,
+    model: &ScriptedModel,
+    trial_dir: &Path,
+    c: &rusqlite::Connection,
+    trial_id: i64,
+    reads: bool,
+) {
+    let x = common::skill_exposure(trial_dir);
+    let skills = x["skills"].as_array().unwrap();
+    assert_eq!(skills.len(), 1, "{x:#}");
+    assert_eq!(skills[0]["dir"], "greeting");
+    assert_eq!(skills[0]["origin"], "task");
+    assert_eq!(
+        skills[0]["sha256"],
+        common::folder_sha256(
+            &harness_run::harness_tasks().join("hello-skill/environment/skills/greeting")
+        )
+    );
+    assert_eq!(x["builtins"]["switched_off"], true, "{x:#}");
+    assert_eq!(x["used"]["state"], "known", "{x:#}");
+    let used = x["used"]["skills"].as_array().unwrap();
+    if reads {
+        let g = used
+            .iter()
+            .find(|u| u["skill"] == "greeting")
+            .unwrap_or_else(|| panic!("the read of the skill was not recorded: {x:#}"));
+        assert_eq!(g["own"], true);
+        assert!(g["first_step"].as_i64().is_some_and(|s| s >= 2), "{x:#}");
+    } else {
+        assert_eq!(used.len(), 0, "{x:#}");
+    }
+    let stored: (String, i64) = c
+        .query_row(
+            "SELECT e.skill_use, (SELECT COUNT(*) FROM skill_uses u WHERE u.trial_id = e.trial_id)
+             FROM trial_exposures e WHERE e.trial_id = ?1",
+            [trial_id],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(stored.0, "known");
+    assert_eq!(stored.1 > 0, reads, "{stored:?}");
+    let bodies: String = model
+        .state
+        .recorded()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert!(
+        bodies.contains("The greeting this task expects"),
+        "the model was never offered the task's skill"
+    );
+    assert!(
+        !bodies.contains(h.builtin),
+        "the model was offered the harness's own skill {}",
+        h.builtin
+    );
 }
 
 async fn provider_failures(h: &Harness) {
@@ -323,6 +393,36 @@ async fn provider_failures(h: &Harness) {
 #[tokio::test(flavor = "multi_thread")]
 async fn claude_code_solves_a_task_against_the_scripted_model() {
     solves_the_task(&CLAUDE).await;
+}
+
+/// A scripted agent that never opens its skill: the trial is recorded as not using it (known, no
+/// use) — not as unknown.
+#[tokio::test(flavor = "multi_thread")]
+async fn claude_code_that_never_reads_its_skill_is_recorded_as_not_using_it() {
+    let model = ScriptedModel::start(Script {
+        commands: vec!["echo 'hello from the greeting skill' > /root/answer.txt".into()],
+        ..solving_script(&CLAUDE)
+    })
+    .await;
+    let o = run_harness(&CLAUDE, &model, "", "claude-code-no-read").await;
+    assert_eq!(o.exit, 0, "{}", o.stderr);
+    let t = &o.attempts[0];
+    assert_eq!(t.outcome, Some(Outcome::Pass), "{t:#?}");
+    let c = Store::open(&o.dir.path().join("s.db"))
+        .unwrap()
+        .connect()
+        .unwrap();
+    let dir = PathBuf::from(t.trial_dir.clone().unwrap());
+    assert_exposure(&CLAUDE, &model, &dir, &c, t.id, false);
+    let report = skillscope::report::build(
+        &c,
+        &skillscope::analysis::results::Selection::Runs(vec!["claude-code-no-read".into()]),
+        &skillscope::analysis::ci::CiMethod::default(),
+    )
+    .unwrap();
+    let e = &report.results.exposure.conditions[0];
+    assert_eq!((e.use_known, e.used, e.use_unknown), (1, 0, 0), "{e:#?}");
+    assert_eq!(e.never_used, vec!["greeting".to_string()]);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -17,4 +17,5 @@ mod preflight;
 mod read_only;
 mod resume;
 mod self_generated;
+mod skill_exposure;
 mod tui_hostile;

@@ -872,6 +872,83 @@ fn results_of_a_run() {
     snap("results_run_by_difficulty_end", &app);
 }
 
+/// The Results view's skill table: curated trials saw their task's skill and half used it (the
+/// comparison says so beside its Δ), no-skills trials saw nothing but one, which saw a planted
+/// skill — flagged above the table.
+#[test]
+fn results_with_skill_exposure() {
+    use skillscope::skillsbench::exposure::{ExposedSkill, Origin, SkillExposure};
+    let (d, mut app) = synthetic_app(
+        "dark",
+        SyntheticRun {
+            name: "exposure-run".into(),
+            tasks: 6,
+            trials: 2,
+            done_fraction: 1.0,
+            ..Default::default()
+        },
+        |conn, run| {
+            let rows = skillscope::store::queries::current_trials(conn, run.id).unwrap();
+            let first_no_skills = rows.iter().position(|t| t.condition == "no-skills");
+            for (i, t) in rows.iter().enumerate() {
+                let curated = t.condition == "curated";
+                let planted = Some(i) == first_no_skills;
+                let skill = |dir: &str, origin| ExposedSkill {
+                    name: dir.into(),
+                    dir: dir.into(),
+                    path: format!("/root/.claude/skills/{dir}"),
+                    paths: vec![format!("/root/.claude/skills/{dir}")],
+                    origin,
+                    sha256: format!("{dir}-hash"),
+                    files: 1,
+                    bytes: 10,
+                    enabled: true,
+                };
+                let mut x = SkillExposure {
+                    captured_at: "2026-11-21T10:00:00Z".into(),
+                    agent: "claude-code".into(),
+                    condition: t.condition.clone(),
+                    workdir: "/root".into(),
+                    folders: vec![],
+                    skills: match (curated, planted) {
+                        (true, _) => vec![skill(&format!("skill-{}", t.task_id), Origin::Task)],
+                        (false, true) => vec![skill("planted", Origin::Other)],
+                        _ => vec![],
+                    },
+                    builtins: None,
+                    hash: String::new(),
+                    error: None,
+                    used: None,
+                };
+                let used = if curated && i % 3 == 1 {
+                    vec![(format!("skill-{}", t.task_id), "read".to_string(), Some(2))]
+                } else {
+                    vec![]
+                };
+                x.set_used(Some(&used), &[]);
+                skillscope::store::exposure::record(conn, t.id, &x).unwrap();
+                let uses: Vec<SkillUseRow> = used
+                    .iter()
+                    .map(|(skill, kind, step)| SkillUseRow {
+                        skill: skill.clone(),
+                        kind: kind.clone(),
+                        first_step: *step,
+                        count: 1,
+                    })
+                    .collect();
+                skillscope::store::queries::set_skill_uses(conn, t.id, &uses).unwrap();
+            }
+        },
+    );
+    let conn = Store::open_existing(&d.db()).unwrap();
+    press(&mut app, &conn, KeyCode::Char('a'));
+    snap("results_exposure", &app);
+    let screen = render(&app, (120, 40));
+    for part in ["skills seen/used", "planted (other)", "4/12 used a skill"] {
+        assert!(screen.contains(part), "{part}: {screen}");
+    }
+}
+
 /// An experiment's Results: A, B (round 1), A', B' (round 2, partly finished) and the plan's
 /// four comparisons; scrolled to the end at 80×24 for the breakdown and the notes.
 #[test]

@@ -150,3 +150,43 @@ pub fn skillscope(s: &Scratch, args: &[&str]) -> std::process::Output {
         .output()
         .expect("run skillscope")
 }
+
+/// The SHA-256 of a skill folder as docs/scoring.md defines it, computed here independently of
+/// skillscope: over the lines `<path> NUL <sha256 of the file> LF` of every file under `dir`
+/// (relative paths with `/`, sorted; no links in test fixtures), lowercase hex.
+pub fn folder_sha256(dir: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) {
+        for e in std::fs::read_dir(dir).expect("read skill folder") {
+            let p = e.expect("entry").path();
+            if p.is_dir() {
+                walk(root, &p, out);
+            } else {
+                let rel = p.strip_prefix(root).unwrap();
+                let rel: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                let bytes = std::fs::read(&p).expect("read file");
+                out.push((rel.join("/"), format!("{:x}", Sha256::digest(&bytes))));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, dir, &mut files);
+    files.sort();
+    let mut h = Sha256::new();
+    for (path, sha) in files {
+        h.update(format!("{path}\0{sha}\n").as_bytes());
+    }
+    format!("{:x}", h.finalize())
+}
+
+/// The `agent/skill-exposure.json` of a trial folder.
+pub fn skill_exposure(trial_dir: &Path) -> serde_json::Value {
+    let path = trial_dir.join("agent/skill-exposure.json");
+    serde_json::from_slice(
+        &std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())),
+    )
+    .unwrap()
+}

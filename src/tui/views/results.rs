@@ -299,6 +299,26 @@ fn exposure(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
     lines
 }
 
+/// A comparison's skill note, short: `4/12 used a skill`, `5/5 C without a skill`.
+fn skill_note(res: &Results, comparison: &str) -> String {
+    let Some(n) = res
+        .exposure
+        .comparisons
+        .iter()
+        .find(|n| n.name == comparison)
+    else {
+        return String::new();
+    };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some((used, known)) = n.low_use {
+        parts.push(format!("{used}/{known} used a skill"));
+    }
+    for (label, none, of) in &n.generated_none {
+        parts.push(format!("{none}/{of} {label} without a skill"));
+    }
+    parts.join("; ")
+}
+
 /// Every line of the analysis, for `width` columns.
 fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<'static>> {
     let mut lines: Vec<Line<'static>> = Vec::new();
@@ -387,7 +407,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         let mut c_down = Col::new("worse", 1);
         let mut c_same = Col::new("same", 2);
         let mut c_j = Col::new("Δ judged", 3);
-        let mut c_note = Col::new("skills", 2).left();
+        let mut c_note = Col::new("skills", 1).left();
         for c in cmps {
             c_d.push(pp_text(c.delta_pp), t.delta(c.delta_pp));
             c_ci.push(ci_pp(c.delta_ci_pp), ci_style(t, c.delta_ci_pp));
@@ -402,7 +422,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
                 c.delta_pp_judged.map_or("—".into(), pp_text),
                 c.delta_pp_judged.map_or(t.dim, |d| t.delta(d)),
             );
-            c_note.push(res.exposure.notes_of(&c.name).join("; "), t.warn);
+            c_note.push(skill_note(res, &c.name), t.warn);
         }
         let mut cols = vec![c_d, c_ci];
         // Beside Δ: what the treated trials did with their skills, when it is worth a note.

@@ -275,7 +275,16 @@ fn assert_exposure(
     reads: bool,
 ) {
     let x = common::skill_exposure(trial_dir);
-    let skills = x["skills"].as_array().unwrap();
+    // The harness's own skills found on disk (Gemini CLI's, in its kit) are listed, switched off.
+    let (own, skills): (Vec<&serde_json::Value>, Vec<&serde_json::Value>) = x["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .partition(|s| s["origin"] == "harness");
+    assert!(own.iter().all(|s| s["enabled"] == false), "{x:#}");
+    if h.agent == "gemini-cli" {
+        assert!(own.iter().any(|s| s["dir"] == h.builtin), "{x:#}");
+    }
     assert_eq!(skills.len(), 1, "{x:#}");
     assert_eq!(skills[0]["dir"], "greeting");
     assert_eq!(skills[0]["origin"], "task");
@@ -308,20 +317,25 @@ fn assert_exposure(
         .unwrap();
     assert_eq!(stored.0, "known");
     assert_eq!(stored.1 > 0, reads, "{stored:?}");
-    let bodies: String = model
-        .state
-        .recorded()
+    let recorded = model.state.recorded();
+    // Offered before the agent did anything: the first request of the conversation.
+    let first = recorded
         .iter()
-        .map(|r| r.body.to_string())
-        .collect();
+        .find(|r| r.answer == "command 0")
+        .expect("a first model request");
     assert!(
-        bodies.contains("The greeting this task expects"),
-        "the model was never offered the task's skill"
+        first
+            .body
+            .to_string()
+            .contains("The greeting this task expects"),
+        "the model was not offered the task's skill: {}",
+        first.body
     );
     assert!(
-        !bodies.contains(h.builtin),
-        "the model was offered the harness's own skill {}",
-        h.builtin
+        !first.body.to_string().contains(h.builtin),
+        "the model was offered the harness's own skill {}: {}",
+        h.builtin,
+        first.body
     );
 }
 

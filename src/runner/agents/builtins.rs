@@ -1,14 +1,15 @@
 //! The skills each harness CLI brings of its own, and how a trial switches them off. What the
 //! pinned versions ship (read from the kits; docs/harnesses.md says the same):
 //!
-//! - **Claude Code** compiles its bundled skills and workflows into the binary (none on disk):
-//!   model-invocable ones such as `update-config`, `keybindings-help`, `claude-api` and
-//!   `fewer-permission-prompts`. `CLAUDE_CODE_DISABLE_BUNDLED_SKILLS=1` (the settings key
-//!   `disableBundledSkills`) removes them; the few that survive it cannot be invoked by the model.
-//! - **Codex CLI** embeds its system skills (`skill-creator`, `skill-installer`, `openai-docs`, …)
-//!   and writes them to `$CODEX_HOME/skills/.system` when a session starts;
-//!   `-c skills.bundled.enabled=false` (config `[skills.bundled] enabled`) neither offers nor
-//!   writes them.
+//! - **Claude Code** compiles its bundled skills into the binary (none on disk) and offers the
+//!   model `dataviz`, `update-config`, `keybindings-help`, `code-review`, `simplify`,
+//!   `fewer-permission-prompts`, `loop`, `claude-api`, `workflow-authoring`, `run`,
+//!   `plugin-authoring`, `init` and `security-review` beside the task's skills.
+//!   `CLAUDE_CODE_DISABLE_BUNDLED_SKILLS=1` (the settings key `disableBundledSkills`) removes them;
+//!   the few that survive it are user-invocable only.
+//! - **Codex CLI** embeds its system skills (`imagegen`, `openai-docs`, `skill-creator`,
+//!   `skill-installer`), installs them in `$CODEX_HOME/skills/.system` and offers them;
+//!   `-c skills.bundled.enabled=false` (config `[skills.bundled] enabled`) stops offering them.
 //! - **Gemini CLI** loads the skills in its bundle's `builtin/` folder (`skill-creator`,
 //!   `antigravity-support`); `skills.disabled` in `~/.gemini/settings.json` switches skills off by
 //!   name, so it lists each built-in except those a visible skill of the same name replaces.
@@ -30,17 +31,19 @@ pub const CODEX_SWITCH: &str = "skills.bundled.enabled=false";
 pub fn builtins(h: Harness, gemini_names: &[String]) -> Builtins {
     match h {
         Harness::ClaudeCode => Builtins {
-            ships: "bundled skills compiled into the CLI (none on disk), e.g. update-config, \
-                    keybindings-help, claude-api, fewer-permission-prompts"
+            ships: "bundled skills compiled into the CLI (none on disk): dataviz, update-config, \
+                    keybindings-help, code-review, simplify, fewer-permission-prompts, loop, \
+                    claude-api, workflow-authoring, run, plugin-authoring, init, security-review"
                 .into(),
             switched_off: true,
             setting: format!("{CLAUDE_CODE_SWITCH} (settings key disableBundledSkills)"),
             folders: Vec::new(),
         },
         Harness::Codex => Builtins {
-            ships: "system skills embedded in the CLI and written to $CODEX_HOME/skills/.system \
-                    when a session starts (skill-creator, skill-installer, openai-docs, …)"
-                .into(),
+            ships:
+                "system skills embedded in the CLI and installed in $CODEX_HOME/skills/.system: \
+                    imagegen, openai-docs, skill-creator, skill-installer"
+                    .into(),
             switched_off: true,
             setting: format!("-c {CODEX_SWITCH}"),
             folders: vec!["~/.codex/skills/.system".into()],

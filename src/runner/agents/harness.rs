@@ -277,6 +277,7 @@ impl CliAgent {
             Harness::GeminiCli => format!(
                 "mkdir -p \"$HOME/.gemini\"\n\
                  printf '%s' \"$SKILLSCOPE_GEMINI_SETTINGS\" > \"$HOME/.gemini/settings.json\"\n\
+                 unset SKILLSCOPE_GEMINI_SETTINGS\n\
                  gemini --yolo{model_eq} --output-format=stream-json --prompt=\"$SKILLSCOPE_INSTRUCTION\" </dev/null\nrc=$?\n\
                  f=$(ls -t \"$HOME\"/.gemini/tmp/*/chats/session-*.json* 2>/dev/null | head -n 1)\n\
                  if [ -n \"$f\" ]; then cp \"$f\" \"$SKILLSCOPE_LOGS\"/gemini-cli.session.jsonl; fi\n",

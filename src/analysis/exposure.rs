@@ -131,6 +131,9 @@ pub struct LearnedSplit {
     pub same_task: Vec<String>,
     /// The other tasks.
     pub held_out: Vec<String>,
+    /// True when the experiment's held-out split has exactly these sides (its same-task and
+    /// held-out results are then also this split's, and the hypotheses are not answered twice).
+    pub same_as_split: bool,
 }
 
 /// Scope names of the hypotheses answered over each side of a [`LearnedSplit`].
@@ -370,6 +373,7 @@ pub fn compute(
             x.split = Some(LearnedSplit {
                 same_task: same.into_iter().collect(),
                 held_out,
+                same_as_split: false,
             });
         }
     }

@@ -773,8 +773,13 @@ fn attach_exposure(
         .collect();
     let tasks: Vec<String> = results.tasks.iter().map(|t| t.id.clone()).collect();
     let experiment = matches!(selection, Selection::Experiment(_));
-    let x = compute(conn, &tasks, &scored, &compared, experiment)?;
-    if let Some(split) = &x.split {
+    let mut x = compute(conn, &tasks, &scored, &compared, experiment)?;
+    if let (Some(split), Some(h)) = (&mut x.split, &results.held_out) {
+        let side = |name: &str| h.subsets.iter().find(|s| s.name == name).map(|s| &s.tasks);
+        split.same_as_split = side("same-task") == Some(&split.same_task)
+            && side("held-out") == Some(&split.held_out);
+    }
+    if let Some(split) = x.split.as_ref().filter(|s| !s.same_as_split) {
         for (scope, ids) in SPLIT_SCOPES.iter().zip([&split.same_task, &split.held_out]) {
             let ids = ids.iter().cloned().collect();
             if let Some(sub) = subset(conn, selection, method, scope, ids)? {

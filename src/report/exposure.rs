@@ -148,6 +148,12 @@ pub fn section(x: &Exposure) -> Vec<Block> {
 /// learned-skill split.
 pub fn split_note(x: &Exposure) -> Option<String> {
     let s = x.split.as_ref()?;
+    if s.same_as_split {
+        return Some(format!(
+            "The learned skills' provenance agrees with the split: the {} task(s) some trial of which saw a skill learned from the task itself are the train tasks, and no test task saw one — the same-task and held-out rows are also the split by provenance.",
+            s.same_task.len()
+        ));
+    }
     Some(format!(
         "Rows *{}* are over the {} task(s) some trial of which saw a skill learned from the task itself ({}); rows *{}* over the other {} task(s).",
         SPLIT_SCOPES[0],

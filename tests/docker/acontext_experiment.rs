@@ -654,6 +654,23 @@ async fn a_split_experiment_learns_from_train_tasks_and_selects_round_2_skills()
             scopes,
             ["all tasks", "held-out", "same-task"].into_iter().collect()
         );
+        // Provenance by content hash agrees with the split: every round-2 trial of a train task
+        // saw a skill learned from that task's round-1 trials, no test task's did — so the
+        // hypotheses are not answered a second time under other names.
+        let x = &report.results.exposure;
+        let split = x
+            .split
+            .as_ref()
+            .expect("tasks on both sides of the provenance split");
+        let mut train_sorted = train.clone();
+        train_sorted.sort();
+        assert_eq!(split.same_task, train_sorted, "{mode}: {x:#?}");
+        assert!(split.same_as_split, "{mode}: {split:?}");
+        assert!(!x.provenance.is_empty());
+        for p in &x.provenance {
+            assert_eq!(p.trials, 1, "{p:?}");
+            assert_eq!(p.same_task > 0, train.contains(&p.task), "{mode}: {p:?}");
+        }
         assert_eq!(report.results.round2_skills.len(), 8);
         for r in &report.results.round2_skills {
             let want = if r.space == "LS-A" { "A'" } else { "B'" };
@@ -732,6 +749,8 @@ async fn the_held_out_plan_runs_to_the_end_and_answers_the_hypotheses() {
         "Δ B' − B",
         "## Round-2 skills per task",
         "## Self-generated skills",
+        "### Learned skills and the tasks they were learned from",
+        "provenance agrees with the split",
     ] {
         assert!(md.contains(part), "{part}:\n{md}");
     }

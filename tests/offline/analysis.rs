@@ -334,3 +334,93 @@ fn unknown_selections_are_named() {
     .unwrap_err();
     assert!(e.to_string().contains("x"));
 }
+
+/// Round 2 of an experiment without a split: every A' trial saw the learned skill `stl-mass`
+/// (the exported version's content hash), which LS-A learned from one round-1 trial of one
+/// task. That task's trials are "same task", every other task's are not; the report says so per
+/// task, and the hypotheses are answered over each side as well as over all tasks.
+#[test]
+fn learned_skills_are_traced_to_the_tasks_they_were_learned_from() {
+    use crate::support::learning_fixture;
+    use skillscope::skillsbench::exposure::{ExposedSkill, Origin, SkillExposure};
+    use skillscope::store::learning as lq;
+    let l = learning_fixture::learning();
+    let r2 = learning_fixture::round2(&l.conn);
+    let conn = &l.conn;
+    let stl = lq::versions(conn, l.a.id)
+        .unwrap()
+        .into_iter()
+        .find(|v| v.name == "stl-mass" && v.origin == "learned")
+        .unwrap();
+    let source_task = lq::sources(conn, l.a.id).unwrap()[0].task_id.clone();
+    for t in skillscope::store::queries::current_trials(conn, r2.id).unwrap() {
+        if !t.condition.ends_with("LS-A-v1") || t.status != skillscope::store::TrialStatus::Done {
+            continue;
+        }
+        let mut x = SkillExposure {
+            captured_at: "2026-11-21T10:00:00Z".into(),
+            agent: "claude-code".into(),
+            condition: t.condition.clone(),
+            workdir: "/root".into(),
+            folders: vec!["/root/.claude/skills".into()],
+            skills: vec![ExposedSkill {
+                name: "stl-mass".into(),
+                dir: "stl-mass".into(),
+                path: "/root/.claude/skills/stl-mass".into(),
+                paths: vec!["/root/.claude/skills/stl-mass".into()],
+                origin: Origin::Learned,
+                sha256: stl.content_hash.clone(),
+                files: 1,
+                bytes: 10,
+                enabled: true,
+            }],
+            builtins: None,
+            hash: String::new(),
+            error: None,
+            used: None,
+        };
+        x.set_used(Some(&[]), &[]);
+        skillscope::store::exposure::record(conn, t.id, &x).unwrap();
+    }
+    let r = analyze(
+        conn,
+        &Selection::Experiment("demo".into()),
+        &CiMethod::default(),
+    )
+    .unwrap();
+    let x = &r.exposure;
+    let a2 = x.conditions.iter().find(|c| c.label == "A'").unwrap();
+    assert!(
+        a2.with_learned > 0 && a2.same_task > 0 && a2.same_task < a2.with_learned,
+        "{a2:#?}"
+    );
+    // Nobody used the skill: every known trial counts, the share is 0 and the comparisons say so.
+    assert_eq!((a2.used, a2.used_share), (0, Some(0.0)));
+    assert!(
+        x.notes_of("A' vs A")
+            .iter()
+            .any(|n| n.starts_with("only 0 of ")),
+        "{:?}",
+        x.comparisons
+    );
+    for p in x.provenance.iter().filter(|p| p.condition == "A'") {
+        assert_eq!(p.same_task > 0, p.task == source_task, "{p:?}");
+        assert!(p.same_task <= p.with_learned && p.with_learned <= p.trials);
+    }
+    let split = x.split.as_ref().expect("tasks on both sides");
+    assert_eq!(split.same_task, vec![source_task.clone()]);
+    assert!(!split.same_as_split);
+    assert_eq!(split.same_task.len() + split.held_out.len(), r.tasks.len());
+    let scopes: std::collections::BTreeSet<&str> =
+        r.hypotheses.iter().map(|h| h.scope.as_str()).collect();
+    assert_eq!(
+        scopes,
+        [
+            "all tasks",
+            "learned from the task",
+            "not learned from the task"
+        ]
+        .into_iter()
+        .collect()
+    );
+}

@@ -226,6 +226,25 @@ fn ci_style(t: &Theme, ci: Option<Ci>) -> Style {
     }
 }
 
+/// `text` wrapped to `width`, its first line after `mark` (in `mark_style`), the others indented
+/// as far.
+fn bullet(
+    mark: &'static str,
+    text: Span<'static>,
+    mark_style: Style,
+    width: usize,
+) -> Vec<Line<'static>> {
+    super::wrap::wrap(&Line::from(text), width.saturating_sub(4))
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut spans = vec![Span::styled(if i == 0 { mark } else { "    " }, mark_style)];
+            spans.extend(l.spans);
+            Line::from(spans)
+        })
+        .collect()
+}
+
 /// The skill exposure table: per condition, the trials that could see skills (and stray ones),
 /// harness built-ins offered, the trials that used one of their skills among those whose use is
 /// known, unknown ones and skills never used; the flags first. Nothing when no trial recorded
@@ -237,15 +256,7 @@ fn exposure(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
     }
     let mut lines = Vec::new();
     for f in &x.flags {
-        let text = Line::from(Span::styled(f.clone(), t.warn));
-        for (i, l) in super::wrap::wrap(&text, width.saturating_sub(4))
-            .into_iter()
-            .enumerate()
-        {
-            let mut spans = vec![Span::styled(if i == 0 { "  ! " } else { "    " }, t.warn)];
-            spans.extend(l.spans);
-            lines.push(Line::from(spans));
-        }
+        lines.extend(bullet("  ! ", Span::styled(f.clone(), t.warn), t.warn, width));
     }
     let of = |n: usize, m: usize| format!("{n}/{m}");
     let mut c_seen = Col::new("saw skills", 0);
@@ -589,15 +600,7 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
     if !res.notes.is_empty() {
         lines.push(Line::from(Span::styled("notes", t.header)));
         for n in &res.notes {
-            let text = Line::from(Span::styled(n.clone(), t.text));
-            for (i, l) in super::wrap::wrap(&text, width.saturating_sub(4))
-                .into_iter()
-                .enumerate()
-            {
-                let mut spans = vec![Span::styled(if i == 0 { "  • " } else { "    " }, t.warn)];
-                spans.extend(l.spans);
-                lines.push(Line::from(spans));
-            }
+            lines.extend(bullet("  • ", Span::styled(n.clone(), t.text), t.warn, width));
         }
     }
     while lines.last().is_some_and(|l| l.width() == 0) {

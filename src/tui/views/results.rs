@@ -256,7 +256,12 @@ fn exposure(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
     }
     let mut lines = Vec::new();
     for f in &x.flags {
-        lines.extend(bullet("  ! ", Span::styled(f.clone(), t.warn), t.warn, width));
+        lines.extend(bullet(
+            "  ! ",
+            Span::styled(f.clone(), t.warn),
+            t.warn,
+            width,
+        ));
     }
     let of = |n: usize, m: usize| format!("{n}/{m}");
     let mut c_seen = Col::new("saw skills", 0);
@@ -600,7 +605,12 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
     if !res.notes.is_empty() {
         lines.push(Line::from(Span::styled("notes", t.header)));
         for n in &res.notes {
-            lines.extend(bullet("  • ", Span::styled(n.clone(), t.text), t.warn, width));
+            lines.extend(bullet(
+                "  • ",
+                Span::styled(n.clone(), t.text),
+                t.warn,
+                width,
+            ));
         }
     }
     while lines.last().is_some_and(|l| l.width() == 0) {

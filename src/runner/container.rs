@@ -497,6 +497,25 @@ impl TrialContainer {
         self.upload_tar(Tar::Spooled(file), dest).await
     }
 
+    /// Unpacks a tar (as Docker archives a path: its own name at the top) into the folder `dir`
+    /// of the container, which must exist.
+    ///
+    /// # Errors
+    /// [`RunnerError::Docker`] for the upload.
+    pub async fn upload_tar_at(&self, tar: Vec<u8>, dir: &str) -> Result<(), RunnerError> {
+        self.docker
+            .upload_to_container(
+                &self.id,
+                Some(UploadToContainerOptions {
+                    path: dir.into(),
+                    ..Default::default()
+                }),
+                bollard::body_full(tar.into()),
+            )
+            .await
+            .map_err(|e| RunnerError::docker(format!("copying into {dir} of {}", self.name), e))
+    }
+
     /// Unpacks `tar` at the container's root.
     async fn upload_tar(&self, tar: impl Into<Tar>, what: &str) -> Result<(), RunnerError> {
         let body = match tar.into() {

@@ -405,10 +405,11 @@ async fn attempt(
     let image = match image {
         Ok(i) => {
             let _ = std::fs::write(&build_log, i.log.as_str());
+            p.image_builds = serde_json::to_value(&i.builds).ok();
             i
         }
         Err(e) => {
-            let _ = std::fs::write(&build_log, &e.message);
+            let _ = std::fs::write(&build_log, e.log_text());
             return Err(match e.fault {
                 Some(k) => Failed::fault(k, e.message),
                 None => Failed::new(Outcome::BuildError, e.message),
@@ -497,7 +498,16 @@ async fn attempt(
     };
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "container started");
     p.container_id = Some(container.id.clone());
-    let result = in_container(scope, p, evidence, &container, mount_logs).await;
+    let verifier_files = image.verifier_files.clone();
+    let result = in_container(
+        scope,
+        p,
+        evidence,
+        &container,
+        mount_logs,
+        verifier_files.as_deref(),
+    )
+    .await;
     services.reap(&env.reaper, container);
     result
 }
@@ -508,6 +518,7 @@ async fn in_container(
     evidence: &mut Evidence,
     container: &TrialContainer,
     mount_logs: bool,
+    verifier_files: Option<&super::image::VerifierFiles>,
 ) -> Result<Done, Failed> {
     let Scope {
         job,
@@ -659,6 +670,12 @@ async fn in_container(
     } else {
         None
     };
+    // The verifier's own copies of skills arrive now, after the agent (never in its image).
+    if let Some(v) = verifier_files {
+        v.install(container)
+            .await
+            .map_err(|e| Failed::runner(e, "giving the verifier its copies of skills"))?;
+    }
     let verified = verifier::run_verifier(
         container,
         task,

@@ -37,6 +37,7 @@ pub const CA_ENV_VARS: &[&str] = &[
 ];
 
 pub mod heredoc;
+pub mod skills;
 
 pub use heredoc::{ContextFile, Heredoc, HeredocRewrite, rewrite_heredocs};
 
@@ -185,7 +186,7 @@ pub fn is_skill_source(src: &str) -> bool {
 
 /// Splits COPY/ADD arguments into (flags, sources, destination). `None` when there is no
 /// destination. JSON form (`["a", "b"]`) is accepted.
-fn split_copy_args(args: &str) -> Option<(Vec<String>, Vec<String>, String)> {
+pub(crate) fn split_copy_args(args: &str) -> Option<(Vec<String>, Vec<String>, String)> {
     let mut flags = Vec::new();
     let mut rest = args.trim();
     while rest.starts_with("--") {

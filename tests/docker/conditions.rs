@@ -185,3 +185,79 @@ async fn skills_reach_the_agent_only_in_skill_conditions() {
     let log = std::fs::read_to_string(dir.join("environment/build.log")).unwrap();
     assert!(log.contains("removed line"), "{log}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn no_skills_builds_where_a_build_step_needs_the_skills_and_the_verifier_gets_its_copy() {
+    let s = Scratch::new();
+    let out = s
+        .run(s.request(
+            "build-time-skills",
+            &["skills-at-build-time", "skill-gated"],
+            vec![Condition::NoSkills, Condition::Curated],
+            1,
+        ))
+        .await;
+    let rows = s.trials(out.run.id);
+    // Both conditions build and pass: the verifier found its copy, the agent never saw it.
+    for c in ["no-skills", "curated"] {
+        let r = one(&rows, "skills-at-build-time", c);
+        assert_eq!(r.outcome, Some(Outcome::Pass), "{c}: {:?}", r.error);
+    }
+    let image = |c: &str| one(&rows, "skills-at-build-time", c).image.clone().unwrap();
+    let probe = "find / -xdev -name SKILL.md 2>/dev/null; ls -d /root/.claude/skills/* /root/.codex/skills/* /root/verifier-skills 2>/dev/null; \
+                 cat /root/auth/token; ls /root/.claude/skills/mail-skill/node_modules 2>/dev/null; true";
+    // No-skills: the steps that needed the skills ran (the step after them too), then the skills
+    // went; the verifier's copy was never in the image.
+    let seen = sh_in_image(&image("no-skills"), probe).await;
+    assert_eq!(seen.trim(), "token", "no-skills image shows: {seen}");
+    // Curated: the task's own order, the dependencies installed inside the skill's folder.
+    let seen = sh_in_image(&image("curated"), probe).await;
+    assert!(seen.contains("installed.json"), "{seen}");
+    assert!(seen.contains("/root/.claude/skills/mail-skill"), "{seen}");
+    assert!(
+        !seen.contains("verifier-skills"),
+        "the agent's image holds the verifier's copy: {seen}"
+    );
+    let log = |task: &str, c: &str| {
+        let dir = std::path::PathBuf::from(one(&rows, task, c).trial_dir.clone().unwrap());
+        std::fs::read_to_string(dir.join("environment/build.log")).unwrap()
+    };
+    let l = log("skills-at-build-time", "no-skills");
+    assert!(
+        l.contains("kept for them, removed before the agent starts"),
+        "{l}"
+    );
+    assert!(l.contains("is the verifier's copy"), "{l}");
+    // A task no step of which reads its skills: curated is the no-skills image plus the skills
+    // as its last layers, so the task's own steps built once.
+    let l = log("skill-gated", "curated");
+    assert!(l.contains("layered over the no-skills image"), "{l}");
+    let base = one(&rows, "skill-gated", "no-skills")
+        .image
+        .clone()
+        .unwrap();
+    assert!(
+        l.contains(&format!("FROM {base}")) || l.contains(&base),
+        "{l}"
+    );
+    let builds = one(&rows, "skill-gated", "curated")
+        .image_builds
+        .clone()
+        .unwrap();
+    let tags: Vec<&str> = builds
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["tag"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            base.as_str(),
+            one(&rows, "skill-gated", "curated")
+                .image
+                .as_deref()
+                .unwrap()
+        ]
+    );
+}

@@ -1,31 +1,22 @@
-//! Task images: the build context per condition, its content hash, build-or-reuse, and the
-//! no-skills leak guard; and the images of a compose task's extra services.
-//!
-//! The context is `environment/` as a deterministic tar (sorted, times and owners zeroed) with:
-//! `.dockerignore` applied as Docker applies it ([`crate::skillsbench::dockerignore`]); the Dockerfile
-//! rewritten for the condition ([`crate::skillsbench::dockerfile`]) and its heredocs rewritten for the
-//! classic builder (their bodies added under `.skillscope/heredoc/`); `skills/` left out
-//! (no-skills), the task's own (curated) or the condition's folder (`skills:<dir>`); and the extra
-//! CA bundle when one is set. The image tag carries the first 12 hex digits of the tar's SHA-256,
-//! so an unchanged task × condition reuses its image across trials, runs and restarts. A compose
-//! service's context is its own `build.context` the same way, minus the task's skills, its build
-//! arguments hashed in.
+//! Build contexts: `environment/` as a deterministic tar (sorted, times and owners zeroed) with
+//! `.dockerignore` applied as Docker applies it ([`crate::skillsbench::dockerignore`]), the
+//! Dockerfile rewritten for its image ([`crate::skillsbench::dockerfile`] and
+//! [`crate::skillsbench::dockerfile::skills`]) and its heredocs rewritten for the classic builder
+//! (their bodies added under `.skillscope/heredoc/`), the skills it needs, and the extra CA bundle
+//! when one is set. The tag carries the first 12 hex digits of the tar's SHA-256, so an unchanged
+//! image is reused across trials, runs and restarts.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
-use bollard::query_parameters::BuildImageOptions;
-use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
-use tokio::sync::{Mutex, OnceCell};
 
-use super::container::TrialContainer;
-use super::{DockerHost, RunnerError, base_image, labels};
+use crate::runner::RunnerError;
 use crate::skillsbench::compose::BuildDef;
 use crate::skillsbench::condition::{docker_safe_name, sanitize_slug};
+use crate::skillsbench::dockerfile::skills::{self, SkillLines, Target, VERIFIER_STAGE};
 use crate::skillsbench::dockerfile::{self, RewriteOptions, SKILL_DESTINATIONS};
 use crate::skillsbench::dockerignore::DockerIgnore;
 use crate::skillsbench::{Condition, Task};
@@ -40,6 +31,16 @@ pub struct ImageSettings {
     pub ca_bundle: Option<PathBuf>,
     /// Folder for build contexts (a temp folder when `None`).
     pub work_dir: Option<PathBuf>,
+}
+
+/// The build stage of an image that holds the verifier's copies of skills
+/// ([`crate::skillsbench::dockerfile::skills`]): built with the image, never part of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifierStage {
+    /// The stage's name (the API's `target`).
+    pub target: String,
+    /// The container paths to hand to the verifier.
+    pub paths: Vec<String>,
 }
 
 /// A prepared build context.
@@ -62,6 +63,8 @@ pub struct ContextPlan {
     pub from_images: Vec<String>,
     /// The context tar on disk (deleted when the plan is dropped).
     pub tar: tempfile::NamedTempFile,
+    /// The stage holding the verifier's copies, when the task has any.
+    pub verifier: Option<VerifierStage>,
 }
 
 /// Where one build context comes from.
@@ -70,20 +73,280 @@ struct ContextSource<'a> {
     root: PathBuf,
     /// The Dockerfile's path inside `root`; the rewritten text takes its place.
     dockerfile: String,
+    /// The Dockerfile's text when it is not `root`'s (a layer over another image).
+    text: Option<String>,
     /// Top-level names of `root` left out (the skills folder, added per condition).
     leave_out: &'a [&'a str],
     /// A folder added as `skills/` (conditions with skills).
     skills: Option<PathBuf>,
+    /// How the task's skill copies are placed before the rest of the rewrite.
+    placement: Option<(SkillLines, Target)>,
     /// The condition's Dockerfile changes.
     rewrite: RewriteOptions,
     /// Build arguments, hashed into the tag.
     args: BTreeMap<String, String>,
     /// Tag up to the hash: `skillscope-task/<task>:<slug>`.
     tag_prefix: String,
+    /// Leave the root out entirely (a layer's context holds only its Dockerfile and skills).
+    root_files: bool,
 }
 
-/// Writes the build context of `task` under `condition` and hashes it. Blocking (reads the
-/// whole `environment/` folder); run it on a blocking thread.
+/// The task's skill copies, read from its Dockerfile, its `tests/` files (the copies they name
+/// are the verifier's) and its `environment/skills` listing. Blocking.
+///
+/// # Errors
+/// [`RunnerError::Task`] for a missing or unreadable Dockerfile.
+pub fn skill_lines(task: &Task) -> Result<SkillLines, RunnerError> {
+    let df = task.dockerfile();
+    let text = std::fs::read_to_string(&df).map_err(|e| {
+        RunnerError::Task(format!(
+            "missing or unreadable Dockerfile {}: {e}",
+            df.display()
+        ))
+    })?;
+    let mut tests = String::new();
+    for e in walkdir::WalkDir::new(task.tests_dir())
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .filter(|e| e.metadata().is_ok_and(|m| m.len() <= 1 << 20))
+    {
+        if let Ok(bytes) = std::fs::read(e.path()) {
+            tests.push_str(&String::from_utf8_lossy(&bytes));
+            tests.push('\n');
+        }
+    }
+    let skills = task.environment_dir().join("skills");
+    let entries = |sub: &str| -> Option<Vec<String>> {
+        let dir = skills.join(sub);
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        Some(names)
+    };
+    Ok(skills::analyze(&text, &tests, &entries))
+}
+
+/// How a task × condition's image is built: one Dockerfile, or the no-skills image with the
+/// condition's skills as its last layers (so the task's own steps build once for every condition).
+#[derive(Debug, Clone)]
+pub enum ImagePlan {
+    /// One image from the task's (rewritten) Dockerfile.
+    Single(Arc<ContextPlan>),
+    /// `layer` is built `FROM` `base`'s tag.
+    Layered {
+        /// The no-skills image.
+        base: Arc<ContextPlan>,
+        /// The skills over it.
+        layer: Arc<ContextPlan>,
+    },
+}
+
+impl ImagePlan {
+    /// The plan of the image the trial runs.
+    pub fn top(&self) -> &Arc<ContextPlan> {
+        match self {
+            ImagePlan::Single(p) | ImagePlan::Layered { layer: p, .. } => p,
+        }
+    }
+
+    /// The plan built from the task's own Dockerfile (the one with a verifier stage, if any).
+    pub fn own(&self) -> &Arc<ContextPlan> {
+        match self {
+            ImagePlan::Single(p) | ImagePlan::Layered { base: p, .. } => p,
+        }
+    }
+}
+
+/// True when `condition`'s image is the no-skills image with skills layered over it rather than
+/// the task's whole Dockerfile: always for a skills folder (`skills:<dir>`, `skills-by-task:<dir>`),
+/// and for `curated` when no build step reads the task's skills.
+pub fn layered(condition: &Condition, lines: &SkillLines) -> bool {
+    match condition {
+        Condition::NoSkills | Condition::SelfGenerated(_) => false,
+        Condition::Curated => lines.layerable(),
+        Condition::Skills { .. } | Condition::SkillsByTask { .. } => true,
+    }
+}
+
+/// The condition's skills folder (`None` for no skills); an error naming a folder that does not
+/// exist.
+fn condition_skills(task: &Task, condition: &Condition) -> Result<Option<PathBuf>, RunnerError> {
+    let missing =
+        |dir: &Path| RunnerError::Task(format!("skills folder {} does not exist", dir.display()));
+    Ok(match condition {
+        Condition::NoSkills | Condition::SelfGenerated(_) => None,
+        Condition::Curated => Some(task.environment_dir().join("skills")),
+        Condition::Skills { dir } => {
+            if !dir.is_dir() {
+                return Err(missing(dir));
+            }
+            Some(dir.clone())
+        }
+        Condition::SkillsByTask { dir } => {
+            if !dir.is_dir() {
+                return Err(missing(dir));
+            }
+            // A task without a subfolder gets an empty skills folder.
+            Some(dir.join(&task.id))
+        }
+    })
+}
+
+fn tag_prefix(task: &Task, slug: &str) -> String {
+    let mut slug = slug.to_string();
+    slug.truncate(40);
+    format!(
+        "skillscope-task/{}:{}",
+        docker_safe_name(&task.id),
+        slug.trim_end_matches(['-', '.'])
+    )
+}
+
+fn ca_path(settings: &ImageSettings) -> Option<String> {
+    settings
+        .ca_bundle
+        .as_ref()
+        .map(|_| CA_CONTEXT_PATH.to_string())
+}
+
+/// Writes the build context of the no-skills image of `task` (also the base the layered
+/// conditions build on): the task's own steps, its agent skill copies left out, those a build step
+/// reads kept for it and removed before the agent starts, the verifier's in a stage of their own
+/// ([`crate::skillsbench::dockerfile::skills`]). The task's skills are in the context only when a
+/// build step needs them. Blocking.
+///
+/// # Errors
+/// As [`prepare_context`].
+pub fn prepare_base(task: &Task, settings: &ImageSettings) -> Result<ContextPlan, RunnerError> {
+    let lines = skill_lines(task)?;
+    let needs = lines.needs_skills_in_context();
+    let source = ContextSource {
+        root: task.environment_dir(),
+        dockerfile: "Dockerfile".into(),
+        text: None,
+        leave_out: &["skills"],
+        skills: needs.then(|| task.environment_dir().join("skills")),
+        placement: Some((lines, Target::NoSkills)),
+        rewrite: RewriteOptions {
+            ca_bundle_context_path: ca_path(settings),
+            ..Default::default()
+        },
+        args: BTreeMap::new(),
+        tag_prefix: tag_prefix(task, "noskills"),
+        root_files: true,
+    };
+    write_context(&source, settings)
+}
+
+/// Writes the build context of `condition`'s image from the task's whole Dockerfile, the skills in
+/// the task's own order (a build step reads them) plus a block copying them to every harness
+/// folder. Blocking.
+///
+/// # Errors
+/// As [`prepare_context`].
+pub fn prepare_in_place(
+    task: &Task,
+    condition: &Condition,
+    settings: &ImageSettings,
+) -> Result<ContextPlan, RunnerError> {
+    let lines = skill_lines(task)?;
+    let source = ContextSource {
+        root: task.environment_dir(),
+        dockerfile: "Dockerfile".into(),
+        text: None,
+        leave_out: &["skills"],
+        skills: condition_skills(task, condition)?,
+        placement: Some((lines, Target::InPlace)),
+        rewrite: RewriteOptions {
+            append_skill_destinations: SKILL_DESTINATIONS.iter().map(|s| s.to_string()).collect(),
+            ca_bundle_context_path: ca_path(settings),
+            ..Default::default()
+        },
+        args: BTreeMap::new(),
+        tag_prefix: tag_prefix(task, &condition.slug()),
+        root_files: true,
+    };
+    write_context(&source, settings)
+}
+
+/// Writes the build context of `condition`'s skills as the last layers over `base` (the
+/// no-skills image's plan): `FROM <base tag>`, then each agent copy of the task's Dockerfile with
+/// its destination made absolute (one naming a part of the skills folder only when the
+/// condition's folder has it), then the block copying `skills/` to every harness folder. The
+/// context holds the Dockerfile and the condition's skills only. Blocking.
+///
+/// # Errors
+/// As [`prepare_context`].
+pub fn prepare_layer(
+    task: &Task,
+    condition: &Condition,
+    base: &ContextPlan,
+    settings: &ImageSettings,
+) -> Result<ContextPlan, RunnerError> {
+    let lines = skill_lines(task)?;
+    let skills = condition_skills(task, condition)?;
+    let mut text = format!(
+        "FROM {}\n# skillscope: the condition's skills as the last layers over the no-skills image (no build step reads them)\n",
+        base.tag
+    );
+    let mut changes = vec![format!(
+        "layered over the no-skills image {} (the task's own steps build once)",
+        base.tag
+    )];
+    for (head, sources, dest) in lines.agent_layers() {
+        let present: Vec<String> = sources
+            .iter()
+            .filter(|s| {
+                let rel = s.trim_start_matches("./").trim_start_matches('/');
+                let sub = rel.trim_start_matches("skills").trim_start_matches('/');
+                sub.is_empty()
+                    || skills.as_ref().is_some_and(|d| {
+                        glob::glob(&d.join(sub).to_string_lossy())
+                            .map(|mut g| g.next().is_some())
+                            .unwrap_or(false)
+                    })
+            })
+            .cloned()
+            .collect();
+        if present.is_empty() {
+            changes.push(format!(
+                "left out `{head} {} {dest}`: the condition's skills have no such part",
+                sources.join(" ")
+            ));
+            continue;
+        }
+        text.push_str(&format!("{head} {} {dest}\n", present.join(" ")));
+    }
+    let source = ContextSource {
+        root: task.environment_dir(),
+        dockerfile: "Dockerfile".into(),
+        text: Some(text),
+        leave_out: &[],
+        skills,
+        placement: None,
+        rewrite: RewriteOptions {
+            append_skill_destinations: SKILL_DESTINATIONS.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        },
+        args: BTreeMap::new(),
+        tag_prefix: tag_prefix(task, &condition.slug()),
+        root_files: false,
+    };
+    let mut plan = write_context(&source, settings)?;
+    changes.append(&mut plan.changes);
+    plan.changes = changes;
+    Ok(plan)
+}
+
+/// Writes the build context of the image a trial of `task` under `condition` runs in: the
+/// no-skills image for no-skills and self-generated; for a condition with skills, the layer over
+/// it ([`prepare_layer`], whose base this prepares too) or the whole Dockerfile
+/// ([`prepare_in_place`]) when a build step reads the task's skills. Blocking (reads the whole
+/// `environment/` folder); run it on a blocking thread.
 ///
 /// # Errors
 /// [`RunnerError::Task`] for a missing Dockerfile or skills folder, a heredoc that cannot be
@@ -93,56 +356,16 @@ pub fn prepare_context(
     condition: &Condition,
     settings: &ImageSettings,
 ) -> Result<ContextPlan, RunnerError> {
-    let skills = match condition {
-        Condition::NoSkills | Condition::SelfGenerated(_) => None,
-        Condition::Curated => Some(task.environment_dir().join("skills")),
-        Condition::Skills { dir } => {
-            if !dir.is_dir() {
-                return Err(RunnerError::Task(format!(
-                    "skills folder {} does not exist",
-                    dir.display()
-                )));
-            }
-            Some(dir.clone())
-        }
-        Condition::SkillsByTask { dir } => {
-            if !dir.is_dir() {
-                return Err(RunnerError::Task(format!(
-                    "skills folder {} does not exist",
-                    dir.display()
-                )));
-            }
-            // A task without a subfolder gets an empty skills folder.
-            Some(dir.join(&task.id))
-        }
-    };
-    let mut slug = condition.slug();
-    slug.truncate(40);
-    let source = ContextSource {
-        root: task.environment_dir(),
-        dockerfile: "Dockerfile".into(),
-        leave_out: &["skills"],
-        skills,
-        rewrite: RewriteOptions {
-            strip_skill_copies: !condition.has_skills(),
-            append_skill_destinations: if condition.has_skills() {
-                SKILL_DESTINATIONS.iter().map(|s| s.to_string()).collect()
-            } else {
-                Vec::new()
-            },
-            ca_bundle_context_path: settings
-                .ca_bundle
-                .as_ref()
-                .map(|_| CA_CONTEXT_PATH.to_string()),
-        },
-        args: BTreeMap::new(),
-        tag_prefix: format!(
-            "skillscope-task/{}:{}",
-            docker_safe_name(&task.id),
-            slug.trim_end_matches(['-', '.'])
-        ),
-    };
-    write_context(&source, settings)
+    let condition = condition.image_condition();
+    if !condition.has_skills() {
+        return prepare_base(task, settings);
+    }
+    if layered(condition, &skill_lines(task)?) {
+        let base = prepare_base(task, settings)?;
+        prepare_layer(task, condition, &base, settings)
+    } else {
+        prepare_in_place(task, condition, settings)
+    }
 }
 
 /// Writes the build context of compose service `service` of `task`: its context folder (the
@@ -165,8 +388,11 @@ pub fn prepare_service_context(
     let source = ContextSource {
         root: build.context.clone(),
         dockerfile: build.dockerfile.clone(),
+        text: None,
         leave_out: if at_env_root { &["skills"] } else { &[] },
         skills: None,
+        placement: None,
+        root_files: true,
         rewrite: RewriteOptions {
             strip_skill_copies: true,
             append_skill_destinations: Vec::new(),
@@ -209,12 +435,29 @@ fn write_context(
 ) -> Result<ContextPlan, RunnerError> {
     let root = &source.root;
     let df_path = root.join(&source.dockerfile);
-    let original = std::fs::read_to_string(&df_path).map_err(|e| {
-        RunnerError::Task(format!(
-            "missing or unreadable Dockerfile {}: {e}",
-            df_path.display()
-        ))
-    })?;
+    let mut original = match &source.text {
+        Some(t) => t.clone(),
+        None => std::fs::read_to_string(&df_path).map_err(|e| {
+            RunnerError::Task(format!(
+                "missing or unreadable Dockerfile {}: {e}",
+                df_path.display()
+            ))
+        })?,
+    };
+    let mut changes = Vec::new();
+    let mut verifier = None;
+    if let Some((lines, target)) = &source.placement {
+        let (text, placed) = skills::rewrite(&original, lines, *target);
+        original = text;
+        changes = placed;
+        let paths = lines.verifier_paths();
+        if !paths.is_empty() {
+            verifier = Some(VerifierStage {
+                target: VERIFIER_STAGE.to_string(),
+                paths,
+            });
+        }
+    }
     let rewrite = dockerfile::rewrite(&original, &source.rewrite);
     let heredocs = dockerfile::rewrite_heredocs(&rewrite.text).map_err(|errors| {
         RunnerError::Task(format!(
@@ -223,7 +466,7 @@ fn write_context(
             errors.join("; ")
         ))
     })?;
-    let mut changes = rewrite.changes;
+    changes.extend(rewrite.changes);
     changes.extend(heredocs.changes.iter().map(|c| format!("heredoc {c}")));
     let text = heredocs.text;
     let from_images = dockerfile::parse_instructions(&text)
@@ -236,7 +479,11 @@ fn write_context(
                 .map(str::to_string)
         })
         .collect();
-    let (ignore, ignore_file) = read_dockerignore(root, &source.dockerfile)?;
+    let (ignore, ignore_file) = if source.root_files {
+        read_dockerignore(root, &source.dockerfile)?
+    } else {
+        (DockerIgnore::default(), String::new())
+    };
 
     let tmp_dir = settings.work_dir.clone().unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&tmp_dir).map_err(|e| RunnerError::io(&tmp_dir, e))?;
@@ -268,7 +515,9 @@ fn write_context(
         leave_out: source.leave_out,
         left_out: Vec::new(),
     };
-    walk.append(&mut b, Path::new(""))?;
+    if source.root_files {
+        walk.append(&mut b, Path::new(""))?;
+    }
     if !walk.left_out.is_empty() {
         let n = walk.left_out.len();
         let shown: Vec<&str> = walk.left_out.iter().take(10).map(String::as_str).collect();
@@ -311,6 +560,7 @@ fn write_context(
         changes,
         from_images,
         tar: tar_file,
+        verifier,
     })
 }
 
@@ -433,394 +683,6 @@ impl<W: Write> Write for HashingWriter<W> {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
-    }
-}
-
-/// A ready image for a trial.
-#[derive(Debug, Clone)]
-pub struct ReadyImage {
-    /// Image tag.
-    pub tag: String,
-    /// Context hash.
-    pub hash: String,
-    /// True when this call built it; false when it already existed.
-    pub built: bool,
-    /// Build log (or a note that the image was reused) for the trial folder.
-    pub log: Arc<String>,
-}
-
-/// Why an image is not ready: the task's own build failed (its Dockerfile, its context, a skills
-/// leak into a no-skills image) or an infrastructure fault got in the way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BuildFailure {
-    /// What failed, with the end of the build log.
-    pub message: String,
-    /// Set when the failure is an infrastructure fault (the attempt is re-queued and the build
-    /// tried again), `None` when the task's build itself failed (a `build-error` verdict).
-    pub fault: Option<super::Fault>,
-}
-
-impl BuildFailure {
-    /// The task's own build failed.
-    pub fn task(message: impl Into<String>) -> BuildFailure {
-        BuildFailure {
-            message: message.into(),
-            fault: None,
-        }
-    }
-
-    /// A runner error on the way: a fault when it is one.
-    pub fn runner(context: &str, e: RunnerError) -> BuildFailure {
-        BuildFailure {
-            fault: e.fault(),
-            message: format!("{context}: {e}"),
-        }
-    }
-}
-
-impl std::fmt::Display for BuildFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-/// Result of a build, shared by every trial waiting on it.
-type BuildOutcome = Result<ReadyImage, BuildFailure>;
-
-/// A value computed once and shared by everyone who asks for the same key.
-type Shared<T> = Arc<OnceCell<T>>;
-/// Key → once-computed value.
-type OnceMap<K, T> = Mutex<HashMap<K, Shared<T>>>;
-
-/// Per-process cache of prepared contexts and built images, so the trials of one task × condition
-/// build once even when they start together, and a failed build is reported to each of them
-/// without rebuilding (until [`ImageCache::forget_failures`]).
-#[derive(Default)]
-pub struct ImageCache {
-    settings: ImageSettings,
-    plans: OnceMap<(String, String), Result<Arc<ContextPlan>, BuildFailure>>,
-    builds: OnceMap<(String, String), BuildOutcome>,
-    base: OnceMap<String, Result<(), BuildFailure>>,
-}
-
-impl ImageCache {
-    /// A cache using these build settings.
-    pub fn new(settings: ImageSettings) -> ImageCache {
-        ImageCache {
-            settings,
-            ..Default::default()
-        }
-    }
-
-    /// Drops cached failures so the next request builds again (used by retries).
-    pub async fn forget_failures(&self) {
-        let mut plans = self.plans.lock().await;
-        plans.retain(|_, cell| !matches!(cell.get(), Some(Err(_))));
-        let mut builds = self.builds.lock().await;
-        builds.retain(|_, cell| !matches!(cell.get(), Some(Err(_))));
-    }
-
-    /// The image of `task` × `condition` on `host`: reused when the tag exists, built otherwise.
-    /// A self-generated condition gets the no-skills image ([`Condition::image_condition`]). An
-    /// image without skills is also checked for leaked skills.
-    ///
-    /// # Errors
-    /// [`BuildFailure`]: the task's own failure (the build's, the context's or the leak guard's
-    /// message), the same for every trial of the pair until [`ImageCache::forget_failures`]; or
-    /// an infrastructure fault, which is not kept (the next attempt builds again).
-    pub async fn ensure(
-        &self,
-        host: &DockerHost,
-        task: &Arc<Task>,
-        condition: &Condition,
-        timeout: Duration,
-    ) -> BuildOutcome {
-        let condition = condition.image_condition();
-        let plan = self.plan(task, condition).await?;
-        self.build_plan(host, &plan, task, timeout, !condition.has_skills())
-            .await
-    }
-
-    async fn plan(
-        &self,
-        task: &Arc<Task>,
-        condition: &Condition,
-    ) -> Result<Arc<ContextPlan>, BuildFailure> {
-        let (t, c, settings) = (task.clone(), condition.clone(), self.settings.clone());
-        self.plan_with((task.id.clone(), condition.key()), move || {
-            prepare_context(&t, &c, &settings)
-        })
-        .await
-    }
-
-    /// The context plan under `key`, prepared once on a blocking thread.
-    async fn plan_with(
-        &self,
-        key: (String, String),
-        prepare: impl FnOnce() -> Result<ContextPlan, RunnerError> + Send + 'static,
-    ) -> Result<Arc<ContextPlan>, BuildFailure> {
-        let cell = {
-            let mut plans = self.plans.lock().await;
-            plans.entry(key.clone()).or_default().clone()
-        };
-        let result = cell
-            .get_or_init(|| async {
-                tokio::task::spawn_blocking(prepare)
-                    .await
-                    .map_err(|e| BuildFailure::task(format!("preparing the build context: {e}")))
-                    .and_then(|r| {
-                        r.map_err(|e| match e.fault() {
-                            Some(_) => BuildFailure::runner("preparing the build context", e),
-                            None => BuildFailure::task(e.to_string()),
-                        })
-                    })
-                    .map(Arc::new)
-            })
-            .await
-            .clone();
-        if matches!(&result, Err(f) if f.fault.is_some()) {
-            forget_cell(&self.plans, &key, &cell).await;
-        }
-        result
-    }
-
-    /// The image of compose service `service` of `task` on `host`, built from `build` (or reused
-    /// by its context hash, like a task image; skills are never part of it).
-    ///
-    /// # Errors
-    /// As [`ImageCache::ensure`].
-    pub async fn ensure_service(
-        &self,
-        host: &DockerHost,
-        task: &Arc<Task>,
-        service: &str,
-        build: &BuildDef,
-        timeout: Duration,
-    ) -> BuildOutcome {
-        let key = (
-            task.id.clone(),
-            format!(
-                "service {service} {} {} {:?}",
-                build.context.display(),
-                build.dockerfile,
-                build.args
-            ),
-        );
-        let (t, svc, b, settings) = (
-            task.clone(),
-            service.to_string(),
-            build.clone(),
-            self.settings.clone(),
-        );
-        let plan = self
-            .plan_with(key, move || {
-                prepare_service_context(&t, &svc, &b, &settings)
-            })
-            .await?;
-        self.build_plan(host, &plan, task, timeout, false).await
-    }
-
-    /// Builds (or reuses) a prepared plan once per host and tag; with `check_leaks` the image
-    /// must hold no skills (the no-skills condition).
-    async fn build_plan(
-        &self,
-        host: &DockerHost,
-        plan: &Arc<ContextPlan>,
-        task: &Arc<Task>,
-        timeout: Duration,
-        check_leaks: bool,
-    ) -> BuildOutcome {
-        let key = (host.name.clone(), plan.tag.clone());
-        let cell = {
-            let mut builds = self.builds.lock().await;
-            builds.entry(key.clone()).or_default().clone()
-        };
-        let result = cell
-            .get_or_init(|| async {
-                for from in &plan.from_images {
-                    if base_image::is_own_base_image(from) {
-                        self.ensure_base(host, from).await?;
-                    }
-                }
-                let ready = build_or_reuse(host, plan, &task.id, timeout).await?;
-                if check_leaks {
-                    leak_guard(host, &ready.tag).await?;
-                }
-                Ok(ready)
-            })
-            .await
-            .clone();
-        if matches!(&result, Err(f) if f.fault.is_some()) {
-            forget_cell(&self.builds, &key, &cell).await;
-        }
-        result
-    }
-
-    async fn ensure_base(&self, host: &DockerHost, image: &str) -> Result<(), BuildFailure> {
-        let key = format!("{}|{image}", host.name);
-        let cell = {
-            let mut base = self.base.lock().await;
-            base.entry(key.clone()).or_default().clone()
-        };
-        let result = cell
-            .get_or_init(|| async {
-                base_image::ensure_busybox(&host.docker)
-                    .await
-                    .map_err(|e| match e.fault() {
-                        Some(_) => BuildFailure::runner(&format!("base image {image}"), e),
-                        None => BuildFailure::task(e.to_string()),
-                    })
-            })
-            .await
-            .clone();
-        if matches!(&result, Err(f) if f.fault.is_some()) {
-            forget_cell(&self.base, &key, &cell).await;
-        }
-        result
-    }
-}
-
-/// Drops `cell` from `map` (a fault is not a result to keep), unless another caller already
-/// replaced it.
-async fn forget_cell<K: std::hash::Hash + Eq, T>(map: &OnceMap<K, T>, key: &K, cell: &Shared<T>) {
-    let mut m = map.lock().await;
-    if m.get(key).is_some_and(|c| Arc::ptr_eq(c, cell)) {
-        m.remove(key);
-    }
-}
-
-async fn build_or_reuse(
-    host: &DockerHost,
-    plan: &ContextPlan,
-    task_id: &str,
-    timeout: Duration,
-) -> BuildOutcome {
-    // The log says what the condition changed in the Dockerfile, built or reused alike.
-    let changes: String = plan
-        .changes
-        .iter()
-        .map(|c| format!("dockerfile: {c}\n"))
-        .collect();
-    if host.docker.inspect_image(&plan.tag).await.is_ok() {
-        return Ok(ReadyImage {
-            tag: plan.tag.clone(),
-            hash: plan.hash.clone(),
-            built: false,
-            log: Arc::new(format!(
-                "reused image {} (context sha256 {})\n{changes}",
-                plan.tag, plan.hash
-            )),
-        });
-    }
-    let mut log = format!(
-        "building {} (context sha256 {})\n{changes}",
-        plan.tag, plan.hash
-    );
-    let file = tokio::fs::File::open(plan.tar.path()).await.map_err(|e| {
-        BuildFailure::runner(
-            "opening the build context",
-            RunnerError::io(plan.tar.path(), e),
-        )
-    })?;
-    let body = bollard::body_try_stream(tokio_util::io::ReaderStream::new(file));
-    let options = BuildImageOptions {
-        dockerfile: plan.dockerfile_path.clone(),
-        buildargs: (!plan.build_args.is_empty()).then(|| {
-            plan.build_args
-                .iter()
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        }),
-        t: Some(plan.tag.clone()),
-        rm: true,
-        forcerm: true,
-        labels: Some(HashMap::from([
-            (labels::MANAGED.to_string(), "1".to_string()),
-            (labels::CONTENT_HASH.to_string(), plan.hash.clone()),
-            ("skillscope.task".to_string(), task_id.to_string()),
-        ])),
-        ..Default::default()
-    };
-    // A failing step's message is the task's build error unless it names an infrastructure
-    // fault (a full disk, the layer store); a broken API call is always a fault.
-    let build = async {
-        let mut stream = host.docker.build_image(options, None, Some(body));
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(info) => {
-                    if let Some(s) = info.stream {
-                        log.push_str(&s);
-                    }
-                    if let Some(e) = info.error_detail.and_then(|d| d.message) {
-                        return Err((super::Fault::of_message(&e), e));
-                    }
-                }
-                // A failing step arrives as a stream error carrying the builder's message.
-                Err(bollard::errors::Error::DockerStreamError { error }) => {
-                    return Err((super::Fault::of_message(&error), error));
-                }
-                Err(e) => return Err((Some(super::Fault::of_docker(&e)), e.to_string())),
-            }
-        }
-        Ok(())
-    };
-    let result = match tokio::time::timeout(timeout, build).await {
-        Ok(r) => r,
-        Err(_) => Err((
-            None,
-            format!(
-                "timed out after {:.0}s ([environment] build_timeout_sec)",
-                timeout.as_secs_f64()
-            ),
-        )),
-    };
-
-    match result {
-        Ok(()) => Ok(ReadyImage {
-            tag: plan.tag.clone(),
-            hash: plan.hash.clone(),
-            built: true,
-            log: Arc::new(log),
-        }),
-        Err((fault, e)) => {
-            let tail: String = {
-                let lines: Vec<&str> = log.lines().collect();
-                lines[lines.len().saturating_sub(30)..].join("\n")
-            };
-            Err(BuildFailure {
-                message: format!("{e}\n--- build log (last lines) ---\n{tail}"),
-                fault,
-            })
-        }
-    }
-}
-
-/// Fails when a no-skills image holds any `SKILL.md` or any file in a harness skills folder.
-/// `SKILL.md` files that installed packages ship inside `site-packages`, `dist-packages` or
-/// `node_modules` (the `typer` wheel carries one) are a library's, not the task's skills, and are
-/// not counted.
-async fn leak_guard(host: &DockerHost, tag: &str) -> Result<(), BuildFailure> {
-    let dests = SKILL_DESTINATIONS.join(" ");
-    let script = format!(
-        "find / -xdev -name SKILL.md -not -path '*/site-packages/*' -not -path '*/dist-packages/*' -not -path '*/node_modules/*' 2>/dev/null | head -n 5; \
-         for d in {dests} /etc/claude-code/.claude/skills; do [ -d \"$d\" ] && find \"$d\" -type f 2>/dev/null | head -n 5; done; true"
-    );
-    let spec = host.helper_spec(tag, "leak-check");
-    let what = format!("leak check of {tag}");
-    let c = TrialContainer::start(&host.docker, &spec)
-        .await
-        .map_err(|e| BuildFailure::runner(&what, e))?;
-    let r = c.sh_output(&script, Duration::from_secs(120)).await;
-    c.remove().await;
-    let (_, found) = r.map_err(|e| BuildFailure::runner(&what, e))?;
-    let found: Vec<&str> = found.lines().filter(|l| !l.trim().is_empty()).collect();
-    if found.is_empty() {
-        Ok(())
-    } else {
-        Err(BuildFailure::task(format!(
-            "skills leak into the no-skills image {tag}: {}",
-            found.join(", ")
-        )))
     }
 }
 

@@ -1,0 +1,636 @@
+//! Task images: build-or-reuse of each task × condition's image, the no-skills leak guard, the
+//! verifier's copies of skills, and the images of a compose task's extra services.
+//!
+//! A condition's image is planned in [`context`]: the no-skills image from the task's own
+//! Dockerfile (its agent skill copies left out, those a build step reads kept for it and removed
+//! before the agent starts, the verifier's in a stage of their own), and a condition with skills as
+//! that image plus its skills as the last layers — or, when a build step reads the task's skills,
+//! the whole Dockerfile with them in place. So the task's own steps build once for every condition.
+//! Each image is built once per host and tag, even when several trials (or a build ahead of them)
+//! ask at once; every build's seconds are recorded ([`ImageBuild`]).
+
+pub mod context;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bollard::query_parameters::BuildImageOptions;
+use futures_util::StreamExt;
+use serde::Serialize;
+use tokio::sync::{Mutex, OnceCell};
+
+pub use context::{
+    CA_CONTEXT_PATH, ContextPlan, ImagePlan, ImageSettings, VerifierStage, layered, prepare_base,
+    prepare_context, prepare_in_place, prepare_layer, prepare_service_context, skill_lines,
+};
+
+use super::container::TrialContainer;
+use super::{DockerHost, RunnerError, base_image, labels};
+use crate::skillsbench::compose::BuildDef;
+use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
+use crate::skillsbench::{Condition, Task};
+
+/// One image of a trial's chain and what its build took.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ImageBuild {
+    /// Its tag.
+    pub tag: String,
+    /// Seconds its build took here (0 when it was reused).
+    pub seconds: f64,
+    /// True when it was built (not reused).
+    pub built: bool,
+}
+
+/// The verifier's copies of skills, read out of an image's verifier stage: each container path
+/// and the tar Docker archived it as (its own name at the top).
+#[derive(Debug, Clone, Default)]
+pub struct VerifierFiles {
+    /// `(path, tar)` per copy.
+    pub copies: Vec<(String, Arc<Vec<u8>>)>,
+}
+
+impl VerifierFiles {
+    /// Puts every copy at its path in `container` (before the verifier runs).
+    ///
+    /// # Errors
+    /// [`RunnerError`] when a folder cannot be made or a copy cannot be uploaded.
+    pub async fn install(&self, container: &TrialContainer) -> Result<(), RunnerError> {
+        for (path, tar) in &self.copies {
+            let parent = std::path::Path::new(path)
+                .parent()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "/".into());
+            let (code, out) = container
+                .sh_output(&format!("mkdir -p '{parent}'"), Duration::from_secs(60))
+                .await?;
+            if code.exit_code != Some(0) {
+                return Err(RunnerError::Task(format!(
+                    "cannot make {parent} for the verifier's copy of skills: {out}"
+                )));
+            }
+            container
+                .upload_tar_at(tar.as_ref().clone(), &parent)
+                .await?;
+        }
+        Ok(())
+    }
+}
+
+/// A ready image for a trial.
+#[derive(Debug, Clone)]
+pub struct ReadyImage {
+    /// Image tag.
+    pub tag: String,
+    /// Context hash.
+    pub hash: String,
+    /// True when this call built it; false when it already existed.
+    pub built: bool,
+    /// Build log (or a note that the image was reused) for the trial folder.
+    pub log: Arc<String>,
+    /// Each image of the chain (the no-skills image first, then the skills over it).
+    pub builds: Vec<ImageBuild>,
+    /// The verifier's copies of skills to put in place before the verifier runs.
+    pub verifier_files: Option<Arc<VerifierFiles>>,
+}
+
+/// Why an image is not ready: the task's own build failed (its Dockerfile, its context, a skills
+/// leak into a no-skills image) or an infrastructure fault got in the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BuildFailure {
+    /// What failed, with the end of the build log.
+    pub message: String,
+    /// Set when the failure is an infrastructure fault (the attempt is re-queued and the build
+    /// tried again), `None` when the task's build itself failed (a `build-error` verdict).
+    pub fault: Option<super::Fault>,
+    /// The whole build log, when a build ran (the trial's `environment/build.log`).
+    pub log: Option<Arc<String>>,
+}
+
+impl BuildFailure {
+    /// The task's own build failed.
+    pub fn task(message: impl Into<String>) -> BuildFailure {
+        BuildFailure {
+            message: message.into(),
+            fault: None,
+            log: None,
+        }
+    }
+
+    /// A runner error on the way: a fault when it is one.
+    pub fn runner(context: &str, e: RunnerError) -> BuildFailure {
+        BuildFailure {
+            fault: e.fault(),
+            message: format!("{context}: {e}"),
+            log: None,
+        }
+    }
+
+    /// What the trial's `environment/build.log` holds: the whole log, then the message.
+    pub fn log_text(&self) -> String {
+        match &self.log {
+            Some(l) => format!("{l}\n--- build failed ---\n{}\n", self.message),
+            None => format!("{}\n", self.message),
+        }
+    }
+}
+
+impl std::fmt::Display for BuildFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Result of a build, shared by every trial waiting on it.
+type BuildOutcome = Result<ReadyImage, BuildFailure>;
+
+/// A value computed once and shared by everyone who asks for the same key.
+type Shared<T> = Arc<OnceCell<T>>;
+/// Key → once-computed value.
+type OnceMap<K, T> = Mutex<HashMap<K, Shared<T>>>;
+
+/// Most bytes of the verifier's copies of skills read out of an image.
+const MAX_VERIFIER_COPY: u64 = 256 * 1024 * 1024;
+
+/// Per-process cache of prepared contexts and built images, so the trials of one task × condition
+/// build once even when they start together, and a failed build is reported to each of them
+/// without rebuilding (until [`ImageCache::forget_failures`]).
+#[derive(Default)]
+pub struct ImageCache {
+    settings: ImageSettings,
+    plans: OnceMap<(String, String), Result<Arc<ContextPlan>, BuildFailure>>,
+    builds: OnceMap<(String, String), BuildOutcome>,
+    checks: OnceMap<(String, String), Result<(), BuildFailure>>,
+    verifier: OnceMap<(String, String), Result<Arc<VerifierFiles>, BuildFailure>>,
+    base: OnceMap<String, Result<(), BuildFailure>>,
+}
+
+impl ImageCache {
+    /// A cache using these build settings.
+    pub fn new(settings: ImageSettings) -> ImageCache {
+        ImageCache {
+            settings,
+            ..Default::default()
+        }
+    }
+
+    /// Drops cached failures so the next request builds again (used by retries).
+    pub async fn forget_failures(&self) {
+        let mut plans = self.plans.lock().await;
+        plans.retain(|_, cell| !matches!(cell.get(), Some(Err(_))));
+        let mut builds = self.builds.lock().await;
+        builds.retain(|_, cell| !matches!(cell.get(), Some(Err(_))));
+        let mut checks = self.checks.lock().await;
+        checks.retain(|_, cell| !matches!(cell.get(), Some(Err(_))));
+        let mut verifier = self.verifier.lock().await;
+        verifier.retain(|_, cell| !matches!(cell.get(), Some(Err(_))));
+    }
+
+    /// The image of `task` × `condition` on `host`: reused when the tag exists, built otherwise
+    /// (the no-skills image first when the condition's skills are layered over it). A
+    /// self-generated condition gets the no-skills image ([`Condition::image_condition`]). An
+    /// image without skills is also checked for leaked skills; the verifier's copies of skills,
+    /// when the task has any, are read out of its verifier stage.
+    ///
+    /// # Errors
+    /// [`BuildFailure`]: the task's own failure (the build's, the context's or the leak guard's
+    /// message), the same for every trial of the pair until [`ImageCache::forget_failures`]; or
+    /// an infrastructure fault, which is not kept (the next attempt builds again).
+    pub async fn ensure(
+        &self,
+        host: &DockerHost,
+        task: &Arc<Task>,
+        condition: &Condition,
+        timeout: Duration,
+    ) -> BuildOutcome {
+        let condition = condition.image_condition();
+        let plan = self.plan(task, condition).await?;
+        let own = self.build_plan(host, plan.own(), task, timeout).await?;
+        let mut ready = match &plan {
+            ImagePlan::Single(_) => own,
+            ImagePlan::Layered { layer, .. } => {
+                let top = self.build_plan(host, layer, task, timeout).await?;
+                let mut builds = own.builds.clone();
+                builds.extend(top.builds.iter().cloned());
+                ReadyImage {
+                    log: Arc::new(format!("{}\n{}", own.log, top.log)),
+                    builds,
+                    ..top
+                }
+            }
+        };
+        if !condition.has_skills() {
+            self.check_leaks(host, &ready.tag).await?;
+        }
+        if plan.own().verifier.is_some() {
+            ready.verifier_files =
+                Some(self.verifier_files(host, plan.own(), task, timeout).await?);
+        }
+        Ok(ready)
+    }
+
+    /// The plan of `condition`'s image (its no-skills base prepared once per task).
+    ///
+    /// # Errors
+    /// [`BuildFailure`] when a context cannot be prepared (as [`prepare_context`]).
+    pub async fn plan(
+        &self,
+        task: &Arc<Task>,
+        condition: &Condition,
+    ) -> Result<ImagePlan, BuildFailure> {
+        let (t, settings) = (task.clone(), self.settings.clone());
+        let base = self
+            .plan_with((task.id.clone(), "no-skills".into()), move || {
+                prepare_base(&t, &settings)
+            })
+            .await?;
+        if !condition.has_skills() {
+            return Ok(ImagePlan::Single(base));
+        }
+        let t = task.clone();
+        let lines = tokio::task::spawn_blocking(move || skill_lines(&t))
+            .await
+            .map_err(|e| BuildFailure::task(format!("reading the Dockerfile: {e}")))?
+            .map_err(|e| BuildFailure::task(e.to_string()))?;
+        let (t, c, settings) = (task.clone(), condition.clone(), self.settings.clone());
+        let key = (task.id.clone(), condition.key());
+        if layered(condition, &lines) {
+            let b = base.clone();
+            let layer = self
+                .plan_with(key, move || prepare_layer(&t, &c, &b, &settings))
+                .await?;
+            Ok(ImagePlan::Layered { base, layer })
+        } else {
+            let whole = self
+                .plan_with(key, move || prepare_in_place(&t, &c, &settings))
+                .await?;
+            Ok(ImagePlan::Single(whole))
+        }
+    }
+
+    /// The context plan under `key`, prepared once on a blocking thread.
+    async fn plan_with(
+        &self,
+        key: (String, String),
+        prepare: impl FnOnce() -> Result<ContextPlan, RunnerError> + Send + 'static,
+    ) -> Result<Arc<ContextPlan>, BuildFailure> {
+        let cell = {
+            let mut plans = self.plans.lock().await;
+            plans.entry(key.clone()).or_default().clone()
+        };
+        let result = cell
+            .get_or_init(|| async {
+                tokio::task::spawn_blocking(prepare)
+                    .await
+                    .map_err(|e| BuildFailure::task(format!("preparing the build context: {e}")))
+                    .and_then(|r| {
+                        r.map_err(|e| match e.fault() {
+                            Some(_) => BuildFailure::runner("preparing the build context", e),
+                            None => BuildFailure::task(e.to_string()),
+                        })
+                    })
+                    .map(Arc::new)
+            })
+            .await
+            .clone();
+        if matches!(&result, Err(f) if f.fault.is_some()) {
+            forget_cell(&self.plans, &key, &cell).await;
+        }
+        result
+    }
+
+    /// The image of compose service `service` of `task` on `host`, built from `build` (or reused
+    /// by its context hash, like a task image; skills are never part of it).
+    ///
+    /// # Errors
+    /// As [`ImageCache::ensure`].
+    pub async fn ensure_service(
+        &self,
+        host: &DockerHost,
+        task: &Arc<Task>,
+        service: &str,
+        build: &BuildDef,
+        timeout: Duration,
+    ) -> BuildOutcome {
+        let key = (
+            task.id.clone(),
+            format!(
+                "service {service} {} {} {:?}",
+                build.context.display(),
+                build.dockerfile,
+                build.args
+            ),
+        );
+        let (t, svc, b, settings) = (
+            task.clone(),
+            service.to_string(),
+            build.clone(),
+            self.settings.clone(),
+        );
+        let plan = self
+            .plan_with(key, move || {
+                prepare_service_context(&t, &svc, &b, &settings)
+            })
+            .await?;
+        self.build_plan(host, &plan, task, timeout).await
+    }
+
+    /// Builds (or reuses) a prepared plan once per host and tag.
+    async fn build_plan(
+        &self,
+        host: &DockerHost,
+        plan: &Arc<ContextPlan>,
+        task: &Arc<Task>,
+        timeout: Duration,
+    ) -> BuildOutcome {
+        let key = (host.name.clone(), plan.tag.clone());
+        let cell = {
+            let mut builds = self.builds.lock().await;
+            builds.entry(key.clone()).or_default().clone()
+        };
+        let result = cell
+            .get_or_init(|| async {
+                for from in &plan.from_images {
+                    if base_image::is_own_base_image(from) {
+                        self.ensure_base(host, from).await?;
+                    }
+                }
+                build_or_reuse(host, plan, &task.id, timeout, None).await
+            })
+            .await
+            .clone();
+        if matches!(&result, Err(f) if f.fault.is_some()) {
+            forget_cell(&self.builds, &key, &cell).await;
+        }
+        result
+    }
+
+    /// The no-skills leak guard on `tag`, once per host and tag.
+    async fn check_leaks(&self, host: &DockerHost, tag: &str) -> Result<(), BuildFailure> {
+        let key = (host.name.clone(), tag.to_string());
+        let cell = {
+            let mut checks = self.checks.lock().await;
+            checks.entry(key.clone()).or_default().clone()
+        };
+        let result = cell.get_or_init(|| leak_guard(host, tag)).await.clone();
+        if matches!(&result, Err(f) if f.fault.is_some()) {
+            forget_cell(&self.checks, &key, &cell).await;
+        }
+        result
+    }
+
+    /// The verifier's copies of skills of `plan`'s image, read out of its verifier stage (built
+    /// from the same context, tagged `…:verifier-<hash12>`), once per host and image.
+    async fn verifier_files(
+        &self,
+        host: &DockerHost,
+        plan: &Arc<ContextPlan>,
+        task: &Arc<Task>,
+        timeout: Duration,
+    ) -> Result<Arc<VerifierFiles>, BuildFailure> {
+        let key = (host.name.clone(), plan.tag.clone());
+        let cell = {
+            let mut v = self.verifier.lock().await;
+            v.entry(key.clone()).or_default().clone()
+        };
+        let result = cell
+            .get_or_init(|| async {
+                let stage = plan.verifier.clone().unwrap_or(VerifierStage {
+                    target: String::new(),
+                    paths: Vec::new(),
+                });
+                let repo = plan
+                    .tag
+                    .rsplit_once(':')
+                    .map_or(plan.tag.as_str(), |(r, _)| r);
+                let tag = format!("{repo}:verifier-{}", &plan.hash[..12]);
+                build_or_reuse(host, plan, &task.id, timeout, Some((&stage.target, &tag))).await?;
+                read_verifier_copies(host, &tag, &stage.paths).await
+            })
+            .await
+            .clone();
+        if matches!(&result, Err(f) if f.fault.is_some()) {
+            forget_cell(&self.verifier, &key, &cell).await;
+        }
+        result
+    }
+
+    async fn ensure_base(&self, host: &DockerHost, image: &str) -> Result<(), BuildFailure> {
+        let key = format!("{}|{image}", host.name);
+        let cell = {
+            let mut base = self.base.lock().await;
+            base.entry(key.clone()).or_default().clone()
+        };
+        let result = cell
+            .get_or_init(|| async {
+                base_image::ensure_busybox(&host.docker)
+                    .await
+                    .map_err(|e| match e.fault() {
+                        Some(_) => BuildFailure::runner(&format!("base image {image}"), e),
+                        None => BuildFailure::task(e.to_string()),
+                    })
+            })
+            .await
+            .clone();
+        if matches!(&result, Err(f) if f.fault.is_some()) {
+            forget_cell(&self.base, &key, &cell).await;
+        }
+        result
+    }
+}
+
+/// Reads `paths` out of image `tag` (a helper container) as Docker archives them.
+async fn read_verifier_copies(
+    host: &DockerHost,
+    tag: &str,
+    paths: &[String],
+) -> Result<Arc<VerifierFiles>, BuildFailure> {
+    let what = format!("reading the verifier's copies of skills out of {tag}");
+    let spec = host.helper_spec(tag, "verifier-copy");
+    let c = TrialContainer::start(&host.docker, &spec)
+        .await
+        .map_err(|e| BuildFailure::runner(&what, e))?;
+    let mut files = VerifierFiles::default();
+    let mut result = Ok(());
+    for p in paths {
+        match c.download_tar(p, MAX_VERIFIER_COPY).await {
+            Ok((_, true)) => {
+                result = Err(BuildFailure::task(format!(
+                    "the verifier's copy {p} in {tag} is larger than {} MiB",
+                    MAX_VERIFIER_COPY >> 20
+                )));
+                break;
+            }
+            Ok((tar, false)) => files.copies.push((p.clone(), Arc::new(tar))),
+            Err(e) => {
+                result = Err(BuildFailure::runner(&what, e));
+                break;
+            }
+        }
+    }
+    c.remove().await;
+    result.map(|()| Arc::new(files))
+}
+
+/// Drops `cell` from `map` (a fault is not a result to keep), unless another caller already
+/// replaced it.
+async fn forget_cell<K: std::hash::Hash + Eq, T>(map: &OnceMap<K, T>, key: &K, cell: &Shared<T>) {
+    let mut m = map.lock().await;
+    if m.get(key).is_some_and(|c| Arc::ptr_eq(c, cell)) {
+        m.remove(key);
+    }
+}
+
+/// Builds `plan` as `plan.tag` unless that image exists; with `stage = Some((target, tag))`, its
+/// build stage `target` as `tag` instead.
+async fn build_or_reuse(
+    host: &DockerHost,
+    plan: &ContextPlan,
+    task_id: &str,
+    timeout: Duration,
+    stage: Option<(&str, &str)>,
+) -> BuildOutcome {
+    let tag = stage.map_or(plan.tag.as_str(), |(_, t)| t).to_string();
+    // The log says what the condition changed in the Dockerfile, built or reused alike.
+    let changes: String = plan
+        .changes
+        .iter()
+        .map(|c| format!("dockerfile: {c}\n"))
+        .collect();
+    if host.docker.inspect_image(&tag).await.is_ok() {
+        return Ok(ReadyImage {
+            builds: vec![ImageBuild {
+                tag: tag.clone(),
+                seconds: 0.0,
+                built: false,
+            }],
+            log: Arc::new(format!(
+                "reused image {tag} (context sha256 {})\n{changes}",
+                plan.hash
+            )),
+            tag,
+            hash: plan.hash.clone(),
+            built: false,
+            verifier_files: None,
+        });
+    }
+    let started = Instant::now();
+    let mut log = format!("building {tag} (context sha256 {})\n{changes}", plan.hash);
+    let file = tokio::fs::File::open(plan.tar.path()).await.map_err(|e| {
+        BuildFailure::runner(
+            "opening the build context",
+            RunnerError::io(plan.tar.path(), e),
+        )
+    })?;
+    let body = bollard::body_try_stream(tokio_util::io::ReaderStream::new(file));
+    let options = BuildImageOptions {
+        dockerfile: plan.dockerfile_path.clone(),
+        buildargs: (!plan.build_args.is_empty()).then(|| {
+            plan.build_args
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        }),
+        t: Some(tag.clone()),
+        target: stage.map(|(t, _)| t.to_string()).unwrap_or_default(),
+        rm: true,
+        forcerm: true,
+        labels: Some(HashMap::from([
+            (labels::MANAGED.to_string(), "1".to_string()),
+            (labels::CONTENT_HASH.to_string(), plan.hash.clone()),
+            ("skillscope.task".to_string(), task_id.to_string()),
+        ])),
+        ..Default::default()
+    };
+    // A failing step's message is the task's build error unless it names an infrastructure
+    // fault (a full disk, the layer store); a broken API call is always a fault.
+    let build = async {
+        let mut stream = host.docker.build_image(options, None, Some(body));
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(info) => {
+                    if let Some(s) = info.stream {
+                        log.push_str(&s);
+                    }
+                    if let Some(e) = info.error_detail.and_then(|d| d.message) {
+                        return Err((super::Fault::of_message(&e), e));
+                    }
+                }
+                // A failing step arrives as a stream error carrying the builder's message.
+                Err(bollard::errors::Error::DockerStreamError { error }) => {
+                    return Err((super::Fault::of_message(&error), error));
+                }
+                Err(e) => return Err((Some(super::Fault::of_docker(&e)), e.to_string())),
+            }
+        }
+        Ok(())
+    };
+    let result = match tokio::time::timeout(timeout, build).await {
+        Ok(r) => r,
+        Err(_) => Err((
+            None,
+            format!(
+                "timed out after {:.0}s ([environment] build_timeout_sec)",
+                timeout.as_secs_f64()
+            ),
+        )),
+    };
+    let seconds = started.elapsed().as_secs_f64();
+    match result {
+        Ok(()) => {
+            log.push_str(&format!("built {tag} in {seconds:.1} s\n"));
+            Ok(ReadyImage {
+                builds: vec![ImageBuild {
+                    tag: tag.clone(),
+                    seconds,
+                    built: true,
+                }],
+                tag,
+                hash: plan.hash.clone(),
+                built: true,
+                log: Arc::new(log),
+                verifier_files: None,
+            })
+        }
+        Err((fault, e)) => {
+            let tail: String = {
+                let lines: Vec<&str> = log.lines().collect();
+                lines[lines.len().saturating_sub(30)..].join("\n")
+            };
+            Err(BuildFailure {
+                message: format!("{e}\n--- build log (last lines) ---\n{tail}"),
+                fault,
+                log: Some(Arc::new(log)),
+            })
+        }
+    }
+}
+
+/// Fails when a no-skills image holds any `SKILL.md` or any file in a harness skills folder.
+/// `SKILL.md` files that installed packages ship inside `site-packages`, `dist-packages` or
+/// `node_modules` (the `typer` wheel carries one) are a library's, not the task's skills, and are
+/// not counted.
+async fn leak_guard(host: &DockerHost, tag: &str) -> Result<(), BuildFailure> {
+    let dests = SKILL_DESTINATIONS.join(" ");
+    let script = format!(
+        "find / -xdev -name SKILL.md -not -path '*/site-packages/*' -not -path '*/dist-packages/*' -not -path '*/node_modules/*' 2>/dev/null | head -n 5; \
+         for d in {dests} /etc/claude-code/.claude/skills; do [ -d \"$d\" ] && find \"$d\" -type f 2>/dev/null | head -n 5; done; true"
+    );
+    let spec = host.helper_spec(tag, "leak-check");
+    let what = format!("leak check of {tag}");
+    let c = TrialContainer::start(&host.docker, &spec)
+        .await
+        .map_err(|e| BuildFailure::runner(&what, e))?;
+    let r = c.sh_output(&script, Duration::from_secs(120)).await;
+    c.remove().await;
+    let (_, found) = r.map_err(|e| BuildFailure::runner(&what, e))?;
+    let found: Vec<&str> = found.lines().filter(|l| !l.trim().is_empty()).collect();
+    if found.is_empty() {
+        Ok(())
+    } else {
+        Err(BuildFailure::task(format!(
+            "skills leak into the no-skills image {tag}: {}",
+            found.join(", ")
+        )))
+    }
+}

@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::attempt::{AttemptEnd, Attempts};
 use super::hosts::{Health, HostPool, Need, Probe, Transition};
+use super::prebuild::Prebuilds;
 use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
 use crate::harbor::jobdir::JobSpec;
 use crate::runner::container::{Reaper, remove_labeled, remove_labeled_older_than};
@@ -120,6 +121,8 @@ struct Dispatcher {
     budget_reached: bool,
     /// The adaptive limit on concurrent agent sessions, for agents with a model provider.
     provider: Option<ProviderLimit>,
+    /// Images built ahead of the queue.
+    prebuilds: Prebuilds,
 }
 
 /// An additive-increase, multiplicative-decrease limit on concurrent agent sessions with one
@@ -256,6 +259,7 @@ impl Dispatcher {
             finished_costs: BTreeMap::new(),
             budget_reached: false,
             provider,
+            prebuilds: Prebuilds::default(),
         }
     }
 
@@ -280,6 +284,10 @@ impl Dispatcher {
         }
         loop {
             self.place();
+            if !self.stopping {
+                self.prebuilds
+                    .top_up(&self.queue, &self.attempts, &self.pool);
+            }
             self.watch_wait().await?;
             let keep_alive = self.stay_alive.as_ref().is_some_and(|t| !t.is_cancelled());
             if self.running.is_empty() && self.budget_reached && !self.stopping {
@@ -315,6 +323,8 @@ impl Dispatcher {
                 Some(Ok(probe)) = self.probes.join_next(), if !self.probes.is_empty() => {
                     self.on_probe(probe).await?;
                 }
+                // A build ahead finished: the next one can start.
+                _ = self.prebuilds.next() => {}
                 _ = poll.tick(), if !self.stopping => {
                     self.handle_commands().await?;
                 }
@@ -544,6 +554,7 @@ impl Dispatcher {
             self.stop.get_or_insert(reason);
             self.stop_trials.cancel();
             self.queue.clear();
+            self.prebuilds.stop();
         }
     }
 
@@ -554,6 +565,7 @@ impl Dispatcher {
             self.stopping = true;
             self.stop_trials.cancel();
             self.queue.clear();
+            self.prebuilds.stop();
         }
     }
 
@@ -870,6 +882,7 @@ impl Dispatcher {
     /// (trial containers, helpers) is removed; the Harbor job files are written.
     async fn clean_stop(&mut self) {
         self.stop_trials.cancel();
+        self.prebuilds.stop();
         while let Some(joined) = self.running.join_next().await {
             if let Ok((id, h, r)) = joined {
                 self.on_attempt_end(id, h, r).await;

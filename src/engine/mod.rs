@@ -22,6 +22,7 @@
 mod attempt;
 mod dispatch;
 pub mod hosts;
+mod prebuild;
 mod register;
 
 use std::path::PathBuf;

@@ -570,3 +570,69 @@ fi
     assert!(md.contains("| CPUs below request |"), "{md}");
     assert!(md.contains("missing env value"), "{md}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_next_tasks_images_build_while_earlier_trials_run() {
+    require_docker().await;
+    let tasks = tempfile::tempdir().unwrap();
+    let root = tasks.path();
+    // One trial at a time: the first task's solution takes 8 s, the second task's image 4 s to
+    // build (a fresh one: the nonce keeps it from any earlier run's cache).
+    made_task(
+        root,
+        "a-slow-solution",
+        None,
+        "",
+        &[(
+            "solution/solve.sh",
+            "#!/bin/sh\nsleep 8; echo 42 > /root/answer.txt\n",
+        )],
+    );
+    let nonce = root.file_name().unwrap().to_string_lossy().to_string();
+    made_task(
+        root,
+        "b-slow-build",
+        None,
+        "",
+        &[(
+            "environment/Dockerfile",
+            &format!("FROM skillscope/busybox:1\nRUN echo {nonce} && sleep 4\nWORKDIR /root\n"),
+        )],
+    );
+    let s = Scratch::new();
+    let mut req = s.request(
+        "build-ahead",
+        &["a-slow-solution", "b-slow-build"],
+        vec![Condition::NoSkills],
+        1,
+    );
+    req.tasks_dir = root.to_path_buf();
+    req.settings.concurrency = 1;
+    let out = s.run(req).await;
+    let rows = s.trials(out.run.id);
+    let (a, b) = (
+        one(&rows, "a-slow-solution", "no-skills"),
+        one(&rows, "b-slow-build", "no-skills"),
+    );
+    assert_eq!(b.outcome, Some(Outcome::Pass), "{:?}", b.error);
+    let build = &b.image_builds.as_ref().unwrap()[0];
+    assert_eq!(build["built"], true, "{build}");
+    assert!(build["seconds"].as_f64().unwrap() >= 3.5, "{build}");
+    // Its image was built while the first trial ran: its own setup did not wait for the build.
+    let t =
+        |s: &Option<String>| chrono::DateTime::parse_from_rfc3339(s.as_deref().unwrap()).unwrap();
+    let setup = (t(&b.build_finished_at) - t(&b.build_started_at)).num_milliseconds();
+    assert!(
+        setup < 2500,
+        "the second trial waited {setup} ms for its image"
+    );
+    assert!(t(&b.started_at) >= t(&a.finished_at) - chrono::Duration::seconds(1));
+    let d = bollard::Docker::connect_with_defaults().unwrap();
+    let _ = d
+        .remove_image(
+            build["tag"].as_str().unwrap(),
+            None::<bollard::query_parameters::RemoveImageOptions>,
+            None,
+        )
+        .await;
+}

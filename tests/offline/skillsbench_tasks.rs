@@ -154,3 +154,73 @@ fn timeouts_and_resources_match_the_catalog() {
         }
     }
 }
+
+/// The real tasks whose `task.toml` names outside values: the oracle needs every `[solution]`,
+/// `[verifier]` and `[environment]` value; an LLM agent all but the solution's. With nothing set,
+/// each is named with its variables and where they are used, before any trial.
+#[test]
+fn real_tasks_that_need_values_nobody_set_are_named_before_any_trial() {
+    use skillscope::skillsbench::env::{self, EnvValues};
+    let set = TaskSet::load(
+        &shared().join("skillsbench/tasks"),
+        &Catalog::shipped(),
+        &[],
+    )
+    .expect("tasks");
+    // Data only (no Dockerfiles): each task is checked on its own (`missing_in` leaves out tasks
+    // that cannot run anyway).
+    let none = EnvValues::only(&[]);
+    let all = |solution: bool, values: &EnvValues| -> Vec<env::MissingEnv> {
+        set.tasks
+            .iter()
+            .flat_map(|t| env::missing(t, solution, values))
+            .collect()
+    };
+    let by_task = |solution: bool| -> BTreeMap<String, Vec<String>> {
+        let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for m in all(solution, &none) {
+            out.entry(m.task.clone())
+                .or_default()
+                .push(m.variable.clone());
+        }
+        out
+    };
+    let oracle = by_task(true);
+    let expected: BTreeMap<String, Vec<String>> = [
+        (
+            "mhc-layer-impl",
+            &["MODAL_TOKEN_ID", "MODAL_TOKEN_SECRET"][..],
+        ),
+        ("pg-essay-to-audiobook", &["OPENAI_API_KEY"]),
+        ("scheduling-email-assistant", &["HUGGINGFACE_API_TOKEN"]),
+        (
+            "trend-anomaly-causal-inference",
+            &["ANTHROPIC_API_KEY", "OPENAI_API_KEY"],
+        ),
+        ("video-filler-word-remover", &["OPENAI_API_KEY"]),
+        ("video-tutorial-indexer", &["OPENAI_API_KEY"]),
+    ]
+    .into_iter()
+    .map(|(t, v)| (t.to_string(), v.iter().map(|s| s.to_string()).collect()))
+    .collect();
+    assert_eq!(oracle, expected);
+    // An LLM agent does not run the solution: its table does not count.
+    let agent: Vec<String> = by_task(false).into_keys().collect();
+    assert_eq!(
+        agent,
+        [
+            "mhc-layer-impl",
+            "pg-essay-to-audiobook",
+            "trend-anomaly-causal-inference"
+        ]
+    );
+    let text = env::refusal(&all(true, &none));
+    assert!(
+        text.contains("pg-essay-to-audiobook needs OPENAI_API_KEY ([verifier] env OPENAI_API_KEY, [solution] env OPENAI_API_KEY)"),
+        "{text}"
+    );
+    // Given, they are not missing (and the values never appear in what is said).
+    let given = ["OPENAI_API_KEY=sk-x".to_string()];
+    let left = all(true, &EnvValues::only(&given));
+    assert!(!left.iter().any(|m| m.variable == "OPENAI_API_KEY"));
+}

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use bollard::query_parameters::BuildImageOptions;
 use futures_util::StreamExt;
 use serde::Serialize;
-use tokio::sync::{Mutex, OnceCell};
+use tokio::sync::{Mutex, OnceCell, Semaphore};
 
 pub use context::{
     CA_CONTEXT_PATH, ContextPlan, ImagePlan, ImageSettings, VerifierStage, layered, prepare_base,
@@ -163,6 +163,9 @@ pub struct ImageCache {
     checks: OnceMap<(String, String), Result<(), BuildFailure>>,
     verifier: OnceMap<(String, String), Result<Arc<VerifierFiles>, BuildFailure>>,
     base: OnceMap<String, Result<(), BuildFailure>>,
+    /// Per host: one permit per CPU, held while an image builds (trials' builds and builds ahead
+    /// of them alike), so builds stay within the host's CPUs.
+    slots: std::sync::Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
 impl ImageCache {
@@ -355,7 +358,7 @@ impl ImageCache {
                         self.ensure_base(host, from).await?;
                     }
                 }
-                build_or_reuse(host, plan, &task.id, timeout, None).await
+                build_or_reuse(host, plan, &task.id, timeout, None, &self.slots(host)).await
             })
             .await
             .clone();
@@ -363,6 +366,16 @@ impl ImageCache {
             forget_cell(&self.builds, &key, &cell).await;
         }
         result
+    }
+
+    /// The build permits of `host`: as many as it has CPUs.
+    fn slots(&self, host: &DockerHost) -> Arc<Semaphore> {
+        self.slots
+            .lock()
+            .expect("lock")
+            .entry(host.name.clone())
+            .or_insert_with(|| Arc::new(Semaphore::new(host.ncpu.max(1) as usize)))
+            .clone()
     }
 
     /// The no-skills leak guard on `tag`, once per host and tag.
@@ -404,7 +417,16 @@ impl ImageCache {
                     .rsplit_once(':')
                     .map_or(plan.tag.as_str(), |(r, _)| r);
                 let tag = format!("{repo}:verifier-{}", &plan.hash[..12]);
-                build_or_reuse(host, plan, &task.id, timeout, Some((&stage.target, &tag))).await?;
+                let slots = self.slots(host);
+                build_or_reuse(
+                    host,
+                    plan,
+                    &task.id,
+                    timeout,
+                    Some((&stage.target, &tag)),
+                    &slots,
+                )
+                .await?;
                 read_verifier_copies(host, &tag, &stage.paths).await
             })
             .await
@@ -482,13 +504,15 @@ async fn forget_cell<K: std::hash::Hash + Eq, T>(map: &OnceMap<K, T>, key: &K, c
 }
 
 /// Builds `plan` as `plan.tag` unless that image exists; with `stage = Some((target, tag))`, its
-/// build stage `target` as `tag` instead.
+/// build stage `target` as `tag` instead. A build holds one of the host's `slots` (its seconds
+/// are counted from when it got one); a reuse holds none.
 async fn build_or_reuse(
     host: &DockerHost,
     plan: &ContextPlan,
     task_id: &str,
     timeout: Duration,
     stage: Option<(&str, &str)>,
+    slots: &Semaphore,
 ) -> BuildOutcome {
     let tag = stage.map_or(plan.tag.as_str(), |(_, t)| t).to_string();
     // The log says what the condition changed in the Dockerfile, built or reused alike.
@@ -514,6 +538,10 @@ async fn build_or_reuse(
             verifier_files: None,
         });
     }
+    let _slot = slots
+        .acquire()
+        .await
+        .map_err(|e| BuildFailure::task(format!("build slots closed: {e}")))?;
     let started = Instant::now();
     let mut log = format!("building {tag} (context sha256 {})\n{changes}", plan.hash);
     let file = tokio::fs::File::open(plan.tar.path()).await.map_err(|e| {

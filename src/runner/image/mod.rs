@@ -277,29 +277,19 @@ impl ImageCache {
         key: (String, String),
         prepare: impl FnOnce() -> Result<ContextPlan, RunnerError> + Send + 'static,
     ) -> Result<Arc<ContextPlan>, BuildFailure> {
-        let cell = {
-            let mut plans = self.plans.lock().await;
-            plans.entry(key.clone()).or_default().clone()
-        };
-        let result = cell
-            .get_or_init(|| async {
-                tokio::task::spawn_blocking(prepare)
-                    .await
-                    .map_err(|e| BuildFailure::task(format!("preparing the build context: {e}")))
-                    .and_then(|r| {
-                        r.map_err(|e| match e.fault() {
-                            Some(_) => BuildFailure::runner("preparing the build context", e),
-                            None => BuildFailure::task(e.to_string()),
-                        })
+        once(&self.plans, key, || async {
+            tokio::task::spawn_blocking(prepare)
+                .await
+                .map_err(|e| BuildFailure::task(format!("preparing the build context: {e}")))
+                .and_then(|r| {
+                    r.map_err(|e| match e.fault() {
+                        Some(_) => BuildFailure::runner("preparing the build context", e),
+                        None => BuildFailure::task(e.to_string()),
                     })
-                    .map(Arc::new)
-            })
-            .await
-            .clone();
-        if matches!(&result, Err(f) if f.fault.is_some()) {
-            forget_cell(&self.plans, &key, &cell).await;
-        }
-        result
+                })
+                .map(Arc::new)
+        })
+        .await
     }
 
     /// The image of compose service `service` of `task` on `host`, built from `build` (or reused
@@ -347,25 +337,15 @@ impl ImageCache {
         timeout: Duration,
     ) -> BuildOutcome {
         let key = (host.name.clone(), plan.tag.clone());
-        let cell = {
-            let mut builds = self.builds.lock().await;
-            builds.entry(key.clone()).or_default().clone()
-        };
-        let result = cell
-            .get_or_init(|| async {
-                for from in &plan.from_images {
-                    if base_image::is_own_base_image(from) {
-                        self.ensure_base(host, from).await?;
-                    }
+        once(&self.builds, key, || async {
+            for from in &plan.from_images {
+                if base_image::is_own_base_image(from) {
+                    self.ensure_base(host, from).await?;
                 }
-                build_or_reuse(host, plan, &task.id, timeout, None, &self.slots(host)).await
-            })
-            .await
-            .clone();
-        if matches!(&result, Err(f) if f.fault.is_some()) {
-            forget_cell(&self.builds, &key, &cell).await;
-        }
-        result
+            }
+            build_or_reuse(host, plan, &task.id, timeout, None, &self.slots(host)).await
+        })
+        .await
     }
 
     /// The build permits of `host`: as many as it has CPUs.
@@ -381,15 +361,7 @@ impl ImageCache {
     /// The no-skills leak guard on `tag`, once per host and tag.
     async fn check_leaks(&self, host: &DockerHost, tag: &str) -> Result<(), BuildFailure> {
         let key = (host.name.clone(), tag.to_string());
-        let cell = {
-            let mut checks = self.checks.lock().await;
-            checks.entry(key.clone()).or_default().clone()
-        };
-        let result = cell.get_or_init(|| leak_guard(host, tag)).await.clone();
-        if matches!(&result, Err(f) if f.fault.is_some()) {
-            forget_cell(&self.checks, &key, &cell).await;
-        }
-        result
+        once(&self.checks, key, || leak_guard(host, tag)).await
     }
 
     /// The verifier's copies of skills of `plan`'s image, read out of its verifier stage (built
@@ -402,62 +374,42 @@ impl ImageCache {
         timeout: Duration,
     ) -> Result<Arc<VerifierFiles>, BuildFailure> {
         let key = (host.name.clone(), plan.tag.clone());
-        let cell = {
-            let mut v = self.verifier.lock().await;
-            v.entry(key.clone()).or_default().clone()
-        };
-        let result = cell
-            .get_or_init(|| async {
-                let stage = plan.verifier.clone().unwrap_or(VerifierStage {
-                    target: String::new(),
-                    paths: Vec::new(),
-                });
-                let repo = plan
-                    .tag
-                    .rsplit_once(':')
-                    .map_or(plan.tag.as_str(), |(r, _)| r);
-                let tag = format!("{repo}:verifier-{}", &plan.hash[..12]);
-                let slots = self.slots(host);
-                build_or_reuse(
-                    host,
-                    plan,
-                    &task.id,
-                    timeout,
-                    Some((&stage.target, &tag)),
-                    &slots,
-                )
-                .await?;
-                read_verifier_copies(host, &tag, &stage.paths).await
-            })
-            .await
-            .clone();
-        if matches!(&result, Err(f) if f.fault.is_some()) {
-            forget_cell(&self.verifier, &key, &cell).await;
-        }
-        result
+        once(&self.verifier, key, || async {
+            let stage = plan.verifier.clone().unwrap_or(VerifierStage {
+                target: String::new(),
+                paths: Vec::new(),
+            });
+            let repo = plan
+                .tag
+                .rsplit_once(':')
+                .map_or(plan.tag.as_str(), |(r, _)| r);
+            let tag = format!("{repo}:verifier-{}", &plan.hash[..12]);
+            let slots = self.slots(host);
+            build_or_reuse(
+                host,
+                plan,
+                &task.id,
+                timeout,
+                Some((&stage.target, &tag)),
+                &slots,
+            )
+            .await?;
+            read_verifier_copies(host, &tag, &stage.paths).await
+        })
+        .await
     }
 
     async fn ensure_base(&self, host: &DockerHost, image: &str) -> Result<(), BuildFailure> {
         let key = format!("{}|{image}", host.name);
-        let cell = {
-            let mut base = self.base.lock().await;
-            base.entry(key.clone()).or_default().clone()
-        };
-        let result = cell
-            .get_or_init(|| async {
-                base_image::ensure_busybox(&host.docker)
-                    .await
-                    .map_err(|e| match e.fault() {
-                        Some(_) => BuildFailure::runner(&format!("base image {image}"), e),
-                        None => BuildFailure::task(e.to_string()),
-                    })
-            })
-            .await
-            .clone();
-        if matches!(&result, Err(f) if f.fault.is_some()) {
-            forget_cell(&self.base, &key, &cell).await;
-        }
-        result
+        once(&self.base, key, || async {
+            base_image::ensure_busybox(&host.docker)
+                .await
+                .map_err(|e| match e.fault() {
+                    Some(_) => BuildFailure::runner(&format!("base image {image}"), e),
+                    None => BuildFailure::task(e.to_string()),
+                })
+        })
+        .await
     }
 }
 
@@ -492,6 +444,29 @@ async fn read_verifier_copies(
     }
     c.remove().await;
     result.map(|()| Arc::new(files))
+}
+
+/// The value under `key` in `map`, computed once by `init` and shared by every caller; a fault
+/// is not kept (the next caller computes again), the task's own failure is.
+async fn once<K, T, F>(
+    map: &OnceMap<K, Result<T, BuildFailure>>,
+    key: K,
+    init: impl FnOnce() -> F,
+) -> Result<T, BuildFailure>
+where
+    K: std::hash::Hash + Eq + Clone,
+    T: Clone,
+    F: std::future::Future<Output = Result<T, BuildFailure>>,
+{
+    let cell = {
+        let mut m = map.lock().await;
+        m.entry(key.clone()).or_default().clone()
+    };
+    let result = cell.get_or_init(init).await.clone();
+    if matches!(&result, Err(f) if f.fault.is_some()) {
+        forget_cell(map, &key, &cell).await;
+    }
+    result
 }
 
 /// Drops `cell` from `map` (a fault is not a result to keep), unless another caller already

@@ -457,122 +457,147 @@ pub enum Target {
 /// The Dockerfile for `target`, and what changed. Skill copies of earlier stages are removed for
 /// [`Target::NoSkills`]; verifier copies and their readers move to [`VERIFIER_STAGE`] for both.
 pub fn rewrite(text: &str, lines: &SkillLines, target: Target) -> (String, Vec<String>) {
-    let physical: Vec<&str> = text.lines().collect();
-    let mut edits: Vec<Edit> = vec![Edit::default(); physical.len()];
-    let mut changes = Vec::new();
-    let ins = &lines.instructions;
-    let drop_ins = |edits: &mut Vec<Edit>, i: &Instruction, note: String| {
-        for e in &mut edits[i.start..i.end] {
-            e.replace = Some(Vec::new());
+    let mut e = Editor::new(text, lines);
+    let verifier_stage = e.move_verifier_copies();
+    if target == Target::NoSkills {
+        e.strip_agent_copies();
+    }
+    e.finish(verifier_stage)
+}
+
+/// Physical-line edits of one Dockerfile and the log of what changed.
+struct Editor<'a> {
+    physical: Vec<&'a str>,
+    lines: &'a SkillLines,
+    edits: Vec<Edit>,
+    changes: Vec<String>,
+}
+
+impl<'a> Editor<'a> {
+    fn new(text: &'a str, lines: &'a SkillLines) -> Editor<'a> {
+        let physical: Vec<&str> = text.lines().collect();
+        Editor {
+            edits: vec![Edit::default(); physical.len()],
+            physical,
+            lines,
+            changes: Vec::new(),
         }
-        edits[i.start].replace = Some(vec![note]);
-    };
-    let one_line = |i: &Instruction| {
-        physical[i.start..i.end]
+    }
+
+    /// An instruction on one line, continuations joined, for messages.
+    fn one_line(&self, i: &Instruction) -> String {
+        self.physical[i.start..i.end]
             .join(" ")
             .split_whitespace()
             .filter(|w| *w != "\\")
             .collect::<Vec<_>>()
             .join(" ")
-    };
-    // The verifier's stage: its copies and their readers, each with the WORKDIR and USER it had.
-    let mut verifier_stage: Vec<String> = Vec::new();
-    let mut moved: Vec<usize> = Vec::new();
-    for c in lines.copies.iter().filter(|c| c.kind == CopyKind::Verifier) {
-        let i = &ins[c.index];
-        let dest = c.dest_abs.clone().unwrap_or_else(|| c.dest.clone());
-        verifier_stage.push(copy_line(c, &c.sources, &dest));
-        moved.push(c.index);
-        for &r in &c.readers {
-            if !moved.contains(&r) {
-                moved.push(r);
-            }
+    }
+
+    /// Replaces an instruction by a comment line.
+    fn drop_ins(&mut self, i: &Instruction, note: String) {
+        for e in &mut self.edits[i.start..i.end] {
+            e.replace = Some(Vec::new());
         }
-        if c.others.is_empty() {
-            drop_ins(
-                &mut edits,
+        self.edits[i.start].replace = Some(vec![note]);
+    }
+
+    /// Replaces an instruction by one line.
+    fn replace_ins(&mut self, i: &Instruction, line: String) {
+        for e in &mut self.edits[i.start..i.end] {
+            e.replace = Some(Vec::new());
+        }
+        self.edits[i.start].replace = Some(vec![line]);
+    }
+
+    /// Takes the verifier's copies and the steps that read them out of their places; returns the
+    /// lines of the verifier's stage (each step with the `WORKDIR` and `USER` it had).
+    fn move_verifier_copies(&mut self) -> Vec<String> {
+        let lines = self.lines;
+        let ins = &lines.instructions;
+        let mut stage: Vec<String> = Vec::new();
+        let mut moved: Vec<usize> = Vec::new();
+        for c in lines.copies.iter().filter(|c| c.kind == CopyKind::Verifier) {
+            let i = &ins[c.index];
+            let dest = c.dest_abs.clone().unwrap_or_else(|| c.dest.clone());
+            stage.push(copy_line(c, &c.sources, &dest));
+            moved.push(c.index);
+            moved.extend(c.readers.iter().copied());
+            let written = self.one_line(i);
+            if c.others.is_empty() {
+                self.drop_ins(
+                    i,
+                    format!("# skillscope: moved to the verifier's stage `{written}`"),
+                );
+            } else {
+                self.replace_ins(i, copy_line(c, &c.others, &c.dest));
+            }
+            self.changes.push(format!(
+                "line {}: `{written}` is the verifier's copy: built in stage {VERIFIER_STAGE} and copied into the container when the verifier starts, never part of the agent's image",
+                i.start + 1,
+            ));
+        }
+        moved.sort();
+        moved.dedup();
+        for r in moved {
+            if lines.copies.iter().any(|c| c.index == r) {
+                continue;
+            }
+            let i = &ins[r];
+            let (workdir, user) = &lines.state[r];
+            if let Some(w) = workdir {
+                stage.push(format!("WORKDIR {w}"));
+            }
+            stage.push(format!("USER {}", user.as_deref().unwrap_or("root")));
+            stage.extend(self.physical[i.start..i.end].iter().map(|l| l.to_string()));
+            let written = self.one_line(i);
+            self.drop_ins(
                 i,
-                format!(
-                    "# skillscope: moved to the verifier's stage `{}`",
-                    one_line(i)
-                ),
+                format!("# skillscope: moved to the verifier's stage (reads its copy) `{written}`"),
             );
-        } else {
-            edits[i.start].replace = Some(vec![copy_line(c, &c.others, &c.dest)]);
-            for e in &mut edits[i.start + 1..i.end] {
-                e.replace = Some(Vec::new());
-            }
+            self.changes.push(format!(
+                "line {}: `{written}` reads the verifier's copy: moved with it",
+                i.start + 1,
+            ));
         }
-        changes.push(format!(
-            "line {}: `{}` is the verifier's copy: built in stage {VERIFIER_STAGE} and copied into the container when the verifier starts, never part of the agent's image",
-            i.start + 1,
-            one_line(i)
-        ));
+        stage
     }
-    moved.sort();
-    for &r in moved
-        .iter()
-        .filter(|r| !lines.copies.iter().any(|c| c.index == **r))
-    {
-        let i = &ins[r];
-        let (workdir, user) = &lines.state[r];
-        if let Some(w) = workdir {
-            verifier_stage.push(format!("WORKDIR {w}"));
-        }
-        verifier_stage.push(format!("USER {}", user.as_deref().unwrap_or("root")));
-        verifier_stage.extend(physical[i.start..i.end].iter().map(|l| l.to_string()));
-        drop_ins(
-            &mut edits,
-            i,
-            format!(
-                "# skillscope: moved to the verifier's stage (reads its copy) `{}`",
-                one_line(i)
-            ),
-        );
-        changes.push(format!(
-            "line {}: `{}` reads the verifier's copy: moved with it",
-            i.start + 1,
-            one_line(i)
-        ));
-    }
-    if target == Target::NoSkills {
+
+    /// The no-skills image: agent copies no step reads (and earlier stages' copies) removed, the
+    /// ones a step reads kept and removed after the last such step.
+    fn strip_agent_copies(&mut self) {
+        let lines = self.lines;
+        let ins = &lines.instructions;
         let mut removal: Vec<String> = Vec::new();
+        let mut dirs: Vec<String> = Vec::new();
         let mut last_reader = 0;
         for c in &lines.copies {
             let i = &ins[c.index];
+            let written = self.one_line(i);
             match c.kind {
+                CopyKind::Agent | CopyKind::OtherStage if c.others.is_empty() => {
+                    self.drop_ins(i, format!("# skillscope (no-skills): removed `{written}`"));
+                    self.changes
+                        .push(format!("removed line {}: {written}", i.start + 1));
+                }
                 CopyKind::Agent | CopyKind::OtherStage => {
-                    if c.others.is_empty() {
-                        drop_ins(
-                            &mut edits,
-                            i,
-                            format!("# skillscope (no-skills): removed `{}`", one_line(i)),
-                        );
-                        changes.push(format!("removed line {}: {}", i.start + 1, one_line(i)));
-                    } else {
-                        let new = copy_line(c, &c.others, &c.dest);
-                        changes.push(format!(
-                            "rewrote line {}: {} -> {new}",
-                            i.start + 1,
-                            one_line(i)
-                        ));
-                        edits[i.start].replace = Some(vec![new]);
-                        for e in &mut edits[i.start + 1..i.end] {
-                            e.replace = Some(Vec::new());
-                        }
-                    }
+                    let new = copy_line(c, &c.others, &c.dest);
+                    self.changes
+                        .push(format!("rewrote line {}: {written} -> {new}", i.start + 1));
+                    self.replace_ins(i, new);
                 }
                 CopyKind::BuildTime => {
                     last_reader =
                         last_reader.max(c.readers.iter().copied().max().unwrap_or(c.index));
                     removal.extend(c.created.iter().cloned());
-                    if let Some(d) = &c.dest_abs {
-                        removal.push(format!("rmdir:{}", d.trim_end_matches('/')));
-                    }
-                    changes.push(format!(
-                        "line {}: `{}` is read by later build steps (lines {}): kept for them, removed before the agent starts",
+                    dirs.extend(
+                        c.dest_abs
+                            .iter()
+                            .map(|d| d.trim_end_matches('/').to_string()),
+                    );
+                    self.changes.push(format!(
+                        "line {}: `{written}` is read by later build steps (lines {}): kept for them, removed before the agent starts",
                         i.start + 1,
-                        one_line(i),
                         c.readers
                             .iter()
                             .map(|r| (ins[*r].start + 1).to_string())
@@ -583,88 +608,87 @@ pub fn rewrite(text: &str, lines: &SkillLines, target: Target) -> (String, Vec<S
                 CopyKind::Verifier => {}
             }
         }
-        if !removal.is_empty() {
-            let (paths, dirs): (Vec<String>, Vec<String>) =
-                removal.into_iter().partition(|p| !p.starts_with("rmdir:"));
-            let mut dirs: Vec<String> = dirs
-                .iter()
-                .map(|d| d["rmdir:".len()..].to_string())
-                .collect();
-            dirs.sort();
-            dirs.dedup();
-            // The reader is not a USER line: the user in force before it stays after it.
-            let user = lines.state[last_reader].1.clone();
-            let not_root = user.as_deref().is_some_and(|u| u != "root" && u != "0");
-            let mut block = vec![
-                "# skillscope (no-skills): the skills the build steps above needed are removed before the agent starts".to_string(),
-            ];
-            if not_root {
-                block.push("USER root".into());
-            }
-            block.push(format!(
-                "RUN rm -rf {} && for d in {}; do rmdir \"$d\" 2>/dev/null || true; done",
-                paths.join(" "),
-                dirs.join(" ")
-            ));
-            if let (true, Some(u)) = (not_root, user) {
-                block.push(format!("USER {u}"));
-            }
-            let at = ins[last_reader].end - 1;
-            edits[at].after.extend(block);
-            changes.push(format!(
-                "after line {}: removed {} (what the build steps needed)",
-                ins[last_reader].end,
-                paths.join(" ")
-            ));
+        if removal.is_empty() {
+            return;
         }
+        dirs.sort();
+        dirs.dedup();
+        // The reader is not a USER line: the user in force before it stays after it.
+        let user = lines.state[last_reader].1.clone();
+        let not_root = user.as_deref().is_some_and(|u| u != "root" && u != "0");
+        let mut block = vec![
+            "# skillscope (no-skills): the skills the build steps above needed are removed before the agent starts".to_string(),
+        ];
+        if not_root {
+            block.push("USER root".into());
+        }
+        block.push(format!(
+            "RUN rm -rf {} && for d in {}; do rmdir \"$d\" 2>/dev/null || true; done",
+            removal.join(" "),
+            dirs.join(" ")
+        ));
+        if let (true, Some(u)) = (not_root, user) {
+            block.push(format!("USER {u}"));
+        }
+        let at = ins[last_reader].end - 1;
+        self.edits[at].after.extend(block);
+        self.changes.push(format!(
+            "after line {}: removed {} (what the build steps needed)",
+            ins[last_reader].end,
+            removal.join(" ")
+        ));
     }
-    // The final stage gets a name the verifier's stage can start from.
-    let mut tail: Vec<String> = Vec::new();
-    if !verifier_stage.is_empty()
-        && let Some(f) = lines.final_from
-    {
-        let name = match &lines.final_name {
-            Some(n) => n.clone(),
-            None => {
-                let last = ins[f].end - 1;
-                edits[last].replace = Some(vec![format!(
-                    "{} AS {AGENT_STAGE}",
-                    physical[last].trim_end()
-                )]);
-                AGENT_STAGE.to_string()
+
+    /// The text: every edit applied, then the verifier's stage (the final stage named so it can
+    /// start from it) and the final stage again.
+    fn finish(mut self, verifier_stage: Vec<String>) -> (String, Vec<String>) {
+        let mut tail: Vec<String> = Vec::new();
+        if !verifier_stage.is_empty()
+            && let Some(f) = self.lines.final_from
+        {
+            let name = match &self.lines.final_name {
+                Some(n) => n.clone(),
+                None => {
+                    let last = self.lines.instructions[f].end - 1;
+                    self.edits[last].replace = Some(vec![format!(
+                        "{} AS {AGENT_STAGE}",
+                        self.physical[last].trim_end()
+                    )]);
+                    AGENT_STAGE.to_string()
+                }
+            };
+            tail.push(String::new());
+            tail.push(
+                "# skillscope: the verifier's copies of skills, in a stage of their own (handed to the verifier when it runs)"
+                    .to_string(),
+            );
+            tail.push(format!("FROM {name} AS {VERIFIER_STAGE}"));
+            tail.extend(verifier_stage);
+            tail.push(format!("FROM {name}"));
+        }
+        let mut out = String::new();
+        for (i, line) in self.physical.iter().enumerate() {
+            match &self.edits[i].replace {
+                Some(new) => new.iter().for_each(|l| {
+                    out.push_str(l);
+                    out.push('\n');
+                }),
+                None => {
+                    out.push_str(line);
+                    out.push('\n');
+                }
             }
-        };
-        tail.push(String::new());
-        tail.push(
-            "# skillscope: the verifier's copies of skills, in a stage of their own (handed to the verifier when it runs)"
-                .to_string(),
-        );
-        tail.push(format!("FROM {name} AS {VERIFIER_STAGE}"));
-        tail.extend(verifier_stage);
-        tail.push(format!("FROM {name}"));
-    }
-    let mut out = String::with_capacity(text.len() + 512);
-    for (i, line) in physical.iter().enumerate() {
-        match &edits[i].replace {
-            Some(new) => new.iter().for_each(|l| {
+            for l in &self.edits[i].after {
                 out.push_str(l);
                 out.push('\n');
-            }),
-            None => {
-                out.push_str(line);
-                out.push('\n');
             }
         }
-        for l in &edits[i].after {
-            out.push_str(l);
+        for l in tail {
+            out.push_str(&l);
             out.push('\n');
         }
+        (out, self.changes)
     }
-    for l in tail {
-        out.push_str(&l);
-        out.push('\n');
-    }
-    (out, changes)
 }
 
 #[cfg(test)]

@@ -186,6 +186,8 @@ impl AcontextConfig {
 /// The client. Cheap to clone.
 #[derive(Clone)]
 pub struct Client {
+    /// Whether the server is answering, shared by every clone (see [`super::availability`]).
+    availability: super::availability::Availability,
     http: reqwest::Client,
     base: String,
     key: std::sync::Arc<str>,
@@ -237,6 +239,7 @@ impl Client {
             .build()
             .map_err(|e| AcontextError::Config(format!("HTTP client: {e}")))?;
         Ok(Client {
+            availability: Default::default(),
             http,
             base: config.base_url.trim_end_matches('/').to_string(),
             key: config.api_key.as_str().into(),
@@ -249,6 +252,11 @@ impl Client {
     /// The base URL.
     pub fn base_url(&self) -> &str {
         &self.base
+    }
+
+    /// Whether the server is answering, as every user of this client (and its clones) saw it.
+    pub fn availability(&self) -> &super::availability::Availability {
+        &self.availability
     }
 
     /// One request, never retried, for checks that must answer in seconds (`skillscope
@@ -344,7 +352,9 @@ impl Client {
                     e.is_unsent()
                 }
             })
-            .notify(|e, wait| tracing::warn!("acontext: {e}; retrying in {wait:?}"))
+            // Quiet: a wait that outlasts these retries is one "waiting for Acontext" state
+            // ([`super::availability`]), not a line per request.
+            .notify(|e, wait| tracing::debug!("acontext: {e}; retrying in {wait:?}"))
             .await
     }
 

@@ -1,6 +1,7 @@
 //! Acontext: the REST client, the learning pipeline (trajectories → learning spaces) and skill
 //! export (learning spaces → SkillsBench `skills/` folders).
 
+pub mod availability;
 pub mod client;
 pub mod export;
 pub mod learn;

@@ -114,6 +114,9 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
         exp.notify = Some(Arc::new(|m: &str| {
             crate::errln!("{}", crate::text::sanitize(m))
         }));
+        exp.client
+            .availability()
+            .set_sink(super::shared::acontext::print_availability());
         let engine = exp.engine.clone();
         let progress = tokio::spawn(async move {
             while !super::shared::session::show_progress(engine.subscribe()).await {}

@@ -47,6 +47,9 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
     };
     let store = Store::open(&args.db.db)?;
     let cancel = super::shared::session::Signals::install(None).shutdown;
+    client
+        .availability()
+        .set_sink(super::shared::acontext::print_availability());
     let learner = Learner {
         store: store.clone(),
         client,

@@ -155,6 +155,14 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                 trials_final(sp.finished, sp.total, &steps),
                 flags.iter().map(|f| format!(" · {f}")).collect::<String>()
             );
+            if let (Some(since), Some(next)) = (&sp.space.waiting_since, &sp.space.next_retry_at) {
+                println!(
+                    "  waiting for Acontext since {since}: {}; next retry at {next}",
+                    crate::text::sanitize(
+                        sp.space.waiting_reason.as_deref().unwrap_or("no answer")
+                    )
+                );
+            }
         }
         println!();
     }

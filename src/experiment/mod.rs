@@ -140,15 +140,7 @@ impl Experiment {
         if let Some(n) = &self.notify {
             n(msg);
         }
-        let (run, message) = (run.to_string(), msg.to_string());
-        let _ = self
-            .store
-            .writer()
-            .write(move |c| match queries::find_run(c, &run)? {
-                Some(r) => queries::add_event(c, r.id, level, &message),
-                None => Ok(()),
-            })
-            .await;
+        let _ = self.store.add_run_event(run, level, msg.to_string()).await;
     }
 
     /// Runs one round and records how it ended in its event log.

@@ -113,6 +113,26 @@ impl Store {
         &self.writer
     }
 
+    /// Appends `message` to the event log of the run named `run` (nothing when there is no such
+    /// run yet), through the writer.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn add_run_event(
+        &self,
+        run: &str,
+        level: &'static str,
+        message: String,
+    ) -> Result<(), StoreError> {
+        let run = run.to_string();
+        self.writer
+            .write(move |c| match queries::find_run(c, &run)? {
+                Some(r) => queries::add_event(c, r.id, level, &message),
+                None => Ok(()),
+            })
+            .await
+    }
+
     /// A new connection for reading (and for writing operator commands from another thread).
     ///
     /// # Errors

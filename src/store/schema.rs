@@ -396,6 +396,14 @@ CREATE TABLE experiments (
                  PRIMARY KEY (trial_id, dir, sha256)
              ) WITHOUT ROWID;",
         ),
+        // While Acontext is away (issue 26): since when a learning space waits for it, the last
+        // error and when the next retry is made (RFC 3339), cleared when it answers again — what
+        // `status` and the dashboard's overview show instead of a line per request.
+        M::up(
+            "ALTER TABLE learning_spaces ADD COLUMN waiting_since TEXT;
+             ALTER TABLE learning_spaces ADD COLUMN waiting_reason TEXT;
+             ALTER TABLE learning_spaces ADD COLUMN next_retry_at TEXT;",
+        ),
     ])
 }
 

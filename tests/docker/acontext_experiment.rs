@@ -22,9 +22,9 @@ use skillscope::store::learning as lq;
 use skillscope::store::{Outcome, Store, queries};
 use tokio_util::sync::CancellationToken;
 
-const KEY: &str = "sk-ac-test";
+pub(crate) const KEY: &str = "sk-ac-test";
 
-fn client(base: &str) -> Client {
+pub(crate) fn client(base: &str) -> Client {
     Client::new(&AcontextConfig {
         base_url: base.to_string(),
         api_key: KEY.into(),
@@ -37,7 +37,7 @@ fn client(base: &str) -> Client {
 
 /// An experiment of `plan` on `tasks` against `server`, its folders in `dir`, learning with short
 /// polls and a short wait for a dead server.
-fn experiment(
+pub(crate) fn experiment(
     store: &Store,
     server: &FakeServer,
     plan: Plan,

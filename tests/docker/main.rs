@@ -6,6 +6,7 @@ mod support;
 
 mod acontext_experiment;
 mod acontext_learn;
+mod acontext_wait;
 mod cli;
 mod conditions;
 mod faults;

@@ -668,6 +668,36 @@ fn overview_with_an_experiment_learning() {
     assert!(screen.contains("learn"), "{screen}");
 }
 
+/// Acontext away during learning: the overview's title says since when, each waiting space its
+/// next retry — one state, not a line per request.
+#[test]
+fn overview_while_acontext_is_away() {
+    let l = learning_fixture::learning();
+    for label in ["LS-A", "LS-B"] {
+        skillscope::store::learning::set_space_waiting(
+            &l.conn,
+            &l.run.name,
+            label,
+            Some((
+                "2026-11-22T11:58:10Z",
+                "GET /learning_spaces at http://acontext:8029/api/v1: cannot connect",
+                "2026-11-22T11:58:41Z",
+            )),
+        )
+        .unwrap();
+    }
+    let app = dashboard::watching(&l.conn, l.run.id, Mode::Watch, "dark", now());
+    snap("learning_overview_acontext_away", &app);
+    let screen = render(&app, (120, 40));
+    assert!(
+        screen.contains("waiting for Acontext since 11:58:10"),
+        "{screen}"
+    );
+    assert!(screen.contains("next retry 11:58:41"), "{screen}");
+    let small = render(&app, (80, 24));
+    assert!(small.contains("retry 11:58:41"), "{small}");
+}
+
 #[test]
 fn skill_browser() {
     let (l, mut app) = learning_app();

@@ -45,6 +45,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use super::client::public_base_url;
 mod curated;
+mod wait;
 
 use super::client::{AcontextError, Client};
 use super::model::{CreateSession, Task};
@@ -385,40 +386,6 @@ impl Learner {
         .await
     }
 
-    /// Runs `op` until it succeeds, retrying retryable errors for up to `opts.server_wait`.
-    pub(crate) async fn with_server_wait<T, F, Fut>(
-        &self,
-        opts: &LearnOptions,
-        op: F,
-    ) -> Result<T, Retried>
-    where
-        F: Fn() -> Fut,
-        Fut: std::future::Future<Output = Result<T, AcontextError>>,
-    {
-        let start = Instant::now();
-        let mut pause = Duration::from_millis(500);
-        loop {
-            if self.cancel.is_cancelled() {
-                return Err(Retried::Cancelled);
-            }
-            match op().await {
-                Ok(v) => return Ok(v),
-                Err(e) if e.is_retryable() => {
-                    if start.elapsed() >= opts.server_wait {
-                        return Err(Retried::Unavailable(start.elapsed(), e));
-                    }
-                    tracing::warn!("acontext unavailable, waiting {pause:?}: {e}");
-                    tokio::select! {
-                        _ = tokio::time::sleep(pause) => {}
-                        _ = self.cancel.cancelled() => return Err(Retried::Cancelled),
-                    }
-                    pause = (pause * 2).min(Duration::from_secs(30));
-                }
-                Err(e) => return Err(Retried::Api(e)),
-            }
-        }
-    }
-
     /// Runs one learning pass for `opts`: setup (idempotent), then every trial not yet final.
     ///
     /// # Errors
@@ -463,6 +430,10 @@ impl Learner {
         let mut space = self
             .write(move |c| lq::find_or_insert_space(c, &new))
             .await?;
+        if space.waiting_since.is_some() {
+            // A process stopped while it waited for Acontext: this pass starts afresh.
+            self.store_waiting(opts, None).await;
+        }
         space = self.setup(&run, &space, opts, &tasks).await?;
 
         // Plan: every current trial of the condition, in learning order (new attempts of

@@ -97,6 +97,12 @@ pub fn print_progress() -> Progress {
     })
 }
 
+/// Prints the "waiting for Acontext" line of each retry cycle and the "back" line on stderr,
+/// beside the learning progress.
+pub fn print_availability() -> crate::acontext::availability::Sink {
+    Arc::new(|line: &str| crate::errln!("[acontext] {}", crate::text::sanitize(line)))
+}
+
 /// Prints a learning report.
 pub fn print_report(label: &str, r: &LearnReport) {
     let steps: Vec<String> = r.steps.iter().map(|(k, v)| format!("{k} {v}")).collect();

@@ -228,14 +228,7 @@ pub async fn record_run_end(
     level: &'static str,
     how: String,
 ) {
-    let name = name.to_string();
-    let _ = store
-        .writer()
-        .write(move |c| match crate::store::queries::find_run(c, &name)? {
-            Some(run) => crate::store::queries::add_event(c, run.id, level, &how),
-            None => Ok(()),
-        })
-        .await;
+    let _ = store.add_run_event(name, level, how).await;
 }
 
 /// A progress bar on a terminal; one line per finished trial otherwise (nohup logs, the log of a

@@ -37,6 +37,15 @@ pub struct SpaceRow {
     pub updated_at: String,
     /// Why the last pass stopped, if it did.
     pub error: Option<String>,
+    /// While Acontext is away: since when this space waits for it, RFC 3339.
+    #[serde(default)]
+    pub waiting_since: Option<String>,
+    /// While waiting: the last error (names the endpoint).
+    #[serde(default)]
+    pub waiting_reason: Option<String>,
+    /// While waiting: when the next retry is made, RFC 3339.
+    #[serde(default)]
+    pub next_retry_at: Option<String>,
 }
 
 /// A space to create (or find again).
@@ -59,7 +68,8 @@ pub struct NewSpace {
 }
 
 pub(super) const SPACE_COLS: &str = "id, label, run_id, condition, experiment, base_url, remote_id, curated, \
-     keep_defaults, status_mode, state, created_at, updated_at, error";
+     keep_defaults, status_mode, state, created_at, updated_at, error, waiting_since, waiting_reason, \
+     next_retry_at";
 
 pub(super) fn space_row(r: &Row) -> rusqlite::Result<SpaceRow> {
     Ok(SpaceRow {
@@ -77,7 +87,33 @@ pub(super) fn space_row(r: &Row) -> rusqlite::Result<SpaceRow> {
         created_at: r.get(11)?,
         updated_at: r.get(12)?,
         error: r.get(13)?,
+        waiting_since: r.get(14)?,
+        waiting_reason: r.get(15)?,
+        next_retry_at: r.get(16)?,
     })
+}
+
+/// Records that space `label` of run `run` waits for Acontext — `Some((since, reason, next
+/// retry))`, RFC 3339 times — or, with `None`, that it no longer does.
+///
+/// # Errors
+/// SQL errors.
+pub fn set_space_waiting(
+    conn: &Connection,
+    run: &str,
+    label: &str,
+    waiting: Option<(&str, &str, &str)>,
+) -> Result<(), StoreError> {
+    let (since, reason, next) = match waiting {
+        Some((s, r, n)) => (Some(s), Some(r), Some(n)),
+        None => (None, None, None),
+    };
+    conn.execute(
+        "UPDATE learning_spaces SET waiting_since = ?3, waiting_reason = ?4, next_retry_at = ?5
+         WHERE label = ?2 AND run_id = (SELECT id FROM runs WHERE name = ?1)",
+        params![run, label, since, reason, next],
+    )?;
+    Ok(())
 }
 
 /// The space of `(run, label)`, created when missing. An existing space keeps its remote id

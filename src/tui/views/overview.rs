@@ -154,6 +154,19 @@ pub fn space_line(t: &Theme, p: &SpaceProgress, width: usize) -> Line<'static> {
             t.accent,
         )
     });
+    if let Some(next) = &s.next_retry_at {
+        // Waiting for Acontext: that, and when it is tried again, instead of the current trial.
+        head.push(Span::styled(
+            if wide {
+                format!(" waiting for Acontext · next retry {}", clock(next))
+            } else {
+                format!(" waiting · retry {}", clock(next))
+            },
+            t.warn,
+        ));
+        head.extend(tail);
+        return Line::from(head);
+    }
     let used: usize = head.iter().chain(&tail).map(|s| s.width()).sum();
     let room = width.saturating_sub(used + 1);
     let export_w = export.as_ref().map_or(0, |e| e.width());
@@ -518,7 +531,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
     let p = &app.progress;
     let run = &s.run;
     let liveness = Liveness::at(run, app.now, s.owner_alive);
+    // Learning that waits for Acontext is the state to see, whatever the round-1 run says.
+    let acontext_wait = s
+        .spaces
+        .iter()
+        .filter_map(|p| p.space.waiting_since.as_deref())
+        .min();
     let state = match (run.status.as_str(), app.mode, &liveness) {
+        _ if acontext_wait.is_some() => format!(
+            "waiting for Acontext since {}",
+            acontext_wait.map(clock).unwrap_or_default()
+        ),
         (_, _, Liveness::Stale { since, .. }) => format!(
             "stale — engine gone since {}",
             since.as_deref().map(clock).unwrap_or_else(|| "?".into())

@@ -332,6 +332,9 @@ fn space_row(run: &RunRow, index: usize, key: &str) -> SpaceRow {
         created_at: run.created_at.clone(),
         updated_at: run.created_at.clone(),
         error: None,
+        waiting_since: None,
+        waiting_reason: None,
+        next_retry_at: None,
     }
 }
 

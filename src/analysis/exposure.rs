@@ -473,6 +473,7 @@ mod tests {
             use_known: known,
             builtins: Some(Builtins {
                 ships: String::new(),
+                names: vec![],
                 switched_off: true,
                 setting: "x".into(),
                 folders: vec![],

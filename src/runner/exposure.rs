@@ -8,7 +8,7 @@
 //!
 //! Reading never fails the trial: a folder that cannot be read is named in the record's `error`.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
@@ -17,9 +17,10 @@ use sha2::{Digest, Sha256};
 
 use super::TrialContainer;
 use super::selfgen::quoted;
+use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
 use crate::skillsbench::exposure::{
-    Builtins, Expected, ExposedSkill, HASH_DEFINITION, Origin, SkillExposure, TRIAL_EXPOSURE,
-    skill_folders,
+    Builtins, Expected, ExposedSkill, HASH_DEFINITION, Origin, SYSTEM_FOLDERS, SkillExposure,
+    TRIAL_EXPOSURE, relative_skill_folders, skill_folders,
 };
 use crate::skillsbench::selfgen::TRIAL_GENERATED_DIR;
 use crate::skillsbench::skill::{FolderDigest, check_skill_md, folder_hash, hash_skill_dir};
@@ -63,25 +64,37 @@ struct Found {
 /// Reads the skills visible in `container` now. Never fails: what could not be read is named in
 /// [`SkillExposure::error`].
 pub async fn capture(container: &TrialContainer, input: ScanInput<'_>) -> SkillExposure {
+    let t0 = std::time::Instant::now();
+    let x = scan(container, input).await;
+    tracing::debug!(
+        container = %container.name,
+        skills = x.skills.len(),
+        ms = t0.elapsed().as_millis() as u64,
+        "skill exposure read"
+    );
+    x
+}
+
+async fn scan(container: &TrialContainer, input: ScanInput<'_>) -> SkillExposure {
     let mut errors: Vec<String> = Vec::new();
-    let (home, workdir) = match container
-        .sh_output("printf '%s\\n' \"$HOME\"; pwd", LIST_TIMEOUT)
-        .await
-    {
-        Ok((_, out)) => {
-            let mut l = out.lines();
-            (
-                l.next().unwrap_or("/root").trim().to_string(),
-                l.next().unwrap_or("/").trim().to_string(),
-            )
-        }
+    let builtin_folders: Vec<String> = input
+        .builtins
+        .as_ref()
+        .map(|b| b.folders.clone())
+        .unwrap_or_default();
+    let (listing, files) = match list_and_read(container, &builtin_folders, &mut errors).await {
+        Ok(x) => x,
         Err(e) => {
-            errors.push(format!(
-                "cannot ask the container where the agent runs: {e}"
-            ));
-            ("/root".to_string(), "/".to_string())
+            errors.push(e);
+            (parse_listing(""), Files::default())
         }
     };
+    let Listing {
+        home,
+        workdir,
+        mut folders,
+        links,
+    } = listing;
     let builtins = input.builtins.map(|mut b| {
         for f in &mut b.folders {
             if let Some(rest) = f.strip_prefix("~/") {
@@ -94,27 +107,9 @@ pub async fn capture(container: &TrialContainer, input: ScanInput<'_>) -> SkillE
         .as_ref()
         .map(|b| b.folders.clone())
         .unwrap_or_default();
-    let candidates = skill_folders(&home, &workdir, &harness_folders);
-    let (folders, links) = match list(container, &candidates).await {
-        Ok(x) => x,
-        Err(e) => {
-            errors.push(e);
-            (Vec::new(), Vec::new())
-        }
-    };
-    // Each real folder is copied out once, however many names lead to it.
-    let mut found: HashMap<String, Vec<Found>> = HashMap::new();
-    for (_, real) in folders.iter().chain(&links) {
-        if found.contains_key(real) {
-            continue;
-        }
-        match read_folder(container, real).await {
-            Ok(f) => {
-                found.insert(real.clone(), f);
-            }
-            Err(e) => errors.push(e),
-        }
-    }
+    // The folders in their documented order ([`skill_folders`]).
+    let order = skill_folders(&home, &workdir, &harness_folders);
+    folders.sort_by_key(|(p, _)| order.iter().position(|o| o == p).unwrap_or(usize::MAX));
     let expected = {
         let (task, condition, trial_dir) = (
             input.task.environment_dir().join("skills"),
@@ -132,7 +127,7 @@ pub async fn capture(container: &TrialContainer, input: ScanInput<'_>) -> SkillE
     let switched_off = builtins.as_ref().is_some_and(|b| b.switched_off);
     let mut by: BTreeMap<(String, String), ExposedSkill> = BTreeMap::new();
     for (shown, real) in folders.iter().chain(&links) {
-        for f in found.get(real).into_iter().flatten() {
+        for f in files.skills_under(real) {
             let path = if f.root.is_empty() {
                 shown.clone()
             } else {
@@ -208,52 +203,197 @@ pub fn conclude(
     let _ = write(trial_dir, x);
 }
 
-/// `(path, real path)` pairs: each skill folder found, and each entry of one that links to a
-/// folder elsewhere.
-type Listing = (Vec<(String, String)>, Vec<(String, String)>);
-
-/// Which of `candidates` exist in the container: `(path, real path)` of each folder, and of each
-/// entry in one that is a link to a folder elsewhere.
-async fn list(container: &TrialContainer, candidates: &[String]) -> Result<Listing, String> {
-    let words: Vec<String> = candidates.iter().map(|c| quoted(c)).collect();
-    let script = format!(
-        "for d in {}; do\n\
-         [ -d \"$d\" ] || continue\n\
-         r=$(cd \"$d\" 2>/dev/null && pwd -P) || continue\n\
-         printf 'D\\t%s\\t%s\\n' \"$d\" \"$r\"\n\
-         for s in \"$d\"/* \"$d\"/.[!.]* \"$d\"/..?*; do\n\
-         if [ -L \"$s\" ] && [ -d \"$s\" ]; then t=$(cd \"$s\" 2>/dev/null && pwd -P) && printf 'L\\t%s\\t%s\\n' \"$s\" \"$t\"; fi\n\
-         done\n\
-         done; true",
-        words.join(" ")
-    );
-    let (_, out) = container
-        .sh_output(&script, LIST_TIMEOUT)
-        .await
-        .map_err(|e| format!("cannot list the skill folders: {e}"))?;
-    Ok(parse_listing(&out))
+/// What the listing exec found: the agent's `$HOME` and working directory, each skill folder that
+/// exists with its real path, and each entry of one that links to a folder elsewhere (`(path, real
+/// path)` pairs).
+#[derive(Debug, Default, PartialEq)]
+struct Listing {
+    home: String,
+    workdir: String,
+    folders: Vec<(String, String)>,
+    links: Vec<(String, String)>,
 }
 
-/// Parses the listing's `D\tpath\treal` and `L\tpath\treal` lines (others are skipped).
+/// The script of the one exec that reads the skill folders: every folder [`skill_folders`] names —
+/// `builtin` folders may start with `~/` — looked up (paths computed from `$HOME` and `pwd` in
+/// the shell), the listing written to stderr, then the real folders found (and the folders that
+/// skills in them link to) archived to stdout with the image's `tar`.
+fn listing_script(builtin: &[String]) -> String {
+    let rel: Vec<String> = relative_skill_folders().iter().map(|r| quoted(r)).collect();
+    let mut fixed: Vec<String> = SKILL_DESTINATIONS
+        .iter()
+        .chain(SYSTEM_FOLDERS)
+        .map(|d| quoted(d))
+        .collect();
+    for b in builtin {
+        fixed.push(match b.strip_prefix("~/") {
+            Some(rest) => format!("\"$h\"/{}", quoted(rest)),
+            None => quoted(b),
+        });
+    }
+    let rel = rel.join(" ");
+    format!(
+        "h=${{HOME:-/root}}; h=${{h%/}}; w=$(pwd)\n\
+         exec 3>&1 1>&2\n\
+         printf 'H\\t%s\\nW\\t%s\\n' \"$h\" \"$w\"\n\
+         n=''\n\
+         look() {{ [ -d \"$1\" ] || return 0; r=$(cd \"$1\" 2>/dev/null && pwd -P) || return 0; \
+         printf 'D\\t%s\\t%s\\n' \"$1\" \"$r\"; [ \"$r\" = / ] || n=\"$n${{r#/}}\n\"; \
+         for s in \"$1\"/* \"$1\"/.[!.]* \"$1\"/..?*; do \
+         if [ -L \"$s\" ] && [ -d \"$s\" ]; then t=$(cd \"$s\" 2>/dev/null && pwd -P) && printf 'L\\t%s\\t%s\\n' \"$s\" \"$t\" && n=\"$n${{t#/}}\n\"; fi; \
+         done; }}\n\
+         for d in {fixed}; do look \"$d\"; done\n\
+         for r in {rel}; do look \"$h/$r\"; done\n\
+         a=${{w%/}}\n\
+         while :; do for r in {rel}; do look \"$a/$r\"; done; [ -z \"$a\" ] && break; a=${{a%/*}}; done\n\
+         [ -n \"$n\" ] || exit 0\n\
+         set -f; IFS='\n'\n\
+         exec tar -cf - -C / $n >&3",
+        fixed = fixed.join(" ")
+    )
+}
+
+/// Runs the script of [`listing_script`] in the container: the listing, and the files of every
+/// folder found — through the image's `tar`, or when that fails (no `tar`, an unreadable file,
+/// more than [`super::container::MAX_OUTPUT_BYTES`]) through the Docker API folder by folder
+/// (bind mounts included either way; a folder that cannot be read is added to `errors`).
+async fn list_and_read(
+    container: &TrialContainer,
+    builtin: &[String],
+    errors: &mut Vec<String>,
+) -> Result<(Listing, Files), String> {
+    let what = |e: String| format!("cannot read the skill folders: {e}");
+    let out = tempfile::NamedTempFile::new().map_err(|e| what(e.to_string()))?;
+    let listed = tempfile::NamedTempFile::new().map_err(|e| what(e.to_string()))?;
+    let never = tokio_util::sync::CancellationToken::new();
+    let mut req = super::ExecRequest::sh(listing_script(builtin), &never);
+    req.timeout = Some(LIST_TIMEOUT);
+    req.stdout = Some(out.path());
+    req.stderr = Some(listed.path());
+    let r = container.exec(req).await.map_err(|e| what(e.to_string()))?;
+    let listing = parse_listing(&String::from_utf8_lossy(
+        &std::fs::read(listed.path()).map_err(|e| what(e.to_string()))?,
+    ));
+    let size = std::fs::metadata(out.path()).map(|m| m.len()).unwrap_or(0);
+    if r.exit_code == Some(0) && size < super::container::MAX_OUTPUT_BYTES {
+        let parsed = tokio::task::spawn_blocking(move || {
+            let mut files = Files::default();
+            let f = std::fs::File::open(out.path())?;
+            read_tar(std::io::BufReader::new(f), "", &mut files)?;
+            Ok::<_, std::io::Error>(files)
+        })
+        .await
+        .map_err(|e| what(e.to_string()))?;
+        match parsed {
+            Ok(files) => return Ok((listing, files)),
+            Err(e) => tracing::debug!(error = %e, "the container's tar wrote no readable archive"),
+        }
+    }
+    tracing::debug!(container = %container.name, exit = ?r.exit_code, size, "reading the skill folders through the API");
+    let reals: Vec<String> = listing
+        .folders
+        .iter()
+        .chain(&listing.links)
+        .map(|(_, r)| r.clone())
+        .collect();
+    let mut files = Files::default();
+    for top in outermost(&reals) {
+        if let Err(e) = read_folder(container, &top, &mut files).await {
+            errors.push(e);
+        }
+    }
+    Ok((listing, files))
+}
+
+/// The folders of `reals` that lie inside no other one of them (a folder's tar holds its
+/// subfolders); `/` is never read.
+fn outermost(reals: &[String]) -> Vec<String> {
+    let mut tops: Vec<String> = Vec::new();
+    for r in reals {
+        let r = r.trim_end_matches('/');
+        if r.is_empty() {
+            continue;
+        }
+        let inside = |o: &String| r == o || r.starts_with(&format!("{o}/"));
+        if !tops.iter().any(inside) {
+            tops.retain(|t| !t.starts_with(&format!("{r}/")));
+            tops.push(r.to_string());
+        }
+    }
+    tops
+}
+
+/// Parses the listing's `H`, `W`, `D\tpath\treal` and `L\tpath\treal` lines (others are
+/// skipped; a folder listed twice counts once).
 fn parse_listing(out: &str) -> Listing {
-    let (mut folders, mut links) = (Vec::new(), Vec::new());
+    let mut l = Listing {
+        home: "/root".into(),
+        workdir: "/".into(),
+        ..Default::default()
+    };
     for line in out.lines() {
         let mut p = line.splitn(3, '\t');
-        let (Some(kind), Some(path), Some(real)) = (p.next(), p.next(), p.next()) else {
+        let (Some(kind), Some(path)) = (p.next(), p.next()) else {
             continue;
         };
-        let pair = (path.to_string(), real.to_string());
-        match kind {
-            "D" if !folders.contains(&pair) => folders.push(pair),
-            "L" if !links.contains(&pair) => links.push(pair),
+        let pair = p.next().map(|real| (path.to_string(), real.to_string()));
+        match (kind, pair) {
+            ("H", None) if !path.is_empty() => l.home = path.to_string(),
+            ("W", None) if !path.is_empty() => l.workdir = path.to_string(),
+            ("D", Some(pair)) if !l.folders.contains(&pair) => l.folders.push(pair),
+            ("L", Some(pair)) if !l.links.contains(&pair) => l.links.push(pair),
             _ => {}
         }
     }
-    (folders, links)
+    l
 }
 
-/// Copies folder `real` out of the container and finds the skills in it.
-async fn read_folder(container: &TrialContainer, real: &str) -> Result<Vec<Found>, String> {
+/// Every file under the folders read, by absolute container path: its SHA-256 and size; and the
+/// text (first [`MAX_SKILL_MD`] bytes) of every `SKILL.md`, by its folder.
+#[derive(Debug, Default)]
+struct Files {
+    files: BTreeMap<String, (String, u64)>,
+    skill_md: BTreeMap<String, Vec<u8>>,
+}
+
+impl Files {
+    /// The skills under folder `real`: every folder holding a `SKILL.md`, hashed over its files.
+    fn skills_under(&self, real: &str) -> Vec<Found> {
+        let base = real.trim_end_matches('/');
+        let within = |p: &str| p == base || p.starts_with(&format!("{base}/"));
+        self.skill_md
+            .iter()
+            .filter(|(dir, _)| within(dir))
+            .map(|(dir, md)| {
+                let prefix = format!("{dir}/");
+                let inside: Vec<(&str, &(String, u64))> = self
+                    .files
+                    .range(prefix.clone()..)
+                    .take_while(|(p, _)| p.starts_with(&prefix))
+                    .map(|(p, v)| (&p[prefix.len()..], v))
+                    .collect();
+                Found {
+                    root: dir[base.len()..].trim_start_matches('/').to_string(),
+                    name: check_skill_md(&String::from_utf8_lossy(md), None)
+                        .0
+                        .map(|f| f.name),
+                    digest: FolderDigest {
+                        sha256: folder_hash(inside.iter().map(|(p, (s, _))| (*p, s.as_str()))),
+                        files: inside.len(),
+                        bytes: inside.iter().map(|(_, (_, n))| n).sum(),
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+/// Copies folder `real` out through the Docker API and adds its files to `files`.
+async fn read_folder(
+    container: &TrialContainer,
+    real: &str,
+    files: &mut Files,
+) -> Result<(), String> {
     let what = |e: String| format!("cannot read skill folder {real}: {e}");
     let spool = tempfile::NamedTempFile::new().map_err(|e| what(e.to_string()))?;
     let mut file = tokio::fs::File::from_std(
@@ -267,51 +407,53 @@ async fn read_folder(container: &TrialContainer, real: &str) -> Result<Vec<Found
         .await
         .map_err(|e| what(e.to_string()))?;
     drop(file);
-    let found = tokio::task::spawn_blocking(move || {
-        let f = std::fs::File::open(spool.path())?;
-        skills_in_tar(std::io::BufReader::new(f))
+    // Docker names the entries from the folder's own name: they live under its parent.
+    let parent = Path::new(real)
+        .parent()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default();
+    let taken = std::mem::take(files);
+    let (back, read) = tokio::task::spawn_blocking(move || {
+        let mut files = taken;
+        let r = std::fs::File::open(spool.path())
+            .and_then(|f| read_tar(std::io::BufReader::new(f), &parent, &mut files));
+        (files, r)
     })
     .await
-    .map_err(|e| what(e.to_string()))?
     .map_err(|e| what(e.to_string()))?;
+    *files = back;
+    read.map_err(|e| what(e.to_string()))?;
     if cut {
         return Err(what(format!(
             "larger than {} GiB, its hashes are of the first part only",
             MAX_FOLDER_BYTES >> 30
         )));
     }
-    Ok(found)
+    Ok(())
 }
 
-/// The skills in a tar of one folder as Docker archives it (the folder's own name as the first
-/// component of every entry): every folder holding a regular file `SKILL.md`, hashed over its
-/// files (regular files by content, links by target, hard links by the file they repeat).
-fn skills_in_tar<R: Read>(r: R) -> std::io::Result<Vec<Found>> {
+/// Adds the entries of a tar to `into`, each under `parent` (an absolute folder; `""`: the
+/// entries' paths are already relative to `/`): regular files by content, links by target, hard
+/// links by the file they repeat; every `SKILL.md`'s text by its folder.
+fn read_tar<R: Read>(r: R, parent: &str, into: &mut Files) -> std::io::Result<()> {
+    let parent = parent.trim_end_matches('/');
+    let abs = |p: &str| format!("{parent}/{}", p.trim_start_matches("./").trim_matches('/'));
     let mut archive = tar::Archive::new(r);
-    // Path relative to the folder → (sha256, size).
-    let mut files: BTreeMap<String, (String, u64)> = BTreeMap::new();
-    // Archive path → path relative to the folder (hard links name the archive path).
-    let mut archived: HashMap<String, String> = HashMap::new();
-    let mut skill_md: BTreeMap<String, Vec<u8>> = BTreeMap::new();
     for entry in archive.entries()? {
         let mut e = entry?;
-        let raw = e.path()?.to_string_lossy().into_owned();
-        let raw = raw.trim_end_matches('/').to_string();
-        let Some((_, rel)) = raw.split_once('/') else {
-            continue;
-        };
-        let rel = rel.to_string();
+        let path = abs(&e.path()?.to_string_lossy());
         let kind = e.header().entry_type();
         let (sha, size) = if kind.is_file() {
             let mut h = Sha256::new();
-            let size = if rel == "SKILL.md" || rel.ends_with("/SKILL.md") {
+            let size = if path.ends_with("/SKILL.md") {
                 let mut bytes = Vec::new();
                 (&mut e).take(MAX_SKILL_MD).read_to_end(&mut bytes)?;
                 h.update(&bytes);
                 let rest = std::io::copy(&mut e, &mut h)?;
-                let root = rel.strip_suffix("SKILL.md").unwrap_or("");
-                skill_md.insert(root.trim_end_matches('/').to_string(), bytes.clone());
-                bytes.len() as u64 + rest
+                let dir = path.strip_suffix("/SKILL.md").unwrap_or("").to_string();
+                let n = bytes.len() as u64 + rest;
+                into.skill_md.insert(dir, bytes);
+                n
             } else {
                 std::io::copy(&mut e, &mut h)?
             };
@@ -325,40 +467,18 @@ fn skills_in_tar<R: Read>(r: R) -> std::io::Result<Vec<Found>> {
         } else if kind.is_hard_link() {
             let target = e
                 .link_name()?
-                .map(|p| p.to_string_lossy().trim_end_matches('/').to_string())
+                .map(|p| abs(&p.to_string_lossy()))
                 .unwrap_or_default();
-            match archived.get(&target).and_then(|t| files.get(t)) {
+            match into.files.get(&target) {
                 Some(x) => x.clone(),
                 None => continue,
             }
         } else {
             continue;
         };
-        archived.insert(raw, rel.clone());
-        files.insert(rel, (sha, size));
+        into.files.insert(path, (sha, size));
     }
-    let mut out = Vec::new();
-    for (root, md) in skill_md {
-        let prefix = if root.is_empty() {
-            String::new()
-        } else {
-            format!("{root}/")
-        };
-        let inside: Vec<(&str, &(String, u64))> = files
-            .iter()
-            .filter_map(|(p, v)| p.strip_prefix(&prefix).map(|r| (r, v)))
-            .collect();
-        let digest = FolderDigest {
-            sha256: folder_hash(inside.iter().map(|(p, (s, _))| (*p, s.as_str()))),
-            files: inside.len(),
-            bytes: inside.iter().map(|(_, (_, n))| n).sum(),
-        };
-        let name = check_skill_md(&String::from_utf8_lossy(&md), None)
-            .0
-            .map(|f| f.name);
-        out.push(Found { root, name, digest });
-    }
-    Ok(out)
+    Ok(())
 }
 
 /// The hashes of every folder under `dir` (at any depth, links to folders followed) that holds a
@@ -405,7 +525,7 @@ fn expected(
 mod tests {
     use super::*;
 
-    /// A tar as Docker archives `/root/.claude/skills`: the folder's name first.
+    /// A tar whose entries are `entries` (regular files) and `links` (symbolic links).
     fn archive(entries: &[(&str, &[u8])], links: &[(&str, &str)]) -> Vec<u8> {
         let mut b = tar::Builder::new(Vec::new());
         for (path, bytes) in entries {
@@ -424,28 +544,54 @@ mod tests {
         b.into_inner().unwrap()
     }
 
+    const MD: &[u8] = b"---\nname: mesh-analysis\ndescription: d\n---\nbody\n";
+
     #[test]
-    fn skills_in_a_folder_are_hashed_as_on_this_machine() {
-        let md = b"---\nname: mesh-analysis\ndescription: d\n---\nbody\n";
-        let tar = archive(
+    fn skills_are_hashed_as_on_this_machine_from_either_tar() {
+        // As Docker's API archives /root/.claude/skills (the folder's own name first) …
+        let api = archive(
             &[
-                ("skills/mesh/SKILL.md", md),
+                ("skills/mesh/SKILL.md", MD),
                 ("skills/mesh/scripts/v.py", b"print(1)\n"),
                 ("skills/.system/creator/SKILL.md", b"no frontmatter"),
                 ("skills/stray.txt", b"x"),
             ],
             &[("skills/mesh/data", "/srv/data")],
         );
-        let found = skills_in_tar(&tar[..]).unwrap();
+        let mut a = Files::default();
+        read_tar(&api[..], "/root/.claude", &mut a).unwrap();
+        // … and as `tar -cf - -C / root/.claude/skills` does.
+        let exec = archive(
+            &[
+                ("root/.claude/skills/mesh/SKILL.md", MD),
+                ("root/.claude/skills/mesh/scripts/v.py", b"print(1)\n"),
+                (
+                    "root/.claude/skills/.system/creator/SKILL.md",
+                    b"no frontmatter",
+                ),
+                ("root/.claude/skills/stray.txt", b"x"),
+            ],
+            &[("root/.claude/skills/mesh/data", "/srv/data")],
+        );
+        let mut b = Files::default();
+        read_tar(&exec[..], "", &mut b).unwrap();
+        let found = a.skills_under("/root/.claude/skills");
+        assert_eq!(found, b.skills_under("/root/.claude/skills"));
         assert_eq!(found.len(), 2, "{found:?}");
         let mesh = found.iter().find(|f| f.root == "mesh").unwrap();
         assert_eq!(mesh.name.as_deref(), Some("mesh-analysis"));
         assert_eq!(mesh.digest.files, 3);
+        let nested = found.iter().find(|f| f.root == ".system/creator").unwrap();
+        assert_eq!(nested.name, None);
+        assert!(
+            a.skills_under("/root/.claude/skills/mesh/scripts")
+                .is_empty()
+        );
         // The same folder on disk hashes the same.
         let dir = tempfile::tempdir().unwrap();
         let m = dir.path().join("mesh");
         std::fs::create_dir_all(m.join("scripts")).unwrap();
-        std::fs::write(m.join("SKILL.md"), md).unwrap();
+        std::fs::write(m.join("SKILL.md"), MD).unwrap();
         std::fs::write(m.join("scripts/v.py"), b"print(1)\n").unwrap();
         std::os::unix::fs::symlink("/srv/data", m.join("data")).unwrap();
         assert_eq!(hash_skill_dir(&m).unwrap(), mesh.digest);
@@ -453,16 +599,87 @@ mod tests {
             hashes_under(dir.path()),
             [mesh.digest.sha256.clone()].into()
         );
-        let nested = found.iter().find(|f| f.root == ".system/creator").unwrap();
-        assert_eq!(nested.name, None);
     }
 
     #[test]
     fn listing_lines_are_parsed_and_deduplicated() {
-        let (d, l) = parse_listing(
-            "D\t/root/.claude/skills\t/root/.claude/skills\nD\t/root/.agents/skills\t/srv/s\nnoise\nL\t/root/.claude/skills/x\t/opt/x\nD\t/root/.claude/skills\t/root/.claude/skills\n",
+        let l = parse_listing(
+            "H\t/home/a\nW\t/app\nD\t/root/.claude/skills\t/root/.claude/skills\nD\t/root/.agents/skills\t/srv/s\nnoise\nL\t/root/.claude/skills/x\t/opt/x\nD\t/root/.claude/skills\t/root/.claude/skills\n",
         );
-        assert_eq!(d.len(), 2);
-        assert_eq!(l, vec![("/root/.claude/skills/x".into(), "/opt/x".into())]);
+        assert_eq!((l.home.as_str(), l.workdir.as_str()), ("/home/a", "/app"));
+        assert_eq!(l.folders.len(), 2);
+        assert_eq!(
+            l.links,
+            vec![("/root/.claude/skills/x".into(), "/opt/x".into())]
+        );
+    }
+
+    /// The listing script, run by this machine's `sh`, finds home, project and harness folders
+    /// and the skills in them that link elsewhere.
+    #[test]
+    fn the_listing_script_finds_home_project_and_linked_skills() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let home = root.join("home");
+        let work = root.join("proj/sub");
+        let elsewhere = root.join("elsewhere/skill");
+        for d in [
+            home.join(".claude/skills/a"),
+            root.join("proj/.agents/skills/b"),
+            home.join(".codex/skills/.system"),
+            elsewhere.clone(),
+            work.clone(),
+        ] {
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("SKILL.md"), MD).unwrap();
+        }
+        std::os::unix::fs::symlink(&elsewhere, home.join(".claude/skills/linked")).unwrap();
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(listing_script(&["~/.codex/skills/.system".into()]))
+            .env("HOME", &home)
+            .current_dir(&work)
+            .output()
+            .unwrap();
+        let l = parse_listing(&String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{out:?}");
+        // Its stdout is the tar of every folder found, linked skills included.
+        let mut files = Files::default();
+        read_tar(&out.stdout[..], "", &mut files).unwrap();
+        let shown: Vec<&str> = l.folders.iter().map(|(p, _)| p.as_str()).collect();
+        let h = home.display().to_string();
+        for want in [
+            format!("{h}/.claude/skills"),
+            format!("{}/proj/.agents/skills", root.display()),
+            format!("{h}/.codex/skills/.system"),
+        ] {
+            assert!(shown.contains(&want.as_str()), "{want} in {shown:?}");
+        }
+        assert_eq!(l.workdir, work.display().to_string());
+        assert_eq!(
+            l.links,
+            vec![(
+                format!("{h}/.claude/skills/linked"),
+                elsewhere.display().to_string()
+            )]
+        );
+        let skills: Vec<String> = files
+            .skills_under(&h)
+            .into_iter()
+            .chain(files.skills_under(&root.display().to_string()))
+            .map(|f| f.root)
+            .collect();
+        assert!(
+            skills.contains(&".claude/skills/a".to_string()),
+            "{skills:?}"
+        );
+        assert!(
+            skills.contains(&"proj/.agents/skills/b".to_string()),
+            "{skills:?}"
+        );
+        assert!(
+            skills.contains(&"elsewhere/skill".to_string()),
+            "{skills:?}"
+        );
     }
 }

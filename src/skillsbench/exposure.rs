@@ -105,6 +105,9 @@ pub struct ExposedSkill {
 pub struct Builtins {
     /// What the CLI bundles or enables by itself.
     pub ships: String,
+    /// The names of its own skills that it offers a model unless switched off (at the pinned
+    /// version; read from the kit where they lie on disk).
+    pub names: Vec<String>,
     /// True when the trial switched them off.
     pub switched_off: bool,
     /// The documented setting that switches them off (empty when the harness has none).

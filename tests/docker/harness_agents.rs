@@ -295,6 +295,14 @@ fn assert_exposure(
         )
     );
     assert_eq!(x["builtins"]["switched_off"], true, "{x:#}");
+    assert!(
+        x["builtins"]["names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n == h.builtin),
+        "the record names what the CLI ships: {x:#}"
+    );
     assert_eq!(x["used"]["state"], "known", "{x:#}");
     let used = x["used"]["skills"].as_array().unwrap();
     if reads {

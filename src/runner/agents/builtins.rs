@@ -26,37 +26,55 @@ pub const CLAUDE_CODE_SWITCH: &str = "CLAUDE_CODE_DISABLE_BUNDLED_SKILLS=1";
 /// The Codex option that switches its bundled system skills off.
 pub const CODEX_SWITCH: &str = "skills.bundled.enabled=false";
 
+/// The model-invocable skills Claude Code 2.1.330 bundles (from the first request it sends a
+/// model without the switch).
+pub const CLAUDE_CODE_BUNDLED: &[&str] = &[
+    "dataviz",
+    "update-config",
+    "keybindings-help",
+    "code-review",
+    "simplify",
+    "fewer-permission-prompts",
+    "loop",
+    "claude-api",
+    "workflow-authoring",
+    "run",
+    "plugin-authoring",
+    "init",
+    "security-review",
+];
+
+/// The system skills Codex CLI 0.169.0 embeds (likewise).
+pub const CODEX_SYSTEM: &[&str] = &[
+    "imagegen",
+    "openai-docs",
+    "skill-creator",
+    "skill-installer",
+];
+
 /// What `h` brings of its own and how the trial switches it off (see the module doc);
 /// `gemini_names` are the built-in names found in Gemini CLI's kit.
 pub fn builtins(h: Harness, gemini_names: &[String]) -> Builtins {
+    let names = |n: &[&str]| n.iter().map(|s| s.to_string()).collect();
     match h {
         Harness::ClaudeCode => Builtins {
-            ships: "bundled skills compiled into the CLI (none on disk): dataviz, update-config, \
-                    keybindings-help, code-review, simplify, fewer-permission-prompts, loop, \
-                    claude-api, workflow-authoring, run, plugin-authoring, init, security-review"
-                .into(),
+            ships: "bundled skills compiled into the CLI (none on disk)".into(),
+            names: names(CLAUDE_CODE_BUNDLED),
             switched_off: true,
             setting: format!("{CLAUDE_CODE_SWITCH} (settings key disableBundledSkills)"),
             folders: Vec::new(),
         },
         Harness::Codex => Builtins {
-            ships:
-                "system skills embedded in the CLI and installed in $CODEX_HOME/skills/.system: \
-                    imagegen, openai-docs, skill-creator, skill-installer"
-                    .into(),
+            ships: "system skills embedded in the CLI, installed in $CODEX_HOME/skills/.system"
+                .into(),
+            names: names(CODEX_SYSTEM),
             switched_off: true,
             setting: format!("-c {CODEX_SWITCH}"),
             folders: vec!["~/.codex/skills/.system".into()],
         },
         Harness::GeminiCli => Builtins {
-            ships: format!(
-                "built-in skills in the CLI's bundle/builtin/ ({})",
-                if gemini_names.is_empty() {
-                    "none found in the kit".to_string()
-                } else {
-                    gemini_names.join(", ")
-                }
-            ),
+            ships: "built-in skills in the CLI's bundle/builtin/ (in the kit)".into(),
+            names: gemini_names.to_vec(),
             switched_off: true,
             setting: "skills.disabled in ~/.gemini/settings.json, naming each built-in".into(),
             folders: vec![format!("{}/{GEMINI_BUILTIN}", h.mount_path())],

@@ -190,6 +190,29 @@ async fn self_generated_keeps_the_good_skill_and_reports_the_malformed_one() {
     .unwrap();
     let g = &report.skill_content.generated;
     assert_eq!((g.len(), g[0].kept, g[0].refused), (1, 1, 1), "{g:?}");
+    // At the start the agent could see no skill (the harness's own are switched off); the skill
+    // it wrote and read counts as its own use.
+    let x = common::skill_exposure(&dir);
+    assert!(
+        x["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["origin"] == "harness" && s["enabled"] == false),
+        "{x:#}"
+    );
+    let used = x["used"]["skills"].as_array().unwrap();
+    assert!(
+        used.iter()
+            .any(|u| u["skill"] == "greeting-notes" && u["own"] == true),
+        "{x:#}"
+    );
+    let e = &report.results.exposure.conditions[0];
+    assert_eq!(
+        (e.generated_none, e.use_known, e.used),
+        (Some(0), 1, 1),
+        "{e:#?}"
+    );
     let set = report
         .skill_content
         .sets
@@ -268,6 +291,17 @@ async fn two_phase_runs_two_sessions_and_the_solver_sees_only_generated_skills()
     assert!(!listing.contains("broken"), "{solver_obs}");
     assert!(!listing.contains("skill-creator"), "{solver_obs}");
     assert!(listing.contains("No such file"), "{solver_obs}");
+    // The solver's record: the valid generated skill alone, as generated — not the writer's skill
+    // creator, not the refused one.
+    let x = common::skill_exposure(&dir);
+    let seen: Vec<(&str, &str)> = x["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["origin"] != "harness")
+        .map(|s| (s["dir"].as_str().unwrap(), s["origin"].as_str().unwrap()))
+        .collect();
+    assert_eq!(seen, [("greeting-notes", "generated")], "{x:#}");
     // The first session's transcript is not where the solver's agent writes its logs.
     assert!(!dir.join("agent/skill-generation").exists());
     let record: serde_json::Value =

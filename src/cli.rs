@@ -531,6 +531,19 @@ pub struct ReportArgs {
     /// Seed of the bootstrap.
     #[arg(long, default_value_t = crate::analysis::ci::DEFAULT_SEED)]
     pub seed: u64,
+    /// A trial succeeds when its reward is at least this (in (0, 1]); pass@1, pass@2,
+    /// pass@2-adaptive and flaky tasks count successes by it. Method D stays the mean reward.
+    #[arg(long, default_value_t = crate::analysis::success::DEFAULT_PASS_THRESHOLD, value_parser = pass_threshold)]
+    pub pass_threshold: f64,
+}
+
+/// Parses `--pass-threshold`: a number in (0, 1].
+fn pass_threshold(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number"))?;
+    crate::analysis::success::SuccessRule::new(v).map(|r| r.threshold)
 }
 
 /// `skillscope bench`.
@@ -571,9 +584,9 @@ pub enum BenchWhat {
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,
     },
-    /// Analysis speed: a store with this many finished synthetic trials (2 conditions), then the
-    /// full analysis (Method D, bootstrap CIs, breakdowns, task changes, failure modes) and the
-    /// report, timed.
+    /// Analysis speed: a store with this many finished synthetic trials (2 conditions, or an
+    /// experiment's 4), then the full analysis (Method D, bootstrap CIs, breakdowns, task changes,
+    /// failure modes) and the report, timed.
     Analysis {
         /// Trials in the store.
         #[arg(long, default_value_t = 1_000_000)]
@@ -581,6 +594,13 @@ pub enum BenchWhat {
         /// Tasks (trials are spread over them).
         #[arg(long, default_value_t = 2_000)]
         tasks: usize,
+        /// An experiment of two runs and four conditions (A, B, A', B': every comparison,
+        /// pass@2-adaptive and hypothesis) instead of one run of two conditions.
+        #[arg(long)]
+        experiment: bool,
+        /// Bootstrap resamples per confidence interval (to compare the cost of a count).
+        #[arg(long, default_value_t = crate::analysis::ci::DEFAULT_RESAMPLES)]
+        resamples: usize,
         /// Keep the generated database and report here instead of a temporary folder.
         #[arg(long, value_name = "DIR")]
         keep: Option<PathBuf>,

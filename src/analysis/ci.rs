@@ -1,5 +1,6 @@
 //! 95% confidence intervals for Method D pass rates and their differences: a percentile
-//! bootstrap over tasks (Efron & Tibshirani 1993, §13.3).
+//! bootstrap over tasks (Efron & Tibshirani 1993, §13.3), and the verdict an interval gives on
+//! "the measure is positive" with its Monte Carlo error.
 //!
 //! Tasks are the unit of resampling because Method D averages per-task means over a fixed task
 //! set; trials of a task are not independent draws of the benchmark. Each of `B` resamples draws
@@ -7,25 +8,100 @@
 //! the paired per-task differences, so both conditions see the same tasks); the interval is the
 //! 2.5th and 97.5th percentiles of those means (linear interpolation between order statistics).
 //! The generator is ChaCha8 seeded with [`DEFAULT_SEED`] (or the caller's seed), so a report is
-//! reproducible on any platform.
+//! reproducible on any platform; every [`Ci`] carries its seed and resample count.
+//!
+//! **Undefined.** An interval over fewer than 2 tasks is undefined ([`why_undefined`]): one
+//! task's resamples are all the same value, a point that says nothing about spread.
+//!
+//! **Monte Carlo error and the borderline rule.** A bound is an order statistic of `B` resamples:
+//! with another seed the `q`-quantile's rank moves by about `sqrt(B·q·(1 − q))` (binomial), so
+//! the order statistics at `(B − 1)q ± 2·sqrt(B·q·(1 − q))` bound where it would fall with another
+//! seed (≈ 95 %) — its **Monte Carlo band** ([`Ci::low_mc`], [`Ci::high_mc`]). The verdict on
+//! "positive" ([`Ci::verdict`]) is *above 0* when the lower bound is above 0, *at or below 0*
+//! when the upper bound is at or below 0, *spans 0* otherwise, and **borderline** when the
+//! interval touches 0 within its Monte Carlo error: the bound that decides it could cross 0 with
+//! another seed or resample count (above 0 whose lower band reaches 0; at or below 0 whose upper
+//! band reaches above 0; spanning 0 whose lower band reaches 0 or whose upper band reaches down to
+//! it). Ten tasks of which three improve by the same amount put 0.7¹⁰ ≈ 2.8 % of the paired
+//! resamples exactly at 0, against the 2.5 % the lower bound reads: some seeds give a lower
+//! bound above 0, others 0 — that verdict is borderline whatever the seed.
 
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-/// Resamples per interval.
-pub const DEFAULT_RESAMPLES: usize = 2000;
+/// Resamples per interval (10,000: the Monte Carlo band of a 2.5 % bound spans about ±0.3
+/// percentile points).
+pub const DEFAULT_RESAMPLES: usize = 10_000;
 /// Seed of the generator.
 pub const DEFAULT_SEED: u64 = 20260212;
+/// Width of the Monte Carlo band in binomial standard errors of the bound's rank.
+pub const MC_Z: f64 = 2.0;
 
-/// A confidence interval, as fractions (or, for differences, fractions of difference).
+/// A confidence interval, as fractions (or, for differences, fractions of difference; [`Ci::scaled`]
+/// converts to percentage points), with the Monte Carlo band of each bound and how it was drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Ci {
     /// Lower bound.
     pub low: f64,
     /// Upper bound.
     pub high: f64,
+    /// Where the lower bound would fall with another seed: `[from, to]` (see the module doc).
+    pub low_mc: [f64; 2],
+    /// Where the upper bound would fall with another seed.
+    pub high_mc: [f64; 2],
+    /// Resamples drawn.
+    pub resamples: usize,
+    /// Seed of the ChaCha8 generator.
+    pub seed: u64,
+}
+
+/// Where an interval lies with respect to 0 ([`Ci::verdict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Side {
+    /// The lower bound is above 0.
+    Above,
+    /// The upper bound is at or below 0.
+    AtOrBelow,
+    /// The interval spans 0.
+    Spans,
+}
+
+impl Ci {
+    /// The same interval with every bound multiplied by `k > 0` (fractions → percentage points
+    /// with `k = 100`).
+    pub fn scaled(self, k: f64) -> Ci {
+        Ci {
+            low: self.low * k,
+            high: self.high * k,
+            low_mc: self.low_mc.map(|v| v * k),
+            high_mc: self.high_mc.map(|v| v * k),
+            ..self
+        }
+    }
+
+    /// Where the interval lies with respect to 0, and whether that is **borderline**: the
+    /// deciding bound within its Monte Carlo error of 0 (the module doc gives the rule).
+    pub fn verdict(&self) -> (Side, bool) {
+        if self.low > 0.0 {
+            (Side::Above, self.low_mc[0] <= 0.0)
+        } else if self.high <= 0.0 {
+            (Side::AtOrBelow, self.high_mc[1] > 0.0)
+        } else {
+            (Side::Spans, self.low_mc[1] >= 0.0 || self.high_mc[0] <= 0.0)
+        }
+    }
+}
+
+/// Why an interval over `n_tasks` tasks is undefined (`None` when it is defined).
+pub fn why_undefined(n_tasks: usize) -> Option<String> {
+    match n_tasks {
+        0 => Some("no task".into()),
+        1 => Some("1 task: a CI needs 2 or more".into()),
+        _ => None,
+    }
 }
 
 /// How intervals were computed (printed with every report).
@@ -53,26 +129,49 @@ impl CiMethod {
     /// One line naming the method.
     pub fn describe(&self) -> String {
         format!(
-            "{:.0}% percentile bootstrap over tasks ({} resamples, ChaCha8 seed {})",
+            "{:.0}% percentile bootstrap over tasks ({}, ChaCha8 seed {}); a verdict whose interval touches 0 within its Monte Carlo error is borderline",
             self.level * 100.0,
-            self.resamples,
+            self.resamples_text(),
             self.seed
         )
     }
 
-    /// The interval of the mean of `values` (per-task means); `None` for no values.
+    /// `10,000 resamples, seed 20260212`: what is printed beside every interval.
+    pub fn short(&self) -> String {
+        format!("{}, seed {}", self.resamples_text(), self.seed)
+    }
+
+    fn resamples_text(&self) -> String {
+        format!("{} resamples", crate::text::thousands(self.resamples))
+    }
+
+    /// The interval of the mean of `values` (per-task means); `None` for fewer than 2 values
+    /// ([`why_undefined`]).
     pub fn mean(&self, values: &[f64]) -> Option<Ci> {
         bootstrap(values, self.resamples, self.seed, self.level)
     }
 
     /// The interval of the mean paired difference `with − without` (same tasks, same order);
-    /// `None` when the slices are empty or differ in length.
+    /// `None` for fewer than 2 tasks or slices that differ in length.
     pub fn paired_difference(&self, with: &[f64], without: &[f64]) -> Option<Ci> {
         if with.len() != without.len() {
             return None;
         }
         let d: Vec<f64> = with.iter().zip(without).map(|(a, b)| a - b).collect();
         bootstrap(&d, self.resamples, self.seed, self.level)
+    }
+
+    /// The interval of sorted resample statistics `sorted` drawn by this method.
+    fn interval(&self, sorted: &[f64]) -> Ci {
+        let alpha = (1.0 - self.level) / 2.0;
+        Ci {
+            low: percentile(sorted, alpha),
+            high: percentile(sorted, 1.0 - alpha),
+            low_mc: mc_band(sorted, alpha),
+            high_mc: mc_band(sorted, 1.0 - alpha),
+            resamples: self.resamples,
+            seed: self.seed,
+        }
     }
 }
 
@@ -92,10 +191,10 @@ impl CiMethod {
     /// `(mean(treated) − mean(low)) / (mean(high) − mean(low))` over per-task means (same tasks,
     /// same order): tasks are resampled together as for [`CiMethod::paired_difference`]; a
     /// resample whose gap is not positive (`high` not above `low`) has no share and is left out
-    /// and counted. `None` for empty or unequal slices, or when no resample has a gap.
+    /// and counted. `None` for fewer than 2 tasks, unequal slices, or when no resample has a gap.
     pub fn gap_closed(&self, treated: &[f64], low: &[f64], high: &[f64]) -> Option<CiOfRatio> {
         let n = treated.len();
-        if n == 0 || low.len() != n || high.len() != n || self.resamples == 0 {
+        if n < 2 || low.len() != n || high.len() != n || self.resamples == 0 {
             return None;
         }
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
@@ -120,22 +219,18 @@ impl CiMethod {
             return None;
         }
         shares.sort_by(f64::total_cmp);
-        let alpha = (1.0 - self.level) / 2.0;
         Some(CiOfRatio {
-            ci: Ci {
-                low: percentile(&shares, alpha),
-                high: percentile(&shares, 1.0 - alpha),
-            },
+            ci: self.interval(&shares),
             undefined,
             resamples: self.resamples,
         })
     }
 }
 
-/// Percentile bootstrap of the mean of `values`.
+/// Percentile bootstrap of the mean of `values`; `None` for fewer than 2 values or no resample.
 pub fn bootstrap(values: &[f64], resamples: usize, seed: u64, level: f64) -> Option<Ci> {
     let n = values.len();
-    if n == 0 || resamples == 0 {
+    if n < 2 || resamples == 0 {
         return None;
     }
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -148,11 +243,14 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64, level: f64) -> Opt
         means.push(sum / n as f64);
     }
     means.sort_by(f64::total_cmp);
-    let alpha = (1.0 - level) / 2.0;
-    Some(Ci {
-        low: percentile(&means, alpha),
-        high: percentile(&means, 1.0 - alpha),
-    })
+    Some(
+        CiMethod {
+            resamples,
+            seed,
+            level,
+        }
+        .interval(&means),
+    )
 }
 
 /// The `q`-quantile of sorted values, linear interpolation between order statistics (type 7,
@@ -165,6 +263,22 @@ pub fn percentile(sorted: &[f64], q: f64) -> f64 {
     let lo = h.floor() as usize;
     let hi = h.ceil() as usize;
     sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo])
+}
+
+/// The Monte Carlo band of the `q`-quantile of `sorted` resamples: the order statistics at
+/// `(B − 1)q ∓ MC_Z·sqrt(B·q·(1 − q))`, clamped to the sample.
+pub fn mc_band(sorted: &[f64], q: f64) -> [f64; 2] {
+    if sorted.is_empty() {
+        return [f64::NAN, f64::NAN];
+    }
+    let b = sorted.len() as f64;
+    let q = q.clamp(0.0, 1.0);
+    let h = (b - 1.0) * q;
+    let d = MC_Z * (b * q * (1.0 - q)).sqrt();
+    let last = sorted.len() - 1;
+    let lo = ((h - d).floor().max(0.0) as usize).min(last);
+    let hi = ((h + d).ceil().max(0.0) as usize).min(last);
+    [sorted[lo], sorted[hi]]
 }
 
 #[cfg(test)]
@@ -201,6 +315,68 @@ mod tests {
         // Resamples without a gap are counted, not used.
         let r = m.gap_closed(&[1.0, 0.0], &[0.0, 0.0], &[1.0, 0.0]).unwrap();
         assert!(r.undefined > 0 && r.undefined < m.resamples, "{r:?}");
+    }
+
+    #[test]
+    fn fewer_than_two_tasks_have_no_interval() {
+        let m = CiMethod::default();
+        assert!(m.mean(&[0.5]).is_none());
+        assert!(m.paired_difference(&[1.0], &[0.0]).is_none());
+        assert!(m.gap_closed(&[0.5], &[0.0], &[1.0]).is_none());
+        assert!(why_undefined(1).is_some() && why_undefined(2).is_none());
+    }
+
+    #[test]
+    fn every_interval_carries_its_seed_and_resamples() {
+        let m = CiMethod {
+            resamples: 500,
+            seed: 9,
+            level: 0.95,
+        };
+        let ci = m.mean(&[0.0, 1.0, 0.5]).unwrap();
+        assert_eq!((ci.resamples, ci.seed), (500, 9));
+        assert!(ci.low_mc[0] <= ci.low && ci.low <= ci.low_mc[1], "{ci:?}");
+        assert!(
+            ci.high_mc[0] <= ci.high && ci.high <= ci.high_mc[1],
+            "{ci:?}"
+        );
+        let pp = ci.scaled(100.0);
+        assert!((pp.low - ci.low * 100.0).abs() < 1e-12 && pp.high_mc[1] == ci.high_mc[1] * 100.0);
+        assert_eq!(
+            CiMethod::default().short(),
+            "10,000 resamples, seed 20260212"
+        );
+    }
+
+    /// Three of ten tasks improve by the same amount: 0.7¹⁰ ≈ 2.8 % of the paired resamples sit
+    /// exactly at 0, next to the 2.5 % the lower bound reads. Whatever the seed, the verdict is
+    /// borderline — never "above 0" for some seeds and "spans 0" for others.
+    #[test]
+    fn an_interval_touching_zero_is_borderline_for_every_seed() {
+        let with = [1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0];
+        let without = [0.0; 10];
+        for seed in 0..40 {
+            let ci = CiMethod {
+                seed,
+                ..CiMethod::default()
+            }
+            .paired_difference(&with, &without)
+            .unwrap();
+            assert!(ci.verdict().1, "seed {seed}: {ci:?}");
+        }
+        // No difference anywhere: at or below 0, and no seed can lift it.
+        let ci = CiMethod::default()
+            .paired_difference(&without, &without)
+            .unwrap();
+        assert_eq!(ci.verdict(), (Side::AtOrBelow, false));
+        // Clearly above, clearly spanning.
+        let ci = CiMethod::default()
+            .paired_difference(&[1.0; 10], &without)
+            .unwrap();
+        assert_eq!(ci.verdict(), (Side::Above, false));
+        let mixed = [1.0, -1.0, 1.0, -1.0, 1.0, -1.0, 0.5, -0.5, 0.2, -0.2];
+        let ci = CiMethod::default().mean(&mixed).unwrap();
+        assert_eq!(ci.verdict(), (Side::Spans, false));
     }
 
     #[test]

@@ -9,10 +9,15 @@
 //!    ([`super::ci::CiMethod::gap_closed`]);
 //! 3. possibly improve on curated skills: B' vs B.
 //!
-//! The verdict reads the 95% interval: **supported** when it lies above 0, **contradicted** when it
-//! lies at or below 0 (no positive effect is within it), **inconclusive** when it spans 0,
-//! **undefined** when the measure does not exist (curated skills not above no skills: no gap to
-//! close), **not measured** when a condition it needs did not run.
+//! Each is measured over the **matched tasks**: those every condition it reads ran (planned
+//! trials of); a task one of them never ran is left out, never counted 0.
+//!
+//! The verdict reads the 95% interval ([`super::ci::Ci::verdict`]): **supported** when it lies
+//! above 0, **contradicted** when it lies at or below 0 (no positive effect is within it),
+//! **inconclusive** when it spans 0, **borderline** when it touches 0 within its Monte Carlo error
+//! (another seed or resample count could move it across 0), **undefined** when the measure or its
+//! interval does not exist (curated skills not above no skills: no gap to close; fewer than 2
+//! matched tasks), **not measured** when a condition it needs did not run.
 
 use serde::Serialize;
 
@@ -25,12 +30,9 @@ use super::metrics::delta_pp;
 pub struct Measured<'a> {
     /// The condition's label: `A`, `B`, `A'`, `B'`, `C`.
     pub label: &'a str,
-    /// Method D pass rate, fraction.
-    pub pass_rate: f64,
-    /// Per-task Method D means, in the task order shared by every condition of the set.
-    pub per_task: &'a [f64],
-    /// Tasks in the denominator.
-    pub n_tasks: usize,
+    /// Per-task Method D means, in the task order shared by every condition of the set; `None`
+    /// for a task the condition did not run.
+    pub per_task: &'a [Option<f64>],
 }
 
 /// SkillsBench's self-generated Δ over no skills, percentage points (paper, Table 3 average).
@@ -46,6 +48,9 @@ pub enum Verdict {
     Contradicted,
     /// The interval spans 0.
     Inconclusive,
+    /// The interval touches 0 within its Monte Carlo error: the verdict could change with the
+    /// seed or the resample count.
+    Borderline,
     /// The measure does not exist here.
     Undefined,
     /// A condition it needs did not run.
@@ -59,6 +64,7 @@ impl Verdict {
             Verdict::Supported => "supported",
             Verdict::Contradicted => "contradicted",
             Verdict::Inconclusive => "inconclusive",
+            Verdict::Borderline => "borderline",
             Verdict::Undefined => "undefined",
             Verdict::NotMeasured => "not measured",
         }
@@ -80,13 +86,13 @@ pub struct Hypothesis {
     pub value: Option<f64>,
     /// `pp` or `share`.
     pub unit: String,
-    /// Its 95% CI, same unit.
+    /// Its 95% CI, same unit (with its seed, resamples and Monte Carlo bands).
     pub ci: Option<Ci>,
     /// Verdict.
     pub verdict: Verdict,
     /// One sentence with the numbers (after the verdict).
     pub answer: String,
-    /// Tasks in the denominator.
+    /// Matched tasks it is measured over (every condition it reads ran them).
     pub n_tasks: usize,
 }
 
@@ -94,20 +100,78 @@ fn find<'a>(conditions: &[Measured<'a>], label: &str) -> Option<Measured<'a>> {
     conditions.iter().find(|c| c.label == label).copied()
 }
 
-/// The verdict on "the measure is positive" from its interval (the point when there is none).
-fn verdict_of(ci: Option<Ci>, value: f64) -> Verdict {
-    match ci {
-        Some(c) if c.low > 0.0 => Verdict::Supported,
-        Some(c) if c.high <= 0.0 => Verdict::Contradicted,
-        Some(_) => Verdict::Inconclusive,
-        None if value > 0.0 => Verdict::Supported,
-        None => Verdict::Contradicted,
+/// The verdict on "the measure is positive" from its interval; undefined without one.
+fn verdict_of(ci: Option<Ci>) -> Verdict {
+    use super::ci::Side;
+    match ci.map(|c| c.verdict()) {
+        None => Verdict::Undefined,
+        Some((_, true)) => Verdict::Borderline,
+        Some((Side::Above, false)) => Verdict::Supported,
+        Some((Side::AtOrBelow, false)) => Verdict::Contradicted,
+        Some((Side::Spans, false)) => Verdict::Inconclusive,
     }
 }
 
 fn fmt_ci_pp(ci: Option<Ci>) -> String {
-    ci.map(|c| format!(" (95% CI {:+.1} to {:+.1})", c.low, c.high))
-        .unwrap_or_default()
+    ci.map(|c| {
+        format!(
+            " (95% CI {:+.1} to {:+.1}; {} resamples, seed {})",
+            c.low, c.high, c.resamples, c.seed
+        )
+    })
+    .unwrap_or_default()
+}
+
+/// The tasks every one of `conditions` ran, as indices into their per-task slices.
+fn matched(conditions: &[&Measured<'_>]) -> Vec<usize> {
+    let n = conditions
+        .iter()
+        .map(|c| c.per_task.len())
+        .min()
+        .unwrap_or(0);
+    (0..n)
+        .filter(|&i| conditions.iter().all(|c| c.per_task[i].is_some()))
+        .collect()
+}
+
+/// Values of `m` at `idx` (tasks it ran).
+fn at(m: &Measured<'_>, idx: &[usize]) -> Vec<f64> {
+    idx.iter().filter_map(|&i| m.per_task[i]).collect()
+}
+
+fn mean(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        0.0
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// ` over 3 of 19 task(s) (matched: …)` or ` over 19 task(s)`.
+fn over(matched: usize, union: usize) -> String {
+    if matched < union {
+        format!(
+            " over the {matched} of {union} task(s) both ran (the others are left out, not counted 0)"
+        )
+    } else {
+        format!(" over {matched} task(s)")
+    }
+}
+
+/// Tasks at least one of `conditions` ran.
+fn union(conditions: &[&Measured<'_>]) -> usize {
+    let n = conditions
+        .iter()
+        .map(|c| c.per_task.len())
+        .max()
+        .unwrap_or(0);
+    (0..n)
+        .filter(|&i| {
+            conditions
+                .iter()
+                .any(|c| c.per_task.get(i).is_some_and(Option::is_some))
+        })
+        .count()
 }
 
 /// Which hypothesis, on which tasks, in which words.
@@ -144,20 +208,35 @@ fn delta(
             n_tasks: 0,
         };
     };
-    let d = delta_pp(w.pass_rate, wo.pass_rate);
-    let ci = method
-        .paired_difference(w.per_task, wo.per_task)
-        .map(|c| Ci {
-            low: c.low * 100.0,
-            high: c.high * 100.0,
-        });
-    let verdict = verdict_of(ci, d);
+    let idx = matched(&[&w, &wo]);
+    let (pw, pwo) = (at(&w, &idx), at(&wo, &idx));
+    if idx.is_empty() {
+        return Hypothesis {
+            number,
+            scope: scope.into(),
+            claim: claim.into(),
+            measure,
+            value: None,
+            unit: "pp".into(),
+            ci: None,
+            verdict: Verdict::Undefined,
+            answer: format!("no task ran under both {with} and {without}"),
+            n_tasks: 0,
+        };
+    }
+    let (mw, mwo) = (mean(&pw), mean(&pwo));
+    let d = delta_pp(mw, mwo);
+    let ci = method.paired_difference(&pw, &pwo).map(|c| c.scaled(100.0));
+    let verdict = verdict_of(ci);
+    let why = super::ci::why_undefined(idx.len())
+        .map(|w| format!("; no interval ({w})"))
+        .unwrap_or_default();
     let answer = format!(
-        "{with} {:.1}% vs {without} {:.1}%, Δ = {d:+.1} pp{} over {} task(s){context}",
-        w.pass_rate * 100.0,
-        wo.pass_rate * 100.0,
+        "{with} {:.1}% vs {without} {:.1}%, Δ = {d:+.1} pp{}{}{why}{context}",
+        mw * 100.0,
+        mwo * 100.0,
         fmt_ci_pp(ci),
-        w.n_tasks
+        over(idx.len(), union(&[&w, &wo]))
     );
     Hypothesis {
         number,
@@ -169,7 +248,7 @@ fn delta(
         ci,
         verdict,
         answer,
-        n_tasks: w.n_tasks,
+        n_tasks: idx.len(),
     }
 }
 
@@ -199,48 +278,66 @@ fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Hypothesi
             ..base
         };
     };
-    let gap = b.pass_rate - a.pass_rate;
+    let idx = matched(&[&a2, &a, &b]);
+    let (pa2, pa, pb) = (at(&a2, &idx), at(&a, &idx), at(&b, &idx));
+    let (ma2, ma, mb) = (mean(&pa2), mean(&pa), mean(&pb));
+    let tasks = over(idx.len(), union(&[&a2, &a, &b]));
+    if idx.is_empty() {
+        return Hypothesis {
+            verdict: Verdict::Undefined,
+            answer: "no task ran under all of A, B and A'".into(),
+            ..base
+        };
+    }
+    let gap = mb - ma;
     if gap <= 1e-12 {
         return Hypothesis {
             verdict: Verdict::Undefined,
             answer: format!(
-                "curated skills (B {:.1}%) do not beat no skills (A {:.1}%) here, so there is no gap to close (A' {:.1}%)",
-                b.pass_rate * 100.0,
-                a.pass_rate * 100.0,
-                a2.pass_rate * 100.0
+                "curated skills (B {:.1}%) do not beat no skills (A {:.1}%) here, so there is no gap to close (A' {:.1}%){tasks}",
+                mb * 100.0,
+                ma * 100.0,
+                ma2 * 100.0
             ),
-            n_tasks: a.n_tasks,
+            n_tasks: idx.len(),
             ..base
         };
     }
-    let share = (a2.pass_rate - a.pass_rate) / gap;
-    let boot = method.gap_closed(a2.per_task, a.per_task, b.per_task);
+    let share = (ma2 - ma) / gap;
+    let boot = method.gap_closed(&pa2, &pa, &pb);
     let ci = boot.map(|r| r.ci);
-    let verdict = verdict_of(ci, share);
-    let undefined = boot
-        .filter(|r| r.undefined > 0)
-        .map(|r| {
-            format!(
-                "; {} of {} resamples had no gap and were left out",
-                r.undefined, r.resamples
-            )
-        })
-        .unwrap_or_default();
+    let verdict = verdict_of(ci);
+    let undefined = match boot {
+        Some(r) if r.undefined > 0 => format!(
+            "; {} of {} resamples had no gap and were left out",
+            r.undefined, r.resamples
+        ),
+        Some(_) => String::new(),
+        None => format!(
+            "; no interval ({})",
+            super::ci::why_undefined(idx.len()).unwrap_or_else(|| "no resample has a gap".into())
+        ),
+    };
     Hypothesis {
         value: Some(share),
         ci,
         verdict,
         answer: format!(
-            "A' closes {:.0}% of the A → B gap{} (A {:.1}%, A' {:.1}%, B {:.1}%) over {} task(s){undefined}",
+            "A' closes {:.0}% of the A → B gap{} (A {:.1}%, A' {:.1}%, B {:.1}%){tasks}{undefined}",
             share * 100.0,
-            ci.map(|c| format!(" (95% CI {:.0}% to {:.0}%)", c.low * 100.0, c.high * 100.0))
-                .unwrap_or_default(),
-            a.pass_rate * 100.0,
-            a2.pass_rate * 100.0,
-            b.pass_rate * 100.0,
-            a.n_tasks
+            ci.map(|c| format!(
+                " (95% CI {:.0}% to {:.0}%; {} resamples, seed {})",
+                c.low * 100.0,
+                c.high * 100.0,
+                c.resamples,
+                c.seed
+            ))
+            .unwrap_or_default(),
+            ma * 100.0,
+            ma2 * 100.0,
+            mb * 100.0,
         ),
-        n_tasks: a.n_tasks,
+        n_tasks: idx.len(),
         ..base
     }
 }
@@ -262,11 +359,15 @@ pub fn answer(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Ve
     )];
     if let Some(c) = find(conditions, "C") {
         let context = find(conditions, "A")
-            .map(|a| {
-                format!(
-                    "; self-generated vs no skills here: Δ = {:+.1} pp (SkillsBench: {PAPER_SELF_GENERATED_PP:+.1} pp)",
-                    delta_pp(c.pass_rate, a.pass_rate)
-                )
+            .and_then(|a| {
+                let idx = matched(&[&c, &a]);
+                (!idx.is_empty()).then(|| {
+                    format!(
+                        "; self-generated vs no skills here: Δ = {:+.1} pp over {} task(s) (SkillsBench: {PAPER_SELF_GENERATED_PP:+.1} pp)",
+                        delta_pp(mean(&at(&c, &idx)), mean(&at(&a, &idx))),
+                        idx.len()
+                    )
+                })
             })
             .unwrap_or_default();
         out.push(delta(
@@ -292,24 +393,30 @@ pub fn answer(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Ve
 mod tests {
     use super::*;
 
-    fn cond<'a>(label: &'a str, per_task: &'a [f64]) -> Measured<'a> {
-        let n = per_task.len();
-        Measured {
-            label,
-            pass_rate: per_task.iter().sum::<f64>() / n as f64,
-            per_task,
-            n_tasks: n,
-        }
+    fn some(v: &[f64]) -> Vec<Option<f64>> {
+        v.iter().copied().map(Some).collect()
+    }
+
+    fn cond<'a>(label: &'a str, per_task: &'a [Option<f64>]) -> Measured<'a> {
+        Measured { label, per_task }
     }
 
     #[test]
     fn each_hypothesis_reads_its_interval() {
         let m = CiMethod::default();
-        let a = cond("A", &[0.0, 0.0, 0.2, 0.0, 0.2, 0.0]);
-        let b = cond("B", &[1.0, 0.8, 1.0, 0.6, 1.0, 0.8]);
-        let a2 = cond("A'", &[0.6, 0.4, 0.6, 0.2, 0.6, 0.4]);
-        let b2 = cond("B'", &[1.0, 0.8, 1.0, 0.6, 1.0, 0.8]);
-        let c = cond("C", &[0.0, 0.0, 0.0, 0.0, 0.2, 0.0]);
+        let (va, vb) = (
+            some(&[0.0, 0.0, 0.2, 0.0, 0.2, 0.0]),
+            some(&[1.0, 0.8, 1.0, 0.6, 1.0, 0.8]),
+        );
+        let (va2, vc) = (
+            some(&[0.6, 0.4, 0.6, 0.2, 0.6, 0.4]),
+            some(&[0.0, 0.0, 0.0, 0.0, 0.2, 0.0]),
+        );
+        let a = cond("A", &va);
+        let b = cond("B", &vb);
+        let a2 = cond("A'", &va2);
+        let b2 = cond("B'", &vb);
+        let c = cond("C", &vc);
         let h = answer("all tasks", &[a, b, c, a2, b2], &m);
         assert_eq!(h.len(), 4);
         assert_eq!(h[0].verdict, Verdict::Supported);
@@ -328,26 +435,40 @@ mod tests {
         // B' = B on every task: no positive effect within the interval.
         assert_eq!(h[3].verdict, Verdict::Contradicted);
         // An interval across 0.
-        let mixed = answer(
-            "all tasks",
-            &[
-                cond("A", &[0.0, 1.0, 0.0, 1.0]),
-                cond("A'", &[1.0, 0.0, 1.0, 0.0]),
-            ],
-            &m,
-        );
+        let (x, y) = (some(&[0.0, 1.0, 0.0, 1.0]), some(&[1.0, 0.0, 1.0, 0.0]));
+        let mixed = answer("all tasks", &[cond("A", &x), cond("A'", &y)], &m);
         assert_eq!(mixed[0].verdict, Verdict::Inconclusive);
         // No gap to close, and a missing condition.
-        let flat = answer("held-out", &[a, cond("B", a.per_task)], &m);
+        let flat = answer("held-out", &[a, cond("B", &va)], &m);
         assert_eq!(flat[0].verdict, Verdict::NotMeasured);
         let g = &flat[1];
         assert_eq!(g.verdict, Verdict::NotMeasured);
-        let flat = answer(
-            "held-out",
-            &[a, cond("B", a.per_task), cond("A'", b.per_task)],
-            &m,
-        );
+        let flat = answer("held-out", &[a, cond("B", &va), cond("A'", &vb)], &m);
         assert_eq!(flat[1].verdict, Verdict::Undefined);
         assert_eq!(flat[0].scope, "held-out");
+    }
+
+    /// A task one condition never ran is left out of the comparison, never counted 0; with one
+    /// matched task there is no interval and no verdict.
+    #[test]
+    fn hypotheses_read_only_the_tasks_both_conditions_ran() {
+        let m = CiMethod::default();
+        let a = vec![Some(1.0), None, Some(0.0), Some(0.0)];
+        let a2 = vec![None, Some(1.0), Some(1.0), Some(1.0)];
+        let h = answer("all tasks", &[cond("A", &a), cond("A'", &a2)], &m);
+        assert_eq!(h[0].n_tasks, 2);
+        assert_eq!(h[0].value, Some(100.0));
+        assert!(
+            h[0].answer.contains("2 of 4 task(s) both ran"),
+            "{}",
+            h[0].answer
+        );
+        let one = vec![Some(0.0), None, None, None];
+        let h = answer("all tasks", &[cond("A", &one), cond("A'", &a2)], &m);
+        assert_eq!(h[0].n_tasks, 0);
+        assert_eq!(h[0].verdict, Verdict::Undefined);
+        let h = answer("all tasks", &[cond("A", &a), cond("A'", &one)], &m);
+        assert_eq!((h[0].n_tasks, h[0].verdict), (1, Verdict::Undefined));
+        assert!(h[0].answer.contains("no interval"), "{}", h[0].answer);
     }
 }

@@ -2,8 +2,10 @@
 //!
 //! **Method D** (SkillsBench, Li et al. 2026, §Metrics): for each task, the mean reward over its
 //! planned trials; for a condition, the mean of those task means over a FIXED denominator — every
-//! selected task — so a missing, unfinished or errored trial counts 0 and a task that never ran
-//! pulls the rate down instead of vanishing from it. Rewards are clamped to [0, 1].
+//! task the condition planned trials of — so a missing, unfinished or errored trial counts 0 and
+//! a planned task that never ran pulls the rate down instead of vanishing from it. A task the
+//! condition never planned (an imported condition whose jobs held other tasks) is not run there:
+//! it is left out, never 0. Rewards are clamped to [0, 1]; partial rewards count fractionally.
 //!
 //! **Δ** = p_with − p_without, in percentage points. **Normalized gain** g = (p_with − p_without) /
 //! (1 − p_without) (Hake's gain, as the paper uses it); undefined when p_without = 1.
@@ -75,18 +77,63 @@ pub fn method_d<T: Scored>(
     method_d_planned(task_ids, &TrialPlan::uniform(n_trials), condition, trials)
 }
 
-/// [`method_d`] with the trials planned per task from `plan` (imported runs plan unevenly).
+/// [`method_d`] with the trials planned per task from `plan` (imported runs plan unevenly),
+/// over the tasks of `task_ids` the condition planned; 0 when it planned none.
 pub fn method_d_planned<T: Scored>(
     task_ids: &[String],
     plan: &TrialPlan,
     condition: &str,
     trials: &[T],
 ) -> f64 {
-    if task_ids.is_empty() {
-        return 0.0;
-    }
+    method_d_of(task_ids, plan, condition, trials).unwrap_or(0.0)
+}
+
+/// [`method_d_planned`], `None` when the condition planned none of `task_ids` (undefined, not 0).
+pub fn method_d_of<T: Scored>(
+    task_ids: &[String],
+    plan: &TrialPlan,
+    condition: &str,
+    trials: &[T],
+) -> Option<f64> {
     let per_task = per_task_mean_planned(task_ids, plan, condition, trials);
-    per_task.values().sum::<f64>() / task_ids.len() as f64
+    (!per_task.is_empty()).then(|| per_task.values().sum::<f64>() / per_task.len() as f64)
+}
+
+/// Two conditions compared over the tasks both planned.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    /// Method D of the treatment over the shared tasks, fraction.
+    pub with: f64,
+    /// Of the baseline.
+    pub without: f64,
+    /// Δ, percentage points.
+    pub delta_pp: f64,
+    /// Normalized gain g (`None` at a 100 % baseline).
+    pub g: Option<f64>,
+    /// Shared tasks.
+    pub n_tasks: usize,
+}
+
+/// `with` against `without` over the tasks both have a mean for (per-task Method D means by task
+/// id); `None` without a shared task.
+pub fn paired(with: &BTreeMap<String, f64>, without: &BTreeMap<String, f64>) -> Option<Paired> {
+    let both: Vec<(f64, f64)> = with
+        .iter()
+        .filter_map(|(t, w)| without.get(t).map(|wo| (*w, *wo)))
+        .collect();
+    if both.is_empty() {
+        return None;
+    }
+    let n = both.len() as f64;
+    let w = both.iter().map(|p| p.0).sum::<f64>() / n;
+    let wo = both.iter().map(|p| p.1).sum::<f64>() / n;
+    Some(Paired {
+        with: w,
+        without: wo,
+        delta_pp: delta_pp(w, wo),
+        g: normalized_gain(w, wo),
+        n_tasks: both.len(),
+    })
 }
 
 /// True for an outcome the verifier judged: pass, fail (wrong output) and the two timeouts — the
@@ -143,8 +190,9 @@ pub fn per_task_mean<T: Scored>(
     per_task_mean_planned(task_ids, &TrialPlan::uniform(n_trials), condition, trials)
 }
 
-/// Per task: mean reward over the trials `plan` plans for it (missing or unfinished = 0; a task
-/// with none planned has mean 0). Trial indices above the task's plan are left out.
+/// Per task the condition planned: mean reward over the trials `plan` plans for it (missing or
+/// unfinished = 0); tasks with none planned are not in the map. Trial indices above the task's
+/// plan are left out.
 pub fn per_task_mean_planned<T: Scored>(
     task_ids: &[String],
     plan: &TrialPlan,
@@ -169,10 +217,10 @@ pub fn per_task_mean_planned<T: Scored>(
     }
     task_ids
         .iter()
-        .map(|id| {
+        .filter_map(|id| {
             let n = plan.of(id, condition);
             let s = sums.get(id.as_str()).copied().unwrap_or(0.0);
-            (id.clone(), if n == 0 { 0.0 } else { s / n as f64 })
+            (n > 0).then(|| (id.clone(), s / n as f64))
         })
         .collect()
 }
@@ -204,10 +252,14 @@ pub fn normalized_gain(p_with: f64, p_without: f64) -> Option<f64> {
 pub struct ConditionSummary {
     /// Condition key.
     pub condition: String,
-    /// Method D pass rate, fraction in [0, 1].
+    /// Method D pass rate over the tasks it planned, fraction in [0, 1].
     pub pass_rate: f64,
-    /// Tasks in the denominator.
+    /// Tasks it planned (the denominator).
     pub n_tasks: usize,
+    /// Per task it planned: the Method D mean (for paired Δ over the tasks two conditions share,
+    /// [`paired`]).
+    #[serde(skip)]
+    pub per_task: BTreeMap<String, f64>,
     /// Trials planned (tasks × trials).
     pub n_planned: usize,
     /// Finished trials by outcome (latest attempts).
@@ -223,6 +275,9 @@ pub struct ConditionSummary {
     pub partial: usize,
     /// Pass rate over judged trials ([`pass_rate_judged`]); `None` before any trial is judged.
     pub pass_rate_judged: Option<f64>,
+    /// Agent timeouts whose verifier still gave full marks (reward ≥ 1): they succeeded, and
+    /// Method D counts them 1.
+    pub timeout_passed: usize,
 }
 
 /// Summaries of every condition of a run, in `conditions` order.
@@ -245,10 +300,13 @@ pub fn summarize_planned<T: Scored>(
     conditions
         .iter()
         .map(|c| {
+            let per_task = per_task_mean_planned(task_ids, plan, c, trials);
             let mut s = ConditionSummary {
                 condition: c.clone(),
                 pass_rate: method_d_planned(task_ids, plan, c, trials),
-                n_tasks: task_ids.len(),
+                n_tasks: per_task.len(),
+                per_task,
+                timeout_passed: 0,
                 n_planned: task_ids.iter().map(|t| plan.of(t, c) as usize).sum(),
                 outcomes: BTreeMap::new(),
                 queued: 0,
@@ -272,6 +330,13 @@ pub fn summarize_planned<T: Scored>(
                             && t.reward().is_some_and(|r| r > 0.0 && r < 1.0)
                         {
                             s.partial += 1;
+                        }
+                        if t.outcome() == Some(Outcome::AgentTimeout)
+                            && t.reward().is_some_and(|r| {
+                                crate::analysis::success::SuccessRule::default().succeeds(r)
+                            })
+                        {
+                            s.timeout_passed += 1;
                         }
                     }
                     _ => s.running += 1,

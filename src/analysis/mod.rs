@@ -15,3 +15,4 @@ pub mod results;
 pub mod rubric;
 pub mod skill_content;
 pub mod spend;
+pub mod success;

@@ -166,7 +166,7 @@ fn write_report(db: &std::path::Path, reports: &std::path::Path, name: &str) {
         let report = crate::report::build(
             &conn,
             &crate::analysis::results::Selection::Experiment(name.to_string()),
-            &crate::analysis::ci::CiMethod::default(),
+            &crate::analysis::results::Scoring::default(),
         )?;
         let written = crate::report::write(
             &report,
@@ -225,13 +225,10 @@ pub fn print_outcome(o: &ExperimentOutcome) {
             .collect::<Vec<_>>()
             .join(" · ")
     );
-    let rates: Vec<(&str, f64)> = o
-        .results
-        .iter()
-        .map(|r| (r.label, r.summary.pass_rate))
-        .collect();
-    if rates.len() >= 4 {
-        crate::outln!("{}", comparisons_table(&COMPARISONS, &rates));
+    let conditions: Vec<(&str, &crate::analysis::metrics::ConditionSummary)> =
+        o.results.iter().map(|r| (r.label, &r.summary)).collect();
+    if conditions.len() >= 4 {
+        crate::outln!("{}", comparisons_table(&COMPARISONS, &conditions));
     }
     if !o.adaptive.is_empty() {
         crate::outln!("{}", super::shared::table::adaptive_table(&o.adaptive));
@@ -254,7 +251,7 @@ pub fn print_outcome(o: &ExperimentOutcome) {
     );
     if !o.adaptive.is_empty() {
         crate::outln!(
-            "pass@2-adaptive = per task 1 − (1 − p₁)(1 − p₂) over both rounds; pass@2 = round 1's unbiased pass@2 (Chen et al. 2021); gain = their difference, 95% paired bootstrap CI over tasks"
+            "pass@2-adaptive = per task 1 − (1 − p₁)(1 − p₂), p₁ and p₂ each round's pass@1 (success = reward ≥ 1.0); pass@2 = round 1's unbiased pass@2 (Chen et al. 2021), — with fewer than 2 trials per task; gain = their difference, 95% paired bootstrap CI over tasks"
         );
     }
 }

@@ -5,7 +5,8 @@ use color_eyre::eyre::{Result, WrapErr, eyre};
 use rusqlite::Connection;
 
 use crate::analysis::ci::CiMethod;
-use crate::analysis::results::Selection;
+use crate::analysis::results::{Scoring, Selection};
+use crate::analysis::success::SuccessRule;
 use crate::cli::ReportArgs;
 use crate::report::{self, Format};
 use crate::skillsbench::condition::sanitize_slug;
@@ -24,13 +25,16 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     }
     let conn: &Connection = &reading;
     let selection = select(conn, &args)?;
-    let method = CiMethod {
-        resamples: args.resamples,
-        seed: args.seed,
-        ..CiMethod::default()
+    let scoring = Scoring {
+        ci: CiMethod {
+            resamples: args.resamples,
+            seed: args.seed,
+            ..CiMethod::default()
+        },
+        success: SuccessRule::new(args.pass_threshold).map_err(|e| eyre!(e))?,
     };
     let t0 = std::time::Instant::now();
-    let report = report::build(conn, &selection, &method)
+    let report = report::build(conn, &selection, &scoring)
         .wrap_err_with(|| format!("analysing {}", args.db.db.display()))?;
     let analysed = t0.elapsed();
     let name = sanitize_slug(&match &selection {
@@ -66,9 +70,11 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     );
     for c in &r.conditions {
         println!(
-            "  {:<24} {:>6.1}% (judged trials: {}){}",
+            "  {:<24} {:>6.1}% over {} task(s), pass@1 {:.1}% (Method D over judged trials: {}){}",
             crate::text::sanitize(&c.label),
             c.pass_rate * 100.0,
+            c.n_tasks,
+            c.pass_at_1 * 100.0,
             c.pass_rate_judged
                 .map_or_else(|| "—".into(), |p| format!("{:.1}%", p * 100.0)),
             match c.infrastructure() {
@@ -79,10 +85,13 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     }
     for c in &r.comparisons {
         println!(
-            "  {:<24} Δ {:>+6.1} pp  g {}",
+            "  {:<24} Δ {} pp  g {}  over {} of {} task(s)",
             crate::text::sanitize(&c.name),
-            c.delta_pp,
-            c.g.map_or_else(|| "—".into(), |g| format!("{g:+.3}"))
+            c.delta_pp
+                .map_or_else(|| "     —".into(), |d| format!("{d:>+6.1}")),
+            c.g.map_or_else(|| "—".into(), |g| format!("{g:+.3}")),
+            c.n_tasks,
+            c.n_tasks_total
         );
     }
     for n in r.notes.iter().skip(usize::from(r.interim.is_some())) {

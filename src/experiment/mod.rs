@@ -607,7 +607,7 @@ impl Experiment {
         let (adaptive, hypotheses) = match crate::analysis::results::analyze(
             &conn,
             &crate::analysis::results::Selection::Experiment(experiment.name.clone()),
-            &crate::analysis::ci::CiMethod::default(),
+            &crate::analysis::results::Scoring::default(),
         ) {
             Ok(r) => (r.adaptive, r.hypotheses),
             // Before round 1 has a run there is nothing to analyse.

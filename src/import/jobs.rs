@@ -606,7 +606,7 @@ fn write_batch(
                                 settings: serde_json::json!({"imported_from": roots}),
                             },
                         )?;
-                        conn.execute("UPDATE runs SET source = 'harbor-import', status = 'finished' WHERE id = ?1", [r.id])?;
+                        conn.execute("UPDATE runs SET source = 'harbor-import', status = 'imported' WHERE id = ?1", [r.id])?;
                         queries::get_run(conn, r.id)?
                     }
                 };
@@ -771,7 +771,7 @@ fn finish_runs(conn: &Connection, runs: &BTreeSet<i64>) -> Result<(), StoreError
             |r| r.get(0),
         )?;
         conn.execute(
-            "UPDATE runs SET conditions = ?2, n_trials = ?3, status = 'finished', started_at = ?4, finished_at = ?5 WHERE id = ?1",
+            "UPDATE runs SET conditions = ?2, n_trials = ?3, status = 'imported', started_at = ?4, finished_at = ?5 WHERE id = ?1",
             params![id, serde_json::to_string(&conds).unwrap_or_default(), n, created, done],
         )?;
     }

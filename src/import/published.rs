@@ -159,7 +159,7 @@ fn write_plans(
                     },
                 )?;
                 conn.execute(
-                    "UPDATE runs SET source = ?2, status = 'finished' WHERE id = ?1",
+                    "UPDATE runs SET source = ?2, status = 'imported' WHERE id = ?1",
                     params![r.id, source],
                 )?;
                 r
@@ -286,7 +286,7 @@ fn finish_run(conn: &Connection, id: i64, n_trials: u32) -> Result<(), StoreErro
         |r| r.get(0),
     )?;
     conn.execute(
-        "UPDATE runs SET conditions = ?2, n_trials = MAX(n_trials, ?3), status = 'finished' WHERE id = ?1",
+        "UPDATE runs SET conditions = ?2, n_trials = MAX(n_trials, ?3), status = 'imported' WHERE id = ?1",
         params![id, serde_json::to_string(&conds)?, top.max(n_trials)],
     )?;
     Ok(())

@@ -245,10 +245,27 @@ pub(super) fn parse_registry(
     if let Some(p) = &scan.problem {
         broken.push((path.to_path_buf(), p.clone()));
     }
+    /// What a malformed row still says: which configuration ran which task under which
+    /// condition, and how many trials, when those fields are readable.
     #[derive(Deserialize)]
-    struct TaskOnly {
+    struct Identity {
         task: String,
+        #[serde(default)]
+        model: Option<String>,
+        #[serde(default)]
+        harness: Option<String>,
+        #[serde(default)]
+        condition: Option<String>,
+        #[serde(default)]
+        trials: Option<serde_json::Value>,
     }
+    // (harness, model label, task, condition, trials) of rows that could not be imported.
+    let mut unreadable: Vec<(String, String, String, &'static str, Option<u32>)> = Vec::new();
+    let condition_of = |c: &str| match c {
+        "No Skills" => Some("no-skills"),
+        "With Skills" => Some("curated"),
+        other => condition_from(&[other]),
+    };
     let prefix = opts.run.clone().unwrap_or_else(|| "registry".into());
     let mut tasks = BTreeSet::new();
     // Config (harness, model) → run plan index.
@@ -263,7 +280,15 @@ pub(super) fn parse_registry(
         let row: RegistryRow = match serde_json::from_slice(text) {
             Ok(r) => r,
             Err(e) => {
-                if let Ok(t) = serde_json::from_slice::<TaskOnly>(text) {
+                if let Ok(t) = serde_json::from_slice::<Identity>(text) {
+                    if let (Some(h), Some(m), Some(c)) = (
+                        t.harness.clone(),
+                        t.model.clone(),
+                        t.condition.as_deref().and_then(condition_of),
+                    ) {
+                        let n = t.trials.as_ref().and_then(|v| v.as_u64()).map(|n| n as u32);
+                        unreadable.push((h, m, t.task.clone(), c, n));
+                    }
                     tasks.insert(t.task);
                 }
                 file.broken_rows += 1;
@@ -278,19 +303,27 @@ pub(super) fn parse_registry(
             if row.task.trim().is_empty() || row.harness.trim().is_empty() {
                 return Err("empty task or harness".into());
             }
-            let condition = match row.condition.as_str() {
-                "No Skills" => "no-skills",
-                "With Skills" => "curated",
-                other => condition_from(&[other]).ok_or_else(|| {
-                    format!("condition {other:?} is neither \"No Skills\" nor \"With Skills\"")
-                })?,
-            };
+            let condition = condition_of(&row.condition).ok_or_else(|| {
+                format!(
+                    "condition {:?} is neither \"No Skills\" nor \"With Skills\"",
+                    row.condition
+                )
+            })?;
             let rec = reconstruct(row.score, row.trials, row.pass_count, row.perfect_count)?;
             Ok((condition, rec))
         })();
         let (condition, rec) = match checked {
             Ok(x) => x,
             Err(why) => {
+                if let Some(c) = condition_of(&row.condition) {
+                    unreadable.push((
+                        row.harness.clone(),
+                        row.model.clone(),
+                        row.task.clone(),
+                        c,
+                        Some(row.trials),
+                    ));
+                }
                 file.broken_rows += 1;
                 broken.push((path.to_path_buf(), at(why)));
                 continue;
@@ -385,6 +418,16 @@ pub(super) fn parse_registry(
                 trial_name: format!("{}__registry-{condition}-{k}", row.task),
                 aggregated: true,
             });
+        }
+    }
+    // A malformed row still says its configuration ran the task under its condition: those
+    // trials were planned, and count 0 as not run (a configuration without any readable row has
+    // no run to plan them in).
+    for (harness, model, task, condition, n) in unreadable {
+        if let Some(&p) = configs.get(&(harness, model)) {
+            let plan = &mut plans[p];
+            let n = n.unwrap_or(plan.n_trials).max(1);
+            plan.planned.entry((task, condition)).or_insert(n);
         }
     }
     file.tasks = tasks.len();

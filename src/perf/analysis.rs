@@ -9,13 +9,37 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::store::Store;
 
-/// `skillscope bench analysis`: builds a store of `trials` finished trials (two conditions over
-/// `tasks` tasks) and times the analysis on a cold and a warm connection.
-pub(crate) fn analysis_bench(trials: usize, tasks: usize, keep: Option<&Path>) -> Result<()> {
-    use crate::analysis::ci::CiMethod;
+/// What `skillscope bench analysis` scores.
+pub(crate) struct Shape {
+    /// An experiment's two runs of two conditions each (A, B, A', B') instead of one run of two.
+    pub experiment: bool,
+    /// Bootstrap resamples per CI.
+    pub resamples: usize,
+}
+
+/// `skillscope bench analysis`: builds a store of `trials` finished trials — two conditions over
+/// `tasks` tasks, or an experiment's two runs of two conditions each (A, B, A', B') — and times
+/// the analysis on a cold and a warm connection, then the whole report, with `shape.resamples`
+/// bootstrap resamples per CI.
+pub(crate) fn analysis_bench(
+    trials: usize,
+    tasks: usize,
+    shape: Shape,
+    keep: Option<&Path>,
+) -> Result<()> {
+    use crate::analysis::results::Scoring;
     use crate::analysis::results::{Selection, analyze};
+    let Shape {
+        experiment,
+        resamples,
+    } = shape;
+    let scoring = Scoring::from(crate::analysis::ci::CiMethod {
+        resamples,
+        ..Default::default()
+    });
     let tasks = tasks.max(1);
-    let per_task = (trials / (tasks * 2)).max(1) as u32;
+    let n_conditions = if experiment { 4 } else { 2 };
+    let per_task = (trials / (tasks * n_conditions)).max(1) as u32;
     let tmp = tempfile::tempdir()?;
     let root = match keep {
         Some(k) => {
@@ -29,14 +53,35 @@ pub(crate) fn analysis_bench(trials: usize, tasks: usize, keep: Option<&Path>) -
     let store = Store::open(&db)?;
     let conn = store.connect()?;
     let t0 = Instant::now();
+    let conditions = |keys: &[&str]| keys.iter().map(|k| k.to_string()).collect::<Vec<_>>();
     let run = crate::perf::synthetic::fill_results(
         &conn,
         "bench-analysis",
         tasks,
-        &["no-skills".to_string(), "curated".to_string()],
+        &conditions(&["no-skills", "curated"]),
         per_task,
         7,
     )?;
+    let selection = if experiment {
+        let round2 = crate::perf::synthetic::fill_results(
+            &conn,
+            "bench-analysis-round2",
+            tasks,
+            &conditions(&["skills:/data/ls-a-v1", "skills:/data/ls-b-v1"]),
+            per_task,
+            11,
+        )?;
+        crate::store::learning::find_or_insert_experiment(
+            &conn,
+            "bench-experiment",
+            &serde_json::json!({}),
+            &run.name,
+            &round2.name,
+        )?;
+        Selection::Experiment("bench-experiment".into())
+    } else {
+        Selection::Runs(vec![run.name.clone()])
+    };
     let generated = t0.elapsed();
     let n: i64 = conn.query_row("SELECT COUNT(*) FROM trials", [], |r| r.get(0))?;
     drop(conn);
@@ -45,18 +90,10 @@ pub(crate) fn analysis_bench(trials: usize, tasks: usize, keep: Option<&Path>) -
     for label in ["cold (new connection)", "warm (same connection)"] {
         let conn = Store::open_existing(&db)?;
         if label.starts_with("warm") {
-            analyze(
-                &conn,
-                &Selection::Runs(vec![run.name.clone()]),
-                &CiMethod::default(),
-            )?;
+            analyze(&conn, &selection, &scoring)?;
         }
         let t = Instant::now();
-        let r = analyze(
-            &conn,
-            &Selection::Runs(vec![run.name.clone()]),
-            &CiMethod::default(),
-        )?;
+        let r = analyze(&conn, &selection, &scoring)?;
         let took = t.elapsed();
         rows.push((
             label,
@@ -65,7 +102,10 @@ pub(crate) fn analysis_bench(trials: usize, tasks: usize, keep: Option<&Path>) -
                 "{} tasks, {} conditions, Δ {:+.1} pp",
                 r.tasks.len(),
                 r.conditions.len(),
-                r.comparisons.first().map(|c| c.delta_pp).unwrap_or(0.0)
+                r.comparisons
+                    .first()
+                    .and_then(|c| c.delta_pp)
+                    .unwrap_or(0.0)
             ),
         ));
     }
@@ -79,11 +119,7 @@ pub(crate) fn analysis_bench(trials: usize, tasks: usize, keep: Option<&Path>) -
         let conn = Store::open_existing(&db)?;
         let out = root.join("report");
         let t = Instant::now();
-        let report = crate::report::build(
-            &conn,
-            &Selection::Runs(vec![run.name.clone()]),
-            &CiMethod::default(),
-        )?;
+        let report = crate::report::build(&conn, &selection, &scoring)?;
         let written = crate::report::write(
             &report,
             &out,
@@ -117,7 +153,8 @@ pub(crate) fn analysis_bench(trials: usize, tasks: usize, keep: Option<&Path>) -
     }
     println!("{table}");
     println!(
-        "(store generated in {:.1}s; targets at 1,000,000 trials: full analysis ≤ 1 s, report ≤ 3 s)",
+        "({} resamples per CI; store generated in {:.1}s; targets at 1,000,000 trials: full analysis ≤ 1 s, report ≤ 3 s)",
+        crate::text::thousands(resamples),
         generated.as_secs_f64()
     );
     Ok(())

@@ -32,8 +32,18 @@ pub async fn execute(what: BenchWhat) -> Result<()> {
         BenchWhat::Analysis {
             trials,
             tasks,
+            experiment,
+            resamples,
             keep,
-        } => analysis::analysis_bench(trials, tasks, keep.as_deref()),
+        } => analysis::analysis_bench(
+            trials,
+            tasks,
+            analysis::Shape {
+                experiment,
+                resamples,
+            },
+            keep.as_deref(),
+        ),
     }
 }
 

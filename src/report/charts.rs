@@ -469,15 +469,18 @@ fn domains(report: &Report, page: usize, title: &str, root: &Area) -> DrawResult
         let colour = PALETTE[j % PALETTE.len()];
         let ci = *ci;
         chart
-            .draw_series(r.domains.iter().enumerate().map(|(i, d)| {
+            // A domain the condition ran no task of has no bar.
+            .draw_series(r.domains.iter().enumerate().filter_map(|(i, d)| {
                 let top = n - i as f64 - 0.1 - band * j as f64;
-                Rectangle::new(
-                    [
-                        (0.0, top - band * 0.9),
-                        ((d.rates[ci] * 100.0).max(ZERO_STUB), top),
-                    ],
-                    colour.filled(),
-                )
+                d.rates[ci].map(|rate| {
+                    Rectangle::new(
+                        [
+                            (0.0, top - band * 0.9),
+                            ((rate * 100.0).max(ZERO_STUB), top),
+                        ],
+                        colour.filled(),
+                    )
+                })
             }))?
             .label(clean(&c.label, 56))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
@@ -508,7 +511,7 @@ fn task_rows(report: &Report, name: &str) -> TaskRows {
         .task_deltas
         .iter()
         .filter(|t| t.comparison == name)
-        .map(|t| (clean(&t.task, 60), t.delta_pp))
+        .filter_map(|t| Some((clean(&t.task, 60), t.delta_pp?)))
         .collect();
     let mut changed: Vec<(String, f64)> = all
         .iter()

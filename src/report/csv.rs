@@ -1,7 +1,8 @@
 //! The report as CSV tables (RFC 4180 through the `csv` crate), one file per section, for other
 //! tools. Fractions stay fractions (pass rates in [0, 1]) at full precision; Δ is in percentage
-//! points as in the Markdown; empty cells mean "none" (no CI, undefined g). Text from the store is
-//! stripped of control characters.
+//! points as in the Markdown; empty cells mean "none" (no CI, undefined g, a task not run), with
+//! the reason in the `*_undefined` column beside them. Every CI comes with its resample count and
+//! seed. Text from the store is stripped of control characters.
 
 use crate::analysis::ci::Ci;
 use crate::analysis::failure_category::FailureCategory;
@@ -28,12 +29,18 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
         "pass_rate",
         "ci_low",
         "ci_high",
+        "ci_resamples",
+        "ci_seed",
+        "ci_undefined",
+        "pass_at_1",
+        "pass_threshold",
         "n_tasks",
         "planned",
         "done",
         "passed",
+        "timeout_passed",
         "infrastructure_failures",
-        "pass_rate_judged",
+        "method_d_judged_trials",
         "aggregated",
     ]
     .map(String::from)
@@ -56,10 +63,16 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                     c.pass_rate.to_string(),
                     ci_low(c.ci),
                     ci_high(c.ci),
+                    ci_resamples(c.ci),
+                    ci_seed(c.ci),
+                    reason(&c.ci_undefined),
+                    c.pass_at_1.to_string(),
+                    r.success.threshold.to_string(),
                     c.n_tasks.to_string(),
                     c.planned.to_string(),
                     c.done.to_string(),
                     c.passed.to_string(),
+                    c.timeout_passed.to_string(),
                     c.infrastructure().to_string(),
                     opt(c.pass_rate_judged),
                     c.aggregated.to_string(),
@@ -81,12 +94,21 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                 "comparison",
                 "with",
                 "without",
+                "n_tasks",
+                "n_tasks_total",
+                "not_run_with",
+                "not_run_without",
                 "p_with",
                 "p_without",
                 "delta_pp",
+                "delta_undefined",
                 "delta_ci_low_pp",
                 "delta_ci_high_pp",
+                "ci_resamples",
+                "ci_seed",
+                "ci_undefined",
                 "g",
+                "g_undefined",
                 "delta_pp_judged",
                 "n_flaky",
                 "delta_pp_flaky",
@@ -99,12 +121,21 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                     text(&c.name),
                     text(&c.with),
                     text(&c.without),
-                    c.p_with.to_string(),
-                    c.p_without.to_string(),
-                    c.delta_pp.to_string(),
+                    c.n_tasks.to_string(),
+                    c.n_tasks_total.to_string(),
+                    text(&c.not_run_with.join(" ")),
+                    text(&c.not_run_without.join(" ")),
+                    opt(c.p_with),
+                    opt(c.p_without),
+                    opt(c.delta_pp),
+                    reason(&c.delta_undefined),
                     ci_low(c.delta_ci_pp),
                     ci_high(c.delta_ci_pp),
+                    ci_resamples(c.delta_ci_pp),
+                    ci_seed(c.delta_ci_pp),
+                    reason(&c.ci_undefined),
                     opt(c.g),
+                    reason(&c.g_undefined),
                     opt(c.delta_pp_judged),
                     c.n_flaky.to_string(),
                     c.delta_pp_flaky.to_string(),
@@ -125,9 +156,11 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                 "difficulty",
                 "condition",
                 "mean_reward",
+                "pass_at_1",
                 "planned",
                 "passed",
                 "judged",
+                "judged_failed",
             ],
             r.tasks.iter().enumerate().flat_map(|(i, t)| {
                 r.conditions.iter().map(move |c| {
@@ -136,10 +169,12 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                         text(&t.domain),
                         text(&t.difficulty),
                         text(&c.label),
-                        c.per_task[i].to_string(),
+                        opt(c.per_task[i]),
+                        opt(c.pass_at_1_of(i)),
                         c.per_task_planned[i].to_string(),
                         c.per_task_passed[i].to_string(),
                         c.per_task_judged[i].to_string(),
+                        c.per_task_judged_failed[i].to_string(),
                     ]
                 })
             }),
@@ -165,13 +200,14 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                     text(&t.task),
                     text(&t.domain),
                     text(&t.difficulty),
-                    t.without.to_string(),
-                    t.with.to_string(),
-                    t.delta_pp.to_string(),
+                    opt(t.without),
+                    opt(t.with),
+                    opt(t.delta_pp),
                     match t.change {
                         Change::Improved => "improved",
                         Change::Degraded => "degraded",
                         Change::Unchanged => "unchanged",
+                        Change::NotRun => "not_run",
                     }
                     .into(),
                 ]
@@ -186,29 +222,33 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
         out.push((
             name,
             table(
-                &["group", "n_tasks", "measure", "of", "value"],
+                &["group", "n_tasks", "measure", "of", "value", "over_tasks"],
                 rows.iter().flat_map(|g| {
-                    let rates = r.conditions.iter().zip(&g.rates).map(move |(c, v)| {
-                        vec![
-                            text(&g.group),
-                            g.n_tasks.to_string(),
-                            "pass_rate".into(),
-                            text(&c.label),
-                            v.to_string(),
-                        ]
-                    });
+                    let rates = r.conditions.iter().zip(g.rates.iter().zip(&g.n_ran)).map(
+                        move |(c, (v, n))| {
+                            vec![
+                                text(&g.group),
+                                g.n_tasks.to_string(),
+                                "pass_rate".into(),
+                                text(&c.label),
+                                opt(*v),
+                                n.to_string(),
+                            ]
+                        },
+                    );
                     let deltas = r
                         .comparisons
                         .iter()
-                        .zip(g.deltas_pp.iter().zip(&g.gains))
-                        .flat_map(move |(c, (d, gn))| {
+                        .zip(g.deltas_pp.iter().zip(g.gains.iter().zip(&g.n_matched)))
+                        .flat_map(move |(c, (d, (gn, n)))| {
                             [
                                 vec![
                                     text(&g.group),
                                     g.n_tasks.to_string(),
                                     "delta_pp".into(),
                                     text(&c.name),
-                                    d.to_string(),
+                                    opt(*d),
+                                    n.to_string(),
                                 ],
                                 vec![
                                     text(&g.group),
@@ -216,6 +256,7 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                                     "g".into(),
                                     text(&c.name),
                                     opt(*gn),
+                                    n.to_string(),
                                 ],
                             ]
                         });
@@ -336,13 +377,18 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                 "scope",
                 "group",
                 "n_tasks",
-                "p_round1",
-                "p_round2",
+                "pass1_round1",
+                "pass1_round2",
                 "pass2_adaptive",
                 "pass2",
+                "pass2_undefined",
                 "gain_pp",
                 "gain_ci_low_pp",
                 "gain_ci_high_pp",
+                "ci_resamples",
+                "ci_seed",
+                "ci_undefined",
+                "pass_threshold",
             ],
             r.adaptive.iter().map(|a| {
                 vec![
@@ -350,13 +396,18 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                     a.scope.clone(),
                     text(&a.group),
                     a.n_tasks.to_string(),
-                    a.p_round1.to_string(),
-                    a.p_round2.to_string(),
+                    a.pass1_round1.to_string(),
+                    a.pass1_round2.to_string(),
                     a.pass2_adaptive.to_string(),
-                    a.pass2.to_string(),
-                    a.gain_pp.to_string(),
+                    opt(a.pass2),
+                    reason(&a.pass2_undefined),
+                    opt(a.gain_pp),
                     ci_low(a.gain_ci_pp),
                     ci_high(a.gain_ci_pp),
+                    ci_resamples(a.gain_ci_pp),
+                    ci_seed(a.gain_ci_pp),
+                    reason(&a.gain_ci_undefined),
+                    r.success.threshold.to_string(),
                 ]
             }),
         ),
@@ -375,6 +426,8 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                 "paper_value",
                 "paper_ci95",
                 "this_run",
+                "this_run_tasks",
+                "run_tasks",
             ],
             r.paper.iter().map(|p| {
                 vec![
@@ -387,6 +440,8 @@ pub fn tables(report: &Report) -> Vec<(&'static str, String)> {
                     opt(p.paper.value),
                     opt(p.paper.ci95),
                     opt(p.ours),
+                    p.n_tasks.map_or_else(String::new, |n| n.to_string()),
+                    p.n_tasks_total.to_string(),
                 ]
             }),
         ),
@@ -527,8 +582,19 @@ fn comparison_tables(report: &Report, out: &mut Vec<(&'static str, String)>) {
             "hypotheses.csv",
             table(
                 &[
-                    "number", "scope", "claim", "measure", "unit", "value", "ci_low", "ci_high",
-                    "verdict", "n_tasks", "answer",
+                    "number",
+                    "scope",
+                    "claim",
+                    "measure",
+                    "unit",
+                    "value",
+                    "ci_low",
+                    "ci_high",
+                    "ci_resamples",
+                    "ci_seed",
+                    "verdict",
+                    "n_tasks",
+                    "answer",
                 ],
                 r.hypotheses.iter().map(|h| {
                     vec![
@@ -540,6 +606,8 @@ fn comparison_tables(report: &Report, out: &mut Vec<(&'static str, String)>) {
                         opt(h.value),
                         ci_low(h.ci),
                         ci_high(h.ci),
+                        ci_resamples(h.ci),
+                        ci_seed(h.ci),
                         h.verdict.label().to_string(),
                         h.n_tasks.to_string(),
                         text(&h.answer),
@@ -570,11 +638,11 @@ fn comparison_tables(report: &Report, out: &mut Vec<(&'static str, String)>) {
                     "comparison".into(),
                     text(&c.with),
                     text(&c.without),
-                    c.delta_pp.to_string(),
+                    opt(c.delta_pp),
                     ci_low(c.delta_ci_pp),
                     ci_high(c.delta_ci_pp),
                     opt(c.g),
-                    sub.tasks.len().to_string(),
+                    c.n_tasks.to_string(),
                 ]);
             }
             for a in &sub.adaptive {
@@ -583,7 +651,7 @@ fn comparison_tables(report: &Report, out: &mut Vec<(&'static str, String)>) {
                     "pass@2-adaptive gain".into(),
                     text(&a.name),
                     String::new(),
-                    a.gain_pp.to_string(),
+                    opt(a.gain_pp),
                     ci_low(a.gain_ci_pp),
                     ci_high(a.gain_ci_pp),
                     String::new(),
@@ -657,6 +725,18 @@ fn text(s: &str) -> String {
 
 fn opt(v: Option<f64>) -> String {
     v.map_or_else(String::new, |v| v.to_string())
+}
+
+fn reason(r: &Option<String>) -> String {
+    r.as_deref().map(text).unwrap_or_default()
+}
+
+fn ci_resamples(c: Option<Ci>) -> String {
+    c.map_or_else(String::new, |c| c.resamples.to_string())
+}
+
+fn ci_seed(c: Option<Ci>) -> String {
+    c.map_or_else(String::new, |c| c.seed.to_string())
 }
 
 fn ci_low(c: Option<Ci>) -> String {

@@ -25,12 +25,26 @@ pub fn ci_pct(ci: Option<Ci>) -> String {
     }
 }
 
-/// A CI already in percentage points (`[+1.2, +9.8]`).
+/// A CI already in percentage points (`[+1.2, +9.8]`), `—` without one.
 pub fn ci_pp(ci: Option<Ci>) -> String {
     match ci {
         Some(c) => format!("[{:+.1}, {:+.1}]", c.low, c.high),
         None => "—".into(),
     }
+}
+
+/// `text`, or `— (why)` when undefined: a table cell that says why it has no number.
+pub fn or_why(text: Option<String>, why: &Option<String>) -> String {
+    match (text, why) {
+        (Some(t), _) => t,
+        (None, Some(w)) => format!("— ({})", md_cell(w)),
+        (None, None) => "—".into(),
+    }
+}
+
+/// The header of a CI column: `95% CI (10,000 resamples, seed 20260212)`, `unit` after `CI`.
+fn ci_head(r: &Results, unit: &str) -> String {
+    format!("95% CI{unit} ({})", r.ci_method.short())
 }
 
 /// Percentage points with a sign (`+4.3`); what rounds to zero is `0.0`, never `-0.0`.
@@ -121,10 +135,11 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
     }
     let _ = writeln!(
         out,
-        "Generated {} by skillscope {}. Pass rates are the SkillsBench paper's Method D: per task, the mean reward over its planned trials (missing, unfinished and errored trials count 0), then the mean over a fixed set of {} tasks. Δ is in percentage points (pp); normalized gain g = (p_with − p_without) / (1 − p_without). Confidence intervals: {}.\n",
+        "Generated {} by skillscope {}. Pass rates are the SkillsBench paper's Method D: per task, the mean reward over its planned trials (missing, unfinished and errored trials count 0; partial rewards count fractionally), then the mean over the tasks a condition ran, of a set of {} tasks. A trial **succeeds** when its verifier's {} — whatever the agent's outcome (an agent timeout whose verifier still gave the reward succeeded); pass@1, pass@2, pass@2-adaptive and flaky tasks count successes. Comparisons are paired over the tasks both sides ran; a task one side did not run is listed as not run, never counted 0. Δ is in percentage points (pp); normalized gain g = (p_with − p_without) / (1 − p_without). Confidence intervals: {}. Undefined numbers are shown as — with the reason.\n",
         r.generated_at,
         env!("CARGO_PKG_VERSION"),
         r.tasks.len(),
+        md_cell(&r.success_description),
         r.ci_description
     );
 
@@ -225,7 +240,8 @@ fn hypotheses(out: &mut String, r: &Results) {
     if r.hypotheses.is_empty() {
         return;
     }
-    out.push_str("## Hypotheses\n\nThe evaluation plan's hypotheses, each with the measured answer and its 95% CI: (1) learned skills improve on no skills — A' vs A — unlike SkillsBench's self-generated skills (−1.3 pp), and beat self-generated skills (A' vs C) when condition C ran; (2) they close part of the gap between no skills and curated skills, (A' − A) / (B − A), with a paired bootstrap CI over tasks (resamples without a gap are left out); (3) learning improves on curated skills, B' vs B. A hypothesis is supported when its interval lies above 0, contradicted when it lies at or below 0, inconclusive when it spans 0, undefined when curated skills do not beat no skills (no gap to close).\n\n");
+    out.push_str("## Hypotheses\n\nThe evaluation plan's hypotheses, each with the measured answer and its 95% CI: (1) learned skills improve on no skills — A' vs A — unlike SkillsBench's self-generated skills (−1.3 pp), and beat self-generated skills (A' vs C) when condition C ran; (2) they close part of the gap between no skills and curated skills, (A' − A) / (B − A), with a paired bootstrap CI over tasks (resamples without a gap are left out); (3) learning improves on curated skills, B' vs B. Each is measured over the tasks every condition it reads ran. A hypothesis is supported when its interval lies above 0, contradicted when it lies at or below 0, inconclusive when it spans 0, **borderline** when the interval touches 0 within its Monte Carlo error (a bound's band — where it would fall with another seed, the order statistics at rank (B − 1)q ± 2√(Bq(1 − q)) — reaches 0: the verdict could change with the seed or the resample count, so read it as not established), undefined when curated skills do not beat no skills (no gap to close) or fewer than 2 tasks leave no interval.\n\n");
+    let ci_col = ci_head(r, "");
     header(
         out,
         &[
@@ -234,7 +250,7 @@ fn hypotheses(out: &mut String, r: &Results) {
             "Hypothesis",
             "Measure",
             "Value",
-            "95% CI",
+            &ci_col,
             "Answer",
         ],
         &[false, false, false, false, true, true, false],
@@ -313,9 +329,10 @@ fn held_out(out: &mut String, r: &Results) {
             md_cell(&sub.name),
             sub.tasks.len()
         );
+        let ci = ci_head(r, "");
         header(
             out,
-            &["Condition", "Pass rate", "95% CI", "Tasks"],
+            &["Condition", "Pass rate", &ci, "Tasks"],
             &[false, true, true, true],
         );
         for c in &sub.conditions {
@@ -324,41 +341,45 @@ fn held_out(out: &mut String, r: &Results) {
                 &[
                     md_cell(&c.label),
                     pct(c.pass_rate),
-                    ci_pct(c.ci),
+                    or_why(c.ci.map(|x| ci_pct(Some(x))), &c.ci_undefined),
                     c.n_tasks.to_string(),
                 ],
             );
         }
         out.push('\n');
         if !sub.comparisons.is_empty() {
+            let ci = ci_head(r, ", pp");
             header(
                 out,
                 &[
                     "Comparison",
+                    "Tasks compared",
                     "With",
                     "Without",
                     "Δ (pp)",
-                    "95% CI (pp)",
+                    &ci,
                     "g",
                 ],
-                &[false, true, true, true, true, true],
+                &[false, true, true, true, true, true, true],
             );
             for c in &sub.comparisons {
                 row(
                     out,
                     &[
                         md_cell(&c.name),
-                        pct(c.p_with),
-                        pct(c.p_without),
-                        pp(c.delta_pp),
-                        ci_pp(c.delta_ci_pp),
-                        gain(c.g),
+                        tasks_compared(c.n_tasks, c.n_tasks_total),
+                        c.p_with.map_or_else(|| "—".into(), pct),
+                        c.p_without.map_or_else(|| "—".into(), pct),
+                        or_why(c.delta_pp.map(pp), &c.delta_undefined),
+                        or_why(c.delta_ci_pp.map(|x| ci_pp(Some(x))), &c.ci_undefined),
+                        or_why(c.g.map(|g| gain(Some(g))), &c.g_undefined),
                     ],
                 );
             }
             out.push('\n');
         }
         if !sub.adaptive.is_empty() {
+            let ci = ci_head(r, ", pp");
             header(
                 out,
                 &[
@@ -366,7 +387,7 @@ fn held_out(out: &mut String, r: &Results) {
                     "pass@2-adaptive",
                     "pass@2 (round 1)",
                     "Adaptive gain (pp)",
-                    "95% CI (pp)",
+                    &ci,
                 ],
                 &[false, true, true, true, true],
             );
@@ -376,9 +397,9 @@ fn held_out(out: &mut String, r: &Results) {
                     &[
                         md_cell(&a.name),
                         pct(a.pass2_adaptive),
-                        pct(a.pass2),
-                        pp(a.gain_pp),
-                        ci_pp(a.gain_ci_pp),
+                        or_why(a.pass2.map(pct), &a.pass2_undefined),
+                        or_why(a.gain_pp.map(pp), &a.pass2_undefined),
+                        or_why(a.gain_ci_pp.map(|x| ci_pp(Some(x))), &a.gain_ci_undefined),
                     ],
                 );
             }
@@ -461,22 +482,28 @@ fn generated_skills(out: &mut String, report: &Report) {
 fn conditions(out: &mut String, r: &Results, specs: &[ChartSpec]) {
     out.push_str("## Pass rate per condition\n\n");
     chart(out, specs, &ChartKind::PassRate);
+    let rule = md_cell(&r.success_description);
+    let ci = ci_head(r, "");
+    let pass1 = format!("pass@1 ({rule})");
+    let passed = format!("Passed ({rule})");
     header(
         out,
         &[
             "Condition",
             "Run",
             "Skills",
-            "Pass rate",
-            "95% CI",
+            "Pass rate (Method D)",
+            &ci,
+            &pass1,
             "Tasks",
             "Done / planned",
-            "Passed",
+            &passed,
+            "of which after an agent timeout",
             "Infrastructure failures",
-            "Pass rate, trials with a verdict",
+            "Method D over judged trials only",
         ],
         &[
-            false, false, false, true, true, true, true, true, true, true,
+            false, false, false, true, true, true, true, true, true, true, true, true,
         ],
     );
     for c in &r.conditions {
@@ -487,17 +514,20 @@ fn conditions(out: &mut String, r: &Results, specs: &[ChartSpec]) {
                 md_cell(&c.run),
                 md_cell(&c.condition),
                 pct(c.pass_rate),
-                ci_pct(c.ci),
+                or_why(c.ci.map(|x| ci_pct(Some(x))), &c.ci_undefined),
+                pct(c.pass_at_1),
                 c.n_tasks.to_string(),
                 format!("{} / {}", c.done, c.planned),
                 c.passed.to_string(),
+                c.timeout_passed.to_string(),
                 c.infrastructure().to_string(),
                 c.pass_rate_judged.map_or_else(|| "—".into(), pct),
             ],
         );
     }
-    out.push_str(
-        "\nInfrastructure failures are trials that ended without a verdict: no reward, a build error or a runtime error. Method D counts them 0 (the paper's rule); the last column leaves them out, to show how much they move the numbers.\n\n",
+    let _ = writeln!(
+        out,
+        "\nMethod D is the mean reward (partial credit counts fractionally); pass@1 is the share of planned trials that succeeded ({rule}), per task, then the mean over tasks — where they differ, partial rewards or the threshold make the difference. *Passed* counts successes whatever the agent's outcome; *of which after an agent timeout* are agent timeouts whose verifier still gave the reward. Infrastructure failures are trials that ended without a verdict: no reward, a build error or a runtime error. Method D counts them 0 (the paper's rule); the last column is Method D with them left out — a mean of per-task means over each task's judged trials, not a share of trials.\n"
     );
 }
 
@@ -506,47 +536,71 @@ fn comparisons(out: &mut String, r: &Results) {
         return;
     }
     out.push_str("## Comparisons\n\n");
+    let ci = ci_head(r, ", pp");
     header(
         out,
         &[
             "Comparison",
+            "Tasks compared",
             "With",
             "Without",
             "Δ (pp)",
-            "95% CI (pp)",
+            &ci,
             "g",
-            "Δ, trials with a verdict (pp)",
+            "Δ, judged trials only (pp)",
             "Improved",
             "Degraded",
             "Unchanged",
+            "Not run on one side",
         ],
-        &[false, true, true, true, true, true, true, true, true, true],
+        &[
+            false, true, true, true, true, true, true, true, true, true, true, true,
+        ],
     );
     for c in &r.comparisons {
         row(
             out,
             &[
                 md_cell(&c.name),
-                pct(c.p_with),
-                pct(c.p_without),
-                super::exposure::delta_with_notes(pp(c.delta_pp), r.exposure.notes_of(&c.name)),
-                ci_pp(c.delta_ci_pp),
-                gain(c.g),
+                tasks_compared(c.n_tasks, c.n_tasks_total),
+                c.p_with.map_or_else(|| "—".into(), pct),
+                c.p_without.map_or_else(|| "—".into(), pct),
+                super::exposure::delta_with_notes(
+                    or_why(c.delta_pp.map(pp), &c.delta_undefined),
+                    r.exposure.notes_of(&c.name),
+                ),
+                or_why(c.delta_ci_pp.map(|x| ci_pp(Some(x))), &c.ci_undefined),
+                or_why(c.g.map(|g| gain(Some(g))), &c.g_undefined),
                 c.delta_pp_judged.map_or_else(|| "—".into(), pp),
                 c.improved.to_string(),
                 c.degraded.to_string(),
                 c.unchanged.to_string(),
+                (c.not_run_with.len() + c.not_run_without.len()).to_string(),
             ],
         );
     }
-    out.push_str("\nImproved / degraded / unchanged count tasks by their mean reward. The CI of Δ is a paired bootstrap over tasks.\n\n");
+    out.push_str("\nEach comparison is paired over the tasks both conditions ran (*Tasks compared*; `all N` when that is every task): the pass rates in the row, Δ, its CI (a paired bootstrap over those tasks) and g are over them, and improved / degraded / unchanged count them by their mean reward. A task only one side ran is not run on the other — listed under Task-level changes, never counted 0.\n\n");
+}
+
+/// `all 19` or `1 of 19`.
+fn tasks_compared(n: usize, total: usize) -> String {
+    if n == total {
+        format!("all {total}")
+    } else {
+        format!("{n} of {total}")
+    }
 }
 
 fn adaptive(out: &mut String, r: &Results) {
     if r.adaptive.is_empty() {
         return;
     }
-    out.push_str("## Pass@2-adaptive\n\nThe plan's key metric: does a retry informed by learning beat a plain second try? Per task, pass@2-adaptive = 1 − (1 − p₁)(1 − p₂) with p₁, p₂ its Method D pass rates in round 1 and round 2 (round-2 skills are learned from all of round 1, so a round-2 trial does not depend on any one round-1 trial); pass@2 is round 1's own chance of passing in two independent tries, the unbiased estimator 1 − C(n − c, 2) / C(n, 2) from its n planned trials with c passes (Chen et al. 2021, eq. 1; with one trial, its result). Both are averaged over the fixed task set; the adaptive gain is their difference, with a paired bootstrap CI over tasks.\n\n");
+    let rule = md_cell(&r.success_description);
+    let _ = writeln!(
+        out,
+        "## Pass@2-adaptive\n\nThe plan's key metric: does a retry informed by learning beat a plain second try? Per task, pass@2-adaptive = 1 − (1 − p₁)(1 − p₂) with p₁, p₂ its pass@1 in round 1 and round 2 — the share of its planned trials that succeeded ({rule}; round-2 skills are learned from all of round 1, so a round-2 trial does not depend on any one round-1 trial); pass@2 is round 1's own chance of succeeding in two independent tries, the unbiased estimator 1 − C(n − c, 2) / C(n, 2) from its n planned trials with c successes (Chen et al. 2021, eq. 1) — undefined (—) with fewer than 2 trials per task, and so is the gain. Both are averaged over the tasks both rounds ran; the adaptive gain is their difference, with a paired bootstrap CI over tasks.\n"
+    );
+    let ci = ci_head(r, ", pp");
     for (scope, what) in [
         ("overall", "Rounds"),
         ("domain", "Domain"),
@@ -565,12 +619,12 @@ fn adaptive(out: &mut String, r: &Results) {
         }
         cols.extend([
             "Tasks",
-            "Round 1",
-            "Round 2",
+            "pass@1, round 1",
+            "pass@1, round 2",
             "pass@2-adaptive",
             "pass@2 (round 1)",
             "Adaptive gain (pp)",
-            "95% CI (pp)",
+            &ci,
         ]);
         let right: Vec<bool> = cols
             .iter()
@@ -584,12 +638,12 @@ fn adaptive(out: &mut String, r: &Results) {
             }
             cells.extend([
                 a.n_tasks.to_string(),
-                pct(a.p_round1),
-                pct(a.p_round2),
+                pct(a.pass1_round1),
+                pct(a.pass1_round2),
                 pct(a.pass2_adaptive),
-                pct(a.pass2),
-                pp(a.gain_pp),
-                ci_pp(a.gain_ci_pp),
+                or_why(a.pass2.map(pct), &a.pass2_undefined),
+                or_why(a.gain_pp.map(pp), &a.pass2_undefined),
+                or_why(a.gain_ci_pp.map(|x| ci_pp(Some(x))), &a.gain_ci_undefined),
             ]);
             row(out, &cells);
         }
@@ -606,9 +660,17 @@ fn paper(out: &mut String, r: &Results) {
     header(
         out,
         &[
-            "Run", "Paper", "Harness", "Model", "Metric", "Paper", "±95%", "This run",
+            "Run",
+            "Paper",
+            "Harness",
+            "Model",
+            "Metric",
+            "Paper",
+            "±95%",
+            "This run",
+            "Over tasks",
         ],
-        &[false, false, false, false, false, true, true, true],
+        &[false, false, false, false, false, true, true, true, true],
     );
     for p in r
         .paper
@@ -632,10 +694,12 @@ fn paper(out: &mut String, r: &Results) {
                     .map_or_else(|| "—".into(), |v| format!("{v:.1}")),
                 p.ours
                     .map_or_else(|| "—".into(), |v| format!("{v:.1}{unit}")),
+                p.n_tasks
+                    .map_or_else(|| "—".into(), |n| tasks_compared(n, p.n_tasks_total)),
             ],
         );
     }
-    out.push_str("\nPaper values are percent (g × 100 for normalized gain). `v1` is the February 2026 paper.\n\n");
+    out.push_str("\nPaper values are percent (g × 100 for normalized gain). `v1` is the February 2026 paper. This run's numbers are over the tasks both of its compared conditions ran (no-skills and curated, or no-skills and self-generated): a task one of them did not run is left out, not counted 0.\n\n");
 }
 
 fn groups(out: &mut String, r: &Results, rows: &[GroupRow], what: &str) {
@@ -655,8 +719,16 @@ fn groups(out: &mut String, r: &Results, rows: &[GroupRow], what: &str) {
     header(out, &refs, &right);
     for g in rows {
         let mut cells = vec![md_cell(&g.group), g.n_tasks.to_string()];
-        cells.extend(g.rates.iter().map(|v| pct(*v)));
-        cells.extend(g.deltas_pp.iter().map(|v| pp(*v)));
+        cells.extend(g.rates.iter().zip(&g.n_ran).map(|(v, n)| match v {
+            Some(v) if *n < g.n_tasks => format!("{} ({n} ran)", pct(*v)),
+            Some(v) => pct(*v),
+            None => "— (not run)".into(),
+        }));
+        cells.extend(g.deltas_pp.iter().zip(&g.n_matched).map(|(v, n)| match v {
+            Some(v) if *n < g.n_tasks => format!("{} ({n} matched)", pp(*v)),
+            Some(v) => pp(*v),
+            None => "— (no task both ran)".into(),
+        }));
         row(out, &cells);
     }
     out.push('\n');
@@ -698,7 +770,11 @@ fn efficiency(out: &mut String, r: &Results) {
 }
 
 fn flaky(out: &mut String, r: &Results) {
-    out.push_str("## Flaky tasks\n\nA task is flaky under a condition when its judged trials disagree: some pass, some fail.\n\n");
+    let _ = writeln!(
+        out,
+        "## Flaky tasks\n\nA task is flaky under a condition when its trials disagree: some succeed ({}), some with a verdict do not.\n",
+        md_cell(&r.success_description)
+    );
     header(out, &["Condition", "Flaky tasks"], &[false, true]);
     for c in &r.conditions {
         let n = r.flaky.iter().filter(|f| f.condition == c.label).count();
@@ -721,13 +797,13 @@ fn flaky(out: &mut String, r: &Results) {
                 out,
                 &[
                     md_cell(&c.name),
-                    pp(c.delta_pp),
+                    c.delta_pp.map_or_else(|| "—".into(), pp),
                     c.n_flaky.to_string(),
                     pp(c.delta_pp_flaky),
                 ],
             );
         }
-        out.push_str("\nΔ from them: the flaky tasks' per-task differences summed over the fixed task set — the part of Δ that rests on tasks whose outcome a rerun may flip.\n\n");
+        out.push_str("\nΔ from them: the flaky tasks' per-task differences summed over the compared tasks — the part of Δ that rests on tasks whose outcome a rerun may flip.\n\n");
     }
     if !r.flaky.is_empty() {
         header(
@@ -756,13 +832,19 @@ fn task_changes(out: &mut String, r: &Results, specs: &[ChartSpec]) {
     }
     out.push_str("## Task-level changes\n\n");
     for c in &r.comparisons {
+        let not_run = c.not_run_with.len() + c.not_run_without.len();
         let _ = writeln!(
             out,
-            "### {}\n\n{} improved, {} degraded, {} unchanged.\n",
+            "### {}\n\n{} improved, {} degraded, {} unchanged{}.\n",
             md_cell(&c.name),
             c.improved,
             c.degraded,
-            c.unchanged
+            c.unchanged,
+            if not_run > 0 {
+                format!("; {not_run} not run on one side (not compared)")
+            } else {
+                String::new()
+            }
         );
         chart(out, specs, &ChartKind::TaskDeltas(c.name.clone()));
         for (change, what) in [
@@ -793,15 +875,46 @@ fn task_changes(out: &mut String, r: &Results, specs: &[ChartSpec]) {
                         md_cell(&t.task),
                         md_cell(&t.domain),
                         md_cell(&t.difficulty),
-                        format!("{:.2}", t.without),
-                        format!("{:.2}", t.with),
-                        pp(t.delta_pp),
+                        reward(t.without),
+                        reward(t.with),
+                        t.delta_pp.map_or_else(|| "—".into(), pp),
+                    ],
+                );
+            }
+            out.push('\n');
+        }
+        let not_run: Vec<_> = r
+            .task_deltas
+            .iter()
+            .filter(|t| t.comparison == c.name && t.change == Change::NotRun)
+            .collect();
+        if !not_run.is_empty() {
+            out.push_str("Not run on one side (no comparison; never counted 0):\n\n");
+            header(
+                out,
+                &["Task", "Domain", "Difficulty", "Without", "With"],
+                &[false, false, false, true, true],
+            );
+            for t in not_run {
+                row(
+                    out,
+                    &[
+                        md_cell(&t.task),
+                        md_cell(&t.domain),
+                        md_cell(&t.difficulty),
+                        reward(t.without),
+                        reward(t.with),
                     ],
                 );
             }
             out.push('\n');
         }
     }
+}
+
+/// A task's mean reward (`0.75`), `not run` without one.
+fn reward(v: Option<f64>) -> String {
+    v.map_or_else(|| "not run".into(), |v| format!("{v:.2}"))
 }
 
 fn failures(out: &mut String, r: &Results, specs: &[ChartSpec]) {

@@ -27,11 +27,10 @@ use std::path::{Path, PathBuf};
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::analysis::ci::CiMethod;
 use crate::analysis::invocations::{
     self, CategoryTable, DistributionRow, LeaderboardRow, OpportunityRow, SkillScore, Window,
 };
-use crate::analysis::results::{self, Results, Selection};
+use crate::analysis::results::{self, Results, Scoring, Selection};
 use crate::analysis::skill_content;
 use crate::store::{StoreError, queries};
 use std::collections::BTreeSet;
@@ -180,7 +179,7 @@ pub enum ReportError {
 pub fn build(
     conn: &Connection,
     selection: &Selection,
-    method: &CiMethod,
+    scoring: &Scoring,
 ) -> Result<Report, StoreError> {
     let run_ids = selected_runs(conn, selection)?;
     // Scoring touches a few hundred thousand rows at scale: a larger page cache than SQLite's
@@ -224,7 +223,7 @@ pub fn build(
                 let w2 = window.clone();
                 let other = s.spawn(move || -> Result<_, StoreError> {
                     Ok((
-                        results::analyze(&c2, selection, method)?,
+                        results::analyze(&c2, selection, scoring)?,
                         invocations::skill_report(&c2, &w2)?,
                     ))
                 });
@@ -234,7 +233,7 @@ pub fn build(
             })?,
             None => (
                 (
-                    results::analyze(conn, selection, method)?,
+                    results::analyze(conn, selection, scoring)?,
                     invocations::skill_report(conn, &window)?,
                 ),
                 dashboard(conn, &window)?,
@@ -447,13 +446,17 @@ fn skill_content_of(
                 "comprehensive",
             ];
             for b in order {
+                // The bucket's tasks the condition ran (and its baseline, when it has one).
                 let idx: Vec<usize> = (0..results.tasks.len())
-                    .filter(|&i| key(per_task[i]) == b)
+                    .filter(|&i| key(per_task[i]) == b && c.ran(i))
+                    .filter(|&i| base.is_none_or(|b| results.conditions[b].ran(i)))
                     .collect();
                 if idx.is_empty() {
                     continue;
                 }
-                let mean = |v: &[f64]| idx.iter().map(|&i| v[i]).sum::<f64>() / idx.len() as f64;
+                let mean = |v: &[Option<f64>]| {
+                    idx.iter().filter_map(|&i| v[i]).sum::<f64>() / idx.len() as f64
+                };
                 let rate = mean(&c.per_task);
                 let base_rate = base.map(|b| mean(&results.conditions[b].per_task));
                 buckets.push(BucketRow {

@@ -3,6 +3,7 @@
 pub mod catalog;
 pub mod compose;
 pub mod condition;
+pub mod difficulty;
 pub mod dockerfile;
 pub mod dockerignore;
 pub mod env;
@@ -16,6 +17,7 @@ use std::path::{Path, PathBuf};
 
 pub use catalog::{Catalog, CatalogEntry};
 pub use condition::Condition;
+pub use difficulty::Difficulty;
 pub use skill::{Frontmatter, Severity, Skill, SkillProblem};
 pub use task::{Task, TaskConfig};
 

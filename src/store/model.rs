@@ -446,13 +446,18 @@ impl TrialRow {
 
 /// The trials planned per task and condition of a run: `default` (the run's trials per task)
 /// unless `per_task` names a count — what an imported Harbor job or published file planned for
-/// that task (`trial_plans`), never fewer than the trials recorded for it.
+/// that task (`trial_plans`), never fewer than the trials recorded for it. An imported run's
+/// plan is `explicit`: a task and condition it names no count for planned nothing (each condition
+/// plans what its own jobs held, never another condition's tasks).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TrialPlan {
     /// Trials per task and condition where nothing else is known.
     pub default: u32,
     /// (task id, condition key) → trials planned.
     pub per_task: std::collections::HashMap<(String, String), u32>,
+    /// True when only `per_task` plans: every other task and condition planned 0 trials.
+    #[serde(default)]
+    pub explicit: bool,
 }
 
 impl TrialPlan {
@@ -461,18 +466,20 @@ impl TrialPlan {
         TrialPlan {
             default: n,
             per_task: Default::default(),
+            explicit: false,
         }
     }
 
-    /// Trials planned for `task` under `condition`.
+    /// Trials planned for `task` under `condition` (0: the condition did not run the task).
     pub fn of(&self, task: &str, condition: &str) -> u32 {
-        if self.per_task.is_empty() {
+        if self.per_task.is_empty() && !self.explicit {
             return self.default;
         }
+        let fallback = if self.explicit { 0 } else { self.default };
         self.per_task
             .get(&(task.to_string(), condition.to_string()))
             .copied()
-            .unwrap_or(self.default)
+            .unwrap_or(fallback)
     }
 
     /// The largest count planned for any task.

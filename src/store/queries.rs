@@ -1087,7 +1087,9 @@ pub fn finish_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), St
 
 /// The trials planned per task and condition of `run` (see [`TrialPlan`]): for a task and
 /// condition with `trial_plans` rows, the sum of their counts, never fewer than the latest attempts
-/// recorded; elsewhere the run's `n_trials`.
+/// recorded; elsewhere the run's `n_trials`. A run with `trial_plans` rows (an import) has an
+/// explicit plan: a task and condition without rows planned what it holds — its latest attempts
+/// (a store imported before plans were recorded), else nothing.
 ///
 /// # Errors
 /// SQL errors.
@@ -1111,8 +1113,28 @@ pub fn trial_plan(conn: &Connection, run: &RunRow) -> Result<TrialPlan, StoreErr
     })?;
     for row in rows {
         let (task, cond, n, have) = row?;
+        plan.explicit = true;
         plan.per_task
             .insert((task, cond), n.max(have).clamp(0, u32::MAX as i64) as u32);
+    }
+    if plan.explicit {
+        let mut held = conn.prepare_cached(
+            "SELECT task_id, condition, COUNT(*) FROM trials
+             WHERE run_id = ?1 AND superseded = 0 GROUP BY task_id, condition",
+        )?;
+        let rows = held.query_map([run.id], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+            ))
+        })?;
+        for row in rows {
+            let (task, cond, have) = row?;
+            plan.per_task
+                .entry((task, cond))
+                .or_insert(have.clamp(0, u32::MAX as i64) as u32);
+        }
     }
     Ok(plan)
 }

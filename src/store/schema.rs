@@ -404,6 +404,11 @@ CREATE TABLE experiments (
              ALTER TABLE learning_spaces ADD COLUMN waiting_reason TEXT;
              ALTER TABLE learning_spaces ADD COLUMN next_retry_at TEXT;",
         ),
+        // An imported run's status is `imported`, not `finished`: nothing ran here, and its
+        // planned trials are what its sources held.
+        M::up(
+            "UPDATE runs SET status = 'imported' WHERE source <> 'native' AND status = 'finished';",
+        ),
     ])
 }
 

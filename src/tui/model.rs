@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 
 use super::worker::Snapshot;
-use crate::analysis::metrics::{method_d_planned, pass_rate_judged};
+use crate::analysis::metrics::{Paired, paired, pass_rate_judged, per_task_mean_planned};
 use crate::store::{Outcome, TrialBrief, TrialStatus};
 
 /// A grid cell's state (what its glyph and colour say).
@@ -587,8 +587,12 @@ pub struct RateRow {
     pub label: String,
     /// Tasks in the group (the denominator).
     pub n_tasks: usize,
-    /// Method D pass rate per condition (run order), fraction.
-    pub rates: Vec<f64>,
+    /// Method D pass rate per condition (run order) over the group's tasks it planned, fraction;
+    /// `None` when it planned none of them (not run there, never 0).
+    pub rates: Vec<Option<f64>>,
+    /// Each condition after the first against the first, over the group's tasks both planned
+    /// (Δ, g and how many tasks); `None` when they share none.
+    pub deltas: Vec<Option<Paired>>,
     /// Pass rate over judged trials per condition (`None` before one is judged): beside Method
     /// D while the run is unfinished ([`crate::analysis::metrics::pass_rate_judged`]).
     pub judged: Vec<Option<f64>>,
@@ -606,22 +610,33 @@ pub fn rate_rows(s: &Snapshot, grouping: Grouping) -> Vec<RateRow> {
         };
         groups.entry(g).or_default().push(t.task_id.clone());
     }
-    let row = |label: String, ids: &[String], total: bool| RateRow {
-        rates: s
+    let row = |label: String, ids: &[String], total: bool| {
+        let per_task: Vec<_> = s
             .run
             .conditions
             .iter()
-            .map(|c| method_d_planned(ids, &s.plan, c, &s.trials))
-            .collect(),
-        judged: s
-            .run
-            .conditions
-            .iter()
-            .map(|c| pass_rate_judged(ids, &s.plan, c, &s.trials))
-            .collect(),
-        label,
-        n_tasks: ids.len(),
-        total,
+            .map(|c| per_task_mean_planned(ids, &s.plan, c, &s.trials))
+            .collect();
+        RateRow {
+            rates: per_task
+                .iter()
+                .map(|m| (!m.is_empty()).then(|| m.values().sum::<f64>() / m.len() as f64))
+                .collect(),
+            deltas: per_task
+                .iter()
+                .skip(1)
+                .map(|m| paired(m, &per_task[0]))
+                .collect(),
+            judged: s
+                .run
+                .conditions
+                .iter()
+                .map(|c| pass_rate_judged(ids, &s.plan, c, &s.trials))
+                .collect(),
+            label,
+            n_tasks: ids.len(),
+            total,
+        }
     };
     let mut rows: Vec<RateRow> = groups
         .iter()
@@ -711,7 +726,9 @@ pub fn event_rows(events: &[super::worker::EventRow], filter: &EventFilter) -> V
 /// Run progress for the overview.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Progress {
-    /// Latest attempts.
+    /// Planned trials: per task and condition what the run's plan holds (an import's sources),
+    /// never fewer than the latest attempts — the same `m` as `status` and the report's
+    /// `n of m`.
     pub total: usize,
     /// Finished.
     pub done: usize,
@@ -886,15 +903,23 @@ pub fn progress(s: &Snapshot, now: DateTime<Utc>) -> Progress {
             }
         }
     }
+    // Planned trials the store holds no row for (an import's listed tasks without a trial) are
+    // part of the total: not run.
     p.per_condition = s
         .run
         .conditions
         .iter()
         .map(|c| {
-            let (d, t) = per.get(c.as_str()).copied().unwrap_or((0, 0));
-            (c.clone(), d, t)
+            let (d, rows) = per.get(c.as_str()).copied().unwrap_or((0, 0));
+            let planned: usize = s
+                .tasks
+                .iter()
+                .map(|t| s.plan.of(&t.task_id, c) as usize)
+                .sum();
+            (c.clone(), d, rows.max(planned))
         })
         .collect();
+    p.total = p.total.max(p.per_condition.iter().map(|(_, _, t)| t).sum());
     if s.run.status == "running"
         && let Some(st) = started
     {
@@ -1114,11 +1139,17 @@ mod tests {
         assert_eq!(rows.len(), 3);
         let fin = rows.iter().find(|r| r.label == "Finance").unwrap();
         // no-skills: a-task (1+0)/2 = 0.5, b-task 0 → 0.25
-        assert!((fin.rates[0] - 0.25).abs() < 1e-12);
+        assert!((fin.rates[0].unwrap() - 0.25).abs() < 1e-12);
         let total = rows.last().unwrap();
         assert!(total.total);
         // curated: a 0.5, b 0, c 0.5 → 1/3
-        assert!((total.rates[1] - 1.0 / 3.0).abs() < 1e-12);
+        assert!((total.rates[1].unwrap() - 1.0 / 3.0).abs() < 1e-12);
+        // Δ curated − no-skills over the three tasks both planned.
+        let d = total.deltas[0].unwrap();
+        assert_eq!(d.n_tasks, 3);
+        assert!(
+            (d.delta_pp - (total.rates[1].unwrap() - total.rates[0].unwrap()) * 100.0).abs() < 1e-9
+        );
         let by_diff = rate_rows(&s, Grouping::Difficulty);
         assert_eq!(by_diff[0].label, "easy");
     }

@@ -190,7 +190,7 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
     let report = skillscope::report::build(
         &conn,
         &skillscope::analysis::results::Selection::Experiment("e2e".into()),
-        &skillscope::analysis::ci::CiMethod::default(),
+        &skillscope::analysis::results::Scoring::default(),
     )
     .unwrap();
     let cond_labels: Vec<&str> = report
@@ -632,7 +632,7 @@ async fn a_split_experiment_learns_from_train_tasks_and_selects_round_2_skills()
         let report = skillscope::report::build(
             &conn,
             &skillscope::analysis::results::Selection::Experiment(name.clone()),
-            &skillscope::analysis::ci::CiMethod::default(),
+            &skillscope::analysis::results::Scoring::default(),
         )
         .unwrap();
         let held = report.results.held_out.as_ref().expect("held-out results");

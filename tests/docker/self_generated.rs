@@ -185,7 +185,7 @@ async fn self_generated_keeps_the_good_skill_and_reports_the_malformed_one() {
     let report = skillscope::report::build(
         &c,
         &skillscope::analysis::results::Selection::Runs(vec!["selfgen-one".into()]),
-        &skillscope::analysis::ci::CiMethod::default(),
+        &skillscope::analysis::results::Scoring::default(),
     )
     .unwrap();
     let g = &report.skill_content.generated;

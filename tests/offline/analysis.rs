@@ -4,7 +4,7 @@
 
 use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
 use rusqlite::Connection;
-use skillscope::analysis::ci::CiMethod;
+use skillscope::analysis::results::Scoring;
 use skillscope::analysis::results::{Change, FailureMode, Selection, analyze};
 use skillscope::store::Outcome;
 
@@ -66,7 +66,7 @@ fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
     let r = analyze(
         &conn,
         &Selection::Runs(vec!["r".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     assert_eq!(r.tasks.len(), 3);
@@ -77,8 +77,8 @@ fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
     );
     assert!((a.pass_rate - 0.5).abs() < 1e-12);
     assert!((b.pass_rate - 0.75).abs() < 1e-12);
-    assert_eq!(a.per_task, vec![0.5, 0.0, 1.0]);
-    assert_eq!(b.per_task, vec![1.0, 0.5, 0.75]);
+    assert_eq!(a.per_task, vec![Some(0.5), Some(0.0), Some(1.0)]);
+    assert_eq!(b.per_task, vec![Some(1.0), Some(0.5), Some(0.75)]);
     // Judged: no-skills leaves t2 out (0.5 + 1) / 2; curated (1 + 1 + 0.75) / 3.
     assert!((a.pass_rate_judged.unwrap() - 0.75).abs() < 1e-12);
     assert!((b.pass_rate_judged.unwrap() - 2.75 / 3.0).abs() < 1e-12);
@@ -97,7 +97,8 @@ fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
 
     let cmp = &r.comparisons[0];
     assert_eq!(cmp.name, "curated vs no-skills");
-    assert!((cmp.delta_pp - 25.0).abs() < 1e-9);
+    assert!((cmp.delta_pp.unwrap() - 25.0).abs() < 1e-9);
+    assert_eq!((cmp.n_tasks, cmp.n_tasks_total), (3, 3));
     assert!((cmp.g.unwrap() - 0.5).abs() < 1e-12);
     assert!((cmp.delta_pp_judged.unwrap() - (2.75 / 3.0 - 0.75) * 100.0).abs() < 1e-9);
     assert_eq!((cmp.improved, cmp.degraded, cmp.unchanged), (2, 1, 0));
@@ -107,7 +108,7 @@ fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
     let deltas: Vec<(&str, f64, Change)> = r
         .task_deltas
         .iter()
-        .map(|d| (d.task.as_str(), d.delta_pp, d.change))
+        .map(|d| (d.task.as_str(), d.delta_pp.unwrap(), d.change))
         .collect();
     assert_eq!(
         deltas,
@@ -119,8 +120,8 @@ fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
     );
     // Domains and difficulties.
     let fin = r.domains.iter().find(|g| g.group == "Finance").unwrap();
-    assert_eq!(fin.rates, vec![0.25, 0.75]);
-    assert_eq!(fin.deltas_pp, vec![50.0]);
+    assert_eq!(fin.rates, vec![Some(0.25), Some(0.75)]);
+    assert_eq!(fin.deltas_pp, vec![Some(50.0)]);
     let order: Vec<&str> = r.difficulties.iter().map(|g| g.group.as_str()).collect();
     assert_eq!(order, ["easy", "medium", "hard"]);
     // The infrastructure note.
@@ -176,7 +177,7 @@ fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
     let r = analyze(
         &conn,
         &Selection::Experiment("e".into()),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     let labels: Vec<&str> = r.conditions.iter().map(|c| c.label.as_str()).collect();
@@ -184,7 +185,7 @@ fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
     let names: Vec<(&str, f64)> = r
         .comparisons
         .iter()
-        .map(|c| (c.name.as_str(), c.delta_pp))
+        .map(|c| (c.name.as_str(), c.delta_pp.unwrap()))
         .collect();
     let third = 100.0 / 3.0;
     let expect = [
@@ -218,16 +219,27 @@ fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
     assert_eq!(eff("A' vs A", "hard"), 0.0);
     assert_eq!(eff("B' vs B", "hard"), 100.0);
     assert!(r.ci_description.contains("bootstrap over tasks"));
-    // One trial per task (n = 1): pass@2 is each task's one result. A = [0, 0, 1] → 1/3;
-    // A' = [1, 0, 1] → adaptive per task [1, 0, 1] → 2/3; gain +33.3 pp.
+    // One trial per task (n = 1): pass@2 is undefined — one trial cannot say how a second,
+    // independent one would go — and so is the adaptive gain. pass@2-adaptive itself is defined:
+    // A = [0, 0, 1], A' = [1, 0, 1] → per task [1, 0, 1] → 2/3.
     let a = r
         .adaptive
         .iter()
         .find(|a| a.name == "A → A'" && a.scope == "overall")
         .unwrap();
-    assert!((a.pass2 - 1.0 / 3.0).abs() < 1e-12, "{a:?}");
+    assert_eq!(
+        (a.pass2, a.gain_pp, a.gain_ci_pp),
+        (None, None, None),
+        "{a:?}"
+    );
+    assert!(
+        a.pass2_undefined
+            .as_deref()
+            .unwrap()
+            .contains("2 or more trials"),
+        "{a:?}"
+    );
     assert!((a.pass2_adaptive - 2.0 / 3.0).abs() < 1e-12, "{a:?}");
-    assert!((a.gain_pp - 100.0 / 3.0).abs() < 1e-9, "{a:?}");
 }
 
 /// pass@2-adaptive, round 1's unbiased pass@2 and the adaptive gain by hand, with four trials
@@ -269,7 +281,7 @@ fn pass_at_2_adaptive_and_pass_at_2_by_hand() {
     let r = analyze(
         &conn,
         &Selection::Experiment("p".into()),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     let get = |name: &str, scope: &str, group: &str| {
@@ -284,29 +296,34 @@ fn pass_at_2_adaptive_and_pass_at_2_by_hand() {
     let a = get("A → A'", "overall", "all");
     let pass2 = (5.0 / 6.0 + 0.0 + 1.0) / 3.0;
     let adaptive = (5.0 / 8.0 + 0.5 + 1.0) / 3.0;
-    assert!((a.pass2 - pass2).abs() < 1e-12, "{a:?}");
+    assert!((a.pass2.unwrap() - pass2).abs() < 1e-12, "{a:?}");
     assert!((a.pass2_adaptive - adaptive).abs() < 1e-12, "{a:?}");
     assert!(
-        (a.gain_pp - (adaptive - pass2) * 100.0).abs() < 1e-9,
+        (a.gain_pp.unwrap() - (adaptive - pass2) * 100.0).abs() < 1e-9,
         "{a:?}"
     );
-    assert!((a.p_round1 - 0.5).abs() < 1e-12 && (a.p_round2 - 0.25).abs() < 1e-12);
+    assert!((a.pass1_round1 - 0.5).abs() < 1e-12 && (a.pass1_round2 - 0.25).abs() < 1e-12);
     let ci = a.gain_ci_pp.unwrap();
-    assert!(ci.low <= a.gain_pp && a.gain_pp <= ci.high, "{ci:?}");
+    assert!(
+        ci.low <= a.gain_pp.unwrap() && a.gain_pp.unwrap() <= ci.high,
+        "{ci:?}"
+    );
     // B: t1 1 of 4 → 1 − C(3,2)/C(4,2) = 1/2; t2 3 of 4 → 1; t3 0 → 0.
     // B': p₂ = [0, 1, 1/2]; adaptive = [1 − ¾·1, 1 − ¼·0, 1 − 1·½] = [1/4, 1, 1/2].
     let b = get("B → B'", "overall", "all");
-    assert!((b.pass2 - 0.5).abs() < 1e-12, "{b:?}");
+    assert!((b.pass2.unwrap() - 0.5).abs() < 1e-12, "{b:?}");
     assert!((b.pass2_adaptive - 1.75 / 3.0).abs() < 1e-12, "{b:?}");
     // By domain: Finance holds t1 and t2.
     let f = get("A → A'", "domain", "Finance");
     assert_eq!(f.n_tasks, 2);
-    assert!((f.pass2 - 5.0 / 12.0).abs() < 1e-12, "{f:?}");
+    assert!((f.pass2.unwrap() - 5.0 / 12.0).abs() < 1e-12, "{f:?}");
     assert!((f.pass2_adaptive - 1.125 / 2.0).abs() < 1e-12, "{f:?}");
     // By difficulty: the hard task t2 alone.
     let h = get("B → B'", "difficulty", "hard");
-    assert!((h.pass2 - 1.0).abs() < 1e-12 && (h.pass2_adaptive - 1.0).abs() < 1e-12);
-    assert_eq!(h.gain_ci_pp.map(|c| (c.low, c.high)), Some((0.0, 0.0)));
+    // One task: pass@2 is defined, its CI is not (an interval needs 2 tasks).
+    assert!((h.pass2.unwrap() - 1.0).abs() < 1e-12 && (h.pass2_adaptive - 1.0).abs() < 1e-12);
+    assert_eq!(h.gain_ci_pp, None);
+    assert!(h.gain_ci_undefined.is_some());
     // Flaky: A has t1 (2 of 4); A' t1 (1 of 4) and t2 (2 of 4). A' vs A rests on t1 and t2:
     // ((¼ − ½) + (½ − 0)) / 3 = +8.3 pp of its Δ.
     let flaky = |c: &str| r.flaky.iter().filter(|f| f.condition == c).count();
@@ -322,14 +339,14 @@ fn unknown_selections_are_named() {
     let e = analyze(
         &conn,
         &Selection::Runs(vec!["nope".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap_err();
     assert!(e.to_string().contains("nope"));
     let e = analyze(
         &conn,
         &Selection::Experiment("x".into()),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap_err();
     assert!(e.to_string().contains("x"));

@@ -8,7 +8,7 @@ use common::shared;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use skillscope::analysis::metrics::summarize;
+use skillscope::analysis::metrics::summarize_planned;
 use skillscope::harbor::atif::Trajectory;
 use skillscope::harbor::ctrf::Report;
 use skillscope::harbor::summary::{DEFAULT_LIMIT, SummaryInput, summarize as summarize_trajectory};
@@ -47,8 +47,9 @@ fn files_named(dir: &Path, name: &str, out: &mut Vec<PathBuf>) {
 
 /// The pass rates computed straight from the files, without skillscope: trial results grouped by
 /// agent × model; condition "no-skills" when the path says "noskills", else "curated"; per
-/// condition, the mean over all tasks of the group of each task's mean reward over the group's
-/// trial count (missing trials 0) — Method D with the imported tasks as the fixed denominator.
+/// condition, the mean over the tasks *that condition* has trials of (each job planned the trials
+/// it holds) of each task's mean reward — Method D over each condition's own tasks, a task the
+/// condition never ran left out rather than counted 0.
 /// task → rewards of its trials.
 type PerTask = BTreeMap<String, Vec<f64>>;
 
@@ -89,26 +90,14 @@ fn by_hand() -> BTreeMap<(String, String), f64> {
     }
     let mut out = BTreeMap::new();
     for ((agent, model), conds) in groups {
-        let tasks: BTreeSet<&String> = conds.values().flat_map(|t| t.keys()).collect();
-        let n_trials = conds
-            .values()
-            .flat_map(|t| t.values())
-            .map(Vec::len)
-            .max()
-            .unwrap();
         for (cond, per_task) in &conds {
-            let sum: f64 = tasks
-                .iter()
-                .map(|t| {
-                    per_task
-                        .get(*t)
-                        .map(|r| r.iter().sum::<f64>() / n_trials as f64)
-                        .unwrap_or(0.0)
-                })
+            let sum: f64 = per_task
+                .values()
+                .map(|r| r.iter().sum::<f64>() / r.len() as f64)
                 .sum();
             out.insert(
                 (format!("{agent}|{model}"), cond.clone()),
-                sum / tasks.len() as f64,
+                sum / per_task.len() as f64,
             );
         }
     }
@@ -147,7 +136,8 @@ fn real_published_jobs_import_with_the_pass_rates_of_the_files() {
             .map(|t| t.task_id)
             .collect();
         let trials = queries::current_trials(&conn, run.id).unwrap();
-        for s in summarize(&tasks, run.n_trials, &run.conditions, &trials) {
+        let plan = queries::trial_plan(&conn, &run).unwrap();
+        for s in summarize_planned(&tasks, &plan, &run.conditions, &trials) {
             let key = (
                 format!("{}|{}", run.agent, run.model.clone().unwrap()),
                 s.condition.clone(),
@@ -547,7 +537,7 @@ fn pass_rate_of(store: &Store, run: &str) -> (f64, usize) {
     let r = skillscope::analysis::results::analyze(
         &conn,
         &skillscope::analysis::results::Selection::Runs(vec![run.name.clone()]),
-        &skillscope::analysis::ci::CiMethod::default(),
+        &skillscope::analysis::results::Scoring::default(),
     )
     .unwrap();
     assert!((r.conditions[0].pass_rate - s[0].pass_rate).abs() < 1e-12);

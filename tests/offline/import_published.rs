@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 use serde_json::Value;
-use skillscope::analysis::ci::CiMethod;
+use skillscope::analysis::results::Scoring;
 use skillscope::analysis::results::{ConditionResult, FailureMode, Results, Selection, analyze};
 use skillscope::import::Format;
 use skillscope::import::{ImportOptions, ImportReport, import};
@@ -54,7 +54,7 @@ fn run_analysis(conn: &Connection, run: &str) -> Results {
     analyze(
         conn,
         &Selection::Runs(vec![run.to_string()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap()
 }
@@ -226,8 +226,8 @@ fn registry_pass_rates_delta_and_gain_match_the_raw_json_for_every_config() {
             for (i, t) in res.tasks.iter().enumerate() {
                 let s = raw[&t.id] / 100.0;
                 assert!(
-                    (c.per_task[i] - s).abs() <= TASK_TOL,
-                    "{label} {} {}: {} vs {s}",
+                    (c.per_task[i].unwrap() - s).abs() <= TASK_TOL,
+                    "{label} {} {}: {:?} vs {s}",
                     c.condition,
                     t.id,
                     c.per_task[i]
@@ -242,8 +242,8 @@ fn registry_pass_rates_delta_and_gain_match_the_raw_json_for_every_config() {
         // Δ: each rate is off by at most TASK_TOL, so Δ by at most 2·TASK_TOL·100 pp.
         let delta = (with - without) * 100.0;
         assert!(
-            (cmp.delta_pp - delta).abs() <= 2.0 * TASK_TOL * 100.0,
-            "{label}: Δ {} vs {delta}",
+            (cmp.delta_pp.unwrap() - delta).abs() <= 2.0 * TASK_TOL * 100.0,
+            "{label}: Δ {:?} vs {delta}",
             cmp.delta_pp
         );
         // g = (w − wo)/(1 − wo): |∂g/∂w| = 1/(1 − wo), |∂g/∂wo| = (1 − w)/(1 − wo)², so an error
@@ -259,7 +259,10 @@ fn registry_pass_rates_delta_and_gain_match_the_raw_json_for_every_config() {
             (got - g).abs() <= g_tol,
             "{label}: g {got} vs {g} (tolerance {g_tol})"
         );
-        assert_eq!((cmp.p_with, cmp.p_without), (b.pass_rate, a.pass_rate));
+        assert_eq!(
+            (cmp.p_with, cmp.p_without),
+            (Some(b.pass_rate), Some(a.pass_rate))
+        );
         assert!(
             res.notes
                 .iter()
@@ -462,7 +465,11 @@ fn csv_pass_rates_no_reward_failures_and_judged_delta_match_the_raw_text() {
     }
     let cmp = &res.comparisons[0];
     assert_eq!(cmp.name, "curated vs no-skills");
-    assert!((cmp.delta_pp - delta).abs() < 1e-9, "{}", cmp.delta_pp);
+    assert!(
+        (cmp.delta_pp.unwrap() - delta).abs() < 1e-9,
+        "{:?}",
+        cmp.delta_pp
+    );
     assert!(
         (cmp.delta_pp_judged.unwrap() - delta_judged).abs() < 1e-9,
         "{:?}",
@@ -609,7 +616,7 @@ fn reimport_is_a_no_op_and_a_corrected_copy_replaces_the_changed_trials() {
         .iter()
         .position(|t| t.id == "3d-scan-calc")
         .unwrap();
-    assert!((a.per_task[i] - 1.0 / 3.0).abs() < 1e-12);
+    assert!((a.per_task[i].unwrap() - 1.0 / 3.0).abs() < 1e-12);
     assert!(
         (a.pass_rate - opus_fixed).abs() <= TASK_TOL,
         "{}",
@@ -764,7 +771,7 @@ fn malformed_rows_are_reported_with_file_and_line_and_the_rest_is_imported() {
         );
         assert_eq!(c.done, 258);
         let i = res.tasks.iter().position(|t| &t.id == task).unwrap();
-        assert_eq!(c.per_task[i], 0.0);
+        assert_eq!(c.per_task[i], Some(0.0));
         let mut scores = by_hand[label][cond].clone();
         scores.insert(task.clone(), 0.0);
         let want = method_d(&scores);

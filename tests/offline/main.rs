@@ -12,6 +12,7 @@ mod import;
 mod import_published;
 mod report;
 mod rubric;
+mod scoring;
 mod skillsbench_tasks;
 mod tables;
 mod tui_app;

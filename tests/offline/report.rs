@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
 use rusqlite::Connection;
-use skillscope::analysis::ci::CiMethod;
+use skillscope::analysis::results::Scoring;
 use skillscope::analysis::results::Selection;
 use skillscope::import::{ImportOptions, import};
 use skillscope::report::{self, Format, Report, charts, markdown};
@@ -49,7 +49,7 @@ fn flash_report(conn: &Connection) -> Report {
     let mut r = report::build(
         conn,
         &Selection::Runs(vec!["csv-gemini-cli-gemini3flash".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     r.results.generated_at = FIXED_TIME.into();
@@ -126,7 +126,7 @@ fn every_format_is_written_and_carries_the_same_numbers() {
     }
     assert_eq!(
         json["results"]["comparisons"][0]["delta_pp"].as_f64(),
-        Some(r.results.comparisons[0].delta_pp)
+        r.results.comparisons[0].delta_pp
     );
 
     // CSV: the per-task table alone gives every condition's pass rate back.
@@ -259,7 +259,7 @@ fn the_skill_section_scores_the_invocations() {
     let mut r = report::build(
         &conn,
         &Selection::Runs(vec!["skills-run".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     r.results.generated_at = FIXED_TIME.into();
@@ -290,7 +290,7 @@ fn untrusted_names_cannot_break_the_markdown() {
     let r = report::build(
         &conn,
         &Selection::Runs(vec![evil_run.into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -370,7 +370,7 @@ fn a_stopped_run_with_every_failure_mode_reports_interim_results() {
     let r = report::build(
         &conn,
         &Selection::Runs(vec!["stopped".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     let res = &r.results;
@@ -428,14 +428,14 @@ fn every_chart_keeps_its_text_inside_the_image() {
         .map(|r| r.name)
         .collect();
     assert_eq!(runs.len(), 18);
-    let registry = report::build(&conn, &Selection::Runs(runs), &CiMethod::default()).unwrap();
+    let registry = report::build(&conn, &Selection::Runs(runs), &Scoring::default()).unwrap();
     let (_f, flash_conn) = flash_store();
     let flash = flash_report(&flash_conn);
     let (_s, skills_conn) = skills_store("skills-run", ["ledger", "fx"]);
     let skills = report::build(
         &skills_conn,
         &Selection::Runs(vec!["skills-run".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
 
@@ -479,7 +479,7 @@ fn every_chart_keeps_its_text_inside_the_image() {
     let full = report::build(
         &conn100,
         &Selection::Runs(vec!["all-pass".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     assert_eq!(full.results.conditions[1].pass_rate, 1.0);
@@ -541,7 +541,7 @@ fn every_chart_keeps_its_text_inside_the_image() {
         .task_deltas
         .iter()
         .filter(|t| matches!(&spec.kind, charts::ChartKind::TaskDeltas(n) if *n == t.comparison))
-        .filter(|t| t.delta_pp.abs() > 1e-7)
+        .filter(|t| t.delta_pp.is_some_and(|d| d.abs() > 1e-7))
         .collect::<Vec<_>>();
     assert!(!changed.is_empty());
     for t in changed {

@@ -119,15 +119,17 @@ fn short_outcome(o: Outcome) -> &'static str {
     }
 }
 
-use crate::analysis::metrics::{ConditionSummary, delta_pp, normalized_gain};
+use crate::analysis::metrics::{ConditionSummary, Paired, paired};
 use crate::skillsbench::condition::condition_label;
 use crate::store::Outcome;
 
 /// One row per condition: done/planned, counts by outcome, Method D pass rate, and Δ (pp) and
-/// normalized gain g against the first condition. Outcome columns other than pass and fail are
-/// shown only when some condition has such trials, so the usual table fits 80 columns; so are
-/// `partial` (fails with a reward between 0 and 1) and, while a condition is unfinished,
-/// `judged` (the pass rate over judged trials). [`condition_notes`] explains both.
+/// normalized gain g against the first condition over the tasks both planned (an imported
+/// condition may have run other tasks: those are left out, never counted 0). Outcome columns
+/// other than pass and fail are shown only when some condition has such trials, so the usual table
+/// fits 80 columns; so are `partial` (fails with a reward between 0 and 1), `t/o+reward` (agent
+/// timeouts whose verifier still gave full marks) and, while a condition is unfinished, `judged`
+/// (the pass rate over judged trials). [`condition_notes`] explains them.
 pub fn conditions_table(summaries: &[ConditionSummary]) -> Fitted {
     conditions_table_in(summaries, terminal_width())
 }
@@ -148,6 +150,7 @@ pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -
         })
         .collect();
     let partial = summaries.iter().any(|s| s.partial > 0);
+    let timeout_passed = summaries.iter().any(|s| s.timeout_passed > 0);
     let unfinished = summaries.iter().any(|s| s.done < s.n_planned);
     let mut header: Vec<(String, Option<&str>)> = vec![
         ("condition".into(), Some("cond")),
@@ -159,13 +162,16 @@ pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -
         if *o == Outcome::Fail && partial {
             header.push(("partial".into(), Some("part")));
         }
+        if *o == Outcome::AgentTimeout && timeout_passed {
+            header.push(("t/o+reward".into(), Some("t/o+r")));
+        }
     }
     header.push(("pass rate".into(), None));
     if unfinished {
         header.push(("judged".into(), None));
     }
     header.extend([("Δ pp".into(), None), ("g".into(), None)]);
-    let base = summaries.first().map(|s| s.pass_rate);
+    let base = summaries.first();
     for (i, s) in summaries.iter().enumerate() {
         let mut row = vec![
             Cell::new(condition_label(&s.condition)),
@@ -177,6 +183,9 @@ pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -
             row.push(Cell::new(n).set_alignment(CellAlignment::Right));
             if o == Outcome::Fail && partial {
                 row.push(Cell::new(s.partial).set_alignment(CellAlignment::Right));
+            }
+            if o == Outcome::AgentTimeout && timeout_passed {
+                row.push(Cell::new(s.timeout_passed).set_alignment(CellAlignment::Right));
             }
         }
         row.push(
@@ -191,14 +200,28 @@ pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -
                 .set_alignment(CellAlignment::Right),
             );
         }
-        let (d, g) = match (i, base) {
+        let (d, g) = match (i, base.and_then(|b| paired(&s.per_task, &b.per_task))) {
             (0, _) | (_, None) => ("—".to_string(), "—".to_string()),
-            (_, Some(b)) => (
-                format!("{:+.1}", delta_pp(s.pass_rate, b)),
-                normalized_gain(s.pass_rate, b)
-                    .map(|g| format!("{g:+.3}"))
-                    .unwrap_or_else(|| "—".into()),
-            ),
+            (
+                _,
+                Some(Paired {
+                    delta_pp: d,
+                    g,
+                    n_tasks: n,
+                    ..
+                }),
+            ) => {
+                // Over fewer tasks than either condition ran: say over how many.
+                let of = if n < s.n_tasks || base.is_some_and(|b| n < b.n_tasks) {
+                    format!(" ({n} task{})", if n == 1 { "" } else { "s" })
+                } else {
+                    String::new()
+                };
+                (
+                    format!("{d:+.1}{of}"),
+                    g.map(|g| format!("{g:+.3}")).unwrap_or_else(|| "—".into()),
+                )
+            }
         };
         row.push(Cell::new(d).set_alignment(CellAlignment::Right));
         row.push(Cell::new(g).set_alignment(CellAlignment::Right));
@@ -217,6 +240,13 @@ pub fn condition_notes(summaries: &[ConditionSummary]) -> Vec<String> {
                 .to_string(),
         );
     }
+    if summaries.iter().any(|s| s.timeout_passed > 0) {
+        notes.push(
+            "t/o+reward = agent timeouts whose verifier still gave full marks: they succeeded, \
+             and Method D counts them 1"
+                .to_string(),
+        );
+    }
     if summaries.iter().any(|s| s.done < s.n_planned) {
         notes.push(
             "judged = pass rate over judged trials only (pass, fail, timeouts), while the run is \
@@ -229,36 +259,51 @@ pub fn condition_notes(summaries: &[ConditionSummary]) -> Vec<String> {
 
 /// The experiment's comparisons: one row per `(name, with, without)` whose two conditions have
 /// results — both Method D pass rates, Δ in percentage points and normalized gain g
-/// (`analysis::metrics`).
-pub fn comparisons_table(comparisons: &[(&str, &str, &str)], rates: &[(&str, f64)]) -> Table {
+/// (`analysis::metrics`), all over the tasks both conditions planned, and how many that is.
+pub fn comparisons_table(
+    comparisons: &[(&str, &str, &str)],
+    conditions: &[(&str, &ConditionSummary)],
+) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
     t.set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(vec!["comparison", "with", "without", "Δ pp", "g"]);
-    let rate = |l: &str| rates.iter().find(|(k, _)| *k == l).map(|(_, r)| *r);
+    t.set_header(vec!["comparison", "tasks", "with", "without", "Δ pp", "g"]);
+    let of = |l: &str| conditions.iter().find(|(k, _)| *k == l).map(|(_, s)| *s);
     for (name, with, without) in comparisons {
-        let (Some(w), Some(wo)) = (rate(with), rate(without)) else {
+        let (Some(w), Some(wo)) = (of(with), of(without)) else {
+            continue;
+        };
+        let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
+        let Some(p) = paired(&w.per_task, &wo.per_task) else {
+            t.add_row(vec![
+                Cell::new(name),
+                right("0".into()),
+                right("—".into()),
+                right("—".into()),
+                right("— (no task both ran)".into()),
+                right("—".into()),
+            ]);
             continue;
         };
         t.add_row(vec![
             Cell::new(name),
-            Cell::new(format!("{:.1}%", w * 100.0)).set_alignment(CellAlignment::Right),
-            Cell::new(format!("{:.1}%", wo * 100.0)).set_alignment(CellAlignment::Right),
-            Cell::new(format!("{:+.1}", delta_pp(w, wo))).set_alignment(CellAlignment::Right),
-            Cell::new(
-                normalized_gain(w, wo)
-                    .map(|g| format!("{g:+.3}"))
+            right(p.n_tasks.to_string()),
+            right(format!("{:.1}%", p.with * 100.0)),
+            right(format!("{:.1}%", p.without * 100.0)),
+            right(format!("{:+.1}", p.delta_pp)),
+            right(
+                p.g.map(|g| format!("{g:+.3}"))
                     .unwrap_or_else(|| "—".into()),
-            )
-            .set_alignment(CellAlignment::Right),
+            ),
         ]);
     }
     t
 }
 
-/// pass@2-adaptive per round pair (`analysis::pass_at_k`): round 1's and round 2's Method D pass
-/// rates, pass@2-adaptive, round 1's independent pass@2, the adaptive gain (pp) and its 95% CI —
-/// overall rows, then one per domain and difficulty.
+/// pass@2-adaptive per round pair (`analysis::pass_at_k`): round 1's and round 2's pass@1,
+/// pass@2-adaptive, round 1's independent pass@2, the adaptive gain (pp) and its 95% CI —
+/// overall rows, then one per domain and difficulty; `—` where pass@2 is undefined (a task with
+/// fewer than 2 trials).
 pub fn adaptive_table(rows: &[crate::analysis::results::Adaptive]) -> Fitted {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED);
@@ -266,8 +311,8 @@ pub fn adaptive_table(rows: &[crate::analysis::results::Adaptive]) -> Fitted {
         ("rounds", None),
         ("group", None),
         ("tasks", None),
-        ("round 1", None),
-        ("round 2", None),
+        ("pass@1 r1", Some("p@1 r1")),
+        ("pass@1 r2", Some("p@1 r2")),
         ("pass@2-adaptive", Some("p@2-adapt")),
         ("pass@2", None),
         ("gain pp", None),
@@ -287,11 +332,11 @@ pub fn adaptive_table(rows: &[crate::analysis::results::Adaptive]) -> Fitted {
                 format!("{}: {}", a.scope, crate::text::sanitize(&a.group))
             }),
             right(a.n_tasks.to_string()),
-            right(pct(a.p_round1)),
-            right(pct(a.p_round2)),
+            right(pct(a.pass1_round1)),
+            right(pct(a.pass1_round2)),
             right(pct(a.pass2_adaptive)),
-            right(pct(a.pass2)),
-            right(format!("{:+.1}", a.gain_pp)),
+            right(a.pass2.map_or_else(|| "—".into(), pct)),
+            right(a.gain_pp.map_or_else(|| "—".into(), |g| format!("{g:+.1}"))),
             right(a.gain_ci_pp.map_or_else(
                 || "—".into(),
                 |c| format!("[{:+.1}, {:+.1}]", c.low, c.high),
@@ -321,6 +366,8 @@ mod tests {
             done: 10,
             partial: 0,
             pass_rate_judged: Some(rate),
+            per_task: (1..=5).map(|i| (format!("t{i}"), rate)).collect(),
+            timeout_passed: 0,
         }
     }
 

@@ -1,6 +1,6 @@
-//! Pass rates per domain (or difficulty) and condition: Method D rate as a bar and a percentage,
-//! Δ in percentage points and normalized gain g of each condition against the first, and the
-//! overall row. Conditions are headed by their short labels (`A`, `B`, `A'` …), named in full in
+//! Pass rates per domain (or difficulty) and condition: Method D rate as a bar and a percentage
+//! (`—` for a group the condition ran no task of), Δ in percentage points and normalized gain g
+//! of each condition against the first over the tasks both ran, and the overall row. Conditions are headed by their short labels (`A`, `B`, `A'` …), named in full in
 //! the pane's last line. While the run is unfinished each condition also shows its pass rate over
 //! judged trials beside Method D — Method D counts every trial without a verdict 0, so mid-run it
 //! reads low; the judged rate says where it is heading, labelled so the two are not confused.
@@ -11,7 +11,6 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{bar, fit, framed};
-use crate::analysis::metrics::{delta_pp, normalized_gain};
 use crate::skillsbench::condition::condition_label;
 use crate::tui::app::App;
 use crate::tui::model::Grouping;
@@ -125,16 +124,21 @@ fn pp_in(d: f64, w: usize, whole: bool) -> String {
     }
 }
 
-/// Δ (pp) of the rate `r` against the `base` rate, `None` while one of the two has no judged
-/// trial (a Method D rate of nothing judged is 0 by definition, not a result to compare); no
-/// `-0.0` from rounding noise.
-fn delta(row: &crate::tui::model::RateRow, i: usize) -> Option<f64> {
+/// Δ (pp) and g of condition `i` against the first over the group's tasks both planned, `None`
+/// while one of the two has no judged trial (a Method D rate of nothing judged is 0 by
+/// definition, not a result to compare) or they share no task; no `-0.0` from rounding noise.
+fn delta(row: &crate::tui::model::RateRow, i: usize) -> Option<(f64, Option<f64>)> {
     let judged = |k: usize| row.judged.get(k).copied().flatten().is_some();
-    if !(judged(0) && judged(i)) {
+    if i == 0 || !(judged(0) && judged(i)) {
         return None;
     }
-    let d = delta_pp(*row.rates.get(i)?, *row.rates.first()?);
-    Some(if d.abs() < 0.05 { 0.0 } else { d })
+    let p = (*row.deltas.get(i - 1)?)?;
+    let d = if p.delta_pp.abs() < 0.05 {
+        0.0
+    } else {
+        p.delta_pp
+    };
+    Some((d, p.g))
 }
 
 /// Draws the pane into `area`.
@@ -207,9 +211,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
     // values needs them.
     let whole_rate: Vec<bool> = (0..conds.len())
         .map(|i| {
-            app.rates
-                .iter()
-                .any(|r| r.rates.get(i).is_some_and(|v| whole_pct(*v, num)))
+            app.rates.iter().any(|r| {
+                r.rates
+                    .get(i)
+                    .copied()
+                    .flatten()
+                    .is_some_and(|v| whole_pct(v, num))
+            })
         })
         .collect();
     let whole_judged: Vec<bool> = (0..conds.len())
@@ -227,7 +235,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
         .map(|i| {
             app.rates
                 .iter()
-                .any(|r| delta(r, i).is_some_and(|d| whole_pp(d, num)))
+                .any(|r| delta(r, i).is_some_and(|(d, _)| whole_pp(d, num)))
         })
         .collect();
     for row in app
@@ -244,9 +252,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
         for (i, r) in row.rates.iter().enumerate() {
             if wd.bar > 0 {
                 spans.push(Span::raw(" "));
-                spans.extend(bar(t, *r, wd.bar));
+                match r {
+                    Some(r) => spans.extend(bar(t, *r, wd.bar)),
+                    None => spans.push(Span::raw(" ".repeat(wd.bar))),
+                }
             }
-            spans.push(Span::styled(pct_in(*r, num, whole_rate[i]), style));
+            spans.push(match r {
+                Some(r) => Span::styled(pct_in(*r, num, whole_rate[i]), style),
+                // The condition ran no task of the group: not run, never 0.
+                None => Span::styled(format!("{:>num$}", "—"), t.dim),
+            });
             if wd.judged {
                 spans.push(Span::styled(
                     match row.judged.get(i).copied().flatten() {
@@ -257,31 +272,29 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
                 ));
             }
         }
-        if let Some(base) = row.rates.first() {
-            for (i, r) in row.rates.iter().enumerate().skip(1) {
-                let Some(d) = delta(row, i) else {
-                    // Nothing judged yet on one side: no difference to show.
-                    spans.push(Span::styled(format!("{:>num$}", "—"), t.dim));
-                    if wd.g {
-                        spans.push(Span::styled(format!("{:>7}", "—"), t.dim));
-                    }
-                    continue;
-                };
-                let d_style = if d > 0.0 {
-                    t.pass
-                } else if d < 0.0 {
-                    t.fail
-                } else {
-                    t.dim
-                };
-                spans.push(Span::styled(pp_in(d, num, whole_delta[i]), d_style));
+        for i in 1..row.rates.len() {
+            let Some((d, g)) = delta(row, i) else {
+                // Nothing judged yet on one side, or no task both ran: no difference to show.
+                spans.push(Span::styled(format!("{:>num$}", "—"), t.dim));
                 if wd.g {
-                    let g = normalized_gain(*r, *base)
-                        .map(|g| if g.abs() < 0.005 { 0.0 } else { g })
-                        .map(|g| format!("{g:+.2}"))
-                        .unwrap_or_else(|| "—".into());
-                    spans.push(Span::styled(format!("{g:>7}"), t.dim));
+                    spans.push(Span::styled(format!("{:>7}", "—"), t.dim));
                 }
+                continue;
+            };
+            let d_style = if d > 0.0 {
+                t.pass
+            } else if d < 0.0 {
+                t.fail
+            } else {
+                t.dim
+            };
+            spans.push(Span::styled(pp_in(d, num, whole_delta[i]), d_style));
+            if wd.g {
+                let g = g
+                    .map(|g| if g.abs() < 0.005 { 0.0 } else { g })
+                    .map(|g| format!("{g:+.2}"))
+                    .unwrap_or_else(|| "—".into());
+                spans.push(Span::styled(format!("{g:>7}"), t.dim));
             }
         }
         lines.push(Line::from(spans));

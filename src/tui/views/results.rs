@@ -217,13 +217,48 @@ fn ci_pp(ci: Option<Ci>) -> String {
     }
 }
 
-/// The style of a Δ's CI: the Δ's colour when the interval excludes zero, else dim.
+/// The style of a Δ's CI: the Δ's colour when the interval excludes zero (and is not
+/// borderline), else dim.
 fn ci_style(t: &Theme, ci: Option<Ci>) -> Style {
-    match ci {
-        Some(c) if c.low > 0.0 => t.gain,
-        Some(c) if c.high < 0.0 => t.loss,
+    use crate::analysis::ci::Side;
+    match ci.map(|c| c.verdict()) {
+        Some((Side::Above, false)) => t.gain,
+        Some((Side::AtOrBelow, false)) if ci.is_some_and(|c| c.high < 0.0) => t.loss,
         _ => t.dim,
     }
+}
+
+/// A fraction as a percentage, `—` when undefined.
+fn opt_pct(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".into(), pct_text)
+}
+
+/// A Δ in points with its style, `—` (dim) when undefined.
+fn opt_pp(t: &Theme, v: Option<f64>) -> (String, Style) {
+    match v {
+        Some(d) => (pp_text(d), t.delta(d)),
+        None => ("—".into(), t.dim),
+    }
+}
+
+/// Under a table with `—` cells: why they are undefined (each distinct reason once), dim.
+fn undefined_legend<'a>(
+    t: &Theme,
+    reasons: impl Iterator<Item = &'a Option<String>>,
+    width: usize,
+) -> Option<Line<'static>> {
+    let mut distinct: Vec<&str> = Vec::new();
+    for r in reasons.flatten() {
+        if !distinct.contains(&r.as_str()) {
+            distinct.push(r);
+        }
+    }
+    (!distinct.is_empty()).then(|| {
+        Line::from(Span::styled(
+            fit(&format!("  — = undefined: {}", distinct.join("; ")), width),
+            t.dim,
+        ))
+    })
 }
 
 /// `text` wrapped to `width`, its first line after `mark` (in `mark_style`), the others indented
@@ -311,7 +346,6 @@ fn exposure(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
         vec![c_seen, c_stray, c_built, c_used, c_unknown, c_never],
         width,
     ));
-    lines.push(Line::default());
     lines
 }
 
@@ -360,26 +394,55 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         t.dim,
     )));
     lines.push(Line::from(Span::styled(
-        fit(&format!("CI: {}", res.ci_description), width),
+        fit(
+            &format!(
+                "CI: {} · success: {} · comparisons over the tasks both sides ran",
+                res.ci_method.short(),
+                res.success_description
+            ),
+            width,
+        ),
         t.dim,
     )));
     lines.push(Line::default());
+    let sections = [
+        conditions(t, res, width),
+        exposure(t, res, width),
+        comparisons(t, res, width),
+        breakdown(t, res, grouping, width),
+        adaptive(t, res, grouping, width),
+        failure_modes(t, res, width),
+        failure_categories(t, res, width),
+    ];
+    for s in sections.into_iter().filter(|s| !s.is_empty()) {
+        lines.extend(s);
+        lines.push(Line::default());
+    }
+    lines.extend(notes(t, res, width));
+    while lines.last().is_some_and(|l| l.width() == 0) {
+        lines.pop();
+    }
+    lines
+}
 
-    // (a) Conditions.
+/// (a) Each condition: Method D with its CI, pass@1, tasks, trials, infrastructure failures.
+fn conditions(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
     let conds = &res.conditions;
-    let experiment = res.experiment.is_some();
     let mut c_cond = Col::new("skills", 4).left();
     let mut c_pass = Col::new("pass", 0);
     let mut c_ci = Col::new("95% CI", 0);
+    let mut c_p1 = Col::new("pass@1", 1);
     let mut c_tasks = Col::new("tasks", 2);
     let mut c_done = Col::new("done/planned", 1);
     let mut c_infra = Col::new("infra", 1);
     let mut c_judged = Col::new("judged", 2);
     let mut c_notrun = Col::new("not run", 3);
+    let mut c_timeout = Col::new("t/o passed", 3);
     for c in conds {
         c_cond.push(condition_label(&c.condition), t.dim);
         c_pass.push(pct_text(c.pass_rate), t.accent);
         c_ci.push(ci_pct(c.ci), t.text);
+        c_p1.push(pct_text(c.pass_at_1), t.text);
         c_tasks.push(c.n_tasks.to_string(), t.text);
         c_done.push(
             format!("{}/{}", c.done, c.planned),
@@ -397,66 +460,93 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
             not_run.to_string(),
             if not_run > 0 { t.text } else { t.dim },
         );
+        c_timeout.push(
+            c.timeout_passed.to_string(),
+            if c.timeout_passed > 0 { t.text } else { t.dim },
+        );
     }
     let mut cols = Vec::new();
-    if experiment {
+    if res.experiment.is_some() {
         cols.push(c_cond);
     }
-    cols.extend([c_pass, c_ci, c_tasks, c_done, c_infra, c_judged, c_notrun]);
-    lines.extend(table(
+    cols.extend([
+        c_pass, c_ci, c_p1, c_tasks, c_done, c_infra, c_judged, c_notrun,
+    ]);
+    if conds.iter().any(|c| c.timeout_passed > 0) {
+        cols.push(c_timeout);
+    }
+    table(
         t,
         "condition",
         conds.iter().map(|c| (c.label.clone(), t.accent)).collect(),
         cols,
         width,
-    ));
-    lines.push(Line::default());
-    lines.extend(exposure(t, res, width));
+    )
+}
 
-    // (b) Comparisons.
+/// (b) The comparisons over their matched tasks.
+fn comparisons(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
     let cmps = &res.comparisons;
-    if !cmps.is_empty() {
-        let mut c_d = Col::new("Δ pp", 0);
-        let mut c_ci = Col::new("95% CI", 0);
-        let mut c_g = Col::new("g", 1);
-        let mut c_up = Col::new("better", 1);
-        let mut c_down = Col::new("worse", 1);
-        let mut c_same = Col::new("same", 2);
-        let mut c_j = Col::new("Δ judged", 3);
-        let mut c_note = Col::new("skills", 1).left();
-        for c in cmps {
-            c_d.push(pp_text(c.delta_pp), t.delta(c.delta_pp));
-            c_ci.push(ci_pp(c.delta_ci_pp), ci_style(t, c.delta_ci_pp));
-            c_g.push(
-                c.g.map_or("—".into(), |g| format!("{g:+.2}")),
-                c.g.map_or(t.dim, |g| t.delta(g)),
-            );
-            c_up.push(c.improved.to_string(), t.gain);
-            c_down.push(c.degraded.to_string(), t.loss);
-            c_same.push(c.unchanged.to_string(), t.dim);
-            c_j.push(
-                c.delta_pp_judged.map_or("—".into(), pp_text),
-                c.delta_pp_judged.map_or(t.dim, |d| t.delta(d)),
-            );
-            c_note.push(skill_note(res, &c.name), t.warn);
-        }
-        let mut cols = vec![c_d, c_ci];
-        // Beside Δ: what the treated trials did with their skills, when it is worth a note.
-        if !res.exposure.comparisons.is_empty() {
-            cols.push(c_note);
-        }
-        cols.extend([c_g, c_up, c_down, c_same, c_j]);
-        lines.extend(table(
-            t,
-            "comparison",
-            cmps.iter().map(|c| (c.name.clone(), t.text)).collect(),
-            cols,
-            width,
-        ));
-        lines.push(Line::default());
+    if cmps.is_empty() {
+        return Vec::new();
     }
+    let mut c_d = Col::new("Δ pp", 0);
+    let mut c_ci = Col::new("95% CI", 0);
+    let mut c_n = Col::new("tasks", 1);
+    let mut c_g = Col::new("g", 1);
+    let mut c_up = Col::new("better", 1);
+    let mut c_down = Col::new("worse", 1);
+    let mut c_same = Col::new("same", 2);
+    let mut c_j = Col::new("Δ judged", 3);
+    let mut c_note = Col::new("skills", 1).left();
+    for c in cmps {
+        let (d, style) = opt_pp(t, c.delta_pp);
+        c_d.push(d, style);
+        c_ci.push(ci_pp(c.delta_ci_pp), ci_style(t, c.delta_ci_pp));
+        c_n.push(
+            if c.is_partial() {
+                format!("{}/{}", c.n_tasks, c.n_tasks_total)
+            } else {
+                c.n_tasks.to_string()
+            },
+            if c.is_partial() { t.warn } else { t.dim },
+        );
+        c_g.push(
+            c.g.map_or("—".into(), |g| format!("{g:+.2}")),
+            c.g.map_or(t.dim, |g| t.delta(g)),
+        );
+        c_up.push(c.improved.to_string(), t.gain);
+        c_down.push(c.degraded.to_string(), t.loss);
+        c_same.push(c.unchanged.to_string(), t.dim);
+        let (j, style) = opt_pp(t, c.delta_pp_judged);
+        c_j.push(j, style);
+        c_note.push(skill_note(res, &c.name), t.warn);
+    }
+    let mut cols = vec![c_d, c_ci];
+    // Beside Δ: what the treated trials did with their skills, when it is worth a note.
+    if !res.exposure.comparisons.is_empty() {
+        cols.push(c_note);
+    }
+    cols.extend([c_n, c_g, c_up, c_down, c_same, c_j]);
+    let mut lines = table(
+        t,
+        "comparison",
+        cmps.iter().map(|c| (c.name.clone(), t.text)).collect(),
+        cols,
+        width,
+    );
+    lines.extend(undefined_legend(
+        t,
+        cmps.iter()
+            .flat_map(|c| [&c.delta_undefined, &c.ci_undefined, &c.g_undefined]),
+        width,
+    ));
+    lines
+}
 
-    // (c) Breakdown by domain or difficulty, and the overall row.
+/// (c) The breakdown by domain or difficulty, and the overall row.
+fn breakdown(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<'static>> {
+    let (conds, cmps) = (&res.conditions, &res.comparisons);
     let (rows, section): (&[GroupRow], &str) = match grouping {
         Grouping::Domain => (&res.domains, "domain"),
         Grouping::Difficulty => (&res.difficulties, "difficulty"),
@@ -481,10 +571,11 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         labels.push((g.group.clone(), t.text));
         c_n.push(g.n_tasks.to_string(), t.dim);
         for (col, r) in c_rates.iter_mut().zip(&g.rates) {
-            col.push(pct_text(*r), t.text);
+            col.push(opt_pct(*r), if r.is_some() { t.text } else { t.dim });
         }
         for (col, d) in c_deltas.iter_mut().zip(&g.deltas_pp) {
-            col.push(pp_text(*d), t.delta(*d));
+            let (text, style) = opt_pp(t, *d);
+            col.push(text, style);
         }
     }
     labels.push(("overall".into(), t.accent));
@@ -493,15 +584,17 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         col.push(pct_text(c.pass_rate), t.accent);
     }
     for (col, c) in c_deltas.iter_mut().zip(cmps) {
-        col.push(pp_text(c.delta_pp), t.delta(c.delta_pp));
+        let (text, style) = opt_pp(t, c.delta_pp);
+        col.push(text, style);
     }
     let mut cols = vec![c_n];
     cols.extend(c_rates);
     cols.extend(c_deltas);
-    lines.extend(table(t, section, labels, cols, width));
-    lines.push(Line::default());
+    table(t, section, labels, cols, width)
+}
 
-    // pass@2-adaptive per round pair, overall and by the chosen grouping.
+/// pass@2-adaptive per round pair, overall and by the chosen grouping.
+fn adaptive(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<'static>> {
     let scope = match grouping {
         Grouping::Domain => "domain",
         Grouping::Difficulty => "difficulty",
@@ -511,44 +604,56 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
         .iter()
         .filter(|a| a.scope == "overall" || a.scope == scope)
         .collect();
-    if !adaptive.is_empty() {
-        let mut c_n = Col::new("tasks", 3);
-        let mut c_1 = Col::new("round 1", 2);
-        let mut c_2 = Col::new("round 2", 2);
-        let mut c_a = Col::new("pass@2-adapt", 0);
-        let mut c_p = Col::new("pass@2", 0);
-        let mut c_g = Col::new("gain pp", 0);
-        let mut c_ci = Col::new("95% CI", 1);
-        let mut labels = Vec::new();
-        for a in &adaptive {
-            let overall = a.scope == "overall";
-            labels.push(if overall {
-                (a.name.clone(), t.accent)
-            } else {
-                (format!("{} {}", a.name, a.group), t.text)
-            });
-            c_n.push(a.n_tasks.to_string(), t.dim);
-            c_1.push(pct_text(a.p_round1), t.text);
-            c_2.push(pct_text(a.p_round2), t.text);
-            c_a.push(
-                pct_text(a.pass2_adaptive),
-                if overall { t.accent } else { t.text },
-            );
-            c_p.push(pct_text(a.pass2), t.text);
-            c_g.push(pp_text(a.gain_pp), t.delta(a.gain_pp));
-            c_ci.push(ci_pp(a.gain_ci_pp), ci_style(t, a.gain_ci_pp));
-        }
-        lines.extend(table(
-            t,
-            "pass@2-adaptive",
-            labels,
-            vec![c_n, c_1, c_2, c_a, c_p, c_g, c_ci],
-            width,
-        ));
-        lines.push(Line::default());
+    if adaptive.is_empty() {
+        return Vec::new();
     }
+    let mut c_n = Col::new("tasks", 3);
+    let mut c_1 = Col::new("pass@1 r1", 2);
+    let mut c_2 = Col::new("pass@1 r2", 2);
+    let mut c_a = Col::new("pass@2-adapt", 0);
+    let mut c_p = Col::new("pass@2", 0);
+    let mut c_g = Col::new("gain pp", 0);
+    let mut c_ci = Col::new("95% CI", 1);
+    let mut labels = Vec::new();
+    for a in &adaptive {
+        let overall = a.scope == "overall";
+        labels.push(if overall {
+            (a.name.clone(), t.accent)
+        } else {
+            (format!("{} {}", a.name, a.group), t.text)
+        });
+        c_n.push(a.n_tasks.to_string(), t.dim);
+        c_1.push(pct_text(a.pass1_round1), t.text);
+        c_2.push(pct_text(a.pass1_round2), t.text);
+        c_a.push(
+            pct_text(a.pass2_adaptive),
+            if overall { t.accent } else { t.text },
+        );
+        c_p.push(opt_pct(a.pass2), t.text);
+        let (g, style) = opt_pp(t, a.gain_pp);
+        c_g.push(g, style);
+        c_ci.push(ci_pp(a.gain_ci_pp), ci_style(t, a.gain_ci_pp));
+    }
+    let mut lines = table(
+        t,
+        "pass@2-adaptive",
+        labels,
+        vec![c_n, c_1, c_2, c_a, c_p, c_g, c_ci],
+        width,
+    );
+    lines.extend(undefined_legend(
+        t,
+        adaptive
+            .iter()
+            .flat_map(|a| [&a.pass2_undefined, &a.gain_ci_undefined]),
+        width,
+    ));
+    lines
+}
 
-    // Failure modes.
+/// Failure modes (trials that did not succeed) per condition.
+fn failure_modes(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
+    let conds = &res.conditions;
     let modes: Vec<FailureMode> = FailureMode::ALL
         .into_iter()
         .filter(|m| {
@@ -557,64 +662,68 @@ fn body(t: &Theme, res: &Results, grouping: Grouping, width: usize) -> Vec<Line<
                 .any(|c| c.failures.get(m).is_some_and(|n| *n > 0))
         })
         .collect();
-    if !modes.is_empty() {
-        let mut cols: Vec<Col> = conds.iter().map(|c| Col::new(c.label.clone(), 0)).collect();
-        for m in &modes {
-            for (col, c) in cols.iter_mut().zip(conds) {
-                let n = c.failures.get(m).copied().unwrap_or(0);
-                let style = match (n, m.is_infrastructure()) {
-                    (0, _) => t.dim,
-                    (_, true) => t.warn,
-                    _ => t.text,
-                };
-                col.push(n.to_string(), style);
+    if modes.is_empty() {
+        return Vec::new();
+    }
+    let mut cols: Vec<Col> = conds.iter().map(|c| Col::new(c.label.clone(), 0)).collect();
+    for m in &modes {
+        for (col, c) in cols.iter_mut().zip(conds) {
+            let n = c.failures.get(m).copied().unwrap_or(0);
+            let style = match (n, m.is_infrastructure()) {
+                (0, _) => t.dim,
+                (_, true) => t.warn,
+                _ => t.text,
+            };
+            col.push(n.to_string(), style);
+        }
+    }
+    let labels = modes
+        .iter()
+        .map(|m| {
+            if m.is_infrastructure() {
+                (format!("{} (infra)", m.label()), t.warn)
+            } else {
+                (m.label().to_string(), t.text)
             }
-        }
-        let labels = modes
-            .iter()
-            .map(|m| {
-                if m.is_infrastructure() {
-                    (format!("{} (infra)", m.label()), t.warn)
-                } else {
-                    (m.label().to_string(), t.text)
-                }
-            })
-            .collect();
-        lines.extend(table(t, "failure mode (trials)", labels, cols, width));
-        lines.push(Line::default());
-    }
+        })
+        .collect();
+    table(t, "failure mode (trials)", labels, cols, width)
+}
 
-    // Failure categories of the judged failures.
-    if conds.iter().any(|c| !c.categories.is_empty()) {
-        let mut cols: Vec<Col> = conds.iter().map(|c| Col::new(c.label.clone(), 0)).collect();
-        for k in FailureCategory::ALL {
-            for (col, c) in cols.iter_mut().zip(conds) {
-                let n = c.categories.get(&k).copied().unwrap_or(0);
-                col.push(n.to_string(), if n == 0 { t.dim } else { t.text });
-            }
-        }
-        let labels = FailureCategory::ALL
-            .iter()
-            .map(|k| (k.as_str().to_string(), t.text))
-            .collect();
-        lines.extend(table(t, "failure category", labels, cols, width));
-        lines.push(Line::default());
+/// Failure categories of the judged failures.
+fn failure_categories(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
+    let conds = &res.conditions;
+    if conds.iter().all(|c| c.categories.is_empty()) {
+        return Vec::new();
     }
+    let mut cols: Vec<Col> = conds.iter().map(|c| Col::new(c.label.clone(), 0)).collect();
+    for k in FailureCategory::ALL {
+        for (col, c) in cols.iter_mut().zip(conds) {
+            let n = c.categories.get(&k).copied().unwrap_or(0);
+            col.push(n.to_string(), if n == 0 { t.dim } else { t.text });
+        }
+    }
+    let labels = FailureCategory::ALL
+        .iter()
+        .map(|k| (k.as_str().to_string(), t.text))
+        .collect();
+    table(t, "failure category", labels, cols, width)
+}
 
-    // Notes.
-    if !res.notes.is_empty() {
-        lines.push(Line::from(Span::styled("notes", t.header)));
-        for n in &res.notes {
-            lines.extend(bullet(
-                "  • ",
-                Span::styled(n.clone(), t.text),
-                t.warn,
-                width,
-            ));
-        }
+/// The analysis's notes, wrapped.
+fn notes(t: &Theme, res: &Results, width: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
+    if res.notes.is_empty() {
+        return lines;
     }
-    while lines.last().is_some_and(|l| l.width() == 0) {
-        lines.pop();
+    lines.push(Line::from(Span::styled("notes", t.header)));
+    for n in &res.notes {
+        lines.extend(bullet(
+            "  • ",
+            Span::styled(n.clone(), t.text),
+            t.warn,
+            width,
+        ));
     }
     lines
 }

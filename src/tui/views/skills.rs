@@ -137,7 +137,7 @@ fn content_line(t: &Theme, skill: &SkillEntry, width: usize) -> Vec<Line<'static
     };
     let mut text = format!(
         "{} tokens ({}) · {} file{} · {} SOP · {} warning{}",
-        thousands(c.body_tokens),
+        crate::text::thousands(c.body_tokens),
         c.size,
         c.files,
         if c.files == 1 { "" } else { "s" },
@@ -153,19 +153,6 @@ fn content_line(t: &Theme, skill: &SkillEntry, width: usize) -> Vec<Line<'static
         Span::styled(text, t.text),
         width,
     )
-}
-
-/// `1234` as `1,234`.
-fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
 }
 
 /// The skill list's title: how many skills, and how many of each of the paper's size buckets.

@@ -22,12 +22,11 @@ use std::time::{Duration, Instant};
 
 use rusqlite::Connection;
 
-use crate::analysis::ci::CiMethod;
 use crate::analysis::invocations::{
     CategoryTable, ScoredInvocation, SkillScore, TrialEvidence, Window, run_evidence, score_all,
     skill_report, write_scored,
 };
-use crate::analysis::results::{Results, Selection, analyze};
+use crate::analysis::results::{Results, Scoring, Selection, analyze};
 use crate::store::learning as lq;
 use crate::store::{RunRow, StoreError, queries};
 use crate::text::one_line;
@@ -147,6 +146,13 @@ pub fn sanitize_results(r: &mut Results) {
         clean(&mut c.name);
         clean(&mut c.with);
         clean(&mut c.without);
+        for t in c
+            .not_run_with
+            .iter_mut()
+            .chain(c.not_run_without.iter_mut())
+        {
+            clean(t);
+        }
     }
     for g in r.domains.iter_mut().chain(r.difficulties.iter_mut()) {
         clean(&mut g.group);
@@ -208,7 +214,7 @@ pub fn load_results(conn: &Connection, run_id: i64) -> Result<ResultsData, Store
     let results = if done == 0 {
         None
     } else {
-        let mut r = analyze(&tx, &w.selection, &CiMethod::default())?;
+        let mut r = analyze(&tx, &w.selection, &Scoring::default())?;
         sanitize_results(&mut r);
         Some(r)
     };

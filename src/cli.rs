@@ -242,8 +242,8 @@ pub struct ImportArgs {
     /// Harbor jobs folders (walked at any depth).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
-    /// Condition for every trial (no-skills, curated, skills:<dir>) instead of detecting it from
-    /// folder names.
+    /// Condition for every trial (no-skills, curated, self-generated, skills:<dir>) instead of
+    /// detecting it from folder names and task paths.
     #[arg(long)]
     pub condition: Option<String>,
     /// Put everything into one run with this name [default: one run per agent × model].

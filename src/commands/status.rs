@@ -102,11 +102,23 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             }
         }
         let mut money = Vec::new();
-        if let Some(c) = &s.cost {
-            money.push(format!("cost ${:.2} so far", c.spent));
-            if c.total > c.spent + 1e-9 {
-                money.push(format!("projected ${:.2} ± {:.2}", c.total, c.plus_minus));
+        // A cost no trial reported is unknown — never $0 — and the trials without one are counted.
+        let unpriced = match s.unpriced {
+            0 => String::new(),
+            n => format!(" ({n} trials without a cost, not counted)"),
+        };
+        match &s.cost {
+            Some(c) => {
+                money.push(format!("cost ${:.2} so far{unpriced}", c.spent));
+                if c.total > c.spent + 1e-9 {
+                    money.push(format!("projected ${:.2} ± {:.2}", c.total, c.plus_minus));
+                }
             }
+            None if s.unpriced > 0 => money.push(format!(
+                "cost unknown ({} trials without a cost)",
+                s.unpriced
+            )),
+            None => {}
         }
         if let Some(max) = r.max_cost_usd {
             money.push(format!("budget ${max:.2}"));

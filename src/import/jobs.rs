@@ -923,6 +923,27 @@ mod tests {
             condition_from(&["with-skills", "noskills"]),
             Some("curated")
         );
+        // The paper's self-generated runs: their tasks folder generates skills, whatever the
+        // job folder says.
+        assert_eq!(
+            condition_from(&[
+                "/x/yimin/ablation-noskills-haiku/terminus-2-claudehaiku4520-skills-3d-scan-calc-d50cb0",
+                "terminus-2-claudehaiku4520-skills-3d-scan-calc-d50cb0",
+                "3d-scan-calc__UvQYGNk",
+                "/x/skillsbench/tasks_no_skills_generate/3d-scan-calc",
+            ]),
+            Some("self-generated")
+        );
+        assert_eq!(
+            condition_from(&["gemini-selfgen-x"]),
+            Some("self-generated")
+        );
+        assert_eq!(
+            condition_from(&["run-self-generated-skills"]),
+            Some("self-generated")
+        );
+        // "generate" alone (a task named for it) is not a condition.
+        assert_eq!(condition_from(&["pdf-generate-report__x"]), None);
     }
 
     #[test]

@@ -89,10 +89,33 @@ pub enum ImportError {
     Store(#[from] StoreError),
 }
 
-/// The condition named by job/trial folder names or a task path: `no-skills` for "noskills",
-/// "no-skills", "no_skills", "without-skills", "baseline"; `curated` for "skills", "with-skills",
-/// "curated"; `None` otherwise. Earlier hints win.
+/// The condition named by job/trial folder names or a task path: `self-generated` when any hint
+/// names the paper's self-generated-skills runs ("selfgen", "self-generated", or a skills folder
+/// that is generated: "tasks_no_skills_generate", "skills-generate"), whatever else the hints say
+/// (those runs' jobs are named after the no-skills or skills runs they ablate); else `no-skills`
+/// for "noskills", "no-skills", "no_skills", "without-skills", "baseline"; `curated` for
+/// "skills", "with-skills", "curated"; `None` otherwise. Earlier hints win.
 pub fn condition_from(hints: &[&str]) -> Option<&'static str> {
+    let tokens_of = |h: &str| -> Vec<String> {
+        h.to_lowercase()
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|t| !t.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let generated = hints.iter().any(|h| {
+        let t = tokens_of(h);
+        let has = |w: &str| t.iter().any(|x| x == w);
+        t.iter()
+            .any(|x| matches!(x.as_str(), "selfgen" | "selfgenerated"))
+            || t.windows(2)
+                .any(|w| w[0] == "self" && matches!(w[1].as_str(), "generated" | "gen"))
+            || ((has("generate") || has("generated"))
+                && t.iter().any(|x| x.starts_with("skill") || x == "noskills"))
+    });
+    if generated {
+        return Some("self-generated");
+    }
     for h in hints {
         let lower = h.to_lowercase();
         let tokens: Vec<&str> = lower

@@ -699,7 +699,7 @@ fn paper(out: &mut String, r: &Results) {
             ],
         );
     }
-    out.push_str("\nPaper values are percent (g × 100 for normalized gain). `v1` is the February 2026 paper. This run's numbers are over the tasks both of its compared conditions ran (no-skills and curated, or no-skills and self-generated): a task one of them did not run is left out, not counted 0.\n\n");
+    out.push_str("\nPaper values are percent (g × 100 for normalized gain). `v1` is the February 2026 paper; `v4` rows, beside the results registry's runs, are its later aggregates over the registry's configurations (macro averages of each configuration's pass rates, the mean Δ and mean g, the range of Δ), computed here from those runs. This run's numbers are over the tasks both of its compared conditions ran (no-skills and curated, or no-skills and self-generated): a task one of them did not run is left out, not counted 0.\n\n");
 }
 
 fn groups(out: &mut String, r: &Results, rows: &[GroupRow], what: &str) {
@@ -1043,8 +1043,16 @@ fn skill_content(out: &mut String, report: &Report) {
             "### {} ({}; {} skills)\n",
             md_cell(&set.name),
             md_cell(&set.conditions.join(", ")),
-            set.skills.len()
+            set.skills.len() + set.seen_only.len()
         );
+        if !set.seen_only.is_empty() {
+            let _ = writeln!(
+                out,
+                "{} skill(s) known only from the trajectories that used them — their task folders are not on this machine (an imported run's usually are not), so their size is unknown: {}.\n",
+                set.seen_only.len(),
+                md_cell(&set.seen_only.join(", "))
+            );
+        }
         if set.skills.is_empty() {
             continue;
         }
@@ -1081,7 +1089,7 @@ fn skill_content(out: &mut String, report: &Report) {
         out.push('\n');
     }
     if !sc.buckets.is_empty() {
-        out.push_str("### Pass rate per bucket\n\nMethod D over the tasks of each bucket (a task's skills: how many it had; the mean size of their bodies), beside the baseline condition over the same tasks — the paper found 2–3 skills best and detailed skills better than comprehensive ones.\n\n");
+        out.push_str("### Pass rate per bucket\n\nMethod D over the tasks of each bucket (a task's skills: how many it had; the mean size of their bodies), beside the baseline condition over the same tasks (those both ran) — the paper found 2–3 skills best and detailed skills better than comprehensive ones. *unknown*: the task's skills folder is not on this machine and no trajectory shows what it used (count), or its skills are known only by name (size).\n\n");
         header(
             out,
             &[

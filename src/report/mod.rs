@@ -20,6 +20,7 @@ pub mod charts;
 pub mod csv;
 pub mod exposure;
 pub mod markdown;
+mod skill_sets;
 pub mod typeset;
 
 use std::path::{Path, PathBuf};
@@ -33,7 +34,6 @@ use crate::analysis::invocations::{
 use crate::analysis::results::{self, Results, Scoring, Selection};
 use crate::analysis::skill_content;
 use crate::store::{StoreError, queries};
-use std::collections::BTreeSet;
 
 /// A report's data: the results, the skill rubric section and the skill content analysis.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -84,6 +84,9 @@ pub struct SkillSet {
     pub conditions: Vec<String>,
     /// Its skills (curated: every task's, one per name and content).
     pub skills: Vec<skill_content::SkillContent>,
+    /// Skills the condition's trajectories show it used whose SKILL.md is not on this machine
+    /// (an imported condition whose task folders are elsewhere): known by name only.
+    pub seen_only: Vec<String>,
 }
 
 /// A condition's pass rate over the tasks of one bucket, beside its baseline's.
@@ -95,7 +98,8 @@ pub struct BucketRow {
     pub baseline: Option<String>,
     /// `skills per task` or `skill size`.
     pub kind: String,
-    /// `1`, `2–3`, `4+`, `compact`, `detailed`, `comprehensive`.
+    /// `none`, `1`, `2–3`, `4+`, `compact`, `detailed`, `comprehensive`, or `unknown` (no
+    /// skills folder and no trajectory; size unknown for skills known only by name).
     pub bucket: String,
     /// Tasks in the bucket.
     pub n_tasks: usize,
@@ -239,7 +243,7 @@ pub fn build(
                 dashboard(conn, &window)?,
             ),
         };
-    let skill_content = skill_content_of(conn, &results)?;
+    let skill_content = skill_sets::skill_content_of(conn, &results)?;
     Ok(Report {
         skill_content,
         skills: SkillSection {
@@ -252,272 +256,6 @@ pub fn build(
         },
         results,
     })
-}
-
-/// The skill sets of `results`' conditions — a task's curated `environment/skills`, a
-/// `skills:<dir>` export — measured, and each condition with skills scored per bucket of the
-/// skills its tasks had (count: 1, 2–3, 4+; size: the mean body tokens of a task's skills).
-///
-/// # Errors
-/// SQL errors (unreadable skill folders only leave skills out).
-fn skill_content_of(
-    conn: &Connection,
-    results: &Results,
-) -> Result<SkillContentSection, StoreError> {
-    use skill_content::{count_bucket, measure, read_skills_dir, size_bucket};
-    // Task folders by id (the first run that has the task).
-    let mut paths: std::collections::HashMap<String, String> = Default::default();
-    for r in &results.runs {
-        if let Some(run) = queries::find_run(conn, &r.name)? {
-            for t in queries::run_tasks(conn, run.id)? {
-                paths.entry(t.task_id).or_insert(t.path);
-            }
-        }
-    }
-    let curated_of: std::collections::HashMap<&str, Vec<(String, String, usize)>> = results
-        .tasks
-        .iter()
-        .map(|t| {
-            let dir = paths
-                .get(&t.id)
-                .map(|p| Path::new(p).join("environment/skills"));
-            (
-                t.id.as_str(),
-                dir.map(|d| read_skills_dir(&d)).unwrap_or_default(),
-            )
-        })
-        .collect();
-    let curated_text = |name: &str| {
-        curated_of
-            .values()
-            .flatten()
-            .find(|(n, _, _)| n == name)
-            .map(|(_, md, _)| md.clone())
-    };
-    let mut sets: Vec<SkillSet> = Vec::new();
-    let mut buckets = Vec::new();
-    let mut generated = Vec::new();
-    let baseline_of = |label: &str, run: &str| -> Option<usize> {
-        let want = match (results.experiment.is_some(), label) {
-            (true, "A'") => Some("A"),
-            (true, "B'") => Some("B"),
-            (true, "B" | "C") => Some("A"),
-            _ => None,
-        };
-        match want {
-            Some(w) => results.conditions.iter().position(|c| c.label == w),
-            None => results
-                .conditions
-                .iter()
-                .position(|c| c.run == run && c.condition == "no-skills"),
-        }
-    };
-    for (ci, c) in results.conditions.iter().enumerate() {
-        // Per task: (skill count, mean body tokens) of what the condition gave it.
-        let per_task: Vec<(usize, f64)>;
-        let set_name;
-        let skills: Vec<skill_content::SkillContent>;
-        if c.condition == "curated" {
-            set_name = "curated".to_string();
-            let mut seen = BTreeSet::new();
-            let mut all = Vec::new();
-            per_task = results
-                .tasks
-                .iter()
-                .map(|t| {
-                    let own = &curated_of[t.id.as_str()];
-                    let measured = measure_unique(own, &|_| None, &mut seen, &mut all);
-                    (own.len(), mean_tokens(&measured))
-                })
-                .collect();
-            skills = all;
-        } else if let Some(dir) = c.condition.strip_prefix("skills:") {
-            set_name = crate::skillsbench::condition::condition_label(&c.condition);
-            skills = read_skills_dir(Path::new(dir))
-                .iter()
-                .map(|(n, md, files)| measure(n, md, *files, curated_text(n).as_deref()))
-                .collect();
-            let mean = mean_tokens(&skills);
-            per_task = vec![(skills.len(), mean); results.tasks.len()];
-        } else if let Some(dir) = c.condition.strip_prefix("skills-by-task:") {
-            // Each task its own folder (round-2 skill selection).
-            set_name = crate::skillsbench::condition::condition_label(&c.condition);
-            let mut seen = BTreeSet::new();
-            let mut all = Vec::new();
-            per_task = results
-                .tasks
-                .iter()
-                .map(|t| {
-                    let own = measure_unique(
-                        &read_skills_dir(&Path::new(dir).join(&t.id)),
-                        &curated_text,
-                        &mut seen,
-                        &mut all,
-                    );
-                    (own.len(), mean_tokens(&own))
-                })
-                .collect();
-            skills = all;
-        } else if crate::skillsbench::condition::is_self_generated_key(&c.condition) {
-            // What each trial's agent wrote (and kept): per task, the mean over its trials.
-            set_name = crate::skillsbench::condition::condition_label(&c.condition);
-            let mut summary = GeneratedSummary {
-                condition: c.label.clone(),
-                trials: 0,
-                kept: 0,
-                refused: 0,
-                reasons: Vec::new(),
-            };
-            let mut per: std::collections::HashMap<&str, Vec<(usize, f64)>> = Default::default();
-            let mut seen = BTreeSet::new();
-            let mut all = Vec::new();
-            for g in generated_of(conn, &c.run)?
-                .iter()
-                .filter(|g| g.condition == c.condition)
-            {
-                summary.trials += 1;
-                summary.kept += g.generated.skills.len();
-                summary.refused += g.generated.refused.len();
-                for r in &g.generated.refused {
-                    if summary.reasons.len() < 10 && !summary.reasons.contains(&r.reason) {
-                        summary.reasons.push(r.reason.clone());
-                    }
-                }
-                let dir = g
-                    .trial_dir
-                    .as_deref()
-                    .map(|d| Path::new(d).join(&g.generated.dir));
-                let own = measure_unique(
-                    &dir.map(|d| read_skills_dir(&d)).unwrap_or_default(),
-                    &|_| None,
-                    &mut seen,
-                    &mut all,
-                );
-                if let Some(t) = results.tasks.iter().find(|t| t.id == g.task_id) {
-                    per.entry(t.id.as_str())
-                        .or_default()
-                        .push((own.len(), mean_tokens(&own)));
-                }
-            }
-            generated.push(summary);
-            per_task = results
-                .tasks
-                .iter()
-                .map(|t| match per.get(t.id.as_str()) {
-                    Some(v) if !v.is_empty() => {
-                        let n = v.len() as f64;
-                        (
-                            (v.iter().map(|x| x.0).sum::<usize>() as f64 / n).round() as usize,
-                            v.iter().map(|x| x.1).sum::<f64>() / n,
-                        )
-                    }
-                    _ => (0, 0.0),
-                })
-                .collect();
-            skills = all;
-        } else {
-            continue;
-        }
-        match sets.iter_mut().find(|s| s.name == set_name) {
-            Some(s) => s.conditions.push(c.label.clone()),
-            None => sets.push(SkillSet {
-                name: set_name,
-                conditions: vec![c.label.clone()],
-                skills,
-            }),
-        }
-        let base = baseline_of(&c.label, &c.run).filter(|b| *b != ci);
-        for (kind, key) in [
-            (
-                "skills per task",
-                (&|(n, _): (usize, f64)| count_bucket(n)) as &dyn Fn((usize, f64)) -> &'static str,
-            ),
-            ("skill size", &|(n, mean): (usize, f64)| {
-                if n == 0 { "none" } else { size_bucket(mean) }
-            }),
-        ] {
-            let order = [
-                "none",
-                "1",
-                "2–3",
-                "4+",
-                "compact",
-                "detailed",
-                "comprehensive",
-            ];
-            for b in order {
-                // The bucket's tasks the condition ran (and its baseline, when it has one).
-                let idx: Vec<usize> = (0..results.tasks.len())
-                    .filter(|&i| key(per_task[i]) == b && c.ran(i))
-                    .filter(|&i| base.is_none_or(|b| results.conditions[b].ran(i)))
-                    .collect();
-                if idx.is_empty() {
-                    continue;
-                }
-                let mean = |v: &[Option<f64>]| {
-                    idx.iter().filter_map(|&i| v[i]).sum::<f64>() / idx.len() as f64
-                };
-                let rate = mean(&c.per_task);
-                let base_rate = base.map(|b| mean(&results.conditions[b].per_task));
-                buckets.push(BucketRow {
-                    condition: c.label.clone(),
-                    baseline: base.map(|b| results.conditions[b].label.clone()),
-                    kind: kind.to_string(),
-                    bucket: b.to_string(),
-                    n_tasks: idx.len(),
-                    pass_rate: rate,
-                    baseline_rate: base_rate,
-                    delta_pp: base_rate.map(|r| (rate - r) * 100.0),
-                });
-            }
-        }
-    }
-    Ok(SkillContentSection {
-        tokenizer: skill_content::TOKENIZER.to_string(),
-        sets,
-        buckets,
-        generated,
-    })
-}
-
-/// The generated skills of run `run` (none when it is not in the store).
-fn generated_of(
-    conn: &Connection,
-    run: &str,
-) -> Result<Vec<queries::GeneratedOfTrial>, StoreError> {
-    match queries::find_run(conn, run)? {
-        Some(r) => queries::generated_skills(conn, r.id),
-        None => Ok(Vec::new()),
-    }
-}
-
-/// Measures skills read by [`skill_content::read_skills_dir`] (name, SKILL.md, files), each
-/// against its curated version from `curated_text`, and adds every distinct (name, SKILL.md) to
-/// `all` once.
-fn measure_unique(
-    list: &[(String, String, usize)],
-    curated_text: &dyn Fn(&str) -> Option<String>,
-    seen: &mut BTreeSet<(String, String)>,
-    all: &mut Vec<skill_content::SkillContent>,
-) -> Vec<skill_content::SkillContent> {
-    list.iter()
-        .map(|(n, md, files)| {
-            let m = skill_content::measure(n, md, *files, curated_text(n).as_deref());
-            if seen.insert((n.clone(), md.clone())) {
-                all.push(m.clone());
-            }
-            m
-        })
-        .collect()
-}
-
-/// Mean body tokens of some skills (0 for none).
-fn mean_tokens(skills: &[skill_content::SkillContent]) -> f64 {
-    if skills.is_empty() {
-        0.0
-    } else {
-        skills.iter().map(|s| s.body_tokens as f64).sum::<f64>() / skills.len() as f64
-    }
 }
 
 fn thread_died() -> StoreError {

@@ -21,7 +21,9 @@ pub struct CatalogEntry {
     pub task_id: String,
     /// Domain label for per-domain pass rates.
     pub domain: String,
-    /// Difficulty label (`easy`/`medium`/`hard`).
+    /// Difficulty label, normalised to the closed set `easy` / `medium` / `hard`
+    /// ([`super::Difficulty`]; the shipped catalog's one `middle` is `medium`); empty when the
+    /// row gives none.
     #[serde(default)]
     pub difficulty: String,
     /// The benchmark's own category (v1.1).
@@ -51,19 +53,42 @@ impl Catalog {
         .expect("shipped catalog parses")
     }
 
-    /// Parses catalog CSV text; `path` names the file in errors.
+    /// Parses catalog CSV text; `path` names the file in errors. Difficulties are normalised
+    /// to the closed set ([`super::Difficulty`]).
     ///
     /// # Errors
-    /// [`BenchError::Catalog`] naming the file and the row when a row is malformed.
+    /// [`BenchError::Catalog`] naming the file and the row when a row is malformed or names a
+    /// difficulty outside the closed set (every such row, not only the first).
     pub fn parse(text: &str, path: &Path) -> Result<Catalog, BenchError> {
         let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let err = |e: csv::Error| BenchError::Catalog {
+            path: path.to_path_buf(),
+            message: e.to_string(),
+        };
+        let headers = reader.headers().map_err(err)?.clone();
         let mut entries = BTreeMap::new();
-        for row in reader.deserialize::<CatalogEntry>() {
-            let row = row.map_err(|e| BenchError::Catalog {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            })?;
+        let mut unknown = Vec::new();
+        for record in reader.records() {
+            let record = record.map_err(err)?;
+            let mut row: CatalogEntry = record.deserialize(Some(&headers)).map_err(err)?;
+            if !row.difficulty.trim().is_empty() {
+                match super::Difficulty::parse(&row.difficulty) {
+                    Some(d) => row.difficulty = d.as_str().to_string(),
+                    None => unknown.push(format!(
+                        "line {} (task {}): {}",
+                        record.position().map_or(0, |p| p.line()),
+                        row.task_id,
+                        super::Difficulty::unknown(&row.difficulty)
+                    )),
+                }
+            }
             entries.insert(row.task_id.clone(), row);
+        }
+        if !unknown.is_empty() {
+            return Err(BenchError::Catalog {
+                path: path.to_path_buf(),
+                message: unknown.join("; "),
+            });
         }
         Ok(Catalog { entries })
     }
@@ -136,6 +161,35 @@ mod tests {
         .unwrap();
         let c = Catalog::shipped().overridden_by(o);
         assert_eq!(c.lookup("3d-scan-calc").unwrap().0, "Geometry");
+    }
+
+    #[test]
+    fn difficulties_come_from_a_closed_set() {
+        // The shipped catalog's one `middle` is medium: one level, one table row.
+        let c = Catalog::shipped();
+        assert_eq!(
+            c.get("protein-expression-analysis").unwrap().difficulty,
+            "medium"
+        );
+        let levels: std::collections::BTreeSet<_> =
+            c.entries().map(|e| e.difficulty.as_str()).collect();
+        assert_eq!(levels, ["easy", "hard", "medium"].into_iter().collect());
+        // An unknown level is an error naming the file and every row.
+        let e = Catalog::parse(
+            "task_id,domain,difficulty\na,x,easy\nb,x,impossible\nc,x,Extreme\nd,x,nightmare\n",
+            Path::new("cat.csv"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("cat.csv"), "{e}");
+        assert!(
+            e.contains("line 3 (task b)") && e.contains("\"impossible\""),
+            "{e}"
+        );
+        assert!(
+            e.contains("line 5 (task d)") && !e.contains("task c"),
+            "{e}"
+        );
     }
 
     #[test]

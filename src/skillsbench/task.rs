@@ -409,6 +409,14 @@ impl TaskConfig {
     /// where.
     fn bound_problems(&self, written: &Written) -> Vec<String> {
         let mut out = Vec::new();
+        if let Some(d) = &self.metadata.difficulty
+            && super::Difficulty::parse(d).is_none()
+        {
+            out.push(format!(
+                "[metadata] difficulty: {}",
+                super::Difficulty::unknown(d)
+            ));
+        }
         for (table, key, v) in [
             ("agent", "timeout_sec", self.agent.timeout_sec),
             ("verifier", "timeout_sec", self.verifier.timeout_sec),
@@ -552,12 +560,14 @@ impl Task {
             .filter(|d| !d.is_empty())
             .or_else(|| config.metadata.category.clone())
             .unwrap_or_else(|| "unknown".into());
+        // One level, one name: the closed set's (`middle` is medium).
         let difficulty = config
             .metadata
             .difficulty
             .clone()
             .or_else(|| catalog.map(|(_, d)| d))
             .filter(|d| !d.is_empty())
+            .map(|d| super::Difficulty::normalize(&d))
             .unwrap_or_else(|| "unknown".into());
         let task_dir = dir.to_path_buf();
         for (what, path) in [
@@ -648,6 +658,27 @@ allow_internet = false
         .to_string();
         assert!(err.contains("x/task.toml"), "{err}");
         assert!(err.contains("timeout_sec"), "{err}");
+    }
+
+    #[test]
+    fn difficulty_comes_from_a_closed_set() {
+        let err = TaskConfig::parse(
+            "[metadata]\ndifficulty = \"brutal\"\n",
+            Path::new("x/task.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains("x/task.toml")
+                && err.contains("[metadata] difficulty: unknown difficulty \"brutal\""),
+            "{err}"
+        );
+        // `middle` is medium.
+        let dir = tempfile::tempdir().unwrap();
+        let t = dir.path().join("t");
+        std::fs::create_dir_all(&t).unwrap();
+        std::fs::write(t.join("task.toml"), "[metadata]\ndifficulty = \"middle\"\n").unwrap();
+        assert_eq!(Task::load(&t, |_| None).difficulty, "medium");
     }
 
     #[test]

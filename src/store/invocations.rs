@@ -68,6 +68,57 @@ WHERE t.run_id = ?1 AND t.superseded = 0 AND t.status = 'done' AND t.aggregated 
 GROUP BY su.trial_id, su.skill
 ORDER BY su.trial_id, su.skill";
 
+/// What the trajectories of one task's latest attempts under one condition show of skills: the
+/// skills they used, and how many attempts show skill use at all (a trajectory, or recorded skill
+/// uses; without either, skill use is unknown).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SkillsSeen {
+    /// Attempts with a trajectory or recorded skill uses.
+    pub with_trajectory: usize,
+    /// Distinct skills their trajectories used.
+    pub skills: std::collections::BTreeSet<String>,
+}
+
+/// Per task, what the latest attempts of condition `condition` of run `run_id` show of skills
+/// ([`SkillsSeen`]): for an imported condition whose task folders are not on this machine, the
+/// only evidence of the skills it had.
+///
+/// # Errors
+/// Database errors.
+pub fn skills_seen(
+    conn: &Connection,
+    run_id: i64,
+    condition: &str,
+) -> Result<std::collections::BTreeMap<String, SkillsSeen>, StoreError> {
+    let mut out: std::collections::BTreeMap<String, SkillsSeen> = Default::default();
+    let mut st = conn.prepare_cached(
+        "SELECT t.task_id,
+                t.trajectory_path IS NOT NULL
+                  OR EXISTS (SELECT 1 FROM skill_uses WHERE trial_id = t.id),
+                (SELECT json_group_array(DISTINCT skill) FROM skill_uses WHERE trial_id = t.id)
+         FROM trials t
+         WHERE t.run_id = ?1 AND t.condition = ?2 AND t.superseded = 0",
+    )?;
+    let rows = st.query_map(params![run_id, condition], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, bool>(1)?,
+            r.get::<_, Option<String>>(2)?,
+        ))
+    })?;
+    for row in rows {
+        let (task, has, skills) = row?;
+        let e = out.entry(task).or_default();
+        e.with_trajectory += usize::from(has);
+        let names: Vec<String> = skills
+            .as_deref()
+            .and_then(|j| serde_json::from_str(j).ok())
+            .unwrap_or_default();
+        e.skills.extend(names);
+    }
+    Ok(out)
+}
+
 /// The time window and runs of a dashboard query.
 ///
 /// The rubric's queries keep invocations with `timestamp > datetime('now', '-30 days')`. Here

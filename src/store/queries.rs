@@ -574,20 +574,32 @@ pub struct ConditionSpend {
     pub cost_usd: f64,
     /// Attempts with a cost.
     pub priced: usize,
+    /// Finished attempts without a cost (unknown: never counted as $0).
+    pub unpriced: usize,
+    /// Finished attempts without token counts (unknown: never counted as 0 tokens).
+    pub untokened: usize,
 }
 
-/// [`ConditionSpend`] per condition of run `run_id` that has any attempt with usage, by
-/// condition key.
+/// [`ConditionSpend`] per condition of run `run_id` that has any attempt with usage (tokens or
+/// a cost), by condition key.
 ///
 /// # Errors
 /// Database errors.
 pub fn run_spend(conn: &Connection, run_id: i64) -> Result<Vec<ConditionSpend>, StoreError> {
     let mut st = conn.prepare_cached(
-        "SELECT condition, COUNT(*), SUM(COALESCE(n_input_tokens, 0)),
-                SUM(COALESCE(n_output_tokens, 0)), SUM(COALESCE(cost_usd, 0.0)), COUNT(cost_usd)
+        "SELECT condition,
+                COUNT(CASE WHEN n_input_tokens IS NOT NULL OR n_output_tokens IS NOT NULL THEN 1 END),
+                SUM(COALESCE(n_input_tokens, 0)), SUM(COALESCE(n_output_tokens, 0)),
+                SUM(COALESCE(cost_usd, 0.0)), COUNT(cost_usd),
+                COUNT(CASE WHEN status = 'done' AND cost_usd IS NULL THEN 1 END),
+                COUNT(CASE WHEN status = 'done' AND n_input_tokens IS NULL
+                                AND n_output_tokens IS NULL THEN 1 END)
          FROM trials
-         WHERE run_id = ?1 AND (n_input_tokens IS NOT NULL OR n_output_tokens IS NOT NULL)
-         GROUP BY condition ORDER BY condition",
+         WHERE run_id = ?1
+         GROUP BY condition
+         HAVING COUNT(CASE WHEN n_input_tokens IS NOT NULL OR n_output_tokens IS NOT NULL
+                           OR cost_usd IS NOT NULL THEN 1 END) > 0
+         ORDER BY condition",
     )?;
     let rows = st.query_map([run_id], |r| {
         Ok(ConditionSpend {
@@ -597,6 +609,8 @@ pub fn run_spend(conn: &Connection, run_id: i64) -> Result<Vec<ConditionSpend>, 
             output_tokens: r.get(3)?,
             cost_usd: r.get(4)?,
             priced: r.get::<_, i64>(5)? as usize,
+            unpriced: r.get::<_, i64>(6)? as usize,
+            untokened: r.get::<_, i64>(7)? as usize,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -606,7 +606,7 @@ pub fn rate_rows(s: &Snapshot, grouping: Grouping) -> Vec<RateRow> {
     for t in &s.tasks {
         let g = match grouping {
             Grouping::Domain => t.domain.clone(),
-            Grouping::Difficulty => t.difficulty.clone(),
+            Grouping::Difficulty => crate::skillsbench::Difficulty::normalize(&t.difficulty),
         };
         groups.entry(g).or_default().push(t.task_id.clone());
     }
@@ -643,13 +643,8 @@ pub fn rate_rows(s: &Snapshot, grouping: Grouping) -> Vec<RateRow> {
         .map(|(g, ids)| row(g.clone(), ids, false))
         .collect();
     if grouping == Grouping::Difficulty {
-        let rank = |d: &str| match d {
-            "easy" | "core" => 0,
-            "medium" | "middle" | "extended" => 1,
-            "hard" | "extreme" => 2,
-            _ => 3,
-        };
-        rows.sort_by(|a, b| (rank(&a.label), &a.label).cmp(&(rank(&b.label), &b.label)));
+        use crate::analysis::results::difficulty_order;
+        rows.sort_by_key(|r| difficulty_order(&r.label));
     }
     let all: Vec<String> = s.tasks.iter().map(|t| t.task_id.clone()).collect();
     rows.push(row("overall".into(), &all, true));
@@ -755,15 +750,21 @@ pub struct Progress {
 }
 
 /// Tokens and cost of a run so far (finished attempts and the running ones' figures so far), how
-/// fast it spends now, and the cost projected for all its trials.
+/// fast it spends now, and the cost projected for all its trials. What no attempt reported is
+/// unknown (`None`, drawn `—`), never 0; the attempts that lack a figure are counted.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Spend {
-    /// Input + output tokens over every attempt.
-    pub tokens: i64,
-    /// USD over every attempt.
-    pub cost_usd: f64,
-    /// Per condition: (key, tokens, USD).
-    pub per_condition: Vec<(String, i64, f64)>,
+    /// Input + output tokens over the attempts that reported them; `None` when none did.
+    pub tokens: Option<i64>,
+    /// USD over the priced attempts; `None` when none is priced (an import whose files have no
+    /// cost).
+    pub cost_usd: Option<f64>,
+    /// Finished attempts without a cost.
+    pub unpriced: usize,
+    /// Finished attempts without token counts.
+    pub untokened: usize,
+    /// Per condition: (key, tokens, USD), `None` where unknown.
+    pub per_condition: Vec<(String, Option<i64>, Option<f64>)>,
     /// The run's projected total cost with its 95 % interval ([`crate::analysis::spend::project`]);
     /// `None` until a priced attempt has finished.
     pub projection: Option<crate::analysis::spend::Projection>,
@@ -840,12 +841,21 @@ pub fn spend(s: &Snapshot, now: DateTime<Utc>) -> Option<Spend> {
         return None;
     }
     let mut out = Spend::default();
+    let add = |total: &mut Option<f64>, v: Option<f64>| {
+        if let Some(v) = v {
+            *total = Some(total.unwrap_or(0.0) + v);
+        }
+    };
     for c in &s.spend {
-        let tokens = c.input_tokens + c.output_tokens;
-        out.tokens += tokens;
-        out.cost_usd += c.cost_usd;
-        out.per_condition
-            .push((c.condition.clone(), tokens, c.cost_usd));
+        let tokens = (c.attempts > 0).then_some(c.input_tokens + c.output_tokens);
+        let cost = (c.priced > 0).then_some(c.cost_usd);
+        if let Some(t) = tokens {
+            out.tokens = Some(out.tokens.unwrap_or(0) + t);
+        }
+        add(&mut out.cost_usd, cost);
+        out.unpriced += c.unpriced;
+        out.untokened += c.untokened;
+        out.per_condition.push((c.condition.clone(), tokens, cost));
     }
     out.projection = crate::analysis::spend::project(&condition_costs(s));
     if s.run.status == "running" {
@@ -1161,14 +1171,16 @@ mod tests {
             .unwrap()
             .with_timezone(&Utc);
         let p = progress(&s, now);
+        // 12 planned (3 tasks × 2 conditions × 2 trials) though only 7 have rows: the same total
+        // as the report's and status's planned trials.
         assert_eq!(
             (p.total, p.done, p.running, p.queued, p.passed, p.failed),
-            (7, 5, 1, 1, 3, 2)
+            (12, 5, 1, 1, 3, 2)
         );
         // 5 finished in the last 10 minutes → 0.5/min; 2 left → 240 s.
         assert!((p.per_minute.unwrap() - 0.5).abs() < 1e-9);
         assert!((p.eta_secs.unwrap() - 240.0).abs() < 1e-6);
-        assert_eq!(p.per_condition[0], ("no-skills".into(), 3, 4));
+        assert_eq!(p.per_condition[0], ("no-skills".into(), 3, 6));
     }
 
     #[test]
@@ -1186,6 +1198,8 @@ mod tests {
             output_tokens: 400,
             cost_usd: 3.5,
             priced: 3,
+            unpriced: 0,
+            untokened: 0,
         }];
         let attempt = |id, status, cost: f64| AttemptActivity {
             id,
@@ -1204,8 +1218,8 @@ mod tests {
             attempt(4, TrialStatus::Queued, 0.0),
         ];
         let sp = spend(&s, now).unwrap();
-        assert_eq!(sp.tokens, 4400);
-        assert!((sp.cost_usd - 3.5).abs() < 1e-12);
+        assert_eq!(sp.tokens, Some(4400));
+        assert!((sp.cost_usd.unwrap() - 3.5).abs() < 1e-12);
         // The one formula of analysis::spend: finished 3.0, the running one at the mean 1.5,
         // the queued one at 1.5.
         let p = sp.projection.clone().unwrap();
@@ -1219,6 +1233,13 @@ mod tests {
         );
         s.run.status = "finished".into();
         assert_eq!(spend(&s, now).unwrap().burn_usd_per_hour, None);
+        // Tokens but no cost anywhere (an import whose files have none): cost unknown, not $0.
+        s.spend[0].cost_usd = 0.0;
+        s.spend[0].priced = 0;
+        s.spend[0].unpriced = 3;
+        let sp = spend(&s, now).unwrap();
+        assert_eq!((sp.cost_usd, sp.unpriced), (None, 3));
+        assert_eq!(sp.per_condition[0].2, None);
     }
 
     #[test]

@@ -393,7 +393,7 @@ fn the_disjoint_gemini_flash_run_compares_only_the_task_both_conditions_ran() {
         );
         assert_eq!(c["n_tasks"], 10, "{c}");
     }
-    // The dashboard: 20 of 20.
+    // The dashboard: 20 of 20, and a cost no file reported is unknown, not $0.0000.
     let conn = s.store.connect().unwrap();
     let id = skillscope::store::queries::find_run(&conn, run)
         .unwrap()
@@ -402,4 +402,108 @@ fn the_disjoint_gemini_flash_run_compares_only_the_task_both_conditions_ran() {
     let snap = skillscope::tui::worker::load_snapshot(&conn, id).unwrap();
     let p = skillscope::tui::model::progress(&snap, chrono::Utc::now());
     assert_eq!((p.done, p.total), (20, 20));
+    let app = crate::support::dashboard::watching(
+        &conn,
+        id,
+        skillscope::tui::app::Mode::Watch,
+        "dark",
+        crate::support::dashboard::clock(),
+    );
+    let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    term.draw(|f| skillscope::tui::views::draw(f, &app))
+        .unwrap();
+    let screen = term.backend().to_string();
+    assert!(!screen.contains("$0.0000"), "{screen}");
+    assert!(screen.contains("cost —"), "{screen}");
+
+    // One difficulty level, one row: the catalog's `middle` is medium.
+    assert!(!md.contains("| middle |"), "{md}");
+    // The curated condition's skills, from its trajectories: never "0 skills" beside a rubric
+    // that scores 11.
+    assert!(!md.contains("(curated; 0 skills)"), "{md}");
+    assert!(md.contains("(curated; 11 skills)"), "{md}");
+}
+
+/// The published ablation runs that generate their own skills (`failed-trials/yimin`: job folders
+/// named after the skills runs, tasks from `tasks_no_skills_generate`) import as self-generated,
+/// and their cost, which no file reports, is unknown.
+#[test]
+fn the_self_generated_ablation_imports_as_self_generated() {
+    let s = Scratch::new();
+    let opts = skillscope::import::ImportOptions {
+        roots: vec![shared().join("skillsbench/failed-trials/yimin")],
+        condition: None,
+        run: None,
+        catalog: skillscope::skillsbench::Catalog::shipped(),
+        batch: 50,
+    };
+    skillscope::import::import(&s.store, &opts).unwrap();
+    s.store.writer().stop();
+    let o = skillscope(&s, &["status", "--json"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let st: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let conds: Vec<&str> = st["runs"][0]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["condition"].as_str().unwrap())
+        .collect();
+    assert_eq!(conds, ["self-generated"]);
+    let o = skillscope(&s, &["status"]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("cost unknown (4 trials without a cost)"),
+        "{text}"
+    );
+}
+
+/// The SkillsBench v4 aggregates beside the imported registry runs — the macro averages over its
+/// 18 configurations (33.9 % no skills, 50.5 % curated), the mean Δ (+16.6 pp) and g (25.5) and
+/// the range of Δ — computed from the registry runs, each within the paper's rounding.
+#[test]
+fn the_registry_runs_show_the_v4_aggregates_computed_from_the_registry() {
+    let s = Scratch::new();
+    let opts = skillscope::import::ImportOptions {
+        roots: vec![shared().join("skillsbench/published/website-data/results-registry.json")],
+        condition: None,
+        run: None,
+        catalog: skillscope::skillsbench::Catalog::shipped(),
+        batch: 500,
+    };
+    skillscope::import::import(&s.store, &opts).unwrap();
+    s.store.writer().stop();
+    let (json, md) = report(&s, &["registry-*"], &[]);
+    let rows: Vec<&Value> = json["results"]["paper"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["paper"]["version"] == "v4")
+        .collect();
+    let mut seen = Vec::new();
+    for p in &rows {
+        let metric = p["paper"]["metric"].as_str().unwrap();
+        let (paper, ours) = (
+            p["paper"]["value"].as_f64().unwrap(),
+            p["ours"].as_f64().unwrap(),
+        );
+        assert!(
+            (paper - ours).abs() <= 0.1,
+            "{metric}: paper {paper}, computed {ours}"
+        );
+        assert_eq!(p["run"], "registry (18 configurations)", "{p}");
+        seen.push(metric);
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "delta_curated_mean",
+            "delta_curated_range_max",
+            "delta_curated_range_min",
+            "normalized_gain",
+            "pass_curated_macro",
+            "pass_no_skills_macro"
+        ]
+    );
+    assert!(md.contains("registry (18 configurations)"), "{md}");
 }

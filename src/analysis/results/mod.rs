@@ -523,7 +523,8 @@ fn analyze_tasks(
         efficiency = breakdowns::efficiency(&tasks, &conditions, &pairs);
     }
 
-    let paper = paper_rows::rows(&runs, &conditions);
+    let mut paper = paper_rows::rows(&runs, &conditions);
+    paper.extend(paper_rows::registry_aggregates(&runs, &conditions));
     let flaky = comparisons::flaky(&conditions, &tasks);
     let (mut notes, run_infos) = notes::notes_and_runs(conn, &runs, &conditions, &comparisons)?;
     let interim = Interim::of(&runs, &conditions);

@@ -26,6 +26,8 @@ pub struct RunStatus {
     pub hosts: Vec<crate::store::HostRow>,
     /// What the run has cost and is projected to cost, when a priced trial has finished.
     pub cost: Option<crate::analysis::spend::Projection>,
+    /// Finished trials without a cost (unknown, never counted as $0).
+    pub unpriced: usize,
     /// Running trials marked stalled: (trial name, since).
     pub stalled: Vec<(String, String)>,
     /// Per condition: which skills its trials could see and used
@@ -87,6 +89,10 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
         liveness: Liveness::of(&run, chrono::Utc::now(), &crate::store::owner::host_name()),
         hosts: queries::run_hosts(conn, run.id)?,
         cost: crate::analysis::spend::project(&run_costs(&queries::all_trials(conn, run.id)?)),
+        unpriced: queries::run_spend(conn, run.id)?
+            .iter()
+            .map(|c| c.unpriced)
+            .sum(),
         stalled: queries::current_trials(conn, run.id)?
             .into_iter()
             .filter(|t| t.status.is_active())

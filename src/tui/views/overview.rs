@@ -400,14 +400,16 @@ fn money_items(
     let mut items: Vec<(u8, Vec<Span<'static>>)> = Vec::new();
     let projection = sp.and_then(|sp| sp.projection.as_ref());
     if let Some(sp) = sp {
-        items.push((
-            2,
-            vec![
-                Span::styled("cost ", t.dim),
-                Span::styled(usd_text(sp.cost_usd), t.text),
-                Span::styled(if small { "" } else { " so far" }, t.dim),
-            ],
-        ));
+        // Unknown is shown as unknown, with the attempts that lack a cost.
+        let mut spans = vec![
+            Span::styled("cost ", t.dim),
+            Span::styled(sp.cost_usd.map_or_else(|| "—".into(), usd_text), t.text),
+            Span::styled(if small { "" } else { " so far" }, t.dim),
+        ];
+        if sp.unpriced > 0 {
+            spans.push(Span::styled(format!(" ({} unpriced)", sp.unpriced), t.dim));
+        }
+        items.push((2, spans));
     }
     if let Some(max) = run.max_cost_usd {
         let over = projection.is_some_and(|p| p.total > max);
@@ -448,13 +450,17 @@ fn money_items(
         ));
     }
     if let Some(sp) = sp {
-        items.push((
-            9,
-            vec![
-                Span::styled("tokens ", t.dim),
-                Span::styled(tokens_text(sp.tokens), t.text),
-            ],
-        ));
+        let mut spans = vec![
+            Span::styled("tokens ", t.dim),
+            Span::styled(sp.tokens.map_or_else(|| "—".into(), tokens_text), t.text),
+        ];
+        if sp.untokened > 0 {
+            spans.push(Span::styled(
+                format!(" ({} without counts)", sp.untokened),
+                t.dim,
+            ));
+        }
+        items.push((9, spans));
     }
     items
 }
@@ -688,7 +694,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             let cost = spend
                 .as_ref()
                 .and_then(|sp| sp.per_condition.iter().find(|(k, _, _)| k == c))
-                .map(|(_, _, usd)| format!(" {}", usd_text(*usd)))
+                .map(|(_, _, usd)| format!(" {}", usd.map_or_else(|| "—".into(), usd_text)))
                 .unwrap_or_default();
             let nums = format!(" {done}/{total}{cost}");
             // The short label, then as much of the condition's name as leaves a bar of 8.

@@ -255,31 +255,41 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
 /// files — independently of skillscope's analysis code.
 fn check_report_against_csv_and_store(dir: &Path, conn: &rusqlite::Connection) {
     use std::collections::BTreeMap;
-    // task → label → (mean reward, planned, passed)
+    // task → label → (pass@1, planned, passed), by the files' own headers.
     let mut per: BTreeMap<String, BTreeMap<String, (f64, f64, f64)>> = BTreeMap::new();
     let mut rd = csv::Reader::from_path(dir.join("per_task.csv")).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (task, label, p1, planned, passed) = (
+        col("task"),
+        col("condition"),
+        col("pass_at_1"),
+        col("planned"),
+        col("passed"),
+    );
     for rec in rd.records() {
         let rec = rec.unwrap();
-        per.entry(rec[0].to_string()).or_default().insert(
-            rec[3].to_string(),
+        per.entry(rec[task].to_string()).or_default().insert(
+            rec[label].to_string(),
             (
-                rec[4].parse().unwrap(),
-                rec[5].parse().unwrap(),
-                rec[6].parse().unwrap(),
+                rec[p1].parse().unwrap(),
+                rec[planned].parse().unwrap(),
+                rec[passed].parse().unwrap(),
             ),
         );
     }
-    // Chen et al. 2021 eq. 1 for k = 2; one trial: its result; none: 0.
-    let pass2 = |n: f64, c: f64| {
-        if n >= 2.0 {
-            1.0 - ((n - c) * (n - c - 1.0)) / (n * (n - 1.0))
-        } else if n == 1.0 {
-            c
-        } else {
-            0.0
-        }
-    };
+    // Chen et al. 2021 eq. 1 for k = 2; undefined with fewer than 2 trials.
+    let pass2 =
+        |n: f64, c: f64| (n >= 2.0).then(|| 1.0 - ((n - c) * (n - c - 1.0)) / (n * (n - 1.0)));
     let mut rd = csv::Reader::from_path(dir.join("pass_at_2.csv")).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let col = |name: &str| head.iter().position(|h| h == name).unwrap();
+    let (c_adaptive, c_pass2, c_why, c_gain) = (
+        col("pass2_adaptive"),
+        col("pass2"),
+        col("pass2_undefined"),
+        col("gain_pp"),
+    );
     let mut overall = 0;
     for rec in rd.records() {
         let rec = rec.unwrap();
@@ -294,25 +304,35 @@ fn check_report_against_csv_and_store(dir: &Path, conn: &rusqlite::Connection) {
             .map(|m| 1.0 - (1.0 - m[r1].0) * (1.0 - m[r2].0))
             .sum::<f64>()
             / n;
-        let independent: f64 = per.values().map(|m| pass2(m[r1].1, m[r1].2)).sum::<f64>() / n;
-        let got: (f64, f64, f64) = (
-            rec[6].parse().unwrap(),
-            rec[7].parse().unwrap(),
-            rec[8].parse().unwrap(),
-        );
-        assert!((got.0 - adaptive).abs() < 1e-12, "{rec:?} vs {adaptive}");
-        assert!(
-            (got.1 - independent).abs() < 1e-12,
-            "{rec:?} vs {independent}"
-        );
-        assert!((got.2 - (adaptive - independent) * 100.0).abs() < 1e-9);
+        let got: f64 = rec[c_adaptive].parse().unwrap();
+        assert!((got - adaptive).abs() < 1e-12, "{rec:?} vs {adaptive}");
+        let independent: Option<f64> = per
+            .values()
+            .map(|m| pass2(m[r1].1, m[r1].2))
+            .sum::<Option<f64>>()
+            .map(|s| s / n);
+        match independent {
+            Some(independent) => {
+                let p2: f64 = rec[c_pass2].parse().unwrap();
+                let gain: f64 = rec[c_gain].parse().unwrap();
+                assert!((p2 - independent).abs() < 1e-12, "{rec:?} vs {independent}");
+                assert!((gain - (adaptive - independent) * 100.0).abs() < 1e-9);
+            }
+            // One trial per task: pass@2 and the gain are undefined, with the reason.
+            None => {
+                assert!(rec[c_pass2].is_empty() && rec[c_gain].is_empty(), "{rec:?}");
+                assert!(!rec[c_why].is_empty(), "{rec:?}");
+            }
+        }
     }
     assert_eq!(overall, 2, "A → A' and B → B'");
-    // Every judged failure of the store has one category in the report.
+    // Every judged failure of the store (a verdict without full marks) has one category in the
+    // report.
     let judged: i64 = conn
         .query_row(
             "SELECT COUNT(*) FROM trials WHERE superseded = 0 AND status = 'done'
-             AND outcome IN ('fail', 'agent-timeout', 'verifier-timeout')",
+             AND outcome IN ('fail', 'agent-timeout', 'verifier-timeout')
+             AND NOT COALESCE(reward >= 1.0 - 1e-9, 0)",
             [],
             |r| r.get(0),
         )

@@ -22,6 +22,8 @@ fn summary(cond: &str, rate: f64, outcomes: &[(&str, usize)], done: usize) -> Co
         done,
         partial: 2,
         pass_rate_judged: Some(rate * 60.0 / done.max(1) as f64),
+        per_task: (0..12).map(|i| (format!("task-{i}"), rate)).collect(),
+        timeout_passed: 0,
     }
 }
 

@@ -272,7 +272,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
                 ));
             }
         }
-        for i in 1..row.rates.len() {
+        for (i, whole) in whole_delta.iter().enumerate().take(row.rates.len()).skip(1) {
             let Some((d, g)) = delta(row, i) else {
                 // Nothing judged yet on one side, or no task both ran: no difference to show.
                 spans.push(Span::styled(format!("{:>num$}", "—"), t.dim));
@@ -288,7 +288,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
             } else {
                 t.dim
             };
-            spans.push(Span::styled(pp_in(d, num, whole_delta[i]), d_style));
+            spans.push(Span::styled(pp_in(d, num, *whole), d_style));
             if wd.g {
                 let g = g
                     .map(|g| if g.abs() < 0.005 { 0.0 } else { g })

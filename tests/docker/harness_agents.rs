@@ -439,7 +439,7 @@ async fn claude_code_that_never_reads_its_skill_is_recorded_as_not_using_it() {
     let report = skillscope::report::build(
         &c,
         &skillscope::analysis::results::Selection::Runs(vec!["claude-code-no-read".into()]),
-        &skillscope::analysis::ci::CiMethod::default(),
+        &skillscope::analysis::results::Scoring::default(),
     )
     .unwrap();
     let e = &report.results.exposure.conditions[0];

@@ -8,7 +8,7 @@ use crate::support::common;
 use std::path::PathBuf;
 
 use common::{Scratch, folder_sha256, one, skill_exposure};
-use skillscope::analysis::ci::CiMethod;
+use skillscope::analysis::results::Scoring;
 use skillscope::analysis::results::Selection;
 use skillscope::skillsbench::Condition;
 use skillscope::store::Outcome;
@@ -59,7 +59,7 @@ async fn a_skill_planted_after_the_build_is_caught_per_trial_and_flagged() {
     let report = skillscope::report::build(
         &c,
         &Selection::Runs(vec!["planted".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     let x = &report.results.exposure;
@@ -119,7 +119,7 @@ async fn self_generated_trials_without_a_valid_skill_are_counted_in_the_report()
     let report = skillscope::report::build(
         &c,
         &Selection::Runs(vec!["selfgen-none".into()]),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     let x = &report.results.exposure;

@@ -4,8 +4,7 @@
 
 use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
 use rusqlite::Connection;
-use skillscope::analysis::results::Scoring;
-use skillscope::analysis::results::{Change, FailureMode, Selection, analyze};
+use skillscope::analysis::results::{Change, FailureMode, Scoring, Selection, analyze};
 use skillscope::store::Outcome;
 
 const TASKS: [(&str, &str, &str); 3] = [
@@ -402,7 +401,7 @@ fn learned_skills_are_traced_to_the_tasks_they_were_learned_from() {
     let r = analyze(
         conn,
         &Selection::Experiment("demo".into()),
-        &CiMethod::default(),
+        &Scoring::default(),
     )
     .unwrap();
     let x = &r.exposure;

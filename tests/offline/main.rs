@@ -10,6 +10,7 @@ mod analysis;
 mod failure_categories;
 mod import;
 mod import_published;
+mod properties;
 mod report;
 mod rubric;
 mod scoring;

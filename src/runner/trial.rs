@@ -79,6 +79,51 @@ struct Evidence {
     exposure: Option<SkillExposure>,
 }
 
+impl Evidence {
+    /// Completes the exposure record with what the agent used — known when a trajectory was
+    /// written (`traced`) by an agent whose trajectory records a model's choices, else unknown;
+    /// `own`: skills the agent wrote (one-pass self-generation).
+    fn conclude(
+        &mut self,
+        env: &TrialEnv,
+        trial_dir: &std::path::Path,
+        traced: bool,
+        own: &[String],
+    ) {
+        let known = (traced && env.agent.reports_skill_use()).then_some(&self.skill_uses[..]);
+        if let Some(x) = self.exposure.as_mut() {
+            super::exposure::conclude(trial_dir, x, known, own);
+        }
+    }
+}
+
+/// Reads what the agent can see of skills, now, in its container ([`super::exposure`]), writes
+/// `agent/skill-exposure.json` and keeps it in `evidence`; returns the names of the visible
+/// skills that are not the harness's own.
+async fn read_exposure(
+    scope: &Scope<'_>,
+    container: &TrialContainer,
+    evidence: &mut Evidence,
+) -> Result<Vec<String>, Failed> {
+    let (job, env) = (scope.job, scope.env);
+    let exposure = super::exposure::capture(
+        container,
+        super::exposure::ScanInput {
+            task: &job.task,
+            condition: &job.condition,
+            trial_dir: &job.trial_dir,
+            agent: env.agent.name(),
+            builtins: env.agent.builtin_skills(),
+        },
+    )
+    .await;
+    super::exposure::write(&job.trial_dir, &exposure)
+        .map_err(|e| Failed::runner(e, "recording the skill exposure"))?;
+    let visible = exposure.condition_skill_names();
+    evidence.exposure = Some(exposure);
+    Ok(visible)
+}
+
 /// One attempt to run.
 pub struct TrialJob {
     /// The attempt's row (status `queued`).
@@ -551,22 +596,7 @@ async fn in_container(
         _ => task_instruction,
     };
     write_instruction(&agent_dir, &instruction)?;
-    // What the agent can see of skills, read now, in its container.
-    let exposure = super::exposure::capture(
-        container,
-        super::exposure::ScanInput {
-            task,
-            condition: &job.condition,
-            trial_dir: dir,
-            agent: env.agent.name(),
-            builtins: env.agent.builtin_skills(),
-        },
-    )
-    .await;
-    super::exposure::write(dir, &exposure)
-        .map_err(|e| Failed::runner(e, "recording the skill exposure"))?;
-    let visible = exposure.condition_skill_names();
-    evidence.exposure = Some(exposure);
+    let visible = read_exposure(scope, container, evidence).await?;
     let ctx = AgentContext {
         container,
         host: &env.host,
@@ -618,10 +648,7 @@ async fn in_container(
     };
     p.agent_exit_code = run.exit_code;
     let traced = record_trajectory(env, &ctx, &run, p, &mut evidence.skill_uses);
-    let known = (traced && env.agent.reports_skill_use()).then_some(&evidence.skill_uses[..]);
-    if let Some(x) = evidence.exposure.as_mut() {
-        super::exposure::conclude(dir, x, known, &[]);
-    }
+    evidence.conclude(env, dir, traced, &[]);
     if let Some(totals) = first_session {
         totals.add_to(p);
     }
@@ -647,10 +674,7 @@ async fn in_container(
         p.generated_skills = serde_json::to_value(&record).ok();
         // The skills the agent wrote are its own: its use of them counts.
         let own: Vec<String> = record.skills.iter().map(|s| s.dir_name.clone()).collect();
-        let known = (traced && env.agent.reports_skill_use()).then_some(&evidence.skill_uses[..]);
-        if let Some(x) = evidence.exposure.as_mut() {
-            super::exposure::conclude(dir, x, known, &own);
-        }
+        evidence.conclude(env, dir, traced, &own);
     }
     let agent_timed_out = run.end == ExecEnd::TimedOut;
 

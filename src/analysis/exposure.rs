@@ -7,8 +7,9 @@
 //! - **stray**: trials that saw a skill their condition should not show
 //!   ([`SkillExposure::stray`](crate::skillsbench::exposure::SkillExposure::stray)); a no-skills
 //!   or self-generated trial with one flags the run at the top of the report;
-//! - **built-ins**: trials whose harness offered its own skills to the model (0 when it was told
-//!   not to), and trials whose harness's built-ins were switched off;
+//! - **built-ins**: trials whose harness offered its own skills to the model — one found on disk
+//!   and enabled, or built-ins it was not told to switch off (0 when every trial switched them
+//!   off) — and trials whose harness's built-ins were switched off;
 //! - **used**: among trials with skills of their own (visible task, learned or generated skills
 //!   that are not stray, and what a self-generated agent wrote) whose trajectory can say, those
 //!   that used at least one of them; the share is `used / known` (undefined without a known
@@ -230,10 +231,15 @@ pub fn tally(
             c.stray += 1;
             stray.extend(s);
         }
+        // Offered: one found on disk and enabled, or built-ins the harness keeps inside its
+        // binary and was not told to switch off.
         c.with_builtins += usize::from(
             t.skills
                 .iter()
-                .any(|s| s.origin == Origin::Harness && s.enabled),
+                .any(|s| s.origin == Origin::Harness && s.enabled)
+                || t.builtins
+                    .as_ref()
+                    .is_some_and(|b| !b.switched_off && !b.names.is_empty()),
         );
         c.harness += usize::from(t.builtins.is_some());
         c.builtins_off += usize::from(t.builtins.as_ref().is_some_and(|b| b.switched_off));

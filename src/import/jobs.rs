@@ -155,6 +155,9 @@ struct Parsed {
     trajectory: Option<(String, i64, i64, i64, bool)>,
     tests: Option<(i64, i64)>,
     skill_uses: Vec<SkillUse>,
+    /// What its agent could see of skills, when skillscope wrote the trial folder
+    /// (`agent/skill-exposure.json`; Harbor's own folders have none).
+    exposure: Option<crate::skillsbench::exposure::SkillExposure>,
     /// The Harbor job folder holding the trial, and what the job planned.
     job: JobRef,
     /// The plan's failure category of a judged failure.
@@ -539,6 +542,12 @@ fn parse_trial(
         trajectory,
         tests,
         skill_uses,
+        exposure: safe_fs::read_capped(
+            &trial_dir.join(crate::skillsbench::exposure::TRIAL_EXPOSURE),
+            MAX_TRAJECTORY,
+        )
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok()),
     })
 }
 
@@ -700,6 +709,9 @@ fn write_batch(
                 })
                 .collect();
             queries::set_skill_uses(conn, id, &rows)?;
+        }
+        if let Some(x) = &p.exposure {
+            crate::store::exposure::record(conn, id, x)?;
         }
         st.imported += 1;
         st.touched.insert(run.id);

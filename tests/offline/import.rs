@@ -614,3 +614,49 @@ fn missing_trials_of_an_imported_job_count_zero() {
     assert_eq!(n, 3);
     assert!((rate - by_hand).abs() < 1e-12, "{rate}");
 }
+
+/// A trial folder skillscope wrote carries what its agent could see of skills: importing it
+/// keeps the record, so the imported run's report flags a no-skills trial that saw a skill.
+#[test]
+fn an_imported_trial_keeps_its_skill_exposure() {
+    let root = tempfile::tempdir().unwrap();
+    oracle_job(root.path(), "demo-noskills-01", 1, &["t1"], &[("t1", 1.0)]);
+    let trial = std::fs::read_dir(root.path().join("demo-noskills-01"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    std::fs::create_dir_all(trial.join("agent")).unwrap();
+    let record = serde_json::json!({
+        "captured_at": "2026-11-20T10:00:01Z",
+        "agent": "oracle",
+        "condition": "no-skills",
+        "workdir": "/root",
+        "folders": ["/root/.claude/skills"],
+        "skills": [{
+            "name": "planted", "dir": "planted", "path": "/root/.claude/skills/planted",
+            "paths": ["/root/.claude/skills/planted"], "origin": "other",
+            "sha256": "ab", "files": 1, "bytes": 10, "enabled": true
+        }],
+        "builtins": null,
+        "hash": "",
+        "error": null,
+        "used": {"state": "unknown", "skills": []}
+    });
+    std::fs::write(trial.join("agent/skill-exposure.json"), record.to_string()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.db")).unwrap();
+    import(&store, &opts(vec![root.path().to_path_buf()])).unwrap();
+    let conn = store.connect().unwrap();
+    let run = queries::list_runs(&conn).unwrap().remove(0);
+    assert_eq!(run.conditions, ["no-skills"]);
+    let r = skillscope::analysis::results::analyze(
+        &conn,
+        &skillscope::analysis::results::Selection::Runs(vec![run.name.clone()]),
+        &skillscope::analysis::ci::CiMethod::default(),
+    )
+    .unwrap();
+    let e = &r.exposure.conditions[0];
+    assert_eq!((e.recorded, e.stray, e.use_unknown), (1, 1, 0), "{e:#?}");
+    assert_eq!(r.exposure.flags.len(), 1, "{:?}", r.exposure.flags);
+}

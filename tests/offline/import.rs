@@ -653,7 +653,7 @@ fn an_imported_trial_keeps_its_skill_exposure() {
     let r = skillscope::analysis::results::analyze(
         &conn,
         &skillscope::analysis::results::Selection::Runs(vec![run.name.clone()]),
-        &skillscope::analysis::ci::CiMethod::default(),
+        &skillscope::analysis::results::Scoring::default(),
     )
     .unwrap();
     let e = &r.exposure.conditions[0];

@@ -65,6 +65,11 @@ pub enum Command {
     /// the key accepted, the routes the pipeline calls), the provider's key and model, every
     /// Docker host and its disk, the task set. One table; exit 4 when a check failed.
     Preflight(PreflightArgs),
+    /// What an experiment's plan will cost and take, and what its comparisons can detect: per
+    /// condition and in total the trials, the projected cost with its interval and source, the
+    /// wall time at the configured concurrency, and each hypothesis's minimum detectable effect
+    /// at 80 % power (α = 0.05, paired over tasks) with the tasks or trials an effect needs.
+    Plan(PlanArgs),
     /// Ask the engine of a run to retry trials (picked up from the database).
     Retry(RetryArgs),
     /// Ask the engine of a run to cancel a queued or running trial.
@@ -366,6 +371,25 @@ pub struct PreflightArgs {
     /// Acontext connection (over the plan's `[acontext]`).
     #[command(flatten)]
     pub acontext: AcontextArgs,
+}
+
+/// `skillscope plan`.
+#[derive(Debug, Args, Clone)]
+pub struct PlanArgs {
+    /// The plan (TOML; see docs/learning.md).
+    pub plan: PathBuf,
+    /// SQLite database [default: skillscope.db]: round 1's trials, or imported runs of the same
+    /// agent and model, make the estimates.
+    #[arg(long, env = "SKILLSCOPE_DB")]
+    pub db: Option<PathBuf>,
+    /// The effect, in percentage points, the inverse answers are for (tasks, or trials per task,
+    /// needed to detect it) [default: the paper's +16.2 pp for B − A, 5 pp for the round-2
+    /// hypotheses].
+    #[arg(long, value_name = "PP")]
+    pub effect: Option<f64>,
+    /// Print JSON for scripts.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `skillscope acontext-standin`.

@@ -56,6 +56,7 @@ fn main() {
             Command::Learn(args) => commands::learn::execute(args).await,
             Command::Export(args) => commands::export::execute(args).await.map(|()| 0),
             Command::Experiment(args) => commands::experiment::execute(*args).await,
+            Command::Plan(args) => commands::plan::execute(args).map(|()| 0),
             Command::Preflight(args) => commands::preflight::execute(args).await,
             Command::Retry(args) => commands::retry::retry(args).map(|()| 0),
             Command::Cancel(sel) => commands::retry::cancel(sel).map(|()| 0),

@@ -1,15 +1,18 @@
 //! Scoring: pass rates the way the SkillsBench paper computes them, their confidence intervals,
-//! the evaluation plan's comparisons and breakdowns, the paper's reference numbers, and the
-//! skill quality rubric.
+//! the evaluation plan's comparisons and breakdowns, the paper's reference numbers, the skill
+//! quality rubric, and — before the money is spent — power and the plan's cost ([`power`],
+//! [`forecast`]).
 
 pub mod ci;
 pub mod exposure;
 pub mod failure_category;
+pub mod forecast;
 pub mod hypotheses;
 pub mod invocations;
 pub mod metrics;
 pub mod paper;
 pub mod pass_at_k;
+pub mod power;
 pub mod readiness;
 pub mod results;
 pub mod rubric;

@@ -37,7 +37,7 @@ pub struct Projection {
 }
 
 /// Mean and sample standard deviation (0 for fewer than two values).
-fn mean_sd(xs: &[f64]) -> Option<(f64, f64)> {
+pub(crate) fn mean_sd(xs: &[f64]) -> Option<(f64, f64)> {
     if xs.is_empty() {
         return None;
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use color_eyre::eyre::Result;
 
-use super::shared::plan::{DryRun, load_plan, run_args};
+use super::shared::plan_setup::{DryRun, load_plan, run_args};
 use super::shared::session::Signals;
 use super::shared::table::{comparisons_table, conditions_table};
 use crate::cli::{ExperimentArgs, exit_code};
@@ -104,6 +104,7 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
         return Ok(exit_code::CHECK_FAILED);
     }
     let (setup, db, mut exp) = prepare(&args, plan, dry.as_ref())?;
+    print_plan(&exp, &setup);
     let starts = super::shared::session::record_run_starts(&exp.engine);
     let setup_reports = setup.plan.reports_dir.clone();
     let log = super::shared::session::run_log(&db, &setup.plan.name());
@@ -153,6 +154,31 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     } else {
         exit_code::STOPPED
     })
+}
+
+/// Prints what the experiment's remaining trials will cost and take and what its comparisons can
+/// detect (`skillscope plan`'s tables), on stderr beside the progress; the round boundary says it
+/// again in the event log. A forecast that cannot be made is a one-line note.
+fn print_plan(exp: &Experiment, setup: &ExperimentSetup) {
+    let inputs = crate::experiment::forecast::Inputs {
+        plan: &setup.plan,
+        round1: &setup.round1,
+        effect_pp: None,
+    };
+    let f = exp
+        .store
+        .connect()
+        .map_err(color_eyre::eyre::Report::from)
+        .and_then(|c| Ok(crate::experiment::forecast::forecast(Some(&c), &inputs)?));
+    match f {
+        Ok(f) => {
+            crate::errln!("plan of experiment {}:", setup.plan.name());
+            for line in super::shared::forecast::print_lines(&f) {
+                crate::errln!("{line}");
+            }
+        }
+        Err(e) => crate::errln!("note: no plan of the experiment ({e})"),
+    }
 }
 
 /// Writes the finished experiment's report (Markdown with charts, JSON, CSV) to

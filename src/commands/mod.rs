@@ -7,6 +7,7 @@ pub mod experiment;
 pub mod export;
 pub mod import;
 pub mod learn;
+pub mod plan;
 pub mod preflight;
 pub mod report;
 pub mod retry;

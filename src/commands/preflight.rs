@@ -11,7 +11,7 @@ use crate::cli::{PreflightArgs, exit_code};
 /// A plan or settings that cannot be read.
 pub async fn execute(args: PreflightArgs) -> Result<i32> {
     let (plan, _) =
-        super::shared::plan::load_plan(Some(&args.plan), args.db.clone(), false).await?;
+        super::shared::plan_setup::load_plan(Some(&args.plan), args.db.clone(), false).await?;
     let inputs = super::shared::preflight::for_plan(&plan, args.db.clone(), &args.acontext, None)?;
     let checked = crate::preflight::run(&inputs).await;
     if args.json {

@@ -22,6 +22,7 @@
 //! learned), every space exported.
 
 pub mod dry_run;
+pub mod forecast;
 pub mod plan;
 pub mod selection;
 pub mod split;
@@ -394,6 +395,8 @@ impl Experiment {
                     .await;
                     req.name = Some(r2.clone());
                     req.conditions = conditions;
+                    // Before round 2 is paid for: what it costs and what it can detect.
+                    self.say_forecast(setup, &r1, 2).await;
                     // The budget is the experiment's: round 2 gets what round 1 left.
                     if let Some(max) = req.settings.max_cost_usd {
                         let spent = self.spent_on(&r1).await?;

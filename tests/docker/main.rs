@@ -14,6 +14,7 @@ mod harbor_conformance;
 mod harbor_environments;
 mod harness_agents;
 mod outcomes;
+mod plan;
 mod preflight;
 mod read_only;
 mod resume;

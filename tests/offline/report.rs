@@ -129,26 +129,54 @@ fn every_format_is_written_and_carries_the_same_numbers() {
         r.results.comparisons[0].delta_pp
     );
 
-    // CSV: the per-task table alone gives every condition's pass rate back.
-    let mut per_cond: std::collections::BTreeMap<String, (f64, usize)> = Default::default();
+    // CSV: the per-task table alone gives every condition's pass rate back, and its standard
+    // error sd(per-task means)/√n beside the CI (and Δ's, sd of the paired differences/√n).
+    let mut per_cond: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     let mut rd = csv::Reader::from_path(out.path().join("per_task.csv")).unwrap();
     for rec in rd.records() {
         let rec = rec.unwrap();
-        let e = per_cond.entry(rec[3].to_string()).or_default();
-        e.0 += rec[4].parse::<f64>().unwrap();
-        e.1 += 1;
+        per_cond
+            .entry(rec[3].to_string())
+            .or_default()
+            .push(rec[4].parse::<f64>().unwrap());
     }
+    let se = |x: &[f64]| {
+        let n = x.len() as f64;
+        let m = x.iter().sum::<f64>() / n;
+        (x.iter().map(|v| (v - m).powi(2)).sum::<f64>() / (n - 1.0) / n).sqrt()
+    };
     let mut rd = csv::Reader::from_path(out.path().join("conditions.csv")).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let se_col = head.iter().position(|h| h == "se").unwrap();
     let mut n = 0;
     for rec in rd.records() {
         let rec = rec.unwrap();
-        let (sum, tasks) = per_cond[&rec[0]];
-        assert_eq!(tasks, 86);
+        let means = &per_cond[&rec[0]];
+        assert_eq!(means.len(), 86);
         let rate: f64 = rec[3].parse().unwrap();
-        assert!((sum / tasks as f64 - rate).abs() < 1e-12, "{}", &rec[0]);
+        assert!(
+            (means.iter().sum::<f64>() / 86.0 - rate).abs() < 1e-12,
+            "{}",
+            &rec[0]
+        );
+        let got: f64 = rec[se_col].parse().unwrap();
+        assert!((got - se(means)).abs() < 1e-12, "{}: SE {got}", &rec[0]);
         n += 1;
     }
     assert_eq!(n, 2);
+    let d: Vec<f64> = per_cond["curated"]
+        .iter()
+        .zip(&per_cond["no-skills"])
+        .map(|(a, b)| a - b)
+        .collect();
+    let mut rd = csv::Reader::from_path(out.path().join("comparisons.csv")).unwrap();
+    let head = rd.headers().unwrap().clone();
+    let col = head.iter().position(|h| h == "delta_se_pp").unwrap();
+    let rec = rd.records().next().unwrap().unwrap();
+    let got: f64 = rec[col].parse().unwrap();
+    assert!((got - se(&d) * 100.0).abs() < 1e-9, "Δ SE {got}");
+    // In report.md the SE has its own column right after the CI's.
+    assert!(md.contains(&format!("] | {:.1} |", se(&d) * 100.0)), "{md}");
     // The no-reward column holds the infrastructure failures.
     let text = std::fs::read_to_string(out.path().join("conditions.csv")).unwrap();
     let head: Vec<&str> = text.lines().next().unwrap().split(',').collect();

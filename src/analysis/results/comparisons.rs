@@ -37,6 +37,9 @@ pub struct Comparison {
     pub delta_undefined: Option<String>,
     /// CI of Δ (paired bootstrap over the matched tasks), percentage points.
     pub delta_ci_pp: Option<Ci>,
+    /// Standard error of Δ over the matched tasks, percentage points: `sd(paired differences)/√n`
+    /// ([`crate::analysis::power::se_paired`], Miller 2024); `None` below two tasks.
+    pub delta_se_pp: Option<f64>,
     /// Why there is no CI.
     pub ci_undefined: Option<String>,
     /// Normalized gain g over the matched tasks.
@@ -216,6 +219,7 @@ pub(super) fn compare(
         delta_pp: None,
         delta_undefined: None,
         delta_ci_pp: method.paired_difference(&vw, &vwo).map(|c| c.scaled(100.0)),
+        delta_se_pp: crate::analysis::power::se_paired(&vw, &vwo).map(|s| s * 100.0),
         ci_undefined: ci::why_undefined(idx.len()),
         g: None,
         g_undefined: None,

@@ -29,6 +29,9 @@ pub struct ConditionResult {
     pub ci: Option<Ci>,
     /// Why there is no CI (fewer than 2 tasks).
     pub ci_undefined: Option<String>,
+    /// Its standard error, fraction: `sd(per-task means)/√n` over the tasks it ran, clustered by
+    /// task ([`crate::analysis::power::se_of_mean`], Miller 2024); `None` below two tasks.
+    pub se: Option<f64>,
     /// pass@1 over the same tasks: per task the share of planned trials that succeeded (reward ≥
     /// the pass threshold), then the mean. Equal to Method D when every reward is 0 or 1 and the
     /// threshold is 1.
@@ -159,6 +162,7 @@ fn one(
         pass_rate: 0.0,
         ci: None,
         ci_undefined: None,
+        se: None,
         pass_at_1: 0.0,
         n_tasks: 0,
         planned: 0,
@@ -219,6 +223,7 @@ fn one(
     );
     c.ci = scoring.ci.mean(&ran);
     c.ci_undefined = ci::why_undefined(ran.len());
+    c.se = crate::analysis::power::se_of_mean(&ran);
     let judged: Vec<f64> = c.per_task_judged_mean.iter().flatten().copied().collect();
     c.pass_rate_judged = (!judged.is_empty()).then(|| mean_of(&judged));
     c

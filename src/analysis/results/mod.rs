@@ -230,6 +230,8 @@ pub struct SubsetCondition {
     pub ci: Option<Ci>,
     /// Why there is no CI.
     pub ci_undefined: Option<String>,
+    /// Its clustered standard error, fraction ([`ConditionResult::se`]); `None` below two tasks.
+    pub se: Option<f64>,
     /// Tasks it ran.
     pub n_tasks: usize,
 }

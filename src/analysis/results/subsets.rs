@@ -89,6 +89,7 @@ pub(super) fn subset(
                 pass_rate: c.pass_rate,
                 ci: c.ci,
                 ci_undefined: c.ci_undefined.clone(),
+                se: c.se,
                 n_tasks: c.n_tasks,
             })
             .collect(),

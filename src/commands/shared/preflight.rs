@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use color_eyre::eyre::Result;
 use comfy_table::{Cell, Table, presets::UTF8_FULL_CONDENSED};
 
-use super::plan::DryRun;
+use super::plan_setup::DryRun;
 use crate::acontext::AcontextConfig;
 use crate::acontext::learn::StatusMode;
 use crate::cli::AcontextArgs;
@@ -25,7 +25,7 @@ pub fn for_plan(
     acontext: &AcontextArgs,
     dry: Option<&DryRun>,
 ) -> Result<Inputs> {
-    let args = super::plan::run_args(plan, if dry.is_some() { None } else { db });
+    let args = super::plan_setup::run_args(plan, if dry.is_some() { None } else { db });
     let file = crate::config::FileConfig::load(args.config.as_deref())?;
     let (run, db) = super::request::build_request(&args, &file)?;
     let settings = super::acontext::acontext_settings(acontext, Some(&plan.acontext))?;

@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::{
     ChartKind, ChartSpec, chart, ci_head, ci_pct, ci_pp, gain, header, or_why, pct, pp, row,
+    se_cell,
 };
 use crate::analysis::results::{Change, GroupRow, Results};
 use crate::report::md_cell;
@@ -107,8 +108,8 @@ pub(super) fn held_out(out: &mut String, r: &Results) {
         let ci = ci_head(r, "");
         header(
             out,
-            &["Condition", "Pass rate", &ci, "Tasks"],
-            &[false, true, true, true],
+            &["Condition", "Pass rate", &ci, "SE (%)", "Tasks"],
+            &[false, true, true, true, true],
         );
         for c in &sub.conditions {
             row(
@@ -117,6 +118,7 @@ pub(super) fn held_out(out: &mut String, r: &Results) {
                     md_cell(&c.label),
                     pct(c.pass_rate),
                     or_why(c.ci.map(|x| ci_pct(Some(x))), &c.ci_undefined),
+                    se_cell(c.se.map(|s| s * 100.0)),
                     c.n_tasks.to_string(),
                 ],
             );
@@ -133,9 +135,10 @@ pub(super) fn held_out(out: &mut String, r: &Results) {
                     "Without",
                     "Δ (pp)",
                     &ci,
+                    "SE (pp)",
                     "g",
                 ],
-                &[false, true, true, true, true, true, true],
+                &[false, true, true, true, true, true, true, true],
             );
             for c in &sub.comparisons {
                 row(
@@ -147,6 +150,7 @@ pub(super) fn held_out(out: &mut String, r: &Results) {
                         c.p_without.map_or_else(|| "—".into(), pct),
                         or_why(c.delta_pp.map(pp), &c.delta_undefined),
                         or_why(c.delta_ci_pp.map(|x| ci_pp(Some(x))), &c.ci_undefined),
+                        se_cell(c.delta_se_pp),
                         or_why(c.g.map(|g| gain(Some(g))), &c.g_undefined),
                     ],
                 );
@@ -198,6 +202,7 @@ pub(super) fn comparisons(out: &mut String, r: &Results) {
             "Without",
             "Δ (pp)",
             &ci,
+            "SE (pp)",
             "g",
             "Δ, judged trials only (pp)",
             "Improved",
@@ -206,7 +211,7 @@ pub(super) fn comparisons(out: &mut String, r: &Results) {
             "Not run on one side",
         ],
         &[
-            false, true, true, true, true, true, true, true, true, true, true, true,
+            false, true, true, true, true, true, true, true, true, true, true, true, true,
         ],
     );
     for c in &r.comparisons {
@@ -222,6 +227,7 @@ pub(super) fn comparisons(out: &mut String, r: &Results) {
                     r.exposure.notes_of(&c.name),
                 ),
                 or_why(c.delta_ci_pp.map(|x| ci_pp(Some(x))), &c.ci_undefined),
+                se_cell(c.delta_se_pp),
                 or_why(c.g.map(|g| gain(Some(g))), &c.g_undefined),
                 c.delta_pp_judged.map_or_else(|| "—".into(), pp),
                 c.improved.to_string(),
@@ -231,7 +237,7 @@ pub(super) fn comparisons(out: &mut String, r: &Results) {
             ],
         );
     }
-    out.push_str("\nEach comparison is paired over the tasks both conditions ran (*Tasks compared*; `all N` when that is every task): the pass rates in the row, Δ, its CI (a paired bootstrap over those tasks) and g are over them, and improved / degraded / unchanged count them by their mean reward. A task only one side ran is not run on the other — listed under Task-level changes, never counted 0.\n\n");
+    out.push_str("\nEach comparison is paired over the tasks both conditions ran (*Tasks compared*; `all N` when that is every task): the pass rates in the row, Δ, its CI (a paired bootstrap over those tasks), its standard error and g are over them, and improved / degraded / unchanged count them by their mean reward. A task only one side ran is not run on the other — listed under Task-level changes, never counted 0. *SE* is the standard error beside the bootstrap CI: of Δ, sd of the paired per-task differences / √n; of a pass rate, sd of the per-task means / √n — the clustered standard errors of Miller 2024 (arXiv:2411.00640), tasks as clusters; ±1.96·SE is the normal approximation of the same interval.\n\n");
 }
 
 /// `all 19` or `1 of 19`.

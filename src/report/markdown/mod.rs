@@ -45,6 +45,11 @@ pub fn or_why(text: Option<String>, why: &Option<String>) -> String {
     }
 }
 
+/// A standard error in percent or percentage points (`4.1`), `—` below two tasks.
+pub fn se_cell(se: Option<f64>) -> String {
+    se.map_or_else(|| "—".into(), |s| format!("{s:.1}"))
+}
+
 /// The header of a CI column: `95% CI (10,000 resamples, seed 20260212)`, `unit` after `CI`.
 fn ci_head(r: &Results, unit: &str) -> String {
     format!("95% CI{unit} ({})", r.ci_method.short())
@@ -253,6 +258,7 @@ fn conditions(out: &mut String, r: &Results, specs: &[ChartSpec]) {
             "Skills",
             "Pass rate (Method D)",
             &ci,
+            "SE (%)",
             &pass1,
             "Tasks",
             "Done / planned",
@@ -262,7 +268,7 @@ fn conditions(out: &mut String, r: &Results, specs: &[ChartSpec]) {
             "Method D over judged trials only",
         ],
         &[
-            false, false, false, true, true, true, true, true, true, true, true, true,
+            false, false, false, true, true, true, true, true, true, true, true, true, true,
         ],
     );
     for c in &r.conditions {
@@ -274,6 +280,7 @@ fn conditions(out: &mut String, r: &Results, specs: &[ChartSpec]) {
                 md_cell(&c.condition),
                 pct(c.pass_rate),
                 or_why(c.ci.map(|x| ci_pct(Some(x))), &c.ci_undefined),
+                se_cell(c.se.map(|s| s * 100.0)),
                 pct(c.pass_at_1),
                 c.n_tasks.to_string(),
                 format!("{} / {}", c.done, c.planned),

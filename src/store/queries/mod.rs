@@ -1,0 +1,142 @@
+//! SQL for runs, tasks, trials, commands and events, one file per table group. Every function
+//! takes a `&Connection`, so it works inside a writer job (a transaction) and on a reader
+//! connection alike.
+
+mod commands;
+mod events;
+mod patch;
+mod plans;
+mod runs;
+mod skill_uses;
+mod summaries;
+mod trials;
+
+pub use commands::*;
+pub use events::*;
+pub use patch::*;
+pub use plans::*;
+pub use runs::*;
+pub use skill_uses::*;
+pub use summaries::*;
+pub use trials::*;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::StoreError;
+    use crate::store::model::*;
+    use rusqlite::Connection;
+
+    fn db() -> Connection {
+        let mut c = Connection::open_in_memory().unwrap();
+        crate::store::schema::migrations()
+            .to_latest(&mut c)
+            .unwrap();
+        c
+    }
+
+    fn new_run(c: &Connection) -> RunRow {
+        insert_run(
+            c,
+            &NewRun {
+                name: "r".into(),
+                tasks_dir: "/t".into(),
+                agent: "oracle".into(),
+                model: None,
+                n_trials: 2,
+                conditions: vec!["no-skills".into(), "curated".into()],
+                jobs_dir: "/j".into(),
+                settings: serde_json::json!({}),
+            },
+        )
+        .unwrap()
+    }
+
+    fn name(k: &TrialKey, a: u32) -> String {
+        format!("{}__{}{}{}", k.task_id, k.condition, k.trial_index, a)
+    }
+
+    #[test]
+    fn plan_is_idempotent_and_ordered() {
+        let c = db();
+        let run = new_run(&c);
+        let tasks = vec!["b".to_string(), "a".to_string()];
+        assert_eq!(plan_trials(&c, &run, &tasks, &name).unwrap(), 8);
+        assert_eq!(plan_trials(&c, &run, &tasks, &name).unwrap(), 0);
+        let q = queued_trials(&c, run.id).unwrap();
+        let order: Vec<(u32, &str)> = q
+            .iter()
+            .map(|t| (t.trial_index, t.task_id.as_str()))
+            .collect();
+        assert_eq!(order[..4], [(1, "a"), (1, "a"), (1, "b"), (1, "b")]);
+    }
+
+    #[test]
+    fn retry_and_requeue_keep_history() {
+        let c = db();
+        let run = new_run(&c);
+        plan_trials(&c, &run, &["a".to_string()], &name).unwrap();
+        let t = queued_trials(&c, run.id).unwrap().remove(0);
+        patch_trial(
+            &c,
+            t.id,
+            &TrialPatch {
+                status: Some(TrialStatus::Agent),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let closed = requeue_active(&c, run.id, &name).unwrap();
+        assert_eq!(closed.len(), 1);
+        let attempts = trial_attempts(&c, run.id, &t.key()).unwrap();
+        assert_eq!(attempts.len(), 2);
+        assert_eq!(attempts[0].outcome, Some(Outcome::Interrupted));
+        assert!(attempts[0].superseded);
+        assert_eq!(attempts[1].status, TrialStatus::Queued);
+        assert_eq!(attempts[1].attempt, 2);
+        assert_eq!(current_trials(&c, run.id).unwrap().len(), 4);
+    }
+
+    #[test]
+    fn claim_refuses_live_owner() {
+        let c = db();
+        let run = new_run(&c);
+        let me = std::process::id();
+        let dead = {
+            let mut child = std::process::Command::new("true").spawn().unwrap();
+            let pid = child.id();
+            child.wait().unwrap();
+            pid
+        };
+        // A fresh owner on another host blocks; the same owner may re-claim.
+        claim_run(&c, run.id, me, "other-host", 30).unwrap();
+        assert!(matches!(
+            claim_run(&c, run.id, dead, "this-host", 30),
+            Err(StoreError::Conflict(_))
+        ));
+        claim_run(&c, run.id, me, "other-host", 30).unwrap();
+        // After a release anyone may.
+        release_run(&c, run.id, false, Some("test")).unwrap();
+        claim_run(&c, run.id, dead, "this-host", 30).unwrap();
+        // An owner on this host whose process is gone (kill -9) is stale at once…
+        claim_run(&c, run.id, me, "this-host", 30).unwrap();
+        // …but a live one is not.
+        assert!(matches!(
+            claim_run(&c, run.id, dead, "this-host", 30),
+            Err(StoreError::Conflict(_))
+        ));
+    }
+
+    #[test]
+    fn commands_round_trip() {
+        let c = db();
+        let run = new_run(&c);
+        plan_trials(&c, &run, &["a".to_string()], &name).unwrap();
+        let t = queued_trials(&c, run.id).unwrap().remove(0);
+        let id = insert_command(&c, run.id, CommandKind::Retry, t.id).unwrap();
+        let p = pending_commands(&c, run.id).unwrap();
+        assert_eq!(p[0].kind, CommandKind::Retry);
+        close_command(&c, id, false, "still queued").unwrap();
+        assert!(pending_commands(&c, run.id).unwrap().is_empty());
+    }
+}

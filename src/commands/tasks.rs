@@ -14,8 +14,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::console::table::{Column, Fitted, fit, terminal_width};
 use color_eyre::eyre::{Result, WrapErr};
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::analysis::readiness::logs::Log;
 use crate::analysis::readiness::{
@@ -79,17 +79,32 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
         );
         return Ok(code);
     }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header([
-        "task",
-        "domain",
-        "difficulty",
-        "agent s",
-        "verifier s",
-        "skills",
-        "problems",
-    ]);
+    println!("{}", tasks_table(&set, terminal_width()));
+    println!(
+        "{} tasks in {} · {} skills ({} invalid) · {} tasks cannot run",
+        set.tasks.len(),
+        set.root.display(),
+        set.tasks.iter().map(|t| t.skills.len()).sum::<usize>(),
+        invalid_skills,
+        bad_tasks
+    );
+    Ok(code)
+}
+
+/// The tasks of `set` as a table fitted to `width` columns ([`crate::console::table`]): id,
+/// domain, difficulty, agent and verifier timeouts (`—` when `task.toml` could not be read: none
+/// are made up), skills, and every problem of the task and of its skills.
+pub fn tasks_table(set: &TaskSet, width: Option<u16>) -> Fitted {
+    let header = [
+        Column::new("task"),
+        Column::new("domain"),
+        Column::new("difficulty").short("diff"),
+        Column::new("agent s").short("agt s"),
+        Column::new("verifier s").short("ver s"),
+        Column::new("skills").short("sk"),
+        Column::new("problems").text(),
+    ];
+    let mut rows = Vec::new();
     for task in &set.tasks {
         let bad: Vec<String> = task
             .skills
@@ -109,27 +124,20 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
             .collect();
         let mut problems = task.problems.clone();
         problems.extend(bad);
-        t.add_row(vec![
-            task.id.clone(),
-            task.domain.clone(),
-            task.difficulty.clone(),
+        // Task folders are untrusted: their names and metadata reach the terminal sanitized.
+        let clean = crate::text::sanitize;
+        rows.push(vec![
+            clean(&task.id),
+            clean(&task.domain),
+            clean(&task.difficulty),
             // An invalid task.toml has no timeouts of its own: none are made up.
             timeout_cell(task, task.config.agent.timeout_sec),
             timeout_cell(task, task.config.verifier.timeout_sec),
             task.skills.len().to_string(),
-            problems.join("\n"),
+            clean(&problems.join("\n")),
         ]);
     }
-    println!("{t}");
-    println!(
-        "{} tasks in {} · {} skills ({} invalid) · {} tasks cannot run",
-        set.tasks.len(),
-        set.root.display(),
-        set.tasks.iter().map(|t| t.skills.len()).sum::<usize>(),
-        invalid_skills,
-        bad_tasks
-    );
-    Ok(code)
+    fit(&header, rows, width)
 }
 
 /// A timeout of `task` for the table: seconds, or `—` when its `task.toml` could not be read.
@@ -218,7 +226,9 @@ async fn check(args: TasksArgs) -> Result<i32> {
         ));
     }
     let counts = readiness::counts(&outcome.run.conditions, &rows);
-    let table = readiness_table(&outcome.run.conditions, &rows);
+    // The file is read at any width: its table is not fitted to this terminal.
+    let file_table = readiness_table(&outcome.run.conditions, &rows, None);
+    let table = readiness_table(&outcome.run.conditions, &rows, terminal_width());
     let summary = summary_line(&outcome.run.conditions, &counts);
     let check = HealthCheck {
         run: outcome.run.name.clone(),
@@ -236,7 +246,7 @@ async fn check(args: TasksArgs) -> Result<i32> {
     let json = serde_json::to_string_pretty(&check)?;
     for (path, text) in [
         (&json_path, json.clone()),
-        (&text_path, format!("{table}\n{summary}\n")),
+        (&text_path, format!("{file_table}\n{summary}\n")),
         (&md_path, readiness::markdown::render(&check)),
     ] {
         std::fs::write(path, text).wrap_err_with(|| path.display().to_string())?;
@@ -307,19 +317,22 @@ fn summary_line(conditions: &[String], counts: &readiness::ReadinessCounts) -> S
     s
 }
 
-/// The health check's table: task, builds?, oracle reward per condition, image build seconds per
-/// condition, time, and the cause with its evidence (one per condition when they differ).
-fn readiness_table(conditions: &[String], rows: &[TaskReadiness]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    let mut header = vec!["task".to_string(), "builds?".to_string()];
-    header.extend(conditions.iter().cloned());
+/// The health check's table fitted to `width` columns ([`crate::console::table`]; `None` for the
+/// file): task, builds?, oracle reward per condition, image build seconds per condition, time,
+/// and the cause with its evidence (one per condition when they differ).
+pub fn readiness_table(
+    conditions: &[String],
+    rows: &[TaskReadiness],
+    width: Option<u16>,
+) -> Fitted {
+    let mut header = vec![Column::new("task"), Column::new("builds?")];
+    header.extend(conditions.iter().map(Column::new));
     header.extend([
-        format!("build s ({})", conditions.join(" / ")),
-        "time s".to_string(),
-        "reason (evidence)".to_string(),
+        Column::new(format!("build s ({})", conditions.join(" / "))).short("build s"),
+        Column::new("time s"),
+        Column::new("reason (evidence)").text(),
     ]);
-    t.set_header(header);
+    let mut table = Vec::new();
     for r in rows {
         let mut cells = vec![r.task.clone(), r.builds.clone()];
         for c in conditions {
@@ -343,10 +356,10 @@ fn readiness_table(conditions: &[String], rows: &[TaskReadiness]) -> Table {
             } {
             r.reasons
                 .iter()
-                .map(|(c, cause)| format!("{c}: {}", cause.describe(120)))
+                .map(|(c, cause)| format!("{c}: {}", cause.describe(300)))
                 .collect()
         } else {
-            r.reason.iter().map(|c| c.describe(160)).collect()
+            r.reason.iter().map(|c| c.describe(400)).collect()
         };
         if let Some(d) = &r.differ {
             reason.insert(0, format!("conditions differ: {d}"));
@@ -355,9 +368,9 @@ fn readiness_table(conditions: &[String], rows: &[TaskReadiness]) -> Table {
             reason.push(format!("clamped: {note}"));
         }
         cells.push(crate::text::sanitize(&reason.join("\n")));
-        t.add_row(cells);
+        table.push(cells);
     }
-    t
+    fit(&header, table, width)
 }
 
 /// Largest end of a log read for the health check.

@@ -4,8 +4,8 @@
 use std::path::Path;
 use std::time::Instant;
 
+use crate::console::table::{Column, fit, terminal_width};
 use color_eyre::eyre::Result;
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use crate::store::Store;
 
@@ -140,18 +140,22 @@ pub(crate) fn analysis_bench(
             ),
         ));
     }
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED);
-    table.set_header(vec!["analysis", "trials", "time", "result"]);
+    let columns = [
+        Column::new("analysis"),
+        Column::new("trials"),
+        Column::new("time"),
+        Column::new("result").text(),
+    ];
+    let mut table: Vec<Vec<String>> = Vec::new();
     for (label, took, what) in rows {
-        table.add_row(vec![
+        table.push(vec![
             label.to_string(),
             n.to_string(),
             format!("{:.3}s", took.as_secs_f64()),
             what,
         ]);
     }
-    println!("{table}");
+    println!("{}", fit(&columns, table, terminal_width()));
     println!(
         "({} resamples per CI; store generated in {:.1}s; targets at 1,000,000 trials: full analysis ≤ 1 s, report ≤ 3 s)",
         crate::text::thousands(resamples),

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::console::table::{Column, fit, terminal_width};
 use color_eyre::eyre::{Result, WrapErr, eyre};
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 
 use super::peak_rss_kib;
 
@@ -44,16 +44,15 @@ pub(crate) fn import_bench(trials: usize, keep: Option<PathBuf>) -> Result<()> {
     let tmp = tempfile::tempdir()?;
     let base = keep.unwrap_or_else(|| tmp.path().to_path_buf());
     let quarter = (trials / 4).max(1);
-    let mut table = Table::new();
-    table.load_preset(UTF8_FULL_CONDENSED);
-    table.set_header([
-        "trial folders",
-        "generated",
-        "import wall",
-        "trials/s",
-        "peak memory",
-        "imported",
-    ]);
+    let columns = [
+        Column::new("trial folders").short("trials"),
+        Column::new("generated").short("gen"),
+        Column::new("import wall").short("wall"),
+        Column::new("trials/s"),
+        Column::new("peak memory").short("peak"),
+        Column::new("imported").text(),
+    ];
+    let mut table: Vec<Vec<String>> = Vec::new();
     for (label, n) in [("quarter", quarter), ("full", trials)] {
         let dir = base.join(format!("jobs-{label}"));
         let t0 = Instant::now();
@@ -63,7 +62,7 @@ pub(crate) fn import_bench(trials: usize, keep: Option<PathBuf>) -> Result<()> {
         let _ = std::fs::remove_file(&db);
         let (wall, peak, out) = timed_import(&dir, &db)?;
         let imported = out.lines().next().unwrap_or("").to_string();
-        table.add_row(vec![
+        table.push(vec![
             n.to_string(),
             format!("{generated:.1}s"),
             format!("{wall:.2}s"),
@@ -72,7 +71,7 @@ pub(crate) fn import_bench(trials: usize, keep: Option<PathBuf>) -> Result<()> {
             imported,
         ]);
     }
-    println!("{table}");
+    println!("{}", fit(&columns, table, terminal_width()));
     println!(
         "(the wall time includes process start and opening the database; target ≥ 2,000 trials/s, memory flat)"
     );

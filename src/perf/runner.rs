@@ -5,8 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::console::table::{Column, fit, terminal_width};
 use color_eyre::eyre::{Result, WrapErr, eyre};
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use tokio_util::sync::CancellationToken;
 
 use super::{mean, median, secs_between};
@@ -153,10 +153,8 @@ pub(crate) async fn runner(
         )
     };
 
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_header(["measurement", "value"]);
-    t.add_row(vec![
+    let mut t: Vec<Vec<String>> = Vec::new();
+    t.push(vec![
         format!(
             "machine: {} CPUs",
             std::thread::available_parallelism()
@@ -165,7 +163,7 @@ pub(crate) async fn runner(
         ),
         format!("image {image}"),
     ]);
-    t.add_row(vec![
+    t.push(vec![
         format!("floor: docker run --rm <image> true (×{trials}, serial)"),
         format!(
             "mean {:.3}s · median {:.3}s{}",
@@ -174,7 +172,7 @@ pub(crate) async fn runner(
             cpu(floor_cpu, floor_stack)
         ),
     ]);
-    t.add_row(vec![
+    t.push(vec![
         format!("skillscope trivial trial (×{trials}, concurrency 1)"),
         format!(
             "wall/trial {serial_per:.3}s · start→end median {:.3}s{}",
@@ -182,11 +180,11 @@ pub(crate) async fn runner(
             cpu(ours_cpu, ours_stack)
         ),
     ]);
-    t.add_row(vec![
+    t.push(vec![
         "ratio: skillscope wall/trial ÷ floor mean (target ≤ 1.5)".to_string(),
         format!("{:.2}×", serial_per / mean(&floor)),
     ]);
-    t.add_row(vec![
+    t.push(vec![
         format!("floor: concurrency {concurrency} vs serial"),
         format!(
             "{floor_par:.2}s vs {floor_serial:.2}s → {:.2} of serial",
@@ -195,7 +193,7 @@ pub(crate) async fn runner(
     ]);
     let ours_ratio = par_wall.as_secs_f64() / serial_wall.as_secs_f64();
     let floor_ratio = floor_par / floor_serial;
-    t.add_row(vec![
+    t.push(vec![
         format!("skillscope: concurrency {concurrency} vs serial"),
         format!(
             "{:.2}s vs {:.2}s → {ours_ratio:.2} of serial",
@@ -203,7 +201,7 @@ pub(crate) async fn runner(
             serial_wall.as_secs_f64(),
         ),
     ]);
-    t.add_row(vec![
+    t.push(vec![
         "scaling: skillscope's ratio ÷ the floor's (target ≤ 1.1)".to_string(),
         format!("{:.2}×", ours_ratio / floor_ratio),
     ]);
@@ -262,7 +260,7 @@ pub(crate) async fn runner(
                     .unwrap_or_default()
             })
             .collect();
-        t.add_row(vec![
+        t.push(vec![
             format!("real task {id}, oracle, cached image (×{task_trials})"),
             format!(
                 "wall/trial {wall:.2}s · agent+verifier {:.2}s · overhead {:.2}s · outcomes {}",
@@ -272,7 +270,11 @@ pub(crate) async fn runner(
             ),
         ]);
     }
-    println!("{t}");
+    let columns = [
+        Column::new("measurement").text(),
+        Column::new("value").text(),
+    ];
+    println!("{}", fit(&columns, t, terminal_width()));
     store.writer().stop();
     Ok(())
 }

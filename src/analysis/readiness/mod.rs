@@ -130,12 +130,15 @@ impl Cause {
         }
     }
 
-    /// `missing data file: dataset.csv (environment/Dockerfile:3)`, the detail cut to `max` bytes.
+    /// `missing data file: dataset.csv (environment/Dockerfile:3)`, the detail cut to `max` bytes
+    /// — a cut detail ends in `…` (the JSON and Markdown of the check have it whole).
     pub fn describe(&self, max: usize) -> String {
+        let detail = self.reason.detail();
+        let cut = crate::text::head(detail, max);
         let mut s = format!(
-            "{}: {}",
+            "{}: {cut}{}",
             self.reason.label(),
-            crate::text::head(self.reason.detail(), max)
+            if cut.len() < detail.len() { "…" } else { "" }
         );
         if let Some(e) = &self.evidence {
             s.push_str(&format!(" ({e})"));

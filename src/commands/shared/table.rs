@@ -1,107 +1,14 @@
-//! Terminal tables: per-condition outcomes and Method D pass rates.
-//!
-//! On a terminal the tables fit its width the way cargo's and comfy-table's do: headers that do
-//! not fit are first shortened (`cancelled` → `canc`, the abbreviations listed under the table),
-//! then wrapped by comfy-table's dynamic content arrangement — at word boundaries only: no column
-//! is made narrower than its longest word, so `condition` never reads `conditio`/`n`.
+//! Terminal tables: per-condition outcomes and Method D pass rates, the experiment's
+//! comparisons and pass@2-adaptive — fitted to the terminal as every table of the command line
+//! is ([`crate::console::table`]).
 
-use comfy_table::{
-    Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table, Width,
-    presets::UTF8_FULL_CONDENSED,
-};
+use comfy_table::{Cell, CellAlignment};
 
-/// A table fitted to a width, with the abbreviations its headers took to fit; `Display` prints
-/// the table and, when there are any, a line `abbreviations: canc = cancelled · …` under it.
-pub struct Fitted {
-    /// The table.
-    pub table: Table,
-    /// `short = full` for each shortened header.
-    pub abbreviations: Vec<String>,
-}
-
-impl std::fmt::Display for Fitted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.table)?;
-        if !self.abbreviations.is_empty() {
-            write!(f, "\nabbreviations: {}", self.abbreviations.join(" · "))?;
-        }
-        Ok(())
-    }
-}
-
-/// The widest line of `t` laid out without any width limit.
-fn natural_width(t: &Table) -> usize {
-    let mut t = t.clone();
-    t.set_content_arrangement(ContentArrangement::Disabled);
-    t.to_string()
-        .lines()
-        .map(|l| l.chars().count())
-        .max()
-        .unwrap_or(0)
-}
-
-/// Fits `t` (its rows added, no header yet) to `width` columns (`None`: no limit, as when
-/// printing into a pipe): `headers` are (full, short) pairs; the short ones are used when the
-/// full ones make the table wider than `width` (and then, if still too wide, one space between
-/// columns instead of two); then comfy-table wraps cells at word boundaries, each column at least
-/// as wide as its longest word — a table whose words cannot fit is wider than `width` rather than
-/// cut inside a word.
-pub fn fit_table(mut t: Table, headers: &[(String, Option<&str>)], width: Option<u16>) -> Fitted {
-    t.set_header(headers.iter().map(|(full, _)| full.clone()));
-    let mut abbreviations = Vec::new();
-    if let Some(w) = width
-        && natural_width(&t) > w as usize
-    {
-        t.set_header(headers.iter().map(|(full, short)| match short {
-            Some(s) if *s != full => {
-                abbreviations.push(format!("{s} = {full}"));
-                s.to_string()
-            }
-            _ => full.clone(),
-        }));
-        // Still too wide: one space between columns instead of two.
-        if natural_width(&t) > w as usize {
-            for c in t.column_iter_mut() {
-                c.set_padding((1, 0));
-            }
-        }
-    }
-    t.set_content_arrangement(ContentArrangement::Dynamic);
-    if let Some(w) = width {
-        t.set_width(w);
-    }
-    let longest_word = |text: &str| {
-        text.split_whitespace()
-            .map(|w| w.chars().count())
-            .max()
-            .unwrap_or(0)
-    };
-    let n = t.column_count();
-    let mut least = vec![0usize; n];
-    for row in t.header().into_iter().chain(t.row_iter()) {
-        for (i, cell) in row.cell_iter().enumerate().take(n) {
-            least[i] = least[i].max(longest_word(&cell.content()));
-        }
-    }
-    for (i, w) in least.into_iter().enumerate() {
-        if let Some(c) = t.column_mut(i) {
-            // comfy-table counts a lower boundary with the column's padding (one space a side).
-            let w = w + c.padding_width() as usize;
-            c.set_constraint(ColumnConstraint::LowerBoundary(Width::Fixed(
-                w.min(u16::MAX as usize) as u16,
-            )));
-        }
-    }
-    Fitted {
-        table: t,
-        abbreviations,
-    }
-}
-
-/// The width tables are fitted to: the terminal's when standard output is one, else none.
-pub fn terminal_width() -> Option<u16> {
-    Table::new().width()
-}
+use crate::analysis::metrics::{ConditionSummary, Paired, paired};
+use crate::console::table::fit;
+pub use crate::console::table::{Column, Fitted, terminal_width};
+use crate::skillsbench::condition::condition_label;
+use crate::store::Outcome;
 
 /// A short header for an outcome column (`canc` for `cancelled`).
 fn short_outcome(o: Outcome) -> &'static str {
@@ -119,10 +26,6 @@ fn short_outcome(o: Outcome) -> &'static str {
     }
 }
 
-use crate::analysis::metrics::{ConditionSummary, Paired, paired};
-use crate::skillsbench::condition::condition_label;
-use crate::store::Outcome;
-
 /// One row per condition: done/planned, counts by outcome, Method D pass rate, and Δ (pp) and
 /// normalized gain g against the first condition over the tasks both planned (an imported
 /// condition may have run other tasks: those are left out, never counted 0). Outcome columns
@@ -134,10 +37,8 @@ pub fn conditions_table(summaries: &[ConditionSummary]) -> Fitted {
     conditions_table_in(summaries, terminal_width())
 }
 
-/// [`conditions_table`] fitted to `width` columns (see [`fit_table`]).
+/// [`conditions_table`] fitted to `width` columns (see [`crate::console::table`]).
 pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -> Fitted {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
     // An interrupted attempt is always superseded by its re-queued successor: never a column.
     let columns: Vec<Outcome> = Outcome::ALL
         .into_iter()
@@ -152,25 +53,26 @@ pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -
     let partial = summaries.iter().any(|s| s.partial > 0);
     let timeout_passed = summaries.iter().any(|s| s.timeout_passed > 0);
     let unfinished = summaries.iter().any(|s| s.done < s.n_planned);
-    let mut header: Vec<(String, Option<&str>)> = vec![
-        ("condition".into(), Some("cond")),
-        ("tasks".into(), Some("n")),
-        ("done".into(), None),
+    let mut header = vec![
+        Column::new("condition").short("cond"),
+        Column::new("tasks").short("n"),
+        Column::new("done"),
     ];
     for o in &columns {
-        header.push((o.as_str().to_string(), Some(short_outcome(*o))));
+        header.push(Column::new(o.as_str()).short(short_outcome(*o)));
         if *o == Outcome::Fail && partial {
-            header.push(("partial".into(), Some("part")));
+            header.push(Column::new("partial").short("part"));
         }
         if *o == Outcome::AgentTimeout && timeout_passed {
-            header.push(("t/o+reward".into(), Some("t/o+r")));
+            header.push(Column::new("t/o+reward").short("t/o+r"));
         }
     }
-    header.push(("pass rate".into(), None));
+    header.push(Column::new("pass rate"));
     if unfinished {
-        header.push(("judged".into(), None));
+        header.push(Column::new("judged"));
     }
-    header.extend([("Δ pp".into(), None), ("g".into(), None)]);
+    header.extend([Column::new("Δ pp"), Column::new("g")]);
+    let mut rows = Vec::new();
     let base = summaries.first();
     for (i, s) in summaries.iter().enumerate() {
         let mut row = vec![
@@ -225,9 +127,9 @@ pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -
         };
         row.push(Cell::new(d).set_alignment(CellAlignment::Right));
         row.push(Cell::new(g).set_alignment(CellAlignment::Right));
-        t.add_row(row);
+        rows.push(row);
     }
-    fit_table(t, &header, width)
+    fit(&header, rows, width)
 }
 
 /// The sentences that explain [`conditions_table`]'s optional columns, when they are shown.
@@ -263,11 +165,25 @@ pub fn condition_notes(summaries: &[ConditionSummary]) -> Vec<String> {
 pub fn comparisons_table(
     comparisons: &[(&str, &str, &str)],
     conditions: &[(&str, &ConditionSummary)],
-) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    t.set_content_arrangement(ContentArrangement::Dynamic);
-    t.set_header(vec!["comparison", "tasks", "with", "without", "Δ pp", "g"]);
+) -> Fitted {
+    comparisons_table_in(comparisons, conditions, terminal_width())
+}
+
+/// [`comparisons_table`] fitted to `width` columns.
+pub fn comparisons_table_in(
+    comparisons: &[(&str, &str, &str)],
+    conditions: &[(&str, &ConditionSummary)],
+    width: Option<u16>,
+) -> Fitted {
+    let header = [
+        Column::new("comparison").short("cmp"),
+        Column::new("tasks").short("n"),
+        Column::new("with"),
+        Column::new("without").short("w/o"),
+        Column::new("Δ pp"),
+        Column::new("g"),
+    ];
+    let mut rows = Vec::new();
     let of = |l: &str| conditions.iter().find(|(k, _)| *k == l).map(|(_, s)| *s);
     for (name, with, without) in comparisons {
         let (Some(w), Some(wo)) = (of(with), of(without)) else {
@@ -275,7 +191,7 @@ pub fn comparisons_table(
         };
         let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
         let Some(p) = paired(&w.per_task, &wo.per_task) else {
-            t.add_row(vec![
+            rows.push(vec![
                 Cell::new(name),
                 right("0".into()),
                 right("—".into()),
@@ -285,7 +201,7 @@ pub fn comparisons_table(
             ]);
             continue;
         };
-        t.add_row(vec![
+        rows.push(vec![
             Cell::new(name),
             right(p.n_tasks.to_string()),
             right(format!("{:.1}%", p.with * 100.0)),
@@ -297,7 +213,7 @@ pub fn comparisons_table(
             ),
         ]);
     }
-    t
+    fit(&header, rows, width)
 }
 
 /// pass@2-adaptive per round pair (`analysis::pass_at_k`): round 1's and round 2's pass@1,
@@ -305,26 +221,30 @@ pub fn comparisons_table(
 /// overall rows, then one per domain and difficulty; `—` where pass@2 is undefined (a task with
 /// fewer than 2 trials).
 pub fn adaptive_table(rows: &[crate::analysis::results::Adaptive]) -> Fitted {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    let header: Vec<(String, Option<&str>)> = [
-        ("rounds", None),
-        ("group", None),
-        ("tasks", None),
-        ("pass@1 r1", Some("p@1 r1")),
-        ("pass@1 r2", Some("p@1 r2")),
-        ("pass@2-adaptive", Some("p@2-adapt")),
-        ("pass@2", None),
-        ("gain pp", None),
-        ("95% CI", None),
-    ]
-    .into_iter()
-    .map(|(full, short)| (full.to_string(), short))
-    .collect();
+    adaptive_table_in(rows, terminal_width())
+}
+
+/// [`adaptive_table`] fitted to `width` columns.
+pub fn adaptive_table_in(
+    rows: &[crate::analysis::results::Adaptive],
+    width: Option<u16>,
+) -> Fitted {
+    let header = [
+        Column::new("rounds"),
+        Column::new("group"),
+        Column::new("tasks").short("n"),
+        Column::new("pass@1 r1").short("p@1 r1"),
+        Column::new("pass@1 r2").short("p@1 r2"),
+        Column::new("pass@2-adaptive").short("p@2-adapt"),
+        Column::new("pass@2").short("p@2"),
+        Column::new("gain pp").short("gain"),
+        Column::new("95% CI"),
+    ];
     let pct = |p: f64| format!("{:.1}%", p * 100.0);
+    let mut cells = Vec::new();
     for a in rows {
         let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
-        t.add_row(vec![
+        cells.push(vec![
             Cell::new(crate::text::sanitize(&a.name)),
             Cell::new(if a.scope == "overall" {
                 "all".to_string()
@@ -343,7 +263,7 @@ pub fn adaptive_table(rows: &[crate::analysis::results::Adaptive]) -> Fitted {
             )),
         ]);
     }
-    fit_table(t, &header, terminal_width())
+    fit(&header, cells, width)
 }
 
 #[cfg(test)]

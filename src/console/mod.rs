@@ -8,6 +8,8 @@
 //! ignored (the run must not die with its reader) and print through [`outln!`](crate::outln) and
 //! [`errln!`](crate::errln), which drop what cannot be written.
 
+pub mod table;
+
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 

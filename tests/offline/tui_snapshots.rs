@@ -180,6 +180,41 @@ fn main_view_of_a_stale_run() {
     }
 }
 
+/// A priced run whose engine died (kill -9, a dead host): what it cost so far stays on screen,
+/// but the burn rate, the projected total and the provider limit were the dead engine's live
+/// figures and are gone with it.
+#[test]
+fn a_stale_run_keeps_its_cost_so_far_and_drops_burn_and_projection() {
+    let (d, mut app) = app_with("dark");
+    reload_after(
+        &d,
+        &mut app,
+        "UPDATE trials SET n_input_tokens = 120000 + id * 1000, n_cache_tokens = 90000,
+                n_output_tokens = 8000, cost_usd = 0.85 + (id % 3) * 0.1
+         WHERE status = 'done';
+         UPDATE runs SET heartbeat_at = '2026-11-21T10:00:00.000Z', provider_limit = 3,
+                         resume_command = 'cd /srv/eval && skillscope run --agent claude-code --run snapshot-run'",
+    );
+    snap("main_stale_spend", &app);
+    for size in SIZES {
+        let screen = render(&app, size);
+        assert!(screen.contains("cost $49.70"), "{screen}");
+        for live in ["burn", "/h", "projected", "provider limit", "ETA"] {
+            assert!(!screen.contains(live), "{live}: {screen}");
+        }
+    }
+    // The same run with its engine alive shows them.
+    reload_after(
+        &d,
+        &mut app,
+        "UPDATE runs SET heartbeat_at = '2026-11-21T10:14:57.000Z'",
+    );
+    let screen = render(&app, (120, 40));
+    for live in ["burn", "projected", "provider limit"] {
+        assert!(screen.contains(live), "{live}: {screen}");
+    }
+}
+
 /// No Docker host answers: the run says since when it waits for Docker, and why.
 #[test]
 fn main_view_waiting_for_docker() {

@@ -339,11 +339,11 @@ pub fn event_rows(small: bool) -> u16 {
 }
 
 /// True when the overview of `s` has money or provider figures to show: tokens or cost, a
-/// budget, or a provider limit while the run runs.
-pub fn has_money(s: &Snapshot) -> bool {
+/// budget, or a provider limit while the run runs with a `live` engine.
+pub fn has_money(s: &Snapshot, live: bool) -> bool {
     !s.spend.is_empty()
         || s.run.max_cost_usd.is_some()
-        || (s.run.provider_limit.is_some() && s.run.status == "running")
+        || (s.run.provider_limit.is_some() && s.run.status == "running" && live)
 }
 
 /// Height of the overview of `s` in `width` columns, borders included, before its learning
@@ -364,7 +364,7 @@ pub fn height(app: &App, small: bool, s: &Snapshot, width: u16) -> u16 {
     2 + if small {
         2
     } else {
-        4 + u16::from(has_money(s))
+        4 + u16::from(has_money(s, !stale))
     } + event_rows(small)
         + resume
 }
@@ -388,17 +388,19 @@ pub fn resume_lines(run: &crate::store::RunRow, width: usize) -> Vec<String> {
 /// The money parts of the overview as (priority, spans), for [`fit_items`]: cost so far (finished
 /// and running attempts), the budget (in the warning style once the projection passes it), the
 /// projected total ± its 95 % interval while trials remain, the burn rate, the provider limit
-/// while the run runs, and tokens so far. The priorities rank them among the timing parts of a
-/// small screen (engine 0, ETA 1, throughput 6, elapsed 8).
+/// while the run runs, and tokens so far. The projection, burn rate and provider limit are live
+/// figures: a run whose engine is gone (not `live`) shows none of them. The priorities rank them
+/// among the timing parts of a small screen (engine 0, ETA 1, throughput 6, elapsed 8).
 fn money_items(
     t: &Theme,
     s: &Snapshot,
     sp: Option<&crate::tui::model::Spend>,
     small: bool,
+    live: bool,
 ) -> Vec<(u8, Vec<Span<'static>>)> {
     let run = &s.run;
     let mut items: Vec<(u8, Vec<Span<'static>>)> = Vec::new();
-    let projection = sp.and_then(|sp| sp.projection.as_ref());
+    let projection = sp.and_then(|sp| sp.projection.as_ref()).filter(|_| live);
     if let Some(sp) = sp {
         // Unknown is shown as unknown, with the attempts that lack a cost.
         let mut spans = vec![
@@ -431,7 +433,7 @@ fn money_items(
             ],
         ));
     }
-    if let Some(b) = sp.and_then(|sp| sp.burn_usd_per_hour) {
+    if let Some(b) = sp.and_then(|sp| sp.burn_usd_per_hour).filter(|_| live) {
         items.push((
             5,
             vec![
@@ -440,7 +442,10 @@ fn money_items(
             ],
         ));
     }
-    if let Some(limit) = run.provider_limit.filter(|_| run.status == "running") {
+    if let Some(limit) = run
+        .provider_limit
+        .filter(|_| run.status == "running" && live)
+    {
         items.push((
             7,
             vec![
@@ -465,31 +470,32 @@ fn money_items(
     items
 }
 
-/// The engine's state for the operator: its pid and heartbeat when live, what to do when gone.
-fn engine_text(liveness: &Liveness, run: &crate::store::RunRow, with_host: bool) -> String {
+/// The engine's state for the operator: its pid and heartbeat when live, what to do when gone;
+/// `full` (large screens) with its host and, for a stale run, the pointer to the resume line —
+/// small screens keep room for the cost beside it.
+fn engine_text(liveness: &Liveness, run: &crate::store::RunRow, full: bool) -> String {
+    let host = run
+        .owner_host
+        .as_deref()
+        .filter(|_| full)
+        .map(|h| format!(" on {h}"))
+        .unwrap_or_default();
+    let below = if full {
+        " — the command below resumes the run"
+    } else {
+        ""
+    };
     match (liveness, run.owner_pid) {
-        (Liveness::Live { heartbeat_age_secs }, Some(pid)) => format!(
-            "engine pid {pid}{} · heartbeat {heartbeat_age_secs}s ago",
-            run.owner_host
-                .as_deref()
-                .filter(|_| with_host)
-                .map(|h| format!(" on {h}"))
-                .unwrap_or_default()
-        ),
+        (Liveness::Live { heartbeat_age_secs }, Some(pid)) => {
+            format!("engine pid {pid}{host} · heartbeat {heartbeat_age_secs}s ago")
+        }
         (Liveness::Live { heartbeat_age_secs }, None) => {
             format!("engine heartbeat {heartbeat_age_secs}s ago")
         }
-        (Liveness::Stale { .. }, Some(pid)) => format!(
-            "no live engine (pid {pid}{} gone) — the command below resumes the run",
-            run.owner_host
-                .as_deref()
-                .filter(|_| with_host)
-                .map(|h| format!(" on {h}"))
-                .unwrap_or_default()
-        ),
-        (Liveness::Stale { .. }, None) => {
-            "no live engine — the command below resumes the run".to_string()
+        (Liveness::Stale { .. }, Some(pid)) => {
+            format!("no live engine (pid {pid}{host} gone){below}")
         }
+        (Liveness::Stale { .. }, None) => format!("no live engine{below}"),
         (Liveness::Idle, _) => "no engine attached".to_string(),
     }
 }
@@ -597,6 +603,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
     let spend = crate::tui::model::spend(s, app.now);
     // (priority, spans): the engine first, then what says when it ends and what it costs.
     let mut timing: Vec<(u8, Vec<Span<'static>>)> = Vec::new();
+    // A stale run's engine is gone: its throughput, ETA, clock, containers, burn rate and
+    // projected cost are not live.
+    let stale = liveness.is_stale();
     if small {
         timing.push((
             0,
@@ -609,10 +618,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             )],
         ));
         // Small screens: money on the timing line, ranked among its parts.
-        timing.extend(money_items(t, s, spend.as_ref(), true));
+        timing.extend(money_items(t, s, spend.as_ref(), true, !stale));
     }
-    // A stale run's engine is gone: its throughput, ETA, clock and containers are not live.
-    let stale = liveness.is_stale();
     if let Some(r) = p.per_minute.filter(|_| !stale) {
         timing.push((
             6,
@@ -659,10 +666,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
         ));
     }
     let timing = Line::from(fit_items(t, timing, inner_w));
-    let money = (!small && has_money(s)).then(|| {
+    let money = (!small && has_money(s, !stale)).then(|| {
         Line::from(fit_items(
             t,
-            money_items(t, s, spend.as_ref(), false),
+            money_items(t, s, spend.as_ref(), false, !stale),
             inner_w,
         ))
     });

@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 
 use color_eyre::eyre::Result;
-use comfy_table::{Cell, Table, presets::UTF8_FULL_CONDENSED};
 
 use super::plan_setup::DryRun;
 use crate::acontext::AcontextConfig;
 use crate::acontext::learn::StatusMode;
 use crate::cli::AcontextArgs;
+use crate::console::table::{Column, fit, terminal_width};
 use crate::engine::RunRequest;
 use crate::experiment::plan::Plan;
 use crate::preflight::{Inputs, Preflight, Verdict, acontext::Target};
@@ -78,27 +78,29 @@ pub fn for_run(run: &RunRequest, db: &Path) -> Inputs {
 
 /// The checks as a table: area, check, result, what was found, what it cost, seconds.
 pub fn table(p: &Preflight) -> super::table::Fitted {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
-    for c in &p.checks {
-        t.add_row(vec![
-            Cell::new(c.area),
-            Cell::new(crate::text::sanitize(&c.what)),
-            Cell::new(c.verdict.label()),
-            Cell::new(crate::text::sanitize(&c.detail)),
-            Cell::new(&c.cost),
-            Cell::new(format!("{:.1}", c.seconds)),
-        ]);
-    }
-    let headers: Vec<(String, Option<&str>)> = vec![
-        ("area".into(), None),
-        ("check".into(), None),
-        ("result".into(), Some("res")),
-        ("found".into(), None),
-        ("cost".into(), None),
-        ("s".into(), None),
+    let rows = p
+        .checks
+        .iter()
+        .map(|c| {
+            vec![
+                c.area.to_string(),
+                crate::text::sanitize(&c.what),
+                c.verdict.label().to_string(),
+                crate::text::sanitize(&c.detail),
+                c.cost.clone(),
+                format!("{:.1}", c.seconds),
+            ]
+        })
+        .collect();
+    let columns = [
+        Column::new("area"),
+        Column::new("check"),
+        Column::new("result").short("res"),
+        Column::new("found").text(),
+        Column::new("cost"),
+        Column::new("s"),
     ];
-    super::table::fit_table(t, &headers, super::table::terminal_width())
+    fit(&columns, rows, terminal_width())
 }
 
 /// The lines under the table: one per failure (and warning) with its fix, then the verdict.

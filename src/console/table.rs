@@ -10,7 +10,8 @@
 //!    `abbreviations: canc = cancelled · …`, and then, if still too wide, one space between columns
 //!    instead of two;
 //! 4. else the columns are split into tables that each fit, one under the other, each beginning
-//!    with the first column (the row's name), as R prints a data frame too wide for its console;
+//!    with the first column (the row's name), as R prints a data frame too wide for its console
+//!    (free-text columns last, in tables of their own where they do not fit beside the others);
 //!    each takes the first of the layouts of 2 and 3 that fits it, and leaves out the rows that
 //!    have nothing but their name in it (the tasks without problems).
 //!
@@ -218,10 +219,13 @@ pub fn fit<C: Into<Cell>>(columns: &[Column], rows: Vec<Vec<C>>, width: Option<u
     let groups = if span(&all, Layout::TIGHT, true) <= w {
         vec![all]
     } else {
-        // Too wide even tight: tables of the columns that fit together, the first in each.
+        // Too wide even tight: tables of the columns that fit together, the first in each, the
+        // free-text columns after the others (so they get the room of a table of their own).
+        let (text, other): (Vec<usize>, Vec<usize>) =
+            (1..columns.len()).partition(|&i| columns[i].text);
         let mut groups: Vec<Vec<usize>> = Vec::new();
         let mut group = vec![0];
-        for i in 1..columns.len() {
+        for i in other.into_iter().chain(text) {
             group.push(i);
             if group.len() > 2 && span(&group, Layout::TIGHT, true) > w {
                 group.pop();
@@ -229,6 +233,9 @@ pub fn fit<C: Into<Cell>>(columns: &[Column], rows: Vec<Vec<C>>, width: Option<u
             }
         }
         groups.push(group);
+        for g in &mut groups {
+            g.sort_unstable();
+        }
         groups
     };
     let mut abbreviations: Vec<String> = Vec::new();

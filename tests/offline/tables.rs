@@ -159,21 +159,31 @@ fn comparison_and_adaptive_tables_fit_80_and_120_columns() {
         ("A' vs B", "A'", "B"),
         ("B' vs A'", "B'", "A'"),
     ];
-    let rates = [("A", 0.35), ("B", 0.45), ("A'", 0.4), ("B'", 0.5)];
+    let runs: Vec<(&str, ConditionSummary)> = [("A", 0.35), ("B", 0.45), ("A'", 0.4), ("B'", 0.5)]
+        .into_iter()
+        .map(|(label, rate)| (label, summary(label, rate, &[("pass", 20)], 60)))
+        .collect();
+    let conditions: Vec<(&str, &ConditionSummary)> = runs.iter().map(|(l, s)| (*l, s)).collect();
     let row = |scope: &str, group: &str, n: usize| Adaptive {
         name: "A → A'".into(),
         scope: scope.into(),
         group: group.into(),
         n_tasks: n,
-        p_round1: 0.35,
-        p_round2: 0.4,
+        pass1_round1: 0.35,
+        pass1_round2: 0.4,
         pass2_adaptive: 0.52,
-        pass2: 0.47,
-        gain_pp: 5.0,
+        pass2: Some(0.47),
+        pass2_undefined: None,
+        gain_pp: Some(5.0),
         gain_ci_pp: Some(skillscope::analysis::ci::Ci {
             low: -2.5,
             high: 12.5,
+            low_mc: [-2.6, -2.4],
+            high_mc: [12.4, 12.6],
+            resamples: 10_000,
+            seed: 7,
         }),
+        gain_ci_undefined: None,
     };
     let adaptive = [
         row("overall", "all", 12),
@@ -181,7 +191,7 @@ fn comparison_and_adaptive_tables_fit_80_and_120_columns() {
         row("difficulty", "medium", 5),
     ];
     for width in [80u16, 120] {
-        let text = comparisons_table_in(&comparisons, &rates, Some(width)).to_string();
+        let text = comparisons_table_in(&comparisons, &conditions, Some(width)).to_string();
         insta::assert_snapshot!(format!("comparisons_table_{width}"), text);
         assert_fits(&text, width);
         let w = words(&text);

@@ -1,7 +1,10 @@
 //! The forecast's tables ([`crate::analysis::forecast`]): cost and time per condition, then the
 //! comparisons' power — what `skillscope plan` and the experiment's start print.
 
-use comfy_table::{Cell, CellAlignment, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{Cell, CellAlignment};
+
+use super::table::{Column, Fitted, terminal_width};
+use crate::console::table::fit;
 
 use crate::analysis::forecast::{Forecast, duration_interval, usd, usd_interval};
 
@@ -10,12 +13,11 @@ fn right(s: String) -> Cell {
 }
 
 /// Trials, cost and wall time per condition and in total.
-pub fn cost_table(f: &Forecast) -> super::table::Fitted {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
+pub fn cost_table(f: &Forecast) -> Fitted {
+    let mut t: Vec<Vec<Cell>> = Vec::new();
     let known = !f.estimates.cost.is_empty();
     for r in &f.rows {
-        t.add_row(vec![
+        t.push(vec![
             Cell::new(&r.label),
             right(if r.round == 0 {
                 String::new()
@@ -33,28 +35,27 @@ pub fn cost_table(f: &Forecast) -> super::table::Fitted {
             right(duration_interval(r.wall_secs)),
         ]);
     }
-    let headers: Vec<(String, Option<&str>)> = vec![
-        ("condition".into(), Some("cond")),
-        ("round".into(), Some("rnd")),
-        ("trials".into(), None),
-        ("to run".into(), None),
-        ("spent".into(), None),
-        ("cost, 95% interval".into(), Some("cost")),
-        ("wall time".into(), Some("time")),
+    let columns = [
+        Column::new("condition").short("cond"),
+        Column::new("round").short("rnd"),
+        Column::new("trials"),
+        Column::new("to run"),
+        Column::new("spent"),
+        Column::new("cost, 95% interval").short("cost"),
+        Column::new("wall time").short("time"),
     ];
-    super::table::fit_table(t, &headers, super::table::terminal_width())
+    fit(&columns, t, terminal_width())
 }
 
 /// Each comparison's standard error, minimum detectable effect and the inverse answers.
-pub fn power_table(f: &Forecast) -> super::table::Fitted {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED);
+pub fn power_table(f: &Forecast) -> Fitted {
+    let mut t: Vec<Vec<Cell>> = Vec::new();
     for p in &f.power {
         let fmt = |x: f64| match p.unit.as_str() {
             "share" => format!("{:.0}%", x * 100.0),
             _ => format!("{x:.1} pp"),
         };
-        t.add_row(vec![
+        t.push(vec![
             Cell::new(crate::text::sanitize(&p.hypothesis)),
             right(format!("{} × {}", p.n_tasks, p.trials)),
             right(format!("{:.1}", p.se_pp)),
@@ -68,17 +69,17 @@ pub fn power_table(f: &Forecast) -> super::table::Fitted {
             ),
         ]);
     }
-    let headers: Vec<(String, Option<&str>)> = vec![
-        ("comparison".into(), None),
-        ("tasks × trials".into(), Some("n×K")),
-        ("SE pp".into(), Some("SE")),
-        ("MDE".into(), None),
-        ("measured".into(), Some("meas")),
-        ("effect".into(), Some("eff")),
-        ("tasks needed".into(), Some("tasks")),
-        ("trials needed".into(), Some("trials")),
+    let columns = [
+        Column::new("comparison").text(),
+        Column::new("tasks × trials").short("n×K"),
+        Column::new("SE pp").short("SE"),
+        Column::new("MDE"),
+        Column::new("measured").short("meas"),
+        Column::new("effect").short("eff"),
+        Column::new("tasks needed").short("tasks"),
+        Column::new("trials needed").short("trials"),
     ];
-    super::table::fit_table(t, &headers, super::table::terminal_width())
+    fit(&columns, t, terminal_width())
 }
 
 /// Both tables with their sources, definitions and notes, as lines.

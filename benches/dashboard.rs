@@ -73,7 +73,7 @@ fn bench(c: &mut Criterion) {
         let mut term = Terminal::new(TestBackend::new(120, 40)).unwrap();
         c.bench_function(&format!("frame 120x40 {label}"), |b| {
             b.iter(|| {
-                term.draw(|f| views::draw(f, &app)).unwrap();
+                term.draw(|f| views::draw(f, &mut app)).unwrap();
             })
         });
         store.writer().stop();

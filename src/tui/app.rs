@@ -1,7 +1,6 @@
 //! The dashboard's state machine: keys and data updates in, effects (worker requests, stop the run,
 //! quit) out. No I/O happens here, so every behaviour is testable without a terminal.
 
-use std::cell::RefCell;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -127,7 +126,7 @@ pub struct App {
     /// The event log pane.
     pub events: EventsState,
     /// Where the last frame drew what a click can hit.
-    pub hits: RefCell<Hits>,
+    pub hits: Hits,
 }
 
 impl App {
@@ -155,7 +154,7 @@ impl App {
             help_scroll: 0,
             mouse: true,
             events: EventsState::default(),
-            hits: RefCell::new(Hits::default()),
+            hits: Hits::default(),
         }
     }
 
@@ -515,7 +514,7 @@ impl App {
     }
 
     fn on_main(&mut self, action: Action) -> Vec<Effect> {
-        let page = self.grid.page.get().max(1) as isize;
+        let page = self.grid.page.max(1) as isize;
         match action {
             Action::Quit => return self.quit(),
             Action::Help => {
@@ -535,7 +534,7 @@ impl App {
                 self.rebuild();
             }
             _ if self.pane == Pane::Events => {
-                let page = self.events.page.get().max(1) as isize;
+                let page = self.events.page.max(1) as isize;
                 match action {
                     Action::Up => self.events.scroll_by(-1),
                     Action::Down => self.events.scroll_by(1),
@@ -641,7 +640,7 @@ impl App {
         if wheel.is_none() && !click {
             return Vec::new();
         }
-        let hits = self.hits.borrow().clone();
+        let hits = self.hits.clone();
         match &self.popup {
             Some(Popup::Help) => {
                 match wheel {
@@ -795,7 +794,7 @@ impl App {
         let Some(r) = self.results.as_mut() else {
             return Vec::new();
         };
-        let page = r.page.get().max(1) as isize;
+        let page = r.page.max(1) as isize;
         match action {
             Action::Back => {
                 self.results = None;
@@ -860,7 +859,7 @@ impl App {
                 effects.push(Effect::Request(Request::Skills(Some(id))));
             }
         }
-        let page = sk.page.get().max(1) as isize;
+        let page = sk.page.max(1) as isize;
         let delta: Option<isize> = match action {
             Action::Up => Some(-1),
             Action::Down => Some(1),
@@ -966,7 +965,7 @@ impl App {
         let Some(det) = self.detail.as_mut() else {
             return Vec::new();
         };
-        let page = det.page.get().max(1) as isize;
+        let page = det.page.max(1) as isize;
         match action {
             Action::Back => {
                 self.detail = None;

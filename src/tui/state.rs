@@ -1,16 +1,32 @@
-//! View state — cursors, scroll offsets, filters, tabs — kept apart from drawing. Drawing reads it;
-//! only scroll offsets that depend on the screen size are adjusted while drawing, through `Cell`s.
+//! View state — cursors, scroll offsets, filters, tabs — kept apart from drawing. Drawing reads it
+//! and, through a `&mut` borrow of the view's own state, records what depends on the screen size
+//! (scroll offsets, rows that fit); nothing is written through a shared reference.
 
-use std::cell::Cell;
 use std::sync::Arc;
 
 use super::worker::analysis::{ResultsData, RubricData};
 use super::worker::{Detail, SkillBrowser, SkillEntry};
 use ratatui::layout::Rect;
 
+use super::theme::Theme;
+use super::worker::Snapshot;
+use chrono::{DateTime, Utc};
+
 use super::model::{EventFilter, Filter, GridModel, Grouping, Sort};
 use super::skilldoc::DocLine;
 use crate::store::TrialKey;
+
+/// What a view's drawing reads besides its own state (which it gets as `&mut`): the colours,
+/// the latest snapshot and the clock.
+#[derive(Clone, Copy)]
+pub struct Shared<'a> {
+    /// Colours and glyphs.
+    pub theme: &'a Theme,
+    /// The latest snapshot, once one arrived.
+    pub snapshot: Option<&'a Snapshot>,
+    /// The clock (elapsed time, time since output).
+    pub now: DateTime<Utc>,
+}
 
 /// The main panes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,11 +58,11 @@ pub struct GridState {
     /// Cursor column.
     pub col: usize,
     /// First drawn row (index into `GridModel::rows`), kept by drawing.
-    pub top: Cell<usize>,
+    pub top: usize,
     /// First drawn column, kept by drawing.
-    pub left: Cell<usize>,
+    pub left: usize,
     /// Rows that fit, remembered from the last frame (for page moves).
-    pub page: Cell<usize>,
+    pub page: usize,
     /// The filter.
     pub filter: Filter,
     /// The sort.
@@ -109,7 +125,7 @@ pub struct EventsState {
     /// Indices into `Snapshot::events` the filter keeps, newest first.
     pub rows: Vec<usize>,
     /// Rows that fit, remembered from the last frame.
-    pub page: Cell<usize>,
+    pub page: usize,
 }
 
 impl EventsState {
@@ -121,7 +137,7 @@ impl EventsState {
 
     /// Scrolls to the last page: the oldest events.
     pub fn to_end(&mut self) {
-        self.scroll = self.rows.len().saturating_sub(self.page.get().max(1));
+        self.scroll = self.rows.len().saturating_sub(self.page.max(1));
     }
 }
 
@@ -190,7 +206,7 @@ pub struct DetailState {
     /// Data from the worker (`None` until it arrives).
     pub data: Option<Arc<Detail>>,
     /// Lines that fit, remembered from the last frame (for page moves and follow).
-    pub page: Cell<usize>,
+    pub page: usize,
 }
 
 impl DetailState {
@@ -205,7 +221,7 @@ impl DetailState {
             search: None,
             editing: None,
             data: None,
-            page: Cell::new(20),
+            page: 20,
         }
     }
 
@@ -235,7 +251,7 @@ impl DetailState {
 
     /// Scrolls so the last page is shown.
     pub fn to_end(&mut self) {
-        self.scroll = self.line_count().saturating_sub(self.page.get().max(1));
+        self.scroll = self.line_count().saturating_sub(self.page.max(1));
     }
 
     /// Moves to the next (or previous) line matching the search, wrapping around.
@@ -334,11 +350,11 @@ pub struct SkillsState {
     /// The selected file as shown, rebuilt when the selection, diff toggle or data changes.
     pub doc: Vec<DocLine>,
     /// Rows of the document that fit, remembered from the last frame (for page moves).
-    pub page: Cell<usize>,
+    pub page: usize,
     /// Rows after wrapping, remembered from the last frame (for scrolling to the end).
-    pub doc_rows: Cell<usize>,
+    pub doc_rows: usize,
     /// First drawn row of the skills, files and sessions lists, kept by drawing.
-    pub tops: [Cell<usize>; 3],
+    pub tops: [usize; 3],
 }
 
 impl SkillsState {
@@ -357,8 +373,8 @@ impl SkillsState {
             data: None,
             rubric: None,
             doc: Vec::new(),
-            page: Cell::new(20),
-            doc_rows: Cell::new(0),
+            page: 20,
+            doc_rows: 0,
             tops: Default::default(),
         }
     }
@@ -379,7 +395,7 @@ impl SkillsState {
 
     /// Scrolls the document by `delta` rows.
     pub fn scroll_by(&mut self, delta: isize) {
-        let max = self.doc_rows.get().saturating_sub(self.page.get().max(1));
+        let max = self.doc_rows.saturating_sub(self.page.max(1));
         self.scroll = (self.scroll as isize + delta).clamp(0, max as isize) as usize;
     }
 }
@@ -394,15 +410,15 @@ pub struct ResultsState {
     /// Data from the worker (`None` until it arrives).
     pub data: Option<Arc<ResultsData>>,
     /// Lines that fit, remembered from the last frame (for page moves).
-    pub page: Cell<usize>,
+    pub page: usize,
     /// Lines of the last frame (for scrolling to the end).
-    pub lines: Cell<usize>,
+    pub lines: usize,
 }
 
 impl ResultsState {
     /// The deepest scroll: the last page shows the last line.
     pub fn max_scroll(&self) -> usize {
-        self.lines.get().saturating_sub(self.page.get().max(1))
+        self.lines.saturating_sub(self.page.max(1))
     }
 
     /// Scrolls by `delta` lines.
@@ -416,14 +432,14 @@ impl ResultsState {
 
 /// The first row to draw of a list of `len` rows in `height` rows so `cursor` stays visible,
 /// starting from the last frame's `top`.
-pub fn list_top(top: &Cell<usize>, cursor: usize, len: usize, height: usize) -> usize {
+pub fn list_top(top: &mut usize, cursor: usize, len: usize, height: usize) -> usize {
     let h = height.max(1);
-    let mut t = top.get().min(len.saturating_sub(h));
+    let mut t = (*top).min(len.saturating_sub(h));
     if cursor < t {
         t = cursor;
     } else if cursor >= t + h {
         t = cursor + 1 - h;
     }
-    top.set(t);
+    *top = t;
     t
 }

@@ -42,7 +42,7 @@ async fn container_escape_sequences_render_as_inert_text() {
     let mut seen_hello = false;
     for _ in 0..4 {
         let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
-        t.draw(|f| views::draw(f, &app)).unwrap();
+        t.draw(|f| views::draw(f, &mut app)).unwrap();
         let screen = t.backend().to_string();
         assert!(
             !screen.chars().any(|c| c.is_control() && c != '\n'),

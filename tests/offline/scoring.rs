@@ -402,7 +402,7 @@ fn the_disjoint_gemini_flash_run_compares_only_the_task_both_conditions_ran() {
     let snap = skillscope::tui::worker::load_snapshot(&conn, id).unwrap();
     let p = skillscope::tui::model::progress(&snap, chrono::Utc::now());
     assert_eq!((p.done, p.total), (20, 20));
-    let app = crate::support::dashboard::watching(
+    let mut app = crate::support::dashboard::watching(
         &conn,
         id,
         skillscope::tui::app::Mode::Watch,
@@ -410,7 +410,7 @@ fn the_disjoint_gemini_flash_run_compares_only_the_task_both_conditions_ran() {
         crate::support::dashboard::clock(),
     );
     let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
-    term.draw(|f| skillscope::tui::views::draw(f, &app))
+    term.draw(|f| skillscope::tui::views::draw(f, &mut app))
         .unwrap();
     let screen = term.backend().to_string();
     assert!(!screen.contains("$0.0000"), "{screen}");

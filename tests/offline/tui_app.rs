@@ -473,9 +473,9 @@ fn results_scroll_within_the_drawn_lines() {
     a.on_update(Update::Results(Arc::new(
         skillscope::tui::worker::analysis::load_results(&f.conn, f.run.id).unwrap(),
     )));
-    t.draw(|f| skillscope::tui::views::draw(f, &a)).unwrap();
+    t.draw(|f| skillscope::tui::views::draw(f, &mut a)).unwrap();
     let r = a.results.as_ref().unwrap();
-    let (lines, page) = (r.lines.get(), r.page.get());
+    let (lines, page) = (r.lines, r.page);
     assert!(lines > page, "{lines} lines in {page}");
     a.on_key(key(KeyCode::End));
     assert_eq!(a.results.as_ref().unwrap().scroll, lines - page);
@@ -630,7 +630,7 @@ fn rubric_in_memory_matches_score_run_and_skill_report() {
 }
 
 /// Draws `app` on a test terminal of `w`×`h` (filling its click map) and returns the screen.
-fn draw(app: &App, w: u16, h: u16) -> String {
+fn draw(app: &mut App, w: u16, h: u16) -> String {
     let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
     t.draw(|f| skillscope::tui::views::draw(f, app)).unwrap();
     t.backend().to_string()
@@ -664,7 +664,7 @@ fn find(screen: &str, needle: &str) -> (u16, u16) {
 #[test]
 fn a_click_selects_the_cell_under_it_and_a_second_click_opens_it() {
     let mut a = app(Mode::Watch);
-    let screen = draw(&a, 120, 40);
+    let screen = draw(&mut a, 120, 40);
     let task = a.grid_model.rows.iter().find_map(|r| match r {
         skillscope::tui::model::GridRow::Task { task_id, .. } => Some(task_id.clone()),
         _ => None,
@@ -681,7 +681,7 @@ fn a_click_selects_the_cell_under_it_and_a_second_click_opens_it() {
     assert!(task.is_some());
     // The third task row, the fifth column: its cell's x comes from the click map.
     let (_, y) = find(&screen, &second);
-    let cols = a.hits.borrow().grid.clone().unwrap().cols;
+    let cols = a.hits.grid.clone().unwrap().cols;
     let (x, _, col) = cols[4];
     assert!(a.on_mouse(click(x, y)).is_empty());
     assert_eq!((a.grid.row, a.grid.col), (2, col));
@@ -691,7 +691,7 @@ fn a_click_selects_the_cell_under_it_and_a_second_click_opens_it() {
     assert_eq!(effects, vec![Effect::Request(Request::Detail(key_of))]);
     assert!(a.detail.is_some());
     // In the detail a click on a tab selects it.
-    let screen = draw(&a, 120, 40);
+    let screen = draw(&mut a, 120, 40);
     let (x, y) = find(&screen, "verifier");
     a.on_mouse(click(x + 1, y));
     assert_eq!(a.detail.as_ref().unwrap().tab, 2);
@@ -700,7 +700,7 @@ fn a_click_selects_the_cell_under_it_and_a_second_click_opens_it() {
 #[test]
 fn the_wheel_scrolls_what_is_under_the_pointer_and_clicks_focus_panes() {
     let mut a = app(Mode::Watch);
-    let screen = draw(&a, 120, 40);
+    let screen = draw(&mut a, 120, 40);
     // The wheel over the grid moves the cursor three rows a notch.
     let (x, y) = find(&screen, "task ");
     a.on_mouse(mouse(MouseEventKind::ScrollDown, x + 2, y + 4));
@@ -714,13 +714,13 @@ fn the_wheel_scrolls_what_is_under_the_pointer_and_clicks_focus_panes() {
     a.on_mouse(mouse(MouseEventKind::ScrollDown, x, y + 2));
     assert_eq!(a.events.scroll, 3);
     // At 80×24 one pane shows: the wheel scrolls it.
-    let screen = draw(&a, 80, 24);
+    let screen = draw(&mut a, 80, 24);
     assert!(screen.contains("event log"), "{screen}");
     a.on_mouse(mouse(MouseEventKind::ScrollUp, 10, 10));
     assert_eq!(a.events.scroll, 0);
     // Help: the wheel scrolls it, a click closes it.
     a.on_key(key(KeyCode::Char('?')));
-    draw(&a, 80, 24);
+    draw(&mut a, 80, 24);
     a.on_mouse(mouse(MouseEventKind::ScrollDown, 10, 10));
     assert_eq!(a.help_scroll, 3);
     a.on_mouse(click(10, 10));

@@ -67,13 +67,13 @@ fn key(c: KeyCode) -> KeyEvent {
     KeyEvent::new(c, KeyModifiers::NONE)
 }
 
-fn render(app: &App, (w, h): (u16, u16)) -> String {
+fn render(app: &mut App, (w, h): (u16, u16)) -> String {
     let mut t = Terminal::new(TestBackend::new(w, h)).unwrap();
     t.draw(|f| views::draw(f, app)).unwrap();
     t.backend().to_string()
 }
 
-fn snap(name: &str, app: &App) {
+fn snap(name: &str, app: &mut App) {
     for size in SIZES {
         insta::assert_snapshot!(format!("{name}_{}x{}", size.0, size.1), render(app, size));
     }
@@ -113,8 +113,8 @@ fn log(label: &str, text: &str) -> LogFile {
 
 #[test]
 fn main_view() {
-    let (_d, app) = app_with("dark");
-    snap("main", &app);
+    let (_d, mut app) = app_with("dark");
+    snap("main", &mut app);
 }
 
 /// A run of an LLM harness: finished attempts carry tokens and cost, so the overview shows
@@ -134,7 +134,7 @@ fn main_view_with_tokens_and_cost() {
     app.on_update(Update::Snapshot(Arc::new(
         load_snapshot(&conn, run_id).unwrap(),
     )));
-    snap("main_spend", &app);
+    snap("main_spend", &mut app);
 }
 
 /// Re-reads the snapshot after `sql` changed the store.
@@ -158,11 +158,11 @@ fn main_view_of_a_stale_run() {
         "UPDATE runs SET heartbeat_at = '2026-11-21T10:00:00.000Z',
                          resume_command = 'cd /srv/eval && skillscope run --tasks tasks --trials 3 --run snapshot-run'",
     );
-    snap("main_stale", &app);
+    snap("main_stale", &mut app);
     // `watch` on a stale run: the command that resumes it, whole (as `status` prints it), and
     // none of the dead engine's live figures.
     for size in SIZES {
-        let screen = render(&app, size);
+        let screen = render(&mut app, size);
         let joined: String = screen
             .lines()
             .map(|l| l.trim_matches(|c| c == '"' || c == '│').trim())
@@ -228,7 +228,7 @@ fn main_view_waiting_for_docker() {
          SELECT id, 'unix:///var/run/docker.sock', 'down', '2026-11-21T10:14:30.000Z',
                 'client error (Connect)', 4, 0, '2026-11-21T10:14:59.000Z' FROM runs",
     );
-    snap("main_waiting", &app);
+    snap("main_waiting", &mut app);
 }
 
 /// A run of an LLM harness while its agents work: the running attempts carry live activity
@@ -285,8 +285,8 @@ fn running_run_with_live_activity_and_a_stall() {
     }
     app.on_key(key(KeyCode::Right));
     app.on_key(key(KeyCode::Right));
-    snap("live_grid", &app);
-    let screen = render(&app, (120, 40));
+    snap("live_grid", &mut app);
+    let screen = render(&mut app, (120, 40));
     assert!(screen.contains("14 steps"), "{screen}");
     assert!(!screen.contains('\u{1b}'));
     // The stalled cell, B #3 of the first task row.
@@ -296,15 +296,15 @@ fn running_run_with_live_activity_and_a_stall() {
     for _ in 0..3 {
         app.on_key(key(KeyCode::Right));
     }
-    snap("live_grid_stalled", &app);
+    snap("live_grid_stalled", &mut app);
     open_detail(&mut app, &d, Vec::new());
-    snap("live_detail", &app);
+    snap("live_detail", &mut app);
 }
 
 #[test]
 fn main_view_mono_theme() {
-    let (_d, app) = app_with("mono");
-    snap("main_mono", &app);
+    let (_d, mut app) = app_with("mono");
+    snap("main_mono", &mut app);
 }
 
 #[test]
@@ -312,7 +312,7 @@ fn domain_pane_by_difficulty() {
     let (_d, mut app) = app_with("dark");
     app.on_key(key(KeyCode::Tab));
     app.on_key(key(KeyCode::Char('d')));
-    snap("domains_by_difficulty", &app);
+    snap("domains_by_difficulty", &mut app);
 }
 
 /// Before any trial has a verdict the domain pane shows no difference (`—`, not `Δ B +0.0`):
@@ -331,9 +331,9 @@ fn domain_pane_before_any_trial_is_judged() {
         |_, _| {},
     );
     app.on_key(key(KeyCode::Tab));
-    snap("domains_nothing_judged", &app);
+    snap("domains_nothing_judged", &mut app);
     for size in SIZES {
-        let screen = render(&app, size);
+        let screen = render(&mut app, size);
         assert!(screen.contains("Δ B"), "{screen}");
         assert!(!screen.contains("+0.0"), "{screen}");
     }
@@ -385,8 +385,8 @@ fn domain_pane_keeps_one_number_format_per_column() {
         },
     );
     app.on_key(key(KeyCode::Tab));
-    snap("domains_one_format", &app);
-    let screen = render(&app, (120, 40));
+    snap("domains_one_format", &mut app);
+    let screen = render(&mut app, (120, 40));
     let x = screen
         .lines()
         .find_map(|l| l.find("┌ pass rate").map(|i| l[..i].chars().count()))
@@ -410,7 +410,7 @@ fn filtered_and_sorted_grid_with_cursor_moved() {
     app.on_key(key(KeyCode::Char('s'))); // sort by name
     app.on_key(key(KeyCode::Char('j')));
     app.on_key(key(KeyCode::Char('l')));
-    snap("grid_failed_by_name", &app);
+    snap("grid_failed_by_name", &mut app);
 }
 
 /// `/` edits the filter in place: the grid follows what is typed, and a term that cannot match
@@ -423,13 +423,13 @@ fn filter_being_typed() {
     for c in "domain:off status:bogus".chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
-    snap("filter_input", &app);
+    snap("filter_input", &mut app);
     assert_eq!(
         app.grid_model.task_rows.len(),
         2,
         "domain:off applies as typed"
     );
-    let screen = render(&app, (80, 24));
+    let screen = render(&mut app, (80, 24));
     assert!(screen.contains("unknown status \"bogus\""), "{screen}");
 }
 
@@ -439,14 +439,14 @@ fn filter_being_typed() {
 fn event_log_pane() {
     let (_d, mut app) = app_with("dark");
     app.on_key(key(KeyCode::Char('e')));
-    snap("events", &app);
+    snap("events", &mut app);
     app.on_key(key(KeyCode::Char('/')));
     for c in "level:warn".chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
     app.on_key(key(KeyCode::Enter));
-    snap("events_warnings", &app);
-    let screen = render(&app, (80, 24));
+    snap("events_warnings", &mut app);
+    let screen = render(&mut app, (80, 24));
     assert!(screen.contains("2 of 8"), "{screen}");
 }
 
@@ -455,7 +455,7 @@ fn event_log_pane() {
 /// failures.
 #[test]
 fn twelve_trials_and_a_cancelled_one() {
-    let (_d, app) = synthetic_app(
+    let (_d, mut app) = synthetic_app(
         "dark",
         SyntheticRun {
             name: "twelve".into(),
@@ -472,13 +472,13 @@ fn twelve_trials_and_a_cancelled_one() {
             .unwrap();
         },
     );
-    snap("twelve_trials", &app);
-    let screen = render(&app, (80, 24));
+    snap("twelve_trials", &mut app);
+    let screen = render(&mut app, (80, 24));
     // At 80 columns the counts take short words so the progress bar and its label stay.
     assert!(screen.contains("canc 1"), "{screen}");
     let counts = screen.lines().nth(1).unwrap();
     assert!(counts.contains("trials █"), "{screen}");
-    let wide = render(&app, (120, 40));
+    let wide = render(&mut app, (120, 40));
     assert!(wide.contains("cancelled 1"), "{wide}");
     assert!(screen.contains("10"), "{screen}");
 }
@@ -487,7 +487,7 @@ fn twelve_trials_and_a_cancelled_one() {
 /// the grid, with the folders named in full in the legends and the detail's title.
 #[test]
 fn round_two_conditions_by_their_labels() {
-    let (_d, app) = synthetic_app(
+    let (_d, mut app) = synthetic_app(
         "dark",
         SyntheticRun {
             name: "demo-round2".into(),
@@ -511,8 +511,8 @@ fn round_two_conditions_by_their_labels() {
         },
     );
     assert_eq!(app.snapshot.as_ref().unwrap().labels, ["A'", "B'"]);
-    snap("round2_labels", &app);
-    let wide = render(&app, (120, 40));
+    snap("round2_labels", &mut app);
+    let wide = render(&mut app, (120, 40));
     assert!(wide.contains("A' skills:LS-A-v1"), "{wide}");
 }
 
@@ -552,18 +552,18 @@ fn detail_summary_and_logs() {
             count: 1,
         }],
     );
-    snap("detail_summary", &app);
+    snap("detail_summary", &mut app);
     app.on_key(key(KeyCode::Tab));
-    snap("detail_trajectory", &app);
+    snap("detail_trajectory", &mut app);
     app.on_key(key(KeyCode::Tab));
     app.on_key(key(KeyCode::Char('/')));
     for c in "failed".chars() {
         app.on_key(key(KeyCode::Char(c)));
     }
     app.on_key(key(KeyCode::Enter));
-    snap("detail_verifier_search", &app);
+    snap("detail_verifier_search", &mut app);
     app.on_key(key(KeyCode::Tab));
-    snap("detail_agent_log", &app);
+    snap("detail_agent_log", &mut app);
 }
 
 /// Long lines in a log tab can be read whole: `w` wraps them (and wraps again to cut them at the
@@ -592,7 +592,7 @@ fn detail_log_lines_wrap_with_w_and_the_path_is_whole() {
             .join(" ")
     };
     for size in SIZES {
-        let screen = render(&app, size);
+        let screen = render(&mut app, size);
         assert!(!joined(&screen).contains(goal), "cut by default: {screen}");
         // (A path has no spaces: where it wraps, its rows join without one.)
         let tight: String = screen
@@ -603,9 +603,9 @@ fn detail_log_lines_wrap_with_w_and_the_path_is_whole() {
     }
     app.on_key(key(KeyCode::Char('w')));
     app.status = None;
-    snap("detail_trajectory_wrapped", &app);
+    snap("detail_trajectory_wrapped", &mut app);
     for size in SIZES {
-        let screen = render(&app, size);
+        let screen = render(&mut app, size);
         assert!(joined(&screen).contains(goal), "{screen}");
         assert!(joined(&screen).contains("lines 1-4 of 4"), "{screen}");
     }
@@ -617,25 +617,25 @@ fn detail_log_lines_wrap_with_w_and_the_path_is_whole() {
 fn help_overlay() {
     let (_d, mut app) = app_with("dark");
     app.on_key(key(KeyCode::Char('?')));
-    snap("help", &app);
+    snap("help", &mut app);
 }
 
 #[test]
 fn confirm_retry_all() {
     let (_d, mut app) = app_with("dark");
     app.on_key(key(KeyCode::Char('R')));
-    snap("confirm_retry_all", &app);
+    snap("confirm_retry_all", &mut app);
 }
 
 #[test]
 fn waiting_for_a_run() {
-    let app = App::new(
+    let mut app = App::new(
         Mode::Watch,
         Theme::load("dark").unwrap(),
         "skillscope.db".into(),
         now(),
     );
-    snap("waiting", &app);
+    snap("waiting", &mut app);
 }
 
 /// Container output with escape sequences renders as inert text: no ESC, BEL or CR reaches the
@@ -655,7 +655,7 @@ fn control_sequences_never_reach_the_screen() {
     );
     for _ in 0..4 {
         for size in SIZES {
-            let screen = render(&app, size);
+            let screen = render(&mut app, size);
             assert!(
                 !screen.chars().any(|c| c.is_control() && c != '\n'),
                 "{screen:?}"
@@ -696,9 +696,9 @@ fn press(app: &mut App, conn: &rusqlite::Connection, k: KeyCode) {
 
 #[test]
 fn overview_with_an_experiment_learning() {
-    let (_l, app) = learning_app();
-    snap("learning_overview", &app);
-    let screen = render(&app, (80, 24));
+    let (_l, mut app) = learning_app();
+    snap("learning_overview", &mut app);
+    let screen = render(&mut app, (80, 24));
     assert!(screen.contains("1 MISLABELED"), "{screen}");
     assert!(screen.contains("learn"), "{screen}");
 }
@@ -721,15 +721,15 @@ fn overview_while_acontext_is_away() {
         )
         .unwrap();
     }
-    let app = dashboard::watching(&l.conn, l.run.id, Mode::Watch, "dark", now());
-    snap("learning_overview_acontext_away", &app);
-    let screen = render(&app, (120, 40));
+    let mut app = dashboard::watching(&l.conn, l.run.id, Mode::Watch, "dark", now());
+    snap("learning_overview_acontext_away", &mut app);
+    let screen = render(&mut app, (120, 40));
     assert!(
         screen.contains("waiting for Acontext since 11:58:10"),
         "{screen}"
     );
     assert!(screen.contains("next retry 11:58:41"), "{screen}");
-    let small = render(&app, (80, 24));
+    let small = render(&mut app, (80, 24));
     assert!(small.contains("retry 11:58:41"), "{small}");
 }
 
@@ -737,30 +737,30 @@ fn overview_while_acontext_is_away() {
 fn skill_browser() {
     let (l, mut app) = learning_app();
     press(&mut app, &l.conn, KeyCode::Char('K'));
-    snap("skills_spaces", &app);
+    snap("skills_spaces", &mut app);
     press(&mut app, &l.conn, KeyCode::Char('j')); // LS-B
     press(&mut app, &l.conn, KeyCode::Enter); // its skills: mesh-analysis first
     press(&mut app, &l.conn, KeyCode::Enter); // its files: SKILL.md first
     press(&mut app, &l.conn, KeyCode::Enter); // the file
     // At 80×24 scroll to the learned entries (the whole file fits at 120×40).
-    render(&app, (80, 24));
+    render(&mut app, (80, 24));
     for _ in 0..8 {
         press(&mut app, &l.conn, KeyCode::Char('j'));
     }
-    snap("skills_learned_skill_md", &app);
+    snap("skills_learned_skill_md", &mut app);
     app.skills.as_mut().unwrap().scroll = 0;
     press(&mut app, &l.conn, KeyCode::Char('d'));
     app.status = None;
-    snap("skills_diff", &app);
+    snap("skills_diff", &mut app);
     // A changed line that wraps keeps its sign on every row.
-    let screen = render(&app, (80, 24));
+    let screen = render(&mut app, (80, 24));
     let row = screen
         .lines()
         .find(|l| l.contains("2 decimals"))
         .expect("the wrapped row of an added line");
     assert!(row.starts_with("\"│+ "), "{screen}");
     press(&mut app, &l.conn, KeyCode::Tab);
-    snap("skills_sessions", &app);
+    snap("skills_sessions", &mut app);
 }
 
 /// The skills agents wrote in self-generated trials, in the skill browser: the set with its kept
@@ -818,18 +818,18 @@ fn skill_browser_with_self_generated_skills() {
     }
     let mut app = dashboard::watching(&conn, run.id, Mode::Watch, "dark", now());
     press(&mut app, &conn, KeyCode::Char('K'));
-    snap("skills_generated_sets", &app);
-    let screen = render(&app, (80, 24));
+    snap("skills_generated_sets", &mut app);
+    let screen = render(&mut app, (80, 24));
     assert!(screen.contains("self-gen"), "{screen}");
     assert!(screen.contains("6 kept 1 refused"), "{screen}");
     press(&mut app, &conn, KeyCode::Enter); // its skills
-    snap("skills_generated_skills", &app);
-    let screen = render(&app, (120, 40));
+    snap("skills_generated_skills", &mut app);
+    let screen = render(&mut app, (120, 40));
     assert!(screen.contains("broken (refused)"), "{screen}");
     press(&mut app, &conn, KeyCode::Enter); // csv-tool's files
     press(&mut app, &conn, KeyCode::Enter); // its SKILL.md
-    snap("skills_generated_skill_md", &app);
-    let screen = render(&app, (120, 40));
+    snap("skills_generated_skill_md", &mut app);
+    let screen = render(&mut app, (120, 40));
     assert!(screen.contains("awk -F,"), "{screen}");
     assert!(!screen.contains('\x1b'), "{screen}");
 }
@@ -874,7 +874,7 @@ fn hostile_skill_files_never_reach_the_screen() {
     app.on_update(Update::Snapshot(Arc::new(
         load_snapshot(&l.conn, l.run.id).unwrap(),
     )));
-    let check = |app: &App| {
+    let check = |app: &mut App| {
         for size in SIZES {
             let screen = render(app, size);
             assert!(
@@ -887,7 +887,7 @@ fn hostile_skill_files_never_reach_the_screen() {
             );
         }
     };
-    check(&app);
+    check(&mut app);
     press(&mut app, &l.conn, KeyCode::Char('K'));
     let evil = app
         .skills
@@ -904,22 +904,22 @@ fn hostile_skill_files_never_reach_the_screen() {
     for _ in 0..evil {
         press(&mut app, &l.conn, KeyCode::Down);
     }
-    check(&app);
+    check(&mut app);
     press(&mut app, &l.conn, KeyCode::Enter);
-    check(&app);
+    check(&mut app);
     press(&mut app, &l.conn, KeyCode::Enter);
-    check(&app);
-    let screen = render(&app, (120, 40));
+    check(&mut app);
+    let screen = render(&mut app, (120, 40));
     assert!(
         screen.contains("moved"),
         "the printable part shows: {screen}"
     );
     press(&mut app, &l.conn, KeyCode::Char('d'));
-    check(&app);
+    check(&mut app);
     press(&mut app, &l.conn, KeyCode::Down);
-    check(&app);
+    check(&mut app);
     press(&mut app, &l.conn, KeyCode::Tab);
-    check(&app);
+    check(&mut app);
 }
 
 /// The Results view of one run (no-skills vs curated, 70 % finished): conditions with CIs,
@@ -929,12 +929,12 @@ fn results_of_a_run() {
     let (d, mut app) = app_with("dark");
     let conn = Store::open_existing(&d.db()).unwrap();
     press(&mut app, &conn, KeyCode::Char('a'));
-    snap("results_run", &app);
-    let screen = render(&app, (80, 24));
+    snap("results_run", &mut app);
+    let screen = render(&mut app, (80, 24));
     assert!(screen.contains("curated vs no-skills"), "{screen}");
     press(&mut app, &conn, KeyCode::Char('d'));
     press(&mut app, &conn, KeyCode::Char('G'));
-    snap("results_run_by_difficulty_end", &app);
+    snap("results_run_by_difficulty_end", &mut app);
 }
 
 /// The Results view's skill table: curated trials saw their task's skill and half used it (the
@@ -1007,8 +1007,8 @@ fn results_with_skill_exposure() {
     );
     let conn = Store::open_existing(&d.db()).unwrap();
     press(&mut app, &conn, KeyCode::Char('a'));
-    snap("results_exposure", &app);
-    let screen = render(&app, (120, 40));
+    snap("results_exposure", &mut app);
+    let screen = render(&mut app, (120, 40));
     for part in ["skills seen/used", "planted (other)", "4/12 used a skill"] {
         assert!(screen.contains(part), "{part}: {screen}");
     }
@@ -1020,8 +1020,8 @@ fn results_with_skill_exposure() {
 fn results_of_an_experiment() {
     let (l, mut app) = experiment_app();
     press(&mut app, &l.conn, KeyCode::Char('a'));
-    snap("results_experiment", &app);
-    let screen = render(&app, (120, 40));
+    snap("results_experiment", &mut app);
+    let screen = render(&mut app, (120, 40));
     for label in [
         "A' vs A",
         "B' vs B",
@@ -1031,11 +1031,11 @@ fn results_of_an_experiment() {
     ] {
         assert!(screen.contains(label), "{label}: {screen}");
     }
-    render(&app, (80, 24));
+    render(&mut app, (80, 24));
     for _ in 0..2 {
         press(&mut app, &l.conn, KeyCode::PageDown);
     }
-    snap("results_experiment_scrolled", &app);
+    snap("results_experiment_scrolled", &mut app);
 }
 
 /// Before any trial has finished the view says so; before the worker answers it says it is
@@ -1056,12 +1056,12 @@ fn results_empty_and_loading() {
     });
     let mut app = dashboard::watching(&conn, run.id, Mode::Watch, "dark", now());
     app.on_key(key(KeyCode::Char('a')));
-    let screen = render(&app, (80, 24));
+    let screen = render(&mut app, (80, 24));
     assert!(screen.contains("computing the analysis"), "{screen}");
     app.on_update(Update::Results(Arc::new(
         load_results(&conn, run.id).unwrap(),
     )));
-    snap("results_empty", &app);
+    snap("results_empty", &mut app);
 }
 
 /// The experiment fixture with round 2 and skill invocations, watched from round 2 (as
@@ -1084,8 +1084,8 @@ fn skill_browser_with_rubric() {
     press(&mut app, &l.conn, KeyCode::Char('K'));
     press(&mut app, &l.conn, KeyCode::Char('j')); // LS-B
     press(&mut app, &l.conn, KeyCode::Enter); // its skills: mesh-analysis first
-    snap("skills_rubric", &app);
-    let screen = render(&app, (120, 40));
+    snap("skills_rubric", &mut app);
+    let screen = render(&mut app, (120, 40));
     for part in [
         "/100",
         "completion",
@@ -1099,7 +1099,7 @@ fn skill_browser_with_rubric() {
     }
     // Nothing of the rubric is cut: a gate's reasons wrap under it at either size.
     for size in SIZES {
-        let screen = render(&app, size);
+        let screen = render(&mut app, size);
         assert!(screen.contains("5.00%"), "{screen}");
         assert!(
             screen
@@ -1110,10 +1110,10 @@ fn skill_browser_with_rubric() {
         );
     }
     press(&mut app, &l.conn, KeyCode::Char('j')); // pandas-basics
-    snap("skills_rubric_few_invocations", &app);
+    snap("skills_rubric_few_invocations", &mut app);
     press(&mut app, &l.conn, KeyCode::Char('j')); // verify-units: never invoked
-    snap("skills_rubric_no_invocations", &app);
-    let screen = render(&app, (80, 24));
+    snap("skills_rubric_no_invocations", &mut app);
+    let screen = render(&mut app, (80, 24));
     assert!(screen.contains("no invocations"), "{screen}");
 }
 
@@ -1146,7 +1146,7 @@ fn hostile_names_in_results_and_rubric_never_reach_the_screen() {
     );
     v.dir = None;
     skillscope::store::learning::record_version(&l.conn, l.b.id, &v).unwrap();
-    let check = |app: &App| {
+    let check = |app: &mut App| {
         for size in SIZES {
             let screen = render(app, size);
             assert!(
@@ -1164,11 +1164,11 @@ fn hostile_names_in_results_and_rubric_never_reach_the_screen() {
     let res = data.results.as_ref().unwrap();
     assert!(res.domains.iter().all(|g| g.group.contains("moved")));
     for _ in 0..6 {
-        check(&app);
+        check(&mut app);
         press(&mut app, &l.conn, KeyCode::PageDown);
     }
     press(&mut app, &l.conn, KeyCode::Char('d'));
-    check(&app);
+    check(&mut app);
     press(&mut app, &l.conn, KeyCode::Esc);
     press(&mut app, &l.conn, KeyCode::Char('K'));
     press(&mut app, &l.conn, KeyCode::Char('j')); // LS-B
@@ -1194,8 +1194,8 @@ fn hostile_names_in_results_and_rubric_never_reach_the_screen() {
     for _ in 0..evil {
         press(&mut app, &l.conn, KeyCode::Down);
     }
-    check(&app);
-    let screen = render(&app, (120, 40));
+    check(&mut app);
+    let screen = render(&mut app, (120, 40));
     assert!(screen.contains("rubric · evil"), "{screen}");
     assert!(
         screen.contains("score "),

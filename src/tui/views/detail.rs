@@ -12,8 +12,8 @@ use ratatui::widgets::{Paragraph, Tabs};
 use super::{fit, framed};
 use crate::skillsbench::condition::condition_label;
 use crate::store::TrialRow;
-use crate::tui::app::App;
-use crate::tui::state::{DETAIL_TABS, DetailState};
+use crate::tui::state::{DETAIL_TABS, DetailState, Hits, Shared};
+use crate::tui::worker::Detail;
 
 fn secs_between(a: &Option<String>, b: &Option<String>) -> Option<f64> {
     let a = chrono::DateTime::parse_from_rfc3339(a.as_deref()?).ok()?;
@@ -29,9 +29,8 @@ fn dur(a: &Option<String>, b: &Option<String>) -> String {
 
 /// Records where ratatui's `Tabs` (padding of one on each side, a one-column divider) put each
 /// of `titles` in `area`, for the mouse.
-pub fn record_tabs(app: &App, area: Rect, titles: &[&str]) {
+pub fn record_tabs(hits: &mut Hits, area: Rect, titles: &[&str]) {
     let mut x = area.x;
-    let mut hits = app.hits.borrow_mut();
     for (i, title) in titles.iter().enumerate() {
         let w = Span::raw(*title).width() as u16 + 2;
         let width = w.min((area.x + area.width).saturating_sub(x));
@@ -52,11 +51,11 @@ pub fn record_tabs(app: &App, area: Rect, titles: &[&str]) {
 }
 
 /// Draws the detail view into `area`.
-pub fn draw(f: &mut Frame, area: Rect, app: &App, det: &DetailState) {
-    let t = &app.theme;
+pub fn draw(f: &mut Frame, area: Rect, cx: Shared, det: &mut DetailState, hits: &mut Hits) {
+    let t = cx.theme;
     let key = &det.key;
     // The condition by its short label and in full.
-    let short = app.snapshot.as_ref().and_then(|s| {
+    let short = cx.snapshot.and_then(|s| {
         s.run
             .conditions
             .iter()
@@ -81,15 +80,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, det: &DetailState) {
         .highlight_style(t.selected)
         .divider(Span::styled("│", t.border));
     f.render_widget(tabs, tabs_area);
-    record_tabs(app, tabs_area, &DETAIL_TABS);
-    det.page.set(body.height.saturating_sub(1) as usize);
-    let Some(data) = &det.data else {
+    record_tabs(hits, tabs_area, &DETAIL_TABS);
+    det.page = body.height.saturating_sub(1) as usize;
+    let Some(data) = det.data.clone() else {
         f.render_widget(Paragraph::new(Span::styled("loading…", t.dim)), body);
         return;
     };
     if det.tab == 0 {
         f.render_widget(
-            Paragraph::new(summary(app, &data.attempts, body.width as usize)),
+            Paragraph::new(summary(cx, &data, body.width as usize)),
             body,
         );
         return;
@@ -171,7 +170,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, det: &DetailState) {
         last += 1;
     }
     shown.truncate(page);
-    det.page.set(page);
+    det.page = page;
     let mut head: Vec<Line> = path_rows;
     let mut counts = stats(top, last);
     if head.is_empty() {
@@ -213,14 +212,14 @@ fn highlight<'a>(
     Line::from(spans)
 }
 
-fn summary<'a>(app: &App, attempts: &'a [TrialRow], width: usize) -> Vec<Line<'a>> {
-    let t = &app.theme;
+fn summary<'a>(cx: Shared, data: &'a Detail, width: usize) -> Vec<Line<'a>> {
+    let t = cx.theme;
+    let attempts: &'a [TrialRow] = &data.attempts;
     let Some(a) = attempts.last() else {
         return vec![Line::from(Span::styled("no attempt recorded", t.dim))];
     };
-    let task = app
+    let task = cx
         .snapshot
-        .as_ref()
         .and_then(|s| s.tasks.iter().find(|x| x.task_id == a.task_id));
     let kv = |k: &str, v: String, style| {
         Line::from(vec![
@@ -295,7 +294,7 @@ fn summary<'a>(app: &App, attempts: &'a [TrialRow], width: usize) -> Vec<Line<'a
         };
         let state = crate::tui::model::CellState::of(&a.brief()).with_stall(a.stalled_at.is_some());
         let mut live =
-            super::live_line(t, state, Some(&activity), app.now, width.saturating_sub(12));
+            super::live_line(t, state, Some(&activity), cx.now, width.saturating_sub(12));
         live.spans
             .insert(0, Span::styled(format!("{:<12}", "activity"), t.dim));
         lines.push(live);
@@ -362,12 +361,7 @@ fn summary<'a>(app: &App, attempts: &'a [TrialRow], width: usize) -> Vec<Line<'a
             t.text,
         ));
     }
-    let uses = app
-        .detail
-        .as_ref()
-        .and_then(|d| d.data.as_ref())
-        .map(|d| d.skill_uses.clone())
-        .unwrap_or_default();
+    let uses = data.skill_uses.clone();
     let skills = if uses.is_empty() {
         "none detected".to_string()
     } else {

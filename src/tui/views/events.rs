@@ -11,13 +11,12 @@ use ratatui::widgets::Paragraph;
 
 use super::framed;
 use super::overview::event_lines;
-use crate::tui::app::App;
+use crate::tui::state::{EventsState, Shared};
 
 /// Draws the event log into `area`.
-pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
-    let Some(s) = &app.snapshot else { return };
-    let t = &app.theme;
-    let ev = &app.events;
+pub fn draw(f: &mut Frame, area: Rect, cx: Shared, ev: &mut EventsState, focused: bool) {
+    let Some(s) = cx.snapshot else { return };
+    let t = cx.theme;
     let total = s.events.len();
     let shown = ev.rows.len();
     let mut title = format!("event log · {total} events");
@@ -35,7 +34,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
     }
     let page = inner.height as usize;
     // A page of events (they may wrap: one row each is the most a page holds).
-    ev.page.set(page.saturating_sub(1).max(1));
+    ev.page = page.saturating_sub(1).max(1);
     if ev.rows.is_empty() {
         let msg = if total == 0 {
             "no events yet: starts, stops, hosts, retries, cancels and back-offs appear here"
@@ -51,7 +50,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
     let mut last = top;
     for (k, &i) in ev.rows.iter().enumerate().skip(top) {
         let Some(e) = s.events.get(i) else { continue };
-        let ls = event_lines(t, e, app.now, inner.width as usize);
+        let ls = event_lines(t, e, cx.now, inner.width as usize);
         if !lines.is_empty() && lines.len() + ls.len() > page {
             break;
         }

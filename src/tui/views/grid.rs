@@ -11,8 +11,8 @@ use ratatui::widgets::Paragraph;
 
 use super::{cell_look, fit, framed};
 use crate::skillsbench::condition::condition_label;
-use crate::tui::app::App;
-use crate::tui::model::{CellState, GridRow};
+use crate::tui::model::{CellState, GridModel, GridRow};
+use crate::tui::state::{GridHits, GridState, Hits, Shared};
 
 /// Narrowest cell (glyph + gap).
 const CELL_W: u16 = 2;
@@ -35,23 +35,25 @@ fn longest_task(m: &crate::tui::model::GridModel) -> u16 {
 
 /// The width the grid would like beside the other panes: task names up to 36 columns and every
 /// cell at its widest, borders included (the layout gives it between 45 % and 62 % of the screen).
-pub fn wanted_width(app: &App) -> u16 {
-    let m = &app.grid_model;
+pub fn wanted_width(m: &GridModel, cx: Shared) -> u16 {
     let longest = longest_task(m);
-    let groups = app
-        .snapshot
-        .as_ref()
-        .map_or(1, |s| s.run.conditions.len().max(1)) as u16;
+    let groups = cx.snapshot.map_or(1, |s| s.run.conditions.len().max(1)) as u16;
     let cells = m.columns.len() as u16 * CELL_W_MAX + GROUP_GAP * groups;
     (longest + 2).clamp(14, 36) + 1 + cells + 2
 }
 
 /// Draws the grid into `area`.
-pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
-    let Some(s) = &app.snapshot else { return };
-    let t = &app.theme;
-    let m = &app.grid_model;
-    let g = &app.grid;
+pub fn draw(
+    f: &mut Frame,
+    area: Rect,
+    cx: Shared,
+    m: &GridModel,
+    g: &mut GridState,
+    hits: &mut Hits,
+    focused: bool,
+) {
+    let Some(s) = cx.snapshot else { return };
+    let t = cx.theme;
     let mut title = format!("trials · sort {}", g.sort.label());
     if !g.filter.is_empty() {
         title.push_str(&format!(
@@ -83,7 +85,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
             t,
             m.state(s, k),
             crate::tui::model::activity_of(s, s.trials[k].id),
-            app.now,
+            cx.now,
             room,
         );
         line.spans.insert(0, Span::styled(head, t.header));
@@ -154,7 +156,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
         }
         w
     };
-    let mut left = g.left.get().min(n_cols.saturating_sub(1));
+    let mut left = g.left.min(n_cols.saturating_sub(1));
     if g.col < left {
         left = g.col;
     }
@@ -168,7 +170,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
     while g.col >= left + fits(left) {
         left += 1;
     }
-    g.left.set(left);
+    g.left = left;
     let shown_cols = fits(left).min(n_cols - left);
 
     // Header: condition labels over their cells, then trial indices.
@@ -222,16 +224,16 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
     // Rows, scrolled so the cursor's row is visible.
     let body_y = inner.y + 2;
     let body_h = (inner.height - 2) as usize;
-    g.page.set(body_h.saturating_sub(1));
+    g.page = body_h.saturating_sub(1);
     let cursor_row = m.task_rows.get(g.row).copied().unwrap_or(0);
-    let mut top = g.top.get().min(m.rows.len().saturating_sub(1));
+    let mut top = g.top.min(m.rows.len().saturating_sub(1));
     if cursor_row < top {
         top = cursor_row.saturating_sub(1);
     }
     if cursor_row >= top + body_h {
         top = cursor_row + 1 - body_h;
     }
-    g.top.set(top);
+    g.top = top;
     // Where the cells are, for the mouse.
     {
         let mut cols = Vec::new();
@@ -243,7 +245,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, focused: bool) {
             cols.push((x, cell_w, c));
             x += cell_w;
         }
-        app.hits.borrow_mut().grid = Some(crate::tui::state::GridHits {
+        hits.grid = Some(GridHits {
             body: Rect {
                 x: inner.x,
                 y: body_y,

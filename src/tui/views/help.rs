@@ -67,8 +67,8 @@ fn legend(app: &App, width: usize) -> Vec<Line<'static>> {
     lines
 }
 
-/// Draws the help overlay centred in `area`.
-pub fn draw(f: &mut Frame, area: Rect, app: &App) {
+/// Draws the help overlay centred in `area`; returns where it went (a click outside closes it).
+pub fn draw(f: &mut Frame, area: Rect, app: &App) -> Rect {
     let t = &app.theme;
     // The current view's keys first, then the rest.
     let here = app.context().title();
@@ -141,7 +141,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let block = framed(t, &title, true);
     let inner = block.inner(r);
     f.render_widget(block, r);
-    app.hits.borrow_mut().help = Some(r);
     let take = |v: Vec<Line<'static>>| -> Vec<Line<'static>> {
         v.into_iter()
             .skip(scroll)
@@ -160,4 +159,5 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     } else {
         f.render_widget(Paragraph::new(take(left)), inner);
     }
+    r
 }

@@ -23,7 +23,7 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::app::{App, Popup};
 use super::model::CellState;
-use super::state::Pane;
+use super::state::{Hits, Pane, Shared};
 use super::theme::Theme;
 
 /// Below either size the panes are shown one at a time.
@@ -35,16 +35,21 @@ pub fn compact(area: Rect) -> bool {
 }
 
 /// Draws the whole dashboard.
-pub fn draw(f: &mut Frame, app: &App) {
-    app.hits.replace(Default::default());
+pub fn draw(f: &mut Frame, app: &mut App) {
+    let mut hits = Hits::default();
     let area = f.area();
     let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
-    if let Some(det) = &app.detail {
-        detail::draw(f, body, app, det);
-    } else if let Some(r) = &app.results {
-        results::draw(f, body, app, r);
-    } else if let Some(sk) = &app.skills {
-        skills::draw(f, body, app, sk);
+    let cx = Shared {
+        theme: &app.theme,
+        snapshot: app.snapshot.as_deref(),
+        now: app.now,
+    };
+    if let Some(det) = app.detail.as_mut() {
+        detail::draw(f, body, cx, det, &mut hits);
+    } else if let Some(r) = app.results.as_mut() {
+        results::draw(f, body, cx, r);
+    } else if let Some(sk) = app.skills.as_mut() {
+        skills::draw(f, body, cx, sk, &mut hits);
     } else if app.snapshot.is_none() {
         let msg = app.waiting.clone().unwrap_or_default();
         let p = Paragraph::new(vec![
@@ -57,6 +62,21 @@ pub fn draw(f: &mut Frame, app: &App) {
         .block(framed(&app.theme, "skillscope", true));
         f.render_widget(p, body);
     } else {
+        main(f, body, app, &mut hits);
+    }
+    footer::draw(f, foot, app);
+    match &app.popup {
+        Some(Popup::Help) => hits.help = Some(help::draw(f, area, app)),
+        Some(Popup::Confirm(c)) => confirm::draw(f, area, app, c),
+        None => {}
+    }
+    app.hits = hits;
+}
+
+/// The main screen in `body`: the overview above the grid, the domain pane and the event log.
+fn main(f: &mut Frame, body: Rect, app: &mut App, hits: &mut Hits) {
+    let area = f.area();
+    {
         let small = compact(area);
         let learning = app
             .snapshot
@@ -70,19 +90,22 @@ pub fn draw(f: &mut Frame, app: &App) {
         let [top, main] =
             Layout::vertical([Constraint::Length(overview_h), Constraint::Min(3)]).areas(body);
         overview::draw(f, top, app, small);
-        let mut hits = app.hits.borrow_mut();
+        let cx = Shared {
+            theme: &app.theme,
+            snapshot: app.snapshot.as_deref(),
+            now: app.now,
+        };
         if small {
             hits.panes.push((main, app.pane));
-            drop(hits);
             match app.pane {
-                Pane::Grid => grid::draw(f, main, app, true),
+                Pane::Grid => grid::draw(f, main, cx, &app.grid_model, &mut app.grid, hits, true),
                 Pane::Domains => domains::draw(f, main, app, true),
-                Pane::Events => events::draw(f, main, app, true),
+                Pane::Events => events::draw(f, main, cx, &mut app.events, true),
             }
         } else {
             // The grid as wide as its names and cells want (45–62 %), the rest to the right.
-            let grid_w =
-                grid::wanted_width(app).clamp(main.width * 45 / 100, main.width * 62 / 100);
+            let grid_w = grid::wanted_width(&app.grid_model, cx)
+                .clamp(main.width * 45 / 100, main.width * 62 / 100);
             let [left, right] =
                 Layout::horizontal([Constraint::Length(grid_w), Constraint::Min(20)]).areas(main);
             // The domain pane as tall as its rows (up to half), the event log below it.
@@ -94,17 +117,24 @@ pub fn draw(f: &mut Frame, app: &App) {
                 (r_top, Pane::Domains),
                 (r_bottom, Pane::Events),
             ]);
-            drop(hits);
-            grid::draw(f, left, app, app.pane == Pane::Grid);
-            domains::draw(f, r_top, app, app.pane == Pane::Domains);
-            events::draw(f, r_bottom, app, app.pane == Pane::Events);
+            let pane = app.pane;
+            grid::draw(
+                f,
+                left,
+                cx,
+                &app.grid_model,
+                &mut app.grid,
+                hits,
+                pane == Pane::Grid,
+            );
+            domains::draw(f, r_top, app, pane == Pane::Domains);
+            let cx = Shared {
+                theme: &app.theme,
+                snapshot: app.snapshot.as_deref(),
+                now: app.now,
+            };
+            events::draw(f, r_bottom, cx, &mut app.events, pane == Pane::Events);
         }
-    }
-    footer::draw(f, foot, app);
-    match &app.popup {
-        Some(Popup::Help) => help::draw(f, area, app),
-        Some(Popup::Confirm(c)) => confirm::draw(f, area, app, c),
-        None => {}
     }
 }
 

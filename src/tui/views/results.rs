@@ -23,14 +23,13 @@ use crate::analysis::ci::Ci;
 use crate::analysis::failure_category::FailureCategory;
 use crate::analysis::results::{FailureMode, GroupRow, Results};
 use crate::skillsbench::condition::condition_label;
-use crate::tui::app::App;
 use crate::tui::model::Grouping;
-use crate::tui::state::ResultsState;
+use crate::tui::state::{ResultsState, Shared};
 use crate::tui::theme::Theme;
 
 /// Draws the Results view into `area`.
-pub fn draw(f: &mut Frame, area: Rect, app: &App, r: &ResultsState) {
-    let t = &app.theme;
+pub fn draw(f: &mut Frame, area: Rect, cx: Shared, r: &mut ResultsState) {
+    let t = cx.theme;
     let by = match r.grouping {
         Grouping::Domain => "domain",
         Grouping::Difficulty => "difficulty",
@@ -59,8 +58,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, r: &ResultsState) {
         },
     };
     let page = inner.height as usize;
-    r.page.set(page);
-    r.lines.set(lines.len());
+    r.page = page;
+    r.lines = lines.len();
     let top = r.scroll.min(r.max_scroll());
     if lines.len() > page {
         block = block.title_bottom(

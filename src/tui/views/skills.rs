@@ -26,9 +26,8 @@ use crate::analysis::rubric::{
     Component, Direction, Gate, MIN_TREND_INVOCATIONS, RECENT_INVOCATIONS, Trend,
 };
 use crate::store::learning::SpaceProgress;
-use crate::tui::app::App;
 use crate::tui::skilldoc::{DocLine, gutter};
-use crate::tui::state::{Hits, SKILLS_TABS, SkillsFocus, SkillsState, list_top};
+use crate::tui::state::{Hits, SKILLS_TABS, Shared, SkillsFocus, SkillsState, list_top};
 use crate::tui::theme::Theme;
 use crate::tui::worker::{FileChange, SkillBrowser, SkillEntry, SkillOrigin};
 
@@ -39,20 +38,16 @@ pub const SIDE_BY_SIDE: u16 = 100;
 const LIST_W: u16 = 38;
 
 /// Draws the skill browser into `area`.
-pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
-    let t = &app.theme;
-    let sets: Vec<SpaceProgress> = app
-        .snapshot
-        .as_ref()
-        .map(|s| s.skill_sets())
-        .unwrap_or_default();
+pub fn draw(f: &mut Frame, area: Rect, cx: Shared, sk: &mut SkillsState, hits: &mut Hits) {
+    let t = cx.theme;
+    let sets: Vec<SpaceProgress> = cx.snapshot.map(|s| s.skill_sets()).unwrap_or_default();
     let spaces: &[SpaceProgress] = &sets;
     let [head, body] = Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(area);
     f.render_widget(
         Paragraph::new(head_line(t, sk, spaces, head.width as usize)),
         head,
     );
-    super::detail::record_tabs(app, head, &SKILLS_TABS);
+    super::detail::record_tabs(hits, head, &SKILLS_TABS);
     if spaces.is_empty() {
         let p = Paragraph::new(vec![
             Line::from(Span::styled(
@@ -69,10 +64,8 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
         return;
     }
     let space = &spaces[sk.space.min(spaces.len() - 1)];
-    let data = sk
-        .data
-        .as_deref()
-        .filter(|d| Some(d.space.id) == sk.space_id);
+    let data = sk.data.clone();
+    let data = data.as_deref().filter(|d| Some(d.space.id) == sk.space_id);
     if sk.tab == 1 {
         sessions(f, body, t, sk, space, data);
         return;
@@ -84,9 +77,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
             SkillsFocus::Doc => document(f, body, t, sk, data),
             // Choosing a space or a skill: its rubric in place of the files list.
             SkillsFocus::Spaces | SkillsFocus::Skills if skill.is_some() => {
-                lists(f, body, app, sk, spaces, data, true)
+                lists(f, body, t, sk, hits, (spaces, data), true)
             }
-            _ => lists(f, body, app, sk, spaces, data, false),
+            _ => lists(f, body, t, sk, hits, (spaces, data), false),
         }
         return;
     }
@@ -104,7 +97,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, sk: &SkillsState) {
     let list_w = want.clamp(LIST_W, (body.width * 45 / 100).max(LIST_W));
     let [left, right] =
         Layout::horizontal([Constraint::Length(list_w), Constraint::Min(20)]).areas(body);
-    lists(f, left, app, sk, spaces, data, false);
+    lists(f, left, t, sk, hits, (spaces, data), false);
     match skill {
         Some(skill) => {
             let mut lines = content_line(t, skill, right.width as usize - 2);
@@ -441,12 +434,12 @@ struct ListView<'a> {
     lines: Vec<Line<'a>>,
     cursor: usize,
     /// Where the first drawn row is kept between frames (`None`: keep the cursor on the last row).
-    top: Option<&'a std::cell::Cell<usize>>,
+    top: Option<&'a mut usize>,
     /// Which list this is, to record its rows for the mouse.
-    hit: Option<(&'a std::cell::RefCell<Hits>, SkillsFocus)>,
+    hit: Option<SkillsFocus>,
 }
 
-fn list_block(f: &mut Frame, area: Rect, t: &Theme, v: ListView) {
+fn list_block(f: &mut Frame, area: Rect, t: &Theme, hits: &mut Hits, v: ListView) {
     let ListView {
         title,
         focused,
@@ -463,9 +456,9 @@ fn list_block(f: &mut Frame, area: Rect, t: &Theme, v: ListView) {
         Some(top) => list_top(top, cursor, lines.len(), h),
         None => cursor.saturating_sub(h.saturating_sub(1)),
     };
-    if let Some((hits, focus)) = hit {
+    if let Some(focus) = hit {
         let rows = lines.len().saturating_sub(first).min(h) as u16;
-        hits.borrow_mut().lists.push((
+        hits.lists.push((
             Rect {
                 height: rows,
                 ..inner
@@ -505,14 +498,12 @@ fn origin_style(t: &Theme, o: SkillOrigin) -> Style {
 fn lists(
     f: &mut Frame,
     area: Rect,
-    app: &App,
-    sk: &SkillsState,
-    spaces: &[SpaceProgress],
-    data: Option<&SkillBrowser>,
+    t: &Theme,
+    sk: &mut SkillsState,
+    hits: &mut Hits,
+    (spaces, data): (&[SpaceProgress], Option<&SkillBrowser>),
     with_rubric: bool,
 ) {
-    let t = &app.theme;
-    let hits = &app.hits;
     let w = area.width.saturating_sub(4) as usize;
     let skill = data.and_then(|d| d.skills.get(sk.skill));
     let n_files = skill.map_or(0, |s| s.files.len());
@@ -584,6 +575,7 @@ fn lists(
         f,
         a_spaces,
         t,
+        hits,
         ListView {
             title: if spaces
                 .iter()
@@ -597,7 +589,7 @@ fn lists(
             lines: space_lines,
             cursor: sk.space,
             top: None,
-            hit: Some((hits, SkillsFocus::Spaces)),
+            hit: Some(SkillsFocus::Spaces),
         },
     );
 
@@ -642,13 +634,14 @@ fn lists(
         f,
         a_skills,
         t,
+        hits,
         ListView {
             title: &title,
             focused: sk.focus == SkillsFocus::Skills,
             lines: skill_lines,
             cursor: sk.skill,
-            top: Some(&sk.tops[0]),
-            hit: Some((hits, SkillsFocus::Skills)),
+            top: Some(&mut sk.tops[0]),
+            hit: Some(SkillsFocus::Skills),
         },
     );
 
@@ -691,6 +684,7 @@ fn lists(
             f,
             a_files,
             t,
+            hits,
             ListView {
                 title: if mark_changes {
                     "files (~ changed, + added)"
@@ -700,8 +694,8 @@ fn lists(
                 focused: sk.focus == SkillsFocus::Files,
                 lines: file_lines,
                 cursor: sk.file,
-                top: Some(&sk.tops[1]),
-                hit: Some((hits, SkillsFocus::Files)),
+                top: Some(&mut sk.tops[1]),
+                hit: Some(SkillsFocus::Files),
             },
         );
     }
@@ -738,6 +732,7 @@ fn lists(
         f,
         a_from,
         t,
+        hits,
         ListView {
             title: "from trials",
             focused: false,
@@ -750,7 +745,13 @@ fn lists(
 }
 
 /// The selected file (or its diff), wrapped, with the entry gutter, scrolled.
-fn document(f: &mut Frame, area: Rect, t: &Theme, sk: &SkillsState, data: Option<&SkillBrowser>) {
+fn document(
+    f: &mut Frame,
+    area: Rect,
+    t: &Theme,
+    sk: &mut SkillsState,
+    data: Option<&SkillBrowser>,
+) {
     let skill = data.and_then(|d| d.skills.get(sk.skill));
     let title = match (skill, skill.and_then(|s| s.files.get(sk.file))) {
         (Some(s), Some(file)) if sk.diff => {
@@ -794,8 +795,8 @@ fn document(f: &mut Frame, area: Rect, t: &Theme, sk: &SkillsState, data: Option
         })
         .collect();
     let page = inner.height as usize;
-    sk.page.set(page);
-    sk.doc_rows.set(rows.len());
+    sk.page = page;
+    sk.doc_rows = rows.len();
     let top = sk.scroll.min(rows.len().saturating_sub(page));
     let shown: Vec<Line> = rows.into_iter().skip(top).take(page).collect();
     f.render_widget(Paragraph::new(shown), inner);
@@ -806,7 +807,7 @@ fn sessions(
     f: &mut Frame,
     area: Rect,
     t: &Theme,
-    sk: &SkillsState,
+    sk: &mut SkillsState,
     p: &SpaceProgress,
     data: Option<&SkillBrowser>,
 ) {
@@ -885,8 +886,8 @@ fn sessions(
         return;
     }
     let h = list_area.height as usize;
-    sk.page.set(h);
-    let top = list_top(&sk.tops[2], sk.session, d.steps.len(), h);
+    sk.page = h;
+    let top = list_top(&mut sk.tops[2], sk.session, d.steps.len(), h);
     let current = p.current.as_ref().map(|c| c.trial_id);
     let lines: Vec<Line> = d
         .steps

@@ -2,11 +2,10 @@
 
 use rusqlite_migration::{M, Migrations};
 
-/// All migrations, oldest first. Never edit a released migration; append a new one.
-pub fn migrations() -> Migrations<'static> {
-    Migrations::new(vec![
-        M::up(
-            r#"
+/// The migrations' SQL, oldest first: migration N (`PRAGMA user_version` N) runs `UP[N - 1]`.
+/// Never edit a released migration; append a new one.
+const UP: &[&str] = &[
+        r#"
 CREATE TABLE runs (
     id            INTEGER PRIMARY KEY,
     name          TEXT NOT NULL UNIQUE,
@@ -91,24 +90,18 @@ CREATE TABLE run_events (
     message  TEXT NOT NULL
 );
 "#,
-        ),
         // A covering index for the dashboard's bulk read of latest attempts (queries::current_briefs):
         // 10,000 trials without a table lookup per row.
-        M::up(
-            "CREATE INDEX trials_brief ON trials (run_id, superseded, task_id, condition, trial_index, attempt,
+        "CREATE INDEX trials_brief ON trials (run_id, superseded, task_id, condition, trial_index, attempt,
                                                   status, outcome, reward, finished_at);",
-        ),
         // A unique id per run: container labels use it, so two databases that happen to hold runs
         // of the same name never clean up each other's containers.
-        M::up(
-            "ALTER TABLE runs ADD COLUMN uid TEXT;
+        "ALTER TABLE runs ADD COLUMN uid TEXT;
              UPDATE runs SET uid = lower(hex(randomblob(16))) WHERE uid IS NULL;",
-        ),
         // Harbor interop: where a run came from, token use and cost, the imported trial's id (so a
         // re-import adds nothing), its trajectory, step and tool-call counts, CTRF test counts, and
         // which skills each trial used.
-        M::up(
-            "ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'native';
+        "ALTER TABLE runs ADD COLUMN source TEXT NOT NULL DEFAULT 'native';
              ALTER TABLE trials ADD COLUMN n_input_tokens INTEGER;
              ALTER TABLE trials ADD COLUMN n_cache_tokens INTEGER;
              ALTER TABLE trials ADD COLUMN n_output_tokens INTEGER;
@@ -129,13 +122,11 @@ CREATE TABLE run_events (
                  PRIMARY KEY (trial_id, skill, kind)
              );
              CREATE INDEX skill_uses_by_skill ON skill_uses (skill);",
-        ),
         // Acontext: learning spaces and where each trial is in the learning pipeline (so a crash
         // or a dead server resumes at the exact step), the curated skills uploaded into a space,
         // every exported or curated skill version with its files (for diffs), which trials changed
         // which skill, exports, and experiments (the two-round pipeline and its phase).
-        M::up(
-            r#"
+        r#"
 CREATE TABLE learning_spaces (
     id             INTEGER PRIMARY KEY,
     label          TEXT NOT NULL,            -- LS-A, LS-B, …
@@ -239,13 +230,11 @@ CREATE TABLE experiments (
     note        TEXT
 );
 "#,
-        ),
         // Analysis: error observations and a closing message per trajectory (rubric completion),
         // trials synthesized from published aggregates (`passCount` of n trials), and skill
         // invocations scored with the skill rubric — named as the rubric's own SQL names them, so
         // its dashboard queries run unchanged.
-        M::up(
-            "ALTER TABLE trials ADD COLUMN n_error_steps INTEGER;
+        "ALTER TABLE trials ADD COLUMN n_error_steps INTEGER;
              ALTER TABLE trials ADD COLUMN final_message INTEGER;
              ALTER TABLE trials ADD COLUMN aggregated INTEGER NOT NULL DEFAULT 0;
              CREATE TABLE skill_invocations (
@@ -262,14 +251,12 @@ CREATE TABLE experiments (
                  PRIMARY KEY (trial_id, skill_name)
              );
              CREATE INDEX skill_invocations_by_skill ON skill_invocations (skill_name, timestamp);",
-        ),
         // Analysis at scale. Which conditions hold published aggregates: a tiny partial index, so
         // the results pass stays index-only. `skill_invocations` holds derived scores (rebuilt by
         // `score_run` from the trials), so it is recreated as one B-tree keyed by run, trial and
         // skill: a run's invocations are one range, written in key order — 400,000 rows cost a
         // fraction of the three B-trees the first layout updated per row.
-        M::up(
-            "CREATE INDEX trials_aggregated ON trials (run_id, condition) WHERE aggregated = 1;
+        "CREATE INDEX trials_aggregated ON trials (run_id, condition) WHERE aggregated = 1;
              DROP TABLE skill_invocations;
              CREATE TABLE skill_invocations (
                  run_id                   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
@@ -288,12 +275,10 @@ CREATE TABLE experiments (
                  run_id  INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
                  marker  TEXT NOT NULL
              );",
-        ),
         // A run survives its infrastructure: why a run stopped, when it has been waiting for
         // Docker (and why), a stop asked for from another process, the command that resumes it,
         // the health of each Docker host, and the fault that interrupted an attempt.
-        M::up(
-            "ALTER TABLE runs ADD COLUMN stop_reason TEXT;
+        "ALTER TABLE runs ADD COLUMN stop_reason TEXT;
              ALTER TABLE runs ADD COLUMN waiting_since TEXT;
              ALTER TABLE runs ADD COLUMN waiting_reason TEXT;
              ALTER TABLE runs ADD COLUMN stop_requested_at TEXT;
@@ -310,7 +295,6 @@ CREATE TABLE experiments (
                  checked_at  TEXT NOT NULL,
                  PRIMARY KEY (run_id, host)
              );",
-        ),
         // Evaluation metrics. `trial_plans`: the trials an imported source planned per
         // task and condition (a Harbor job's `n_attempts` for every task it lists, a published
         // file's trials) — a task's planned trials are the sum over its sources, so uneven jobs are
@@ -319,8 +303,7 @@ CREATE TABLE experiments (
         // unclassified), decided when the trial finishes or is imported. `agent_settings`: what
         // decides the agent's behaviour in the trial (harness and version, model, sampling
         // settings), JSON.
-        M::up(
-            "CREATE TABLE trial_plans (
+        "CREATE TABLE trial_plans (
                  run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
                  source     TEXT NOT NULL,
                  task_id    TEXT NOT NULL,
@@ -330,25 +313,21 @@ CREATE TABLE experiments (
              ) WITHOUT ROWID;
              ALTER TABLE trials ADD COLUMN failure_category TEXT;
              ALTER TABLE trials ADD COLUMN agent_settings TEXT;",
-        ),
         // Running the real thing: what a running agent is doing (steps so far, its last tool
         // call, when it last wrote output, since when it is stalled — its tokens and cost so far
         // go into the trial's token and cost columns), the run's cost budget and the current
         // limit on concurrent agent sessions per provider.
-        M::up(
-            "ALTER TABLE trials ADD COLUMN live_steps INTEGER;
+        "ALTER TABLE trials ADD COLUMN live_steps INTEGER;
              ALTER TABLE trials ADD COLUMN live_tool TEXT;
              ALTER TABLE trials ADD COLUMN last_output_at TEXT;
              ALTER TABLE trials ADD COLUMN stalled_at TEXT;
              ALTER TABLE runs ADD COLUMN max_cost_usd REAL;
              ALTER TABLE runs ADD COLUMN provider_limit INTEGER;",
-        ),
         // The comparisons the hypotheses need. `generated_skills`: what the agent of a
         // self-generated trial wrote, validated (JSON, `skillsbench::selfgen::GeneratedSkills`).
         // `experiments.split`: an experiment's held-out split (JSON, `experiment::split::Split`).
         // `round2_skills`: the skills each task received in round 2 (`round2_skills` selection).
-        M::up(
-            "ALTER TABLE trials ADD COLUMN generated_skills TEXT;
+        "ALTER TABLE trials ADD COLUMN generated_skills TEXT;
              ALTER TABLE experiments ADD COLUMN split TEXT;
              CREATE TABLE round2_skills (
                  experiment  TEXT NOT NULL,
@@ -359,23 +338,19 @@ CREATE TABLE experiments (
                  skills      TEXT NOT NULL,       -- JSON array of skill folder names
                  PRIMARY KEY (experiment, label, task_id)
              ) WITHOUT ROWID;",
-        ),
         // What an attempt's environment was, beside its verdict (issue 27): `missing_env`, the
         // names (never the values) of needed environment values that were empty because the run
         // allowed it (`--allow-missing-env`), JSON array; `clamped`, the task's CPU or memory
         // request cut to what the Docker host has, JSON (`runner::trial::Clamped`);
         // `image_builds`, each image of the trial's chain with the seconds its build took (0 when
         // reused), JSON (`runner::image::ImageBuild`).
-        M::up(
-            "ALTER TABLE trials ADD COLUMN missing_env TEXT;
+        "ALTER TABLE trials ADD COLUMN missing_env TEXT;
              ALTER TABLE trials ADD COLUMN clamped TEXT;
              ALTER TABLE trials ADD COLUMN image_builds TEXT;",
-        ),
         // Skill exposure: what each attempt's agent could see of skills when it started
         // (`skillsbench::exposure::SkillExposure`, also in the trial's `agent/skill-exposure.json`)
         // and whether its trajectory can say which it used (`skill_use`: known | unknown).
-        M::up(
-            "CREATE TABLE trial_exposures (
+        "CREATE TABLE trial_exposures (
                  trial_id     INTEGER PRIMARY KEY REFERENCES trials(id) ON DELETE CASCADE,
                  captured_at  TEXT NOT NULL,
                  skill_use    TEXT NOT NULL,       -- known | unknown
@@ -395,21 +370,20 @@ CREATE TABLE experiments (
                  bytes     INTEGER NOT NULL,
                  PRIMARY KEY (trial_id, dir, sha256)
              ) WITHOUT ROWID;",
-        ),
         // While Acontext is away (issue 26): since when a learning space waits for it, the last
         // error and when the next retry is made (RFC 3339), cleared when it answers again — what
         // `status` and the dashboard's overview show instead of a line per request.
-        M::up(
-            "ALTER TABLE learning_spaces ADD COLUMN waiting_since TEXT;
+        "ALTER TABLE learning_spaces ADD COLUMN waiting_since TEXT;
              ALTER TABLE learning_spaces ADD COLUMN waiting_reason TEXT;
              ALTER TABLE learning_spaces ADD COLUMN next_retry_at TEXT;",
-        ),
         // An imported run's status is `imported`, not `finished`: nothing ran here, and its
         // planned trials are what its sources held.
-        M::up(
-            "UPDATE runs SET status = 'imported' WHERE source <> 'native' AND status = 'finished';",
-        ),
-    ])
+        "UPDATE runs SET status = 'imported' WHERE source <> 'native' AND status = 'finished';",
+];
+
+/// All migrations, oldest first ([`UP`]).
+pub fn migrations() -> Migrations<'static> {
+    Migrations::new(UP.iter().map(|sql| M::up(sql)).collect())
 }
 
 #[cfg(test)]

@@ -195,9 +195,9 @@ fn a_stale_run_keeps_its_cost_so_far_and_drops_burn_and_projection() {
          UPDATE runs SET heartbeat_at = '2026-11-21T10:00:00.000Z', provider_limit = 3,
                          resume_command = 'cd /srv/eval && skillscope run --agent claude-code --run snapshot-run'",
     );
-    snap("main_stale_spend", &app);
+    snap("main_stale_spend", &mut app);
     for size in SIZES {
-        let screen = render(&app, size);
+        let screen = render(&mut app, size);
         assert!(screen.contains("cost $49.70"), "{screen}");
         for live in ["burn", "/h", "projected", "provider limit", "ETA"] {
             assert!(!screen.contains(live), "{live}: {screen}");
@@ -209,7 +209,7 @@ fn a_stale_run_keeps_its_cost_so_far_and_drops_burn_and_projection() {
         &mut app,
         "UPDATE runs SET heartbeat_at = '2026-11-21T10:14:57.000Z'",
     );
-    let screen = render(&app, (120, 40));
+    let screen = render(&mut app, (120, 40));
     for live in ["burn", "projected", "provider limit"] {
         assert!(screen.contains(live), "{live}: {screen}");
     }

@@ -486,6 +486,19 @@ pub fn invocation_count(conn: &Connection, run_id: i64) -> Result<usize, StoreEr
     Ok(n as usize)
 }
 
+/// The time of the latest invocation in `skill_invocations` (any run), as RFC 3339 UTC to the
+/// second (`None` when there is none) — where the rubric's 30-day window ends.
+///
+/// # Errors
+/// Database errors.
+pub fn latest_invocation_at(conn: &Connection) -> Result<Option<String>, StoreError> {
+    Ok(conn.query_row(
+        "SELECT strftime('%Y-%m-%dT%H:%M:%SZ', MAX(julianday(timestamp))) FROM skill_invocations",
+        [],
+        |r| r.get(0),
+    )?)
+}
+
 /// What the scores of run `run_id` depend on in the store, cheaply: its finished latest attempts
 /// (count, largest and summed row ids — any retry, import or new trial moves them; an index-only
 /// read) and the skill uses recorded anywhere (count and largest row id), as one text.

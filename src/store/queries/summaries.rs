@@ -233,3 +233,37 @@ pub fn environment_marks(
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
 }
+
+/// How far run `run_id` has got: its finished latest attempts and the largest row id among them
+/// (0 when none) — any new verdict, retry or import moves one of them. One index-only read
+/// (`trials_by_run_state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DoneMark {
+    /// Run row id.
+    pub run_id: i64,
+    /// Finished latest attempts.
+    pub done: i64,
+    /// The largest row id among them; 0 when none.
+    pub last_id: i64,
+}
+
+/// The [`DoneMark`] of every run in `run_ids`, in that order.
+///
+/// # Errors
+/// Database errors.
+pub fn done_marks(conn: &Connection, run_ids: &[i64]) -> Result<Vec<DoneMark>, StoreError> {
+    let mut st = conn.prepare_cached(
+        "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM trials
+         WHERE run_id = ?1 AND superseded = 0 AND status = 'done'",
+    )?;
+    let mut out = Vec::with_capacity(run_ids.len());
+    for &run_id in run_ids {
+        let (done, last_id) = st.query_row([run_id], |row| Ok((row.get(0)?, row.get(1)?)))?;
+        out.push(DoneMark {
+            run_id,
+            done,
+            last_id,
+        });
+    }
+    Ok(out)
+}

@@ -91,16 +91,13 @@ impl ChangeMarker {
 /// # Errors
 /// Database errors.
 pub fn change_marker(conn: &Connection, runs: &[RunRow]) -> Result<ChangeMarker, StoreError> {
-    let mut st = conn.prepare_cached(
-        "SELECT COUNT(*), COALESCE(MAX(id), 0) FROM trials
-         WHERE run_id = ?1 AND superseded = 0 AND status = 'done'",
-    )?;
-    let mut out = Vec::with_capacity(runs.len());
-    for r in runs {
-        let (n, max): (i64, i64) = st.query_row([r.id], |row| Ok((row.get(0)?, row.get(1)?)))?;
-        out.push((r.id, n, max));
-    }
-    Ok(ChangeMarker(out))
+    let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
+    Ok(ChangeMarker(
+        queries::done_marks(conn, &ids)?
+            .into_iter()
+            .map(|m| (m.run_id, m.done, m.last_id))
+            .collect(),
+    ))
 }
 
 /// The Results view's data.
@@ -264,11 +261,7 @@ pub fn rubric_of(evidence: &[TrialEvidence], runs: &[RunRow]) -> Result<RubricDa
     let tx = mem.transaction()?;
     write_scored(&tx, &scored)?;
     tx.commit()?;
-    let window_end: Option<String> = mem.query_row(
-        "SELECT strftime('%Y-%m-%dT%H:%M:%SZ', MAX(julianday(timestamp))) FROM skill_invocations",
-        [],
-        |r| r.get(0),
-    )?;
+    let window_end = crate::store::invocations::latest_invocation_at(&mem)?;
     let ids: Vec<i64> = runs.iter().map(|r| r.id).collect();
     let mut scores = match &window_end {
         Some(end) => skill_report(&mem, &Window::at(end, &ids))?,

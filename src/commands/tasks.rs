@@ -206,25 +206,7 @@ async fn check(args: TasksArgs) -> Result<i32> {
     let _ = progress.await;
     let outcome = result?;
     let host = DockerHost::connect(first_host.as_deref(), 1).await?;
-    let conn = store.connect()?;
-    let tasks = queries::run_tasks(&conn, outcome.run.id)?;
-    let trials = queries::current_trials(&conn, outcome.run.id)?;
-    let values = EnvValues::new(&env_given);
-    let mut rows = Vec::new();
-    for t in &tasks {
-        let facts = task_facts(&host, Path::new(&t.path), &t.problems, &values).await;
-        let evidence: Vec<TrialEvidence> = trials
-            .iter()
-            .filter(|r| r.task_id == t.task_id)
-            .map(|r| evidence(r.clone()))
-            .collect();
-        rows.push(readiness::task_readiness(
-            &t.task_id,
-            &outcome.run.conditions,
-            &facts,
-            &evidence,
-        ));
-    }
+    let rows = readiness_rows(&store, &outcome.run, &host, &EnvValues::new(&env_given)).await?;
     let counts = readiness::counts(&outcome.run.conditions, &rows);
     // The file is read at any width: its table is not fitted to this terminal.
     let file_table = readiness_table(&outcome.run.conditions, &rows, None);
@@ -277,6 +259,38 @@ async fn check(args: TasksArgs) -> Result<i32> {
             exit_code::CHECK_FAILED
         },
     )
+}
+
+/// The health check's row of every task of check run `run`, read from its trial rows and folders
+/// and what `host` has (`values`: the check's `--env`).
+///
+/// # Errors
+/// Database errors.
+pub async fn readiness_rows(
+    store: &Store,
+    run: &crate::store::RunRow,
+    host: &DockerHost,
+    values: &EnvValues,
+) -> Result<Vec<TaskReadiness>> {
+    let conn = store.connect()?;
+    let tasks = queries::run_tasks(&conn, run.id)?;
+    let trials = queries::current_trials(&conn, run.id)?;
+    let mut rows = Vec::new();
+    for t in &tasks {
+        let facts = task_facts(host, Path::new(&t.path), &t.problems, values).await;
+        let evidence: Vec<TrialEvidence> = trials
+            .iter()
+            .filter(|r| r.task_id == t.task_id)
+            .map(|r| evidence(r.clone()))
+            .collect();
+        rows.push(readiness::task_readiness(
+            &t.task_id,
+            &run.conditions,
+            &facts,
+            &evidence,
+        ));
+    }
+    Ok(rows)
 }
 
 /// `87 tasks · 44 build in every condition · 22 pass the oracle in every condition · no-skills:

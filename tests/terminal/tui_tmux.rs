@@ -549,14 +549,7 @@ async fn the_log_after_an_ssh_drop_is_plain_text_counting_against_the_plan() {
         "terminal control bytes in the log: {log:?}"
     );
     assert!(log.starts_with("[info] the terminal went away"), "{log}");
-    let counters: Vec<(usize, usize)> = log
-        .lines()
-        .filter_map(|l| l.strip_prefix('[')?.split_once(']'))
-        .filter_map(|(c, _)| {
-            let (a, b) = c.split_once('/')?;
-            Some((a.parse().ok()?, b.parse().ok()?))
-        })
-        .collect();
+    let counters = log_counters(&log);
     assert!(!counters.is_empty(), "no trial lines: {log}");
     for (i, (k, n)) in counters.iter().enumerate() {
         assert_eq!(*n, 4, "counted against the plan of 4 trials: {log}");
@@ -564,4 +557,116 @@ async fn the_log_after_an_ssh_drop_is_plain_text_counting_against_the_plan() {
         assert_eq!(*k, counters[0].0 + i, "{log}");
     }
     assert_eq!(counters.last().unwrap().0, 4, "{log}");
+}
+
+/// The trial counters of a headless log: `[done/planned]` of each trial line, in order.
+fn log_counters(log: &str) -> Vec<(usize, usize)> {
+    log.lines()
+        .filter_map(|l| l.strip_prefix('[')?.split_once(']'))
+        .filter_map(|(c, _)| {
+            let (a, b) = c.split_once('/')?;
+            Some((a.parse().ok()?, b.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The SSH session under a foreground `experiment` drops while round 1 runs (tmux kills the
+/// session under its dashboard): the experiment goes on headless into `<experiment>.log` — plain
+/// text, no terminal escape — and its trial lines count against the plan of the run under way:
+/// round 1 going on from where it was (`[k/4]`, never `[1/0]`), then round 2 from `[1/4]` to
+/// `[4/4]`; learning and export run in between and the experiment ends `done`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_experiment_after_an_ssh_drop_logs_plain_text_counting_against_each_round() {
+    require_docker().await;
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("hup-exp.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"hup-exp\"\ntasks = \"{}\"\ntask = [\"slow\"]\nagent = \"oracle\"\ntrials = 2\nconcurrency = 1\n\n[spaces.a]\nlabel = \"LS-A\"\n\n[spaces.b]\nlabel = \"LS-B\"\n",
+            fixtures().display()
+        ),
+    )
+    .unwrap();
+    let db = dir.path().join("exp.db");
+    let session = format!("skillscope-hup-exp-{}", std::process::id());
+    let tmux = Tmux::start_sized(
+        &session,
+        &format!(
+            "{} experiment {} --dry-run --db {}",
+            env!("CARGO_BIN_EXE_skillscope"),
+            plan.display(),
+            db.display()
+        ),
+        (80, 24),
+    );
+    // The dry run keeps its database in its own folder beside --db.
+    let root = dir.path().join("dry-run/hup-exp-dry-run");
+    let open = || {
+        skillscope::store::Store::open(&root.join("skillscope.db"))
+            .and_then(|s| s.connect())
+            .ok()
+    };
+    // Round 1 under way, one trial finished on screen, when the terminal goes away.
+    let t0 = Instant::now();
+    let (pid, done_before) = loop {
+        if root.join("skillscope.db").exists()
+            && let Some(c) = open()
+            && let Ok(Some(r)) = queries::find_run(&c, "hup-exp-dry-run-round1")
+        {
+            let current = queries::current_briefs(&c, r.id).unwrap();
+            let done = current
+                .iter()
+                .filter(|t| t.status == skillscope::store::TrialStatus::Done)
+                .count();
+            if done >= 1 && done < current.len() {
+                break (r.owner_pid.expect("owner"), done);
+            }
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(240),
+            "no trial of round 1 finished:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    drop(tmux);
+    let t0 = Instant::now();
+    while skillscope::store::owner::process_alive(pid) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(300),
+            "the experiment did not finish headless"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let c = open().expect("the dry run's database");
+    let e = skillscope::store::learning::find_experiment(&c, "hup-exp-dry-run")
+        .unwrap()
+        .expect("the experiment");
+    assert_eq!(e.phase, "done", "{e:?}");
+    let log = std::fs::read_to_string(root.join("hup-exp-dry-run.log")).unwrap();
+    assert!(
+        !log.chars().any(|c| c.is_control() && c != '\n'),
+        "terminal control bytes in the log: {log:?}"
+    );
+    assert!(
+        log.starts_with("[info] the terminal went away; the experiment goes on headless"),
+        "{log}"
+    );
+    let counters = log_counters(&log);
+    assert!(counters.iter().all(|(_, n)| *n == 4), "{log}");
+    // Round 1 goes on from where it was; round 2 counts from 1.
+    let split = counters
+        .iter()
+        .position(|(k, _)| *k == 1)
+        .unwrap_or_else(|| panic!("no trial line of round 2: {log}"));
+    let (round1, round2) = counters.split_at(split);
+    assert!(!round1.is_empty(), "no trial line of round 1: {log}");
+    for (i, (k, _)) in round1.iter().enumerate() {
+        assert!(*k > done_before, "goes on from {done_before}: {log}");
+        assert_eq!(*k, round1[0].0 + i, "{log}");
+    }
+    assert_eq!(round1.last().unwrap().0, 4, "{log}");
+    let round2: Vec<usize> = round2.iter().map(|(k, _)| *k).collect();
+    assert_eq!(round2, [1, 2, 3, 4], "{log}");
 }

@@ -6,13 +6,15 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs};
 
 use super::{fit, framed};
 use crate::skillsbench::condition::condition_label;
-use crate::store::TrialRow;
+use crate::store::{SkillUseRow, TrialRow};
 use crate::tui::state::{DETAIL_TABS, DetailState, Hits, Shared};
+use crate::tui::theme::Theme;
 use crate::tui::worker::Detail;
 
 fn secs_between(a: &Option<String>, b: &Option<String>) -> Option<f64> {
@@ -212,21 +214,36 @@ fn highlight<'a>(
     Line::from(spans)
 }
 
-fn summary<'a>(cx: Shared, data: &'a Detail, width: usize) -> Vec<Line<'a>> {
+fn summary(cx: Shared, data: &Detail, width: usize) -> Vec<Line<'static>> {
     let t = cx.theme;
-    let attempts: &'a [TrialRow] = &data.attempts;
+    let attempts: &[TrialRow] = &data.attempts;
     let Some(a) = attempts.last() else {
         return vec![Line::from(Span::styled("no attempt recorded", t.dim))];
     };
+    let mut lines = identity(cx, a, attempts.len(), width);
+    if a.status.is_active() {
+        lines.extend(activity(cx, a, width));
+    }
+    lines.extend(record(t, a, &data.skill_uses, width));
+    lines.extend(history(t, a, attempts, width));
+    lines
+}
+
+/// A line of the summary: the key in a column of 12, the value cut to the width left.
+fn kv(t: &Theme, width: usize, k: &str, v: String, style: Style) -> Line<'static> {
+    Line::from(vec![
+        Span::styled(format!("{k:<12}"), t.dim),
+        Span::styled(fit(&v, width.saturating_sub(12)), style),
+    ])
+}
+
+/// Which task (domain, difficulty), condition, trial and attempt, and the outcome with its reward.
+fn identity(cx: Shared, a: &TrialRow, n_attempts: usize, width: usize) -> Vec<Line<'static>> {
+    let t = cx.theme;
+    let kv = |k: &str, v: String, style| kv(t, width, k, v, style);
     let task = cx
         .snapshot
         .and_then(|s| s.tasks.iter().find(|x| x.task_id == a.task_id));
-    let kv = |k: &str, v: String, style| {
-        Line::from(vec![
-            Span::styled(format!("{k:<12}"), t.dim),
-            Span::styled(fit(&v, width.saturating_sub(12)), style),
-        ])
-    };
     let outcome = a
         .outcome
         .map(|o| o.as_str().to_string())
@@ -236,7 +253,7 @@ fn summary<'a>(cx: Shared, data: &'a Detail, width: usize) -> Vec<Line<'a>> {
         Some(_) => t.fail,
         None => t.running,
     };
-    let mut lines = vec![
+    vec![
         kv(
             "task",
             format!(
@@ -254,7 +271,7 @@ fn summary<'a>(cx: Shared, data: &'a Detail, width: usize) -> Vec<Line<'a>> {
                 condition_label(&a.condition),
                 a.trial_index,
                 a.attempt,
-                attempts.len()
+                n_attempts
             ),
             t.text,
         ),
@@ -273,45 +290,58 @@ fn summary<'a>(cx: Shared, data: &'a Detail, width: usize) -> Vec<Line<'a>> {
             ),
             outcome_style,
         ),
-    ];
-    if a.status.is_active() {
-        // What the agent is doing now (the attempt is re-read on every poll while it runs).
-        let activity = crate::store::queries::AttemptActivity {
-            id: a.id,
-            condition: a.condition.clone(),
-            status: a.status,
-            tokens: match (a.n_input_tokens, a.n_output_tokens) {
-                (None, None) => None,
-                (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
-            },
-            cost_usd: a.cost_usd,
-            spend_from: a.agent_started_at.clone(),
-            spend_to: None,
-            live_steps: a.live_steps,
-            live_tool: a.live_tool.as_deref().map(crate::text::one_line),
-            last_output_at: a.last_output_at.clone(),
-            stalled_at: a.stalled_at.clone(),
-        };
-        let state = crate::tui::model::CellState::of(&a.brief()).with_stall(a.stalled_at.is_some());
-        let mut live =
-            super::live_line(t, state, Some(&activity), cx.now, width.saturating_sub(12));
-        live.spans
-            .insert(0, Span::styled(format!("{:<12}", "activity"), t.dim));
-        lines.push(live);
-        if let Some(tool) = &activity.live_tool {
-            lines.push(kv("last tool", tool.clone(), t.accent));
-        }
-        if let Some(since) = &a.stalled_at {
-            lines.push(kv(
-                "stalled",
-                format!(
-                    "since {} · silent; it keeps running until its agent timeout",
-                    super::clock(since)
-                ),
-                t.stalled,
-            ));
-        }
+    ]
+}
+
+/// What a running agent is doing now (the attempt is re-read on every poll while it runs): its
+/// live line, last tool call and since when it is stalled.
+fn activity(cx: Shared, a: &TrialRow, width: usize) -> Vec<Line<'static>> {
+    let t = cx.theme;
+    let kv = |k: &str, v: String, style| kv(t, width, k, v, style);
+    let mut lines = Vec::new();
+    // What the agent is doing now (the attempt is re-read on every poll while it runs).
+    let activity = crate::store::queries::AttemptActivity {
+        id: a.id,
+        condition: a.condition.clone(),
+        status: a.status,
+        tokens: match (a.n_input_tokens, a.n_output_tokens) {
+            (None, None) => None,
+            (i, o) => Some(i.unwrap_or(0) + o.unwrap_or(0)),
+        },
+        cost_usd: a.cost_usd,
+        spend_from: a.agent_started_at.clone(),
+        spend_to: None,
+        live_steps: a.live_steps,
+        live_tool: a.live_tool.as_deref().map(crate::text::one_line),
+        last_output_at: a.last_output_at.clone(),
+        stalled_at: a.stalled_at.clone(),
+    };
+    let state = crate::tui::model::CellState::of(&a.brief()).with_stall(a.stalled_at.is_some());
+    let mut live = super::live_line(t, state, Some(&activity), cx.now, width.saturating_sub(12));
+    live.spans
+        .insert(0, Span::styled(format!("{:<12}", "activity"), t.dim));
+    lines.push(live);
+    if let Some(tool) = &activity.live_tool {
+        lines.push(kv("last tool", tool.clone(), t.accent));
     }
+    if let Some(since) = &a.stalled_at {
+        lines.push(kv(
+            "stalled",
+            format!(
+                "since {} · silent; it keeps running until its agent timeout",
+                super::clock(since)
+            ),
+            t.stalled,
+        ));
+    }
+    lines
+}
+
+/// The attempt's record: error, phase durations, start, image and container, skills used, the
+/// agent's counts, tests and its trial folder.
+fn record(t: &Theme, a: &TrialRow, uses: &[SkillUseRow], width: usize) -> Vec<Line<'static>> {
+    let kv = |k: &str, v: String, style| kv(t, width, k, v, style);
+    let mut lines = Vec::new();
     if let Some(e) = &a.error {
         lines.push(kv(
             "error",
@@ -361,7 +391,6 @@ fn summary<'a>(cx: Shared, data: &'a Detail, width: usize) -> Vec<Line<'a>> {
             t.text,
         ));
     }
-    let uses = data.skill_uses.clone();
     let skills = if uses.is_empty() {
         "none detected".to_string()
     } else {
@@ -417,6 +446,12 @@ fn summary<'a>(cx: Shared, data: &'a Detail, width: usize) -> Vec<Line<'a>> {
             t.dim,
         ));
     }
+    lines
+}
+
+/// Every attempt of the trial, the one shown highlighted.
+fn history(t: &Theme, a: &TrialRow, attempts: &[TrialRow], width: usize) -> Vec<Line<'static>> {
+    let mut lines = Vec::new();
     lines.push(Line::default());
     lines.push(Line::from(Span::styled("attempts", t.header)));
     lines.push(Line::from(Span::styled(

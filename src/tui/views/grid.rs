@@ -6,13 +6,15 @@ use ratatui::Frame;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::{cell_look, fit, framed};
 use crate::skillsbench::condition::condition_label;
 use crate::tui::model::{CellState, GridModel, GridRow};
 use crate::tui::state::{GridHits, GridState, Hits, Shared};
+use crate::tui::theme::Theme;
+use crate::tui::worker::Snapshot;
 
 /// Narrowest cell (glyph + gap).
 const CELL_W: u16 = 2;
@@ -42,7 +44,8 @@ pub fn wanted_width(m: &GridModel, cx: Shared) -> u16 {
     (longest + 2).clamp(14, 36) + 1 + cells + 2
 }
 
-/// Draws the grid into `area`.
+/// Draws the grid into `area`, keeping the cursor's row and column in view (`g.top`, `g.left`),
+/// remembering the rows that fit (`g.page`) and recording the cells for the mouse.
 pub fn draw(
     f: &mut Frame,
     area: Rect,
@@ -54,42 +57,9 @@ pub fn draw(
 ) {
     let Some(s) = cx.snapshot else { return };
     let t = cx.theme;
-    let mut title = format!("trials · sort {}", g.sort.label());
-    if !g.filter.is_empty() {
-        title.push_str(&format!(
-            " · filter {}{}",
-            g.filter.status.label(),
-            if g.filter.query.is_empty() {
-                String::new()
-            } else {
-                format!(" \"{}\"", g.filter.query)
-            }
-        ));
-    }
-    title.push_str(&format!(" · {} tasks", m.task_rows.len()));
+    let (title, live) = heading(cx, s, m, g, area.width);
     let mut block = framed(t, &title, focused);
-    // The running cell under the cursor: what its agent is doing, in the bottom border.
-    if let Some(k) = m.cell(g.row, g.col)
-        && m.state(s, k).is_running()
-    {
-        let label = s
-            .run
-            .conditions
-            .iter()
-            .position(|c| *c == s.trials[k].condition)
-            .and_then(|i| s.labels.get(i).cloned())
-            .unwrap_or_default();
-        let head = format!(" {label} #{} ", s.trials[k].trial_index);
-        let room = (area.width as usize).saturating_sub(head.chars().count() + 4);
-        let mut line = super::live_line(
-            t,
-            m.state(s, k),
-            crate::tui::model::activity_of(s, s.trials[k].id),
-            cx.now,
-            room,
-        );
-        line.spans.insert(0, Span::styled(head, t.header));
-        line.spans.push(Span::raw(" "));
+    if let Some(line) = live {
         block = block.title_bottom(line);
     }
     let inner = block.inner(area);
@@ -107,90 +77,223 @@ pub fn draw(
         );
         return;
     }
+    let cols = Columns::fit(s, m, g, inner);
+    g.left = cols.left;
+    header(f.buffer_mut(), inner, t, &cols);
 
-    // Conditions by their short labels (A, B, A', B', C …); the legend names them in full.
-    let label_of = |cond: &str| -> String {
-        s.run
-            .conditions
-            .iter()
-            .position(|c| c == cond)
-            .and_then(|i| s.labels.get(i).cloned())
-            .unwrap_or_else(|| condition_label(cond))
-    };
-    let n_cols = m.columns.len();
-    let n_groups = s.run.conditions.len().max(1) as u16;
-    // Cells widen (up to CELL_W_MAX) while every column still fits beside a task name of 24.
-    let cells_at = |w: u16| w * n_cols as u16 + GROUP_GAP * n_groups;
-    let longest_task = longest_task(m);
-    let mut cell_w = CELL_W;
-    for w in (CELL_W..=CELL_W_MAX).rev() {
-        if cells_at(w) + 24.min(longest_task + 1) < inner.width {
-            cell_w = w;
-            break;
-        }
+    // Rows, scrolled so the cursor's row is visible.
+    let body_h = (inner.height - 2) as usize;
+    g.page = body_h.saturating_sub(1);
+    let cursor_row = m.task_rows.get(g.row).copied().unwrap_or(0);
+    let mut top = g.top.min(m.rows.len().saturating_sub(1));
+    if cursor_row < top {
+        top = cursor_row.saturating_sub(1);
     }
-    // Task names take the width the cells leave (all of a long id when it fits); when the
-    // columns do not all fit they scroll, and names keep a third of the pane.
-    let label_w = if cells_at(cell_w) + 13 <= inner.width {
-        (inner.width - cells_at(cell_w) - 1)
-            .min(longest_task + 2)
-            .max(12)
-    } else {
-        ((inner.width as usize) / 3).clamp(12, 32) as u16
-    };
-    let avail = inner.width.saturating_sub(label_w + 1);
-    let group_of = |c: usize| -> usize {
-        s.run
+    if cursor_row >= top + body_h {
+        top = cursor_row + 1 - body_h;
+    }
+    g.top = top;
+    hits.grid = Some(cols.hits(inner, top, body_h));
+    rows(f.buffer_mut(), inner, t, &cols, g, top, body_h);
+    legend(f, inner, t, &cols, top, body_h);
+}
+
+/// The grid's title (sort, filter, task count) and, for a running cell under the cursor, what
+/// its agent is doing, for the bottom border.
+fn heading(
+    cx: Shared,
+    s: &Snapshot,
+    m: &GridModel,
+    g: &GridState,
+    width: u16,
+) -> (String, Option<Line<'static>>) {
+    let t = cx.theme;
+    let mut title = format!("trials · sort {}", g.sort.label());
+    if !g.filter.is_empty() {
+        title.push_str(&format!(
+            " · filter {}{}",
+            g.filter.status.label(),
+            if g.filter.query.is_empty() {
+                String::new()
+            } else {
+                format!(" \"{}\"", g.filter.query)
+            }
+        ));
+    }
+    title.push_str(&format!(" · {} tasks", m.task_rows.len()));
+    let mut live = None;
+    if let Some(k) = m.cell(g.row, g.col)
+        && m.state(s, k).is_running()
+    {
+        let label = s
+            .run
             .conditions
             .iter()
-            .position(|x| *x == m.columns[c].condition)
+            .position(|c| *c == s.trials[k].condition)
+            .and_then(|i| s.labels.get(i).cloned())
+            .unwrap_or_default();
+        let head = format!(" {label} #{} ", s.trials[k].trial_index);
+        let room = (width as usize).saturating_sub(head.chars().count() + 4);
+        let mut line = super::live_line(
+            t,
+            m.state(s, k),
+            crate::tui::model::activity_of(s, s.trials[k].id),
+            cx.now,
+            room,
+        );
+        line.spans.insert(0, Span::styled(head, t.header));
+        line.spans.push(Span::raw(" "));
+        live = Some(line);
+    }
+    (title, live)
+}
+
+/// A condition by its short label (A, B, A', B', C …); the legend names them in full.
+fn short_label(s: &Snapshot, cond: &str) -> String {
+    s.run
+        .conditions
+        .iter()
+        .position(|c| c == cond)
+        .and_then(|i| s.labels.get(i).cloned())
+        .unwrap_or_else(|| condition_label(cond))
+}
+
+/// How the grid's columns are laid out in one frame: the cell width, the task-name column and
+/// which columns show (scrolled so the cursor's column is in view).
+struct Columns<'a> {
+    s: &'a Snapshot,
+    m: &'a GridModel,
+    /// Columns of one cell.
+    cell_w: u16,
+    /// Columns of the task names.
+    label_w: u16,
+    /// The first column shown.
+    left: usize,
+    /// How many columns show.
+    shown: usize,
+    /// Where the first cell starts.
+    x0: u16,
+}
+
+impl<'a> Columns<'a> {
+    /// Lays the columns out in `inner` from the last frame's first column `g.left`.
+    fn fit(s: &'a Snapshot, m: &'a GridModel, g: &GridState, inner: Rect) -> Columns<'a> {
+        let n_cols = m.columns.len();
+        let n_groups = s.run.conditions.len().max(1) as u16;
+        // Cells widen (up to CELL_W_MAX) while every column still fits beside a task name of 24.
+        let cells_at = |w: u16| w * n_cols as u16 + GROUP_GAP * n_groups;
+        let longest_task = longest_task(m);
+        let mut cell_w = CELL_W;
+        for w in (CELL_W..=CELL_W_MAX).rev() {
+            if cells_at(w) + 24.min(longest_task + 1) < inner.width {
+                cell_w = w;
+                break;
+            }
+        }
+        // Task names take the width the cells leave (all of a long id when it fits); when the
+        // columns do not all fit they scroll, and names keep a third of the pane.
+        let label_w = if cells_at(cell_w) + 13 <= inner.width {
+            (inner.width - cells_at(cell_w) - 1)
+                .min(longest_task + 2)
+                .max(12)
+        } else {
+            ((inner.width as usize) / 3).clamp(12, 32) as u16
+        };
+        let mut c = Columns {
+            s,
+            m,
+            cell_w,
+            label_w,
+            left: 0,
+            shown: 0,
+            x0: inner.x + label_w + 1,
+        };
+        let avail = inner.width.saturating_sub(label_w + 1);
+        let mut left = g.left.min(n_cols.saturating_sub(1));
+        if g.col < left {
+            left = g.col;
+        }
+        let fits = |left: usize| -> usize {
+            let mut k = 0;
+            while left + k < n_cols && c.width_from(left, k + 1) <= avail {
+                k += 1;
+            }
+            k.max(1)
+        };
+        while g.col >= left + fits(left) {
+            left += 1;
+        }
+        let shown = fits(left).min(n_cols - left);
+        c.left = left;
+        c.shown = shown;
+        c
+    }
+
+    /// The condition group of column `c`.
+    fn group_of(&self, c: usize) -> usize {
+        self.s
+            .run
+            .conditions
+            .iter()
+            .position(|x| *x == self.m.columns[c].condition)
             .unwrap_or(0)
-    };
-    let width_from = |left: usize, count: usize| -> u16 {
+    }
+
+    /// Columns `count` cells take from column `left` on, gaps between groups included.
+    fn width_from(&self, left: usize, count: usize) -> u16 {
         let mut w = 0;
         for c in left..left + count {
-            if c > left && group_of(c) != group_of(c - 1) {
+            if c > left && self.group_of(c) != self.group_of(c - 1) {
                 w += GROUP_GAP;
             }
-            w += cell_w;
+            w += self.cell_w;
         }
         w
-    };
-    let mut left = g.left.min(n_cols.saturating_sub(1));
-    if g.col < left {
-        left = g.col;
     }
-    let fits = |left: usize| -> usize {
-        let mut k = 0;
-        while left + k < n_cols && width_from(left, k + 1) <= avail {
-            k += 1;
-        }
-        k.max(1)
-    };
-    while g.col >= left + fits(left) {
-        left += 1;
-    }
-    g.left = left;
-    let shown_cols = fits(left).min(n_cols - left);
 
-    // Header: condition labels over their cells, then trial indices.
-    let buf = f.buffer_mut();
+    /// Where the cells are, for the mouse.
+    fn hits(&self, inner: Rect, top: usize, body_h: usize) -> GridHits {
+        let mut cols = Vec::new();
+        let mut x = self.x0;
+        for c in self.left..self.left + self.shown {
+            if c > self.left && self.group_of(c) != self.group_of(c - 1) {
+                x += GROUP_GAP;
+            }
+            cols.push((x, self.cell_w, c));
+            x += self.cell_w;
+        }
+        GridHits {
+            body: Rect {
+                x: inner.x,
+                y: inner.y + 2,
+                width: inner.width,
+                height: body_h as u16,
+            },
+            top,
+            cols,
+        }
+    }
+}
+
+/// Header: condition labels over their cells, then trial indices.
+fn header(buf: &mut Buffer, inner: Rect, t: &Theme, cols: &Columns) {
+    let m = cols.m;
+    let (cell_w, left, shown_cols) = (cols.cell_w, cols.left, cols.shown);
     let header_y = inner.y;
-    let x0 = inner.x + label_w + 1;
     put(
         buf,
         inner,
         inner.x,
         header_y,
-        &fit("task", label_w as usize),
+        &fit("task", cols.label_w as usize),
         t.dim,
     );
-    let mut x = x0;
+    let mut x = cols.x0;
     let mut c = left;
     while c < left + shown_cols {
-        let grp = group_of(c);
+        let grp = cols.group_of(c);
         let mut k = 0;
-        while c + k < left + shown_cols && group_of(c + k) == grp {
+        while c + k < left + shown_cols && cols.group_of(c + k) == grp {
             k += 1;
         }
         let w = (k as u16) * cell_w;
@@ -199,7 +302,7 @@ pub fn draw(
             inner,
             x,
             header_y,
-            &fit(&label_of(&m.columns[c].condition), w as usize),
+            &fit(&short_label(cols.s, &m.columns[c].condition), w as usize),
             t.header,
         );
         // Trial numbers: all of them when they fit their cells, else 1 and every fifth (10
@@ -220,42 +323,22 @@ pub fn draw(
         x += w + GROUP_GAP;
         c += k;
     }
+}
 
-    // Rows, scrolled so the cursor's row is visible.
-    let body_y = inner.y + 2;
-    let body_h = (inner.height - 2) as usize;
-    g.page = body_h.saturating_sub(1);
+/// The domain and task rows from `top`, the cursor's row and cell selected.
+fn rows(
+    buf: &mut Buffer,
+    inner: Rect,
+    t: &Theme,
+    cols: &Columns,
+    g: &GridState,
+    top: usize,
+    body_h: usize,
+) {
+    let (s, m) = (cols.s, cols.m);
+    let (left, label_w) = (cols.left, cols.label_w);
     let cursor_row = m.task_rows.get(g.row).copied().unwrap_or(0);
-    let mut top = g.top.min(m.rows.len().saturating_sub(1));
-    if cursor_row < top {
-        top = cursor_row.saturating_sub(1);
-    }
-    if cursor_row >= top + body_h {
-        top = cursor_row + 1 - body_h;
-    }
-    g.top = top;
-    // Where the cells are, for the mouse.
-    {
-        let mut cols = Vec::new();
-        let mut x = x0;
-        for c in left..left + shown_cols {
-            if c > left && group_of(c) != group_of(c - 1) {
-                x += GROUP_GAP;
-            }
-            cols.push((x, cell_w, c));
-            x += cell_w;
-        }
-        hits.grid = Some(GridHits {
-            body: Rect {
-                x: inner.x,
-                y: body_y,
-                width: inner.width,
-                height: body_h as u16,
-            },
-            top,
-            cols,
-        });
-    }
+    let body_y = inner.y + 2;
     for (i, row) in m.rows.iter().enumerate().skip(top).take(body_h) {
         let y = body_y + (i - top) as u16;
         match row {
@@ -284,9 +367,9 @@ pub fn draw(
                     ),
                     label_style,
                 );
-                let mut x = x0;
-                for (c, cell) in cells.iter().enumerate().skip(left).take(shown_cols) {
-                    if c > left && group_of(c) != group_of(c - 1) {
+                let mut x = cols.x0;
+                for (c, cell) in cells.iter().enumerate().skip(left).take(cols.shown) {
+                    if c > left && cols.group_of(c) != cols.group_of(c - 1) {
                         put(buf, inner, x, y, "│", t.border);
                         x += GROUP_GAP;
                     }
@@ -296,13 +379,17 @@ pub fn draw(
                         style = t.selected;
                     }
                     put(buf, inner, x, y, glyph, style);
-                    x += cell_w;
+                    x += cols.cell_w;
                 }
             }
         }
     }
+}
 
-    // Legend at the bottom when there is room below the rows (two lines on narrow panes).
+/// Legend at the bottom when there is room below the rows (two lines on narrow panes): the
+/// conditions in full under their short labels, then the cell states.
+fn legend(f: &mut Frame, inner: Rect, t: &Theme, cols: &Columns, top: usize, body_h: usize) {
+    let (s, m) = (cols.s, cols.m);
     let items: Vec<Vec<Span>> = super::LEGEND_STATES
         .iter()
         .map(|st| {
@@ -313,14 +400,13 @@ pub fn draw(
             ]
         })
         .collect();
-    // The conditions in full under their short labels.
     let names: Vec<Vec<Span>> = s
         .run
         .conditions
         .iter()
         .map(|c| {
             vec![
-                Span::styled(label_of(c), t.header),
+                Span::styled(short_label(s, c), t.header),
                 Span::styled(format!(" {}  ", condition_label(c)), t.dim),
             ]
         })

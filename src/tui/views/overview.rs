@@ -15,6 +15,7 @@ use crate::skillsbench::condition::condition_label;
 use crate::store::Liveness;
 use crate::store::learning::{ExperimentRow, SpaceProgress};
 use crate::tui::app::{App, Mode};
+use crate::tui::model::{Progress, Spend};
 use crate::tui::theme::Theme;
 use crate::tui::worker::Snapshot;
 
@@ -543,13 +544,62 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
     let p = &app.progress;
     let run = &s.run;
     let liveness = Liveness::at(run, app.now, s.owner_alive);
+    let title = format!("{} · {}", fit(&run.name, 48), state_text(app, s, &liveness));
+    let block = framed(t, &title, false);
+    let inner_w = area.width.saturating_sub(2) as usize;
+    let total_line = total_line(t, p, inner_w);
+    // Timing: only what is known (no throughput before a trial finished, no tokens for agents
+    // that report none).
+    let spend = crate::tui::model::spend(s, app.now);
+    let stale = liveness.is_stale();
+    let timing = Line::from(fit_items(
+        t,
+        timing_items(t, s, p, spend.as_ref(), &liveness, small),
+        inner_w,
+    ));
+    let money = (!small && has_money(s, !stale)).then(|| {
+        Line::from(fit_items(
+            t,
+            money_items(t, s, spend.as_ref(), false, !stale),
+            inner_w,
+        ))
+    });
+    let events = recent_events(t, s, app.now, small, inner_w);
+    let mut lines = if small {
+        vec![Line::from(total_line), timing]
+    } else {
+        let per_cond = per_condition(t, s, p, spend.as_ref(), inner_w);
+        let ident = ident_line(t, s, &liveness);
+        let mut v = vec![ident, Line::from(total_line), Line::from(per_cond)];
+        if !(stale && timing.spans.is_empty()) {
+            v.push(timing);
+        }
+        v.extend(money);
+        v
+    };
+    if stale {
+        lines.extend(
+            resume_lines(run, inner_w)
+                .into_iter()
+                .map(|l| Line::from(Span::styled(l, t.warn))),
+        );
+    }
+    lines.extend(events);
+    lines.extend(learning_lines(t, s, inner_w));
+    f.render_widget(Paragraph::new(lines).block(block), area);
+}
+
+/// The run's state for the title: waiting for Acontext or Docker, stale, stopping, done, or why
+/// it finished or stopped.
+fn state_text(app: &App, s: &Snapshot, liveness: &Liveness) -> String {
+    let (p, run) = (&app.progress, &s.run);
     // Learning that waits for Acontext is the state to see, whatever the round-1 run says.
     let acontext_wait = s
         .spaces
         .iter()
         .filter_map(|p| p.space.waiting_since.as_deref())
         .min();
-    let state = match (run.status.as_str(), app.mode, &liveness) {
+    match (run.status.as_str(), app.mode, liveness) {
         _ if acontext_wait.is_some() => format!(
             "waiting for Acontext since {}",
             acontext_wait.map(clock).unwrap_or_default()
@@ -573,10 +623,11 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             None => "stopped".to_string(),
         },
         (st, _, _) => st.to_string(),
-    };
-    let title = format!("{} · {}", fit(&run.name, 48), state);
-    let block = framed(t, &title, false);
-    let inner_w = area.width.saturating_sub(2) as usize;
+    }
+}
+
+/// The trials bar and the counts beside it.
+fn total_line(t: &Theme, p: &Progress, inner_w: usize) -> Vec<Span<'static>> {
     let pct = if p.total > 0 {
         p.done as f64 / p.total as f64
     } else {
@@ -597,10 +648,20 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
         total_line.extend(bar(t, pct, bar_w));
     }
     total_line.extend(counts);
+    total_line
+}
 
-    // Timing: only what is known (no throughput before a trial finished, no tokens for agents
-    // that report none).
-    let spend = crate::tui::model::spend(s, app.now);
+/// The timing line's parts (priority, spans): the engine first, then what says when it ends and
+/// what it costs.
+fn timing_items(
+    t: &Theme,
+    s: &Snapshot,
+    p: &Progress,
+    spend: Option<&Spend>,
+    liveness: &Liveness,
+    small: bool,
+) -> Vec<(u8, Vec<Span<'static>>)> {
+    let run = &s.run;
     // (priority, spans): the engine first, then what says when it ends and what it costs.
     let mut timing: Vec<(u8, Vec<Span<'static>>)> = Vec::new();
     // A stale run's engine is gone: its throughput, ETA, clock, containers, burn rate and
@@ -610,7 +671,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
         timing.push((
             0,
             vec![Span::styled(
-                engine_text(&liveness, run, false),
+                engine_text(liveness, run, false),
                 match liveness {
                     Liveness::Stale { .. } => t.fail,
                     _ => t.text,
@@ -618,7 +679,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             )],
         ));
         // Small screens: money on the timing line, ranked among its parts.
-        timing.extend(money_items(t, s, spend.as_ref(), true, !stale));
+        timing.extend(money_items(t, s, spend, true, !stale));
     }
     if let Some(r) = p.per_minute.filter(|_| !stale) {
         timing.push((
@@ -665,15 +726,17 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             )],
         ));
     }
-    let timing = Line::from(fit_items(t, timing, inner_w));
-    let money = (!small && has_money(s, !stale)).then(|| {
-        Line::from(fit_items(
-            t,
-            money_items(t, s, spend.as_ref(), false, !stale),
-            inner_w,
-        ))
-    });
+    timing
+}
 
+/// The last events, one line each (`small`: fewer).
+fn recent_events(
+    t: &Theme,
+    s: &Snapshot,
+    now: chrono::DateTime<chrono::Utc>,
+    small: bool,
+    inner_w: usize,
+) -> Vec<Line<'static>> {
     let n_events = event_rows(small) as usize;
     let mut events: Vec<Line> = s
         .events
@@ -681,7 +744,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
         .rev()
         .take(n_events)
         .rev()
-        .map(|e| event_line(t, e, app.now, inner_w))
+        .map(|e| event_line(t, e, now, inner_w))
         .collect();
     if events.is_empty() {
         events.push(Line::from(Span::styled(
@@ -689,79 +752,74 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, small: bool) {
             t.dim,
         )));
     }
+    events
+}
 
-    let mut lines = if small {
-        vec![Line::from(total_line), timing]
-    } else {
-        let mut per_cond: Vec<Span> = Vec::new();
-        let n = p.per_condition.len().max(1);
-        let each = (inner_w / n).saturating_sub(2);
-        for (i, (c, done, total)) in p.per_condition.iter().enumerate() {
-            let short = s.labels.get(i).cloned().unwrap_or_default();
-            let cost = spend
-                .as_ref()
-                .and_then(|sp| sp.per_condition.iter().find(|(k, _, _)| k == c))
-                .map(|(_, _, usd)| format!(" {}", usd.map_or_else(|| "—".into(), usd_text)))
-                .unwrap_or_default();
-            let nums = format!(" {done}/{total}{cost}");
-            // The short label, then as much of the condition's name as leaves a bar of 8.
-            let name_room = each.saturating_sub(short.chars().count() + 1 + nums.len() + 1 + 8);
-            let name = fit(&condition_label(c), name_room.min(24));
-            let label_w = short.chars().count() + 1 + name.chars().count();
-            let w = each.saturating_sub(label_w + nums.len() + 1).min(24);
-            per_cond.push(Span::styled(format!("{short} "), t.accent));
-            per_cond.push(Span::styled(format!("{name} "), t.text));
-            let frac = if *total > 0 {
-                *done as f64 / *total as f64
-            } else {
-                0.0
-            };
-            per_cond.extend(bar(t, frac, w));
-            per_cond.push(Span::styled(nums, t.dim));
-            per_cond.push(Span::raw("  "));
-        }
-        let ident = Line::from(vec![
-            Span::styled("agent ", t.dim),
-            Span::styled(
-                format!(
-                    "{}{}",
-                    run.agent,
-                    run.model
-                        .as_deref()
-                        .map(|m| format!(" · {m}"))
-                        .unwrap_or_default()
-                ),
-                t.text,
-            ),
-            Span::styled(" · ", t.dim),
-            Span::styled(
-                format!("{} tasks × {} trials", s.tasks.len(), run.n_trials),
-                t.text,
-            ),
-            Span::styled(" · ", t.dim),
-            Span::styled(
-                engine_text(&liveness, run, true),
-                match liveness {
-                    Liveness::Stale { .. } => t.fail,
-                    _ => t.dim,
-                },
-            ),
-        ]);
-        let mut v = vec![ident, Line::from(total_line), Line::from(per_cond)];
-        if !(stale && timing.spans.is_empty()) {
-            v.push(timing);
-        }
-        v.extend(money);
-        v
-    };
-    if stale {
-        lines.extend(
-            resume_lines(run, inner_w)
-                .into_iter()
-                .map(|l| Line::from(Span::styled(l, t.warn))),
-        );
+/// Each condition's short label and name, progress bar, trials done and cost.
+fn per_condition(
+    t: &Theme,
+    s: &Snapshot,
+    p: &Progress,
+    spend: Option<&Spend>,
+    inner_w: usize,
+) -> Vec<Span<'static>> {
+    let mut per_cond: Vec<Span> = Vec::new();
+    let n = p.per_condition.len().max(1);
+    let each = (inner_w / n).saturating_sub(2);
+    for (i, (c, done, total)) in p.per_condition.iter().enumerate() {
+        let short = s.labels.get(i).cloned().unwrap_or_default();
+        let cost = spend
+            .and_then(|sp| sp.per_condition.iter().find(|(k, _, _)| k == c))
+            .map(|(_, _, usd)| format!(" {}", usd.map_or_else(|| "—".into(), usd_text)))
+            .unwrap_or_default();
+        let nums = format!(" {done}/{total}{cost}");
+        // The short label, then as much of the condition's name as leaves a bar of 8.
+        let name_room = each.saturating_sub(short.chars().count() + 1 + nums.len() + 1 + 8);
+        let name = fit(&condition_label(c), name_room.min(24));
+        let label_w = short.chars().count() + 1 + name.chars().count();
+        let w = each.saturating_sub(label_w + nums.len() + 1).min(24);
+        per_cond.push(Span::styled(format!("{short} "), t.accent));
+        per_cond.push(Span::styled(format!("{name} "), t.text));
+        let frac = if *total > 0 {
+            *done as f64 / *total as f64
+        } else {
+            0.0
+        };
+        per_cond.extend(bar(t, frac, w));
+        per_cond.push(Span::styled(nums, t.dim));
+        per_cond.push(Span::raw("  "));
     }
-    lines.extend(events);
-    lines.extend(learning_lines(t, s, inner_w));
-    f.render_widget(Paragraph::new(lines).block(block), area);
+    per_cond
+}
+
+/// Agent and model, tasks × trials, and the engine's state.
+fn ident_line(t: &Theme, s: &Snapshot, liveness: &Liveness) -> Line<'static> {
+    let run = &s.run;
+    Line::from(vec![
+        Span::styled("agent ", t.dim),
+        Span::styled(
+            format!(
+                "{}{}",
+                run.agent,
+                run.model
+                    .as_deref()
+                    .map(|m| format!(" · {m}"))
+                    .unwrap_or_default()
+            ),
+            t.text,
+        ),
+        Span::styled(" · ", t.dim),
+        Span::styled(
+            format!("{} tasks × {} trials", s.tasks.len(), run.n_trials),
+            t.text,
+        ),
+        Span::styled(" · ", t.dim),
+        Span::styled(
+            engine_text(liveness, run, true),
+            match liveness {
+                Liveness::Stale { .. } => t.fail,
+                _ => t.dim,
+            },
+        ),
+    ])
 }

@@ -529,12 +529,104 @@ fn lists(
     ])
     .areas(area);
 
+    let space_lines = space_lines(t, sk, spaces, w);
+    list_block(
+        f,
+        a_spaces,
+        t,
+        hits,
+        ListView {
+            title: if spaces
+                .iter()
+                .any(|p| crate::tui::worker::skills::is_generated_set(p.space.id))
+            {
+                "skill sets"
+            } else {
+                "learning spaces"
+            },
+            focused: sk.focus == SkillsFocus::Spaces,
+            lines: space_lines,
+            cursor: sk.space,
+            top: None,
+            hit: Some(SkillsFocus::Spaces),
+        },
+    );
+
+    let skill_lines = skill_lines(t, sk, data, w);
+    let title = match data {
+        Some(d) => skills_title(d),
+        None => "skills".to_string(),
+    };
+    list_block(
+        f,
+        a_skills,
+        t,
+        hits,
+        ListView {
+            title: &title,
+            focused: sk.focus == SkillsFocus::Skills,
+            lines: skill_lines,
+            cursor: sk.skill,
+            top: Some(&mut sk.tops[0]),
+            hit: Some(SkillsFocus::Skills),
+        },
+    );
+
+    let mark_changes = skill.is_some_and(|s| s.origin == SkillOrigin::CuratedLearned);
+    let file_lines = file_lines(t, sk, skill, mark_changes, w);
+    if let Some((name, lines)) = rubric {
+        rubric_panel(f, a_files, t, sk, name, lines);
+    } else {
+        list_block(
+            f,
+            a_files,
+            t,
+            hits,
+            ListView {
+                title: if mark_changes {
+                    "files (~ changed, + added)"
+                } else {
+                    "files"
+                },
+                focused: sk.focus == SkillsFocus::Files,
+                lines: file_lines,
+                cursor: sk.file,
+                top: Some(&mut sk.tops[1]),
+                hit: Some(SkillsFocus::Files),
+            },
+        );
+    }
+
+    let from_lines = from_lines(t, skill, w);
+    list_block(
+        f,
+        a_from,
+        t,
+        hits,
+        ListView {
+            title: "from trials",
+            focused: false,
+            lines: from_lines,
+            cursor: 0,
+            top: None,
+            hit: None,
+        },
+    );
+}
+
+/// The learning spaces (or skill sets) with their state, progress, mislabeled trials and mode.
+fn space_lines(
+    t: &Theme,
+    sk: &SkillsState,
+    spaces: &[SpaceProgress],
+    w: usize,
+) -> Vec<Line<'static>> {
     let label_w = spaces
         .iter()
         .map(|p| p.space.label.chars().count().min(10))
         .max()
         .unwrap_or(4);
-    let space_lines: Vec<Line> = spaces
+    spaces
         .iter()
         .enumerate()
         .map(|(i, p)| {
@@ -570,30 +662,17 @@ fn lists(
             }
             row(t, spans, i == sk.space, sk.focus == SkillsFocus::Spaces)
         })
-        .collect();
-    list_block(
-        f,
-        a_spaces,
-        t,
-        hits,
-        ListView {
-            title: if spaces
-                .iter()
-                .any(|p| crate::tui::worker::skills::is_generated_set(p.space.id))
-            {
-                "skill sets"
-            } else {
-                "learning spaces"
-            },
-            focused: sk.focus == SkillsFocus::Spaces,
-            lines: space_lines,
-            cursor: sk.space,
-            top: None,
-            hit: Some(SkillsFocus::Spaces),
-        },
-    );
+        .collect()
+}
 
-    let skill_lines: Vec<Line> = match data {
+/// The space's skills: name, rubric score coloured by tier, origin.
+fn skill_lines(
+    t: &Theme,
+    sk: &SkillsState,
+    data: Option<&SkillBrowser>,
+    w: usize,
+) -> Vec<Line<'static>> {
+    match data {
         None => vec![Line::from(Span::styled("  loading…", t.dim))],
         Some(d) if d.skills.is_empty() => {
             vec![Line::from(Span::styled("  no skills recorded yet", t.dim))]
@@ -625,28 +704,18 @@ fn lists(
                 )
             })
             .collect(),
-    };
-    let title = match data {
-        Some(d) => skills_title(d),
-        None => "skills".to_string(),
-    };
-    list_block(
-        f,
-        a_skills,
-        t,
-        hits,
-        ListView {
-            title: &title,
-            focused: sk.focus == SkillsFocus::Skills,
-            lines: skill_lines,
-            cursor: sk.skill,
-            top: Some(&mut sk.tops[0]),
-            hit: Some(SkillsFocus::Skills),
-        },
-    );
+    }
+}
 
-    let mark_changes = skill.is_some_and(|s| s.origin == SkillOrigin::CuratedLearned);
-    let file_lines: Vec<Line> = match skill {
+/// The skill's files with their size, marked `~` changed or `+` added when learned over curated.
+fn file_lines(
+    t: &Theme,
+    sk: &SkillsState,
+    skill: Option<&SkillEntry>,
+    mark_changes: bool,
+    w: usize,
+) -> Vec<Line<'static>> {
+    match skill {
         None => Vec::new(),
         Some(s) if s.files.is_empty() => {
             vec![Line::from(Span::styled("  not exported yet", t.dim))]
@@ -676,31 +745,12 @@ fn lists(
                 )
             })
             .collect(),
-    };
-    if let Some((name, lines)) = rubric {
-        rubric_panel(f, a_files, t, sk, name, lines);
-    } else {
-        list_block(
-            f,
-            a_files,
-            t,
-            hits,
-            ListView {
-                title: if mark_changes {
-                    "files (~ changed, + added)"
-                } else {
-                    "files"
-                },
-                focused: sk.focus == SkillsFocus::Files,
-                lines: file_lines,
-                cursor: sk.file,
-                top: Some(&mut sk.tops[1]),
-                hit: Some(SkillsFocus::Files),
-            },
-        );
     }
+}
 
-    let from_lines: Vec<Line> = match skill {
+/// The trials the skill came from, with their verdict and what they changed.
+fn from_lines(t: &Theme, skill: Option<&SkillEntry>, w: usize) -> Vec<Line<'static>> {
+    match skill {
         Some(s) if !s.sources.is_empty() => s
             .sources
             .iter()
@@ -727,21 +777,7 @@ fn lists(
         ))],
         Some(_) => vec![Line::from(Span::styled("  no trial recorded", t.dim))],
         None => Vec::new(),
-    };
-    list_block(
-        f,
-        a_from,
-        t,
-        hits,
-        ListView {
-            title: "from trials",
-            focused: false,
-            lines: from_lines,
-            cursor: 0,
-            top: None,
-            hit: None,
-        },
-    );
+    }
 }
 
 /// The selected file (or its diff), wrapped, with the entry gutter, scrolled.

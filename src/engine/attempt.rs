@@ -11,12 +11,15 @@ use async_trait::async_trait;
 use super::{Engine, EngineError, EngineEvent};
 use crate::harbor::jobdir::{self, JobSpec, TrialFacts};
 use crate::runner::container::Reaper;
+use crate::runner::events::Live;
 use crate::runner::{
-    Agent, DockerHost, Fault, ImageCache, TrialCancel, TrialEnv, TrialJob, TrialReport, run_trial,
+    Agent, DockerHost, Fault, ImageCache, Step, TrialCancel, TrialEnv, TrialEvent, TrialEvents,
+    TrialJob, run_trial,
 };
 use crate::skillsbench::{Condition, Task};
-use crate::store::queries::TrialPatch;
-use crate::store::{Outcome, RunLedger, TrialRow};
+use crate::store::{
+    AttemptRecord, AttemptVerdict, LiveActivity, Outcome, RunLedger, Tokens, TrialRow,
+};
 
 /// How long a host gets to answer a ping after an attempt on it met a fault.
 const FAULT_PING: Duration = Duration::from_secs(5);
@@ -52,6 +55,8 @@ pub(super) struct Running {
     pub cost_usd: f64,
     /// Marked stalled.
     pub stalled: bool,
+    /// What it reported so far.
+    pub record: AttemptRecord,
 }
 
 /// What every attempt of a run shares.
@@ -82,35 +87,119 @@ pub(super) struct Attempts {
 }
 
 #[async_trait]
-impl TrialReport for Attempts {
-    async fn update(&self, attempt_id: i64, patch: TrialPatch) {
-        let status = patch.status;
-        if let Err(e) = self.ledger.progress(attempt_id, patch).await {
+impl TrialEvents for Attempts {
+    /// Records what attempt `attempt_id` reported: facts are kept in its record, each new phase
+    /// writes the record to the ledger (and tells the engine's subscribers), live activity is
+    /// written as it comes and watched for stalls.
+    async fn event(&self, attempt_id: i64, event: TrialEvent) {
+        let phase = match event {
+            TrialEvent::Live(live) => return self.live(attempt_id, live).await,
+            TrialEvent::Step(step, took) => {
+                return self.engine.step(Some(attempt_id), step, took);
+            }
+            event => {
+                let mut running = self.running.lock().expect("lock");
+                let Some(r) = running.get_mut(&attempt_id) else {
+                    return;
+                };
+                apply(&mut r.record, event)
+                    .then(|| r.record.clone())
+                    .and_then(|record| Some((record.status()?, record)))
+            }
+        };
+        let Some((status, record)) = phase else {
+            return;
+        };
+        let t0 = std::time::Instant::now();
+        if let Err(e) = self.ledger.progress(attempt_id, &record).await {
             self.engine
                 .notice("error", format!("recording trial progress: {e}"));
         }
-        if let Some(status) = status {
-            self.engine
-                .send(EngineEvent::TrialProgress { attempt_id, status });
+        self.took_store(attempt_id, t0);
+        self.engine
+            .send(EngineEvent::TrialProgress { attempt_id, status });
+    }
+}
+
+/// Keeps `event`'s fact in `record`; true when it began a new phase (the record is then
+/// written).
+fn apply(record: &mut AttemptRecord, event: TrialEvent) -> bool {
+    match event {
+        TrialEvent::Started {
+            at,
+            host,
+            trial_dir,
+            agent_settings,
+        } => {
+            record.started(&at, &host, &trial_dir, agent_settings);
+            return true;
         }
+        TrialEvent::MissingEnv(names) => record.missing_env(&names),
+        TrialEvent::Image { tag, builds } => record.image(&tag, builds),
+        TrialEvent::Clamped(c) => record.clamped(c),
+        TrialEvent::ContainerStarted { id } => record.container(&id),
+        TrialEvent::AgentStarted { at } => {
+            record.agent_started(&at);
+            return true;
+        }
+        TrialEvent::GeneratedSkills(g) => record.generated_skills(serde_json::to_value(&g).ok()),
+        TrialEvent::AgentEnded { at } => record.agent_ended(&at),
+        TrialEvent::AgentExit(code) => record.agent_exit(code),
+        TrialEvent::Trajectory(t) => record.trajectory(
+            &t.path,
+            (t.steps, t.tool_calls, t.error_steps),
+            t.final_message,
+            tokens(t.totals),
+        ),
+        TrialEvent::ExtraSession(t) => record.add_session(tokens(t)),
+        TrialEvent::VerifierStarted { at } => {
+            record.verifier_started(&at);
+            return true;
+        }
+        TrialEvent::VerifierEnded { at, exit_code } => record.verifier_ended(&at, exit_code),
+        TrialEvent::Tests { total, passed } => record.tests(total, passed),
+        TrialEvent::Live(_) | TrialEvent::Step(..) => {}
+    }
+    false
+}
+
+fn tokens(t: crate::runner::events::SessionTotals) -> Tokens {
+    Tokens {
+        input: t.input,
+        cached: t.cached,
+        output: t.output,
+        cost: t.cost,
+    }
+}
+
+impl Attempts {
+    /// Tells the engine's subscribers how long a write of attempt `attempt_id` took.
+    fn took_store(&self, attempt_id: i64, t0: std::time::Instant) {
+        self.engine
+            .step(Some(attempt_id), Step::Store, t0.elapsed());
     }
 
-    async fn live(&self, attempt_id: i64, live: crate::runner::trial::Live) {
+    /// Records what the running agent of `attempt_id` did so far, and marks it stalled (or no
+    /// longer stalled) when its silence crosses `stall_after`.
+    async fn live(&self, attempt_id: i64, live: Live) {
         let a = live.activity.clone().unwrap_or_default();
-        let patch = TrialPatch {
-            last_output_at: Some(live.last_output_at.clone()),
-            live_steps: live.activity.as_ref().map(|a| a.steps),
-            live_tool: a.last_tool.clone(),
-            n_input_tokens: a.input_tokens,
-            n_cache_tokens: a.cache_tokens,
-            n_output_tokens: a.output_tokens,
-            cost_usd: a.cost_usd,
-            ..Default::default()
+        let activity = LiveActivity {
+            last_output_at: live.last_output_at.clone(),
+            steps: live.activity.as_ref().map(|a| a.steps),
+            tool: a.last_tool.clone(),
+            tokens: Tokens {
+                input: a.input_tokens,
+                cached: a.cache_tokens,
+                output: a.output_tokens,
+                cost: a.cost_usd,
+            },
         };
-        if let Err(e) = self.ledger.progress(attempt_id, patch).await {
+        let t0 = std::time::Instant::now();
+        if let Err(e) = self.ledger.live(attempt_id, &activity).await {
             self.engine
                 .notice("error", format!("recording trial activity: {e}"));
         }
+        self.took_store(attempt_id, t0);
         let silent = chrono::DateTime::parse_from_rfc3339(&live.last_output_at)
             .map(|t| {
                 (chrono::Utc::now() - t.with_timezone(&chrono::Utc))
@@ -220,20 +309,16 @@ impl Attempts {
                 "task {} or condition {} is not part of this run's request",
                 row.task_id, row.condition
             );
-            let row = self
-                .ledger
-                .finish(
-                    id,
-                    TrialPatch {
-                        outcome: Some(Outcome::RuntimeError),
-                        error: Some(why),
-                        finished_at: Some(crate::store::now_rfc3339()),
-                        ..Default::default()
-                    },
-                    Vec::new(),
-                    None,
-                )
-                .await?;
+            let record = AttemptRecord::default().judged(AttemptVerdict {
+                outcome: Outcome::RuntimeError,
+                reward: None,
+                rewards: None,
+                error: Some(why),
+                failure_category: None,
+                fault: None,
+                finished_at: crate::store::now_rfc3339(),
+            });
+            let row = self.ledger.finish(id, record, Vec::new(), None).await?;
             return Ok(AttemptEnd::judged(row));
         };
         let checksum = self.checksum(&task).await;
@@ -275,22 +360,45 @@ impl Attempts {
                 condition: job.row.condition.clone(),
                 cost_usd: 0.0,
                 stalled: false,
+                record: AttemptRecord::default(),
             },
         );
         let end = run_trial(&job, &env, self.as_ref(), &cancel).await;
-        self.running.lock().expect("lock").remove(&id);
-        if end.patch.outcome.is_some() {
-            // A stall ends with the attempt.
-            let _ = self.ledger.stalled(id, None).await;
-        }
-        let outcome = end.patch.outcome;
-        let fault = end.fault.map(|f| f.as_str().to_string());
-        let patch = TrialPatch { fault, ..end.patch };
+        let record = self
+            .running
+            .lock()
+            .expect("lock")
+            .remove(&id)
+            .map(|r| r.record)
+            .unwrap_or_default();
+        // A stall ends with the attempt.
+        let _ = self.ledger.stalled(id, None).await;
+        let outcome = Some(end.verdict.outcome);
+        // The plan's failure category, from what the attempt left in its folder.
+        let instruction = std::fs::read_to_string(job.task.instruction_path()).ok();
+        let failure_category = crate::analysis::failure_category::classify_trial_dir(
+            end.verdict.outcome,
+            record.agent_exit_code(),
+            &trial_dir,
+            instruction.as_deref(),
+        )
+        .map(|c| c.as_str().to_string());
+        let record = record.judged(AttemptVerdict {
+            outcome: end.verdict.outcome,
+            reward: end.verdict.reward,
+            rewards: end.verdict.rewards.clone(),
+            error: end.verdict.error.clone(),
+            failure_category,
+            fault: end.fault.map(|f| f.as_str().to_string()),
+            finished_at: end.verdict.finished_at.clone(),
+        });
         let stray = end.exposure.as_ref().map(|x| stray_note(x, &job.condition));
+        let t0 = std::time::Instant::now();
         let row = self
             .ledger
-            .finish(id, patch, end.skill_uses, end.exposure)
+            .finish(id, record, end.skill_uses, end.exposure)
             .await?;
+        self.took_store(id, t0);
         if let Some(Some(note)) = stray {
             let message = format!("{}: {note}", row.trial_name);
             self.engine.notice("warn", message.clone());

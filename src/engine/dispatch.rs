@@ -220,7 +220,12 @@ impl Dispatcher {
                 ca_bundle: req.settings.ca_bundle.clone(),
                 work_dir: None,
             })),
-            reaper: Arc::new(Reaper::default()),
+            reaper: Arc::new({
+                let engine = engine.clone();
+                Reaper::timed(Arc::new(move |took| {
+                    engine.step(None, crate::runner::Step::Remove, took)
+                }))
+            }),
             copy_logs: req.settings.copy_logs,
             extra_env: req.settings.container_env(),
             binds: req.settings.mounts.clone(),

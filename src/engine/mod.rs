@@ -130,6 +130,16 @@ pub enum EngineEvent {
         /// The finished attempt.
         row: Box<TrialRow>,
     },
+    /// One step of an attempt took this long (what `skillscope bench runner` breaks a trial's
+    /// time into).
+    TrialStep {
+        /// The attempt (`None`: a step after it, e.g. its container's removal).
+        attempt_id: Option<i64>,
+        /// Which step.
+        step: crate::runner::Step,
+        /// How long it took.
+        took: std::time::Duration,
+    },
     /// A message for the operator.
     Notice {
         /// `info`, `warn` or `error`.
@@ -253,13 +263,36 @@ pub fn trial_namer(run: &str) -> crate::store::ledger::TrialNamer {
 pub struct Engine {
     store: Store,
     events: broadcast::Sender<EngineEvent>,
+    /// Send [`EngineEvent::TrialStep`]s (off by default: only a benchmark reads them).
+    steps: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Engine {
     /// An engine writing to `store`.
     pub fn new(store: Store) -> Engine {
         let (events, _) = broadcast::channel(4096);
-        Engine { store, events }
+        Engine {
+            store,
+            events,
+            steps: Default::default(),
+        }
+    }
+
+    /// From now on, tell subscribers how long each step of each attempt took
+    /// ([`EngineEvent::TrialStep`]).
+    pub fn report_steps(&self) {
+        self.steps.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Sends that `step` of attempt `attempt_id` took `took`, when steps are reported.
+    fn step(&self, attempt_id: Option<i64>, step: crate::runner::Step, took: std::time::Duration) {
+        if self.steps.load(std::sync::atomic::Ordering::Relaxed) {
+            self.send(EngineEvent::TrialStep {
+                attempt_id,
+                step,
+                took,
+            });
+        }
     }
 
     /// Subscribes to events.

@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bollard::Docker;
@@ -169,6 +170,15 @@ impl<'a> ExecRequest<'a> {
     }
 }
 
+/// How long a container's create (with its networks joined) and its start took.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StartTimes {
+    /// The create call (and the joins of networks after the first).
+    pub create: Duration,
+    /// The start call.
+    pub start: Duration,
+}
+
 /// A running trial container.
 #[derive(Clone)]
 pub struct TrialContainer {
@@ -188,6 +198,19 @@ impl TrialContainer {
         docker: &Docker,
         spec: &ContainerSpec,
     ) -> Result<TrialContainer, RunnerError> {
+        Self::start_timed(docker, spec, &mut StartTimes::default()).await
+    }
+
+    /// [`TrialContainer::start`], keeping in `times` how long the create and the start took.
+    ///
+    /// # Errors
+    /// As [`TrialContainer::start`].
+    pub async fn start_timed(
+        docker: &Docker,
+        spec: &ContainerSpec,
+        times: &mut StartTimes,
+    ) -> Result<TrialContainer, RunnerError> {
+        let t0 = std::time::Instant::now();
         let first_network = spec.networks.first().filter(|_| !spec.network_none);
         let host_config = HostConfig {
             nano_cpus: spec.cpus.map(|c| (c * 1e9).round() as i64),
@@ -268,7 +291,11 @@ impl TrialContainer {
                 ));
             }
         }
-        if let Err(e) = docker.start_container(&c.id, None).await {
+        times.create = t0.elapsed();
+        let t0 = std::time::Instant::now();
+        let started = docker.start_container(&c.id, None).await;
+        times.start = t0.elapsed();
+        if let Err(e) = started {
             c.remove().await;
             return Err(RunnerError::docker(
                 format!("starting a container from {}", spec.image),
@@ -637,6 +664,8 @@ impl TrialContainer {
 #[derive(Default)]
 pub struct Reaper {
     pending: std::sync::Mutex<tokio::task::JoinSet<()>>,
+    /// Told how long each cleanup took.
+    on_done: Option<Arc<dyn Fn(Duration) + Send + Sync>>,
 }
 
 impl Reaper {
@@ -645,12 +674,27 @@ impl Reaper {
         self.spawn(async move { c.remove().await });
     }
 
+    /// A reaper that tells `on_done` how long each cleanup took.
+    pub fn timed(on_done: Arc<dyn Fn(Duration) + Send + Sync>) -> Reaper {
+        Reaper {
+            on_done: Some(on_done),
+            ..Default::default()
+        }
+    }
+
     /// Schedules a cleanup (removing a trial's container and then its services and networks).
     pub fn spawn(&self, cleanup: impl std::future::Future<Output = ()> + Send + 'static) {
+        let on_done = self.on_done.clone();
         let mut set = self.pending.lock().expect("reaper lock");
         // Reap finished removals so the set stays small on long runs.
         while set.try_join_next().is_some() {}
-        set.spawn(cleanup);
+        set.spawn(async move {
+            let t0 = std::time::Instant::now();
+            cleanup.await;
+            if let Some(f) = on_done {
+                f(t0.elapsed());
+            }
+        });
     }
 
     /// Waits until every scheduled removal has finished.

@@ -5,6 +5,7 @@ pub mod agents;
 pub mod base_image;
 pub mod container;
 pub mod docker;
+pub mod events;
 pub mod exposure;
 pub mod fault;
 pub mod image;
@@ -20,9 +21,10 @@ use std::path::PathBuf;
 pub use agents::{Agent, AgentContext, AgentRun, agent_by_name};
 pub use container::{ContainerSpec, ExecEnd, ExecRequest, ExecResult, TrialContainer};
 pub use docker::DockerHost;
+pub use events::{Step, TrialEvent, TrialEvents};
 pub use fault::Fault;
 pub use image::{ImageCache, ImageSettings};
-pub use trial::{TrialCancel, TrialEnv, TrialJob, TrialReport, run_trial};
+pub use trial::{TrialCancel, TrialEnd, TrialEnv, TrialJob, Verdict, run_trial};
 
 /// Errors of the runner. Trial-level failures never surface as errors of the run: they become
 /// outcomes (see [`crate::store::Outcome`]).

@@ -9,11 +9,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::agents::{AGENT_LOGS, Agent, AgentContext};
 use super::container::{ContainerSpec, ExecEnd, Reaper, TrialContainer};
+pub use super::events::Live;
+use super::events::{SessionTotals, Step, TrajectoryFacts, TrialEvent, TrialEvents};
 use super::verifier;
 use super::{DockerHost, ImageCache, labels, services};
 use crate::harbor::reward::{self, is_pass, scalar_reward};
@@ -21,22 +22,19 @@ use crate::skillsbench::env::{self as task_env, EnvValues, MissingEnvPolicy};
 use crate::skillsbench::exposure::SkillExposure;
 use crate::skillsbench::selfgen::{GeneratedSkills, SelfGeneration, TRIAL_GENERATION_SESSION};
 use crate::skillsbench::{Condition, Task};
-use crate::store::queries::TrialPatch;
-use crate::store::{Outcome, SkillUseRow, TrialRow, TrialStatus, now_rfc3339};
+use crate::store::{Outcome, SkillUseRow, TrialRow, now_rfc3339};
 
-/// Writes the agent's ATIF trajectory to `agent/trajectory.json` and records its counts, tokens
-/// and skill use; returns true when it was written. A trajectory that cannot be written is left
-/// out: the trial's outcome never depends on it.
-fn record_trajectory(
-    env: &TrialEnv,
+/// Writes the agent's ATIF trajectory to `agent/trajectory.json` and reports its counts, tokens
+/// and cost; keeps the skills it used in `skill_uses`. Returns true when it was written. A
+/// trajectory that cannot be written is left out: the trial's outcome never depends on it.
+async fn record_trajectory(
+    scope: &Scope<'_>,
     ctx: &AgentContext<'_>,
     run: &super::AgentRun,
-    p: &mut TrialPatch,
+    (started, finished): (&str, &str),
     skill_uses: &mut Vec<SkillUseRow>,
 ) -> bool {
-    let started = p.agent_started_at.clone().unwrap_or_default();
-    let finished = p.agent_finished_at.clone().unwrap_or_default();
-    let Some(t) = env.agent.trajectory(ctx, run, &started, &finished) else {
+    let Some(t) = scope.env.agent.trajectory(ctx, run, started, finished) else {
         return false;
     };
     let path = ctx.agent_dir.join("trajectory.json");
@@ -50,15 +48,20 @@ fn record_trajectory(
         return false;
     }
     let (input, cached, output, cost) = t.token_totals();
-    p.trajectory_path = Some(path.display().to_string());
-    p.n_steps = Some(t.steps.len() as i64);
-    p.n_tool_calls = Some(t.tool_call_count() as i64);
-    p.n_error_steps = Some(t.error_step_count() as i64);
-    p.final_message = Some(t.ends_with_message());
-    p.n_input_tokens = input;
-    p.n_cache_tokens = cached;
-    p.n_output_tokens = output;
-    p.cost_usd = cost;
+    let facts = TrajectoryFacts {
+        path,
+        steps: t.steps.len() as i64,
+        tool_calls: t.tool_call_count() as i64,
+        error_steps: t.error_step_count() as i64,
+        final_message: t.ends_with_message(),
+        totals: SessionTotals {
+            input,
+            cached,
+            output,
+            cost,
+        },
+    };
+    scope.tell(TrialEvent::Trajectory(facts)).await;
     *skill_uses = crate::harbor::skill_use::detect(&t, &[])
         .into_iter()
         .map(|u| SkillUseRow {
@@ -156,7 +159,7 @@ pub struct TrialEnv {
     pub reaper: Arc<Reaper>,
     /// Copy `/logs` out through the API even when the daemon is local (remote hosts always do).
     pub copy_logs: bool,
-    /// How often a running agent's output is looked at and reported ([`TrialReport::live`]).
+    /// How often a running agent's output is looked at and reported ([`TrialEvent::Live`]).
     pub live_every: std::time::Duration,
     /// What to do when the task needs environment values nobody set.
     pub missing_env: MissingEnvPolicy,
@@ -208,32 +211,11 @@ impl TrialCancel {
     }
 }
 
-/// What a running attempt's agent is doing, reported every few seconds while it runs.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Live {
-    /// When the agent last wrote output (its files in `agent/` last grew; the agent's start
-    /// until then), RFC 3339.
-    pub last_output_at: String,
-    /// What its log says it did so far (LLM harnesses).
-    pub activity: Option<super::agents::Activity>,
-}
-
-/// Receives progress (status and timestamps) while an attempt runs.
-#[async_trait]
-pub trait TrialReport: Send + Sync {
-    /// Records a change of attempt `attempt_id`.
-    async fn update(&self, attempt_id: i64, patch: TrialPatch);
-
-    /// What the agent of attempt `attempt_id` is doing (every [`TrialEnv::live_every`] while it
-    /// runs, whether or not anything changed — so silence can be noticed). Ignored by default.
-    async fn live(&self, _attempt_id: i64, _live: Live) {}
-}
-
 /// How an attempt ended.
 #[derive(Debug, Clone)]
 pub struct TrialEnd {
-    /// The final patch (status `done`, outcome, reward, times, error).
-    pub patch: TrialPatch,
+    /// Its verdict (or why it has none).
+    pub verdict: Verdict,
     /// Set when an infrastructure fault cut the attempt off (outcome
     /// [`Outcome::Interrupted`]): the trial is re-queued, never judged.
     pub fault: Option<super::Fault>,
@@ -249,42 +231,51 @@ pub struct TrialEnd {
     pub provider_failure: Option<crate::agent_logs::provider::ProviderFailure>,
 }
 
-/// Runs one attempt.
+/// An attempt's verdict: its outcome and what the verifier said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// How it ended.
+    pub outcome: Outcome,
+    /// The scalar reward (`None`: no reward was written).
+    pub reward: Option<f64>,
+    /// Every reward the verifier wrote, JSON.
+    pub rewards: Option<serde_json::Value>,
+    /// What went wrong, one line (for a fault: `infrastructure fault (<kind>): …`).
+    pub error: Option<String>,
+    /// When the attempt ended, RFC 3339.
+    pub finished_at: String,
+}
+
+/// Runs one attempt, reporting what happens to `events` as it goes.
 pub async fn run_trial(
     job: &TrialJob,
     env: &TrialEnv,
-    report: &dyn TrialReport,
+    events: &dyn TrialEvents,
     cancel: &TrialCancel,
 ) -> TrialEnd {
-    let mut p = TrialPatch {
-        agent_settings: Some(env.agent.settings()),
-        started_at: Some(now_rfc3339()),
-        build_started_at: Some(now_rfc3339()),
-        status: Some(TrialStatus::Building),
-        host: Some(env.host.name.clone()),
-        trial_dir: Some(job.trial_dir.display().to_string()),
-        ..Default::default()
-    };
-    report.update(job.row.id, p.clone()).await;
     let mut evidence = Evidence::default();
-    let mut provider_failure = None;
     let values = EnvValues::new(&env.extra_env);
     let scope = Scope {
         job,
         env,
-        report,
+        events,
         cancel,
         values: &values,
     };
-    let result = attempt(&scope, &mut p, &mut evidence).await;
-    if let Err(f) = &result {
-        provider_failure = f.provider;
-    }
-    let mut disk_full = None;
-    let mut fault = None;
+    scope
+        .tell(TrialEvent::Started {
+            at: now_rfc3339(),
+            host: env.host.name.clone(),
+            trial_dir: job.trial_dir.clone(),
+            agent_settings: env.agent.settings(),
+        })
+        .await;
+    let result = attempt(&scope, &mut evidence).await;
+    let (mut disk_full, mut fault, mut provider_failure) = (None, None, None);
     let (outcome, reward, rewards, error) = match result {
         Ok(done) => done,
         Err(f) => {
+            provider_failure = f.provider;
             if f.local_disk_full {
                 disk_full = Some(f.error.clone());
             }
@@ -296,27 +287,14 @@ pub async fn run_trial(
             (f.outcome, None, None, Some(error))
         }
     };
-    // The plan's failure category, from what the attempt left in its folder.
-    let instruction = std::fs::read_to_string(job.task.instruction_path()).ok();
-    let failure_category = crate::analysis::failure_category::classify_trial_dir(
-        outcome,
-        p.agent_exit_code,
-        &job.trial_dir,
-        instruction.as_deref(),
-    )
-    .map(|c| c.as_str().to_string());
-    let patch = TrialPatch {
-        status: Some(TrialStatus::Done),
-        outcome: Some(outcome),
-        reward,
-        rewards,
-        error,
-        failure_category,
-        finished_at: Some(now_rfc3339()),
-        ..p
-    };
     TrialEnd {
-        patch,
+        verdict: Verdict {
+            outcome,
+            reward,
+            rewards,
+            error,
+            finished_at: now_rfc3339(),
+        },
         fault,
         disk_full,
         skill_uses: evidence.skill_uses,
@@ -388,17 +366,25 @@ impl Failed {
 struct Scope<'a> {
     job: &'a TrialJob,
     env: &'a TrialEnv,
-    report: &'a dyn TrialReport,
+    events: &'a dyn TrialEvents,
     cancel: &'a TrialCancel,
     /// The operator's values for the task's `${NAME}` references.
     values: &'a EnvValues,
 }
 
-async fn attempt(
-    scope: &Scope<'_>,
-    p: &mut TrialPatch,
-    evidence: &mut Evidence,
-) -> Result<Done, Failed> {
+impl Scope<'_> {
+    /// Reports `event` of this attempt.
+    async fn tell(&self, event: TrialEvent) {
+        self.events.event(self.job.row.id, event).await;
+    }
+
+    /// Reports that `step` took the time since `t0`.
+    async fn took(&self, step: Step, t0: std::time::Instant) {
+        self.tell(TrialEvent::Step(step, t0.elapsed())).await;
+    }
+}
+
+async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Result<Done, Failed> {
     let Scope {
         job,
         env,
@@ -421,9 +407,11 @@ async fn attempt(
     // Values the task needs and nobody set: refused before anything is spent, or marked.
     let missing = task_env::missing(task, env.agent.runs_solution(), values);
     if !missing.is_empty() {
-        p.missing_env = Some(serde_json::json!(
-            missing.iter().map(|m| &m.variable).collect::<Vec<_>>()
-        ));
+        scope
+            .tell(TrialEvent::MissingEnv(
+                missing.iter().map(|m| m.variable.clone()).collect(),
+            ))
+            .await;
         let what: Vec<String> = missing.iter().map(task_env::MissingEnv::describe).collect();
         if env.missing_env == MissingEnvPolicy::Allow {
             let _ = std::fs::write(
@@ -443,14 +431,15 @@ async fn attempt(
             return Err(Failed::new(Outcome::BuildError, msg));
         }
     }
+    let t0 = std::time::Instant::now();
     let image = tokio::select! {
         r = env.images.ensure(&env.host, task, &job.condition, task.build_timeout()) => r,
         _ = cancel.token.cancelled() => return Err(cancel.failed("stopped while building")),
     };
+    scope.took(Step::Image, t0).await;
     let image = match image {
         Ok(i) => {
             let _ = std::fs::write(&build_log, i.log.as_str());
-            p.image_builds = serde_json::to_value(&i.builds).ok();
             i
         }
         Err(e) => {
@@ -461,7 +450,12 @@ async fn attempt(
             });
         }
     };
-    p.image = Some(image.tag.clone());
+    scope
+        .tell(TrialEvent::Image {
+            tag: image.tag.clone(),
+            builds: serde_json::to_value(&image.builds).ok(),
+        })
+        .await;
     // A local daemon writes /logs straight into the trial folder (as Harbor's compose file does);
     // a remote one is copied from after the verifier.
     let mount_logs = env.host.local && !env.copy_logs;
@@ -478,10 +472,12 @@ async fn attempt(
         }
     }
 
+    let t0 = std::time::Instant::now();
     let prepared = tokio::select! {
         r = env.agent.prepare(&env.host) => r,
         _ = cancel.token.cancelled() => return Err(cancel.failed("stopped while the agent was prepared")),
     };
+    scope.took(Step::PrepareAgent, t0).await;
     binds.extend(
         prepared
             .map_err(|e| Failed::runner(e, &format!("preparing agent {}", env.agent.name())))?,
@@ -490,7 +486,7 @@ async fn attempt(
     let env_cfg = &task.config.environment;
     // A request above the host's is cut to it, and the trial says so.
     let limits = super::limits::Limits::on(env_cfg, &env.host);
-    p.clamped = limits.clamped();
+    scope.tell(TrialEvent::Clamped(limits.clamped())).await;
     let mut spec = ContainerSpec {
         image: image.tag.clone(),
         name: format!(
@@ -524,29 +520,36 @@ async fn attempt(
         main_image: &image.tag,
         cancel: &cancel.token,
     };
-    let services = services::start(&service_input, &mut spec)
-        .await
-        .map_err(|e| match e {
-            services::ServiceError::Task(m) => Failed::new(Outcome::BuildError, m),
-            services::ServiceError::Runner(e) => Failed::runner(e, "starting the task's services"),
-            services::ServiceError::Cancelled => {
-                cancel.failed("stopped while the task's services started")
-            }
-        })?;
     let t0 = std::time::Instant::now();
-    let container = match TrialContainer::start(&env.host.docker, &spec).await {
+    let services = services::start(&service_input, &mut spec).await;
+    scope.took(Step::Services, t0).await;
+    let services = services.map_err(|e| match e {
+        services::ServiceError::Task(m) => Failed::new(Outcome::BuildError, m),
+        services::ServiceError::Runner(e) => Failed::runner(e, "starting the task's services"),
+        services::ServiceError::Cancelled => {
+            cancel.failed("stopped while the task's services started")
+        }
+    })?;
+    let mut times = super::container::StartTimes::default();
+    let container = match TrialContainer::start_timed(&env.host.docker, &spec, &mut times).await {
         Ok(c) => c,
         Err(e) => {
             services.remove().await;
             return Err(Failed::runner(e, ""));
         }
     };
-    tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "container started");
-    p.container_id = Some(container.id.clone());
+    scope
+        .tell(TrialEvent::Step(Step::Create, times.create))
+        .await;
+    scope.tell(TrialEvent::Step(Step::Start, times.start)).await;
+    scope
+        .tell(TrialEvent::ContainerStarted {
+            id: container.id.clone(),
+        })
+        .await;
     let verifier_files = image.verifier_files.clone();
     let result = in_container(
         scope,
-        p,
         evidence,
         &container,
         mount_logs,
@@ -557,28 +560,26 @@ async fn attempt(
     result
 }
 
+/// The attempt in its started container: the agent (after a two-phase trial's skill-writing
+/// session, with what it can see of skills read just before), then the verifier.
 async fn in_container(
     scope: &Scope<'_>,
-    p: &mut TrialPatch,
     evidence: &mut Evidence,
     container: &TrialContainer,
     mount_logs: bool,
     verifier_files: Option<&super::image::VerifierFiles>,
 ) -> Result<Done, Failed> {
     let Scope {
-        job,
-        env,
-        report,
-        cancel,
-        ..
+        job, env, cancel, ..
     } = *scope;
     let task = &job.task;
     let dir = &job.trial_dir;
-    let runtime = |e: super::RunnerError| Failed::runner(e, "");
-    p.build_finished_at = Some(now_rfc3339());
-    p.agent_started_at = p.build_finished_at.clone();
-    p.status = Some(TrialStatus::Agent);
-    report.update(job.row.id, p.clone()).await;
+    let agent_started = now_rfc3339();
+    scope
+        .tell(TrialEvent::AgentStarted {
+            at: agent_started.clone(),
+        })
+        .await;
 
     let task_instruction = std::fs::read_to_string(task.instruction_path()).unwrap_or_default();
     let agent_dir = dir.join("agent");
@@ -588,7 +589,7 @@ async fn in_container(
     if let Some(g) = generation.filter(|g| g.two_phase) {
         let (record, totals) =
             skill_writing_session(scope, container, g, &task_instruction).await?;
-        p.generated_skills = serde_json::to_value(&record).ok();
+        scope.tell(TrialEvent::GeneratedSkills(record)).await;
         first_session = Some(totals);
     }
     let instruction = match generation {
@@ -596,7 +597,9 @@ async fn in_container(
         _ => task_instruction,
     };
     write_instruction(&agent_dir, &instruction)?;
+    let t0 = std::time::Instant::now();
     let visible = read_exposure(scope, container, evidence).await?;
+    scope.took(Step::Exposure, t0).await;
     let ctx = AgentContext {
         container,
         host: &env.host,
@@ -611,32 +614,15 @@ async fn in_container(
         skills: &visible,
     };
     let t0 = std::time::Instant::now();
-    let started = p.agent_started_at.clone().unwrap_or_default();
-    let run = {
-        let agent_run = env.agent.run(&ctx);
-        tokio::pin!(agent_run);
-        let mut watch = OutputWatch::new(&agent_dir, &started);
-        let mut tick =
-            tokio::time::interval(env.live_every.max(std::time::Duration::from_millis(100)));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        tick.tick().await;
-        let r = loop {
-            tokio::select! {
-                r = &mut agent_run => break r,
-                _ = tick.tick() => {
-                    let live = watch.look(env, &instruction).await;
-                    report.live(job.row.id, live).await;
-                }
-            }
-        };
-        // One last look: what the agent wrote after the last tick (its final steps, tokens,
-        // and the output that ends a stall) is recorded however busy the machine was.
-        let live = watch.look(env, &instruction).await;
-        report.live(job.row.id, live).await;
-        r
-    };
+    let run = run_agent(scope, &ctx, &agent_started).await;
+    scope.took(Step::Agent, t0).await;
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "agent done");
-    p.agent_finished_at = Some(now_rfc3339());
+    let agent_finished = now_rfc3339();
+    scope
+        .tell(TrialEvent::AgentEnded {
+            at: agent_finished.clone(),
+        })
+        .await;
     let run = match run {
         Ok(r) => r,
         Err(e) => {
@@ -646,11 +632,12 @@ async fn in_container(
             return Err(Failed::runner(e, &format!("agent {}", env.agent.name())));
         }
     };
-    p.agent_exit_code = run.exit_code;
-    let traced = record_trajectory(env, &ctx, &run, p, &mut evidence.skill_uses);
+    scope.tell(TrialEvent::AgentExit(run.exit_code)).await;
+    let times = (agent_started.as_str(), agent_finished.as_str());
+    let traced = record_trajectory(scope, &ctx, &run, times, &mut evidence.skill_uses).await;
     evidence.conclude(env, dir, traced, &[]);
     if let Some(totals) = first_session {
-        totals.add_to(p);
+        scope.tell(TrialEvent::ExtraSession(totals)).await;
     }
     if run.end == ExecEnd::Cancelled {
         if !mount_logs {
@@ -671,18 +658,69 @@ async fn in_container(
         let record = super::selfgen::capture(container, dir, g)
             .await
             .map_err(|e| Failed::runner(e, "copying the generated skills out"))?;
-        p.generated_skills = serde_json::to_value(&record).ok();
         // The skills the agent wrote are its own: its use of them counts.
         let own: Vec<String> = record.skills.iter().map(|s| s.dir_name.clone()).collect();
+        scope.tell(TrialEvent::GeneratedSkills(record)).await;
         evidence.conclude(env, dir, traced, &own);
     }
     let agent_timed_out = run.end == ExecEnd::TimedOut;
+    verify(
+        scope,
+        container,
+        mount_logs,
+        verifier_files,
+        agent_timed_out,
+    )
+    .await
+}
 
-    p.verifier_started_at = Some(now_rfc3339());
-    p.status = Some(TrialStatus::Verifying);
-    report.update(job.row.id, p.clone()).await;
+/// Runs the agent, reporting what it does every [`TrialEnv::live_every`] while it runs and once
+/// more when it ends.
+async fn run_agent(
+    scope: &Scope<'_>,
+    ctx: &AgentContext<'_>,
+    started: &str,
+) -> Result<super::AgentRun, super::RunnerError> {
+    let env = scope.env;
+    let agent_run = env.agent.run(ctx);
+    tokio::pin!(agent_run);
+    let mut watch = OutputWatch::new(ctx.agent_dir, started);
+    let mut tick = tokio::time::interval(env.live_every.max(std::time::Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    let r = loop {
+        tokio::select! {
+            r = &mut agent_run => break r,
+            _ = tick.tick() => {
+                let live = watch.look(env, ctx.instruction).await;
+                scope.tell(TrialEvent::Live(live)).await;
+            }
+        }
+    };
+    // One last look: what the agent wrote after the last tick (its final steps, tokens, and the
+    // output that ends a stall) is recorded however busy the machine was.
+    let live = watch.look(env, ctx.instruction).await;
+    scope.tell(TrialEvent::Live(live)).await;
+    r
+}
+
+/// The verifier after the agent (it still runs after an agent timeout): its copies of skills put
+/// in place, its test run under `[verifier] timeout_sec`, `/logs` copied out when not mounted,
+/// and the verdict from the reward it wrote.
+async fn verify(
+    scope: &Scope<'_>,
+    container: &TrialContainer,
+    mount_logs: bool,
+    verifier_files: Option<&super::image::VerifierFiles>,
+    agent_timed_out: bool,
+) -> Result<Done, Failed> {
+    let Scope { job, cancel, .. } = *scope;
+    let task = &job.task;
+    let dir = &job.trial_dir;
+    scope
+        .tell(TrialEvent::VerifierStarted { at: now_rfc3339() })
+        .await;
     let verifier_dir = dir.join("verifier");
-    let t0 = std::time::Instant::now();
     // Files the container writes into a bind mount belong to the container's user; give them
     // back to the owner of the trial folder when that is not root.
     let chown = if mount_logs {
@@ -696,10 +734,13 @@ async fn in_container(
     };
     // The verifier's own copies of skills arrive now, after the agent (never in its image).
     if let Some(v) = verifier_files {
+        let t0 = std::time::Instant::now();
         v.install(container)
             .await
             .map_err(|e| Failed::runner(e, "giving the verifier its copies of skills"))?;
+        scope.took(Step::Upload, t0).await;
     }
+    let t0 = std::time::Instant::now();
     let verified = verifier::run_verifier(
         container,
         task,
@@ -710,18 +751,31 @@ async fn in_container(
         scope.values,
     )
     .await;
+    scope.took(Step::Verifier, t0).await;
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "verifier done");
     let download = if mount_logs {
         Ok(0)
     } else {
-        container.download_dir("/logs", dir).await
+        let t0 = std::time::Instant::now();
+        let d = container.download_dir("/logs", dir).await;
+        scope.took(Step::Download, t0).await;
+        d
     };
-    p.verifier_finished_at = Some(now_rfc3339());
-    let verified = verified.map_err(runtime)?;
-    p.verifier_exit_code = verified.exit_code;
+    let verified = verified.map_err(|e| Failed::runner(e, ""));
+    scope
+        .tell(TrialEvent::VerifierEnded {
+            at: now_rfc3339(),
+            exit_code: verified.as_ref().ok().and_then(|v| v.exit_code),
+        })
+        .await;
+    let verified = verified?;
     if let Ok(report) = crate::harbor::ctrf::Report::read(&verifier_dir.join("ctrf.json")) {
-        p.tests_total = Some(report.results.summary.tests as i64);
-        p.tests_passed = Some(report.results.summary.passed as i64);
+        scope
+            .tell(TrialEvent::Tests {
+                total: report.results.summary.tests as i64,
+                passed: report.results.summary.passed as i64,
+            })
+            .await;
     }
     match verified.end {
         ExecEnd::Cancelled => {
@@ -741,13 +795,27 @@ async fn in_container(
     if let Err(e) = download {
         return Err(Failed::runner(e, "copying /logs out"));
     }
+    judge(container, task, &verifier_dir, agent_timed_out, mount_logs).await
+}
+
+/// The verdict from the reward the verifier wrote: pass at a passing reward, else fail; an agent
+/// that timed out keeps that outcome whatever the reward (its reward is kept). A missing reward
+/// is the infrastructure's fault when a disk was full or the container went away, else
+/// `no-reward`.
+async fn judge(
+    container: &TrialContainer,
+    task: &Task,
+    verifier_dir: &std::path::Path,
+    agent_timed_out: bool,
+    mount_logs: bool,
+) -> Result<Done, Failed> {
     let agent_timeout_note = || {
         format!(
             "agent exceeded [agent] timeout_sec = {:.0}s",
             task.agent_timeout().as_secs_f64()
         )
     };
-    match reward::parse_rewards(&verifier_dir) {
+    match reward::parse_rewards(verifier_dir) {
         Ok(rewards) => {
             let reward = scalar_reward(&rewards);
             let json = serde_json::to_value(&rewards).ok();
@@ -769,7 +837,7 @@ async fn in_container(
             Outcome::AgentTimeout,
             format!("{}; {e}", agent_timeout_note()),
         )),
-        Err(e) => match reward_fault(container, &verifier_dir).await {
+        Err(e) => match reward_fault(container, verifier_dir).await {
             // The test could not write its reward because a disk was full (or the container went
             // away): the infrastructure's failure, not a verdict.
             Some((k, why)) => Err(Failed {
@@ -862,31 +930,6 @@ fn write_instruction(agent_dir: &std::path::Path, instruction: &str) -> Result<(
     std::fs::create_dir_all(agent_dir)
         .and_then(|()| std::fs::write(&path, instruction))
         .map_err(|e| Failed::io("cannot write the instruction", &path, e))
-}
-
-/// Token counts and cost of one agent session, from its trajectory.
-#[derive(Debug, Clone, Copy, Default)]
-struct SessionTotals {
-    input: Option<i64>,
-    cached: Option<i64>,
-    output: Option<i64>,
-    cost: Option<f64>,
-}
-
-impl SessionTotals {
-    /// Adds these totals to the trial's (a trial of two sessions costs both).
-    fn add_to(self, p: &mut TrialPatch) {
-        fn sum<T: std::ops::Add<Output = T>>(a: Option<T>, b: Option<T>) -> Option<T> {
-            match (a, b) {
-                (Some(a), Some(b)) => Some(a + b),
-                (a, b) => a.or(b),
-            }
-        }
-        p.n_input_tokens = sum(p.n_input_tokens, self.input);
-        p.n_cache_tokens = sum(p.n_cache_tokens, self.cached);
-        p.n_output_tokens = sum(p.n_output_tokens, self.output);
-        p.cost_usd = sum(p.cost_usd, self.cost);
-    }
 }
 
 /// The container folder of the skill-writing session's logs (not the mounted `/logs/agent`: the

@@ -6,7 +6,8 @@
 
 use std::sync::Arc;
 
-use super::queries::{self, NewRun, TrialPatch};
+use super::attempt::{AttemptRecord, LiveActivity};
+use super::queries::{self, NewRun};
 use super::{
     CommandRow, HostRow, Outcome, RunRow, RunTaskRow, SkillUseRow, Store, StoreError, TrialBrief,
     TrialKey, TrialRow, now_rfc3339,
@@ -202,11 +203,24 @@ impl RunLedger {
             .await
     }
 
-    /// Records progress of attempt `id` (status, times, host, container).
+    /// Records what is known of attempt `id` so far (its phase, times, host, image, container…).
     ///
     /// # Errors
     /// Database errors.
-    pub async fn progress(&self, id: i64, patch: TrialPatch) -> Result<(), StoreError> {
+    pub async fn progress(&self, id: i64, record: &AttemptRecord) -> Result<(), StoreError> {
+        let patch = record.patch().clone();
+        self.store
+            .writer()
+            .write(move |c| queries::patch_trial(c, id, &patch))
+            .await
+    }
+
+    /// Records what the running agent of attempt `id` did so far.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn live(&self, id: i64, live: &LiveActivity) -> Result<(), StoreError> {
+        let patch = live.patch();
         self.store
             .writer()
             .write(move |c| queries::patch_trial(c, id, &patch))
@@ -221,10 +235,11 @@ impl RunLedger {
     pub async fn finish(
         &self,
         id: i64,
-        patch: TrialPatch,
+        record: AttemptRecord,
         skill_uses: Vec<SkillUseRow>,
         exposure: Option<SkillExposure>,
     ) -> Result<TrialRow, StoreError> {
+        let patch = record.patch().clone();
         self.store
             .writer()
             .write(move |c| {
@@ -255,18 +270,16 @@ impl RunLedger {
     /// # Errors
     /// Database errors.
     pub async fn cancel_queued(&self, id: i64) -> Result<TrialRow, StoreError> {
-        self.finish(
-            id,
-            TrialPatch {
-                outcome: Some(Outcome::Cancelled),
-                error: Some("cancelled by the operator before it started".into()),
-                finished_at: Some(now_rfc3339()),
-                ..Default::default()
-            },
-            Vec::new(),
-            None,
-        )
-        .await
+        let record = AttemptRecord::default().judged(super::attempt::AttemptVerdict {
+            outcome: Outcome::Cancelled,
+            reward: None,
+            rewards: None,
+            error: Some("cancelled by the operator before it started".into()),
+            failure_category: None,
+            fault: None,
+            finished_at: now_rfc3339(),
+        });
+        self.finish(id, record, Vec::new(), None).await
     }
 
     /// Operator commands not handled yet, oldest first.

@@ -4,6 +4,7 @@
 //! timeout so a watching process and the engine can share the file. The engine writes through the
 //! single [`Writer`]; readers (status, dashboard, other processes) open their own connections.
 
+pub mod attempt;
 pub mod exposure;
 pub mod invocations;
 pub mod learning;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
+pub use attempt::{AttemptRecord, AttemptVerdict, LiveActivity, Tokens};
 pub use ledger::RunLedger;
 pub use model::*;
 pub use readonly::{Access, Reading};

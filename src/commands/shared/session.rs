@@ -332,7 +332,7 @@ pub async fn show_progress_from(
                 return false;
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-            Ok(EngineEvent::TrialProgress { .. })
+            Ok(EngineEvent::TrialProgress { .. } | EngineEvent::TrialStep { .. })
             | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
         }
     }

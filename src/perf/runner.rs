@@ -140,25 +140,7 @@ pub(crate) async fn runner(
     let floor_cpu = cpu_delta(cpu0).map(|c| c / trials as f64);
     let floor_stack = (stack_cpu_secs() - stack0) / trials as f64;
     let floor_serial: f64 = floor.iter().sum();
-    let t0 = Instant::now();
-    std::thread::scope(|scope| -> Result<()> {
-        let handles: Vec<_> = (0..concurrency)
-            .map(|w| {
-                let (docker, image) = (&docker, &image);
-                scope.spawn(move || -> Result<()> {
-                    for _ in (w..trials as usize).step_by(concurrency) {
-                        docker_run_true(docker, image)?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().map_err(|_| eyre!("floor thread panicked"))??;
-        }
-        Ok(())
-    })?;
-    let floor_par = t0.elapsed().as_secs_f64();
+    let floor_par = floor_concurrent(&docker, &image, trials, concurrency)?;
 
     let cpu0 = busy_cpu_secs();
     let stack0 = stack_cpu_secs();
@@ -363,6 +345,29 @@ fn breakdown(
         Column::new("times per trial").short("n"),
     ];
     fit(&columns, rows, terminal_width())
+}
+
+/// Seconds for `trials` runs of the floor, `docker run --rm <image> true`, `concurrency` at a
+/// time.
+fn floor_concurrent(docker: &Path, image: &str, trials: u32, concurrency: usize) -> Result<f64> {
+    let t0 = Instant::now();
+    std::thread::scope(|scope| -> Result<()> {
+        let handles: Vec<_> = (0..concurrency)
+            .map(|w| {
+                scope.spawn(move || -> Result<()> {
+                    for _ in (w..trials as usize).step_by(concurrency) {
+                        docker_run_true(docker, image)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for h in handles {
+            h.join().map_err(|_| eyre!("floor thread panicked"))??;
+        }
+        Ok(())
+    })?;
+    Ok(t0.elapsed().as_secs_f64())
 }
 
 fn docker_run_true(docker: &Path, image: &str) -> Result<()> {

@@ -158,10 +158,7 @@ pub(super) fn imported_task(catalog: &Catalog, task_id: &str, path: &str) -> Run
 
 /// The conditions run `id` has trials of: no-skills first, then curated, then the rest by name.
 pub(super) fn run_conditions(conn: &Connection, id: i64) -> Result<Vec<String>, StoreError> {
-    let mut conds: Vec<String> = conn
-        .prepare("SELECT DISTINCT condition FROM trials WHERE run_id = ?1")?
-        .query_map([id], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+    let mut conds = crate::store::queries::trial_conditions(conn, id)?;
     let rank = |c: &str| match c {
         "no-skills" => 0,
         "curated" => 1,

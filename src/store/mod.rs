@@ -170,6 +170,15 @@ impl Store {
     }
 }
 
+/// SQLite's `PRAGMA data_version` of `conn`: a number that changes when another connection
+/// commits to the database — what a watching process polls to learn that something changed.
+///
+/// # Errors
+/// Database errors.
+pub fn data_version(conn: &Connection) -> Result<i64, StoreError> {
+    Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
+}
+
 /// Opens `path` and migrates it to this binary's schema.
 fn open_migrated(path: &Path) -> Result<Connection, StoreError> {
     let mut conn = open_conn(path, OpenFlags::default())?;

@@ -285,3 +285,13 @@ pub fn requeue_active(
     }
     Ok(active)
 }
+
+/// The conditions run `run_id` has attempts of, each once, in no particular order.
+///
+/// # Errors
+/// Database errors.
+pub fn trial_conditions(conn: &Connection, run_id: i64) -> Result<Vec<String>, StoreError> {
+    let mut st = conn.prepare("SELECT DISTINCT condition FROM trials WHERE run_id = ?1")?;
+    let rows = st.query_map([run_id], |r| r.get(0))?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}

@@ -162,8 +162,7 @@ fn command_note(conn: &Connection, rid: i64) -> String {
 }
 
 fn data_version(conn: &Connection) -> i64 {
-    conn.query_row("PRAGMA data_version", [], |r| r.get(0))
-        .unwrap_or(-1)
+    crate::store::data_version(conn).unwrap_or(-1)
 }
 
 fn worker_loop(

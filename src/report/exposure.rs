@@ -6,21 +6,15 @@
 use crate::analysis::exposure::{ConditionExposure, Exposure, SPLIT_SCOPES};
 
 use super::md_cell;
+use super::table::Table;
 
 /// A piece of the section.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Block {
     /// A paragraph (Markdown, already escaped).
     Text(String),
-    /// A table: header, which columns are numbers, rows (cells already escaped).
-    Table {
-        /// Column titles.
-        head: Vec<&'static str>,
-        /// Right-aligned (numeric) columns.
-        right: Vec<bool>,
-        /// Cells.
-        rows: Vec<Vec<String>>,
-    },
+    /// A table (cells already escaped).
+    Table(Table),
 }
 
 /// `n of m (p %)`, `—` when `m` is 0.
@@ -90,8 +84,8 @@ pub fn section(x: &Exposure) -> Vec<Block> {
     }
     let mut out = vec![
         Block::Text("## Skill exposure and use\n\nWhat each trial's agent could see of skills when it started (every `SKILL.md` in the skill folders a harness reads, read in the trial's container just before the agent; `agent/skill-exposure.json` in each trial folder) and which of them its trajectory shows it used. **With skills**: trials that could see a skill that is not the harness's own — must be 0 under no-skills. **Stray**: trials that saw a skill their condition should not show. **Used**: of the trials with skills of their own whose trajectory can say, those that read a `SKILL.md` or a file beside it, ran a command in the skill's folder or called a skill tool; trials whose use is unknown (no model trajectory: oracle, nop) are counted apart, never as unused. Definitions: docs/scoring.md, \"Skill exposure\".".into()),
-        Block::Table {
-            head: vec![
+        Block::Table(Table {
+            head: [
                 "Condition",
                 "Trials recorded",
                 "With skills",
@@ -102,12 +96,14 @@ pub fn section(x: &Exposure) -> Vec<Block> {
                 "Never used",
                 "No valid skill (self-generated)",
                 "Saw a skill learned from the same task",
-            ],
+            ]
+            .map(String::from)
+            .to_vec(),
             right: vec![
                 false, true, true, true, false, true, true, false, true, true,
             ],
             rows: x.conditions.iter().map(cells).collect(),
-        },
+        }),
     ];
     let not_recorded: usize = x.conditions.iter().map(|c| c.not_recorded).sum();
     if not_recorded > 0 {
@@ -117,14 +113,16 @@ pub fn section(x: &Exposure) -> Vec<Block> {
     }
     if !x.provenance.is_empty() {
         out.push(Block::Text("### Learned skills and the tasks they were learned from\n\nPer task, the trials that saw a learned skill, and those that saw one learned from this very task's round-1 trials (the learning space recorded which trials created or changed each skill; a visible skill is matched to the learned version with the same content hash). A task scored with skills learned from itself measures recall more than transfer.".into()));
-        out.push(Block::Table {
-            head: vec![
+        out.push(Block::Table(Table {
+            head: [
                 "Condition",
                 "Task",
                 "Trials",
                 "Saw a learned skill",
                 "Learned from this task",
-            ],
+            ]
+            .map(String::from)
+            .to_vec(),
             right: vec![false, false, true, true, true],
             rows: x
                 .provenance
@@ -139,7 +137,7 @@ pub fn section(x: &Exposure) -> Vec<Block> {
                     ]
                 })
                 .collect(),
-        });
+        }));
     }
     out
 }

@@ -21,6 +21,7 @@ pub mod csv;
 pub mod exposure;
 pub mod markdown;
 mod skill_sets;
+pub mod table;
 pub mod typeset;
 
 use std::path::{Path, PathBuf};

@@ -10,6 +10,7 @@ mod skills;
 use std::fmt::Write as _;
 
 use super::charts::{ChartKind, ChartSpec};
+use super::table::{header, row};
 use super::{Report, md_cell};
 use crate::analysis::ci::Ci;
 use crate::analysis::failure_category::FailureCategory;
@@ -71,33 +72,6 @@ pub fn gain(g: Option<f64>) -> String {
         Some(g) if (g * 1000.0).round() == 0.0 => "0.000".into(),
         Some(g) => format!("{g:+.3}"),
     }
-}
-
-fn row(out: &mut String, cells: &[String]) {
-    out.push('|');
-    for c in cells {
-        out.push(' ');
-        out.push_str(c);
-        out.push_str(" |");
-    }
-    out.push('\n');
-}
-
-/// A header row and its rule; `right` marks numeric (right-aligned) columns.
-fn header(out: &mut String, cells: &[&str], right: &[bool]) {
-    row(
-        out,
-        &cells.iter().map(|c| c.to_string()).collect::<Vec<_>>(),
-    );
-    out.push('|');
-    for (i, _) in cells.iter().enumerate() {
-        out.push_str(if right.get(i).copied().unwrap_or(false) {
-            "---:|"
-        } else {
-            "---|"
-        });
-    }
-    out.push('\n');
 }
 
 fn chart(out: &mut String, specs: &[ChartSpec], kind: &ChartKind) {
@@ -232,11 +206,8 @@ fn blocks(out: &mut String, blocks: &[super::exposure::Block]) {
             super::exposure::Block::Text(t) => {
                 let _ = writeln!(out, "{t}\n");
             }
-            super::exposure::Block::Table { head, right, rows } => {
-                header(out, head, right);
-                for r in rows {
-                    row(out, r);
-                }
+            super::exposure::Block::Table(t) => {
+                t.markdown(out);
                 out.push('\n');
             }
         }

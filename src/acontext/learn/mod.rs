@@ -4,12 +4,13 @@
 //! Setup, once per space: find the space by its `meta` (`{"skillscope": {"space": <run uid>/<label>}}`)
 //! or create it; take Acontext's default skills (`daily-logs`, `user-general-facts`) out unless
 //! told to keep them; for a curated space, upload every task's curated skill as a ZIP and include
-//! it (see `curated.rs`); detect how verdicts can reach the server ([`StatusMode`]).
+//! it (see `curated.rs`); detect how verdicts can reach the server ([`StatusMode`],
+//! `status.rs`).
 //!
-//! Then every trial with a verifier verdict, in learning order — by domain, then difficulty
-//! (easy/core → medium/extended → hard/extreme), then task, all trials of a task together — walks
-//! these [`Step`]s, each persisted before the next starts so a crash or a dead server resumes at
-//! the exact step:
+//! Then every trial with a verifier verdict, in learning order (`trials.rs`) — by domain, then
+//! difficulty (easy/core → medium/extended → hard/extreme), then task, all trials of a task
+//! together — walks these [`Step`]s, each persisted before the next starts so a crash or a dead
+//! server resumes at the exact step:
 //!
 //! 1. `session`: `POST /session` with `use_uuid` = UUIDv5 of (run uid, space label, condition,
 //!    task, trial, attempt) — re-sending it returns the same session, never a second one.
@@ -45,19 +46,21 @@ use tokio_util::sync::CancellationToken;
 
 pub use super::client::public_base_url;
 mod curated;
+mod status;
+mod trials;
 mod wait;
 
+pub use trials::{
+    difficulty_rank, order_trials, order_trials_tasks, session_uuid, trial_messages, verdict_of,
+};
+
 use super::client::{AcontextError, Client};
-use super::model::{CreateSession, Task};
-use crate::harbor::atif::Trajectory;
-use crate::harbor::ctrf::Report;
-use crate::harbor::summary::{SummaryInput, summarize};
-use crate::safe_fs;
+use super::model::CreateSession;
 use crate::store::learning::Step;
 use crate::store::learning::{
     self as lq, LearnStepRow, NewSpace, NewStep, SpacePatch, SpaceRow, StepPatch,
 };
-use crate::store::{Outcome, RunRow, RunTaskRow, Store, StoreError, TrialRow, queries};
+use crate::store::{RunRow, RunTaskRow, Store, StoreError, TrialRow, queries};
 
 /// Acontext's default skills in a new learning space.
 pub const DEFAULT_SKILLS: [&str; 2] = ["daily-logs", "user-general-facts"];
@@ -215,117 +218,6 @@ pub struct LearnReport {
 /// Progress callback: called with every step row after it changed.
 pub type Progress = Arc<dyn Fn(&SpaceRow, &LearnStepRow) + Send + Sync>;
 
-/// The verdict a trial gives the learner: `success` for full reward, `failed` for a wrong
-/// result or a timeout, `None` when the verifier gave no verdict (infrastructure errors).
-pub fn verdict_of(t: &TrialRow) -> Option<&'static str> {
-    if t.reward.is_some_and(|r| r >= 1.0) {
-        return Some("success");
-    }
-    match t.outcome? {
-        Outcome::Pass => Some("success"),
-        Outcome::Fail | Outcome::AgentTimeout | Outcome::VerifierTimeout => Some("failed"),
-        _ => None,
-    }
-}
-
-/// Rank of a difficulty label in the learning order (SkillsBench uses easy/medium/hard; the
-/// paper core/extended/extreme).
-pub fn difficulty_rank(d: &str) -> u8 {
-    match d.to_ascii_lowercase().as_str() {
-        "easy" | "core" => 0,
-        "medium" | "middle" | "extended" => 1,
-        "hard" | "extreme" => 2,
-        _ => 3,
-    }
-}
-
-/// The session UUID of a trial in a space: UUIDv5 (URL namespace) of
-/// `skillscope:<run uid>:<label>:<condition>:<task>:<trial>:<attempt>`.
-pub fn session_uuid(run_uid: &str, label: &str, t: &TrialRow) -> String {
-    let name = format!(
-        "skillscope:{run_uid}:{label}:{}:{}:{}:{}",
-        t.condition, t.task_id, t.trial_index, t.attempt
-    );
-    uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_URL, name.as_bytes()).to_string()
-}
-
-/// The learning order: (domain, difficulty rank, task, trial index).
-pub fn order_trials<'a>(
-    trials: &'a [TrialRow],
-    tasks: &BTreeMap<String, RunTaskRow>,
-) -> Vec<&'a TrialRow> {
-    let mut out: Vec<&TrialRow> = trials.iter().collect();
-    let key = |t: &TrialRow| {
-        let task = tasks.get(&t.task_id);
-        (
-            task.map(|x| x.domain.clone()).unwrap_or_default(),
-            task.map(|x| difficulty_rank(&x.difficulty)).unwrap_or(3),
-            t.task_id.clone(),
-            t.trial_index,
-        )
-    };
-    out.sort_by_key(|t| key(t));
-    out
-}
-
-/// The run's tasks in learning order: (domain, difficulty rank, task).
-pub fn order_trials_tasks(tasks: &BTreeMap<String, RunTaskRow>) -> Vec<&RunTaskRow> {
-    let mut out: Vec<&RunTaskRow> = tasks.values().collect();
-    out.sort_by_key(|t| {
-        (
-            t.domain.clone(),
-            difficulty_rank(&t.difficulty),
-            t.task_id.clone(),
-        )
-    });
-    out
-}
-
-/// The instruction and trajectory summary of a trial, as stored in its session.
-///
-/// The summary is [`crate::harbor::summary`]'s deterministic text from the trial folder
-/// (`agent/trajectory.json`, `verifier/ctrf.json`, `verifier/test-stdout.txt`). In `criteria`
-/// mode it ends with the verdict line.
-pub fn trial_messages(
-    t: &TrialRow,
-    task_dir: &Path,
-    mode: StatusMode,
-    verdict: &str,
-    limit: usize,
-) -> (String, String) {
-    let instruction = safe_fs::read_text_capped(&task_dir.join("instruction.md"), 256 * 1024)
-        .unwrap_or_else(|_| format!("Solve the SkillsBench task {}.", t.task_id));
-    let trial_dir = t.trial_dir.as_deref().map(Path::new);
-    let trajectory = t
-        .trajectory_path
-        .as_deref()
-        .map(Path::new)
-        .map(Path::to_path_buf)
-        .or_else(|| trial_dir.map(|d| d.join("agent/trajectory.json")))
-        .and_then(|p| Trajectory::read(&p).ok());
-    let ctrf = trial_dir.and_then(|d| Report::read(&d.join("verifier/ctrf.json")).ok());
-    let test_output = trial_dir.and_then(|d| {
-        safe_fs::read_text_capped(&d.join("verifier/test-stdout.txt"), 1024 * 1024).ok()
-    });
-    let summary = summarize(
-        &SummaryInput {
-            trajectory: trajectory.as_ref(),
-            instruction: Some(&instruction),
-            ctrf: ctrf.as_ref(),
-            test_output: test_output.as_deref(),
-            outcome: t.outcome,
-            reward: t.reward,
-        },
-        limit,
-    );
-    let mut text = crate::text::sanitize(&summary.text);
-    if mode == StatusMode::Criteria {
-        let v = if verdict == "success" { "PASS" } else { "FAIL" };
-        text.push_str(&format!("\n\n{VERDICT_PREFIX} {v}\n"));
-    }
-    (instruction, text)
-}
-
 /// Everything a pass needs.
 #[derive(Clone)]
 pub struct Learner {
@@ -467,14 +359,8 @@ impl Learner {
         self.write(move |c| lq::plan_steps(c, sid, &new_steps))
             .await?;
         // A new pass retries trials that ran out of tries in an earlier one.
-        self.write(move |c| {
-            c.execute(
-                "UPDATE learn_steps SET tries = 0 WHERE space_id = ?1 AND finished_at IS NULL",
-                [sid],
-            )?;
-            Ok(())
-        })
-        .await?;
+        self.write(move |c| lq::reset_unfinished_tries(c, sid))
+            .await?;
 
         let by_id: BTreeMap<i64, &TrialRow> = trials.iter().map(|t| (t.id, t)).collect();
         let mode = match space.status_mode.as_deref() {
@@ -645,61 +531,6 @@ impl Learner {
                 .map_err(setup_err)?;
         }
         Ok(space)
-    }
-
-    /// Probes the server: a throw-away session asks for `disable_task_status_change`, and a
-    /// status PATCH for a task that does not exist tells a missing route (plain 404) from an
-    /// existing one (an envelope error). Both → `patch`; otherwise `criteria`.
-    async fn detect_mode(
-        &self,
-        opts: &LearnOptions,
-        remote: &str,
-    ) -> Result<StatusMode, LearnError> {
-        let setup_err = |e: Retried| e.into_learn_error(&opts.label);
-        let probe_id = uuid::Uuid::new_v5(
-            &uuid::Uuid::NAMESPACE_URL,
-            format!("skillscope:probe:{remote}").as_bytes(),
-        )
-        .to_string();
-        let req = CreateSession {
-            use_uuid: Some(probe_id.clone()),
-            configs: Some(json!({ "skillscope": { "probe": true } })),
-            user: None,
-            disable_task_status_change: Some(true),
-        };
-        let session = self
-            .with_server_wait(opts, || self.client.create_session(&req))
-            .await;
-        let session = match session {
-            Ok(s) => s,
-            // Older servers reject a duplicate use_uuid: the probe from an earlier pass is there.
-            Err(Retried::Api(AcontextError::Api { status: 409, .. })) => {
-                let _ = self.client.delete_session(&probe_id).await;
-                self.with_server_wait(opts, || self.client.create_session(&req))
-                    .await
-                    .map_err(setup_err)?
-            }
-            Err(e) => return Err(setup_err(e)),
-        };
-        let flag = session.disable_task_status_change == Some(true);
-        let nil = uuid::Uuid::nil().to_string();
-        let route = self
-            .with_server_wait(opts, || {
-                self.client.update_task_status(&probe_id, &nil, "failed")
-            })
-            .await;
-        let has_route = match route {
-            Ok(_) => true,
-            Err(Retried::Api(AcontextError::RouteMissing { .. })) => false,
-            Err(Retried::Api(_)) => true,
-            Err(e) => return Err(setup_err(e)),
-        };
-        let _ = self.client.delete_session(&probe_id).await;
-        Ok(if flag && has_route {
-            StatusMode::Patch
-        } else {
-            StatusMode::Criteria
-        })
     }
 
     /// Walks one trial through the steps until it is final, out of tries, or the pass stops.
@@ -911,144 +742,6 @@ impl Learner {
         Ok(Attempt::Moved)
     }
 
-    /// Sets (patch mode) or checks (criteria mode) the task statuses.
-    async fn label(
-        &self,
-        space: &SpaceRow,
-        opts: &LearnOptions,
-        mode: StatusMode,
-        row: &LearnStepRow,
-    ) -> Result<Attempt, Retried> {
-        let remote = space.remote_id.clone().unwrap_or_default();
-        let sid = row.session_id.clone();
-        let tasks: Vec<Task> = self
-            .with_server_wait(opts, || self.client.get_tasks(&sid))
-            .await?
-            .into_iter()
-            .filter(|t| !t.is_planning)
-            .collect();
-        let ids: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
-        if tasks.is_empty() {
-            return self
-                .reject(
-                    space,
-                    opts,
-                    row,
-                    ids,
-                    vec![],
-                    "the task agent extracted no task from the session",
-                )
-                .await;
-        }
-        // The space's skills before learning starts, to tell which skills this trial changed.
-        let before = self
-            .with_server_wait(opts, || self.client.space_skills(&remote))
-            .await?;
-        let before: serde_json::Map<String, Value> = before
-            .into_iter()
-            .map(|k| {
-                (
-                    k.name,
-                    Value::String(skill_stamp(&k.updated_at, &k.file_index)),
-                )
-            })
-            .collect();
-        let verdict = row.verdict.as_str();
-        let statuses: Vec<String> = match mode {
-            StatusMode::Patch | StatusMode::Auto => {
-                for t in tasks.iter().filter(|t| t.status != verdict) {
-                    self.with_server_wait(opts, || {
-                        self.client.update_task_status(&sid, &t.id, verdict)
-                    })
-                    .await?;
-                }
-                self.with_server_wait(opts, || self.client.get_tasks(&sid))
-                    .await?
-                    .into_iter()
-                    .filter(|t| !t.is_planning)
-                    .map(|t| t.status)
-                    .collect()
-            }
-            StatusMode::Criteria => tasks.iter().map(|t| t.status.clone()).collect(),
-        };
-        let wrong: Vec<&String> = statuses
-            .iter()
-            .filter(|s| matches!(s.as_str(), "success" | "failed") && s.as_str() != verdict)
-            .collect();
-        let undecided = statuses
-            .iter()
-            .any(|s| !matches!(s.as_str(), "success" | "failed"));
-        let mut patch = StepPatch {
-            mode: Some(mode.as_str().into()),
-            task_ids: Some(ids.clone()),
-            task_statuses: Some(statuses.clone()),
-            skills_before: Some(Value::Object(before)),
-            tries: Some(0),
-            error: Some(None),
-            ..Default::default()
-        };
-        if !wrong.is_empty() {
-            let msg = format!(
-                "MISLABELED: the verifier said {verdict} but Acontext marked the task {}; it is being learned with the wrong label",
-                wrong[0]
-            );
-            tracing::error!("{} {}#{}: {msg}", space.label, row.task_id, row.trial_index);
-            patch.step = Some(Step::Mislabeled.as_str().into());
-            patch.error = Some(Some(msg));
-        } else if undecided && (verdict == "failed" || mode == StatusMode::Patch) {
-            // A pending learning session with undecided tasks is resolved as success on the
-            // server; a failed trial must never get there.
-            return self
-                .reject(
-                    space,
-                    opts,
-                    row,
-                    ids,
-                    statuses,
-                    "the task status was left undecided; the session was deleted so it is not learned as a success",
-                )
-                .await;
-        } else {
-            patch.step = Some(Step::Labeled.as_str().into());
-        }
-        self.patch_step(space, row.trial_id, patch).await?;
-        Ok(Attempt::Moved)
-    }
-
-    async fn reject(
-        &self,
-        space: &SpaceRow,
-        opts: &LearnOptions,
-        row: &LearnStepRow,
-        ids: Vec<String>,
-        statuses: Vec<String>,
-        why: &str,
-    ) -> Result<Attempt, Retried> {
-        let sid = row.session_id.clone();
-        match self
-            .with_server_wait(opts, || self.client.delete_session(&sid))
-            .await
-        {
-            Ok(()) | Err(Retried::Api(AcontextError::Api { status: 404, .. })) => {}
-            Err(e) => return Err(e),
-        }
-        tracing::warn!("{} {}#{}: {why}", space.label, row.task_id, row.trial_index);
-        self.patch_step(
-            space,
-            row.trial_id,
-            StepPatch {
-                step: Some(Step::Rejected.as_str().into()),
-                task_ids: Some(ids),
-                task_statuses: Some(statuses),
-                error: Some(Some(why.to_string())),
-                finished: true,
-                ..Default::default()
-            },
-        )
-        .await?;
-        Ok(Attempt::Stop)
-    }
-
     /// Polls the learning status until terminal (bounded), then records which skills changed.
     async fn await_learning(
         &self,
@@ -1201,107 +894,6 @@ impl Retried {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn trial(task: &str, idx: u32, outcome: Option<Outcome>, reward: Option<f64>) -> TrialRow {
-        TrialRow {
-            id: idx as i64,
-            task_id: task.into(),
-            condition: "no-skills".into(),
-            trial_index: idx,
-            attempt: 1,
-            outcome,
-            reward,
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn verdicts_follow_the_verifier() {
-        assert_eq!(
-            verdict_of(&trial("t", 0, Some(Outcome::Pass), Some(1.0))),
-            Some("success")
-        );
-        assert_eq!(
-            verdict_of(&trial("t", 0, Some(Outcome::Fail), Some(0.5))),
-            Some("failed")
-        );
-        assert_eq!(
-            verdict_of(&trial("t", 0, Some(Outcome::AgentTimeout), None)),
-            Some("failed")
-        );
-        assert_eq!(
-            verdict_of(&trial("t", 0, Some(Outcome::AgentTimeout), Some(1.0))),
-            Some("success")
-        );
-        assert_eq!(
-            verdict_of(&trial("t", 0, Some(Outcome::BuildError), None)),
-            None
-        );
-        assert_eq!(
-            verdict_of(&trial("t", 0, Some(Outcome::NoReward), None)),
-            None
-        );
-    }
-
-    #[test]
-    fn order_is_domain_difficulty_task_trial() {
-        let task = |id: &str, domain: &str, diff: &str| {
-            (
-                id.to_string(),
-                RunTaskRow {
-                    task_id: id.into(),
-                    domain: domain.into(),
-                    difficulty: diff.into(),
-                    path: String::new(),
-                    problems: vec![],
-                },
-            )
-        };
-        let tasks: BTreeMap<String, RunTaskRow> = [
-            task("z-easy", "Finance", "easy"),
-            task("a-hard", "Finance", "hard"),
-            task("m-medium", "Finance", "medium"),
-            task("b", "Biology", "hard"),
-        ]
-        .into_iter()
-        .collect();
-        let trials = vec![
-            trial("a-hard", 1, None, None),
-            trial("a-hard", 0, None, None),
-            trial("z-easy", 0, None, None),
-            trial("m-medium", 0, None, None),
-            trial("b", 0, None, None),
-        ];
-        let order: Vec<(String, u32)> = order_trials(&trials, &tasks)
-            .iter()
-            .map(|t| (t.task_id.clone(), t.trial_index))
-            .collect();
-        assert_eq!(
-            order,
-            vec![
-                ("b".into(), 0),
-                ("z-easy".into(), 0),
-                ("m-medium".into(), 0),
-                ("a-hard".into(), 0),
-                ("a-hard".into(), 1)
-            ]
-        );
-    }
-
-    #[test]
-    fn session_uuids_are_stable_and_distinct() {
-        let a = trial("t", 0, None, None);
-        let b = trial("t", 1, None, None);
-        assert_eq!(session_uuid("u", "LS-A", &a), session_uuid("u", "LS-A", &a));
-        assert_ne!(session_uuid("u", "LS-A", &a), session_uuid("u", "LS-A", &b));
-        assert_ne!(session_uuid("u", "LS-A", &a), session_uuid("u", "LS-B", &a));
-        let mut retried = a.clone();
-        retried.attempt = 2;
-        assert_ne!(
-            session_uuid("u", "LS-A", &a),
-            session_uuid("u", "LS-A", &retried)
-        );
-    }
 
     #[test]
     fn base_urls_lose_credentials() {

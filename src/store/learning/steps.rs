@@ -230,6 +230,18 @@ pub fn patch_step(
     Ok(())
 }
 
+/// Gives every unfinished step of space `space_id` its tries back (`tries = 0`): a new learning
+/// pass retries the trials that ran out of tries in an earlier one. Returns how many steps.
+///
+/// # Errors
+/// SQL errors.
+pub fn reset_unfinished_tries(conn: &Connection, space_id: i64) -> Result<usize, StoreError> {
+    Ok(conn.execute(
+        "UPDATE learn_steps SET tries = 0 WHERE space_id = ?1 AND finished_at IS NULL",
+        [space_id],
+    )?)
+}
+
 /// Where a trial is in the pipeline (stored as text in `learn_steps.step`; the Acontext pipeline in
 /// `acontext::learn` moves trials through it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -83,7 +83,7 @@ pub(crate) fn analysis_bench(
         Selection::Runs(vec![run.name.clone()])
     };
     let generated = t0.elapsed();
-    let n: i64 = conn.query_row("SELECT COUNT(*) FROM trials", [], |r| r.get(0))?;
+    let n = crate::store::analysis::count_trials(&conn)?;
     drop(conn);
     store.writer().stop();
     let mut rows = Vec::new();

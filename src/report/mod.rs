@@ -195,12 +195,7 @@ pub fn build(
     for id in &run_ids {
         scored += invocations::score_run(conn, *id, &table)?;
     }
-    let latest: Option<String> = conn.query_row(
-        "SELECT MAX(timestamp) FROM skill_invocations
-         WHERE run_id IN (SELECT value FROM json_each(?1))",
-        [serde_json::to_string(&run_ids)?],
-        |r| r.get(0),
-    )?;
+    let latest = crate::store::analysis::latest_invocation(conn, &run_ids)?;
     let window = match latest {
         Some(t) => Window::at(&t, &run_ids),
         None => Window {

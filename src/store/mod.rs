@@ -4,6 +4,7 @@
 //! timeout so a watching process and the engine can share the file. The engine writes through the
 //! single [`Writer`]; readers (status, dashboard, other processes) open their own connections.
 
+pub mod analysis;
 pub mod attempt;
 pub mod exposure;
 pub mod invocations;

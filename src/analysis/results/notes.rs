@@ -211,14 +211,12 @@ pub(super) fn notes_and_runs(
 
     // What decided the agents' behaviour, and what could not be pinned.
     let mut run_infos = Vec::new();
-    let mut settings_stmt = conn.prepare_cached(
-        "SELECT DISTINCT agent_settings FROM trials WHERE run_id = ?1 AND agent_settings IS NOT NULL",
-    )?;
     for r in runs {
-        let agent_settings: Vec<serde_json::Value> = settings_stmt
-            .query_map([r.id], |row| row.get::<_, String>(0))?
-            .filter_map(|t| t.ok().and_then(|t| serde_json::from_str(&t).ok()))
-            .collect();
+        let agent_settings: Vec<serde_json::Value> =
+            crate::store::analysis::agent_settings(conn, r.id)?
+                .iter()
+                .filter_map(|t| serde_json::from_str(t).ok())
+                .collect();
         let mut unpinned: Vec<String> = agent_settings
             .iter()
             .filter_map(|v| v.get("unpinned").and_then(|u| u.as_array()).cloned())

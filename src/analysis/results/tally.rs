@@ -9,7 +9,8 @@ use rusqlite::Connection;
 use super::FailureMode;
 use crate::analysis::failure_category::{self, FailureCategory};
 use crate::analysis::success::SuccessRule;
-use crate::store::{Outcome, RunRow, StoreError, TrialPlan, TrialStatus};
+use crate::store::analysis::JudgedFailureRow;
+use crate::store::{self, Outcome, RunRow, StoreError, TrialPlan};
 
 /// Per (run, condition, task): what its latest attempts within the plan hold.
 #[derive(Debug, Clone, Default)]
@@ -51,27 +52,18 @@ pub(super) fn load_categories(
     rule: &SuccessRule,
 ) -> Result<CategoryCounts, StoreError> {
     let mut out = CategoryCounts::new();
-    let mut stmt = conn.prepare_cached(
-        "SELECT task_id, condition, trial_index, outcome, failure_category, trial_dir, agent_exit_code, reward
-         FROM trials
-         WHERE run_id = ?1 AND superseded = 0 AND status = 'done'
-           AND outcome IN ('fail', 'agent-timeout', 'verifier-timeout')",
-    )?;
     for (run, plan) in runs.iter().zip(plans) {
-        let rows = stmt.query_map([run.id], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, u32>(2)?,
-                r.get::<_, Outcome>(3)?,
-                r.get::<_, Option<String>>(4)?,
-                r.get::<_, Option<String>>(5)?,
-                r.get::<_, Option<i64>>(6)?,
-                r.get::<_, Option<f64>>(7)?,
-            ))
-        })?;
-        for row in rows {
-            let (task, cond, index, outcome, stored, dir, exit, reward) = row?;
+        for row in store::analysis::judged_failures(conn, run.id)? {
+            let JudgedFailureRow {
+                task,
+                condition: cond,
+                trial_index: index,
+                outcome,
+                category: stored,
+                trial_dir: dir,
+                agent_exit_code: exit,
+                reward,
+            } = row;
             if index == 0 || index > plan.of(&task, &cond) {
                 continue;
             }
@@ -119,72 +111,30 @@ pub(super) fn load_cells(
     plans: &[TrialPlan],
     rule: &SuccessRule,
 ) -> Result<Cells, StoreError> {
-    use rusqlite::types::ValueRef;
-    let text = |v: ValueRef<'_>| -> Result<Option<String>, StoreError> {
-        match v {
-            ValueRef::Null => Ok(None),
-            ValueRef::Text(t) => Ok(Some(String::from_utf8_lossy(t).into_owned())),
-            other => Err(StoreError::Decode(format!(
-                "expected text, got {:?}",
-                other.data_type()
-            ))),
-        }
-    };
     let mut out = Cells::new();
-    let mut stmt = conn.prepare_cached(
-        "SELECT task_id, condition, status, outcome, reward, trial_index
-         FROM trials
-         WHERE run_id = ?1 AND superseded = 0 AND trial_index BETWEEN 1 AND ?2
-         ORDER BY task_id, condition",
-    )?;
-    let mut aggregated_stmt = conn.prepare_cached(
-        "SELECT DISTINCT condition FROM trials WHERE run_id = ?1 AND aggregated = 1",
-    )?;
-    let done_str = TrialStatus::Done.as_str().as_bytes();
     for (run, plan) in runs.iter().zip(plans) {
-        let aggregated: Vec<String> = aggregated_stmt
-            .query_map([run.id], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        let mut rows = stmt.query(rusqlite::params![run.id, plan.max()])?;
+        let aggregated = store::analysis::aggregated_conditions(conn, run.id)?;
         let mut key: Option<(String, String)> = None;
         let mut cell = Cell::default();
         let mut key_plan = plan.default;
-        while let Some(r) = rows.next()? {
-            let (task, cond) = (r.get_ref(0)?, r.get_ref(1)?);
-            let same = match (&key, task, cond) {
-                (Some((k_task, k_cond)), ValueRef::Text(t), ValueRef::Text(c)) => {
-                    k_task.as_bytes() == t && k_cond.as_bytes() == c
-                }
-                _ => false,
-            };
+        store::analysis::for_each_latest_attempt(conn, run.id, plan.max(), |r| {
+            let same = key
+                .as_ref()
+                .is_some_and(|(t, c)| t == r.task && c == r.condition);
             if !same {
                 if let Some((t, c)) = key.take() {
                     out.insert((run.id, c, t), std::mem::take(&mut cell));
                 }
-                let t = text(task)?.unwrap_or_default();
-                let c = text(cond)?.unwrap_or_default();
-                cell.aggregated = aggregated.contains(&c);
-                key_plan = plan.of(&t, &c);
-                key = Some((t, c));
+                cell.aggregated = aggregated.iter().any(|a| a == r.condition);
+                key_plan = plan.of(r.task, r.condition);
+                key = Some((r.task.to_string(), r.condition.to_string()));
             }
             // Trials beyond what the task planned are not in its Method D mean.
-            if r.get::<_, i64>(5)? > key_plan as i64 {
-                continue;
+            if r.trial_index <= key_plan as i64 {
+                cell.add(r.done, r.outcome, r.reward, rule);
             }
-            let done = matches!(r.get_ref(2)?, ValueRef::Text(s) if s == done_str);
-            let outcome = match r.get_ref(3)? {
-                ValueRef::Text(s) => Outcome::ALL
-                    .into_iter()
-                    .find(|o| o.as_str().as_bytes() == s),
-                _ => None,
-            };
-            let reward = match r.get_ref(4)? {
-                ValueRef::Real(v) => Some(v.clamp(0.0, 1.0)),
-                ValueRef::Integer(v) => Some((v as f64).clamp(0.0, 1.0)),
-                _ => None,
-            };
-            cell.add(done, outcome, reward, rule);
-        }
+            Ok(())
+        })?;
         if let Some((t, c)) = key.take() {
             out.insert((run.id, c, t), cell);
         }

@@ -8,7 +8,7 @@ use super::{
     ChartKind, ChartSpec, chart, ci_head, ci_pct, ci_pp, gain, header, or_why, pct, pp, row,
     se_cell,
 };
-use crate::analysis::results::{Change, GroupRow, Results};
+use crate::analysis::results::{Change, Comparison, GroupRow, Results};
 use crate::report::md_cell;
 
 /// The evaluation plan's hypotheses with the measured answers.
@@ -143,16 +143,7 @@ pub(super) fn held_out(out: &mut String, r: &Results) {
             for c in &sub.comparisons {
                 row(
                     out,
-                    &[
-                        md_cell(&c.name),
-                        tasks_compared(c.n_tasks, c.n_tasks_total),
-                        c.p_with.map_or_else(|| "—".into(), pct),
-                        c.p_without.map_or_else(|| "—".into(), pct),
-                        or_why(c.delta_pp.map(pp), &c.delta_undefined),
-                        or_why(c.delta_ci_pp.map(|x| ci_pp(Some(x))), &c.ci_undefined),
-                        se_cell(c.delta_se_pp),
-                        or_why(c.g.map(|g| gain(Some(g))), &c.g_undefined),
-                    ],
+                    &comparison_cells(c, or_why(c.delta_pp.map(pp), &c.delta_undefined)),
                 );
             }
             out.push('\n');
@@ -218,26 +209,41 @@ pub(super) fn comparisons(out: &mut String, r: &Results) {
         row(
             out,
             &[
-                md_cell(&c.name),
-                tasks_compared(c.n_tasks, c.n_tasks_total),
-                c.p_with.map_or_else(|| "—".into(), pct),
-                c.p_without.map_or_else(|| "—".into(), pct),
-                crate::report::exposure::delta_with_notes(
-                    or_why(c.delta_pp.map(pp), &c.delta_undefined),
-                    r.exposure.notes_of(&c.name),
-                ),
-                or_why(c.delta_ci_pp.map(|x| ci_pp(Some(x))), &c.ci_undefined),
-                se_cell(c.delta_se_pp),
-                or_why(c.g.map(|g| gain(Some(g))), &c.g_undefined),
-                c.delta_pp_judged.map_or_else(|| "—".into(), pp),
-                c.improved.to_string(),
-                c.degraded.to_string(),
-                c.unchanged.to_string(),
-                (c.not_run_with.len() + c.not_run_without.len()).to_string(),
-            ],
+                comparison_cells(
+                    c,
+                    crate::report::exposure::delta_with_notes(
+                        or_why(c.delta_pp.map(pp), &c.delta_undefined),
+                        r.exposure.notes_of(&c.name),
+                    ),
+                )
+                .as_slice(),
+                &[
+                    c.delta_pp_judged.map_or_else(|| "—".into(), pp),
+                    c.improved.to_string(),
+                    c.degraded.to_string(),
+                    c.unchanged.to_string(),
+                    (c.not_run_with.len() + c.not_run_without.len()).to_string(),
+                ],
+            ]
+            .concat(),
         );
     }
     out.push_str("\nEach comparison is paired over the tasks both conditions ran (*Tasks compared*; `all N` when that is every task): the pass rates in the row, Δ, its CI (a paired bootstrap over those tasks), its standard error and g are over them, and improved / degraded / unchanged count them by their mean reward. A task only one side ran is not run on the other — listed under Task-level changes, never counted 0. *SE* is the standard error beside the bootstrap CI: of Δ, sd of the paired per-task differences / √n; of a pass rate, sd of the per-task means / √n — the clustered standard errors of Miller 2024 (arXiv:2411.00640), tasks as clusters; ±1.96·SE is the normal approximation of the same interval.\n\n");
+}
+
+/// The cells every comparison table starts with, in its header's order: name, tasks compared,
+/// with, without, Δ (given: the main table adds exposure notes to it), its CI, SE and g.
+fn comparison_cells(c: &Comparison, delta: String) -> [String; 8] {
+    [
+        md_cell(&c.name),
+        tasks_compared(c.n_tasks, c.n_tasks_total),
+        c.p_with.map_or_else(|| "—".into(), pct),
+        c.p_without.map_or_else(|| "—".into(), pct),
+        delta,
+        or_why(c.delta_ci_pp.map(|x| ci_pp(Some(x))), &c.ci_undefined),
+        se_cell(c.delta_se_pp),
+        or_why(c.g.map(|g| gain(Some(g))), &c.g_undefined),
+    ]
 }
 
 /// `all 19` or `1 of 19`.

@@ -194,35 +194,32 @@ fn delta(
     context: &str,
 ) -> Hypothesis {
     let measure = format!("Δ {with} − {without}");
+    // A hypothesis without a number: the verdict says why, the answer in words.
+    let unmeasured = |verdict, answer| Hypothesis {
+        number,
+        scope: scope.into(),
+        claim: claim.into(),
+        measure: measure.clone(),
+        value: None,
+        unit: "pp".into(),
+        ci: None,
+        verdict,
+        answer,
+        n_tasks: 0,
+    };
     let (Some(w), Some(wo)) = (find(conditions, with), find(conditions, without)) else {
-        return Hypothesis {
-            number,
-            scope: scope.into(),
-            claim: claim.into(),
-            measure,
-            value: None,
-            unit: "pp".into(),
-            ci: None,
-            verdict: Verdict::NotMeasured,
-            answer: format!("condition {with} or {without} did not run"),
-            n_tasks: 0,
-        };
+        return unmeasured(
+            Verdict::NotMeasured,
+            format!("condition {with} or {without} did not run"),
+        );
     };
     let idx = matched(&[&w, &wo]);
     let (pw, pwo) = (at(&w, &idx), at(&wo, &idx));
     if idx.is_empty() {
-        return Hypothesis {
-            number,
-            scope: scope.into(),
-            claim: claim.into(),
-            measure,
-            value: None,
-            unit: "pp".into(),
-            ci: None,
-            verdict: Verdict::Undefined,
-            answer: format!("no task ran under both {with} and {without}"),
-            n_tasks: 0,
-        };
+        return unmeasured(
+            Verdict::Undefined,
+            format!("no task ran under both {with} and {without}"),
+        );
     }
     let (mw, mwo) = (mean(&pw), mean(&pwo));
     let d = delta_pp(mw, mwo);

@@ -311,7 +311,11 @@ async fn dashboard(
         done,
         events,
     };
-    match crate::tui::open(dashboard, Some(handle), Some(signals.hangup.clone())).await? {
+    // Output moves to the log only once the dashboard has stopped drawing (below).
+    let held = signals.hold_terminal();
+    let end = crate::tui::open(dashboard, Some(handle), Some(signals.hangup.clone())).await;
+    drop(held);
+    match end? {
         TuiEnd::Engine(result) => Ok(result?),
         TuiEnd::Quit => super::run::quit_at_once(),
         TuiEnd::Detached(done) => {

@@ -69,7 +69,11 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             done,
             events,
         };
-        match crate::tui::open(dashboard, Some(handle), Some(signals.hangup.clone())).await? {
+        // Output moves to the log only once the dashboard has stopped drawing (below).
+        let held = signals.hold_terminal();
+        let end = crate::tui::open(dashboard, Some(handle), Some(signals.hangup.clone())).await;
+        drop(held);
+        match end? {
             TuiEnd::Engine(result) => result,
             TuiEnd::Quit => quit_at_once(),
             TuiEnd::Detached(done) => {

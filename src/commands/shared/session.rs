@@ -5,6 +5,8 @@
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use color_eyre::eyre::Result;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -32,8 +34,24 @@ pub struct Signals {
     /// run recovers what it left).
     pub shutdown: CancellationToken,
     /// Fires on SIGHUP (the terminal went away): the dashboard closes without touching the
-    /// terminal and the run goes on headless, its output already redirected to the log file.
+    /// terminal and the run goes on headless, its output redirected to the log file — at once
+    /// when no dashboard holds the terminal, else by the dashboard's owner once it has stopped
+    /// drawing (see [`Signals::hold_terminal`]).
     pub hangup: CancellationToken,
+    /// Set while a dashboard draws on standard output (see [`Signals::hold_terminal`]).
+    terminal_held: Arc<AtomicBool>,
+}
+
+/// While alive, a dashboard draws on standard output: a SIGHUP then only fires
+/// [`Signals::hangup`] and leaves the redirection to the log to whoever holds this, after the
+/// dashboard's loop has ended. Redirecting under a dashboard that is halfway through a frame
+/// would send that frame's control bytes into the log.
+pub struct TerminalHold(Arc<AtomicBool>);
+
+impl Drop for TerminalHold {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Signals {
@@ -44,8 +62,10 @@ impl Signals {
         let signals = Signals {
             shutdown: CancellationToken::new(),
             hangup: CancellationToken::new(),
+            terminal_held: Arc::new(AtomicBool::new(false)),
         };
         let (shutdown, hangup) = (signals.shutdown.clone(), signals.hangup.clone());
+        let held = signals.terminal_held.clone();
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
             let mut term = signal(SignalKind::terminate()).ok();
@@ -60,10 +80,12 @@ impl Signals {
                     _ = tokio::signal::ctrl_c() => {}
                     Some(()) = recv(&mut term) => {}
                     Some(()) = recv(&mut hup) => {
-                        if let Some(log) = &log {
+                        hangup.cancel();
+                        if let Some(log) = &log
+                            && !held.load(Ordering::SeqCst)
+                        {
                             let _ = redirect_output(log);
                         }
-                        hangup.cancel();
                         continue;
                     }
                 }
@@ -78,6 +100,14 @@ impl Signals {
             }
         });
         signals
+    }
+
+    /// Marks standard output as a dashboard's until the returned guard drops: a SIGHUP meanwhile
+    /// fires [`Signals::hangup`] without redirecting output, and the holder calls
+    /// [`redirect_output`] once the dashboard has returned.
+    pub fn hold_terminal(&self) -> TerminalHold {
+        self.terminal_held.store(true, Ordering::SeqCst);
+        TerminalHold(self.terminal_held.clone())
     }
 }
 

@@ -549,14 +549,27 @@ fn worker_caches_results_and_rubric_by_finished_trials() {
     assert!(rubric.skill("verify-units").is_none());
 
     // Something else changes (an event): a new snapshot, but neither analysis is recomputed.
+    // Waits for the snapshot however slow the machine, then watches 600 ms more for a recompute.
     queries::add_event(&l.conn, r2.id, "info", "operator note").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(600));
     let mut snapshots = 0;
-    while let Some(u) = next("") {
+    let mut quiet_until = None;
+    loop {
+        let u = if quiet_until.is_some() {
+            next("")
+        } else {
+            next("snapshot after an event")
+        };
         match u {
-            Update::Snapshot(_) => snapshots += 1,
-            Update::Results(_) | Update::Rubric(_) => panic!("recomputed without a change"),
-            _ => {}
+            Some(Update::Snapshot(_)) => {
+                snapshots += 1;
+                quiet_until.get_or_insert(
+                    std::time::Instant::now() + std::time::Duration::from_millis(600),
+                );
+            }
+            Some(Update::Results(_) | Update::Rubric(_)) => panic!("recomputed without a change"),
+            Some(_) => {}
+            None if quiet_until.is_some_and(|t| std::time::Instant::now() >= t) => break,
+            None => std::thread::sleep(std::time::Duration::from_millis(10)),
         }
     }
     assert!(snapshots >= 1);

@@ -1,0 +1,218 @@
+//! The agent phase in the started container: a two-phase trial's skill-writing session first
+//! ([`super::generation`]), the instruction written, what the agent can see of skills read just
+//! before it starts ([`super::evidence`]), the agent's run watched every
+//! [`super::TrialEnv::live_every`], its trajectory recorded — then the verifier
+//! ([`super::verifier`]).
+
+use std::path::PathBuf;
+
+use super::evidence::{Evidence, read_exposure, record_trajectory};
+use super::generation::skill_writing_session;
+use super::verifier::verify;
+use super::{Done, Failed, Scope, TrialEnv, write_instruction};
+use crate::runner::agents::{AGENT_LOGS, AgentContext};
+use crate::runner::container::{ExecEnd, TrialContainer};
+use crate::runner::events::{Live, Step, TrialEvent};
+use crate::store::{Outcome, now_rfc3339};
+
+/// The attempt in its started container: the agent (after a two-phase trial's skill-writing
+/// session, with what it can see of skills read just before), then the verifier.
+pub(super) async fn in_container(
+    scope: &Scope<'_>,
+    evidence: &mut Evidence,
+    container: &TrialContainer,
+    mount_logs: bool,
+    verifier_files: Option<&crate::runner::image::VerifierFiles>,
+) -> Result<Done, Failed> {
+    let Scope {
+        job, env, cancel, ..
+    } = *scope;
+    let task = &job.task;
+    let dir = &job.trial_dir;
+    let agent_started = now_rfc3339();
+    scope
+        .tell(TrialEvent::AgentStarted {
+            at: agent_started.clone(),
+        })
+        .await;
+
+    let task_instruction = std::fs::read_to_string(task.instruction_path()).unwrap_or_default();
+    let agent_dir = dir.join("agent");
+    let generation = job.condition.self_generation();
+    // Two-phase self-generation: a session of its own writes the skills first.
+    let mut first_session = None;
+    if let Some(g) = generation.filter(|g| g.two_phase) {
+        let (record, totals) =
+            skill_writing_session(scope, container, g, &task_instruction).await?;
+        scope.tell(TrialEvent::GeneratedSkills(record)).await;
+        first_session = Some(totals);
+    }
+    let instruction = match generation {
+        Some(g) if !g.two_phase => g.generation_instruction(&task_instruction),
+        _ => task_instruction,
+    };
+    write_instruction(&agent_dir, &instruction)?;
+    let t0 = std::time::Instant::now();
+    let visible = read_exposure(scope, container, evidence).await?;
+    scope.took(Step::Exposure, t0).await;
+    let ctx = AgentContext {
+        container,
+        host: &env.host,
+        task,
+        instruction: &instruction,
+        agent_dir: &agent_dir,
+        timeout: task.agent_timeout(),
+        cancel: &cancel.token,
+        mounted: mount_logs,
+        logs: AGENT_LOGS,
+        env_values: scope.values,
+        skills: &visible,
+    };
+    let t0 = std::time::Instant::now();
+    let run = run_agent(scope, &ctx, &agent_started).await;
+    scope.took(Step::Agent, t0).await;
+    tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "agent done");
+    let agent_finished = now_rfc3339();
+    scope
+        .tell(TrialEvent::AgentEnded {
+            at: agent_finished.clone(),
+        })
+        .await;
+    let run = match run {
+        Ok(r) => r,
+        Err(e) => {
+            if !mount_logs {
+                let _ = container.download_dir("/logs", dir).await;
+            }
+            return Err(Failed::runner(e, &format!("agent {}", env.agent.name())));
+        }
+    };
+    scope.tell(TrialEvent::AgentExit(run.exit_code)).await;
+    let times = (agent_started.as_str(), agent_finished.as_str());
+    let traced = record_trajectory(scope, &ctx, &run, times, &mut evidence.skill_uses).await;
+    evidence.conclude(env, dir, traced, &[]);
+    if let Some(totals) = first_session {
+        scope.tell(TrialEvent::ExtraSession(totals)).await;
+    }
+    if run.end == ExecEnd::Cancelled {
+        if !mount_logs {
+            let _ = container.download_dir("/logs", dir).await;
+        }
+        return Err(cancel.failed("stopped while the agent ran"));
+    }
+    if let Some(pf) = run.provider_failure {
+        // The task was not fairly attempted: no verdict, no verifier.
+        return Err(Failed {
+            provider: Some(pf),
+            ..Failed::new(Outcome::ProviderError, pf.describe())
+        });
+    }
+    // One-pass self-generation: the skills the agent wrote (and used) are read out before the
+    // verifier runs.
+    if let Some(g) = generation.filter(|g| !g.two_phase) {
+        let record = crate::runner::selfgen::capture(container, dir, g)
+            .await
+            .map_err(|e| Failed::runner(e, "copying the generated skills out"))?;
+        // The skills the agent wrote are its own: its use of them counts.
+        let own: Vec<String> = record.skills.iter().map(|s| s.dir_name.clone()).collect();
+        scope.tell(TrialEvent::GeneratedSkills(record)).await;
+        evidence.conclude(env, dir, traced, &own);
+    }
+    let agent_timed_out = run.end == ExecEnd::TimedOut;
+    verify(
+        scope,
+        container,
+        mount_logs,
+        verifier_files,
+        agent_timed_out,
+    )
+    .await
+}
+
+/// Runs the agent, reporting what it does every [`TrialEnv::live_every`] while it runs and once
+/// more when it ends.
+async fn run_agent(
+    scope: &Scope<'_>,
+    ctx: &AgentContext<'_>,
+    started: &str,
+) -> Result<crate::runner::AgentRun, crate::runner::RunnerError> {
+    let env = scope.env;
+    let agent_run = env.agent.run(ctx);
+    tokio::pin!(agent_run);
+    let mut watch = OutputWatch::new(ctx.agent_dir, started);
+    let mut tick = tokio::time::interval(env.live_every.max(std::time::Duration::from_millis(100)));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    tick.tick().await;
+    let r = loop {
+        tokio::select! {
+            r = &mut agent_run => break r,
+            _ = tick.tick() => {
+                let live = watch.look(env, ctx.instruction).await;
+                scope.tell(TrialEvent::Live(live)).await;
+            }
+        }
+    };
+    // One last look: what the agent wrote after the last tick (its final steps, tokens, and the
+    // output that ends a stall) is recorded however busy the machine was.
+    let live = watch.look(env, ctx.instruction).await;
+    scope.tell(TrialEvent::Live(live)).await;
+    r
+}
+
+/// Watches a running agent's `agent/` folder: when its files last grew, and what its log says.
+struct OutputWatch {
+    dir: PathBuf,
+    started: String,
+    size: u64,
+    last_output_at: String,
+    activity: Option<crate::runner::agents::Activity>,
+}
+
+impl OutputWatch {
+    fn new(dir: &std::path::Path, started: &str) -> OutputWatch {
+        OutputWatch {
+            dir: dir.to_path_buf(),
+            started: started.to_string(),
+            size: 0,
+            last_output_at: started.to_string(),
+            activity: None,
+        }
+    }
+
+    /// Bytes in the folder's regular files (not followed through symlinks).
+    fn total_size(&self) -> u64 {
+        std::fs::read_dir(&self.dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.metadata().ok())
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+            .sum()
+    }
+
+    /// What is known now: output time moves when the files grew, and the log is read again then.
+    async fn look(&mut self, env: &TrialEnv, instruction: &str) -> Live {
+        let size = self.total_size();
+        if size != self.size {
+            self.size = size;
+            self.last_output_at = now_rfc3339();
+            let (agent, dir, instruction, started) = (
+                env.agent.clone(),
+                self.dir.clone(),
+                instruction.to_string(),
+                self.started.clone(),
+            );
+            if let Ok(Some(a)) =
+                tokio::task::spawn_blocking(move || agent.activity(&dir, &instruction, &started))
+                    .await
+            {
+                self.activity = Some(a);
+            }
+        }
+        Live {
+            last_output_at: self.last_output_at.clone(),
+            activity: self.activity.clone(),
+        }
+    }
+}

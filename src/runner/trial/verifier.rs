@@ -1,0 +1,203 @@
+//! The verifier phase and the verdict: the verifier's copies of skills put in place, its test run
+//! ([`crate::runner::verifier`]), `/logs` copied out when not mounted, and the outcome decided
+//! from the reward file it wrote (a missing reward told apart from an infrastructure fault).
+
+use super::{Done, Failed, Scope};
+use crate::harbor::reward::{self, is_pass, scalar_reward};
+use crate::runner::container::{ExecEnd, TrialContainer};
+use crate::runner::events::{Step, TrialEvent};
+use crate::skillsbench::Task;
+use crate::store::{Outcome, now_rfc3339};
+
+/// The verifier after the agent (it still runs after an agent timeout): its copies of skills put
+/// in place, its test run under `[verifier] timeout_sec`, `/logs` copied out when not mounted,
+/// and the verdict from the reward it wrote.
+pub(super) async fn verify(
+    scope: &Scope<'_>,
+    container: &TrialContainer,
+    mount_logs: bool,
+    verifier_files: Option<&crate::runner::image::VerifierFiles>,
+    agent_timed_out: bool,
+) -> Result<Done, Failed> {
+    let Scope { job, cancel, .. } = *scope;
+    let task = &job.task;
+    let dir = &job.trial_dir;
+    scope
+        .tell(TrialEvent::VerifierStarted { at: now_rfc3339() })
+        .await;
+    let verifier_dir = dir.join("verifier");
+    // Files the container writes into a bind mount belong to the container's user; give them
+    // back to the owner of the trial folder when that is not root.
+    let chown = if mount_logs {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(dir)
+            .ok()
+            .map(|m| (m.uid(), m.gid()))
+            .filter(|(u, _)| *u != 0)
+    } else {
+        None
+    };
+    // The verifier's own copies of skills arrive now, after the agent (never in its image).
+    if let Some(v) = verifier_files {
+        let t0 = std::time::Instant::now();
+        v.install(container)
+            .await
+            .map_err(|e| Failed::runner(e, "giving the verifier its copies of skills"))?;
+        scope.took(Step::Upload, t0).await;
+    }
+    let t0 = std::time::Instant::now();
+    let verified = crate::runner::verifier::run_verifier(
+        container,
+        task,
+        &verifier_dir,
+        task.verifier_timeout(),
+        &cancel.token,
+        chown,
+        scope.values,
+    )
+    .await;
+    scope.took(Step::Verifier, t0).await;
+    tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "verifier done");
+    let download = if mount_logs {
+        Ok(0)
+    } else {
+        let t0 = std::time::Instant::now();
+        let d = container.download_dir("/logs", dir).await;
+        scope.took(Step::Download, t0).await;
+        d
+    };
+    let verified = verified.map_err(|e| Failed::runner(e, ""));
+    scope
+        .tell(TrialEvent::VerifierEnded {
+            at: now_rfc3339(),
+            exit_code: verified.as_ref().ok().and_then(|v| v.exit_code),
+        })
+        .await;
+    let verified = verified?;
+    if let Ok(report) = crate::harbor::ctrf::Report::read(&verifier_dir.join("ctrf.json")) {
+        scope
+            .tell(TrialEvent::Tests {
+                total: report.results.summary.tests as i64,
+                passed: report.results.summary.passed as i64,
+            })
+            .await;
+    }
+    match verified.end {
+        ExecEnd::Cancelled => {
+            return Err(cancel.failed("stopped while the verifier ran"));
+        }
+        ExecEnd::TimedOut => {
+            return Err(Failed::new(
+                Outcome::VerifierTimeout,
+                format!(
+                    "verifier exceeded [verifier] timeout_sec = {:.0}s",
+                    task.verifier_timeout().as_secs_f64()
+                ),
+            ));
+        }
+        ExecEnd::Exited => {}
+    }
+    if let Err(e) = download {
+        return Err(Failed::runner(e, "copying /logs out"));
+    }
+    judge(container, task, &verifier_dir, agent_timed_out, mount_logs).await
+}
+
+/// The verdict from the reward the verifier wrote: pass at a passing reward, else fail; an agent
+/// that timed out keeps that outcome whatever the reward (its reward is kept). A missing reward
+/// is the infrastructure's fault when a disk was full or the container went away, else
+/// `no-reward`.
+async fn judge(
+    container: &TrialContainer,
+    task: &Task,
+    verifier_dir: &std::path::Path,
+    agent_timed_out: bool,
+    mount_logs: bool,
+) -> Result<Done, Failed> {
+    let agent_timeout_note = || {
+        format!(
+            "agent exceeded [agent] timeout_sec = {:.0}s",
+            task.agent_timeout().as_secs_f64()
+        )
+    };
+    match reward::parse_rewards(verifier_dir) {
+        Ok(rewards) => {
+            let reward = scalar_reward(&rewards);
+            let json = serde_json::to_value(&rewards).ok();
+            let outcome = if agent_timed_out {
+                Outcome::AgentTimeout
+            } else if reward.is_some_and(is_pass) {
+                Outcome::Pass
+            } else {
+                Outcome::Fail
+            };
+            let error = match outcome {
+                Outcome::AgentTimeout => Some(agent_timeout_note()),
+                Outcome::Fail => Some(format!("verifier reward {}", reward.unwrap_or(0.0))),
+                _ => None,
+            };
+            Ok((outcome, reward, json, error))
+        }
+        Err(e) if agent_timed_out => Err(Failed::new(
+            Outcome::AgentTimeout,
+            format!("{}; {e}", agent_timeout_note()),
+        )),
+        Err(e) => match reward_fault(container, verifier_dir).await {
+            // The test could not write its reward because a disk was full (or the container went
+            // away): the infrastructure's failure, not a verdict.
+            Some((k, why)) => Err(Failed {
+                local_disk_full: k == crate::runner::Fault::DiskFull && mount_logs,
+                ..Failed::fault(k, format!("{e}; {why}"))
+            }),
+            None => Err(Failed::new(Outcome::NoReward, e.to_string())),
+        },
+    }
+}
+
+/// Most bytes of the verifier's output searched for a disk-full message.
+const OUTPUT_TAIL: u64 = 64 * 1024;
+/// Free space (KiB) at or below which the reward's filesystem counts as full.
+const FULL_KIB: u64 = 64;
+
+/// Why a verifier left no reward, when the reason is the infrastructure's: its output says a disk
+/// was full, the filesystem holding `/logs/verifier` has (almost) no space left, or the container
+/// cannot be asked any more. `None` when the task's test simply wrote no reward.
+async fn reward_fault(
+    container: &TrialContainer,
+    verifier_dir: &std::path::Path,
+) -> Option<(crate::runner::Fault, String)> {
+    let out = verifier_dir.join("test-stdout.txt");
+    if let Ok((tail, _)) = crate::safe_fs::read_tail(&out, OUTPUT_TAIL)
+        && crate::runner::Fault::of_message(&String::from_utf8_lossy(&tail))
+            == Some(crate::runner::Fault::DiskFull)
+    {
+        return Some((
+            crate::runner::Fault::DiskFull,
+            "the verifier's output says a disk is full".into(),
+        ));
+    }
+    match container
+        .sh_output(
+            "df -Pk /logs/verifier 2>/dev/null | tail -n 1",
+            std::time::Duration::from_secs(30),
+        )
+        .await
+    {
+        Ok((_, line)) => {
+            let avail = line
+                .split_whitespace()
+                .nth(3)
+                .and_then(|v| v.parse::<u64>().ok());
+            match avail {
+                Some(kib) if kib <= FULL_KIB => Some((
+                    crate::runner::Fault::DiskFull,
+                    format!("the filesystem of /logs/verifier has {kib} KiB free"),
+                )),
+                _ => None,
+            }
+        }
+        Err(e) => e
+            .fault()
+            .map(|k| (k, format!("the container could not be checked: {e}"))),
+    }
+}

@@ -16,6 +16,7 @@ pub mod skilldoc;
 pub mod state;
 pub mod theme;
 pub mod views;
+pub mod widgets;
 pub mod worker;
 
 use std::io::Write;

@@ -5,8 +5,8 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::{centered, framed};
 use crate::tui::app::{App, Confirm};
+use crate::tui::widgets::{centered, framed};
 
 /// Draws the dialog centred in `area`.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, c: &Confirm) {

@@ -10,11 +10,11 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs};
 
-use super::{fit, framed};
 use crate::skillsbench::condition::condition_label;
 use crate::store::{SkillUseRow, TrialRow};
 use crate::tui::state::{DETAIL_TABS, DetailState, Hits, Shared};
 use crate::tui::theme::Theme;
+use crate::tui::widgets::{clock, fit, framed, live_line, wrap};
 use crate::tui::worker::Detail;
 
 fn secs_between(a: &Option<String>, b: &Option<String>) -> Option<f64> {
@@ -138,10 +138,10 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, det: &mut DetailState, hits: 
         .iter()
         .map(|s| s.width())
         .sum();
-    let path_rows: Vec<Line> = if super::wrap::width_of(&path) + 2 + stats_w <= width {
+    let path_rows: Vec<Line> = if wrap::width_of(&path) + 2 + stats_w <= width {
         Vec::new()
     } else {
-        super::wrap::wrap(&Line::from(Span::styled(path.clone(), t.dim)), width)
+        wrap::wrap(&Line::from(Span::styled(path.clone(), t.dim)), width)
     };
     let head_rows = path_rows.len() + 1;
     let page = page_of(head_rows);
@@ -165,7 +165,7 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, det: &mut DetailState, hits: 
                     .map(|s| Span::styled(s.content.into_owned(), s.style))
                     .collect::<Vec<_>>(),
             );
-            shown.extend(super::wrap::wrap(&owned, width));
+            shown.extend(wrap::wrap(&owned, width));
         } else {
             shown.push(line);
         }
@@ -317,7 +317,7 @@ fn activity(cx: Shared, a: &TrialRow, width: usize) -> Vec<Line<'static>> {
         stalled_at: a.stalled_at.clone(),
     };
     let state = crate::tui::model::CellState::of(&a.brief()).with_stall(a.stalled_at.is_some());
-    let mut live = super::live_line(t, state, Some(&activity), cx.now, width.saturating_sub(12));
+    let mut live = live_line(t, state, Some(&activity), cx.now, width.saturating_sub(12));
     live.spans
         .insert(0, Span::styled(format!("{:<12}", "activity"), t.dim));
     lines.push(live);
@@ -329,7 +329,7 @@ fn activity(cx: Shared, a: &TrialRow, width: usize) -> Vec<Line<'static>> {
             "stalled",
             format!(
                 "since {} · silent; it keeps running until its agent timeout",
-                super::clock(since)
+                clock(since)
             ),
             t.stalled,
         ));

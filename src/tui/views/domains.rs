@@ -10,10 +10,10 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{bar, fit, framed};
 use crate::skillsbench::condition::condition_label;
 use crate::tui::app::App;
 use crate::tui::model::Grouping;
+use crate::tui::widgets::{bar, fit, framed, pct_text, pp_text};
 
 /// True while some planned trial has no verdict yet.
 fn unfinished(app: &App) -> bool {
@@ -91,7 +91,7 @@ fn pct(rate: f64, w: usize) -> String {
 
 /// True when `rate` needs whole numbers to keep a leading space in `w` columns.
 fn whole_pct(rate: f64, w: usize) -> bool {
-    super::pct_text(rate).chars().count() >= w
+    pct_text(rate).chars().count() >= w
 }
 
 /// A rate right-aligned in `w` columns: with one decimal, or `whole` (the format of its column).
@@ -99,7 +99,7 @@ fn pct_in(rate: f64, w: usize, whole: bool) -> String {
     if whole {
         format!("{:>w$}", format!("{:.0}%", rate * 100.0))
     } else {
-        format!("{:>w$}", super::pct_text(rate))
+        format!("{:>w$}", pct_text(rate))
     }
 }
 
@@ -112,7 +112,7 @@ fn pp(d: f64, w: usize) -> String {
 
 /// True when `d` needs whole numbers to keep a leading space in `w` columns.
 fn whole_pp(d: f64, w: usize) -> bool {
-    super::pp_text(d).chars().count() >= w
+    pp_text(d).chars().count() >= w
 }
 
 /// A difference right-aligned in `w` columns: with one decimal, or `whole`.
@@ -120,7 +120,7 @@ fn pp_in(d: f64, w: usize, whole: bool) -> String {
     if whole {
         format!("{:>w$}", format!("{d:+.0}"))
     } else {
-        format!("{:>w$}", super::pp_text(d))
+        format!("{:>w$}", pp_text(d))
     }
 }
 

@@ -9,9 +9,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::framed;
 use super::overview::event_lines;
 use crate::tui::state::{EventsState, Shared};
+use crate::tui::widgets::{fit, framed};
 
 /// Draws the event log into `area`.
 pub fn draw(f: &mut Frame, area: Rect, cx: Shared, ev: &mut EventsState, focused: bool) {
@@ -72,7 +72,7 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, ev: &mut EventsState, focused
             lines.pop();
         }
         lines.push(Line::from(Span::styled(
-            super::fit(&more, inner.width as usize),
+            fit(&more, inner.width as usize),
             t.dim,
         )));
     }

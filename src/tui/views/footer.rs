@@ -7,9 +7,9 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::fit;
 use crate::tui::app::{App, Mode, Popup};
 use crate::tui::keymap::{Action, Context, hints};
+use crate::tui::widgets::fit;
 
 /// The footer's hints for `app`, most needed first.
 fn wanted(app: &App) -> (Context, Vec<Action>) {

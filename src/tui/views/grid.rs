@@ -9,11 +9,11 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{cell_look, fit, framed};
 use crate::skillsbench::condition::condition_label;
 use crate::tui::model::{CellState, GridModel, GridRow};
 use crate::tui::state::{GridHits, GridState, Hits, Shared};
 use crate::tui::theme::Theme;
+use crate::tui::widgets::{LEGEND_STATES, cell_look, fit, flow, framed, live_line};
 use crate::tui::worker::Snapshot;
 
 /// Narrowest cell (glyph + gap).
@@ -134,7 +134,7 @@ fn heading(
             .unwrap_or_default();
         let head = format!(" {label} #{} ", s.trials[k].trial_index);
         let room = (width as usize).saturating_sub(head.chars().count() + 4);
-        let mut line = super::live_line(
+        let mut line = live_line(
             t,
             m.state(s, k),
             crate::tui::model::activity_of(s, s.trials[k].id),
@@ -390,7 +390,7 @@ fn rows(
 /// conditions in full under their short labels, then the cell states.
 fn legend(f: &mut Frame, inner: Rect, t: &Theme, cols: &Columns, top: usize, body_h: usize) {
     let (s, m) = (cols.s, cols.m);
-    let items: Vec<Vec<Span>> = super::LEGEND_STATES
+    let items: Vec<Vec<Span>> = LEGEND_STATES
         .iter()
         .map(|st| {
             let (glyph, style) = cell_look(t, *st);
@@ -411,8 +411,8 @@ fn legend(f: &mut Frame, inner: Rect, t: &Theme, cols: &Columns, top: usize, bod
             ]
         })
         .collect();
-    let mut legend = super::flow(names, inner.width as usize, "");
-    legend.extend(super::flow(items, inner.width as usize, ""));
+    let mut legend = flow(names, inner.width as usize, "");
+    legend.extend(flow(items, inner.width as usize, ""));
     let rows_drawn = m.rows.len().saturating_sub(top).min(body_h);
     if rows_drawn + legend.len() <= body_h {
         let h = legend.len() as u16;

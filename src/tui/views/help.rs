@@ -9,9 +9,9 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use super::{cell_look, centered, fit, framed};
 use crate::tui::app::App;
 use crate::tui::keymap::help_sections;
+use crate::tui::widgets::{LEGEND_STATES, cell_look, centered, fit, flow, framed};
 
 /// Width of the keys column.
 const KEYS_W: usize = 19;
@@ -21,7 +21,7 @@ const KEYS_W: usize = 19;
 fn legend(app: &App, width: usize) -> Vec<Line<'static>> {
     let t = &app.theme;
     let mut lines = vec![Line::from(Span::styled("Legend", t.header))];
-    let cells: Vec<Vec<Span<'static>>> = super::LEGEND_STATES
+    let cells: Vec<Vec<Span<'static>>> = LEGEND_STATES
         .into_iter()
         .map(|st| {
             let (g, style) = cell_look(t, st);
@@ -31,7 +31,7 @@ fn legend(app: &App, width: usize) -> Vec<Line<'static>> {
             ]
         })
         .collect();
-    lines.extend(super::flow(cells, width, "  "));
+    lines.extend(flow(cells, width, "  "));
     let marks = vec![
         vec![
             Span::styled("S┃", t.sop.add_modifier(Modifier::BOLD)),
@@ -45,7 +45,7 @@ fn legend(app: &App, width: usize) -> Vec<Line<'static>> {
         vec![Span::styled("+", t.pass), Span::styled(" added  ", t.dim)],
         vec![Span::styled("-", t.fail), Span::styled(" removed", t.dim)],
     ];
-    lines.extend(super::flow(marks, width, "  "));
+    lines.extend(flow(marks, width, "  "));
     if let Some(s) = &app.snapshot {
         let names: Vec<Vec<Span<'static>>> = s
             .run
@@ -62,7 +62,7 @@ fn legend(app: &App, width: usize) -> Vec<Line<'static>> {
                 ]
             })
             .collect();
-        lines.extend(super::flow(names, width, "  "));
+        lines.extend(flow(names, width, "  "));
     }
     lines
 }

@@ -10,13 +10,13 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{bar, clock, fit, fit_items, framed, hms, tokens_text, usd_text};
 use crate::skillsbench::condition::condition_label;
 use crate::store::Liveness;
 use crate::store::learning::{ExperimentRow, SpaceProgress};
 use crate::tui::app::{App, Mode};
 use crate::tui::model::{Progress, Spend};
 use crate::tui::theme::Theme;
+use crate::tui::widgets::{bar, clock, fit, fit_items, framed, hms, tokens_text, usd_text, wrap};
 use crate::tui::worker::Snapshot;
 
 /// Most learning spaces listed in the overview (the skill browser lists them all).
@@ -316,7 +316,7 @@ pub fn event_lines(
     width: usize,
 ) -> Vec<Line<'static>> {
     let (head, style, _) = event_head(t, e, now);
-    super::wrap::hanging(head, Span::styled(e.message.clone(), style), width)
+    wrap::hanging(head, Span::styled(e.message.clone(), style), width)
 }
 
 /// One event as a line: time, level (coloured), message, fitted to `width`.

@@ -18,7 +18,6 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::{fit, framed, pct_text, pp_text};
 use crate::analysis::ci::Ci;
 use crate::analysis::failure_category::FailureCategory;
 use crate::analysis::results::{FailureMode, GroupRow, Results};
@@ -26,6 +25,7 @@ use crate::skillsbench::condition::condition_label;
 use crate::tui::model::Grouping;
 use crate::tui::state::{ResultsState, Shared};
 use crate::tui::theme::Theme;
+use crate::tui::widgets::{fit, framed, pct_text, pp_text, wrap};
 
 /// Draws the Results view into `area`.
 pub fn draw(f: &mut Frame, area: Rect, cx: Shared, r: &mut ResultsState) {
@@ -268,7 +268,7 @@ fn bullet(
     mark_style: Style,
     width: usize,
 ) -> Vec<Line<'static>> {
-    super::wrap::wrap(&Line::from(text), width.saturating_sub(4))
+    wrap::wrap(&Line::from(text), width.saturating_sub(4))
         .into_iter()
         .enumerate()
         .map(|(i, l)| {

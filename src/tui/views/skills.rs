@@ -20,8 +20,6 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::wrap::{hanging, width_of, wrap};
-use super::{fit, framed};
 use crate::analysis::rubric::{
     Component, Direction, Gate, MIN_TREND_INVOCATIONS, RECENT_INVOCATIONS, Trend,
 };
@@ -29,6 +27,8 @@ use crate::store::learning::SpaceProgress;
 use crate::tui::skilldoc::{DocLine, gutter};
 use crate::tui::state::{Hits, SKILLS_TABS, Shared, SkillsFocus, SkillsState, list_top};
 use crate::tui::theme::Theme;
+use crate::tui::widgets::wrap::{hanging, width_of, wrap};
+use crate::tui::widgets::{bar, fit, framed};
 use crate::tui::worker::{FileChange, SkillBrowser, SkillEntry, SkillOrigin};
 
 /// From this width on, lists and the file are side by side.
@@ -282,7 +282,7 @@ pub fn rubric_lines(
                 Span::styled(format!("{v:>5.1}"), t.text),
                 Span::styled(format!("/{:<3}", c.max()), t.dim),
             ];
-            spans.extend(super::bar(t, v / c.max() as f64, 12));
+            spans.extend(bar(t, v / c.max() as f64, 12));
             lines.push(Line::from(spans));
         }
     }

@@ -11,11 +11,12 @@ use super::model::{
     CellState, EventFilter, Filter, GridModel, Grouping, Progress, RateRow, event_rows, progress,
     rate_rows,
 };
+pub use super::screens::Effect;
+use super::screens::detail::DetailState;
+use super::screens::results::ResultsState;
+use super::screens::{Hits, Reply, Then, contains};
 use super::skilldoc;
-use super::state::{
-    DETAIL_TABS, DetailState, DomainsState, EventsState, GridState, Hits, Pane, ResultsState,
-    SkillsFocus, SkillsState, contains,
-};
+use super::state::{DomainsState, EventsState, GridState, Pane, SkillsFocus, SkillsState};
 use super::theme::Theme;
 use super::worker::{Request, Snapshot, Update};
 use crate::store::{TrialBrief, TrialStatus};
@@ -67,18 +68,6 @@ pub enum Popup {
     Help,
     /// A yes/no question.
     Confirm(Confirm),
-}
-
-/// What the event loop must do after a key.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
-    /// Send to the data worker.
-    Request(Request),
-    /// Stop the engine (run mode) and quit when it has stopped.
-    StopRun,
-    /// Leave now. In run mode (a second Ctrl-C) the process quits at once without stopping the
-    /// engine cleanly; the next `run` of the same command recovers what it left.
-    Quit,
 }
 
 /// The whole UI state.
@@ -393,23 +382,8 @@ impl App {
             return Vec::new();
         }
         if let Some(det) = self.detail.as_mut()
-            && let Some(buf) = det.editing.as_mut()
+            && det.on_typing(&key, &mut self.status)
         {
-            match key.code {
-                KeyCode::Enter => {
-                    let term = det.editing.take().unwrap_or_default();
-                    det.search = (!term.is_empty()).then_some(term);
-                    if !det.jump_to_match(true) && det.search.is_some() {
-                        self.status = Some("no match".into());
-                    }
-                }
-                KeyCode::Esc => det.editing = None,
-                KeyCode::Backspace => {
-                    buf.pop();
-                }
-                KeyCode::Char(c) => buf.push(c),
-                _ => {}
-            }
             return Vec::new();
         }
         if self.popup == Some(Popup::Help) {
@@ -431,13 +405,45 @@ impl App {
         self.status = None;
         match self.context() {
             Context::Confirm => self.on_confirm(action),
-            Context::Detail => self.on_detail(action),
+            Context::Detail => match self.detail.as_mut() {
+                Some(det) => {
+                    let reply = det.on_action(action, &mut self.status);
+                    self.follow(reply, |app| app.detail = None)
+                }
+                None => Vec::new(),
+            },
             Context::Skills => self.on_skills(action),
-            Context::Results => self.on_results(action),
+            Context::Results => match self.results.as_mut() {
+                Some(r) => {
+                    let reply = r.on_action(action);
+                    self.follow(reply, |app| app.results = None)
+                }
+                None => Vec::new(),
+            },
             Context::Grid | Context::Domains | Context::Events | Context::Global => {
                 self.on_main(action)
             }
         }
+    }
+
+    /// Acts on what a screen's key asked ([`Reply`]); `close` closes that screen.
+    fn follow(&mut self, reply: Reply, close: fn(&mut App)) -> Vec<Effect> {
+        let Reply { mut effects, then } = reply;
+        match then {
+            Then::Stay => {}
+            Then::Close => close(self),
+            Then::Help => self.open_help(),
+            Then::Quit => effects.extend(self.quit()),
+            Then::Retry(t) => effects.extend(self.retry(t)),
+            Then::Cancel(t) => effects.extend(self.cancel(t)),
+        }
+        effects
+    }
+
+    /// Opens the key list at its top.
+    fn open_help(&mut self) {
+        self.popup = Some(Popup::Help);
+        self.help_scroll = 0;
     }
 
     fn quit(&mut self) -> Vec<Effect> {
@@ -658,24 +664,11 @@ impl App {
             return Vec::new();
         }
         if let Some(det) = self.detail.as_mut() {
-            match wheel {
-                Some(d) => det.scroll_by(d),
-                None => {
-                    if let Some((_, tab)) = hits.tabs.iter().find(|(r, _)| contains(*r, x, y)) {
-                        det.tab = *tab;
-                        det.scroll = 0;
-                        if det.follow {
-                            det.to_end();
-                        }
-                    }
-                }
-            }
+            det.on_mouse(&hits, x, y, wheel);
             return Vec::new();
         }
         if let Some(r) = self.results.as_mut() {
-            if let Some(d) = wheel {
-                r.scroll_by(d);
-            }
+            r.on_mouse(wheel);
             return Vec::new();
         }
         if self.skills.is_some() {
@@ -786,40 +779,9 @@ impl App {
 
     /// Opens the Results view; the worker sends its data.
     fn open_results(&mut self) -> Vec<Effect> {
-        self.results = Some(ResultsState::default());
-        vec![Effect::Request(Request::Results(true))]
-    }
-
-    fn on_results(&mut self, action: Action) -> Vec<Effect> {
-        let Some(r) = self.results.as_mut() else {
-            return Vec::new();
-        };
-        let page = r.page.max(1) as isize;
-        match action {
-            Action::Back => {
-                self.results = None;
-                return vec![Effect::Request(Request::Results(false))];
-            }
-            Action::Quit => return self.quit(),
-            Action::Help => {
-                self.popup = Some(Popup::Help);
-                self.help_scroll = 0;
-            }
-            Action::Up => r.scroll_by(-1),
-            Action::Down => r.scroll_by(1),
-            Action::PageUp => r.scroll_by(-page),
-            Action::PageDown => r.scroll_by(page),
-            Action::Top => r.scroll = 0,
-            Action::Bottom => r.scroll = r.max_scroll(),
-            Action::ToggleDifficulty => {
-                r.grouping = match r.grouping {
-                    Grouping::Domain => Grouping::Difficulty,
-                    Grouping::Difficulty => Grouping::Domain,
-                };
-            }
-            _ => {}
-        }
-        Vec::new()
+        let (results, effects) = ResultsState::open();
+        self.results = Some(results);
+        effects
     }
 
     /// Opens the skill browser on the first learning space of the snapshot.
@@ -955,83 +917,5 @@ impl App {
             self.rebuild_skill_doc();
         }
         effects
-    }
-
-    fn detail_trial(&self) -> Option<TrialBrief> {
-        Some(self.detail.as_ref()?.data.as_ref()?.latest()?.brief())
-    }
-
-    fn on_detail(&mut self, action: Action) -> Vec<Effect> {
-        let Some(det) = self.detail.as_mut() else {
-            return Vec::new();
-        };
-        let page = det.page.max(1) as isize;
-        match action {
-            Action::Back => {
-                self.detail = None;
-                return vec![Effect::Request(Request::Detail(None))];
-            }
-            Action::Quit => return self.quit(),
-            Action::Help => {
-                self.popup = Some(Popup::Help);
-                self.help_scroll = 0;
-            }
-            Action::NextTab | Action::PrevTab => {
-                let n = DETAIL_TABS.len();
-                det.tab = if action == Action::NextTab {
-                    (det.tab + 1) % n
-                } else {
-                    (det.tab + n - 1) % n
-                };
-                det.scroll = 0;
-                if det.follow {
-                    det.to_end();
-                }
-            }
-            Action::Up => det.scroll_by(-1),
-            Action::Down => det.scroll_by(1),
-            Action::PageUp => det.scroll_by(-page),
-            Action::PageDown => det.scroll_by(page),
-            Action::Top => {
-                det.scroll = 0;
-                det.follow = false;
-            }
-            Action::Bottom => det.to_end(),
-            Action::Search => det.editing = Some(det.search.clone().unwrap_or_default()),
-            Action::NextMatch | Action::PrevMatch
-                if !det.jump_to_match(action == Action::NextMatch) =>
-            {
-                self.status = Some("no match".into());
-            }
-            Action::ToggleFollow => {
-                det.follow = !det.follow;
-                if det.follow {
-                    det.to_end();
-                }
-                self.status = Some(
-                    if det.follow {
-                        "following the log"
-                    } else {
-                        "not following"
-                    }
-                    .into(),
-                );
-            }
-            Action::ToggleWrap => {
-                det.wrap = !det.wrap;
-                self.status = Some(
-                    if det.wrap {
-                        "wrapping long lines"
-                    } else {
-                        "cutting long lines at the edge"
-                    }
-                    .into(),
-                );
-            }
-            Action::Retry => return self.retry(self.detail_trial()),
-            Action::Cancel => return self.cancel(self.detail_trial()),
-            _ => {}
-        }
-        Vec::new()
     }
 }

@@ -12,6 +12,7 @@
 pub mod app;
 pub mod keymap;
 pub mod model;
+pub mod screens;
 pub mod skilldoc;
 pub mod state;
 pub mod theme;

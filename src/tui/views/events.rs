@@ -10,7 +10,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::overview::event_lines;
-use crate::tui::state::{EventsState, Shared};
+use crate::tui::screens::Shared;
+use crate::tui::state::EventsState;
 use crate::tui::widgets::{fit, framed};
 
 /// Draws the event log into `area`.

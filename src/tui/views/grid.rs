@@ -11,7 +11,8 @@ use ratatui::widgets::Paragraph;
 
 use crate::skillsbench::condition::condition_label;
 use crate::tui::model::{CellState, GridModel, GridRow};
-use crate::tui::state::{GridHits, GridState, Hits, Shared};
+use crate::tui::screens::{GridHits, Hits, Shared};
+use crate::tui::state::GridState;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{LEGEND_STATES, cell_look, fit, flow, framed, live_line};
 use crate::tui::worker::Snapshot;

@@ -5,14 +5,12 @@
 //! ([`App::hits`]) for the mouse.
 
 pub mod confirm;
-pub mod detail;
 pub mod domains;
 pub mod events;
 pub mod footer;
 pub mod grid;
 pub mod help;
 pub mod overview;
-pub mod results;
 pub mod skills;
 
 use ratatui::Frame;
@@ -21,7 +19,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::app::{App, Popup};
-use super::state::{Hits, Pane, Shared};
+use super::screens::{Hits, Shared, detail, results};
+use super::state::Pane;
 use super::widgets::framed;
 
 /// Below either size the panes are shown one at a time.

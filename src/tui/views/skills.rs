@@ -24,8 +24,9 @@ use crate::analysis::rubric::{
     Component, Direction, Gate, MIN_TREND_INVOCATIONS, RECENT_INVOCATIONS, Trend,
 };
 use crate::store::learning::SpaceProgress;
+use crate::tui::screens::{Hits, Shared, list_top, record_tabs};
 use crate::tui::skilldoc::{DocLine, gutter};
-use crate::tui::state::{Hits, SKILLS_TABS, Shared, SkillsFocus, SkillsState, list_top};
+use crate::tui::state::{SKILLS_TABS, SkillsFocus, SkillsState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::wrap::{hanging, width_of, wrap};
 use crate::tui::widgets::{bar, fit, framed};
@@ -47,7 +48,7 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, sk: &mut SkillsState, hits: &
         Paragraph::new(head_line(t, sk, spaces, head.width as usize)),
         head,
     );
-    super::detail::record_tabs(hits, head, &SKILLS_TABS);
+    record_tabs(hits, head, &SKILLS_TABS);
     if spaces.is_empty() {
         let p = Paragraph::new(vec![
             Line::from(Span::styled(

@@ -10,9 +10,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs};
 
+use super::{DETAIL_TABS, DetailState};
 use crate::skillsbench::condition::condition_label;
 use crate::store::{SkillUseRow, TrialRow};
-use crate::tui::state::{DETAIL_TABS, DetailState, Hits, Shared};
+use crate::tui::screens::{Hits, Shared, record_tabs};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{clock, fit, framed, live_line, wrap};
 use crate::tui::worker::Detail;
@@ -27,29 +28,6 @@ fn dur(a: &Option<String>, b: &Option<String>) -> String {
     secs_between(a, b)
         .map(|s| format!("{s:.2}s"))
         .unwrap_or_else(|| "—".into())
-}
-
-/// Records where ratatui's `Tabs` (padding of one on each side, a one-column divider) put each
-/// of `titles` in `area`, for the mouse.
-pub fn record_tabs(hits: &mut Hits, area: Rect, titles: &[&str]) {
-    let mut x = area.x;
-    for (i, title) in titles.iter().enumerate() {
-        let w = Span::raw(*title).width() as u16 + 2;
-        let width = w.min((area.x + area.width).saturating_sub(x));
-        if width == 0 {
-            break;
-        }
-        hits.tabs.push((
-            Rect {
-                x,
-                y: area.y,
-                width,
-                height: 1,
-            },
-            i,
-        ));
-        x += w + 1;
-    }
 }
 
 /// Draws the detail view into `area`.

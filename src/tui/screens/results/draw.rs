@@ -18,12 +18,13 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::ResultsState;
 use crate::analysis::ci::Ci;
 use crate::analysis::failure_category::FailureCategory;
 use crate::analysis::results::{FailureMode, GroupRow, Results};
 use crate::skillsbench::condition::condition_label;
 use crate::tui::model::Grouping;
-use crate::tui::state::{ResultsState, Shared};
+use crate::tui::screens::Shared;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{fit, framed, pct_text, pp_text, wrap};
 

@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod attempt;
+pub mod experiment_ledger;
 pub mod exposure;
 pub mod invocations;
 pub mod learning;
@@ -22,6 +23,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 pub use attempt::{AttemptRecord, AttemptVerdict, LiveActivity, Tokens};
+pub use experiment_ledger::ExperimentLedger;
 pub use ledger::RunLedger;
 pub use model::*;
 pub use readonly::{Access, Reading};

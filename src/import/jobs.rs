@@ -23,7 +23,6 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, OptionalExtension, params};
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 
@@ -38,8 +37,11 @@ use crate::harbor::skill_use::{self, SkillUse};
 use crate::safe_fs;
 use crate::skillsbench::Catalog;
 use crate::skillsbench::condition::sanitize_slug;
-use crate::store::queries::{self, NewRun};
-use crate::store::{Outcome, RunRow, RunTaskRow, SkillUseRow, Store, StoreError, TrialStatus};
+use crate::store::import_ledger::{ImportLedger, ImportTx};
+use crate::store::queries::NewRun;
+use crate::store::{
+    Outcome, RunRow, RunTaskRow, SkillUseRow, Store, StoreError, TrialRow, TrialStatus,
+};
 
 /// Most bytes read from one `result.json`.
 const MAX_RESULT: u64 = 8 * 1024 * 1024;
@@ -136,32 +138,16 @@ struct LiteStep {
 /// One trial, parsed, ready to write.
 #[derive(Debug)]
 struct Parsed {
-    import_key: String,
+    /// The attempt to record: everything but its run and trial index, set when it is written.
+    trial: TrialRow,
     run_name: String,
-    agent: String,
-    model: Option<String>,
-    task_id: String,
     task_path: String,
-    condition: String,
-    trial_name: String,
-    trial_dir: String,
-    outcome: Outcome,
-    reward: Option<f64>,
-    rewards: Option<serde_json::Value>,
-    error: Option<String>,
-    times: [Option<String>; 8],
-    tokens: (Option<i64>, Option<i64>, Option<i64>, Option<f64>),
-    /// (path, steps, tool calls, steps that look failed, ends with a message).
-    trajectory: Option<(String, i64, i64, i64, bool)>,
-    tests: Option<(i64, i64)>,
     skill_uses: Vec<SkillUse>,
     /// What its agent could see of skills, when skillscope wrote the trial folder
     /// (`agent/skill-exposure.json`; Harbor's own folders have none).
     exposure: Option<crate::skillsbench::exposure::SkillExposure>,
     /// The Harbor job folder holding the trial, and what the job planned.
     job: JobRef,
-    /// The plan's failure category of a judged failure.
-    failure_category: Option<&'static str>,
 }
 
 /// A trial's Harbor job: its folder (the trial folder's parent) and the job's plan, when its
@@ -279,6 +265,8 @@ pub fn normalize_time(s: &str) -> Option<String> {
         .map(|n| fmt(n.and_utc()))
 }
 
+/// Reads one `result.json` as a Harbor trial: `None` (after counting a job result, or reporting
+/// the file as broken) when it is not one.
 fn parse_trial(
     result_path: &Path,
     opts: &ImportOptions,
@@ -286,6 +274,99 @@ fn parse_trial(
     report: &mut ImportReport,
     jobs: &mut HashMap<PathBuf, Option<JobPlan>>,
 ) -> Option<Parsed> {
+    let (r, task_id, trial_name) = read_result(result_path, bytes, report)?;
+    report.trials_seen += 1;
+    let trial_dir = result_path.parent().unwrap_or(Path::new("."));
+    let config = r.config.as_ref();
+    let task_path = config
+        .and_then(|c| c.task.as_ref())
+        .and_then(|t| t.path.clone())
+        .unwrap_or_default();
+    let condition = condition_of(opts, &r, trial_dir, &task_path, report);
+    let (agent, model) = agent_and_model(&r);
+    let run_name = opts.run.clone().unwrap_or_else(|| {
+        sanitize_slug(&format!(
+            "harbor-{agent}-{}",
+            model.as_deref().unwrap_or("no-model")
+        ))
+        .replace('/', "-")
+    });
+    let Verdict {
+        outcome,
+        reward,
+        rewards,
+        error,
+    } = verdict_of(&r);
+    let [started, finished, b0, b1, a0, a1, v0, v1] = phase_times(&r);
+    let tokens = r.agent_result.as_ref();
+    let mut trial = TrialRow {
+        task_id,
+        condition,
+        attempt: 1,
+        status: TrialStatus::Done,
+        outcome: Some(outcome),
+        reward,
+        rewards: rewards.map(|r| serde_json::to_value(r).unwrap_or_default()),
+        agent,
+        model,
+        trial_name,
+        trial_dir: Some(trial_dir.display().to_string()),
+        queued_at: started.clone().unwrap_or_else(crate::store::now_rfc3339),
+        started_at: started,
+        finished_at: finished,
+        build_started_at: b0,
+        build_finished_at: b1,
+        agent_started_at: a0,
+        agent_finished_at: a1,
+        verifier_started_at: v0,
+        verifier_finished_at: v1,
+        error,
+        n_input_tokens: tokens.and_then(|a| a.n_input_tokens),
+        n_cache_tokens: tokens.and_then(|a| a.n_cache_tokens),
+        n_output_tokens: tokens.and_then(|a| a.n_output_tokens),
+        cost_usd: tokens.and_then(|a| a.cost_usd),
+        import_key: Some(
+            r.id.clone()
+                .unwrap_or_else(|| trial_dir.display().to_string()),
+        ),
+        ..TrialRow::default()
+    };
+    let skill_uses = read_trajectory(trial_dir, &mut trial, report);
+    if let Ok(c) = Report::read(&trial_dir.join("verifier/ctrf.json")) {
+        trial.tests_total = Some(c.results.summary.tests as i64);
+        trial.tests_passed = Some(c.results.summary.passed as i64);
+    }
+    // Harbor runs the verifier after a crashed agent (`NonZeroAgentExitCodeError`).
+    let crashed = exception_type(&r) == Some("NonZeroAgentExitCodeError");
+    trial.failure_category = crate::analysis::failure_category::classify_trial_dir(
+        outcome,
+        crashed.then_some(1),
+        trial_dir,
+        None,
+    )
+    .map(|c| c.as_str().to_string());
+    Some(Parsed {
+        trial,
+        run_name,
+        task_path,
+        skill_uses,
+        exposure: safe_fs::read_capped(
+            &trial_dir.join(crate::skillsbench::exposure::TRIAL_EXPOSURE),
+            MAX_TRAJECTORY,
+        )
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok()),
+        job: job_of(trial_dir, jobs),
+    })
+}
+
+/// Decodes a `result.json`: the result with its task and trial names when it is a trial's. A
+/// job's result is counted and `None`; anything else is reported as broken and `None`.
+fn read_result(
+    result_path: &Path,
+    bytes: &[u8],
+    report: &mut ImportReport,
+) -> Option<(ResultFile, String, String)> {
     let r: ResultFile = match serde_json::from_slice(bytes) {
         Ok(r) => r,
         Err(e) => {
@@ -306,67 +387,83 @@ fn parse_trial(
         ));
         return None;
     };
-    report.trials_seen += 1;
-    let trial_dir = result_path.parent().unwrap_or(Path::new("."));
-    let job_dir_name = trial_dir
-        .parent()
-        .and_then(|p| p.file_name())
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let trial_dir_name = trial_dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let config = r.config.as_ref();
-    let task_path = config
-        .and_then(|c| c.task.as_ref())
-        .and_then(|t| t.path.clone())
-        .unwrap_or_default();
-    let trials_dir = config
+    Some((r, task_id, trial_name))
+}
+
+/// The trial's condition: `--condition`, else what the trials folder, job and trial folder
+/// names or the task path say ([`condition_from`]), else `unknown` (counted in the report).
+fn condition_of(
+    opts: &ImportOptions,
+    r: &ResultFile,
+    trial_dir: &Path,
+    task_path: &str,
+    report: &mut ImportReport,
+) -> String {
+    if let Some(c) = &opts.condition {
+        return c.clone();
+    }
+    let name = |p: Option<&Path>| {
+        p.and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
+    let job_dir_name = name(trial_dir.parent());
+    let trial_dir_name = name(Some(trial_dir));
+    let trials_dir = r
+        .config
+        .as_ref()
         .and_then(|c| c.trials_dir.clone())
         .unwrap_or_default();
-    let condition = match &opts.condition {
-        Some(c) => c.clone(),
-        None => match condition_from(&[&trials_dir, &job_dir_name, &trial_dir_name, &task_path]) {
-            Some(c) => c.to_string(),
-            None => {
-                report.unknown_condition += 1;
-                "unknown".to_string()
-            }
-        },
-    };
-    let agent = r
-        .agent_info
-        .as_ref()
+    match condition_from(&[&trials_dir, &job_dir_name, &trial_dir_name, task_path]) {
+        Some(c) => c.to_string(),
+        None => {
+            report.unknown_condition += 1;
+            "unknown".to_string()
+        }
+    }
+}
+
+/// Agent and model: from `agent_info`, else from the trial's agent config; agent `unknown`
+/// when neither names it.
+fn agent_and_model(r: &ResultFile) -> (String, Option<String>) {
+    let configured = r.config.as_ref().and_then(|c| c.agent.as_ref());
+    let info = r.agent_info.as_ref();
+    let agent = info
         .and_then(|a| a.name.clone())
-        .or_else(|| {
-            config
-                .and_then(|c| c.agent.as_ref())
-                .and_then(|a| a.name.clone())
-        })
+        .or_else(|| configured.and_then(|a| a.name.clone()))
         .unwrap_or_else(|| "unknown".into());
-    let model = r
-        .agent_info
-        .as_ref()
+    let model = info
         .and_then(|a| a.model_info.as_ref())
         .and_then(|m| m.name.clone())
-        .or_else(|| {
-            config
-                .and_then(|c| c.agent.as_ref())
-                .and_then(|a| a.model_name.clone())
-        });
-    let run_name = opts.run.clone().unwrap_or_else(|| {
-        sanitize_slug(&format!(
-            "harbor-{agent}-{}",
-            model.as_deref().unwrap_or("no-model")
-        ))
-        .replace('/', "-")
-    });
+        .or_else(|| configured.and_then(|a| a.model_name.clone()));
+    (agent, model)
+}
+
+/// The type of the exception Harbor recorded, if any.
+fn exception_type(r: &ResultFile) -> Option<&str> {
+    r.exception_info
+        .as_ref()
+        .and_then(|e| e.exception_type.as_deref())
+}
+
+/// What a trial result says of its verdict.
+struct Verdict {
+    /// [`outcome_of`] the exception and reward.
+    outcome: Outcome,
+    /// The scalar reward.
+    reward: Option<f64>,
+    /// Every reward the verifier wrote.
+    rewards: Option<BTreeMap<String, f64>>,
+    /// The exception's first line, or what the reward says.
+    error: Option<String>,
+}
+
+/// The verdict of a trial result.
+fn verdict_of(r: &ResultFile) -> Verdict {
     let rewards = r.verifier_result.as_ref().and_then(|v| v.rewards.clone());
     let reward = rewards.as_ref().and_then(scalar_reward);
-    let exc = r.exception_info.as_ref();
-    let outcome = outcome_of(exc.and_then(|e| e.exception_type.as_deref()), reward);
-    let error = match exc {
+    let outcome = outcome_of(exception_type(r), reward);
+    let error = match r.exception_info.as_ref() {
         Some(e) => Some(format!(
             "{}: {}",
             e.exception_type.as_deref().unwrap_or("exception"),
@@ -383,172 +480,116 @@ fn parse_trial(
         None if outcome == Outcome::NoReward => Some("no verifier result".into()),
         None => None,
     };
+    Verdict {
+        outcome,
+        reward,
+        rewards,
+        error,
+    }
+}
+
+/// The trial's times, RFC 3339 UTC: start and end, then start and end of environment setup,
+/// agent execution and verifier.
+fn phase_times(r: &ResultFile) -> [Option<String>; 8] {
     let t = |o: &Option<String>| o.as_deref().and_then(normalize_time);
-    let ti = |o: &Option<TimingInfo>, start: bool| {
-        o.as_ref()
-            .and_then(|x| {
-                if start {
-                    x.started_at.clone()
-                } else {
-                    x.finished_at.clone()
-                }
-            })
-            .as_deref()
-            .and_then(normalize_time)
-    };
-    let times = [
+    let start = |o: &Option<TimingInfo>| o.as_ref().and_then(|x| t(&x.started_at));
+    let end = |o: &Option<TimingInfo>| o.as_ref().and_then(|x| t(&x.finished_at));
+    [
         t(&r.started_at),
         t(&r.finished_at),
-        ti(&r.environment_setup, true),
-        ti(&r.environment_setup, false),
-        ti(&r.agent_execution, true),
-        ti(&r.agent_execution, false),
-        ti(&r.verifier, true),
-        ti(&r.verifier, false),
-    ];
-    let mut tokens = r
-        .agent_result
-        .as_ref()
-        .map(|a| {
-            (
-                a.n_input_tokens,
-                a.n_cache_tokens,
-                a.n_output_tokens,
-                a.cost_usd,
-            )
-        })
-        .unwrap_or((None, None, None, None));
+        start(&r.environment_setup),
+        end(&r.environment_setup),
+        start(&r.agent_execution),
+        end(&r.agent_execution),
+        start(&r.verifier),
+        end(&r.verifier),
+    ]
+}
 
-    // Trajectory.
+/// Reads the trial's ATIF trajectory (`agent/trajectory.json`) into `trial` — its path, steps,
+/// tool calls, steps that look failed, whether it ends with a message, and its tokens when the
+/// result had none — and returns the skills it used. A missing or non-ATIF trajectory is
+/// reported; the trial is imported all the same, its skill use unknown.
+fn read_trajectory(
+    trial_dir: &Path,
+    trial: &mut TrialRow,
+    report: &mut ImportReport,
+) -> Vec<SkillUse> {
     let traj_path = trial_dir.join("agent/trajectory.json");
-    let (trajectory, skill_uses) = match safe_fs::read_capped(&traj_path, MAX_TRAJECTORY) {
-        Ok(b) => match serde_json::from_slice::<LiteTrajectory>(&b) {
-            Ok(lt) if lt.schema_version.starts_with("ATIF-v1.") => {
-                let n_calls: usize = lt
-                    .steps
-                    .iter()
-                    .map(|s| s.tool_calls.as_ref().map_or(0, Vec::len))
-                    .sum();
-                let uses = skill_use::detect_in(
-                    lt.steps.iter().map(|s| {
-                        (
-                            s.step_id,
-                            s.source.as_str(),
-                            s.tool_calls.as_deref().unwrap_or(&[]),
-                        )
-                    }),
-                    &[],
-                );
-                if tokens.0.is_none()
-                    && tokens.2.is_none()
-                    && let Some(f) = &lt.final_metrics
-                {
-                    tokens = (
-                        f.total_prompt_tokens,
-                        f.total_cached_tokens,
-                        f.total_completion_tokens,
-                        f.total_cost_usd.or(tokens.3),
-                    );
-                }
-                let n_errors = lt
-                    .steps
-                    .iter()
-                    .filter(|s| {
-                        s.observation
-                            .as_ref()
-                            .is_some_and(|o| o.results.iter().any(|r| looks_failed(&r.text())))
-                    })
-                    .count();
-                let final_message = lt
-                    .steps
-                    .iter()
-                    .rev()
-                    .find(|s| s.source == "agent")
-                    .is_some_and(|s| {
-                        s.message
-                            .as_ref()
-                            .is_some_and(|m| !m.text().trim().is_empty())
-                    });
-                (
-                    Some((
-                        traj_path.display().to_string(),
-                        lt.steps.len() as i64,
-                        n_calls as i64,
-                        n_errors as i64,
-                        final_message,
-                    )),
-                    uses,
-                )
-            }
-            // The trial is imported all the same: not a broken file, a trial whose skill use
-            // is unknown.
-            Ok(_) | Err(_) => {
-                report.not_atif.push(trial_dir.to_path_buf());
-                (None, Vec::new())
-            }
-        },
-        Err(_) => {
-            report.missing_trajectory.push(trial_dir.to_path_buf());
-            (None, Vec::new())
+    let Ok(bytes) = safe_fs::read_capped(&traj_path, MAX_TRAJECTORY) else {
+        report.missing_trajectory.push(trial_dir.to_path_buf());
+        return Vec::new();
+    };
+    let lt = match serde_json::from_slice::<LiteTrajectory>(&bytes) {
+        Ok(lt) if lt.schema_version.starts_with("ATIF-v1.") => lt,
+        // Not a broken file: a trial whose skill use is unknown.
+        Ok(_) | Err(_) => {
+            report.not_atif.push(trial_dir.to_path_buf());
+            return Vec::new();
         }
     };
-    let tests = Report::read(&trial_dir.join("verifier/ctrf.json"))
-        .ok()
-        .map(|c| {
-            (
-                c.results.summary.tests as i64,
-                c.results.summary.passed as i64,
-            )
+    let n_calls: usize = lt
+        .steps
+        .iter()
+        .map(|s| s.tool_calls.as_ref().map_or(0, Vec::len))
+        .sum();
+    if trial.n_input_tokens.is_none()
+        && trial.n_output_tokens.is_none()
+        && let Some(f) = &lt.final_metrics
+    {
+        trial.n_input_tokens = f.total_prompt_tokens;
+        trial.n_cache_tokens = f.total_cached_tokens;
+        trial.n_output_tokens = f.total_completion_tokens;
+        trial.cost_usd = f.total_cost_usd.or(trial.cost_usd);
+    }
+    let n_errors = lt
+        .steps
+        .iter()
+        .filter(|s| {
+            s.observation
+                .as_ref()
+                .is_some_and(|o| o.results.iter().any(|r| looks_failed(&r.text())))
+        })
+        .count();
+    let final_message = lt
+        .steps
+        .iter()
+        .rev()
+        .find(|s| s.source == "agent")
+        .is_some_and(|s| {
+            s.message
+                .as_ref()
+                .is_some_and(|m| !m.text().trim().is_empty())
         });
+    trial.trajectory_path = Some(traj_path.display().to_string());
+    trial.n_steps = Some(lt.steps.len() as i64);
+    trial.n_tool_calls = Some(n_calls as i64);
+    trial.n_error_steps = Some(n_errors as i64);
+    trial.final_message = Some(final_message);
+    skill_use::detect_in(
+        lt.steps.iter().map(|s| {
+            (
+                s.step_id,
+                s.source.as_str(),
+                s.tool_calls.as_deref().unwrap_or(&[]),
+            )
+        }),
+        &[],
+    )
+}
+
+/// The trial's Harbor job: the trial folder's parent and its plan (each job's `config.json`
+/// read once).
+fn job_of(trial_dir: &Path, jobs: &mut HashMap<PathBuf, Option<JobPlan>>) -> JobRef {
     let job_dir = trial_dir.parent().unwrap_or(Path::new(".")).to_path_buf();
     let plan = jobs
         .entry(job_dir.clone())
         .or_insert_with(|| JobPlan::read(&job_dir))
         .clone();
-    // Harbor runs the verifier after a crashed agent (`NonZeroAgentExitCodeError`).
-    let crashed =
-        exc.and_then(|e| e.exception_type.as_deref()) == Some("NonZeroAgentExitCodeError");
-    let failure_category = crate::analysis::failure_category::classify_trial_dir(
-        outcome,
-        crashed.then_some(1),
-        trial_dir,
-        None,
-    )
-    .map(|c| c.as_str());
-    Some(Parsed {
-        failure_category,
-        job: JobRef {
-            dir: job_dir.display().to_string(),
-            plan,
-        },
-        import_key: r
-            .id
-            .clone()
-            .unwrap_or_else(|| trial_dir.display().to_string()),
-        run_name,
-        agent,
-        model,
-        task_id,
-        task_path,
-        condition,
-        trial_name,
-        trial_dir: trial_dir.display().to_string(),
-        outcome,
-        reward,
-        rewards: rewards.map(|r| serde_json::to_value(r).unwrap_or_default()),
-        error,
-        times,
-        tokens,
-        trajectory,
-        tests,
-        skill_uses,
-        exposure: safe_fs::read_capped(
-            &trial_dir.join(crate::skillsbench::exposure::TRIAL_EXPOSURE),
-            MAX_TRAJECTORY,
-        )
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok()),
-    })
+    JobRef {
+        dir: job_dir.display().to_string(),
+        plan,
+    }
 }
 
 /// What the writer remembers between batches.
@@ -572,130 +613,52 @@ struct JobTrials {
     seen: BTreeMap<(i64, String), BTreeMap<String, u32>>,
 }
 
+/// Writes one batch of parsed trials in one transaction: each trial not already imported goes
+/// into its run (found or created on first use), its task into the run's task list, at the
+/// next free trial index of its task and condition, with its skill uses and exposure.
 fn write_batch(
-    conn: &Connection,
+    tx: &ImportTx<'_>,
     batch: Vec<Parsed>,
     state: &Mutex<State>,
     catalog: &Catalog,
     roots: &str,
 ) -> Result<(), StoreError> {
     let mut st = state.lock().expect("import state");
-    let mut exists = conn.prepare_cached("SELECT 1 FROM trials WHERE import_key = ?1")?;
     for p in batch {
-        if exists
-            .query_row([&p.import_key], |_| Ok(()))
-            .optional()?
-            .is_some()
-        {
+        let key = p.trial.import_key.as_deref().unwrap_or_default();
+        if tx.is_imported(key)? {
             st.present += 1;
             continue;
         }
-        let run = match st.runs.get(&p.run_name) {
-            Some(r) => r.clone(),
-            None => {
-                let run = match queries::find_run(conn, &p.run_name)? {
-                    Some(r) if r.source == "harbor-import" => r,
-                    Some(_) => {
-                        return Err(StoreError::Conflict(format!(
-                            "run {:?} exists and was not imported; pass another --run name",
-                            p.run_name
-                        )));
-                    }
-                    None => {
-                        let r = queries::insert_run(
-                            conn,
-                            &NewRun {
-                                name: p.run_name.clone(),
-                                tasks_dir: roots.to_string(),
-                                agent: p.agent.clone(),
-                                model: p.model.clone(),
-                                n_trials: 0,
-                                conditions: Vec::new(),
-                                jobs_dir: roots.to_string(),
-                                settings: serde_json::json!({"imported_from": roots}),
-                            },
-                        )?;
-                        conn.execute("UPDATE runs SET source = 'harbor-import', status = 'imported' WHERE id = ?1", [r.id])?;
-                        queries::get_run(conn, r.id)?
-                    }
-                };
-                st.runs.insert(p.run_name.clone(), run.clone());
-                run
-            }
-        };
-        if st.tasks.insert((run.id, p.task_id.clone())) {
-            queries::upsert_run_tasks(
-                conn,
+        let run = st.run(tx, &p, roots)?;
+        if st.tasks.insert((run.id, p.trial.task_id.clone())) {
+            tx.add_tasks(
                 run.id,
-                &[imported_task(catalog, &p.task_id, &p.task_path)],
+                &[imported_task(catalog, &p.trial.task_id, &p.task_path)],
             )?;
         }
-        let key = (run.id, p.task_id.clone(), p.condition.clone());
-        let next = match st.next_index.get(&key) {
+        let slot = (run.id, p.trial.task_id.clone(), p.trial.condition.clone());
+        let next = match st.next_index.get(&slot) {
             Some(n) => *n,
             None => {
-                let max: Option<u32> = conn.query_row(
-                    "SELECT MAX(trial_index) FROM trials WHERE run_id = ?1 AND task_id = ?2 AND condition = ?3",
-                    params![run.id, p.task_id, p.condition],
-                    |r| r.get(0),
-                )?;
-                max.unwrap_or(0) + 1
+                tx.top_trial_index(run.id, &p.trial.task_id, &p.trial.condition)?
+                    .unwrap_or(0)
+                    + 1
             }
         };
-        st.next_index.insert(key, next + 1);
-        let [started, finished, b0, b1, a0, a1, v0, v1] = p.times;
-        let mut ins = conn.prepare_cached(
-            "INSERT INTO trials (run_id, task_id, condition, trial_index, attempt, status, outcome, reward, rewards,
-                 agent, model, trial_name, trial_dir, queued_at, started_at, finished_at, build_started_at,
-                 build_finished_at, agent_started_at, agent_finished_at, verifier_started_at, verifier_finished_at,
-                 error, n_input_tokens, n_cache_tokens, n_output_tokens, cost_usd, import_key, trajectory_path,
-                 n_steps, n_tool_calls, tests_total, tests_passed, n_error_steps, final_message, failure_category)
-             VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20,
-                 ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29, ?30, ?31, ?32, ?33, ?34)",
-        )?;
-        ins.execute(params![
-            run.id,
-            p.task_id,
-            p.condition,
-            next,
-            TrialStatus::Done,
-            p.outcome,
-            p.reward,
-            p.rewards.map(|r| r.to_string()),
-            p.agent,
-            p.model,
-            p.trial_name,
-            p.trial_dir,
-            started.clone().unwrap_or_else(crate::store::now_rfc3339),
-            finished,
-            b0,
-            b1,
-            a0,
-            a1,
-            v0,
-            v1,
-            p.error,
-            p.tokens.0,
-            p.tokens.1,
-            p.tokens.2,
-            p.tokens.3,
-            p.import_key,
-            p.trajectory.as_ref().map(|t| t.0.clone()),
-            p.trajectory.as_ref().map(|t| t.1),
-            p.trajectory.as_ref().map(|t| t.2),
-            p.tests.map(|t| t.0),
-            p.tests.map(|t| t.1),
-            p.trajectory.as_ref().map(|t| t.3),
-            p.trajectory.as_ref().map(|t| t.4),
-            p.failure_category,
-        ])?;
-        let id = conn.last_insert_rowid();
+        st.next_index.insert(slot, next + 1);
+        let trial = TrialRow {
+            run_id: run.id,
+            trial_index: next,
+            ..p.trial
+        };
+        let id = tx.insert_trial(&trial)?;
         let job = st.jobs.entry(p.job.dir.clone()).or_default();
         job.plan = p.job.plan.clone();
         *job.seen
-            .entry((run.id, p.condition.clone()))
+            .entry((run.id, trial.condition.clone()))
             .or_default()
-            .entry(p.task_id.clone())
+            .entry(trial.task_id.clone())
             .or_default() += 1;
         if !p.skill_uses.is_empty() {
             let rows: Vec<SkillUseRow> = p
@@ -708,10 +671,10 @@ fn write_batch(
                     count: u.count as i64,
                 })
                 .collect();
-            queries::set_skill_uses(conn, id, &rows)?;
+            tx.set_skill_uses(id, &rows)?;
         }
         if let Some(x) = &p.exposure {
-            crate::store::exposure::record(conn, id, x)?;
+            tx.set_exposure(id, x)?;
         }
         st.imported += 1;
         st.touched.insert(run.id);
@@ -719,13 +682,47 @@ fn write_batch(
     Ok(())
 }
 
-/// Records what each imported job planned ([`queries::set_trial_plan`], the job folder as the
+impl State {
+    /// The run trial `p` goes to: remembered, or found (it must have been imported from Harbor
+    /// folders), or created.
+    fn run(&mut self, tx: &ImportTx<'_>, p: &Parsed, roots: &str) -> Result<RunRow, StoreError> {
+        if let Some(r) = self.runs.get(&p.run_name) {
+            return Ok(r.clone());
+        }
+        let run = match tx.find_run(&p.run_name)? {
+            Some(r) if r.source == "harbor-import" => r,
+            Some(_) => {
+                return Err(StoreError::Conflict(format!(
+                    "run {:?} exists and was not imported; pass another --run name",
+                    p.run_name
+                )));
+            }
+            None => tx.create_run(
+                &NewRun {
+                    name: p.run_name.clone(),
+                    tasks_dir: roots.to_string(),
+                    agent: p.trial.agent.clone(),
+                    model: p.trial.model.clone(),
+                    n_trials: 0,
+                    conditions: Vec::new(),
+                    jobs_dir: roots.to_string(),
+                    settings: serde_json::json!({"imported_from": roots}),
+                },
+                "harbor-import",
+            )?,
+        };
+        self.runs.insert(p.run_name.clone(), run.clone());
+        Ok(run)
+    }
+}
+
+/// Records what each imported job planned ([`ImportTx::set_trial_plan`], the job folder as the
 /// source): `n_attempts` trials of every task the job lists, for each run and condition its
 /// trials went to (tasks it lists without a trial join the run's task list, so they count 0);
 /// a job without a readable `JobConfig` planned the trials it holds. Never fewer than the trials
 /// found.
 fn write_job_plans(
-    conn: &Connection,
+    tx: &ImportTx<'_>,
     jobs: &HashMap<String, JobTrials>,
     catalog: &Catalog,
 ) -> Result<(), StoreError> {
@@ -745,7 +742,8 @@ fn write_job_plans(
                 let e = planned.entry(t.as_str()).or_default();
                 *e = (*e).max(*n);
             }
-            let known: HashSet<String> = queries::run_tasks(conn, *run_id)?
+            let known: HashSet<String> = tx
+                .run_tasks(*run_id)?
                 .into_iter()
                 .map(|t| t.task_id)
                 .collect();
@@ -754,9 +752,9 @@ fn write_job_plans(
                 .filter(|t| !known.contains(**t))
                 .map(|t| imported_task(catalog, t, ""))
                 .collect();
-            queries::upsert_run_tasks(conn, *run_id, &missing)?;
+            tx.add_tasks(*run_id, &missing)?;
             for (t, n) in planned {
-                queries::set_trial_plan(conn, *run_id, dir, t, condition, n)?;
+                tx.set_trial_plan(*run_id, dir, t, condition, n)?;
             }
         }
     }
@@ -764,28 +762,9 @@ fn write_job_plans(
 }
 
 /// Brings every touched run's conditions and trial count up to date with its trials.
-fn finish_runs(conn: &Connection, runs: &BTreeSet<i64>) -> Result<(), StoreError> {
+fn finish_runs(tx: &ImportTx<'_>, runs: &BTreeSet<i64>) -> Result<(), StoreError> {
     for &id in runs {
-        let conds = run_conditions(conn, id)?;
-        let n: u32 = conn.query_row(
-            "SELECT COALESCE(MAX(trial_index), 0) FROM trials WHERE run_id = ?1",
-            [id],
-            |r| r.get(0),
-        )?;
-        let created: Option<String> = conn.query_row(
-            "SELECT MIN(started_at) FROM trials WHERE run_id = ?1",
-            [id],
-            |r| r.get(0),
-        )?;
-        let done: Option<String> = conn.query_row(
-            "SELECT MAX(finished_at) FROM trials WHERE run_id = ?1",
-            [id],
-            |r| r.get(0),
-        )?;
-        conn.execute(
-            "UPDATE runs SET conditions = ?2, n_trials = ?3, status = 'imported', started_at = ?4, finished_at = ?5 WHERE id = ?1",
-            params![id, serde_json::to_string(&conds).unwrap_or_default(), n, created, done],
-        )?;
+        tx.finish_harbor_run(id, &run_conditions(tx, id)?)?;
     }
     Ok(())
 }
@@ -824,13 +803,10 @@ pub(super) fn import_folders(
     let mut pending = Vec::new();
     let mut jobs: HashMap<PathBuf, Option<JobPlan>> = HashMap::new();
     let mut batch: Vec<Parsed> = Vec::with_capacity(opts.batch);
+    let ledger = ImportLedger::new(store);
     let flush = |batch: Vec<Parsed>, pending: &mut Vec<_>| -> Result<(), ImportError> {
         let (state, catalog, roots) = (state.clone(), opts.catalog.clone(), roots_label.clone());
-        pending.push(
-            store
-                .writer()
-                .submit(move |c| write_batch(c, batch, &state, &catalog, &roots))?,
-        );
+        pending.push(ledger.submit(move |tx| write_batch(tx, batch, &state, &catalog, &roots))?);
         // Keep at most two batches in flight: memory stays flat.
         while pending.len() > 2 {
             let rx: tokio::sync::oneshot::Receiver<Result<(), StoreError>> = pending.remove(0);
@@ -893,9 +869,9 @@ pub(super) fn import_folders(
     };
     if !touched.is_empty() {
         let catalog = opts.catalog.clone();
-        store.writer().write_blocking(move |c| {
-            write_job_plans(c, &jobs, &catalog)?;
-            finish_runs(c, &touched)
+        ledger.write_blocking(move |tx| {
+            write_job_plans(tx, &jobs, &catalog)?;
+            finish_runs(tx, &touched)
         })?;
     }
     {

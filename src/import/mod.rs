@@ -17,7 +17,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rusqlite::Connection;
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
@@ -25,6 +24,7 @@ pub use detect::detect;
 pub use jobs::{JobPlan, normalize_time, outcome_of};
 
 use crate::skillsbench::Catalog;
+use crate::store::import_ledger::ImportTx;
 use crate::store::{Outcome, RunTaskRow, Store, StoreError};
 
 /// What to import.
@@ -157,8 +157,8 @@ pub(super) fn imported_task(catalog: &Catalog, task_id: &str, path: &str) -> Run
 }
 
 /// The conditions run `id` has trials of: no-skills first, then curated, then the rest by name.
-pub(super) fn run_conditions(conn: &Connection, id: i64) -> Result<Vec<String>, StoreError> {
-    let mut conds = crate::store::queries::trial_conditions(conn, id)?;
+pub(super) fn run_conditions(tx: &ImportTx<'_>, id: i64) -> Result<Vec<String>, StoreError> {
+    let mut conds = tx.trial_conditions(id)?;
     let rank = |c: &str| match c {
         "no-skills" => 0,
         "curated" => 1,
@@ -334,7 +334,7 @@ struct RunPlan {
     n_trials: u32,
     trials: Vec<NewTrial>,
     /// Trials the file planned per (task, condition): the CSV's runs of the condition, the
-    /// registry row's `trials` (see [`queries::set_trial_plan`]).
+    /// registry row's `trials` (see [`ImportTx::set_trial_plan`](crate::store::ImportTx::set_trial_plan)).
     planned: BTreeMap<(String, &'static str), u32>,
 }
 

@@ -42,8 +42,6 @@
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use rusqlite::{Connection, params};
-
 use super::csv::parse_csv;
 use super::registry::parse_registry;
 use super::{
@@ -52,8 +50,9 @@ use super::{
 };
 use crate::safe_fs;
 use crate::skillsbench::Catalog;
-use crate::store::queries::{self, NewRun};
-use crate::store::{RunTaskRow, Store, StoreError, TrialStatus};
+use crate::store::import_ledger::{ImportLedger, ImportTx, TrialSlot};
+use crate::store::queries::NewRun;
+use crate::store::{RunRow, RunTaskRow, Store, StoreError, TrialRow, TrialStatus};
 
 /// Imports one published file into `store`, adding to `report`. Blocking.
 ///
@@ -82,9 +81,7 @@ pub fn import_file(
     };
     file.trials = plans.iter().map(|p| p.trials.len()).sum();
     let catalog = opts.catalog.clone();
-    let w = store
-        .writer()
-        .write_blocking(move |c| write_plans(c, plans, &catalog))?;
+    let w = ImportLedger::new(store).write_blocking(move |tx| write_plans(tx, plans, &catalog))?;
     file.imported = w.imported;
     file.already_present = w.present;
     file.replaced = w.replaced;
@@ -99,8 +96,11 @@ pub fn import_file(
 // ---------------------------------------------------------------------------------------------
 // Writing
 
+/// Writes the files' run plans in one transaction: each plan's run (found or created), its
+/// planned trials and task list, and its trials not yet stored — a trial whose data changed
+/// since an earlier import as a new attempt of its slot.
 fn write_plans(
-    conn: &Connection,
+    tx: &ImportTx<'_>,
     plans: Vec<RunPlan>,
     catalog: &Catalog,
 ) -> Result<Written, StoreError> {
@@ -109,14 +109,7 @@ fn write_plans(
     for plan in plans {
         let source = plan.source.as_str();
         if !known.contains_key(source) {
-            // Every stored key of this source, in one range scan of the import-key index.
-            let keys: HashSet<String> = conn
-                .prepare(
-                    "SELECT import_key FROM trials WHERE import_key >= ?1 AND import_key < ?2",
-                )?
-                .query_map([format!("{source}:"), format!("{source};")], |r| r.get(0))?
-                .collect::<Result<_, _>>()?;
-            known.insert(source, keys);
+            known.insert(source, tx.import_keys(source)?);
         }
         let keys = known.get_mut(source).expect("loaded");
         let new: Vec<&NewTrial> = plan
@@ -125,45 +118,8 @@ fn write_plans(
             .filter(|t| !keys.contains(&t.key))
             .collect();
         w.present += plan.trials.len() - new.len();
-        let run = match queries::find_run(conn, &plan.name)? {
-            Some(r) if r.source != source => {
-                return Err(StoreError::Conflict(format!(
-                    "run {:?} exists and was not imported from a {source} file (source {}); pass another --run name",
-                    plan.name, r.source
-                )));
-            }
-            Some(r) if r.agent != plan.agent || r.model != plan.model => {
-                return Err(StoreError::Conflict(format!(
-                    "run {:?} holds agent {} model {}, not {} {}; pass another --run name",
-                    plan.name,
-                    r.agent,
-                    r.model.as_deref().unwrap_or("-"),
-                    plan.agent,
-                    plan.model.as_deref().unwrap_or("-")
-                )));
-            }
-            Some(r) => r,
-            None if new.is_empty() => continue,
-            None => {
-                let r = queries::insert_run(
-                    conn,
-                    &NewRun {
-                        name: plan.name.clone(),
-                        tasks_dir: plan.origin.clone(),
-                        agent: plan.agent.clone(),
-                        model: plan.model.clone(),
-                        n_trials: plan.n_trials,
-                        conditions: Vec::new(),
-                        jobs_dir: plan.origin.clone(),
-                        settings: plan.settings.clone(),
-                    },
-                )?;
-                conn.execute(
-                    "UPDATE runs SET source = ?2, status = 'imported' WHERE id = ?1",
-                    params![r.id, source],
-                )?;
-                r
-            }
+        let Some(run) = plan_run(tx, &plan, !new.is_empty())? else {
+            continue;
         };
         w.runs.push(plan.name.clone());
         // The file's plan, under the file's name (not its path): importing it again from
@@ -176,7 +132,7 @@ fn write_plans(
                 .unwrap_or_else(|| plan.origin.clone())
         );
         for ((task, condition), n) in &plan.planned {
-            queries::set_trial_plan(conn, run.id, &plan_source, task, condition, *n)?;
+            tx.set_trial_plan(run.id, &plan_source, task, condition, *n)?;
         }
         if new.is_empty() {
             continue;
@@ -186,110 +142,151 @@ fn write_plans(
             .iter()
             .map(|t| super::imported_task(catalog, t, ""))
             .collect();
-        queries::upsert_run_tasks(conn, run.id, &tasks)?;
-
-        // The run's current attempts: slot → (row id, import key, attempt); highest index per
-        // task × condition.
-        type Slot = (String, String, u32);
-        let mut slots: HashMap<Slot, (i64, Option<String>, u32)> = HashMap::new();
-        let mut top: HashMap<(String, String), u32> = HashMap::new();
-        {
-            let mut st = conn.prepare(
-                "SELECT id, task_id, condition, trial_index, attempt, import_key FROM trials
-                 WHERE run_id = ?1 AND superseded = 0",
-            )?;
-            let rows = st.query_map([run.id], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, u32>(3)?,
-                    r.get::<_, u32>(4)?,
-                    r.get::<_, Option<String>>(5)?,
-                ))
-            })?;
-            for row in rows {
-                let (id, task, cond, idx, attempt, key) = row?;
-                let m = top.entry((task.clone(), cond.clone())).or_default();
-                *m = (*m).max(idx);
-                slots.insert((task, cond, idx), (id, key, attempt));
-            }
-        }
+        tx.add_tasks(run.id, &tasks)?;
+        let mut slots = Slots::of(tx, run.id)?;
         let now = crate::store::now_rfc3339();
-        let mut ins = conn.prepare_cached(
-            "INSERT INTO trials (run_id, task_id, condition, trial_index, attempt, status, outcome, reward,
-                 rewards, agent, model, trial_name, queued_at, error, import_key, tests_total, tests_passed,
-                 aggregated)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
-        )?;
-        let mut supersede =
-            conn.prepare_cached("UPDATE trials SET superseded = 1 WHERE id = ?1")?;
         for t in new {
-            let slot = (t.task_id.clone(), t.condition.to_string(), t.trial_index);
-            let (index, attempt) = match slots.get(&slot) {
-                None => (t.trial_index, 1),
-                Some((id, key, attempt))
-                    if key.as_deref().map(identity_of) == Some(t.identity.as_str()) =>
-                {
-                    supersede.execute([id])?;
-                    w.replaced += 1;
-                    (t.trial_index, attempt + 1)
-                }
-                // Taken by another trial (another file imported into this run): the next index.
-                Some(_) => (
-                    top.get(&(slot.0.clone(), slot.1.clone()))
-                        .copied()
-                        .unwrap_or(0)
-                        + 1,
-                    1,
-                ),
-            };
-            ins.execute(params![
-                run.id,
-                t.task_id,
-                t.condition,
-                index,
+            let (index, attempt) = slots.place(tx, t, &mut w)?;
+            let id = tx.insert_trial(&TrialRow {
+                run_id: run.id,
+                task_id: t.task_id.clone(),
+                condition: t.condition.to_string(),
+                trial_index: index,
                 attempt,
-                TrialStatus::Done,
-                t.outcome,
-                t.reward,
-                t.reward
-                    .map(|r| serde_json::json!({ "reward": r }).to_string()),
-                plan.agent,
-                plan.model,
-                t.trial_name,
-                now,
-                t.error,
-                t.key,
-                t.tests.map(|x| x.0),
-                t.tests.map(|x| x.1),
-                t.aggregated,
-            ])?;
-            let id = conn.last_insert_rowid();
-            let m = top.entry((slot.0.clone(), slot.1.clone())).or_default();
-            *m = (*m).max(index);
-            slots.insert((slot.0, slot.1, index), (id, Some(t.key.clone()), attempt));
+                status: TrialStatus::Done,
+                outcome: Some(t.outcome),
+                reward: t.reward,
+                rewards: t.reward.map(|r| serde_json::json!({ "reward": r })),
+                agent: plan.agent.clone(),
+                model: plan.model.clone(),
+                trial_name: t.trial_name.clone(),
+                queued_at: now.clone(),
+                error: t.error.clone(),
+                import_key: Some(t.key.clone()),
+                tests_total: t.tests.map(|x| x.0),
+                tests_passed: t.tests.map(|x| x.1),
+                aggregated: t.aggregated,
+                ..TrialRow::default()
+            })?;
+            slots.taken(t, index, id, attempt);
             keys.insert(t.key.clone());
             w.imported += 1;
         }
-        finish_run(conn, run.id, plan.n_trials)?;
+        tx.finish_published_run(run.id, &super::run_conditions(tx, run.id)?, plan.n_trials)?;
     }
     Ok(w)
 }
 
-/// Brings a run's conditions and trial count up to date with its trials.
-fn finish_run(conn: &Connection, id: i64, n_trials: u32) -> Result<(), StoreError> {
-    let conds = super::run_conditions(conn, id)?;
-    let top: u32 = conn.query_row(
-        "SELECT COALESCE(MAX(trial_index), 0) FROM trials WHERE run_id = ?1 AND superseded = 0",
-        [id],
-        |r| r.get(0),
-    )?;
-    conn.execute(
-        "UPDATE runs SET conditions = ?2, n_trials = MAX(n_trials, ?3), status = 'imported' WHERE id = ?1",
-        params![id, serde_json::to_string(&conds)?, top.max(n_trials)],
-    )?;
-    Ok(())
+/// The run `plan` goes to: the stored one of its name (imported from the same format, with the
+/// same agent and model), else a new one when it has trials to add (`None` when it has none).
+///
+/// # Errors
+/// [`StoreError::Conflict`] when the name is taken by another source, agent or model.
+fn plan_run(
+    tx: &ImportTx<'_>,
+    plan: &RunPlan,
+    has_new: bool,
+) -> Result<Option<RunRow>, StoreError> {
+    let source = plan.source.as_str();
+    match tx.find_run(&plan.name)? {
+        Some(r) if r.source != source => Err(StoreError::Conflict(format!(
+            "run {:?} exists and was not imported from a {source} file (source {}); pass another --run name",
+            plan.name, r.source
+        ))),
+        Some(r) if r.agent != plan.agent || r.model != plan.model => {
+            Err(StoreError::Conflict(format!(
+                "run {:?} holds agent {} model {}, not {} {}; pass another --run name",
+                plan.name,
+                r.agent,
+                r.model.as_deref().unwrap_or("-"),
+                plan.agent,
+                plan.model.as_deref().unwrap_or("-")
+            )))
+        }
+        Some(r) => Ok(Some(r)),
+        None if !has_new => Ok(None),
+        None => Ok(Some(tx.create_run(
+            &NewRun {
+                name: plan.name.clone(),
+                tasks_dir: plan.origin.clone(),
+                agent: plan.agent.clone(),
+                model: plan.model.clone(),
+                n_trials: plan.n_trials,
+                conditions: Vec::new(),
+                jobs_dir: plan.origin.clone(),
+                settings: plan.settings.clone(),
+            },
+            source,
+        )?)),
+    }
+}
+
+/// A run's current attempts by slot (task, condition, trial index) and the highest index per
+/// task × condition, kept up to date as trials are added.
+struct Slots {
+    /// (task, condition, trial index) → the latest attempt there.
+    current: HashMap<(String, String, u32), TrialSlot>,
+    /// (task, condition) → highest trial index.
+    top: HashMap<(String, String), u32>,
+}
+
+impl Slots {
+    /// Run `run_id`'s slots as stored.
+    fn of(tx: &ImportTx<'_>, run_id: i64) -> Result<Slots, StoreError> {
+        let mut slots = Slots {
+            current: HashMap::new(),
+            top: HashMap::new(),
+        };
+        for s in tx.current_slots(run_id)? {
+            let m = slots
+                .top
+                .entry((s.task_id.clone(), s.condition.clone()))
+                .or_default();
+            *m = (*m).max(s.trial_index);
+            slots
+                .current
+                .insert((s.task_id.clone(), s.condition.clone(), s.trial_index), s);
+        }
+        Ok(slots)
+    }
+
+    /// Where trial `t` goes, (trial index, attempt): its own slot as attempt 1 when free; the
+    /// next attempt of its slot when the slot holds an earlier version of the same trial
+    /// (superseded, counted as replaced); else, the slot taken by another trial (another file
+    /// imported into this run), the next index.
+    fn place(
+        &self,
+        tx: &ImportTx<'_>,
+        t: &NewTrial,
+        w: &mut Written,
+    ) -> Result<(u32, u32), StoreError> {
+        let slot = (t.task_id.clone(), t.condition.to_string(), t.trial_index);
+        Ok(match self.current.get(&slot) {
+            None => (t.trial_index, 1),
+            Some(s) if s.import_key.as_deref().map(identity_of) == Some(t.identity.as_str()) => {
+                tx.supersede(s.id)?;
+                w.replaced += 1;
+                (t.trial_index, s.attempt + 1)
+            }
+            Some(_) => (self.top.get(&(slot.0, slot.1)).copied().unwrap_or(0) + 1, 1),
+        })
+    }
+
+    /// Records that trial `t` now holds slot `index` as row `id`, attempt `attempt`.
+    fn taken(&mut self, t: &NewTrial, index: u32, id: i64, attempt: u32) {
+        let (task, cond) = (t.task_id.clone(), t.condition.to_string());
+        let m = self.top.entry((task.clone(), cond.clone())).or_default();
+        *m = (*m).max(index);
+        let slot = TrialSlot {
+            id,
+            task_id: task.clone(),
+            condition: cond.clone(),
+            trial_index: index,
+            attempt,
+            import_key: Some(t.key.clone()),
+        };
+        self.current.insert((task, cond, index), slot);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

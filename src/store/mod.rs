@@ -8,6 +8,7 @@ pub mod analysis;
 pub mod attempt;
 pub mod experiment_ledger;
 pub mod exposure;
+pub mod import_ledger;
 pub mod invocations;
 pub mod learning;
 pub mod ledger;
@@ -24,6 +25,7 @@ use rusqlite::{Connection, OpenFlags};
 
 pub use attempt::{AttemptRecord, AttemptVerdict, LiveActivity, Tokens};
 pub use experiment_ledger::ExperimentLedger;
+pub use import_ledger::{ImportLedger, ImportTx};
 pub use ledger::RunLedger;
 pub use model::*;
 pub use readonly::{Access, Reading};

@@ -1,86 +1,118 @@
 //! The `trials` table read and planned: one row per attempt, the latest of each trial current,
 //! attempts queued in execution order, retries and requeues keeping the history.
 
+use std::sync::LazyLock;
+
+use rusqlite::types::ToSqlOutput;
 use rusqlite::{Connection, Row, params};
 
 use super::patch::{TrialPatch, finish_trial};
 use crate::store::StoreError;
 use crate::store::model::*;
 
-const TRIAL_COLS: &str = "id, run_id, task_id, condition, trial_index, attempt, superseded, status, outcome, \
-     reward, rewards, agent, model, host, image, container_id, trial_name, trial_dir, queued_at, started_at, \
-     finished_at, build_started_at, build_finished_at, agent_started_at, agent_finished_at, \
-     verifier_started_at, verifier_finished_at, agent_exit_code, verifier_exit_code, error, \
-     n_input_tokens, n_cache_tokens, n_output_tokens, cost_usd, import_key, trajectory_path, n_steps, \
-     n_tool_calls, tests_total, tests_passed, n_error_steps, final_message, aggregated, fault, \
-     failure_category, agent_settings, live_steps, live_tool, last_output_at, stalled_at, \
-     missing_env, clamped, image_builds";
+/// The `trials` table's columns in one list, each with how it is stored (`plain`: the field's
+/// own SQL type; `json`: JSON text, read back as `None` when NULL or not JSON). The list makes the
+/// SELECT column list, [`TrialRow`]'s decoding and [`insert_trial`]'s values, so a column is
+/// named once.
+macro_rules! trial_columns {
+    ($($col:ident: $kind:ident),* $(,)?) => {
+        /// Every column of a [`TrialRow`], in the list's order.
+        const TRIAL_COLUMNS: &[&str] = &[$(stringify!($col)),*];
 
-fn trial_from_row(r: &Row<'_>) -> rusqlite::Result<TrialRow> {
-    let rewards: Option<String> = r.get(10)?;
-    Ok(TrialRow {
-        id: r.get(0)?,
-        run_id: r.get(1)?,
-        task_id: r.get(2)?,
-        condition: r.get(3)?,
-        trial_index: r.get(4)?,
-        attempt: r.get(5)?,
-        superseded: r.get::<_, i64>(6)? != 0,
-        status: r.get(7)?,
-        outcome: r.get(8)?,
-        reward: r.get(9)?,
-        rewards: rewards.and_then(|s| serde_json::from_str(&s).ok()),
-        agent: r.get(11)?,
-        model: r.get(12)?,
-        host: r.get(13)?,
-        image: r.get(14)?,
-        container_id: r.get(15)?,
-        trial_name: r.get(16)?,
-        trial_dir: r.get(17)?,
-        queued_at: r.get(18)?,
-        started_at: r.get(19)?,
-        finished_at: r.get(20)?,
-        build_started_at: r.get(21)?,
-        build_finished_at: r.get(22)?,
-        agent_started_at: r.get(23)?,
-        agent_finished_at: r.get(24)?,
-        verifier_started_at: r.get(25)?,
-        verifier_finished_at: r.get(26)?,
-        agent_exit_code: r.get(27)?,
-        verifier_exit_code: r.get(28)?,
-        error: r.get(29)?,
-        n_input_tokens: r.get(30)?,
-        n_cache_tokens: r.get(31)?,
-        n_output_tokens: r.get(32)?,
-        cost_usd: r.get(33)?,
-        import_key: r.get(34)?,
-        trajectory_path: r.get(35)?,
-        n_steps: r.get(36)?,
-        n_tool_calls: r.get(37)?,
-        tests_total: r.get(38)?,
-        tests_passed: r.get(39)?,
-        n_error_steps: r.get(40)?,
-        final_message: r.get(41)?,
-        aggregated: r.get::<_, i64>(42)? != 0,
-        failure_category: r.get(44)?,
-        agent_settings: r
-            .get::<_, Option<String>>(45)?
-            .and_then(|s| serde_json::from_str(&s).ok()),
-        fault: r.get(43)?,
-        live_steps: r.get(46)?,
-        live_tool: r.get(47)?,
-        last_output_at: r.get(48)?,
-        stalled_at: r.get(49)?,
-        missing_env: json_column(r, 50)?,
-        clamped: json_column(r, 51)?,
-        image_builds: json_column(r, 52)?,
-    })
+        fn trial_from_row(r: &Row<'_>) -> rusqlite::Result<TrialRow> {
+            let mut i = 0;
+            let mut next = || {
+                i += 1;
+                i - 1
+            };
+            Ok(TrialRow {
+                $($col: read::$kind(r, next())?,)*
+            })
+        }
+
+        /// `t`'s values in [`TRIAL_COLUMNS`]' order.
+        fn trial_values(t: &TrialRow) -> rusqlite::Result<Vec<ToSqlOutput<'_>>> {
+            Ok(vec![$(write::$kind(&t.$col)?),*])
+        }
+    };
 }
 
-/// A JSON text column (`None` when NULL or not JSON).
-fn json_column(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<serde_json::Value>> {
-    Ok(r.get::<_, Option<String>>(i)?
-        .and_then(|s| serde_json::from_str(&s).ok()))
+trial_columns! {
+    id: plain, run_id: plain, task_id: plain, condition: plain, trial_index: plain,
+    attempt: plain, superseded: plain, status: plain, outcome: plain, reward: plain,
+    rewards: json, agent: plain, model: plain, host: plain, image: plain, container_id: plain,
+    trial_name: plain, trial_dir: plain, queued_at: plain, started_at: plain,
+    finished_at: plain, build_started_at: plain, build_finished_at: plain,
+    agent_started_at: plain, agent_finished_at: plain, verifier_started_at: plain,
+    verifier_finished_at: plain, agent_exit_code: plain, verifier_exit_code: plain,
+    error: plain, n_input_tokens: plain, n_cache_tokens: plain, n_output_tokens: plain,
+    cost_usd: plain, import_key: plain, trajectory_path: plain, n_steps: plain,
+    n_tool_calls: plain, tests_total: plain, tests_passed: plain, n_error_steps: plain,
+    final_message: plain, aggregated: plain, fault: plain, failure_category: plain,
+    agent_settings: json, live_steps: plain, live_tool: plain, last_output_at: plain,
+    stalled_at: plain, missing_env: json, clamped: json, image_builds: json,
+}
+
+/// Reading one column of each kind.
+mod read {
+    use rusqlite::Row;
+    use rusqlite::types::FromSql;
+
+    pub(super) fn plain<T: FromSql>(r: &Row<'_>, i: usize) -> rusqlite::Result<T> {
+        r.get(i)
+    }
+
+    /// A JSON text column (`None` when NULL or not JSON).
+    pub(super) fn json(r: &Row<'_>, i: usize) -> rusqlite::Result<Option<serde_json::Value>> {
+        Ok(r.get::<_, Option<String>>(i)?
+            .and_then(|s| serde_json::from_str(&s).ok()))
+    }
+}
+
+/// Writing one column of each kind.
+mod write {
+    use rusqlite::ToSql;
+    use rusqlite::types::{ToSqlOutput, Value};
+
+    pub(super) fn plain<T: ToSql>(v: &T) -> rusqlite::Result<ToSqlOutput<'_>> {
+        v.to_sql()
+    }
+
+    /// JSON text, or NULL.
+    pub(super) fn json(v: &Option<serde_json::Value>) -> rusqlite::Result<ToSqlOutput<'static>> {
+        Ok(ToSqlOutput::Owned(
+            v.as_ref()
+                .map_or(Value::Null, |v| Value::Text(v.to_string())),
+        ))
+    }
+}
+
+/// The SELECT list of a whole [`TrialRow`].
+fn trial_cols() -> String {
+    TRIAL_COLUMNS.join(", ")
+}
+
+/// Inserts `t` as a new attempt (its `id` is not used: the row gets a fresh one) and returns the
+/// new row id. Every column of [`TrialRow`] is written, so what is read back is what was given.
+/// What importers and synthetic runs write; the engine plans and patches attempts instead.
+///
+/// # Errors
+/// [`StoreError`] when the database fails (a taken `(run, task, condition, index, attempt)` or
+/// import key among them).
+pub fn insert_trial(conn: &Connection, t: &TrialRow) -> Result<i64, StoreError> {
+    static SQL: LazyLock<String> = LazyLock::new(|| {
+        let cols = &TRIAL_COLUMNS[1..];
+        let marks: Vec<String> = (1..=cols.len()).map(|i| format!("?{i}")).collect();
+        format!(
+            "INSERT INTO trials ({}) VALUES ({})",
+            cols.join(", "),
+            marks.join(", ")
+        )
+    });
+    let values = trial_values(t)?;
+    conn.prepare_cached(&SQL)?
+        .execute(rusqlite::params_from_iter(&values[1..]))?;
+    Ok(conn.last_insert_rowid())
 }
 
 fn trials_where(
@@ -88,7 +120,10 @@ fn trials_where(
     clause: &str,
     p: impl rusqlite::Params,
 ) -> Result<Vec<TrialRow>, StoreError> {
-    let mut st = conn.prepare(&format!("SELECT {TRIAL_COLS} FROM trials WHERE {clause}"))?;
+    let mut st = conn.prepare(&format!(
+        "SELECT {} FROM trials WHERE {clause}",
+        trial_cols()
+    ))?;
     let rows = st.query_map(p, trial_from_row)?;
     Ok(rows.collect::<Result<_, _>>()?)
 }

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 
 use crate::skillsbench::Catalog;
 use crate::store::queries::{self, NewRun, TrialPatch};
-use crate::store::{Outcome, RunRow, RunTaskRow, StoreError, TrialStatus};
+use crate::store::{Outcome, RunRow, RunTaskRow, SkillUseRow, StoreError, TrialRow, TrialStatus};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -114,11 +114,7 @@ pub fn fill_store(conn: &Connection, spec: &SyntheticRun) -> Result<RunRow, Stor
         crate::harbor::jobdir::trial_name(&k.task_id, &run_name, &k.condition, k.trial_index, a)
     };
     queries::plan_trials(&tx, &run, &ids, &namer)?;
-    tx.execute(
-        "UPDATE runs SET status = 'running', started_at = ?2, owner_pid = 4242, owner_host = 'bench', heartbeat_at = ?3
-         WHERE id = ?1",
-        rusqlite::params![run.id, at(0), at(HEARTBEAT_SECS)],
-    )?;
+    queries::set_running_at(&tx, run.id, &at(0), 4242, "bench", &at(HEARTBEAT_SECS))?;
     let mut rng = Mix(spec.seed);
     let queued = queries::queued_trials(&tx, run.id)?;
     let n = queued.len();
@@ -439,15 +435,6 @@ pub fn fill_results(
         })
         .collect();
     queries::upsert_run_tasks(&tx, run.id, &rows)?;
-    let mut ins = tx.prepare(
-        "INSERT INTO trials (run_id, task_id, condition, trial_index, attempt, status, outcome, reward,
-                             agent, trial_name, queued_at, finished_at, n_input_tokens,
-                             n_output_tokens, n_tool_calls, n_error_steps, final_message)
-         VALUES (?1, ?2, ?3, ?4, 1, 'done', ?5, ?6, 'oracle', ?7, ?8, ?8, ?9, ?10, ?11, ?12, 1)",
-    )?;
-    let mut uses = tx.prepare(
-        "INSERT INTO skill_uses (trial_id, skill, kind, first_step, count) VALUES (?1, ?2, 'read', 1, 1)",
-    )?;
     let mut rng = Mix(seed);
     let when = at(0);
     for (ti, t) in rows.iter().enumerate() {
@@ -467,36 +454,43 @@ pub fn fill_results(
                     (Outcome::Fail, Some(0.0))
                 };
                 let tokens = 2_000 + (rng.unit() * 40_000.0) as i64;
-                ins.execute(rusqlite::params![
-                    run.id,
-                    t.task_id,
-                    c,
-                    i,
-                    outcome,
-                    reward,
-                    format!("{}__{i}", t.task_id),
-                    when,
-                    tokens,
-                    tokens / 10,
-                    3 + (rng.unit() * 30.0) as i64,
-                    i64::from(outcome != Outcome::Pass) * 2
-                ])?;
+                let id = queries::insert_trial(
+                    &tx,
+                    &TrialRow {
+                        run_id: run.id,
+                        task_id: t.task_id.clone(),
+                        condition: c.clone(),
+                        trial_index: i,
+                        attempt: 1,
+                        status: TrialStatus::Done,
+                        outcome: Some(outcome),
+                        reward,
+                        agent: "oracle".into(),
+                        trial_name: format!("{}__{i}", t.task_id),
+                        queued_at: when.clone(),
+                        finished_at: Some(when.clone()),
+                        n_input_tokens: Some(tokens),
+                        n_output_tokens: Some(tokens / 10),
+                        n_tool_calls: Some(3 + (rng.unit() * 30.0) as i64),
+                        n_error_steps: Some(i64::from(outcome != Outcome::Pass) * 2),
+                        final_message: Some(true),
+                        ..TrialRow::default()
+                    },
+                )?;
                 // Four of five trials with skills use the task's skill.
                 if c != "no-skills" && rng.unit() < 0.8 {
-                    uses.execute(rusqlite::params![
-                        tx.last_insert_rowid(),
-                        format!("skill-{}", ti % 200)
-                    ])?;
+                    let skill = SkillUseRow {
+                        skill: format!("skill-{}", ti % 200),
+                        kind: "read".into(),
+                        first_step: Some(1),
+                        count: 1,
+                    };
+                    queries::set_skill_uses(&tx, id, &[skill])?;
                 }
             }
         }
     }
-    drop(ins);
-    drop(uses);
-    tx.execute(
-        "UPDATE runs SET status = 'finished', started_at = ?2, finished_at = ?2 WHERE id = ?1",
-        rusqlite::params![run.id, when],
-    )?;
+    queries::set_finished_at(&tx, run.id, &when, &when)?;
     tx.commit()?;
     queries::get_run(conn, run.id)
 }

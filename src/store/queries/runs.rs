@@ -207,6 +207,46 @@ pub fn release_run(
     Ok(())
 }
 
+/// Records run `run_id` as running since `started_at`, owned by process `pid` on `host`, its
+/// last heartbeat at `heartbeat_at` — a run's state on a given clock (synthetic runs for
+/// snapshots and benchmarks); the engine takes a run with [`claim_run`] instead.
+///
+/// # Errors
+/// SQL errors.
+pub fn set_running_at(
+    conn: &Connection,
+    run_id: i64,
+    started_at: &str,
+    pid: u32,
+    host: &str,
+    heartbeat_at: &str,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE runs SET status = 'running', started_at = ?2, owner_pid = ?3, owner_host = ?4,
+                heartbeat_at = ?5 WHERE id = ?1",
+        params![run_id, started_at, pid, host, heartbeat_at],
+    )?;
+    Ok(())
+}
+
+/// Records run `run_id` as finished, started at `started_at` and finished at `finished_at` — on
+/// a given clock (synthetic runs); the engine releases a run with [`release_run`] instead.
+///
+/// # Errors
+/// SQL errors.
+pub fn set_finished_at(
+    conn: &Connection,
+    run_id: i64,
+    started_at: &str,
+    finished_at: &str,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE runs SET status = 'finished', started_at = ?2, finished_at = ?3 WHERE id = ?1",
+        params![run_id, started_at, finished_at],
+    )?;
+    Ok(())
+}
+
 /// Asks the engine running `run_id` to stop cleanly (from any process, any machine that shares
 /// the database); it notices within a second. Returns false when the run is not running.
 ///

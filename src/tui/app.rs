@@ -14,9 +14,9 @@ use super::model::{
 pub use super::screens::Effect;
 use super::screens::detail::DetailState;
 use super::screens::results::ResultsState;
+use super::screens::skills::SkillsState;
 use super::screens::{Hits, Reply, Then, contains};
-use super::skilldoc;
-use super::state::{DomainsState, EventsState, GridState, Pane, SkillsFocus, SkillsState};
+use super::state::{DomainsState, EventsState, GridState, Pane};
 use super::theme::Theme;
 use super::worker::{Request, Snapshot, Update};
 use crate::store::{TrialBrief, TrialStatus};
@@ -184,7 +184,7 @@ impl App {
                     && sk.space_id == Some(b.space.id)
                 {
                     sk.data = Some(b);
-                    self.rebuild_skill_doc();
+                    sk.rebuild_doc(&self.theme);
                 }
             }
             Update::Results(d) => {
@@ -198,18 +198,6 @@ impl App {
                 }
             }
             Update::Notice(n) => self.status = Some(n),
-        }
-    }
-
-    /// Re-derives the skill browser's document after a selection, diff toggle or data change.
-    pub fn rebuild_skill_doc(&mut self) {
-        let theme = &self.theme;
-        if let Some(sk) = self.skills.as_mut() {
-            sk.clamp();
-            sk.doc = match sk.selected_skill() {
-                Some(skill) => skilldoc::document(theme, skill, sk.file, sk.diff),
-                None => Vec::new(),
-            };
         }
     }
 
@@ -412,7 +400,16 @@ impl App {
                 }
                 None => Vec::new(),
             },
-            Context::Skills => self.on_skills(action),
+            Context::Skills => {
+                let ids = self.space_ids();
+                match self.skills.as_mut() {
+                    Some(sk) => {
+                        let reply = sk.on_action(action, &ids, &self.theme, &mut self.status);
+                        self.follow(reply, |app| app.skills = None)
+                    }
+                    None => Vec::new(),
+                }
+            }
             Context::Results => match self.results.as_mut() {
                 Some(r) => {
                     let reply = r.on_action(action);
@@ -672,7 +669,10 @@ impl App {
             return Vec::new();
         }
         if self.skills.is_some() {
-            return self.skills_mouse(&hits, x, y, wheel);
+            let ids = self.space_ids();
+            if let Some(sk) = self.skills.as_mut() {
+                return sk.on_mouse((&hits, x, y), wheel, &ids, &self.theme, &mut self.status);
+            }
         }
         let Some(pane) = hits.pane_at(x, y) else {
             return Vec::new();
@@ -717,66 +717,6 @@ impl App {
         Vec::new()
     }
 
-    /// The mouse in the skill browser: tabs and list rows select, the wheel moves the cursor of
-    /// the list under the pointer (or scrolls the document).
-    fn skills_mouse(&mut self, hits: &Hits, x: u16, y: u16, wheel: Option<isize>) -> Vec<Effect> {
-        let Some(sk) = self.skills.as_mut() else {
-            return Vec::new();
-        };
-        if wheel.is_none()
-            && let Some((_, tab)) = hits.tabs.iter().find(|(r, _)| contains(*r, x, y))
-        {
-            sk.tab = *tab;
-            return Vec::new();
-        }
-        let list = hits
-            .lists
-            .iter()
-            .find(|(r, _, _)| contains(*r, x, y))
-            .copied();
-        let mut effects = Vec::new();
-        match (list, wheel) {
-            (Some((_, focus, _)), Some(d)) => {
-                sk.focus = focus;
-                let action = if d < 0 { Action::Up } else { Action::Down };
-                for _ in 0..d.unsigned_abs() {
-                    effects.extend(self.on_skills(action));
-                }
-            }
-            (Some((r, focus, top)), None) => {
-                let index = top + (y - r.y) as usize;
-                let sk = self.skills.as_mut().expect("open");
-                sk.focus = focus;
-                let current = match focus {
-                    SkillsFocus::Spaces => sk.space,
-                    SkillsFocus::Skills => sk.skill,
-                    SkillsFocus::Files => sk.file,
-                    SkillsFocus::Doc => 0,
-                };
-                // Step to the row clicked, through the keys' path (it loads a new space's data).
-                let action = if index < current {
-                    Action::Up
-                } else {
-                    Action::Down
-                };
-                for _ in 0..index.abs_diff(current) {
-                    effects.extend(self.on_skills(action));
-                }
-            }
-            (None, Some(d)) => {
-                if sk.tab == 0 {
-                    sk.focus = SkillsFocus::Doc;
-                }
-                let action = if d < 0 { Action::Up } else { Action::Down };
-                for _ in 0..d.unsigned_abs() {
-                    effects.extend(self.on_skills(action));
-                }
-            }
-            (None, None) => {}
-        }
-        effects
-    }
-
     /// Opens the Results view; the worker sends its data.
     fn open_results(&mut self) -> Vec<Effect> {
         let (results, effects) = ResultsState::open();
@@ -786,136 +726,16 @@ impl App {
 
     /// Opens the skill browser on the first learning space of the snapshot.
     fn open_skills(&mut self) -> Vec<Effect> {
-        let id = self
-            .snapshot
-            .as_ref()
-            .and_then(|s| s.skill_sets().first().map(|p| p.space.id));
-        self.skills = Some(SkillsState::new(0, id));
-        self.rebuild_skill_doc();
-        id.map(|id| vec![Effect::Request(Request::Skills(Some(id)))])
-            .unwrap_or_default()
+        let (skills, effects) = SkillsState::open(self.space_ids().first().copied(), &self.theme);
+        self.skills = Some(skills);
+        effects
     }
 
-    fn close_skills(&mut self) -> Vec<Effect> {
-        self.skills = None;
-        vec![Effect::Request(Request::Skills(None))]
-    }
-
-    fn on_skills(&mut self, action: Action) -> Vec<Effect> {
-        let ids: Vec<i64> = self
-            .snapshot
+    /// Row ids of the snapshot's learning spaces (or skill sets), in the skill browser's order.
+    fn space_ids(&self) -> Vec<i64> {
+        self.snapshot
             .as_ref()
             .map(|s| s.skill_sets().iter().map(|p| p.space.id).collect())
-            .unwrap_or_default();
-        let Some(sk) = self.skills.as_mut() else {
-            return Vec::new();
-        };
-        let mut effects = Vec::new();
-        // Spaces that appeared after the browser opened: ask for the selected one now.
-        sk.space = sk.space.min(ids.len().saturating_sub(1));
-        let want = ids.get(sk.space).copied();
-        if want != sk.space_id {
-            sk.space_id = want;
-            sk.data = None;
-            if let Some(id) = want {
-                effects.push(Effect::Request(Request::Skills(Some(id))));
-            }
-        }
-        let page = sk.page.max(1) as isize;
-        let delta: Option<isize> = match action {
-            Action::Up => Some(-1),
-            Action::Down => Some(1),
-            Action::PageUp => Some(-page),
-            Action::PageDown => Some(page),
-            Action::Top => Some(isize::MIN / 2),
-            Action::Bottom => Some(isize::MAX / 2),
-            _ => None,
-        };
-        let step = |cur: usize, len: usize, d: isize| -> usize {
-            (cur as isize)
-                .saturating_add(d)
-                .clamp(0, len.saturating_sub(1) as isize) as usize
-        };
-        let mut rebuild = false;
-        match action {
-            Action::Quit => return self.quit(),
-            Action::CloseView => {
-                effects.extend(self.close_skills());
-                return effects;
-            }
-            Action::Help => {
-                self.popup = Some(Popup::Help);
-                self.help_scroll = 0;
-            }
-            Action::NextTab | Action::PrevTab => sk.tab = (sk.tab + 1) % 2,
-            Action::Back if sk.tab == 1 => sk.tab = 0,
-            Action::Back => match sk.focus.back() {
-                Some(f) => sk.focus = f,
-                None => {
-                    effects.extend(self.close_skills());
-                    return effects;
-                }
-            },
-            Action::Open if sk.tab == 0 && !ids.is_empty() => sk.focus = sk.focus.deeper(),
-            Action::ToggleDiff => {
-                sk.diff = !sk.diff;
-                sk.scroll = 0;
-                rebuild = true;
-                self.status = Some(
-                    if sk.diff {
-                        "diff: curated → latest learned version"
-                    } else {
-                        "showing the file"
-                    }
-                    .into(),
-                );
-            }
-            _ => {}
-        }
-        if let Some(d) = delta {
-            let (n_skills, n_files, n_steps) = sk.data.as_ref().map_or((0, 0, 0), |b| {
-                (
-                    b.skills.len(),
-                    b.skills.get(sk.skill).map_or(0, |s| s.files.len()),
-                    b.steps.len(),
-                )
-            });
-            if sk.tab == 1 {
-                sk.session = step(sk.session, n_steps, d);
-            } else {
-                match sk.focus {
-                    SkillsFocus::Spaces => {
-                        let next = step(sk.space, ids.len(), d);
-                        if next != sk.space {
-                            sk.space = next;
-                            sk.space_id = ids.get(next).copied();
-                            sk.data = None;
-                            sk.skill = 0;
-                            sk.file = 0;
-                            sk.scroll = 0;
-                            sk.session = 0;
-                            rebuild = true;
-                            effects.push(Effect::Request(Request::Skills(sk.space_id)));
-                        }
-                    }
-                    SkillsFocus::Skills => {
-                        sk.skill = step(sk.skill, n_skills, d);
-                        sk.file = 0;
-                        sk.scroll = 0;
-                        rebuild = true;
-                    }
-                    SkillsFocus::Files => {
-                        sk.file = step(sk.file, n_files, d);
-                        sk.scroll = 0;
-                        rebuild = true;
-                    }
-                    SkillsFocus::Doc => sk.scroll_by(d),
-                }
-            }
-        }
-        if rebuild {
-            self.rebuild_skill_doc();
-        }
-        effects
+            .unwrap_or_default()
     }
 }

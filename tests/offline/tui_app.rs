@@ -8,8 +8,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 use skillscope::perf::synthetic::SyntheticRun;
 use skillscope::store::{Outcome, TrialStatus};
 use skillscope::tui::app::{App, Confirm, Effect, Mode, Popup};
+use skillscope::tui::screens::skills::SkillsFocus;
 use skillscope::tui::state::Pane;
-use skillscope::tui::state::SkillsFocus;
 use skillscope::tui::worker::{Request, SkillOrigin, Update, load_skills};
 
 fn key(c: KeyCode) -> KeyEvent {

@@ -7,21 +7,24 @@
 //!
 //! - [`detail`]: one trial's summary and logs.
 //! - [`results`]: the evaluation's analysis of the watched run or experiment.
+//! - [`skills`]: the skill browser (learning spaces, skills, files, rubric, sessions).
 //!
 //! Also here: what every screen draws with besides its own state ([`Shared`]), where the last
 //! frame put what a click can hit ([`Hits`]), and what the event loop must do ([`Effect`]).
 
 pub mod detail;
 pub mod results;
+pub mod skills;
 
 use ratatui::layout::Rect;
 use ratatui::text::Span;
 
-use super::state::{Pane, SkillsFocus};
+use super::state::Pane;
 use super::theme::Theme;
 use super::worker::{Request, Snapshot};
 use crate::store::TrialBrief;
 use chrono::{DateTime, Utc};
+use skills::SkillsFocus;
 
 /// What the event loop must do after a key.
 #[derive(Debug, Clone, PartialEq)]

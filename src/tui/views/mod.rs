@@ -11,7 +11,6 @@ pub mod footer;
 pub mod grid;
 pub mod help;
 pub mod overview;
-pub mod skills;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -19,7 +18,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::app::{App, Popup};
-use super::screens::{Hits, Shared, detail, results};
+use super::screens::{Hits, Shared, detail, results, skills};
 use super::state::Pane;
 use super::widgets::framed;
 

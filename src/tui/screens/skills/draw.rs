@@ -1,18 +1,6 @@
-//! Skill browser: the run's learning spaces → a space's skills (origin: curated, learned, or
-//! curated+learned) → a skill's files, with the selected file on the right — SKILL.md rendered as
-//! Markdown with learned SOP and Warning entries marked, or the diff curated → learned (`d`) — and
-//! the trials each skill came from. A second tab lists the space's sessions: every learn step in
-//! learning order, errors and mislabeled trials styled loudly. Below 100 columns the lists take
-//! the whole width and an opened file does too.
-//!
-//! Each skill also shows its rubric score (`skill-scoring-rubric.md`) over the watched runs'
-//! trials that invoked it: the average in the skills list, coloured by tier, and for the selected
-//! skill a panel with the score and tier, the four components against their maxima (25/20/30/25),
-//! invocations, error rate and trend, the weak component with the rubric's recommendation, and the
-//! publish, feature and deprecation gates with the reasons they fail — above the file when side by
-//! side, in place of the files list below 100 columns while a space or skill is being chosen.
-//!
-//! Everything drawn from the database was sanitized by the data worker when it was read.
+//! Drawing the skill browser: the tabs and where the browser is, the spaces, skills, files and
+//! provenance lists, the selected file (or its diff), the skill's content line beside its rubric
+//! panel ([`super::rubric`]), and the sessions tab.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -20,16 +8,14 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use crate::analysis::rubric::{
-    Component, Direction, Gate, MIN_TREND_INVOCATIONS, RECENT_INVOCATIONS, Trend,
-};
+use super::rubric::{rubric_lines, rubric_panel};
+use super::{SKILLS_TABS, SkillsFocus, SkillsState};
 use crate::store::learning::SpaceProgress;
 use crate::tui::screens::{Hits, Shared, list_top, record_tabs};
 use crate::tui::skilldoc::{DocLine, gutter};
-use crate::tui::state::{SKILLS_TABS, SkillsFocus, SkillsState};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::wrap::{hanging, width_of, wrap};
-use crate::tui::widgets::{bar, fit, framed};
+use crate::tui::widgets::{fit, framed};
 use crate::tui::worker::{FileChange, SkillBrowser, SkillEntry, SkillOrigin};
 
 /// From this width on, lists and the file are side by side.
@@ -166,203 +152,6 @@ fn skills_title(d: &SkillBrowser) -> String {
     } else {
         format!("skills ({}) · {}", d.skills.len(), sizes.join(" · "))
     }
-}
-
-/// The rubric panel of skill `name`: `lines` from [`rubric_lines`] in a block titled with the
-/// runs scored.
-fn rubric_panel(
-    f: &mut Frame,
-    area: Rect,
-    t: &Theme,
-    sk: &SkillsState,
-    name: &str,
-    lines: Vec<Line<'static>>,
-) {
-    let runs = sk
-        .rubric
-        .as_ref()
-        .map(|r| format!(" · {}", r.runs.join(" + ")))
-        .unwrap_or_default();
-    let title = fit(
-        &format!("rubric · {name}{runs}"),
-        area.width.saturating_sub(4) as usize,
-    );
-    let block = framed(t, &title, false);
-    let inner = block.inner(area);
-    f.render_widget(block, area);
-    f.render_widget(Paragraph::new(lines), inner);
-}
-
-/// The component's name as the rubric panel shows it, long or (`compact`) short.
-fn component_name(c: Component, compact: bool) -> &'static str {
-    match (c, compact) {
-        (Component::Completion, false) => "completion",
-        (Component::Efficiency, false) => "efficiency",
-        (Component::Quality, false) => "output quality",
-        (Component::Satisfaction, false) => "satisfaction",
-        (Component::Completion, true) => "compl",
-        (Component::Efficiency, true) => "effic",
-        (Component::Quality, true) => "quality",
-        (Component::Satisfaction, true) => "satisf",
-    }
-}
-
-/// What the rubric says of skill `name` in the watched runs, for `width` columns: its average
-/// score and tier, the four components against their maxima (one line each, or one line in all
-/// when `compact`), invocations, error rate and trend, the weak component with the rubric's
-/// recommendation, and the publish, feature and deprecation gates with the reasons they fail.
-pub fn rubric_lines(
-    t: &Theme,
-    sk: &SkillsState,
-    name: &str,
-    width: usize,
-    compact: bool,
-) -> Vec<Line<'static>> {
-    let Some(rubric) = &sk.rubric else {
-        return vec![Line::from(Span::styled(
-            "scoring the watched runs' skill invocations…",
-            t.dim,
-        ))];
-    };
-    let Some(s) = rubric.skill(name) else {
-        let mut lines = wrap(
-            &Line::from(Span::styled(
-                format!("{name}: no invocations in these runs' trials yet"),
-                t.text,
-            )),
-            width,
-        );
-        lines.extend(wrap(
-            &Line::from(Span::styled(
-                "A trial invokes a skill when its trajectory reads the SKILL.md, opens a file or runs a script of it.",
-                t.dim,
-            )),
-            width,
-        ));
-        return lines;
-    };
-    let tier = t.tier(s.tier);
-    let mut lines = vec![Line::from(vec![
-        Span::styled("score ", t.dim),
-        Span::styled(
-            format!("{:.1}", s.avg_score),
-            tier.add_modifier(Modifier::BOLD),
-        ),
-        Span::styled("/100 ", t.dim),
-        Span::styled(s.tier.label().to_string(), tier),
-        Span::styled(
-            fit(&format!(" · {}", s.tier_action), width.saturating_sub(20)),
-            t.dim,
-        ),
-    ])];
-    let weak = s.weak_component;
-    if compact {
-        let mut spans = Vec::new();
-        for (i, c) in Component::ALL.into_iter().enumerate() {
-            if i > 0 {
-                spans.push(Span::styled(" · ", t.dim));
-            }
-            spans.push(Span::styled(
-                format!("{} ", component_name(c, true)),
-                if c == weak { t.warn } else { t.dim },
-            ));
-            spans.push(Span::styled(
-                format!("{:.1}/{}", s.components.get(c), c.max()),
-                t.text,
-            ));
-        }
-        lines.push(Line::from(spans));
-    } else {
-        for c in Component::ALL {
-            let v = s.components.get(c);
-            let mut spans = vec![
-                Span::styled(
-                    format!("  {:<15}", component_name(c, false)),
-                    if c == weak { t.warn } else { t.dim },
-                ),
-                Span::styled(format!("{v:>5.1}"), t.text),
-                Span::styled(format!("/{:<3}", c.max()), t.dim),
-            ];
-            spans.extend(bar(t, v / c.max() as f64, 12));
-            lines.push(Line::from(spans));
-        }
-    }
-    let trend = match &s.trend {
-        Trend::InsufficientData => (
-            format!("insufficient data (< {MIN_TREND_INVOCATIONS} invocations)"),
-            t.dim,
-        ),
-        Trend::Analyzed(a) => {
-            let (word, style) = match a.trend {
-                Direction::Improving => ("improving", t.gain),
-                Direction::Declining => ("declining", t.loss),
-                Direction::Stable => ("stable", t.text),
-            };
-            (
-                format!(
-                    "{word} {:+.1}% (last {RECENT_INVOCATIONS} {:.1} vs {:.1})",
-                    a.change_percent, a.current_avg, a.previous_avg
-                ),
-                style,
-            )
-        }
-    };
-    // Long values wrap under their labels: the panel cuts nothing.
-    lines.extend(hanging(
-        vec![
-            Span::styled("invocations ", t.dim),
-            Span::styled(s.invocations.to_string(), t.accent),
-            Span::styled(" · errors ", t.dim),
-            Span::styled(
-                format!("{:.0}%", s.error_rate * 100.0),
-                if s.error_rate > 0.0 { t.warn } else { t.text },
-            ),
-            Span::styled(" · trend ", t.dim),
-        ],
-        Span::styled(trend.0, trend.1),
-        width,
-    ));
-    lines.extend(hanging(
-        vec![
-            Span::styled("weak ", t.dim),
-            Span::styled(weak.as_str().to_string(), t.warn),
-            Span::styled(" — ", t.text),
-        ],
-        Span::styled(s.recommendation.to_string(), t.text),
-        width,
-    ));
-    for g in &s.gates {
-        let (glyph, style) = if g.passed {
-            (t.glyphs.pass.clone(), t.pass)
-        } else {
-            (t.glyphs.fail.clone(), t.fail)
-        };
-        let mut why = if g.passed {
-            "pass".to_string()
-        } else {
-            g.failures.join("; ")
-        };
-        if g.gate == Gate::Deprecation {
-            // The rubric's check ignores the gate's score limit; say what the review would.
-            let review = &s.deprecation_review;
-            let score = review.reasons.first().cloned().unwrap_or_default();
-            why.push_str(&if review.triggered {
-                format!(" · review due ({score})")
-            } else {
-                format!(" · review not due ({score})")
-            });
-        }
-        let head = format!("{:<17}", format!("{} gate", g.gate.as_str()));
-        lines.extend(hanging(
-            vec![
-                Span::styled(head, t.dim),
-                Span::styled(format!("{glyph} "), style),
-            ],
-            Span::styled(why, if g.passed { t.dim } else { t.text }),
-            width,
-        ));
-    }
-    lines
 }
 
 /// Tabs, then where the browser is: space › skill › file, and the diff mode.

@@ -8,15 +8,15 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 
 use super::keymap::{self, Action, Context};
 use super::model::{
-    CellState, EventFilter, Filter, GridModel, Grouping, Progress, RateRow, event_rows, progress,
-    rate_rows,
+    CellState, EventFilter, GridModel, Grouping, Progress, RateRow, event_rows, progress, rate_rows,
 };
 pub use super::screens::Effect;
 use super::screens::detail::DetailState;
+use super::screens::grid::GridState;
 use super::screens::results::ResultsState;
 use super::screens::skills::SkillsState;
-use super::screens::{Hits, Reply, Then, contains};
-use super::state::{DomainsState, EventsState, GridState, Pane};
+use super::screens::{Hits, Reply, Then, edit_line, typing_start};
+use super::state::{DomainsState, EventsState, Pane};
 use super::theme::Theme;
 use super::worker::{Request, Snapshot, Update};
 use crate::store::{TrialBrief, TrialStatus};
@@ -222,30 +222,8 @@ impl App {
         self.events.scroll_by(0);
     }
 
-    /// Applies the grid filter being typed, if it can be: the grid follows the text as it is
-    /// typed; a term that cannot match leaves the grid as it was and says why in the input line.
-    fn apply_grid_typing(&mut self) {
-        let Some(buf) = self.grid.editing.clone() else {
-            return;
-        };
-        let check = match &self.snapshot {
-            Some(s) => Filter::check(&buf, s),
-            None => Ok(()),
-        };
-        match check {
-            Ok(()) => {
-                self.grid.error = None;
-                if self.grid.filter.query != buf {
-                    self.grid.filter.query = buf;
-                    self.grid.row = 0;
-                    self.rebuild();
-                }
-            }
-            Err(e) => self.grid.error = Some(e),
-        }
-    }
-
-    /// Applies the event filter being typed, as [`App::apply_grid_typing`] does for the grid.
+    /// Applies the event filter being typed, as the grid does its own: the log follows the text
+    /// as it is typed; a filter that cannot parse says why in the input line.
     fn apply_events_typing(&mut self) {
         let Some(buf) = self.events.editing.clone() else {
             return;
@@ -264,41 +242,10 @@ impl App {
         }
     }
 
-    /// A line edit on `buf`: typing, Backspace, Ctrl-U (clear), Ctrl-W (last word). Returns false
-    /// for keys it does not edit with.
-    fn edit_line(buf: &mut String, key: &KeyEvent) -> bool {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        match key.code {
-            KeyCode::Char('u') if ctrl => buf.clear(),
-            KeyCode::Char('w') if ctrl => {
-                let trimmed = buf.trim_end().len();
-                buf.truncate(trimmed);
-                let cut = buf.rfind(' ').map_or(0, |i| i + 1);
-                buf.truncate(cut);
-            }
-            KeyCode::Backspace => {
-                buf.pop();
-            }
-            KeyCode::Char(c) if !ctrl => buf.push(c),
-            _ => return false,
-        }
-        true
-    }
-
-    /// What `/` starts from: the filter in force, with a space to type the next term after it.
-    fn typing_start(query: &str) -> String {
-        if query.trim().is_empty() {
-            String::new()
-        } else {
-            format!("{} ", query.trim_end())
-        }
-    }
-
     /// The attempt under the grid cursor.
     pub fn selected_trial(&self) -> Option<&TrialBrief> {
-        let s = self.snapshot.as_ref()?;
-        let i = self.grid_model.cell(self.grid.row, self.grid.col)?;
-        s.trials.get(i)
+        self.grid
+            .selected(&self.grid_model, self.snapshot.as_deref())
     }
 
     /// Handles a key press.
@@ -321,28 +268,9 @@ impl App {
                 }
             }
         }
-        if let Some(buf) = self.grid.editing.as_mut() {
-            match key.code {
-                // A filter that cannot apply stays open with its reason shown.
-                KeyCode::Enter if self.grid.error.is_none() => {
-                    self.grid.editing = None;
-                    self.grid.before = None;
-                }
-                KeyCode::Enter => {}
-                KeyCode::Esc => {
-                    let before = self.grid.before.take().unwrap_or_default();
-                    self.grid.editing = None;
-                    self.grid.error = None;
-                    if self.grid.filter.query != before {
-                        self.grid.filter.query = before;
-                        self.rebuild();
-                    }
-                }
-                _ => {
-                    if Self::edit_line(buf, &key) {
-                        self.apply_grid_typing();
-                    }
-                }
+        if let Some(rebuild) = self.grid.on_typing(&key, self.snapshot.as_deref()) {
+            if rebuild {
+                self.rebuild();
             }
             return Vec::new();
         }
@@ -362,7 +290,7 @@ impl App {
                     self.rebuild();
                 }
                 _ => {
-                    if Self::edit_line(buf, &key) {
+                    if edit_line(buf, &key) {
                         self.apply_events_typing();
                     }
                 }
@@ -433,6 +361,9 @@ impl App {
             Then::Quit => effects.extend(self.quit()),
             Then::Retry(t) => effects.extend(self.retry(t)),
             Then::Cancel(t) => effects.extend(self.cancel(t)),
+            Then::Rebuild => self.rebuild(),
+            Then::OpenDetail(key) => self.detail = Some(DetailState::new(key)),
+            Then::RetryAll(ids) => self.popup = Some(Popup::Confirm(Confirm::RetryAll(ids))),
         }
         effects
     }
@@ -517,13 +448,9 @@ impl App {
     }
 
     fn on_main(&mut self, action: Action) -> Vec<Effect> {
-        let page = self.grid.page.max(1) as isize;
         match action {
             Action::Quit => return self.quit(),
-            Action::Help => {
-                self.popup = Some(Popup::Help);
-                self.help_scroll = 0;
-            }
+            Action::Help => self.open_help(),
             Action::NextPane => self.pane = self.pane.next(),
             Action::Events => self.pane = Pane::Events,
             Action::Back if self.pane == Pane::Events && !self.events.filter.is_empty() => {
@@ -547,7 +474,7 @@ impl App {
                     Action::Bottom => self.events.to_end(),
                     Action::Filter => {
                         self.events.before = Some(self.events.query.clone());
-                        self.events.editing = Some(Self::typing_start(&self.events.query));
+                        self.events.editing = Some(typing_start(&self.events.query));
                     }
                     Action::OpenSkills => return self.open_skills(),
                     Action::OpenResults => return self.open_results(),
@@ -572,57 +499,17 @@ impl App {
                 Action::OpenResults => return self.open_results(),
                 _ => {}
             },
-            Action::Up => self.grid.move_by(&self.grid_model, -1, 0),
-            Action::Down => self.grid.move_by(&self.grid_model, 1, 0),
-            Action::Left => self.grid.move_by(&self.grid_model, 0, -1),
-            Action::Right => self.grid.move_by(&self.grid_model, 0, 1),
-            Action::PageUp => self.grid.move_by(&self.grid_model, -page, 0),
-            Action::PageDown => self.grid.move_by(&self.grid_model, page, 0),
-            Action::Top => self.grid.row = 0,
-            Action::Bottom => self.grid.row = self.grid_model.task_rows.len().saturating_sub(1),
-            Action::Filter => {
-                self.grid.before = Some(self.grid.filter.query.clone());
-                self.grid.editing = Some(Self::typing_start(&self.grid.filter.query));
-                self.grid.error = None;
-            }
-            Action::CycleStatus => {
-                self.grid.filter.status = self.grid.filter.status.next();
-                self.grid.row = 0;
-                self.rebuild();
-            }
-            Action::CycleSort => {
-                self.grid.sort = self.grid.sort.next();
-                self.rebuild();
-            }
-            Action::Open => {
-                if let Some(t) = self.selected_trial().cloned() {
-                    let key = t.key();
-                    self.detail = Some(DetailState::new(key.clone()));
-                    return vec![Effect::Request(Request::Detail(Some(key)))];
-                }
-            }
-            Action::Retry => return self.retry(self.selected_trial().cloned()),
-            Action::RetryAllFailed => {
-                let Some(s) = self.snapshot.clone() else {
-                    return Vec::new();
-                };
-                let ids: Vec<i64> = self
-                    .grid_model
-                    .shown_trials()
-                    .map(|i| &s.trials[i])
-                    .filter(|t| t.status == TrialStatus::Done && CellState::of(t).is_failed())
-                    .map(|t| t.id)
-                    .collect();
-                if ids.is_empty() {
-                    self.status = Some("no failed trials in the current filter".into());
-                } else {
-                    self.popup = Some(Popup::Confirm(Confirm::RetryAll(ids)));
-                }
-            }
-            Action::Cancel => return self.cancel(self.selected_trial().cloned()),
             Action::OpenSkills => return self.open_skills(),
             Action::OpenResults => return self.open_results(),
-            _ => {}
+            _ => {
+                let reply = self.grid.on_action(
+                    action,
+                    &self.grid_model,
+                    self.snapshot.as_deref(),
+                    &mut self.status,
+                );
+                return self.follow(reply, |_| {});
+            }
         }
         Vec::new()
     }
@@ -687,28 +574,7 @@ impl App {
             (Pane::Events, Some(d)) => self.events.scroll_by(d),
             (Pane::Grid, None) => {
                 self.pane = Pane::Grid;
-                let Some(g) = &hits.grid else {
-                    return Vec::new();
-                };
-                if !contains(g.body, x, y) {
-                    return Vec::new();
-                }
-                let row = g.top + (y - g.body.y) as usize;
-                let Some(task_row) = self.grid_model.task_rows.iter().position(|r| *r == row)
-                else {
-                    return Vec::new();
-                };
-                let col = g
-                    .cols
-                    .iter()
-                    .find(|(cx, w, _)| x >= *cx && x < cx + w)
-                    .map(|(_, _, c)| *c);
-                let again = task_row == self.grid.row && col == Some(self.grid.col);
-                self.grid.row = task_row;
-                if let Some(c) = col {
-                    self.grid.col = c;
-                }
-                if again {
+                if self.grid.on_click(&hits, x, y, &self.grid_model) {
                     return self.on_main(Action::Open);
                 }
             }

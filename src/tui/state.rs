@@ -2,7 +2,7 @@
 //! and, through a `&mut` borrow of the view's own state, records what depends on the screen size
 //! (scroll offsets, rows that fit); nothing is written through a shared reference.
 
-use super::model::{EventFilter, Filter, GridModel, Grouping, Sort};
+use super::model::{EventFilter, Grouping};
 
 /// The main panes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,54 +23,6 @@ impl Pane {
             Pane::Domains => Pane::Events,
             Pane::Events => Pane::Grid,
         }
-    }
-}
-
-/// The trial grid's cursor, scroll, filter and sort.
-#[derive(Debug, Default)]
-pub struct GridState {
-    /// Cursor row (index into `GridModel::task_rows`).
-    pub row: usize,
-    /// Cursor column.
-    pub col: usize,
-    /// First drawn row (index into `GridModel::rows`), kept by drawing.
-    pub top: usize,
-    /// First drawn column, kept by drawing.
-    pub left: usize,
-    /// Rows that fit, remembered from the last frame (for page moves).
-    pub page: usize,
-    /// The filter.
-    pub filter: Filter,
-    /// The sort.
-    pub sort: Sort,
-    /// Filter text being typed (`/`), if any; the grid follows it as it is typed.
-    pub editing: Option<String>,
-    /// The query before typing began (Esc goes back to it).
-    pub before: Option<String>,
-    /// Why the text typed cannot be applied (`unknown status "bogus" …`), shown in the input line.
-    pub error: Option<String>,
-}
-
-impl GridState {
-    /// Moves the cursor by rows and columns, staying inside the grid.
-    pub fn move_by(&mut self, model: &GridModel, rows: isize, cols: isize) {
-        let n_rows = model.task_rows.len();
-        let n_cols = model.columns.len();
-        if n_rows == 0 {
-            self.row = 0;
-        } else {
-            self.row = (self.row as isize + rows).clamp(0, n_rows as isize - 1) as usize;
-        }
-        if n_cols == 0 {
-            self.col = 0;
-        } else {
-            self.col = (self.col as isize + cols).clamp(0, n_cols as isize - 1) as usize;
-        }
-    }
-
-    /// Keeps the cursor inside a (possibly smaller) new model.
-    pub fn clamp(&mut self, model: &GridModel) {
-        self.move_by(model, 0, 0);
     }
 }
 

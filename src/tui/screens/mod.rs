@@ -5,6 +5,7 @@
 //! router ([`crate::tui::app`]) owns the screens, sends each key to the focused one and acts on
 //! the [`Reply`] it gets back (close the screen, quit, open the help, retry or cancel a trial).
 //!
+//! - [`grid`]: the trial grid (tasks × condition and trial), its filter and sort.
 //! - [`detail`]: one trial's summary and logs.
 //! - [`results`]: the evaluation's analysis of the watched run or experiment.
 //! - [`skills`]: the skill browser (learning spaces, skills, files, rubric, sessions).
@@ -13,17 +14,20 @@
 //! frame put what a click can hit ([`Hits`]), and what the event loop must do ([`Effect`]).
 
 pub mod detail;
+pub mod grid;
 pub mod results;
 pub mod skills;
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::layout::Rect;
 use ratatui::text::Span;
 
 use super::state::Pane;
 use super::theme::Theme;
 use super::worker::{Request, Snapshot};
-use crate::store::TrialBrief;
+use crate::store::{TrialBrief, TrialKey};
 use chrono::{DateTime, Utc};
+use grid::GridHits;
 use skills::SkillsFocus;
 
 /// What the event loop must do after a key.
@@ -84,6 +88,12 @@ pub enum Then {
     Retry(Option<TrialBrief>),
     /// Ask whether to cancel this trial, if it has not finished.
     Cancel(Option<TrialBrief>),
+    /// The filter or sort changed: re-derive what is drawn from the snapshot.
+    Rebuild,
+    /// Open the detail of this trial (the effects ask the worker for its data).
+    OpenDetail(TrialKey),
+    /// Ask whether to retry these attempts.
+    RetryAll(Vec<i64>),
 }
 
 /// What a view's drawing reads besides its own state (which it gets as `&mut`): the colours,
@@ -112,17 +122,6 @@ pub struct Hits {
     pub lists: Vec<(Rect, SkillsFocus, usize)>,
     /// The help overlay.
     pub help: Option<Rect>,
-}
-
-/// The grid as drawn.
-#[derive(Debug, Default, Clone)]
-pub struct GridHits {
-    /// The rows' area (task labels and cells).
-    pub body: Rect,
-    /// Index into `GridModel::rows` of the first drawn row.
-    pub top: usize,
-    /// Each drawn column: x, width and column index.
-    pub cols: Vec<(u16, u16, usize)>,
 }
 
 impl Hits {
@@ -175,4 +174,34 @@ pub fn list_top(top: &mut usize, cursor: usize, len: usize, height: usize) -> us
     }
     *top = t;
     t
+}
+
+/// A line edit on `buf`: typing, Backspace, Ctrl-U (clear), Ctrl-W (last word). Returns false
+/// for keys it does not edit with.
+pub fn edit_line(buf: &mut String, key: &KeyEvent) -> bool {
+    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Char('u') if ctrl => buf.clear(),
+        KeyCode::Char('w') if ctrl => {
+            let trimmed = buf.trim_end().len();
+            buf.truncate(trimmed);
+            let cut = buf.rfind(' ').map_or(0, |i| i + 1);
+            buf.truncate(cut);
+        }
+        KeyCode::Backspace => {
+            buf.pop();
+        }
+        KeyCode::Char(c) if !ctrl => buf.push(c),
+        _ => return false,
+    }
+    true
+}
+
+/// What `/` starts from: the filter in force, with a space to type the next term after it.
+pub fn typing_start(query: &str) -> String {
+    if query.trim().is_empty() {
+        String::new()
+    } else {
+        format!("{} ", query.trim_end())
+    }
 }

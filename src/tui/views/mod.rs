@@ -8,7 +8,6 @@ pub mod confirm;
 pub mod domains;
 pub mod events;
 pub mod footer;
-pub mod grid;
 pub mod help;
 pub mod overview;
 
@@ -18,7 +17,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::app::{App, Popup};
-use super::screens::{Hits, Shared, detail, results, skills};
+use super::screens::{Hits, Shared, detail, grid, results, skills};
 use super::state::Pane;
 use super::widgets::framed;
 

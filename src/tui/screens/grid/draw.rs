@@ -1,6 +1,5 @@
-//! Trial grid: rows are tasks grouped by domain, columns are condition × trial; each cell shows its
-//! state by glyph and colour. Only visible rows and columns are drawn, so a frame costs the same for
-//! 100 or 10,000 trials.
+//! Drawing the trial grid: only visible rows and columns are drawn, so a frame costs the same
+//! for 100 or 10,000 trials.
 
 use ratatui::Frame;
 use ratatui::buffer::Buffer;
@@ -9,10 +8,10 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::{GridHits, GridState};
 use crate::skillsbench::condition::condition_label;
 use crate::tui::model::{CellState, GridModel, GridRow};
-use crate::tui::screens::{GridHits, Hits, Shared};
-use crate::tui::state::GridState;
+use crate::tui::screens::{Hits, Shared};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{LEGEND_STATES, cell_look, fit, flow, framed, live_line};
 use crate::tui::worker::Snapshot;

@@ -99,7 +99,8 @@ pub enum Step {
     Create,
     /// The main container started.
     Start,
-    /// The skills visible to the agent read in the container (one exec).
+    /// The skills visible to the agent read in the container: an exec of its own, or (an agent
+    /// that takes it as its exec's prelude) this side's reading of what that exec found.
     Exposure,
     /// The agent's session (its execs).
     Agent,

@@ -1,10 +1,13 @@
 //! Reading, inside a trial's container just before its agent starts, every skill the agent could
-//! see ([`crate::skillsbench::exposure`]): which skill folders exist (two small `sh` execs: the
-//! agent's `$HOME` and working directory, then each folder with its real path and the skills in
-//! it that are links to folders elsewhere), each folder copied out through the Docker API as a tar
-//! spooled to a temporary file (bind mounts included; the image needs no tool beyond `sh`), every
-//! `SKILL.md` in it found and its folder hashed ([`folder_hash`]), and each skill's origin
-//! decided against what the trial was meant to have, hashed on this machine ([`expected`]).
+//! see ([`crate::skillsbench::exposure`]): one `sh` script lists the agent's `$HOME` and working
+//! directory, each skill folder with its real path and the skills in it that are links to folders
+//! elsewhere, and archives them with the image's `tar` — run as the prelude of the agent's own
+//! exec when the agent takes one ([`ExposureScan`]; read before the agent's command starts), else
+//! in an exec of its own ([`capture`]). When that archive is not usable, each folder is copied out
+//! through the Docker API as a tar spooled to a temporary file (bind mounts included; the image
+//! needs no tool beyond `sh`). Every `SKILL.md` found has its folder hashed ([`folder_hash`]), and
+//! each skill's origin is decided against what the trial was meant to have, hashed on this
+//! machine ([`expected`]).
 //!
 //! Reading never fails the trial: a folder that cannot be read is named in the record's `error`.
 
@@ -77,12 +80,27 @@ pub async fn capture(container: &TrialContainer, input: ScanInput<'_>) -> SkillE
 
 async fn scan(container: &TrialContainer, input: ScanInput<'_>) -> SkillExposure {
     let mut errors: Vec<String> = Vec::new();
-    let builtin_folders: Vec<String> = input
+    let read = list_and_read(container, &builtin_folders(&input), &mut errors).await;
+    assemble(&input, read, errors).await
+}
+
+/// The harness's own skill folders (`~/` for the container's `$HOME`), none for other agents.
+fn builtin_folders(input: &ScanInput<'_>) -> Vec<String> {
+    input
         .builtins
         .as_ref()
         .map(|b| b.folders.clone())
-        .unwrap_or_default();
-    let (listing, files) = match list_and_read(container, &builtin_folders, &mut errors).await {
+        .unwrap_or_default()
+}
+
+/// The record from what was read (`read`: the listing and the files of the folders found, or why
+/// nothing could be listed) and the folders that could not be read (`errors`).
+async fn assemble(
+    input: &ScanInput<'_>,
+    read: Result<(Listing, Files), String>,
+    mut errors: Vec<String>,
+) -> SkillExposure {
+    let (listing, files) = match read {
         Ok(x) => x,
         Err(e) => {
             errors.push(e);
@@ -95,7 +113,7 @@ async fn scan(container: &TrialContainer, input: ScanInput<'_>) -> SkillExposure
         mut folders,
         links,
     } = listing;
-    let builtins = input.builtins.map(|mut b| {
+    let builtins = input.builtins.clone().map(|mut b| {
         for f in &mut b.folders {
             if let Some(rest) = f.strip_prefix("~/") {
                 *f = format!("{}/{rest}", home.trim_end_matches('/'));
@@ -168,6 +186,85 @@ async fn scan(container: &TrialContainer, input: ScanInput<'_>) -> SkillExposure
         hash: HASH_DEFINITION.to_string(),
         error: (!errors.is_empty()).then(|| errors.join("; ")),
         used: None,
+    }
+}
+
+/// The scan as the prelude of the agent's own exec ([`super::container::Prelude`]): the same
+/// script, read and recorded (`agent/skill-exposure.json` written) before the agent's command
+/// starts — one exec fewer per trial. When the prelude never ran (the agent failed before its
+/// exec), [`ExposureScan::take`] is `None` and the scan is to be run on its own ([`capture`]).
+pub struct ExposureScan<'a> {
+    input: ScanInput<'a>,
+    out: tempfile::NamedTempFile,
+    listed: tempfile::NamedTempFile,
+    /// The record (or why it could not be written) and how long reading it took on this side.
+    taken: std::sync::Mutex<Option<(Result<SkillExposure, super::RunnerError>, Duration)>>,
+}
+
+impl<'a> ExposureScan<'a> {
+    /// A scan of what the agent of `input` can see, to run first in its exec.
+    ///
+    /// # Errors
+    /// [`super::RunnerError::Io`] when its output files cannot be made.
+    pub fn new(input: ScanInput<'a>) -> Result<ExposureScan<'a>, super::RunnerError> {
+        let spool = || {
+            tempfile::NamedTempFile::new()
+                .map_err(|e| super::RunnerError::io(std::env::temp_dir(), e))
+        };
+        Ok(ExposureScan {
+            input,
+            out: spool()?,
+            listed: spool()?,
+            taken: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// The record once the prelude ran (or the error of writing it), with the time this side
+    /// took to read it; `None` when it never ran.
+    pub fn take(&self) -> Option<(Result<SkillExposure, super::RunnerError>, Duration)> {
+        self.taken.lock().expect("lock").take()
+    }
+}
+
+#[async_trait::async_trait]
+impl super::container::Prelude for ExposureScan<'_> {
+    fn script(&self) -> String {
+        listing_script(&builtin_folders(&self.input))
+    }
+
+    fn timeout(&self) -> Duration {
+        LIST_TIMEOUT
+    }
+
+    fn outputs(&self) -> (&Path, &Path) {
+        (self.out.path(), self.listed.path())
+    }
+
+    async fn ended(
+        &self,
+        container: &TrialContainer,
+        exit_code: Option<i64>,
+    ) -> Result<(), super::RunnerError> {
+        let t0 = std::time::Instant::now();
+        let mut errors = Vec::new();
+        let read = read_listed(
+            container,
+            exit_code,
+            self.out.path(),
+            self.listed.path(),
+            &mut errors,
+        )
+        .await;
+        let x = assemble(&self.input, read, errors).await;
+        tracing::debug!(
+            container = %container.name,
+            skills = x.skills.len(),
+            ms = t0.elapsed().as_millis() as u64,
+            "skill exposure read before the agent"
+        );
+        let written = write(self.input.trial_dir, &x);
+        *self.taken.lock().expect("lock") = Some((written.clone().map(|()| x), t0.elapsed()));
+        written
     }
 }
 
@@ -271,14 +368,29 @@ async fn list_and_read(
     req.stdout = Some(out.path());
     req.stderr = Some(listed.path());
     let r = container.exec(req).await.map_err(|e| what(e.to_string()))?;
+    read_listed(container, r.exit_code, out.path(), listed.path(), errors).await
+}
+
+/// What the script of [`listing_script`] wrote — the listing in `listed`, the archive in `out`,
+/// usable when it exited with `exit_code` 0 — or, when the archive is not, the folders read
+/// through the Docker API.
+async fn read_listed(
+    container: &TrialContainer,
+    exit_code: Option<i64>,
+    out: &Path,
+    listed: &Path,
+    errors: &mut Vec<String>,
+) -> Result<(Listing, Files), String> {
+    let what = |e: String| format!("cannot read the skill folders: {e}");
     let listing = parse_listing(&String::from_utf8_lossy(
-        &std::fs::read(listed.path()).map_err(|e| what(e.to_string()))?,
+        &std::fs::read(listed).map_err(|e| what(e.to_string()))?,
     ));
-    let size = std::fs::metadata(out.path()).map(|m| m.len()).unwrap_or(0);
-    if r.exit_code == Some(0) && size < super::container::MAX_OUTPUT_BYTES {
+    let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
+    if exit_code == Some(0) && size < super::container::MAX_OUTPUT_BYTES {
+        let out = out.to_path_buf();
         let parsed = tokio::task::spawn_blocking(move || {
             let mut files = Files::default();
-            let f = std::fs::File::open(out.path())?;
+            let f = std::fs::File::open(&out)?;
             read_tar(std::io::BufReader::new(f), "", &mut files)?;
             Ok::<_, std::io::Error>(files)
         })
@@ -289,7 +401,7 @@ async fn list_and_read(
             Err(e) => tracing::debug!(error = %e, "the container's tar wrote no readable archive"),
         }
     }
-    tracing::debug!(container = %container.name, exit = ?r.exit_code, size, "reading the skill folders through the API");
+    tracing::debug!(container = %container.name, exit = ?exit_code, size, "reading the skill folders through the API");
     let reals: Vec<String> = listing
         .folders
         .iter()

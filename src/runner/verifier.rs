@@ -53,6 +53,7 @@ pub async fn run_verifier(
         cancel,
         stdout: Some(&out),
         stderr: None,
+        prelude: None,
     };
     container.exec(req).await
 }

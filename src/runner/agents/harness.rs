@@ -471,6 +471,7 @@ impl Agent for CliAgent {
             cancel: ctx.cancel,
             stdout: Some(&out),
             stderr: Some(&err),
+            prelude: None,
         };
         let r = ctx.container.exec(req).await?;
         if !ctx.mounted {

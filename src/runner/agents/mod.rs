@@ -53,6 +53,9 @@ pub struct AgentContext<'a> {
     /// the harness's own: a harness that switches its built-ins off by name spares these (a
     /// skill of the same name replaces the built-in).
     pub skills: &'a [String],
+    /// What the agent's exec runs first when the agent takes one ([`Agent::takes_prelude`]): the
+    /// skill-exposure scan, read before the agent's own command starts. `skills` is then empty.
+    pub prelude: Option<&'a dyn super::container::Prelude>,
 }
 
 /// The container folder of the agent's logs (Harbor's `/logs/agent`).
@@ -150,6 +153,12 @@ pub trait Agent: Send + Sync {
     /// True when the agent runs the task's reference solution (the oracle), so the task's
     /// `[solution] env` must have its values.
     fn runs_solution(&self) -> bool {
+        false
+    }
+    /// True when the agent runs in one exec whose command does not depend on
+    /// [`AgentContext::skills`] and passes [`AgentContext::prelude`] to it, so what it can see of
+    /// skills is read in that exec instead of one of its own; false for every other agent.
+    fn takes_prelude(&self) -> bool {
         false
     }
     /// Extra `/etc/hosts` entries the trial container needs for this agent.

@@ -30,6 +30,9 @@ impl Agent for OracleAgent {
     fn runs_solution(&self) -> bool {
         true
     }
+    fn takes_prelude(&self) -> bool {
+        true
+    }
     fn local_mounts(&self, task: &Task) -> Vec<(std::path::PathBuf, String)> {
         let solution = task.solution_dir();
         if solution.join("solve.sh").is_file() {
@@ -69,6 +72,7 @@ impl Agent for OracleAgent {
             cancel: ctx.cancel,
             stdout: Some(&out),
             stderr: None,
+            prelude: ctx.prelude,
         };
         let r = ctx.container.exec(req).await?;
         if let Some(code) = r.exit_code.filter(|c| *c != 0) {

@@ -6,12 +6,14 @@
 
 use std::path::PathBuf;
 
-use super::evidence::{Evidence, read_exposure, record_trajectory};
+use super::evidence::{
+    Evidence, exposure_prelude, keep_exposure, read_exposure, record_trajectory,
+};
 use super::generation::skill_writing_session;
 use super::verifier::verify;
 use super::{Done, Failed, Scope, TrialEnv, write_instruction};
 use crate::runner::agents::{AGENT_LOGS, AgentContext};
-use crate::runner::container::{ExecEnd, TrialContainer};
+use crate::runner::container::{ExecEnd, Prelude, TrialContainer};
 use crate::runner::events::{Live, Step, TrialEvent};
 use crate::store::{Outcome, now_rfc3339};
 
@@ -52,9 +54,13 @@ pub(super) async fn in_container(
         _ => task_instruction,
     };
     write_instruction(&agent_dir, &instruction)?;
-    let t0 = std::time::Instant::now();
-    let visible = read_exposure(scope, container, evidence).await?;
-    scope.took(Step::Exposure, t0).await;
+    // What the agent can see of skills is read just before it starts: in its own exec when the
+    // agent takes it, else in one of its own.
+    let prelude = exposure_prelude(scope);
+    let visible = match &prelude {
+        Some(_) => Vec::new(),
+        None => read_exposure(scope, container, evidence).await?,
+    };
     let ctx = AgentContext {
         container,
         host: &env.host,
@@ -67,6 +73,7 @@ pub(super) async fn in_container(
         logs: AGENT_LOGS,
         env_values: scope.values,
         skills: &visible,
+        prelude: prelude.as_ref().map(|p| p as &dyn Prelude),
     };
     let t0 = std::time::Instant::now();
     let run = run_agent(scope, &ctx, &agent_started).await;
@@ -78,6 +85,9 @@ pub(super) async fn in_container(
             at: agent_finished.clone(),
         })
         .await;
+    if let Some(p) = &prelude {
+        keep_exposure(scope, container, evidence, p).await?;
+    }
     let run = match run {
         Ok(r) => r,
         Err(e) => {

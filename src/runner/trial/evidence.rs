@@ -4,7 +4,8 @@
 use super::{Failed, Scope, TrialEnv};
 use crate::runner::agents::AgentContext;
 use crate::runner::container::TrialContainer;
-use crate::runner::events::{SessionTotals, TrajectoryFacts, TrialEvent};
+use crate::runner::events::{SessionTotals, Step, TrajectoryFacts, TrialEvent};
+use crate::runner::exposure::{self, ExposureScan, ScanInput};
 use crate::skillsbench::exposure::SkillExposure;
 use crate::store::SkillUseRow;
 
@@ -84,29 +85,62 @@ impl Evidence {
     }
 }
 
-/// Reads what the agent can see of skills, now, in its container ([`crate::runner::exposure`]), writes
-/// `agent/skill-exposure.json` and keeps it in `evidence`; returns the names of the visible
-/// skills that are not the harness's own.
+/// What the exposure scan of this attempt needs to know.
+fn scan_input<'a>(scope: &Scope<'a>) -> ScanInput<'a> {
+    let (job, env) = (scope.job, scope.env);
+    ScanInput {
+        task: &job.task,
+        condition: &job.condition,
+        trial_dir: &job.trial_dir,
+        agent: env.agent.name(),
+        builtins: env.agent.builtin_skills(),
+    }
+}
+
+/// Reads what the agent can see of skills, now, in its container ([`crate::runner::exposure`]),
+/// writes `agent/skill-exposure.json` and keeps it in `evidence`; returns the names of the
+/// visible skills that are not the harness's own.
 pub(super) async fn read_exposure(
     scope: &Scope<'_>,
     container: &TrialContainer,
     evidence: &mut Evidence,
 ) -> Result<Vec<String>, Failed> {
-    let (job, env) = (scope.job, scope.env);
-    let exposure = crate::runner::exposure::capture(
-        container,
-        crate::runner::exposure::ScanInput {
-            task: &job.task,
-            condition: &job.condition,
-            trial_dir: &job.trial_dir,
-            agent: env.agent.name(),
-            builtins: env.agent.builtin_skills(),
-        },
-    )
-    .await;
-    crate::runner::exposure::write(&job.trial_dir, &exposure)
-        .map_err(|e| Failed::runner(e, "recording the skill exposure"))?;
+    let t0 = std::time::Instant::now();
+    let exposure = exposure::capture(container, scan_input(scope)).await;
+    let written = exposure::write(&scope.job.trial_dir, &exposure);
+    scope.took(Step::Exposure, t0).await;
+    written.map_err(|e| Failed::runner(e, "recording the skill exposure"))?;
     let visible = exposure.condition_skill_names();
     evidence.exposure = Some(exposure);
     Ok(visible)
+}
+
+/// The exposure scan to run first in the agent's own exec, for an agent that takes it
+/// ([`crate::runner::Agent::takes_prelude`]); `None` for the others (their scan runs in an exec
+/// of its own, [`read_exposure`]).
+pub(super) fn exposure_prelude<'a>(scope: &Scope<'a>) -> Option<ExposureScan<'a>> {
+    if !scope.env.agent.takes_prelude() {
+        return None;
+    }
+    ExposureScan::new(scan_input(scope)).ok()
+}
+
+/// After the agent's run, whatever its end: keeps what its exec's prelude recorded in
+/// `evidence` — or, when the prelude never ran (the agent failed before its exec, so nothing in
+/// the container changed), reads it now.
+pub(super) async fn keep_exposure(
+    scope: &Scope<'_>,
+    container: &TrialContainer,
+    evidence: &mut Evidence,
+    prelude: &ExposureScan<'_>,
+) -> Result<(), Failed> {
+    match prelude.take() {
+        Some((Ok(x), took)) => {
+            scope.tell(TrialEvent::Step(Step::Exposure, took)).await;
+            evidence.exposure = Some(x);
+            Ok(())
+        }
+        Some((Err(e), _)) => Err(Failed::runner(e, "recording the skill exposure")),
+        None => read_exposure(scope, container, evidence).await.map(|_| ()),
+    }
 }

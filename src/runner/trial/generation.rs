@@ -52,6 +52,7 @@ pub(super) async fn skill_writing_session(
         } else {
             &[]
         },
+        prelude: None,
     };
     let started = now_rfc3339();
     let run = env.agent.run(&ctx).await.map_err(|e| {

@@ -23,6 +23,11 @@ use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 use super::RunnerError;
+use output::OutputFile;
+pub use prelude::Prelude;
+
+mod output;
+mod prelude;
 
 /// Most bytes kept per output file of an exec; the rest is dropped with a note.
 pub const MAX_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
@@ -153,6 +158,9 @@ pub struct ExecRequest<'a> {
     pub stdout: Option<&'a Path>,
     /// Host file receiving stderr.
     pub stderr: Option<&'a Path>,
+    /// Runs first in the same exec, its output apart; the command (and its `timeout`) starts
+    /// when the prelude has ended and been taken in ([`Prelude`]).
+    pub prelude: Option<&'a dyn Prelude>,
 }
 
 impl<'a> ExecRequest<'a> {
@@ -166,6 +174,7 @@ impl<'a> ExecRequest<'a> {
             cancel,
             stdout: None,
             stderr: None,
+            prelude: None,
         }
     }
 }
@@ -334,14 +343,23 @@ impl TrialContainer {
     /// an output file cannot be written.
     pub async fn exec(&self, req: ExecRequest<'_>) -> Result<ExecResult, RunnerError> {
         let what = format!("exec in container {}", self.name);
+        let mut gate = match req.prelude {
+            Some(p) => Some(prelude::Gate::open(p).await?),
+            None => None,
+        };
+        let cmd = match &gate {
+            Some(g) => g.command(&req.cmd, &req.env),
+            None => req.cmd.clone(),
+        };
         let created = self
             .docker
             .create_exec(
                 &self.id,
                 CreateExecOptions::<String> {
+                    attach_stdin: gate.is_some().then_some(true),
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
-                    cmd: Some(req.cmd.clone()),
+                    cmd: Some(cmd),
                     env: Some(req.env.clone()),
                     user: req.user.clone(),
                     ..Default::default()
@@ -354,7 +372,11 @@ impl TrialContainer {
             .start_exec(&created.id, None)
             .await
             .map_err(|e| RunnerError::docker(&what, e))?;
-        let StartExecResults::Attached { mut output, .. } = started else {
+        let StartExecResults::Attached {
+            mut output,
+            mut input,
+        } = started
+        else {
             return Err(RunnerError::docker_text(&what, "exec started detached"));
         };
         let mut out = OutputFile::open(req.stdout).await?;
@@ -362,7 +384,11 @@ impl TrialContainer {
             Some(p) => Some(OutputFile::open(Some(p)).await?),
             None => None,
         };
-        let deadline = req.timeout.map(|t| tokio::time::Instant::now() + t);
+        let budget = |t: Option<Duration>| t.map(|t| tokio::time::Instant::now() + t);
+        let mut deadline = match &gate {
+            Some(g) => budget(Some(g.prelude.timeout())),
+            None => budget(req.timeout),
+        };
         let end = loop {
             let sleep = async {
                 match deadline {
@@ -375,15 +401,33 @@ impl TrialContainer {
                     None => break ExecEnd::Exited,
                     Some(Ok(log)) => {
                         use bollard::container::LogOutput;
-                        match log {
-                            LogOutput::StdErr { message } => match err.as_mut() {
-                                Some(e) => e.write(&message).await?,
-                                None => out.write(&message).await?,
-                            },
+                        let (is_err, message) = match log {
+                            LogOutput::StdErr { message } => (true, message),
                             LogOutput::StdOut { message } | LogOutput::Console { message } => {
-                                out.write(&message).await?
+                                (false, message)
                             }
-                            LogOutput::StdIn { .. } => {}
+                            LogOutput::StdIn { .. } => continue,
+                        };
+                        let message = match gate.as_mut() {
+                            Some(g) => {
+                                let rest = g.take(usize::from(is_err), &message).await?;
+                                if g.done() {
+                                    // The prelude ended: taken in, then the command may start.
+                                    let g = gate.take().expect("gate");
+                                    let taken = g.prelude.ended(self, g.exit_code()).await;
+                                    let word: &[u8] = if taken.is_ok() { b"go\n" } else { b"stop\n" };
+                                    let _ = input.write_all(word).await;
+                                    let _ = input.flush().await;
+                                    taken?;
+                                    deadline = budget(req.timeout);
+                                }
+                                bytes::Bytes::from(rest)
+                            }
+                            None => message,
+                        };
+                        match err.as_mut().filter(|_| is_err) {
+                            Some(e) => e.write(&message).await?,
+                            None => out.write(&message).await?,
                         }
                     }
                     Some(Err(e)) => {
@@ -400,6 +444,24 @@ impl TrialContainer {
                 _ = req.cancel.cancelled() => break ExecEnd::Cancelled,
             }
         };
+        let mut killed = false;
+        if let Some(mut g) = gate {
+            // The prelude did not end by itself: it is stopped and taken in as it is.
+            if end != ExecEnd::Exited {
+                self.kill_all().await;
+                killed = true;
+            }
+            g.cut_off().await?;
+            g.prelude.ended(self, None).await?;
+            if end == ExecEnd::TimedOut {
+                // Only the prelude overran: the command runs with its whole budget.
+                return Box::pin(self.exec(ExecRequest {
+                    prelude: None,
+                    ..req
+                }))
+                .await;
+            }
+        }
         if end != ExecEnd::Exited {
             let note = match end {
                 ExecEnd::TimedOut => format!(
@@ -409,7 +471,9 @@ impl TrialContainer {
                 _ => "[skillscope] cancelled; killing every process in the container".to_string(),
             };
             out.note(&note).await?;
-            self.kill_all().await;
+            if !killed {
+                self.kill_all().await;
+            }
             // Let the killed process's last output arrive, briefly.
             let _ = tokio::time::timeout(Duration::from_secs(2), async {
                 while let Some(Ok(log)) = output.next().await {
@@ -905,86 +969,6 @@ fn untar_safely(tar_bytes: &[u8], dest: &Path, truncated: bool) -> Result<usize,
         );
     }
     Ok(files)
-}
-
-/// An output file that stops growing at [`MAX_OUTPUT_BYTES`].
-struct OutputFile {
-    file: Option<tokio::io::BufWriter<tokio::fs::File>>,
-    path: Option<PathBuf>,
-    written: u64,
-    capped: bool,
-}
-
-impl OutputFile {
-    async fn open(path: Option<&Path>) -> Result<OutputFile, RunnerError> {
-        let file = match path {
-            Some(p) => {
-                if let Some(parent) = p.parent() {
-                    tokio::fs::create_dir_all(parent)
-                        .await
-                        .map_err(|e| RunnerError::io(parent, e))?;
-                }
-                let path = p.to_path_buf();
-                let file = tokio::task::spawn_blocking(move || crate::safe_fs::create_fresh(&path))
-                    .await
-                    .map_err(|e| RunnerError::Task(e.to_string()))?
-                    .map_err(|e| RunnerError::io(p, e))?;
-                Some(tokio::io::BufWriter::new(tokio::fs::File::from_std(file)))
-            }
-            None => None,
-        };
-        Ok(OutputFile {
-            file,
-            path: path.map(Path::to_path_buf),
-            written: 0,
-            capped: false,
-        })
-    }
-
-    async fn write(&mut self, bytes: &[u8]) -> Result<(), RunnerError> {
-        let Some(f) = self.file.as_mut() else {
-            return Ok(());
-        };
-        if self.capped {
-            return Ok(());
-        }
-        let room = MAX_OUTPUT_BYTES.saturating_sub(self.written) as usize;
-        let take = bytes.len().min(room);
-        f.write_all(&bytes[..take]).await.map_err(|e| self.err(e))?;
-        self.written += take as u64;
-        if take < bytes.len() {
-            self.capped = true;
-            let note = format!("\n[skillscope] output truncated at {MAX_OUTPUT_BYTES} bytes\n");
-            let f = self.file.as_mut().expect("open");
-            f.write_all(note.as_bytes())
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        // Flush per chunk so a live tail sees output as it comes.
-        let f = self.file.as_mut().expect("open");
-        f.flush().await.map_err(|e| self.err(e))
-    }
-
-    async fn note(&mut self, text: &str) -> Result<(), RunnerError> {
-        if let Some(f) = self.file.as_mut() {
-            let line = format!("\n{text}\n");
-            f.write_all(line.as_bytes())
-                .await
-                .map_err(|e| self.err(e))?;
-        }
-        Ok(())
-    }
-
-    async fn finish(&mut self) -> Result<(), RunnerError> {
-        if let Some(f) = self.file.as_mut() {
-            f.flush().await.map_err(|e| self.err(e))?;
-        }
-        Ok(())
-    }
-
-    fn err(&self, e: std::io::Error) -> RunnerError {
-        RunnerError::io(self.path.clone().unwrap_or_default(), e)
-    }
 }
 
 #[cfg(test)]

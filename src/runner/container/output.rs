@@ -1,0 +1,89 @@
+//! An exec's output files: each stops growing at [`MAX_OUTPUT_BYTES`] with a note, and is flushed
+//! per chunk so a live tail sees output as it comes.
+
+use std::path::{Path, PathBuf};
+
+use tokio::io::AsyncWriteExt;
+
+use super::MAX_OUTPUT_BYTES;
+use crate::runner::RunnerError;
+
+/// An output file that stops growing at [`MAX_OUTPUT_BYTES`].
+pub(super) struct OutputFile {
+    file: Option<tokio::io::BufWriter<tokio::fs::File>>,
+    path: Option<PathBuf>,
+    written: u64,
+    capped: bool,
+}
+
+impl OutputFile {
+    pub(super) async fn open(path: Option<&Path>) -> Result<OutputFile, RunnerError> {
+        let file = match path {
+            Some(p) => {
+                if let Some(parent) = p.parent() {
+                    tokio::fs::create_dir_all(parent)
+                        .await
+                        .map_err(|e| RunnerError::io(parent, e))?;
+                }
+                let path = p.to_path_buf();
+                let file = tokio::task::spawn_blocking(move || crate::safe_fs::create_fresh(&path))
+                    .await
+                    .map_err(|e| RunnerError::Task(e.to_string()))?
+                    .map_err(|e| RunnerError::io(p, e))?;
+                Some(tokio::io::BufWriter::new(tokio::fs::File::from_std(file)))
+            }
+            None => None,
+        };
+        Ok(OutputFile {
+            file,
+            path: path.map(Path::to_path_buf),
+            written: 0,
+            capped: false,
+        })
+    }
+
+    pub(super) async fn write(&mut self, bytes: &[u8]) -> Result<(), RunnerError> {
+        let Some(f) = self.file.as_mut() else {
+            return Ok(());
+        };
+        if self.capped {
+            return Ok(());
+        }
+        let room = MAX_OUTPUT_BYTES.saturating_sub(self.written) as usize;
+        let take = bytes.len().min(room);
+        f.write_all(&bytes[..take]).await.map_err(|e| self.err(e))?;
+        self.written += take as u64;
+        if take < bytes.len() {
+            self.capped = true;
+            let note = format!("\n[skillscope] output truncated at {MAX_OUTPUT_BYTES} bytes\n");
+            let f = self.file.as_mut().expect("open");
+            f.write_all(note.as_bytes())
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        // Flush per chunk so a live tail sees output as it comes.
+        let f = self.file.as_mut().expect("open");
+        f.flush().await.map_err(|e| self.err(e))
+    }
+
+    pub(super) async fn note(&mut self, text: &str) -> Result<(), RunnerError> {
+        if let Some(f) = self.file.as_mut() {
+            let line = format!("\n{text}\n");
+            f.write_all(line.as_bytes())
+                .await
+                .map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    pub(super) async fn finish(&mut self) -> Result<(), RunnerError> {
+        if let Some(f) = self.file.as_mut() {
+            f.flush().await.map_err(|e| self.err(e))?;
+        }
+        Ok(())
+    }
+
+    fn err(&self, e: std::io::Error) -> RunnerError {
+        RunnerError::io(self.path.clone().unwrap_or_default(), e)
+    }
+}

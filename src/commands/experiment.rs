@@ -169,7 +169,13 @@ fn print_plan(exp: &Experiment, setup: &ExperimentSetup) {
         .store
         .connect()
         .map_err(color_eyre::eyre::Report::from)
-        .and_then(|c| Ok(crate::experiment::forecast::forecast(Some(&c), &inputs)?));
+        .and_then(|c| {
+            let stored = crate::store::experiment_ledger::ExperimentReader::new(&c);
+            Ok(crate::experiment::forecast::forecast(
+                Some(stored),
+                &inputs,
+            )?)
+        });
     match f {
         Ok(f) => {
             crate::errln!("plan of experiment {}:", setup.plan.name());

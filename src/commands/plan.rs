@@ -6,6 +6,7 @@ use color_eyre::eyre::Result;
 
 use crate::cli::PlanArgs;
 use crate::experiment::forecast::{Inputs, forecast};
+use crate::store::experiment_ledger::ExperimentReader;
 
 /// Runs `skillscope plan`.
 ///
@@ -22,7 +23,7 @@ pub fn execute(args: PlanArgs) -> Result<()> {
         None
     };
     let f = forecast(
-        reading.as_deref(),
+        reading.as_deref().map(ExperimentReader::new),
         &Inputs {
             plan: &plan,
             round1: &round1,

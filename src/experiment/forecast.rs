@@ -6,15 +6,13 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::Connection;
-
 use super::plan::Plan;
 use crate::analysis::forecast::{self, ConditionPlan, Estimates, Forecast, PerTrial, PowerRow};
 use crate::analysis::power::{self, Components};
 use crate::engine::RunRequest;
 use crate::skillsbench::TaskSet;
-use crate::store::learning as lq;
-use crate::store::{Outcome, StoreError, TrialRow, TrialStatus, queries};
+use crate::store::experiment_ledger::ExperimentReader;
+use crate::store::{Outcome, StoreError, TrialRow, TrialStatus};
 
 /// The effect asked about for the round-2 hypotheses when none is given: a few percentage
 /// points, as hypothesis 3 expects of learned over curated skills.
@@ -110,11 +108,14 @@ fn round1_label(key: &str) -> Option<String> {
     }
 }
 
-/// The forecast of `inputs` over the store behind `conn` (none: nothing measured yet).
+/// The forecast of `inputs` over the store `stored` reads (none: nothing measured yet).
 ///
 /// # Errors
 /// An unreadable task set, or store errors.
-pub fn forecast(conn: Option<&Connection>, inputs: &Inputs) -> Result<Forecast, StoreError> {
+pub fn forecast(
+    stored: Option<ExperimentReader<'_>>,
+    inputs: &Inputs,
+) -> Result<Forecast, StoreError> {
     let plan = inputs.plan;
     let req = inputs.round1;
     let tasks = TaskSet::load(&req.tasks_dir, &req.catalog, &req.task_filter)
@@ -123,8 +124,8 @@ pub fn forecast(conn: Option<&Connection>, inputs: &Inputs) -> Result<Forecast, 
     let k = plan.trials;
     let mut notes = Vec::new();
     let name = plan.name();
-    let exp = match conn {
-        Some(c) => lq::find_experiment(c, &name)?,
+    let exp = match stored {
+        Some(s) => s.experiment(&name)?,
         None => None,
     };
     let (r1_name, r2_name) = exp
@@ -148,18 +149,18 @@ pub fn forecast(conn: Option<&Connection>, inputs: &Inputs) -> Result<Forecast, 
         _ => n1,
     };
     let mut observed = Observed::default();
-    if let Some(c) = conn {
-        if let Some(r1) = queries::find_run(c, &r1_name)? {
-            observed.add(&queries::current_trials(c, r1.id)?, &round1_label);
+    if let Some(s) = stored {
+        if let Some((_, trials)) = s.run_trials(&r1_name)? {
+            observed.add(&trials, &round1_label);
         }
-        if let Some(r2) = queries::find_run(c, &r2_name)? {
+        if let Some((r2, trials)) = s.run_trials(&r2_name)? {
             let labels = r2.conditions.clone();
             let label_of = move |key: &str| match labels.iter().position(|c| c == key) {
                 Some(0) => Some("A'".to_string()),
                 Some(1) => Some("B'".to_string()),
                 _ => None,
             };
-            observed.add(&queries::current_trials(c, r2.id)?, &label_of);
+            observed.add(&trials, &label_of);
         }
     }
     let mut conditions = vec![("A", 1u8, n1), ("B", 1, n1)];
@@ -178,9 +179,9 @@ pub fn forecast(conn: Option<&Connection>, inputs: &Inputs) -> Result<Forecast, 
         })
         .collect();
     // Imported runs of the same harness and model: the second source.
-    let imported = match conn {
-        Some(c) if observed.costs.is_empty() || observed.per_task.len() < 2 => {
-            imported_runs(c, plan, &r1_name, &r2_name)?
+    let imported = match stored {
+        Some(s) if observed.costs.is_empty() || observed.per_task.len() < 2 => {
+            imported_runs(s, plan, &r1_name, &r2_name)?
         }
         _ => Vec::new(),
     };
@@ -201,22 +202,24 @@ pub fn forecast(conn: Option<&Connection>, inputs: &Inputs) -> Result<Forecast, 
 /// Runs in the store of the plan's agent and model that are not this experiment's, with what
 /// they measured (their no-skills and curated trials as A and B).
 fn imported_runs(
-    conn: &Connection,
+    stored: ExperimentReader<'_>,
     plan: &Plan,
     r1: &str,
     r2: &str,
 ) -> Result<Vec<(String, Observed)>, StoreError> {
     let mut out = Vec::new();
-    for run in queries::list_runs(conn)? {
-        if run.name == r1 || run.name == r2 || run.agent != plan.agent || run.model != plan.model {
-            continue;
-        }
-        let mut o = Observed::default();
-        o.add(&queries::current_trials(conn, run.id)?, &round1_label);
-        if !o.per_task.is_empty() || !o.costs.is_empty() {
-            out.push((run.name, o));
-        }
-    }
+    stored.for_each_run_of(
+        &plan.agent,
+        plan.model.as_deref(),
+        [r1, r2],
+        |run, trials| {
+            let mut o = Observed::default();
+            o.add(&trials, &round1_label);
+            if !o.per_task.is_empty() || !o.costs.is_empty() {
+                out.push((run.name, o));
+            }
+        },
+    )?;
     Ok(out)
 }
 
@@ -528,7 +531,7 @@ impl super::Experiment {
             round1: &setup.round1,
             effect_pp: None,
         };
-        let lines = match forecast(Some(&conn), &inputs) {
+        let lines = match forecast(Some(ExperimentReader::new(&conn)), &inputs) {
             Ok(f) => round_lines(&f, round),
             Err(e) => vec![format!("plan of round {round}: not available ({e})")],
         };

@@ -6,8 +6,10 @@
 //! it resumes from (the stored row, a space's exports, what a run cost, the rounds' trials), so
 //! `experiment/` reads as the plan's phases rather than SQL.
 
+use rusqlite::Connection;
+
 use super::learning::{self as lq, ExperimentRow, ExportRow, Round2SkillsRow, SpaceRow};
-use super::{RunRow, RunTaskRow, Store, StoreError, TrialBrief, TrialPlan, queries};
+use super::{RunRow, RunTaskRow, Store, StoreError, TrialBrief, TrialPlan, TrialRow, queries};
 
 /// One experiment's ledger. Cheap to clone.
 #[derive(Clone)]
@@ -222,6 +224,67 @@ impl ExperimentLedger {
     }
 }
 
+/// Reads an experiment's state from one connection for its forecast
+/// (`experiment::forecast`): the stored experiment, its runs' latest attempts, and other runs
+/// of the same agent and model — the estimates' second source. Cheap; borrows the connection.
+#[derive(Clone, Copy)]
+pub struct ExperimentReader<'c> {
+    conn: &'c Connection,
+}
+
+impl<'c> ExperimentReader<'c> {
+    /// A reader over `conn` (a writable store's connection or one opened for reading).
+    pub fn new(conn: &'c Connection) -> ExperimentReader<'c> {
+        ExperimentReader { conn }
+    }
+
+    /// The experiment called `name`, if any.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub fn experiment(&self, name: &str) -> Result<Option<ExperimentRow>, StoreError> {
+        lq::find_experiment(self.conn, name)
+    }
+
+    /// Run `name` and the latest attempt of each of its trials, if the run exists.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub fn run_trials(&self, name: &str) -> Result<Option<(RunRow, Vec<TrialRow>)>, StoreError> {
+        let Some(run) = queries::find_run(self.conn, name)? else {
+            return Ok(None);
+        };
+        let trials = queries::current_trials(self.conn, run.id)?;
+        Ok(Some((run, trials)))
+    }
+
+    /// Calls `f` with every run of agent `agent` and model `model` not named in `except`, oldest
+    /// first, and the latest attempt of each of its trials — one run's trials in memory at a
+    /// time.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub fn for_each_run_of(
+        &self,
+        agent: &str,
+        model: Option<&str>,
+        except: [&str; 2],
+        mut f: impl FnMut(RunRow, Vec<TrialRow>),
+    ) -> Result<(), StoreError> {
+        for run in queries::list_runs(self.conn)? {
+            if except.contains(&run.name.as_str())
+                || run.agent != agent
+                || run.model.as_deref() != model
+            {
+                continue;
+            }
+            let trials = queries::current_trials(self.conn, run.id)?;
+            f(run, trials);
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -355,5 +418,32 @@ mod tests {
             })
             .collect();
         assert_eq!(seen, [(1, "e-round1", 2, 4), (2, "e-round2", 2, 4)]);
+
+        // The forecast's reads: the experiment, a run's latest attempts, and the other runs of
+        // the same agent and model only.
+        let conn = store.connect().unwrap();
+        let reader = ExperimentReader::new(&conn);
+        assert_eq!(reader.experiment("e").unwrap().unwrap().phase, "learn");
+        assert!(reader.experiment("f").unwrap().is_none());
+        assert!(reader.run_trials("nope").unwrap().is_none());
+        let (r, trials) = reader.run_trials("e-round1").unwrap().unwrap();
+        assert_eq!((r.name.as_str(), trials.len()), ("e-round1", 4));
+        let others = |agent: &str, model: Option<&str>, except: [&str; 2]| {
+            let mut seen = Vec::new();
+            reader
+                .for_each_run_of(agent, model, except, |run, trials| {
+                    seen.push((run.name, trials.len()))
+                })
+                .unwrap();
+            seen
+        };
+        assert_eq!(
+            others("oracle", None, ["e-round1", "x"]),
+            [("e-round2".to_string(), 4)]
+        );
+        assert_eq!(others("oracle", None, ["x", "y"]).len(), 2);
+        assert!(others("oracle", None, ["e-round1", "e-round2"]).is_empty());
+        assert!(others("oracle", Some("m"), ["x", "y"]).is_empty());
+        assert!(others("claude-code", None, ["x", "y"]).is_empty());
     }
 }

@@ -1,5 +1,9 @@
-//! The dashboard's state machine: keys and data updates in, effects (worker requests, stop the run,
-//! quit) out. No I/O happens here, so every behaviour is testable without a terminal.
+//! The dashboard's router: keys, the mouse and data updates in, effects (worker requests, stop the
+//! run, quit) out. It owns the screens ([`crate::tui::screens`]), sends a key to the one in front
+//! (the detail, the Results view, the skill browser, else the grid) and acts on the [`Reply`] it
+//! returns; it handles itself what belongs to no screen: Ctrl-C and quitting, the help overlay,
+//! confirmations, the side panes (pass rates, event log) and switching between them. No I/O
+//! happens here, so every behaviour is testable without a terminal.
 
 use std::sync::Arc;
 

@@ -1,5 +1,7 @@
-//! View state — cursors, scroll offsets, filters, tabs — kept apart from drawing. Drawing reads it
-//! and, through a `&mut` borrow of the view's own state, records what depends on the screen size
+//! The main screen's panes and the state of the two beside the grid (the pass-rate pane, the event
+//! log) — scroll offsets, filters — kept apart from drawing. The grid, the trial detail, the skill
+//! browser and the Results view keep theirs in [`crate::tui::screens`]. Drawing reads the state
+//! and, through a `&mut` borrow of the pane's own state, records what depends on the screen size
 //! (scroll offsets, rows that fit); nothing is written through a shared reference.
 
 use super::model::{EventFilter, Grouping};

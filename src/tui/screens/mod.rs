@@ -1,6 +1,6 @@
 //! Screens: the dashboard's features that own their state, their keys and their drawing, as
 //! gitui's components do (`Component::event` + `DrawableComponent::draw`). One folder a screen:
-//! its `mod.rs` holds the state, `keys.rs` what a key (an [`Action`] of the keymap) or the mouse
+//! its `mod.rs` holds the state, `keys.rs` what a key (an [`Action`](crate::tui::keymap::Action) of the keymap) or the mouse
 //! does to it, `draw.rs` how it is drawn. A screen knows nothing of the others or of the app: the
 //! router ([`crate::tui::app`]) owns the screens, sends each key to the focused one and acts on
 //! the [`Reply`] it gets back (close the screen, quit, open the help, retry or cancel a trial).

@@ -1,5 +1,5 @@
-//! Drawing: one file per view, each a function of the [`App`] state. This module lays the views out
-//! — the grid beside the domain pane and the event log from 100×30 up, one pane at a time (Tab
+//! Drawing: one file per view, each a function of the [`App`] state; the four screens draw
+//! themselves ([`crate::tui::screens`]). This module lays the dashboard out — the grid beside the domain pane and the event log from 100×30 up, one pane at a time (Tab
 //! switches) on smaller terminals such as 80×24. The drawing helpers they share are in
 //! [`crate::tui::widgets`]. Drawing records where panes, cells, tabs and list rows went
 //! ([`App::hits`]) for the mouse.

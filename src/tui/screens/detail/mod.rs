@@ -1,7 +1,7 @@
 //! Trial detail: one attempt's summary (identity, outcome, live activity, phases, history) and
 //! its logs (trajectory, verifier, agent, build) in tabs — scrollable, searchable (`/`, `n`, `N`),
 //! following a growing log (`f`), wrapping long lines (`w`). The state is here, the keys in
-//! [`keys`], the drawing in [`draw`].
+//! `keys.rs`, the drawing in `draw.rs`.
 
 mod draw;
 mod keys;

@@ -3,7 +3,7 @@
 //! 100 or 10,000 trials.
 //!
 //! The state is here, the keys (the filter typed with `/`, status and sort, opening, retrying and
-//! cancelling trials) and the mouse in [`keys`], the drawing in [`draw`].
+//! cancelling trials) and the mouse in `keys.rs`, the drawing in `draw.rs`.
 
 mod draw;
 mod keys;

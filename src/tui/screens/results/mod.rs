@@ -1,7 +1,7 @@
 //! Results: the evaluation's analysis of the run or experiment being watched (conditions,
 //! comparisons, pass@2-adaptive, the breakdown by domain or difficulty, failure modes, notes),
-//! scrolling when it does not fit. The state is here, the keys in [`keys`], the drawing in
-//! [`draw`].
+//! scrolling when it does not fit. The state is here, the keys in `keys.rs`, the drawing in
+//! `draw.rs`.
 
 mod draw;
 mod keys;

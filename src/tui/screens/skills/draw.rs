@@ -1,6 +1,6 @@
 //! Drawing the skill browser: the tabs and where the browser is, the spaces, skills, files and
 //! provenance lists, the selected file (or its diff), the skill's content line beside its rubric
-//! panel ([`super::rubric`]), and the sessions tab.
+//! panel (`rubric.rs`), and the sessions tab.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -14,8 +14,8 @@
 //!
 //! Everything drawn from the database was sanitized by the data worker when it was read.
 //!
-//! The state is here, the keys and the mouse in [`keys`], the drawing in [`draw`] and
-//! [`rubric`].
+//! The state is here, the keys and the mouse in `keys.rs`, the drawing in `draw.rs` and
+//! `rubric.rs`.
 
 mod draw;
 mod keys;

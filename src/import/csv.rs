@@ -98,12 +98,46 @@ struct CsvRow {
     content: String,
 }
 
+/// Reads the per-trial CSV at `path` into its run plan: every well-formed row a trial, malformed
+/// and duplicate rows reported in `broken` with the file and line (and counted in `file`).
+///
+/// # Errors
+/// A message when the file cannot be opened or has no readable header.
 pub(super) fn parse_csv(
     path: &Path,
     opts: &ImportOptions,
     file: &mut FileReport,
     broken: &mut Vec<(PathBuf, String)>,
 ) -> Result<Vec<RunPlan>, String> {
+    let (tasks, rows) = read_rows(path, file, broken)?;
+    file.tasks = tasks.len();
+    Ok(vec![run_plan(path, opts, file, tasks, &rows)])
+}
+
+/// One record's fields by column name (trimmed; `""` for a column the file lacks).
+struct Fields<'a> {
+    idx: &'a BTreeMap<&'static str, usize>,
+    record: &'a csv::StringRecord,
+}
+
+impl Fields<'_> {
+    fn get(&self, name: &str) -> &str {
+        self.idx
+            .get(name)
+            .and_then(|&i| self.record.get(i))
+            .map(str::trim)
+            .unwrap_or("")
+    }
+}
+
+/// Every task the CSV at `path` names and its well-formed rows, in file order. A malformed row
+/// or a second row of the same task, condition and `run_index` goes into `broken` as
+/// `line N: why`; blank lines are passed over.
+fn read_rows(
+    path: &Path,
+    file: &mut FileReport,
+    broken: &mut Vec<(PathBuf, String)>,
+) -> Result<(BTreeSet<String>, Vec<CsvRow>), String> {
     let f = std::fs::File::open(path).map_err(|e| e.to_string())?;
     let mut rdr = csv::ReaderBuilder::new()
         .flexible(true)
@@ -115,7 +149,7 @@ pub(super) fn parse_csv(
         .map(|h| h.trim().to_string())
         .collect();
     let col = |name: &str| header.iter().position(|h| h == name);
-    let idx: BTreeMap<&str, usize> = CSV_REQUIRED
+    let idx: BTreeMap<&'static str, usize> = CSV_REQUIRED
         .iter()
         .chain(&[
             "tests_total",
@@ -147,116 +181,123 @@ pub(super) fn parse_csv(
             continue;
         }
         file.rows += 1;
-        let get = |n: &str| {
-            idx.get(n)
-                .and_then(|&i| record.get(i))
-                .map(str::trim)
-                .unwrap_or("")
+        let fields = Fields {
+            idx: &idx,
+            record: &record,
         };
-        if !get("task").is_empty() {
-            tasks.insert(get("task").to_string());
+        if !fields.get("task").is_empty() {
+            tasks.insert(fields.get("task").to_string());
         }
-        if get("skills_used").eq_ignore_ascii_case("true") {
+        if fields.get("skills_used").eq_ignore_ascii_case("true") {
             file.skills_used += 1;
         }
-        let row = (|| -> Result<CsvRow, String> {
-            if record.len() != header.len() {
-                return Err(format!(
-                    "{} fields, the header has {}",
-                    record.len(),
-                    header.len()
-                ));
-            }
-            let job_name = get("job_name");
-            let task = get("task");
-            if job_name.is_empty() || task.is_empty() {
-                return Err("empty job_name or task".into());
-            }
-            let condition = match get("condition") {
-                "noskills" => "no-skills",
-                "skills" => "curated",
-                other => condition_from(&[other])
-                    .ok_or_else(|| format!("condition {other:?} is neither noskills nor skills"))?,
-            };
-            let run_index: u64 = get("run_index")
-                .parse()
-                .map_err(|_| format!("run_index {:?} is not a number", get("run_index")))?;
-            let reward = match get("reward") {
-                "" => None,
-                r => Some(
-                    r.parse::<f64>()
-                        .ok()
-                        .filter(|x| x.is_finite())
-                        .ok_or_else(|| format!("reward {r:?} is not a number"))?,
-                ),
-            };
-            let finished_normally = parse_bool(get("finished_normally")).ok_or_else(|| {
-                format!(
-                    "finished_normally {:?} is not True or False",
-                    get("finished_normally")
-                )
-            })?;
-            let int = |n: &str| -> Result<Option<i64>, String> {
-                match get(n) {
-                    "" => Ok(None),
-                    v => v
-                        .parse()
-                        .map(Some)
-                        .map_err(|_| format!("{n} {v:?} is not a number")),
-                }
-            };
-            let (total, passed) = (int("tests_total")?, int("tests_passed")?);
-            let counted = parse_bool(get("all_tests_counted"));
-            let tests = match (total, passed) {
-                (Some(0), _) if counted == Some(false) => None,
-                (Some(t), Some(p)) => Some((t, p)),
-                _ => None,
-            };
-            Ok(CsvRow {
-                job_name: job_name.to_string(),
-                task: task.to_string(),
-                condition,
-                run_index,
-                reward,
-                finished_normally,
-                tests,
-                content: record.iter().collect::<Vec<_>>().join("\u{1f}"),
-            })
-        })();
-        match row {
+        let why = match parse_row(&fields, header.len()) {
             Ok(r) => {
                 let k = (r.task.clone(), r.condition, r.run_index);
-                if let Some(first) = seen.get(&k) {
-                    file.broken_rows += 1;
-                    broken.push((
-                        path.to_path_buf(),
-                        format!(
-                            "line {line}: duplicate of line {first} (same task, condition and run_index)"
-                        ),
-                    ));
-                    continue;
+                match seen.get(&k) {
+                    Some(first) => {
+                        format!("duplicate of line {first} (same task, condition and run_index)")
+                    }
+                    None => {
+                        seen.insert(k, line);
+                        rows.push(r);
+                        continue;
+                    }
                 }
-                seen.insert(k, line);
-                rows.push(r);
             }
-            Err(why) => {
-                file.broken_rows += 1;
-                broken.push((path.to_path_buf(), format!("line {line}: {why}")));
-            }
-        }
+            Err(why) => why,
+        };
+        file.broken_rows += 1;
+        broken.push((path.to_path_buf(), format!("line {line}: {why}")));
     }
-    file.tasks = tasks.len();
+    Ok((tasks, rows))
+}
 
-    // Trial k of a condition = its k-th run (distinct run_index values in order).
+/// One record as a row, or what is wrong with it (the first wrong field).
+fn parse_row(fields: &Fields<'_>, header_len: usize) -> Result<CsvRow, String> {
+    let get = |n: &str| fields.get(n);
+    let record = fields.record;
+    if record.len() != header_len {
+        return Err(format!(
+            "{} fields, the header has {}",
+            record.len(),
+            header_len
+        ));
+    }
+    let job_name = get("job_name");
+    let task = get("task");
+    if job_name.is_empty() || task.is_empty() {
+        return Err("empty job_name or task".into());
+    }
+    let condition = match get("condition") {
+        "noskills" => "no-skills",
+        "skills" => "curated",
+        other => condition_from(&[other])
+            .ok_or_else(|| format!("condition {other:?} is neither noskills nor skills"))?,
+    };
+    let run_index: u64 = get("run_index")
+        .parse()
+        .map_err(|_| format!("run_index {:?} is not a number", get("run_index")))?;
+    let reward = match get("reward") {
+        "" => None,
+        r => Some(
+            r.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite())
+                .ok_or_else(|| format!("reward {r:?} is not a number"))?,
+        ),
+    };
+    let finished_normally = parse_bool(get("finished_normally")).ok_or_else(|| {
+        format!(
+            "finished_normally {:?} is not True or False",
+            get("finished_normally")
+        )
+    })?;
+    let int = |n: &str| -> Result<Option<i64>, String> {
+        match get(n) {
+            "" => Ok(None),
+            v => v
+                .parse()
+                .map(Some)
+                .map_err(|_| format!("{n} {v:?} is not a number")),
+        }
+    };
+    let (total, passed) = (int("tests_total")?, int("tests_passed")?);
+    let counted = parse_bool(get("all_tests_counted"));
+    let tests = match (total, passed) {
+        (Some(0), _) if counted == Some(false) => None,
+        (Some(t), Some(p)) => Some((t, p)),
+        _ => None,
+    };
+    Ok(CsvRow {
+        job_name: job_name.to_string(),
+        task: task.to_string(),
+        condition,
+        run_index,
+        reward,
+        finished_normally,
+        tests,
+        content: record.iter().collect::<Vec<_>>().join("\u{1f}"),
+    })
+}
+
+/// The run plan of the CSV's `rows`: trial k of a condition is its k-th run (distinct
+/// `run_index` values in order); agent and model from the file name, else the first job name.
+fn run_plan(
+    path: &Path,
+    opts: &ImportOptions,
+    file: &mut FileReport,
+    tasks: BTreeSet<String>,
+    rows: &[CsvRow],
+) -> RunPlan {
     let mut runs_of: BTreeMap<&'static str, BTreeSet<u64>> = BTreeMap::new();
-    for r in &rows {
+    for r in rows {
         runs_of.entry(r.condition).or_default().insert(r.run_index);
     }
     let rank = |c: &'static str, i: u64| -> u32 {
         runs_of[c].iter().position(|x| *x == i).unwrap_or(0) as u32 + 1
     };
     let n_trials = runs_of.values().map(BTreeSet::len).max().unwrap_or(0) as u32;
-
     let tag = tag_from_file_name(path)
         .or_else(|| rows.first().and_then(|r| tag_from_job_name(&r.job_name)))
         .unwrap_or_else(|| "unknown".into());
@@ -269,40 +310,9 @@ pub(super) fn parse_csv(
     });
     let trials: Vec<NewTrial> = rows
         .iter()
-        .map(|r| {
-            let outcome = match r.reward {
-                Some(x) if is_pass(x) => Outcome::Pass,
-                Some(_) => Outcome::Fail,
-                None => Outcome::NoReward,
-            };
-            if outcome == Outcome::NoReward {
-                file.no_reward += 1;
-            }
-            let error = match (r.reward, r.finished_normally) {
-                (Some(x), _) if !is_pass(x) => Some(format!("verifier reward {x}")),
-                (Some(_), _) => None,
-                (None, false) => Some(
-                    "the run did not finish normally: no verifier reward (infrastructure)".into(),
-                ),
-                (None, true) => Some("no verifier reward".into()),
-            };
-            let identity = format!("csv:{}#{}", r.job_name, r.run_index);
-            NewTrial {
-                key: key_of(&identity, &r.content),
-                identity,
-                task_id: r.task.clone(),
-                condition: r.condition,
-                trial_index: rank(r.condition, r.run_index),
-                outcome,
-                reward: r.reward,
-                error,
-                tests: r.tests,
-                trial_name: r.job_name.clone(),
-                aggregated: false,
-            }
-        })
+        .map(|r| trial_of(r, rank(r.condition, r.run_index), file))
         .collect();
-    Ok(vec![RunPlan {
+    RunPlan {
         name,
         agent,
         model,
@@ -323,7 +333,42 @@ pub(super) fn parse_csv(
         tasks: tasks.into_iter().collect(),
         n_trials,
         trials,
-    }])
+    }
+}
+
+/// Row `r` as trial `trial_index` of its condition: an empty reward is `no-reward` (counted in
+/// `file`), reward 1 a pass, anything else a fail.
+fn trial_of(r: &CsvRow, trial_index: u32, file: &mut FileReport) -> NewTrial {
+    let outcome = match r.reward {
+        Some(x) if is_pass(x) => Outcome::Pass,
+        Some(_) => Outcome::Fail,
+        None => Outcome::NoReward,
+    };
+    if outcome == Outcome::NoReward {
+        file.no_reward += 1;
+    }
+    let error = match (r.reward, r.finished_normally) {
+        (Some(x), _) if !is_pass(x) => Some(format!("verifier reward {x}")),
+        (Some(_), _) => None,
+        (None, false) => {
+            Some("the run did not finish normally: no verifier reward (infrastructure)".into())
+        }
+        (None, true) => Some("no verifier reward".into()),
+    };
+    let identity = format!("csv:{}#{}", r.job_name, r.run_index);
+    NewTrial {
+        key: key_of(&identity, &r.content),
+        identity,
+        task_id: r.task.clone(),
+        condition: r.condition,
+        trial_index,
+        outcome,
+        reward: r.reward,
+        error,
+        tests: r.tests,
+        trial_name: r.job_name.clone(),
+        aggregated: false,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -234,6 +234,12 @@ fn json_message(e: &serde_json::Error, line: usize) -> String {
     format!("{msg} (line {at})")
 }
 
+/// Reads the results registry in `bytes` (the file at `path`) into one run plan per harness ×
+/// model configuration; a malformed or duplicate row goes into `broken` as
+/// `row N (line L): why` (and is counted in `file`), the others are imported.
+///
+/// # Errors
+/// A message when `bytes` is not a JSON array.
 pub(super) fn parse_registry(
     bytes: &[u8],
     path: &Path,
@@ -245,38 +251,82 @@ pub(super) fn parse_registry(
     if let Some(p) = &scan.problem {
         broken.push((path.to_path_buf(), p.clone()));
     }
-    /// What a malformed row still says: which configuration ran which task under which
-    /// condition, and how many trials, when those fields are readable.
-    #[derive(Deserialize)]
-    struct Identity {
-        task: String,
-        #[serde(default)]
-        model: Option<String>,
-        #[serde(default)]
-        harness: Option<String>,
-        #[serde(default)]
-        condition: Option<String>,
-        #[serde(default)]
-        trials: Option<serde_json::Value>,
+    let mut plans = RegistryPlans {
+        path,
+        prefix: opts.run.clone().unwrap_or_else(|| "registry".into()),
+        tasks: BTreeSet::new(),
+        configs: HashMap::new(),
+        names: HashSet::new(),
+        plans: Vec::new(),
+        seen: HashMap::new(),
+        unreadable: Vec::new(),
+    };
+    for (index, el) in scan.elements.iter().enumerate() {
+        file.rows += 1;
+        if let Err(why) = plans.add(index, &bytes[el.start..el.end], el.line, file) {
+            file.broken_rows += 1;
+            broken.push((
+                path.to_path_buf(),
+                format!("row {index} (line {}): {why}", el.line),
+            ));
+        }
     }
-    // (harness, model label, task, condition, trials) of rows that could not be imported.
-    let mut unreadable: Vec<(String, String, String, &'static str, Option<u32>)> = Vec::new();
-    let condition_of = |c: &str| match c {
+    Ok(plans.finish(file))
+}
+
+/// What a malformed row still says: which configuration ran which task under which
+/// condition, and how many trials, when those fields are readable.
+#[derive(Deserialize)]
+struct Identity {
+    task: String,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    harness: Option<String>,
+    #[serde(default)]
+    condition: Option<String>,
+    #[serde(default)]
+    trials: Option<serde_json::Value>,
+}
+
+/// A registry condition label as a condition key: `No Skills` → no-skills, `With Skills` →
+/// curated, else what [`condition_from`] reads in it.
+fn condition_of(label: &str) -> Option<&'static str> {
+    match label {
         "No Skills" => Some("no-skills"),
         "With Skills" => Some("curated"),
         other => condition_from(&[other]),
-    };
-    let prefix = opts.run.clone().unwrap_or_else(|| "registry".into());
-    let mut tasks = BTreeSet::new();
-    // Config (harness, model) → run plan index.
-    let mut configs: HashMap<(String, String), usize> = HashMap::new();
-    let mut names: HashSet<String> = HashSet::new();
-    let mut plans: Vec<RunPlan> = Vec::new();
-    let mut seen: HashMap<(String, String, String, &'static str), usize> = HashMap::new();
-    for (index, el) in scan.elements.iter().enumerate() {
-        file.rows += 1;
-        let text = &bytes[el.start..el.end];
-        let at = |why: String| format!("row {index} (line {}): {why}", el.line);
+    }
+}
+
+/// The registry's run plans as its rows are read.
+struct RegistryPlans<'a> {
+    path: &'a Path,
+    /// Run name prefix: `registry`, or `--run`.
+    prefix: String,
+    /// Every task a row names, readable or not.
+    tasks: BTreeSet<String>,
+    /// Config (harness, model) → index in `plans`.
+    configs: HashMap<(String, String), usize>,
+    /// Run names given so far.
+    names: HashSet<String>,
+    plans: Vec<RunPlan>,
+    /// (harness, model, task, condition) → the row that first named it.
+    seen: HashMap<(String, String, String, &'static str), usize>,
+    /// (harness, model label, task, condition, trials) of rows that could not be imported.
+    unreadable: Vec<(String, String, String, &'static str, Option<u32>)>,
+}
+
+impl RegistryPlans<'_> {
+    /// Adds row `index` (JSON `text` starting on line `line`) as its trials; what is wrong
+    /// with it otherwise (a malformed row is remembered as planned, see [`Self::finish`]).
+    fn add(
+        &mut self,
+        index: usize,
+        text: &[u8],
+        line: usize,
+        file: &mut FileReport,
+    ) -> Result<(), String> {
         let row: RegistryRow = match serde_json::from_slice(text) {
             Ok(r) => r,
             Err(e) => {
@@ -287,36 +337,21 @@ pub(super) fn parse_registry(
                         t.condition.as_deref().and_then(condition_of),
                     ) {
                         let n = t.trials.as_ref().and_then(|v| v.as_u64()).map(|n| n as u32);
-                        unreadable.push((h, m, t.task.clone(), c, n));
+                        self.unreadable.push((h, m, t.task.clone(), c, n));
                     }
-                    tasks.insert(t.task);
+                    self.tasks.insert(t.task);
                 }
-                file.broken_rows += 1;
-                broken.push((path.to_path_buf(), at(json_message(&e, el.line))));
-                continue;
+                return Err(json_message(&e, line));
             }
         };
         if !row.task.trim().is_empty() {
-            tasks.insert(row.task.clone());
+            self.tasks.insert(row.task.clone());
         }
-        let checked = (|| -> Result<(&'static str, Reconstruction), String> {
-            if row.task.trim().is_empty() || row.harness.trim().is_empty() {
-                return Err("empty task or harness".into());
-            }
-            let condition = condition_of(&row.condition).ok_or_else(|| {
-                format!(
-                    "condition {:?} is neither \"No Skills\" nor \"With Skills\"",
-                    row.condition
-                )
-            })?;
-            let rec = reconstruct(row.score, row.trials, row.pass_count, row.perfect_count)?;
-            Ok((condition, rec))
-        })();
-        let (condition, rec) = match checked {
+        let (condition, rec) = match check_row(&row) {
             Ok(x) => x,
             Err(why) => {
                 if let Some(c) = condition_of(&row.condition) {
-                    unreadable.push((
+                    self.unreadable.push((
                         row.harness.clone(),
                         row.model.clone(),
                         row.task.clone(),
@@ -324,118 +359,147 @@ pub(super) fn parse_registry(
                         Some(row.trials),
                     ));
                 }
-                file.broken_rows += 1;
-                broken.push((path.to_path_buf(), at(why)));
-                continue;
+                return Err(why);
             }
         };
-        let cfg = (row.harness.clone(), row.model.clone());
         let dup = (
             row.harness.clone(),
             row.model.clone(),
             row.task.clone(),
             condition,
         );
-        if let Some(first) = seen.get(&dup) {
-            file.broken_rows += 1;
-            broken.push((
-                path.to_path_buf(),
-                at(format!(
-                    "duplicate of row {first} (same config, task and condition)"
-                )),
+        if let Some(first) = self.seen.get(&dup) {
+            return Err(format!(
+                "duplicate of row {first} (same config, task and condition)"
             ));
-            continue;
         }
-        seen.insert(dup, index);
-        let p = match configs.get(&cfg) {
-            Some(p) => *p,
-            None => {
-                let base = sanitize_slug(&format!("{prefix}-{}-{}", row.harness, row.model_short));
-                let mut name = base.clone();
-                let mut k = 2;
-                while !names.insert(name.clone()) {
-                    name = format!("{base}-{k}");
-                    k += 1;
-                }
-                plans.push(RunPlan {
-                    name,
-                    agent: sanitize_slug(&row.harness),
-                    model: Some(row.model_short.clone()),
-                    source: Format::Registry,
-                    origin: path.display().to_string(),
-                    settings: serde_json::json!({
-                        "imported_from": path.display().to_string(),
-                        "format": "skillsbench results registry",
-                        "harness": row.harness,
-                        "model": row.model,
-                        "family": row.family,
-                    }),
-                    tasks: Vec::new(),
-                    n_trials: 0,
-                    trials: Vec::new(),
-                    planned: BTreeMap::new(),
-                });
-                configs.insert(cfg, plans.len() - 1);
-                plans.len() - 1
-            }
-        };
+        self.seen.insert(dup, index);
         if row.pass_count > row.perfect_count {
             file.partial_rows += 1;
         }
         if rec.clamped {
             file.clamped += 1;
         }
-        let plan = &mut plans[p];
-        plan.n_trials = plan.n_trials.max(row.trials);
-        plan.planned
-            .insert((row.task.clone(), condition), row.trials);
-        let content = format!(
-            "{}|{}|{}|{}",
-            row.score, row.trials, row.pass_count, row.perfect_count
+        let p = self.plan_of(&row);
+        push_trials(&mut self.plans[p], &row, condition, &rec);
+        Ok(())
+    }
+
+    /// The index of the plan of `row`'s configuration, made on its first row: run
+    /// `<prefix>-<harness>-<modelShort>` (numbered when two configurations would share it).
+    fn plan_of(&mut self, row: &RegistryRow) -> usize {
+        let cfg = (row.harness.clone(), row.model.clone());
+        if let Some(p) = self.configs.get(&cfg) {
+            return *p;
+        }
+        let base = sanitize_slug(&format!(
+            "{}-{}-{}",
+            self.prefix, row.harness, row.model_short
+        ));
+        let mut name = base.clone();
+        let mut k = 2;
+        while !self.names.insert(name.clone()) {
+            name = format!("{base}-{k}");
+            k += 1;
+        }
+        self.plans.push(RunPlan {
+            name,
+            agent: sanitize_slug(&row.harness),
+            model: Some(row.model_short.clone()),
+            source: Format::Registry,
+            origin: self.path.display().to_string(),
+            settings: serde_json::json!({
+                "imported_from": self.path.display().to_string(),
+                "format": "skillsbench results registry",
+                "harness": row.harness,
+                "model": row.model,
+                "family": row.family,
+            }),
+            tasks: Vec::new(),
+            n_trials: 0,
+            trials: Vec::new(),
+            planned: BTreeMap::new(),
+        });
+        self.configs.insert(cfg, self.plans.len() - 1);
+        self.plans.len() - 1
+    }
+
+    /// The plans, each with every task the file names. A malformed row still says its
+    /// configuration ran the task under its condition: those trials were planned, and count 0
+    /// as not run (a configuration without any readable row has no run to plan them in).
+    fn finish(mut self, file: &mut FileReport) -> Vec<RunPlan> {
+        for (harness, model, task, condition, n) in self.unreadable {
+            if let Some(&p) = self.configs.get(&(harness, model)) {
+                let plan = &mut self.plans[p];
+                let n = n.unwrap_or(plan.n_trials).max(1);
+                plan.planned.entry((task, condition)).or_insert(n);
+            }
+        }
+        file.tasks = self.tasks.len();
+        let tasks: Vec<String> = self.tasks.into_iter().collect();
+        for plan in &mut self.plans {
+            plan.tasks = tasks.clone();
+        }
+        self.plans
+    }
+}
+
+/// A row's condition and reconstructed rewards, or what is wrong with it.
+fn check_row(row: &RegistryRow) -> Result<(&'static str, Reconstruction), String> {
+    if row.task.trim().is_empty() || row.harness.trim().is_empty() {
+        return Err("empty task or harness".into());
+    }
+    let condition = condition_of(&row.condition).ok_or_else(|| {
+        format!(
+            "condition {:?} is neither \"No Skills\" nor \"With Skills\"",
+            row.condition
+        )
+    })?;
+    let rec = reconstruct(row.score, row.trials, row.pass_count, row.perfect_count)?;
+    Ok((condition, rec))
+}
+
+/// Adds `row`'s trials to `plan`: one per reconstructed reward, marked aggregated, each with an
+/// import key of its configuration, task, condition and index and the row's numbers as content.
+fn push_trials(
+    plan: &mut RunPlan,
+    row: &RegistryRow,
+    condition: &'static str,
+    rec: &Reconstruction,
+) {
+    plan.n_trials = plan.n_trials.max(row.trials);
+    plan.planned
+        .insert((row.task.clone(), condition), row.trials);
+    let content = format!(
+        "{}|{}|{}|{}",
+        row.score, row.trials, row.pass_count, row.perfect_count
+    );
+    for (k, reward) in rec.rewards.iter().enumerate() {
+        let k = k as u32 + 1;
+        let identity = format!(
+            "registry:{}|{}|{}|{condition}#{k}",
+            row.harness, row.model, row.task
         );
-        for (k, reward) in rec.rewards.iter().enumerate() {
-            let k = k as u32 + 1;
-            let identity = format!(
-                "registry:{}|{}|{}|{condition}#{k}",
-                row.harness, row.model, row.task
-            );
-            let pass = is_pass(*reward);
-            plan.trials.push(NewTrial {
-                key: key_of(&identity, &content),
-                identity,
-                task_id: row.task.clone(),
-                condition,
-                trial_index: k,
-                outcome: if pass { Outcome::Pass } else { Outcome::Fail },
-                reward: Some(*reward),
-                error: (!pass).then(|| {
-                    format!(
-                        "reward {reward:.4}, reconstructed from the registry (score {}, {} of {} trials with reward > 0, {} perfect)",
-                        row.score, row.pass_count, row.trials, row.perfect_count
-                    )
-                }),
-                tests: None,
-                trial_name: format!("{}__registry-{condition}-{k}", row.task),
-                aggregated: true,
-            });
-        }
+        let pass = is_pass(*reward);
+        plan.trials.push(NewTrial {
+            key: key_of(&identity, &content),
+            identity,
+            task_id: row.task.clone(),
+            condition,
+            trial_index: k,
+            outcome: if pass { Outcome::Pass } else { Outcome::Fail },
+            reward: Some(*reward),
+            error: (!pass).then(|| {
+                format!(
+                    "reward {reward:.4}, reconstructed from the registry (score {}, {} of {} trials with reward > 0, {} perfect)",
+                    row.score, row.pass_count, row.trials, row.perfect_count
+                )
+            }),
+            tests: None,
+            trial_name: format!("{}__registry-{condition}-{k}", row.task),
+            aggregated: true,
+        });
     }
-    // A malformed row still says its configuration ran the task under its condition: those
-    // trials were planned, and count 0 as not run (a configuration without any readable row has
-    // no run to plan them in).
-    for (harness, model, task, condition, n) in unreadable {
-        if let Some(&p) = configs.get(&(harness, model)) {
-            let plan = &mut plans[p];
-            let n = n.unwrap_or(plan.n_trials).max(1);
-            plan.planned.entry((task, condition)).or_insert(n);
-        }
-    }
-    file.tasks = tasks.len();
-    let tasks: Vec<String> = tasks.into_iter().collect();
-    for plan in &mut plans {
-        plan.tasks = tasks.clone();
-    }
-    Ok(plans)
 }
 
 // ---------------------------------------------------------------------------------------------

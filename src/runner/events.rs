@@ -142,7 +142,7 @@ impl Step {
             Step::Services => "services",
             Step::Create => "create",
             Step::Start => "start",
-            Step::Exposure => "exposure exec",
+            Step::Exposure => "exposure scan",
             Step::Agent => "agent exec",
             Step::Upload => "uploads",
             Step::Verifier => "verifier exec",

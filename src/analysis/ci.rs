@@ -26,6 +26,9 @@
 //! resamples exactly at 0, against the 2.5 % the lower bound reads: some seeds give a lower
 //! bound above 0, others 0 — that verdict is borderline whatever the seed.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use rand::Rng;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -197,13 +200,11 @@ impl CiMethod {
         if n < 2 || low.len() != n || high.len() != n || self.resamples == 0 {
             return None;
         }
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         let mut shares = Vec::with_capacity(self.resamples);
         let mut undefined = 0;
-        for _ in 0..self.resamples {
+        for_each_resample(n, self.resamples, self.seed, |draws| {
             let (mut t, mut l, mut h) = (0.0, 0.0, 0.0);
-            for _ in 0..n {
-                let i = rng.random_range(0..n);
+            for i in draws {
                 t += treated[i];
                 l += low[i];
                 h += high[i];
@@ -214,7 +215,7 @@ impl CiMethod {
             } else {
                 undefined += 1;
             }
-        }
+        });
         if shares.is_empty() {
             return None;
         }
@@ -233,15 +234,14 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64, level: f64) -> Opt
     if n < 2 || resamples == 0 {
         return None;
     }
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut means: Vec<f64> = Vec::with_capacity(resamples);
-    for _ in 0..resamples {
+    for_each_resample(n, resamples, seed, |draws| {
         let mut sum = 0.0;
-        for _ in 0..n {
-            sum += values[rng.random_range(0..n)];
+        for i in draws {
+            sum += values[i];
         }
         means.push(sum / n as f64);
-    }
+    });
     means.sort_by(f64::total_cmp);
     Some(
         CiMethod {
@@ -251,6 +251,128 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64, level: f64) -> Opt
         }
         .interval(&means),
     )
+}
+
+/// Calls `each` once per resample, in order, with the `n` task indices it draws: `resamples`
+/// resamples of `n` draws with replacement from ChaCha8 seeded with `seed`. Inside
+/// [`memoized`], the draws of a (seed, tasks, resamples) are made once and read again by every
+/// later interval over as many tasks — an analysis's conditions, comparisons and hypotheses over
+/// the same task set share them — with exactly the same indices in the same order, so every
+/// interval is the same as drawn afresh.
+fn for_each_resample(n: usize, resamples: usize, seed: u64, mut each: impl FnMut(Draws<'_>)) {
+    if let Some(stream) = memo_stream(n, resamples, seed) {
+        for chunk in stream.chunks_exact(n) {
+            each(Draws::Stored(chunk.iter()));
+        }
+        return;
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    for _ in 0..resamples {
+        each(Draws::Fresh {
+            rng: &mut rng,
+            left: n,
+            n,
+        });
+    }
+}
+
+/// The task indices of one resample.
+enum Draws<'a> {
+    /// Read from a memoized stream.
+    Stored(std::slice::Iter<'a, u16>),
+    /// Drawn now.
+    Fresh {
+        rng: &'a mut ChaCha8Rng,
+        left: usize,
+        n: usize,
+    },
+}
+
+impl Iterator for Draws<'_> {
+    type Item = usize;
+
+    #[inline]
+    fn next(&mut self) -> Option<usize> {
+        match self {
+            Draws::Stored(it) => it.next().map(|&i| usize::from(i)),
+            Draws::Fresh { rng, left, n } => {
+                if *left == 0 {
+                    return None;
+                }
+                *left -= 1;
+                Some(rng.random_range(0..*n))
+            }
+        }
+    }
+}
+
+/// The most draws [`memoized`] keeps at once (2 bytes each): 10,000 resamples over 3,200 tasks.
+const MEMO_DRAWS: usize = 32_000_000;
+
+/// A memoized stream of draws.
+struct Stream {
+    key: (usize, usize, u64),
+    draws: Rc<[u16]>,
+}
+
+thread_local! {
+    /// The streams drawn while [`memoized`] runs on this thread (`None` outside it), oldest first.
+    static STREAMS: RefCell<Option<Vec<Stream>>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with the draws of every interval memoized ([`for_each_resample`]); they are dropped
+/// when it returns. Intervals are the same with or without it; only their cost differs.
+pub fn memoized<T>(f: impl FnOnce() -> T) -> T {
+    let outer = STREAMS.with(|s| {
+        let mut s = s.borrow_mut();
+        let outer = s.is_some();
+        if !outer {
+            *s = Some(Vec::new());
+        }
+        outer
+    });
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            if !self.0 {
+                STREAMS.with(|s| *s.borrow_mut() = None);
+            }
+        }
+    }
+    let _reset = Reset(outer);
+    f()
+}
+
+/// The memoized draws of (`n`, `resamples`, `seed`), drawn now when new; `None` outside
+/// [`memoized`], for more than 65,536 tasks, or beyond [`MEMO_DRAWS`].
+fn memo_stream(n: usize, resamples: usize, seed: u64) -> Option<Rc<[u16]>> {
+    let total = n.checked_mul(resamples)?;
+    if n == 0 || n > usize::from(u16::MAX) + 1 || total > MEMO_DRAWS {
+        return None;
+    }
+    STREAMS.with(|s| {
+        let mut s = s.borrow_mut();
+        let streams = s.as_mut()?;
+        let key = (n, resamples, seed);
+        if let Some(found) = streams.iter().find(|st| st.key == key) {
+            return Some(found.draws.clone());
+        }
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let draws: Rc<[u16]> = (0..total).map(|_| rng.random_range(0..n) as u16).collect();
+        // Keep the newest streams within the budget.
+        let mut kept = total;
+        let mut keep_from = streams.len();
+        while keep_from > 0 && kept + streams[keep_from - 1].draws.len() <= MEMO_DRAWS {
+            keep_from -= 1;
+            kept += streams[keep_from].draws.len();
+        }
+        streams.drain(..keep_from);
+        streams.push(Stream {
+            key,
+            draws: draws.clone(),
+        });
+        Some(draws)
+    })
 }
 
 /// The `q`-quantile of sorted values, linear interpolation between order statistics (type 7,

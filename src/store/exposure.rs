@@ -104,15 +104,18 @@ pub fn trial_skills(
     run_id: i64,
     generated: bool,
 ) -> Result<Vec<TrialSkills>, StoreError> {
-    const FROM: &str = "FROM trial_exposures e JOIN trials t ON t.id = e.trial_id";
-    const WHERE: &str = "WHERE t.run_id = ?1 AND t.superseded = 0";
+    // Read from the exposure records within the run's row ids (one sequential range, empty when
+    // the run recorded none), never by probing them once per trial of the run.
+    const FROM: &str = "FROM trial_exposures e CROSS JOIN trials t ON t.id = e.trial_id";
+    const WHERE: &str = "WHERE e.trial_id BETWEEN ?2 AND ?3 AND t.run_id = ?1 AND t.superseded = 0";
+    let (lo, hi) = crate::store::analysis::row_range(conn, run_id)?.unwrap_or((1, 0));
     let mut out: Vec<TrialSkills> = super::learning::all(
         conn,
         &format!(
             "SELECT t.id, t.task_id, t.condition, t.trial_index, t.status, e.skill_use,
                     e.builtins, e.error {FROM} {WHERE}"
         ),
-        [run_id],
+        params![run_id, lo, hi],
         |r| {
             let builtins: Option<String> = r.get(6)?;
             Ok(TrialSkills {
@@ -141,9 +144,9 @@ pub fn trial_skills(
         conn,
         &format!(
             "SELECT s.trial_id, s.dir, s.name, s.origin, s.sha256, s.enabled
-             {FROM} JOIN exposed_skills s ON s.trial_id = e.trial_id {WHERE}"
+             {FROM} CROSS JOIN exposed_skills s ON s.trial_id = e.trial_id {WHERE}"
         ),
-        [run_id],
+        params![run_id, lo, hi],
         |r| {
             Ok((
                 r.get::<_, i64>(0)?,
@@ -166,9 +169,9 @@ pub fn trial_skills(
         conn,
         &format!(
             "SELECT DISTINCT u.trial_id, u.skill
-             {FROM} JOIN skill_uses u ON u.trial_id = e.trial_id {WHERE}"
+             {FROM} CROSS JOIN skill_uses u ON u.trial_id = e.trial_id {WHERE}"
         ),
-        [run_id],
+        params![run_id, lo, hi],
         |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
     )?;
     for (id, skill) in uses {

@@ -4,8 +4,10 @@
 //! task-level changes, failure modes and how they shift between rounds, learning efficiency by
 //! difficulty, pass@2-adaptive, and the paper's numbers for the same harness and model.
 //!
-//! Everything is computed from one pass over the latest attempts ([`tally`]: an index-only scan of
-//! `trials_brief`), so a million trials take well under a second. A trial's reward is its
+//! Everything is computed from one pass over the selected runs' trial rows ([`tally`]: one
+//! sequential read of each run's rows, accumulated per task and condition), so a million trials
+//! take well under a second; results over part of the tasks (each side of a held-out split) are
+//! derived from the same tally, never by reading the trials again. A trial's reward is its
 //! verifier's, clamped to [0, 1] (0 for missing, unfinished, cancelled or interrupted trials); its
 //! success is `reward ≥` the pass threshold ([`crate::analysis::success`]) — never its agent
 //! outcome. Per-task means follow [`super::metrics`] over the trials planned per task.
@@ -303,10 +305,21 @@ pub fn analyze(
     selection: &Selection,
     scoring: &Scoring,
 ) -> Result<Results, StoreError> {
+    // Intervals over the same tasks share their resampled task indices.
+    super::ci::memoized(|| analyze_selection(conn, selection, scoring))
+}
+
+/// [`analyze`], its intervals' draws memoized.
+fn analyze_selection(
+    conn: &Connection,
+    selection: &Selection,
+    scoring: &Scoring,
+) -> Result<Results, StoreError> {
     let method = &scoring.ci;
+    let loaded = load(conn, selection, scoring)?;
     let Selection::Experiment(name) = selection else {
-        let mut results = analyze_tasks(conn, selection, scoring, None)?;
-        subsets::attach_exposure(conn, selection, scoring, &mut results)?;
+        let mut results = analyze_tasks(&loaded, scoring, None);
+        subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
         return Ok(results);
     };
     let e = lq::find_experiment(conn, name)?
@@ -325,7 +338,7 @@ pub fn analyze(
             ),
             _ => None,
         };
-    let mut results = analyze_tasks(conn, selection, scoring, round2_tasks.as_ref())?;
+    let mut results = analyze_tasks(&loaded, scoring, round2_tasks.as_ref());
     results.hypotheses =
         super::hypotheses::answer("all tasks", &measured(&results.conditions), method);
     if let Some(split) = split {
@@ -336,7 +349,7 @@ pub fn analyze(
                 .filter(|t| round2_tasks.as_ref().is_none_or(|r| r.contains(*t)))
                 .cloned()
                 .collect();
-            subsets.extend(subsets::subset(conn, selection, scoring, side, ids)?);
+            subsets.extend(subsets::subset(&loaded, scoring, side, ids));
         }
         for s in &subsets {
             results.hypotheses.extend(s.hypotheses.iter().cloned());
@@ -374,8 +387,46 @@ pub fn analyze(
             skills: row.skills,
         });
     }
-    subsets::attach_exposure(conn, selection, scoring, &mut results)?;
+    subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
     Ok(results)
+}
+
+/// The selection as read once: its runs, their plans, the whole task set and the tally every
+/// question is answered from.
+pub(super) struct Loaded {
+    /// The experiment's name when one was selected.
+    experiment: Option<String>,
+    /// The selected runs.
+    runs: Vec<RunRow>,
+    /// The trials each run planned per task (imports plan unevenly).
+    plans: Vec<TrialPlan>,
+    /// The task set ([`task_set`]).
+    tasks: Vec<TaskInfo>,
+    /// One pass over the runs' trial rows.
+    tally: tally::Tally,
+}
+
+/// Reads `selection` once ([`Loaded`]).
+fn load(conn: &Connection, selection: &Selection, scoring: &Scoring) -> Result<Loaded, StoreError> {
+    let (experiment, runs) = selected(conn, selection)?;
+    let task_runs = if experiment.is_some() {
+        &runs[..1]
+    } else {
+        &runs[..]
+    };
+    let tasks = task_set(conn, task_runs)?;
+    let plans: Vec<TrialPlan> = runs
+        .iter()
+        .map(|r| queries::trial_plan(conn, r))
+        .collect::<Result<_, _>>()?;
+    let tally = tally::load(conn, &runs, &plans, &scoring.success)?;
+    Ok(Loaded {
+        experiment,
+        runs,
+        plans,
+        tasks,
+        tally,
+    })
 }
 
 /// The runs `selection` names, and the experiment's name when it is one.
@@ -414,19 +465,11 @@ fn selected(
 }
 
 /// The task set: round 1's tasks for an experiment (`task_runs` is its first run), else every
-/// selected run's; only those in `only` when given. Difficulties are normalised to the closed
-/// set ([`Difficulty`]).
-fn task_set(
-    conn: &Connection,
-    task_runs: &[RunRow],
-    only: Option<&std::collections::BTreeSet<String>>,
-) -> Result<Vec<TaskInfo>, StoreError> {
+/// selected run's, by id. Difficulties are normalised to the closed set ([`Difficulty`]).
+fn task_set(conn: &Connection, task_runs: &[RunRow]) -> Result<Vec<TaskInfo>, StoreError> {
     let mut tasks: BTreeMap<String, TaskInfo> = BTreeMap::new();
     for r in task_runs {
         for t in queries::run_tasks(conn, r.id)? {
-            if only.is_some_and(|o| !o.contains(&t.task_id)) {
-                continue;
-            }
             tasks.entry(t.task_id.clone()).or_insert(TaskInfo {
                 id: t.task_id,
                 domain: t.domain,
@@ -437,37 +480,38 @@ fn task_set(
     Ok(tasks.into_values().collect())
 }
 
-/// [`analyze`] over the task set, or only the tasks in `only`.
+/// [`analyze`] over the task set, or only the tasks in `only`, from the tally `loaded`.
 fn analyze_tasks(
-    conn: &Connection,
-    selection: &Selection,
+    loaded: &Loaded,
     scoring: &Scoring,
     only: Option<&std::collections::BTreeSet<String>>,
-) -> Result<Results, StoreError> {
+) -> Results {
     let method = &scoring.ci;
-    let (experiment, runs) = selected(conn, selection)?;
+    let Loaded {
+        experiment,
+        runs,
+        plans,
+        tally,
+        ..
+    } = loaded;
     let is_experiment = experiment.is_some();
-    let tasks = task_set(conn, if is_experiment { &runs[..1] } else { &runs }, only)?;
-
-    // The trials each run planned per task (imports plan unevenly), and one pass over the
-    // latest attempts.
-    let plans: Vec<TrialPlan> = runs
+    let tasks: Vec<TaskInfo> = loaded
+        .tasks
         .iter()
-        .map(|r| queries::trial_plan(conn, r))
-        .collect::<Result<_, _>>()?;
-    let cells = tally::load_cells(conn, &runs, &plans, &scoring.success)?;
-    let categories = tally::load_categories(conn, &runs, &plans, &scoring.success)?;
+        .filter(|t| only.is_none_or(|o| o.contains(&t.id)))
+        .cloned()
+        .collect();
     let conditions = conditions::score(
-        &runs,
+        runs,
         is_experiment,
         &tasks,
-        &plans,
-        &cells,
-        &categories,
+        plans,
+        &tally.cells,
+        &tally.categories,
         scoring,
     );
 
-    let pairs = comparisons::pairs(is_experiment, &runs, &conditions);
+    let pairs = comparisons::pairs(is_experiment, runs, &conditions);
     let mut comparisons = Vec::new();
     let mut task_deltas = Vec::new();
     for (name, w, wo) in &pairs {
@@ -525,19 +569,20 @@ fn analyze_tasks(
         efficiency = breakdowns::efficiency(&tasks, &conditions, &pairs);
     }
 
-    let mut paper = paper_rows::rows(&runs, &conditions);
-    paper.extend(paper_rows::registry_aggregates(&runs, &conditions));
+    let mut paper = paper_rows::rows(runs, &conditions);
+    paper.extend(paper_rows::registry_aggregates(runs, &conditions));
     let flaky = comparisons::flaky(&conditions, &tasks);
-    let (mut notes, run_infos) = notes::notes_and_runs(conn, &runs, &conditions, &comparisons)?;
-    let interim = Interim::of(&runs, &conditions);
+    let (mut notes, run_infos) =
+        notes::notes_and_runs(runs, &tally.runs, &conditions, &comparisons);
+    let interim = Interim::of(runs, &conditions);
     if let Some(i) = &interim {
         notes.insert(0, i.describe());
     }
 
-    Ok(Results {
+    Results {
         interim,
         generated_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        experiment,
+        experiment: experiment.clone(),
         runs: run_infos,
         tasks,
         ci_description: method.describe(),
@@ -560,5 +605,5 @@ fn analyze_tasks(
         held_out: None,
         round2_skills: Vec::new(),
         exposure: Default::default(),
-    })
+    }
 }

@@ -2,11 +2,11 @@
 //! trials that have not run, comparisons over fewer than all tasks, and whether the results are
 //! interim.
 
-use rusqlite::Connection;
 use serde::Serialize;
 
+use super::tally::RunFacts;
 use super::{Comparison, ConditionResult, FailureMode, RunInfo};
-use crate::store::{RunRow, StoreError};
+use crate::store::RunRow;
 
 /// Why and how far results are interim.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -139,13 +139,13 @@ fn task_list(ids: &[String]) -> String {
 }
 
 /// The notes about `conditions` and `comparisons`, and each run's [`RunInfo`] with the notes
-/// about its agent settings (read from `trials.agent_settings`).
+/// about its agent settings and environment marks (`facts[i]` of run `i`, from the tally).
 pub(super) fn notes_and_runs(
-    conn: &Connection,
     runs: &[RunRow],
+    facts: &[RunFacts],
     conditions: &[ConditionResult],
     comparisons: &[Comparison],
-) -> Result<(Vec<String>, Vec<RunInfo>), StoreError> {
+) -> (Vec<String>, Vec<RunInfo>) {
     let find = |l: &str| conditions.iter().find(|c| c.label == l);
     let mut notes = Vec::new();
     for c in comparisons {
@@ -211,12 +211,12 @@ pub(super) fn notes_and_runs(
 
     // What decided the agents' behaviour, and what could not be pinned.
     let mut run_infos = Vec::new();
-    for r in runs {
-        let agent_settings: Vec<serde_json::Value> =
-            crate::store::analysis::agent_settings(conn, r.id)?
-                .iter()
-                .filter_map(|t| serde_json::from_str(t).ok())
-                .collect();
+    for (r, facts) in runs.iter().zip(facts) {
+        let agent_settings: Vec<serde_json::Value> = facts
+            .agent_settings
+            .iter()
+            .filter_map(|t| serde_json::from_str(t).ok())
+            .collect();
         let mut unpinned: Vec<String> = agent_settings
             .iter()
             .filter_map(|v| v.get("unpinned").and_then(|u| u.as_array()).cloned())
@@ -240,10 +240,7 @@ pub(super) fn notes_and_runs(
                 &r.name,
             );
         }
-        notes.extend(environment_notes(
-            &r.name,
-            &crate::store::queries::environment_marks(conn, r.id)?,
-        ));
+        notes.extend(environment_notes(&r.name, &facts.environment));
         run_infos.push(RunInfo {
             name: r.name.clone(),
             agent: r.agent.clone(),
@@ -256,7 +253,7 @@ pub(super) fn notes_and_runs(
         });
     }
     notes.extend(grouped.lines(conditions.len(), runs.len()));
-    Ok((notes, run_infos))
+    (notes, run_infos)
 }
 
 /// Notes on a run's trials whose environment was not what their task asked (issue 27): needed

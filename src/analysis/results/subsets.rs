@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use rusqlite::Connection;
 
-use super::{Results, Scoring, Selection, Subset, SubsetCondition, analyze_tasks, measured};
+use super::{Loaded, Results, Scoring, Subset, SubsetCondition, analyze_tasks, measured};
 use crate::analysis::exposure::{SPLIT_SCOPES, Scored, compute};
 use crate::store::StoreError;
 
@@ -18,7 +18,7 @@ use crate::store::StoreError;
 /// SQL errors.
 pub(super) fn attach_exposure(
     conn: &Connection,
-    selection: &Selection,
+    loaded: &Loaded,
     scoring: &Scoring,
     results: &mut Results,
 ) -> Result<(), StoreError> {
@@ -38,7 +38,7 @@ pub(super) fn attach_exposure(
         .map(|c| (c.name.as_str(), c.with.as_str(), c.without.as_str()))
         .collect();
     let tasks: Vec<String> = results.tasks.iter().map(|t| t.id.clone()).collect();
-    let experiment = matches!(selection, Selection::Experiment(_));
+    let experiment = loaded.experiment.is_some();
     let mut x = compute(conn, &tasks, &scored, &compared, experiment)?;
     if let (Some(split), Some(h)) = (&mut x.split, &results.held_out) {
         let side = |name: &str| h.subsets.iter().find(|s| s.name == name).map(|s| &s.tasks);
@@ -48,7 +48,7 @@ pub(super) fn attach_exposure(
     if let Some(split) = x.split.as_ref().filter(|s| !s.same_as_split) {
         for (scope, ids) in SPLIT_SCOPES.iter().zip([&split.same_task, &split.held_out]) {
             let ids = ids.iter().cloned().collect();
-            if let Some(sub) = subset(conn, selection, scoring, scope, ids)? {
+            if let Some(sub) = subset(loaded, scoring, scope, ids) {
                 results.hypotheses.extend(sub.hypotheses);
             }
         }
@@ -58,22 +58,19 @@ pub(super) fn attach_exposure(
 }
 
 /// The results over the tasks `ids` (none when empty), named `name`: each condition's pass rate,
-/// the comparisons, overall pass@2-adaptive and the hypotheses over them.
-///
-/// # Errors
-/// As [`super::analyze`].
+/// the comparisons, overall pass@2-adaptive and the hypotheses over them — from the tally
+/// `loaded` already holds, without reading the trials again.
 pub(super) fn subset(
-    conn: &Connection,
-    selection: &Selection,
+    loaded: &Loaded,
     scoring: &Scoring,
     name: &str,
     ids: BTreeSet<String>,
-) -> Result<Option<Subset>, StoreError> {
+) -> Option<Subset> {
     if ids.is_empty() {
-        return Ok(None);
+        return None;
     }
-    let r = analyze_tasks(conn, selection, scoring, Some(&ids))?;
-    Ok(Some(Subset {
+    let r = analyze_tasks(loaded, scoring, Some(&ids));
+    Some(Subset {
         name: name.to_string(),
         tasks: ids.into_iter().collect(),
         hypotheses: crate::analysis::hypotheses::answer(
@@ -99,5 +96,5 @@ pub(super) fn subset(
             .into_iter()
             .filter(|a| a.scope == "overall")
             .collect(),
-    }))
+    })
 }

@@ -1,6 +1,10 @@
-//! The one pass over the store: per (run, condition, task) what its latest attempts within the
-//! plan hold — rewards, successes ([`SuccessRule`]), failure modes, trials with a verdict — and
-//! the judged failures per failure category.
+//! The one pass over the store, as nextest's `RunStats::on_test_finished` accumulates a run: each
+//! trial row of the selected runs is read once ([`store::analysis::for_each_trial`]) and added to
+//! a running tally — per (run, condition, task) what its latest attempts within the plan hold
+//! (rewards, successes by [`SuccessRule`], failure modes, trials with a verdict), the judged
+//! failures per failure category, and per run the agent settings and environment marks its
+//! trials recorded. Every question (conditions, comparisons, breakdowns, held-out subsets, notes)
+//! is answered from this tally, never by reading the trials again.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -9,7 +13,8 @@ use rusqlite::Connection;
 use super::FailureMode;
 use crate::analysis::failure_category::{self, FailureCategory};
 use crate::analysis::success::SuccessRule;
-use crate::store::analysis::JudgedFailureRow;
+use crate::store::analysis::{AgentSettingsSeen, EnvironmentMarks, TrialFacts};
+use crate::store::queries::EnvironmentMark;
 use crate::store::{self, Outcome, RunRow, StoreError, TrialPlan};
 
 /// Per (run, condition, task): what its latest attempts within the plan hold.
@@ -41,105 +46,195 @@ pub(super) type Cells = HashMap<(i64, String, String), Cell>;
 /// (run id, condition) → judged failures per category.
 pub(super) type CategoryCounts = HashMap<(i64, String), BTreeMap<FailureCategory, usize>>;
 
-/// Judged failures per (run, condition) by failure category: trials with a verdict that did not
-/// succeed. The stored category when there is one; else (trials recorded before categories
-/// existed) decided from the trial folder, or from the outcome alone when the folder is gone.
-/// Nothing is written: the analysis only reads.
-pub(super) fn load_categories(
-    conn: &Connection,
-    runs: &[RunRow],
-    plans: &[TrialPlan],
-    rule: &SuccessRule,
-) -> Result<CategoryCounts, StoreError> {
-    let mut out = CategoryCounts::new();
-    for (run, plan) in runs.iter().zip(plans) {
-        for row in store::analysis::judged_failures(conn, run.id)? {
-            let JudgedFailureRow {
-                task,
-                condition: cond,
-                trial_index: index,
-                outcome,
-                category: stored,
-                trial_dir: dir,
-                agent_exit_code: exit,
-                reward,
-            } = row;
-            if index == 0 || index > plan.of(&task, &cond) {
-                continue;
-            }
-            // A timeout whose verifier still gave the reward succeeded: not a failure.
-            if reward.is_some_and(|r| rule.succeeds(r.clamp(0.0, 1.0))) {
-                continue;
-            }
-            let category = stored
-                .as_deref()
-                .and_then(FailureCategory::parse)
-                .or_else(|| match &dir {
-                    Some(d) => failure_category::classify_trial_dir(
-                        outcome,
-                        exit,
-                        std::path::Path::new(d),
-                        None,
-                    ),
-                    None => failure_category::classify(&failure_category::Evidence {
-                        outcome,
-                        agent_exit_code: exit,
-                        trajectory: None,
-                        tests: None,
-                        instruction: None,
-                    }),
-                })
-                .unwrap_or(FailureCategory::Unclassified);
-            *out.entry((run.id, cond))
-                .or_default()
-                .entry(category)
-                .or_default() += 1;
-        }
-    }
-    Ok(out)
+/// What a run's trials recorded beside their verdicts.
+#[derive(Debug, Clone, Default)]
+pub(super) struct RunFacts {
+    /// The distinct `agent_settings` JSON texts of its trials (every attempt).
+    pub agent_settings: Vec<String>,
+    /// Its latest attempts with a `missing_env` or `clamped` mark, by task.
+    pub environment: Vec<EnvironmentMark>,
 }
 
-/// The pass over the latest attempts: (run, condition, task) → [`Cell`].
+/// The accumulated tally of the selected runs.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    /// Per (run, condition, task).
+    pub cells: Cells,
+    /// Judged failures per (run, condition) by failure category: trials with a verdict that did
+    /// not succeed. The stored category when there is one; else (trials recorded before
+    /// categories existed) decided from the trial folder, or from the outcome alone when the
+    /// folder is gone. Nothing is written: the analysis only reads.
+    pub categories: CategoryCounts,
+    /// Per run, in the order of the runs.
+    pub runs: Vec<RunFacts>,
+}
+
+/// A latest attempt within the plan's largest count, as the cell folds it.
+#[derive(Debug, Clone, Copy)]
+struct Latest {
+    order: (i64, i64),
+    done: bool,
+    outcome: Option<Outcome>,
+    reward: Option<f64>,
+}
+
+/// One (task, condition) of a run while its rows are read.
+struct Slot {
+    task: String,
+    condition: String,
+    /// Trials it planned.
+    plan: u32,
+    rows: Vec<Latest>,
+}
+
+/// The tally of `runs` (run `i` planned by `plans[i]`): one read of each run's trial rows.
 ///
-/// Reads (task, condition, status, outcome, reward) in the order of the covering `trials_brief`
-/// index — no table lookups, no sort — and folds consecutive rows of a (task, condition) in Rust,
-/// comparing borrowed text. At a million trials this beats both a `GROUP BY … status, outcome`
-/// (a temporary B-tree) and per-outcome conditional sums (SQLite evaluates each per row).
-pub(super) fn load_cells(
+/// A (task, condition)'s latest attempts are folded in (trial index, attempt) order whatever
+/// order the rows come in, so its reward sums are the same as a read in index order.
+///
+/// # Errors
+/// [`StoreError`] from SQLite.
+pub(super) fn load(
     conn: &Connection,
     runs: &[RunRow],
     plans: &[TrialPlan],
     rule: &SuccessRule,
-) -> Result<Cells, StoreError> {
-    let mut out = Cells::new();
+) -> Result<Tally, StoreError> {
+    let mut tally = Tally::default();
     for (run, plan) in runs.iter().zip(plans) {
-        let aggregated = store::analysis::aggregated_conditions(conn, run.id)?;
-        let mut key: Option<(String, String)> = None;
-        let mut cell = Cell::default();
-        let mut key_plan = plan.default;
-        store::analysis::for_each_latest_attempt(conn, run.id, plan.max(), |r| {
-            let same = key
-                .as_ref()
-                .is_some_and(|(t, c)| t == r.task && c == r.condition);
-            if !same {
-                if let Some((t, c)) = key.take() {
-                    out.insert((run.id, c, t), std::mem::take(&mut cell));
-                }
-                cell.aggregated = aggregated.iter().any(|a| a == r.condition);
-                key_plan = plan.of(r.task, r.condition);
-                key = Some((r.task.to_string(), r.condition.to_string()));
+        let max = i64::from(plan.max());
+        let mut slots: Vec<Slot> = Vec::new();
+        let mut by_condition: Vec<(String, HashMap<String, usize>)> = Vec::new();
+        let mut last: Option<usize> = None;
+        let mut aggregated: Vec<String> = Vec::new();
+        let mut settings = AgentSettingsSeen::default();
+        let mut environment = EnvironmentMarks::default();
+        store::analysis::for_each_trial(conn, run.id, |r| {
+            settings.add(&r);
+            environment.add(&r);
+            if r.aggregated && !aggregated.iter().any(|a| a == r.condition) {
+                aggregated.push(r.condition.to_string());
             }
-            // Trials beyond what the task planned are not in its Method D mean.
-            if r.trial_index <= key_plan as i64 {
-                cell.add(r.done, r.outcome, r.reward, rule);
+            if r.superseded {
+                return Ok(());
+            }
+            let s = match last
+                .filter(|&i| slots[i].task == r.task && slots[i].condition == r.condition)
+            {
+                Some(i) => i,
+                None => slot_of(&mut slots, &mut by_condition, plan, r.task, r.condition),
+            };
+            last = Some(s);
+            let slot = &mut slots[s];
+            // Trials beyond the plan's largest count are in no cell.
+            if (1..=max).contains(&r.trial_index) {
+                slot.rows.push(Latest {
+                    order: (r.trial_index, r.attempt),
+                    done: r.done,
+                    outcome: r.outcome,
+                    reward: r.reward,
+                });
+            }
+            let planned = r.trial_index >= 1 && r.trial_index <= i64::from(slot.plan);
+            if let Some(category) = planned.then(|| judged_failure(&r, rule)).flatten() {
+                *tally
+                    .categories
+                    .entry((run.id, r.condition.to_string()))
+                    .or_default()
+                    .entry(category)
+                    .or_default() += 1;
             }
             Ok(())
         })?;
-        if let Some((t, c)) = key.take() {
-            out.insert((run.id, c, t), cell);
+        for mut slot in slots.into_iter().filter(|s| !s.rows.is_empty()) {
+            if !slot.rows.is_sorted_by_key(|l| l.order) {
+                slot.rows.sort_by_key(|l| l.order);
+            }
+            let mut cell = Cell {
+                aggregated: aggregated.contains(&slot.condition),
+                ..Cell::default()
+            };
+            // Trials beyond what the task planned are not in its Method D mean.
+            for l in slot
+                .rows
+                .iter()
+                .filter(|l| l.order.0 <= i64::from(slot.plan))
+            {
+                cell.add(l.done, l.outcome, l.reward, rule);
+            }
+            tally
+                .cells
+                .insert((run.id, slot.condition, slot.task), cell);
         }
+        tally.runs.push(RunFacts {
+            agent_settings: settings.into_texts(),
+            environment: environment.into_marks(),
+        });
     }
-    Ok(out)
+    Ok(tally)
+}
+
+/// The slot of (`task`, `condition`), added with its plan when new.
+fn slot_of(
+    slots: &mut Vec<Slot>,
+    by_condition: &mut Vec<(String, HashMap<String, usize>)>,
+    plan: &TrialPlan,
+    task: &str,
+    condition: &str,
+) -> usize {
+    let c = match by_condition.iter().position(|(k, _)| k == condition) {
+        Some(c) => c,
+        None => {
+            by_condition.push((condition.to_string(), HashMap::new()));
+            by_condition.len() - 1
+        }
+    };
+    if let Some(&i) = by_condition[c].1.get(task) {
+        return i;
+    }
+    slots.push(Slot {
+        task: task.to_string(),
+        condition: condition.to_string(),
+        plan: plan.of(task, condition),
+        rows: Vec::new(),
+    });
+    by_condition[c].1.insert(task.to_string(), slots.len() - 1);
+    slots.len() - 1
+}
+
+/// The failure category of a latest attempt that is a judged failure — finished with outcome
+/// fail, agent timeout or verifier timeout and a reward that does not succeed (a timeout whose
+/// verifier still gave the reward succeeded) — else `None`.
+fn judged_failure(r: &TrialFacts<'_>, rule: &SuccessRule) -> Option<FailureCategory> {
+    let outcome = r.outcome.filter(|o| {
+        matches!(
+            o,
+            Outcome::Fail | Outcome::AgentTimeout | Outcome::VerifierTimeout
+        )
+    })?;
+    if !r.done || r.reward.is_some_and(|x| rule.succeeds(x)) {
+        return None;
+    }
+    let category = r
+        .failure_category
+        .and_then(FailureCategory::parse)
+        .or_else(|| match r.trial_dir {
+            Some(d) => failure_category::classify_trial_dir(
+                outcome,
+                r.agent_exit_code,
+                std::path::Path::new(d),
+                None,
+            ),
+            None => failure_category::classify(&failure_category::Evidence {
+                outcome,
+                agent_exit_code: r.agent_exit_code,
+                trajectory: None,
+                tests: None,
+                instruction: None,
+            }),
+        })
+        .unwrap_or(FailureCategory::Unclassified);
+    Some(category)
 }
 
 impl Cell {

@@ -1,5 +1,5 @@
 //! Per-run figures read from the `trials` table: spend per condition, each attempt's live
-//! activity, the skills self-generated trials wrote, environment marks.
+//! activity, the skills self-generated trials wrote; the environment mark type.
 
 use rusqlite::Connection;
 
@@ -191,7 +191,8 @@ pub fn attempt_activity(
 }
 
 /// A current attempt whose environment differed from what its task asked: needed values left
-/// empty (`--allow-missing-env`) or a CPU or memory request cut to the host's.
+/// empty (`--allow-missing-env`) or a CPU or memory request cut to the host's (gathered by the
+/// analysis's pass, [`crate::store::analysis::EnvironmentMarks`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct EnvironmentMark {
     /// Task id.
@@ -202,36 +203,6 @@ pub struct EnvironmentMark {
     pub missing_env: Vec<String>,
     /// What was cut (`trials.clamped`).
     pub clamped: Option<serde_json::Value>,
-}
-
-/// The current attempts of run `run_id` with a `missing_env` or `clamped` mark, by task.
-///
-/// # Errors
-/// SQL errors.
-pub fn environment_marks(
-    conn: &Connection,
-    run_id: i64,
-) -> Result<Vec<EnvironmentMark>, StoreError> {
-    let mut st = conn.prepare_cached(
-        "SELECT task_id, condition, missing_env, clamped FROM trials
-         WHERE run_id = ?1 AND superseded = 0 AND (missing_env IS NOT NULL OR clamped IS NOT NULL)
-         ORDER BY task_id, condition, trial_index",
-    )?;
-    let rows = st.query_map([run_id], |r| {
-        let json = |i: usize| -> rusqlite::Result<Option<serde_json::Value>> {
-            Ok(r.get::<_, Option<String>>(i)?
-                .and_then(|s| serde_json::from_str(&s).ok()))
-        };
-        Ok(EnvironmentMark {
-            task_id: r.get(0)?,
-            condition: r.get(1)?,
-            missing_env: json(2)?
-                .and_then(|v| serde_json::from_value(v).ok())
-                .unwrap_or_default(),
-            clamped: json(3)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
 }
 
 /// How far run `run_id` has got: its finished latest attempts and the largest row id among them

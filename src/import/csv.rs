@@ -87,6 +87,7 @@ fn parse_bool(s: &str) -> Option<bool> {
 }
 
 /// One well-formed CSV row.
+#[derive(Debug)]
 struct CsvRow {
     job_name: String,
     task: String,
@@ -213,7 +214,8 @@ fn read_rows(
     Ok((tasks, rows))
 }
 
-/// One record as a row, or what is wrong with it (the first wrong field).
+/// One record as a row, or what is wrong with it: every wrong field, in column order, joined by
+/// "; " (a record whose field count differs from the header's is only that).
 fn parse_row(fields: &Fields<'_>, header_len: usize) -> Result<CsvRow, String> {
     let get = |n: &str| fields.get(n);
     let record = fields.record;
@@ -224,35 +226,53 @@ fn parse_row(fields: &Fields<'_>, header_len: usize) -> Result<CsvRow, String> {
             header_len
         ));
     }
+    let mut wrong: Vec<String> = Vec::new();
+    let mut check = |r: Result<(), String>| {
+        if let Err(e) = r {
+            wrong.push(e);
+        }
+    };
     let job_name = get("job_name");
     let task = get("task");
-    if job_name.is_empty() || task.is_empty() {
-        return Err("empty job_name or task".into());
-    }
+    check(if job_name.is_empty() || task.is_empty() {
+        Err("empty job_name or task".into())
+    } else {
+        Ok(())
+    });
     let condition = match get("condition") {
-        "noskills" => "no-skills",
-        "skills" => "curated",
-        other => condition_from(&[other])
-            .ok_or_else(|| format!("condition {other:?} is neither noskills nor skills"))?,
+        "noskills" => Some("no-skills"),
+        "skills" => Some("curated"),
+        other => condition_from(&[other]),
     };
-    let run_index: u64 = get("run_index")
-        .parse()
-        .map_err(|_| format!("run_index {:?} is not a number", get("run_index")))?;
+    check(condition.map(|_| ()).ok_or_else(|| {
+        format!(
+            "condition {:?} is neither noskills nor skills",
+            get("condition")
+        )
+    }));
+    let run_index = get("run_index").parse::<u64>().ok();
+    check(
+        run_index
+            .map(|_| ())
+            .ok_or_else(|| format!("run_index {:?} is not a number", get("run_index"))),
+    );
     let reward = match get("reward") {
-        "" => None,
-        r => Some(
-            r.parse::<f64>()
-                .ok()
-                .filter(|x| x.is_finite())
-                .ok_or_else(|| format!("reward {r:?} is not a number"))?,
-        ),
+        "" => Ok(None),
+        r => r
+            .parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite())
+            .map(Some)
+            .ok_or_else(|| format!("reward {r:?} is not a number")),
     };
-    let finished_normally = parse_bool(get("finished_normally")).ok_or_else(|| {
+    check(reward.as_ref().map(|_| ()).map_err(String::clone));
+    let finished_normally = parse_bool(get("finished_normally"));
+    check(finished_normally.map(|_| ()).ok_or_else(|| {
         format!(
             "finished_normally {:?} is not True or False",
             get("finished_normally")
         )
-    })?;
+    }));
     let int = |n: &str| -> Result<Option<i64>, String> {
         match get(n) {
             "" => Ok(None),
@@ -262,23 +282,44 @@ fn parse_row(fields: &Fields<'_>, header_len: usize) -> Result<CsvRow, String> {
                 .map_err(|_| format!("{n} {v:?} is not a number")),
         }
     };
-    let (total, passed) = (int("tests_total")?, int("tests_passed")?);
-    let counted = parse_bool(get("all_tests_counted"));
-    let tests = match (total, passed) {
-        (Some(0), _) if counted == Some(false) => None,
-        (Some(t), Some(p)) => Some((t, p)),
-        _ => None,
-    };
-    Ok(CsvRow {
-        job_name: job_name.to_string(),
-        task: task.to_string(),
+    let (total, passed) = (int("tests_total"), int("tests_passed"));
+    check(total.as_ref().map(|_| ()).map_err(String::clone));
+    check(passed.as_ref().map(|_| ()).map_err(String::clone));
+    match (
         condition,
         run_index,
         reward,
         finished_normally,
-        tests,
-        content: record.iter().collect::<Vec<_>>().join("\u{1f}"),
-    })
+        total,
+        passed,
+    ) {
+        (
+            Some(condition),
+            Some(run_index),
+            Ok(reward),
+            Some(finished_normally),
+            Ok(total),
+            Ok(passed),
+        ) if wrong.is_empty() => {
+            let counted = parse_bool(get("all_tests_counted"));
+            let tests = match (total, passed) {
+                (Some(0), _) if counted == Some(false) => None,
+                (Some(t), Some(p)) => Some((t, p)),
+                _ => None,
+            };
+            Ok(CsvRow {
+                job_name: job_name.to_string(),
+                task: task.to_string(),
+                condition,
+                run_index,
+                reward,
+                finished_normally,
+                tests,
+                content: record.iter().collect::<Vec<_>>().join("\u{1f}"),
+            })
+        }
+        _ => Err(wrong.join("; ")),
+    }
 }
 
 /// The run plan of the CSV's `rows`: trial k of a condition is its k-th run (distinct
@@ -408,6 +449,53 @@ mod tests {
         assert_eq!(
             tag_from_job_name("gemini-cli-gemini3flash-noskills-3d-scan-calc-a2c944").as_deref(),
             Some("gemini-cli-gemini3flash")
+        );
+    }
+
+    /// A row with several wrong fields names each of them, in column order; a good row parses.
+    #[test]
+    fn a_row_names_every_wrong_field() {
+        let names = [
+            "job_name",
+            "task",
+            "condition",
+            "run_index",
+            "reward",
+            "finished_normally",
+            "tests_total",
+            "tests_passed",
+        ];
+        let idx: BTreeMap<&'static str, usize> =
+            names.iter().enumerate().map(|(i, n)| (*n, i)).collect();
+        let parse = |cells: &[&str]| {
+            let record = csv::StringRecord::from(cells.to_vec());
+            parse_row(
+                &Fields {
+                    idx: &idx,
+                    record: &record,
+                },
+                names.len(),
+            )
+        };
+        let why = parse(&["j", "t", "both", "x", "abc", "maybe", "1", "two"]).unwrap_err();
+        assert_eq!(
+            why,
+            "condition \"both\" is neither noskills nor skills; run_index \"x\" is not a number; \
+             reward \"abc\" is not a number; finished_normally \"maybe\" is not True or False; \
+             tests_passed \"two\" is not a number"
+        );
+        let one = parse(&["j", "t", "skills", "1", "abc", "True", "", ""]).unwrap_err();
+        assert_eq!(one, "reward \"abc\" is not a number");
+        let row = parse(&["j", "t", "noskills", "2", "0.5", "False", "4", "2"]).unwrap();
+        assert_eq!(
+            (
+                row.condition,
+                row.run_index,
+                row.reward,
+                row.finished_normally,
+                row.tests
+            ),
+            ("no-skills", 2, Some(0.5), false, Some((4, 2)))
         );
     }
 }

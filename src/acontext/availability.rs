@@ -34,7 +34,7 @@ impl Waiting {
             "waiting for Acontext since {} ({}): {}; next retry at {} (in {inn} s)",
             self.since.format("%H:%M:%S"),
             human_secs(waited),
-            crate::text::sanitize(&self.error),
+            crate::sanitize::text(&self.error),
             self.next_retry.format("%H:%M:%S"),
         )
     }

@@ -291,7 +291,7 @@ impl ClaudeCodeRun {
                 run.stray_line_count += 1;
                 if run.stray.len() < STRAY_LINES_MAX {
                     run.stray
-                        .push(crate::text::head(line, STRAY_LINE_MAX).to_string());
+                        .push(crate::sanitize::head(line, STRAY_LINE_MAX).to_string());
                 }
                 continue;
             }

@@ -181,7 +181,7 @@ impl RunError {
             _ => (None, None),
         };
         RunError {
-            message: crate::text::head(
+            message: crate::sanitize::head(
                 e.get("message").and_then(Value::as_str).unwrap_or(""),
                 STRAY_LINE_MAX,
             )
@@ -230,7 +230,7 @@ impl CodexEvents {
                     ev.bad_lines.push(i + 1);
                 } else if ev.stray.len() < STRAY_LINES_MAX {
                     ev.stray
-                        .push(crate::text::head(line, STRAY_LINE_MAX).to_string());
+                        .push(crate::sanitize::head(line, STRAY_LINE_MAX).to_string());
                 }
                 continue;
             };
@@ -910,7 +910,7 @@ fn output_text(v: &Value) -> String {
 /// Pushes `m`, cut, unless [`ERRORS_MAX`] messages are kept already.
 fn push_capped(list: &mut Vec<String>, m: &str) {
     if list.len() < ERRORS_MAX {
-        list.push(crate::text::head(m, STRAY_LINE_MAX).to_string());
+        list.push(crate::sanitize::head(m, STRAY_LINE_MAX).to_string());
     }
 }
 

@@ -290,7 +290,7 @@ impl GeminiCliRun {
                 _ => {
                     if self.stray.len() < STRAY_LINES_MAX {
                         self.stray
-                            .push(crate::text::head(trimmed, STRAY_LINE_MAX).to_string());
+                            .push(crate::sanitize::head(trimmed, STRAY_LINE_MAX).to_string());
                     }
                 }
             }

@@ -127,7 +127,7 @@ pub fn in_stray_or_stderr(
     if let Some(hit) = classify(&stray.join("\n")) {
         return Some(ProviderFailure::seen(hit, Evidence::StrayOutput));
     }
-    classify(crate::text::tail(stderr, STDERR_TAIL))
+    classify(crate::sanitize::tail(stderr, STDERR_TAIL))
         .map(|hit| ProviderFailure::seen(hit, Evidence::Stderr))
 }
 

@@ -31,9 +31,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domain::Outcome;
 use crate::harbor::atif::{Step, Trajectory, looks_failed};
 use crate::harbor::ctrf;
-use crate::store::Outcome;
 
 /// A failure category.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -120,8 +120,7 @@ impl TestReport {
             });
         }
         let text =
-            crate::safe_fs::read_capped(&verifier_dir.join("test-stdout.txt"), 8 * 1024 * 1024)
-                .ok()?;
+            crate::fs::read_capped(&verifier_dir.join("test-stdout.txt"), 8 * 1024 * 1024).ok()?;
         TestReport::from_pytest(&String::from_utf8_lossy(&text))
     }
 
@@ -275,7 +274,7 @@ pub fn classify_trial_dir(
 /// Reads an ATIF trajectory, or a Terminus-2 episode list (`[{episode, prompt, response}]`,
 /// converted by [`crate::harbor::atif::from_terminus`]); `None` when it is neither.
 pub fn read_any_trajectory(path: &Path) -> Option<Trajectory> {
-    let bytes = crate::safe_fs::read_capped(path, 64 * 1024 * 1024).ok()?;
+    let bytes = crate::fs::read_capped(path, 64 * 1024 * 1024).ok()?;
     Trajectory::parse(&bytes, &path.display().to_string())
         .ok()
         .or_else(|| crate::harbor::atif::from_terminus(&bytes))

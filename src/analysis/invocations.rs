@@ -72,9 +72,10 @@ use super::rubric::{
     OutputType, Scores, SkillCategory, SkillStats, Tier, Trend, analyze_trend, check_quality_gate,
     deprecation_review, get_improvement_recommendation, score_invocation, weak_component,
 };
+use crate::domain::Outcome;
+use crate::store::StoreError;
 use crate::store::invocations as inv;
 pub use crate::store::invocations::{LeaderboardRow, TrialEvidence, Window, leaderboard};
-use crate::store::{Outcome, StoreError};
 
 /// The condition key whose trials never invoke skills.
 pub const NO_SKILLS: &str = "no-skills";

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde::Serialize;
 
-use crate::store::{Outcome, TrialBrief, TrialPlan, TrialRow, TrialStatus};
+use crate::domain::{Outcome, TrialBrief, TrialPlan, TrialRow, TrialStatus};
 
 /// What pass rates need of an attempt; implemented by full rows and brief rows alike.
 pub trait Scored {

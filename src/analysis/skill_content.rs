@@ -237,7 +237,7 @@ pub fn read_skills_dir(dir: &Path) -> Vec<(String, String, usize)> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .filter_map(|e| {
             let path = e.path();
-            let md = crate::safe_fs::read_capped(&path.join("SKILL.md"), 4 * 1024 * 1024).ok()?;
+            let md = crate::fs::read_capped(&path.join("SKILL.md"), 4 * 1024 * 1024).ok()?;
             let files = walkdir::WalkDir::new(&path)
                 .follow_links(false)
                 .into_iter()

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use color_eyre::eyre::Result;
 
 use super::shared::plan_setup::{DryRun, load_plan, run_args};
-use super::shared::session::Signals;
+use super::shared::signals::Signals;
 use super::shared::table::{comparisons_table, conditions_table};
 use crate::cli::{ExperimentArgs, exit_code};
 use crate::engine::Engine;
@@ -105,22 +105,22 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     }
     let (setup, db, mut exp) = prepare(&args, plan, dry.as_ref())?;
     print_plan(&exp, &setup);
-    let starts = super::shared::session::record_run_starts(&exp.engine);
+    let starts = super::shared::progress::record_run_starts(&exp.engine);
     let setup_reports = setup.plan.reports_dir.clone();
-    let log = super::shared::session::run_log(&db, &setup.plan.name());
+    let log = super::shared::headless::run_log(&db, &setup.plan.name());
     let signals = Signals::install(Some(log.clone()));
     exp.cancel = signals.shutdown.clone();
     let headless = |mut exp: Experiment| {
         exp.progress = Some(super::shared::acontext::print_progress());
         exp.notify = Some(Arc::new(|m: &str| {
-            crate::errln!("{}", crate::text::sanitize(m))
+            crate::errln!("{}", crate::sanitize::text(m))
         }));
         exp.client
             .availability()
             .set_sink(super::shared::acontext::print_availability());
         let engine = exp.engine.clone();
         let progress = tokio::spawn(async move {
-            while !super::shared::session::show_progress(engine.subscribe()).await {}
+            while !super::shared::progress::show_progress(engine.subscribe()).await {}
         });
         (exp, progress)
     };
@@ -215,7 +215,7 @@ fn write_report(db: &std::path::Path, reports: &std::path::Path, name: &str) {
         Ok(n) => crate::outln!("report: {} ({n} files)", dir.join("report.md").display()),
         Err(e) => crate::errln!(
             "warning: the report was not written ({}); run `skillscope report --experiment {name}`",
-            crate::text::sanitize(&format!("{e:#}"))
+            crate::sanitize::text(&format!("{e:#}"))
         ),
     }
 }
@@ -274,7 +274,7 @@ pub fn print_outcome(o: &ExperimentOutcome) {
                 h.scope,
                 h.claim,
                 h.verdict.label(),
-                crate::text::sanitize(&h.answer)
+                crate::sanitize::text(&h.answer)
             );
         }
     }
@@ -299,7 +299,7 @@ async fn dashboard(
     log: &std::path::Path,
 ) -> Result<ExperimentOutcome> {
     let file = crate::config::FileConfig::load(args.acontext.config.as_deref())?;
-    let theme = super::shared::session::pick_theme(args.theme.as_deref(), &file)?;
+    let theme = super::shared::theme::pick_theme(args.theme.as_deref(), &file)?;
     let events = exp.engine.subscribe();
     let shutdown = exp.cancel.clone();
     let name = setup.plan.name();
@@ -326,16 +326,16 @@ async fn dashboard(
         TuiEnd::Quit => super::run::quit_at_once(),
         TuiEnd::Detached(done) => {
             // The terminal is gone: go on headless, into the log beside the database.
-            let _ = super::shared::session::redirect_output(log);
+            let _ = super::shared::headless::redirect_output(log);
             crate::errln!(
                 "[info] the terminal went away; the experiment goes on headless (log {})",
                 log.display()
             );
             // Trial lines count against the plan of the run under way, then of each next run.
             let mut from = current_run(&store, &name)
-                .and_then(|run| super::shared::session::progress_now(&store, &run));
+                .and_then(|run| super::shared::progress::progress_now(&store, &run));
             let progress = tokio::spawn(async move {
-                while !super::shared::session::show_progress_from(engine.subscribe(), from.take())
+                while !super::shared::progress::show_progress_from(engine.subscribe(), from.take())
                     .await
                 {}
             });

@@ -57,11 +57,11 @@ pub async fn execute(args: ExportArgs) -> Result<()> {
             s.dir_name,
             s.files.len(),
             &s.content_hash[..12.min(s.content_hash.len())],
-            crate::text::sanitize(&problems)
+            crate::sanitize::text(&problems)
         );
     }
     for r in &report.refused {
-        crate::outln!("  refused: {}", crate::text::sanitize(&r.to_string()));
+        crate::outln!("  refused: {}", crate::sanitize::text(&r.to_string()));
     }
     crate::outln!("use it as a condition: --conditions skills:{}", row.dir);
     Ok(())

@@ -121,7 +121,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
             report.skipped.len()
         );
         for (p, why) in &report.skipped {
-            println!("  {}: {}", p.display(), crate::text::sanitize(why));
+            println!("  {}: {}", p.display(), crate::sanitize::text(why));
         }
     }
     // Trials imported whose skill use is unknown, by why.

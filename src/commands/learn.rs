@@ -46,7 +46,7 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
         ..learn_defaults(&settings)?
     };
     let store = Store::open(&args.db.db)?;
-    let cancel = super::shared::session::Signals::install(None).shutdown;
+    let cancel = super::shared::signals::Signals::install(None).shutdown;
     client
         .availability()
         .set_sink(super::shared::acontext::print_availability());
@@ -62,7 +62,7 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
         condition.label(),
         crate::acontext::learn::public_base_url(learner.client.base_url())
     );
-    super::shared::session::record_run_end(
+    super::shared::progress::record_run_end(
         &store,
         &args.run,
         "info",
@@ -87,7 +87,7 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
             format!("{label}: learning stopped by an error: {e}"),
         ),
     };
-    super::shared::session::record_run_end(&store, &args.run, level, how).await;
+    super::shared::progress::record_run_end(&store, &args.run, level, how).await;
     store.writer().stop();
     match result {
         Ok(report) => {

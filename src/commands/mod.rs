@@ -25,8 +25,9 @@ use std::path::{Path, PathBuf};
 use color_eyre::eyre::{Result, WrapErr};
 use rusqlite::Connection;
 
+use crate::domain::RunRow;
 use crate::skillsbench::{Catalog, examples};
-use crate::store::{RunRow, queries};
+use crate::store::queries;
 
 /// The tasks folder to use: the given one, or the built-in example tasks (written out once).
 ///

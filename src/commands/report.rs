@@ -21,7 +21,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     // reported from a private copy, which takes them.
     let reading = crate::store::readonly::private_copy(&args.db.db)?;
     if let Some(note) = reading.access.note() {
-        crate::errln!("{}", crate::text::sanitize(&note));
+        crate::errln!("{}", crate::sanitize::text(&note));
     }
     let conn: &Connection = &reading;
     let selection = select(conn, &args)?;
@@ -54,7 +54,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     let written = report::write(&report, &out, &formats)?;
     let r = &report.results;
     if let Some(i) = &r.interim {
-        println!("{}", crate::text::sanitize(&i.describe()));
+        println!("{}", crate::sanitize::text(&i.describe()));
     }
     println!(
         "{} · {} tasks · {} conditions · {} skill invocations — analysed in {:.2}s, written in {:.2}s",
@@ -71,7 +71,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     for c in &r.conditions {
         println!(
             "  {:<24} {:>6.1}% over {} task(s), pass@1 {:.1}% (Method D over judged trials: {}){}",
-            crate::text::sanitize(&c.label),
+            crate::sanitize::text(&c.label),
             c.pass_rate * 100.0,
             c.n_tasks,
             c.pass_at_1 * 100.0,
@@ -86,7 +86,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     for c in &r.comparisons {
         println!(
             "  {:<24} Δ {} pp  g {}  over {} of {} task(s)",
-            crate::text::sanitize(&c.name),
+            crate::sanitize::text(&c.name),
             c.delta_pp
                 .map_or_else(|| "     —".into(), |d| format!("{d:>+6.1}")),
             c.g.map_or_else(|| "—".into(), |g| format!("{g:+.3}")),
@@ -95,7 +95,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
         );
     }
     for n in r.notes.iter().skip(usize::from(r.interim.is_some())) {
-        println!("  note: {}", crate::text::sanitize(n));
+        println!("  note: {}", crate::sanitize::text(n));
     }
     println!("wrote {} files to {}", written.files.len(), out.display());
     for f in &written.files {

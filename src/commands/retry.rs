@@ -7,8 +7,9 @@
 use color_eyre::eyre::{Result, eyre};
 
 use crate::cli::{RetryArgs, TrialSelector};
+use crate::domain::{Outcome, RunRow, TrialRow, TrialStatus};
 use crate::skillsbench::Condition;
-use crate::store::{CommandKind, Outcome, RunRow, Store, TrialRow, TrialStatus, queries};
+use crate::store::{CommandKind, Store, queries};
 
 /// The run and its trials the selector names (latest attempts). A `--task`, `--condition` or
 /// `--trial` the run does not have is an error with the valid values as its hint.

@@ -6,8 +6,9 @@ use std::io::IsTerminal;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use super::shared::request::build_request;
-use super::shared::session::{self, Signals};
+use super::shared::signals::Signals;
 use super::shared::table::conditions_table;
+use super::shared::{headless, progress, resume, theme};
 use crate::analysis::metrics::summarize;
 use crate::cli::{RunArgs, exit_code};
 use crate::config::FileConfig;
@@ -42,14 +43,14 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     if args.detach {
         return detach(&db, &name).await;
     }
-    req.resume_command = Some(session::resume_command(&name));
+    req.resume_command = Some(resume::resume_command(&name));
     let store = Store::open(&db)?;
     let engine = Engine::new(store.clone());
-    let log = session::run_log(&db, &name);
+    let log = headless::run_log(&db, &name);
     let signals = Signals::install(Some(log.clone()));
-    let starts = session::record_run_starts(&engine);
+    let starts = progress::record_run_starts(&engine);
     let result = if !args.headless && std::io::stdout().is_terminal() {
-        let theme = session::pick_theme(args.theme.as_deref(), &file)?;
+        let theme = theme::pick_theme(args.theme.as_deref(), &file)?;
         // The dashboard may still send retries after the last trial: keep the engine up until quit.
         let dashboard_open = tokio_util::sync::CancellationToken::new();
         req.stay_alive = Some(dashboard_open.clone());
@@ -80,14 +81,14 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
                 // The terminal is gone: go on headless, into the log beside the database, and
                 // end after the last trial (no dashboard will send retries any more).
                 dashboard_open.cancel();
-                let _ = session::redirect_output(&log);
+                let _ = headless::redirect_output(&log);
                 crate::errln!(
                     "[info] the terminal went away; the run goes on headless (log {})",
                     log.display()
                 );
-                let progress = tokio::spawn(session::show_progress_from(
+                let progress = tokio::spawn(progress::show_progress_from(
                     engine.subscribe(),
-                    session::progress_now(&store, &name),
+                    progress::progress_now(&store, &name),
                 ));
                 let result = done
                     .await
@@ -97,7 +98,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             }
         }
     } else {
-        let progress = tokio::spawn(session::show_progress(engine.subscribe()));
+        let progress = tokio::spawn(progress::show_progress(engine.subscribe()));
         let result = engine.run(req, signals.shutdown.clone()).await;
         // Closing the event channel ends the progress display whatever happened.
         drop(engine);
@@ -107,7 +108,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     starts.abort();
     match &result {
         Ok(outcome) => {
-            session::record_run_end(
+            progress::record_run_end(
                 &store,
                 &name,
                 "info",
@@ -116,7 +117,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             .await
         }
         Err(e) => {
-            session::record_run_end(
+            progress::record_run_end(
                 &store,
                 &name,
                 "error",
@@ -194,7 +195,7 @@ pub fn exit_code_of(outcome: &RunOutcome) -> i32 {
 /// stop it.
 async fn detach(db: &std::path::Path, name: &str) -> Result<i32> {
     use std::os::unix::process::CommandExt;
-    let log = session::run_log(db, name);
+    let log = headless::run_log(db, name);
     let out = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -34,7 +34,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         return Ok(());
     }
     if let Some(note) = reading.access.note() {
-        println!("{}", crate::text::sanitize(&note));
+        println!("{}", crate::sanitize::text(&note));
     }
     if statuses.is_empty() {
         println!("no runs in {}", args.db.db.display());
@@ -48,7 +48,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             e.round2_run,
             e.note
                 .as_deref()
-                .map(|n| format!(": {}", crate::text::sanitize(n)))
+                .map(|n| format!(": {}", crate::sanitize::text(n)))
                 .unwrap_or_default()
         );
     }
@@ -72,7 +72,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         if let (Some(since), false) = (&r.waiting_since, s.liveness.is_stale()) {
             println!(
                 "waiting for Docker since {since}: {}",
-                crate::text::sanitize(r.waiting_reason.as_deref().unwrap_or("no host answers"))
+                crate::sanitize::text(r.waiting_reason.as_deref().unwrap_or("no host answers"))
             );
         }
         if r.status == "running" && !s.liveness.is_stale() {
@@ -88,7 +88,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                     h.since,
                     h.last_error
                         .as_deref()
-                        .map(|e| format!(" ({})", crate::text::sanitize(e)))
+                        .map(|e| format!(" ({})", crate::sanitize::text(e)))
                         .unwrap_or_default(),
                     h.running,
                     h.slots
@@ -130,7 +130,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             println!("{}", money.join(" · "));
         }
         for f in &s.skill_flags {
-            println!("SKILLS WHERE NONE BELONG — {}", crate::text::sanitize(f));
+            println!("SKILLS WHERE NONE BELONG — {}", crate::sanitize::text(f));
         }
         for (trial, since) in &s.stalled {
             println!("stalled since {since}: {trial} (no agent output; it keeps running)");
@@ -170,7 +170,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             if let (Some(since), Some(next)) = (&sp.space.waiting_since, &sp.space.next_retry_at) {
                 println!(
                     "  waiting for Acontext since {since}: {}; next retry at {next}",
-                    crate::text::sanitize(
+                    crate::sanitize::text(
                         sp.space.waiting_reason.as_deref().unwrap_or("no answer")
                     )
                 );

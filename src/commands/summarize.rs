@@ -10,7 +10,6 @@ use crate::harbor::reward::scalar_reward;
 use crate::harbor::skill_use;
 use crate::harbor::summary::{SummaryInput, summarize};
 use crate::import::outcome_of;
-use crate::safe_fs;
 
 /// Runs `skillscope summarize`.
 ///
@@ -20,7 +19,7 @@ pub fn execute(args: SummarizeArgs) -> Result<()> {
     let dir = &args.trial_dir;
     let result_path = dir.join("result.json");
     let result: serde_json::Value = serde_json::from_slice(
-        &safe_fs::read_capped(&result_path, 8 * 1024 * 1024)
+        &crate::fs::read_capped(&result_path, 8 * 1024 * 1024)
             .map_err(|e| eyre!("{}: {e}", result_path.display()))?,
     )
     .map_err(|e| eyre!("{}: {e}", result_path.display()))?;
@@ -31,7 +30,7 @@ pub fn execute(args: SummarizeArgs) -> Result<()> {
     let trajectory = Trajectory::read(&dir.join("agent/trajectory.json"));
     let ctrf = Report::read(&dir.join("verifier/ctrf.json")).ok();
     let test_output =
-        safe_fs::read_text_capped(&dir.join("verifier/test-stdout.txt"), 1024 * 1024).ok();
+        crate::fs::read_text_capped(&dir.join("verifier/test-stdout.txt"), 1024 * 1024).ok();
     let summary = summarize(
         &SummaryInput {
             trajectory: trajectory.as_ref().ok(),
@@ -43,7 +42,7 @@ pub fn execute(args: SummarizeArgs) -> Result<()> {
         },
         args.limit,
     );
-    print!("{}", crate::text::sanitize(&summary.text));
+    print!("{}", crate::sanitize::text(&summary.text));
     match &trajectory {
         Ok(t) => {
             let uses = skill_use::detect(t, &[]);

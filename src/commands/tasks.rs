@@ -3,7 +3,7 @@
 //!
 //! The check is a stored run (`check-<…>`, agent `oracle`, one trial per condition) driven through
 //! the engine like any run, so it resumes where it stopped and its trial folders hold every log.
-//! When it ends, each task gets a row of [`crate::analysis::readiness`]: builds?, the oracle's
+//! When it ends, each task gets a row of [`crate::analysis::health_check`]: builds?, the oracle's
 //! reward per condition, time, and the reason of a failure — printed as a table and written with
 //! the JSON beside the run's job folder (`health-check.txt`, `health-check.json`).
 //!
@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 use crate::console::table::{Column, Fitted, fit, terminal_width};
 use color_eyre::eyre::{Result, WrapErr};
 
-use crate::analysis::readiness::logs::Log;
-use crate::analysis::readiness::{
+use crate::analysis::health_check::logs::Log;
+use crate::analysis::health_check::{
     self, HealthCheck, Located, TaskFacts, TaskReadiness, TrialEvidence,
 };
 use crate::cli::{RunArgs, TasksArgs, exit_code};
@@ -125,7 +125,7 @@ pub fn tasks_table(set: &TaskSet, width: Option<u16>) -> Fitted {
         let mut problems = task.problems.clone();
         problems.extend(bad);
         // Task folders are untrusted: their names and metadata reach the terminal sanitized.
-        let clean = crate::text::sanitize;
+        let clean = crate::sanitize::text;
         rows.push(vec![
             clean(&task.id),
             clean(&task.domain),
@@ -199,15 +199,15 @@ async fn check(args: TasksArgs) -> Result<i32> {
     let env_given = req.settings.container_env();
     let store = Store::open(&db)?;
     let engine = Engine::new(store.clone());
-    let shutdown = super::shared::session::Signals::install(None).shutdown;
-    let progress = tokio::spawn(super::shared::session::show_progress(engine.subscribe()));
+    let shutdown = super::shared::signals::Signals::install(None).shutdown;
+    let progress = tokio::spawn(super::shared::progress::show_progress(engine.subscribe()));
     let result = engine.run(req, shutdown).await;
     drop(engine);
     let _ = progress.await;
     let outcome = result?;
     let host = DockerHost::connect(first_host.as_deref(), 1).await?;
     let rows = readiness_rows(&store, &outcome.run, &host, &EnvValues::new(&env_given)).await?;
-    let counts = readiness::counts(&outcome.run.conditions, &rows);
+    let counts = health_check::counts(&outcome.run.conditions, &rows);
     // The file is read at any width: its table is not fitted to this terminal.
     let file_table = readiness_table(&outcome.run.conditions, &rows, None);
     let table = readiness_table(&outcome.run.conditions, &rows, terminal_width());
@@ -229,7 +229,7 @@ async fn check(args: TasksArgs) -> Result<i32> {
     for (path, text) in [
         (&json_path, json.clone()),
         (&text_path, format!("{file_table}\n{summary}\n")),
-        (&md_path, readiness::markdown::render(&check)),
+        (&md_path, health_check::markdown::render(&check)),
     ] {
         std::fs::write(path, text).wrap_err_with(|| path.display().to_string())?;
     }
@@ -268,7 +268,7 @@ async fn check(args: TasksArgs) -> Result<i32> {
 /// Database errors.
 pub async fn readiness_rows(
     store: &Store,
-    run: &crate::store::RunRow,
+    run: &crate::domain::RunRow,
     host: &DockerHost,
     values: &EnvValues,
 ) -> Result<Vec<TaskReadiness>> {
@@ -283,7 +283,7 @@ pub async fn readiness_rows(
             .filter(|r| r.task_id == t.task_id)
             .map(|r| evidence(r.clone()))
             .collect();
-        rows.push(readiness::task_readiness(
+        rows.push(health_check::task_readiness(
             &t.task_id,
             &run.conditions,
             &facts,
@@ -295,7 +295,7 @@ pub async fn readiness_rows(
 
 /// `87 tasks · 44 build in every condition · 22 pass the oracle in every condition · no-skills:
 /// 44 build, 22 pass · … · failures: …`.
-fn summary_line(conditions: &[String], counts: &readiness::ReadinessCounts) -> String {
+fn summary_line(conditions: &[String], counts: &health_check::ReadinessCounts) -> String {
     let mut s = format!(
         "{} tasks · {} build in every condition · {} pass the oracle in every condition",
         counts.tasks, counts.build, counts.pass
@@ -381,7 +381,7 @@ pub fn readiness_table(
         if let Some(note) = &r.clamped {
             reason.push(format!("clamped: {note}"));
         }
-        cells.push(crate::text::sanitize(&reason.join("\n")));
+        cells.push(crate::sanitize::text(&reason.join("\n")));
         table.push(cells);
     }
     fit(&header, table, width)
@@ -392,9 +392,8 @@ const LOG_TAIL: u64 = 4 * 1024 * 1024;
 
 /// A log of a trial (its last [`LOG_TAIL`] bytes), sanitized, with its first line's number.
 fn read_log(dir: &Path, rel: &str) -> Log {
-    let (bytes, before) =
-        crate::safe_fs::read_tail_lines(&dir.join(rel), LOG_TAIL).unwrap_or_default();
-    let mut text = crate::text::sanitize_bytes(&bytes);
+    let (bytes, before) = crate::fs::read_tail_lines(&dir.join(rel), LOG_TAIL).unwrap_or_default();
+    let mut text = crate::sanitize::bytes(&bytes);
     let mut first_line = before + 1;
     if before > 0 {
         // The tail starts inside a line: that partial line is dropped.
@@ -410,7 +409,7 @@ fn read_log(dir: &Path, rel: &str) -> Log {
     }
 }
 
-fn evidence(row: crate::store::TrialRow) -> TrialEvidence {
+fn evidence(row: crate::domain::TrialRow) -> TrialEvidence {
     let dir = row.trial_dir.clone().map(PathBuf::from).unwrap_or_default();
     TrialEvidence {
         build_log: read_log(&dir, "environment/build.log"),

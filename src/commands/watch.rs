@@ -102,7 +102,7 @@ impl MoreHint for color_eyre::eyre::Report {
 pub async fn execute(args: WatchArgs) -> Result<()> {
     require_terminal()?;
     let file = FileConfig::load(args.config.as_deref())?;
-    let theme = super::shared::session::pick_theme(args.theme.as_deref(), &file)?;
+    let theme = super::shared::theme::pick_theme(args.theme.as_deref(), &file)?;
     if !args.wait {
         check_target(&args)?;
     }

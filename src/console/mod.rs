@@ -59,7 +59,7 @@ pub fn error_text(report: &color_eyre::eyre::Report, colour: bool) -> String {
         if let Some(h) = cause.downcast_ref::<Hinted>() {
             hints.push(h.hint.clone());
         }
-        let text = crate::text::sanitize(&cause.to_string());
+        let text = crate::sanitize::text(&cause.to_string());
         let text = text.trim_end();
         // A context that repeats its cause (`#[error(transparent)]`, `{0}`) adds nothing.
         if text.is_empty() || parts.last().is_some_and(|p| p.ends_with(text)) {
@@ -82,7 +82,7 @@ pub fn error_text(report: &color_eyre::eyre::Report, colour: bool) -> String {
         }
     }
     for h in hints {
-        for (i, line) in crate::text::sanitize(&h).lines().enumerate() {
+        for (i, line) in crate::sanitize::text(&h).lines().enumerate() {
             if i == 0 {
                 let _ = writeln!(out, "{hint}hint:{reset} {line}");
             } else {
@@ -126,7 +126,7 @@ pub fn install_panic_hook() {
             e,
             "{err}error:{reset} internal error (a bug in skillscope): {}{at}\n\
              please report it with the backtrace below\n{backtrace}",
-            crate::text::sanitize(&what)
+            crate::sanitize::text(&what)
         );
     }));
 }

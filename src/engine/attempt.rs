@@ -9,6 +9,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::{Engine, EngineError, EngineEvent};
+use crate::domain::{Outcome, TrialRow};
 use crate::harbor::jobdir::{self, JobSpec, TrialFacts};
 use crate::runner::container::Reaper;
 use crate::runner::events::Live;
@@ -17,9 +18,7 @@ use crate::runner::{
     TrialJob, run_trial,
 };
 use crate::skillsbench::{Condition, Task};
-use crate::store::{
-    AttemptRecord, AttemptVerdict, LiveActivity, Outcome, RunLedger, Tokens, TrialRow,
-};
+use crate::store::{AttemptRecord, AttemptVerdict, LiveActivity, RunLedger, Tokens};
 
 /// How long a host gets to answer a ping after an attempt on it met a fault.
 const FAULT_PING: Duration = Duration::from_secs(5);
@@ -233,7 +232,7 @@ impl Attempts {
             .unwrap_or(name);
         let (since, level, message) = if stalled {
             (
-                Some(crate::store::now_rfc3339()),
+                Some(crate::domain::now_rfc3339()),
                 "warn",
                 format!(
                     "{trial}: stalled — no agent output for {}s (it keeps running; [agent] timeout_sec decides)",
@@ -316,7 +315,7 @@ impl Attempts {
                 error: Some(why),
                 failure_category: None,
                 fault: None,
-                finished_at: crate::store::now_rfc3339(),
+                finished_at: crate::domain::now_rfc3339(),
             });
             let row = self.ledger.finish(id, record, Vec::new(), None).await?;
             return Ok(AttemptEnd::judged(row));
@@ -533,7 +532,7 @@ fn stray_note(x: &crate::skillsbench::exposure::SkillExposure, c: &Condition) ->
         "its agent could see {} skill(s) the condition {} should not show it: {}",
         stray.len(),
         c.label(),
-        crate::text::sanitize(&names.join(", "))
+        crate::sanitize::text(&names.join(", "))
     ))
 }
 

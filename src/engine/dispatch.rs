@@ -22,12 +22,13 @@ use super::attempt::{AttemptEnd, Attempts};
 use super::hosts::{Health, HostPool, Need, Probe, Transition};
 use super::prebuild::Prebuilds;
 use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
+use crate::domain::{TrialKey, TrialRow, TrialStatus};
 use crate::harbor::jobdir::JobSpec;
 use crate::runner::container::{Reaper, remove_labeled, remove_labeled_older_than};
 use crate::runner::image::ImageSettings;
 use crate::runner::{Agent, Fault, ImageCache, TrialCancel, labels};
 use crate::skillsbench::{Task, TaskSet};
-use crate::store::{CommandKind, RunLedger, TrialKey, TrialRow, TrialStatus};
+use crate::store::{CommandKind, RunLedger};
 
 /// How often a running agent's output is looked at (less when the stall time is short).
 const LIVE_EVERY: Duration = Duration::from_secs(5);

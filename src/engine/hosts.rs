@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use crate::domain::now_rfc3339;
 use crate::runner::{DockerHost, Fault, RunnerError};
-use crate::store::{HostRow, now_rfc3339};
+use crate::store::HostRow;
 
 /// How often a host that is up is pinged.
 pub const UP_PING: Duration = Duration::from_secs(5);

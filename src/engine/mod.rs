@@ -31,10 +31,11 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunSettings;
+use crate::domain::{Outcome, RunRow, TrialKey, TrialRow, TrialStatus};
 use crate::runner::{RunnerError, agent_by_name};
 use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
 use crate::skillsbench::{Catalog, Condition, TaskSet};
-use crate::store::{Outcome, RunRow, Store, StoreError, TrialKey, TrialRow, TrialStatus};
+use crate::store::{Store, StoreError};
 
 pub use crate::store::STALE_AFTER_SECS;
 

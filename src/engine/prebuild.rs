@@ -13,8 +13,8 @@ use tokio::task::JoinSet;
 
 use super::attempt::Attempts;
 use super::hosts::{Health, HostPool};
+use crate::domain::TrialRow;
 use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
-use crate::store::TrialRow;
 
 /// Builds ahead of the queue.
 #[derive(Default)]

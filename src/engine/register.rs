@@ -4,11 +4,12 @@
 //! asked is said in the run's events (unrunnable tasks, GPUs, invalid skills).
 
 use super::{Engine, EngineError, RunRequest};
+use crate::domain::RunTaskRow;
 use crate::skillsbench::{Condition, TaskSet};
 use crate::store::ledger::Owner;
 use crate::store::owner::host_name;
 use crate::store::queries::NewRun;
-use crate::store::{RunLedger, RunTaskRow, STALE_AFTER_SECS, StoreError};
+use crate::store::{RunLedger, STALE_AFTER_SECS, StoreError};
 
 impl Engine {
     /// Registers (or resumes) the run `name` of `req` over `taskset` and owns it.

@@ -9,10 +9,11 @@ use std::collections::BTreeMap;
 use super::plan::Plan;
 use crate::analysis::forecast::{self, ConditionPlan, Estimates, Forecast, PerTrial, PowerRow};
 use crate::analysis::power::{self, Components};
+use crate::domain::{Outcome, TrialRow, TrialStatus};
 use crate::engine::RunRequest;
 use crate::skillsbench::TaskSet;
+use crate::store::StoreError;
 use crate::store::experiment_ledger::ExperimentReader;
-use crate::store::{Outcome, StoreError, TrialRow, TrialStatus};
 
 /// The effect asked about for the round-2 hypotheses when none is given: a few percentage
 /// points, as hypothesis 3 expects of learned over curated skills.

@@ -224,7 +224,7 @@ pub fn describe_end(outcome: &crate::engine::RunOutcome) -> String {
 /// (every task's domain and curated skills); `round2` the tasks round 2 runs (`None`: all).
 fn round2_selection(
     export_dir: &std::path::Path,
-    tasks: &[crate::store::RunTaskRow],
+    tasks: &[crate::domain::RunTaskRow],
     sources: &[(String, String)],
     curated: bool,
     round2: Option<Vec<String>>,

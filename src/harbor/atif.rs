@@ -276,12 +276,11 @@ impl Trajectory {
     /// # Errors
     /// [`AtifError::Invalid`] for unreadable or malformed files.
     pub fn read(path: &std::path::Path) -> Result<Trajectory, AtifError> {
-        let bytes = crate::safe_fs::read_capped(path, 64 * 1024 * 1024).map_err(|e| {
-            AtifError::Invalid {
+        let bytes =
+            crate::fs::read_capped(path, 64 * 1024 * 1024).map_err(|e| AtifError::Invalid {
                 path: path.display().to_string(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         Trajectory::parse(&bytes, &path.display().to_string())
     }
 

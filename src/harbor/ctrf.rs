@@ -83,7 +83,7 @@ impl Report {
     /// # Errors
     /// A message naming the file when it is unreadable or not CTRF.
     pub fn read(path: &std::path::Path) -> Result<Report, String> {
-        let bytes = crate::safe_fs::read_capped(path, 16 * 1024 * 1024)
+        let bytes = crate::fs::read_capped(path, 16 * 1024 * 1024)
             .map_err(|e| format!("{}: {e}", path.display()))?;
         serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))
     }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 
 use super::result::*;
+use crate::domain::{Outcome, TrialRow};
 use crate::harbor::reward::is_pass;
-use crate::store::{Outcome, TrialRow};
 
 /// shortuuid's alphabet (no 0, 1, I, O, l), which Harbor uses for trial name suffixes.
 const SUFFIX_ALPHABET: &[u8] = b"23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
@@ -283,7 +283,7 @@ impl JobSpec {
             Some(m) => format!("{}__{}__adhoc", self.agent, m),
             None => format!("{}__adhoc", self.agent),
         };
-        let finished = at_end.then(crate::store::now_rfc3339);
+        let finished = at_end.then(crate::domain::now_rfc3339);
         for (key, slug) in conditions {
             let job_dir = self.job_dir(slug);
             let job_id = stable_uuid(&job_dir.display().to_string());

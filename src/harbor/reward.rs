@@ -94,7 +94,7 @@ const MAX_REWARD_FILE: u64 = 1024 * 1024;
 
 /// Reads a reward file the container wrote, refusing symlinks and non-regular files.
 fn read_reward_file(path: &Path) -> std::io::Result<String> {
-    crate::safe_fs::read_text_capped(path, MAX_REWARD_FILE)
+    crate::fs::read_text_capped(path, MAX_REWARD_FILE)
 }
 
 /// The trial's scalar reward: the `reward` key when present, else the only value, else the mean

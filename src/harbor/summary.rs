@@ -11,7 +11,7 @@
 
 use super::atif::{Step, Trajectory, looks_failed};
 use super::ctrf::Report;
-use crate::store::Outcome;
+use crate::domain::Outcome;
 
 /// A line of a summary and the steps it quotes.
 type Line = (String, Vec<u64>);

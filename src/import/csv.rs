@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use super::{FileReport, Format, ImportOptions, NewTrial, RunPlan, condition_from, key_of};
+use crate::domain::Outcome;
 use crate::harbor::reward::is_pass;
 use crate::skillsbench::condition::sanitize_slug;
-use crate::store::Outcome;
 
 /// Columns a per-trial CSV must have.
 pub const CSV_REQUIRED: [&str; 6] = [

@@ -7,7 +7,6 @@ use std::path::Path;
 use super::csv::CSV_REQUIRED;
 use super::registry::array_elements;
 use super::{Format, MAX_FILE};
-use crate::safe_fs;
 
 const WHAT_IS_ACCEPTED: &str = "expected a Harbor jobs folder, a SkillsBench per-trial CSV (*.csv with \
      columns job_name, task, condition, run_index, …, reward) or a results registry (*.json array of \
@@ -58,7 +57,7 @@ pub fn detect(path: &Path) -> Result<Format, String> {
             }
         }
         Some("json") => {
-            let bytes = safe_fs::read_capped(path, MAX_FILE).map_err(|e| e.to_string())?;
+            let bytes = crate::fs::read_capped(path, MAX_FILE).map_err(|e| e.to_string())?;
             let arr = array_elements(&bytes)
                 .map_err(|e| format!("not a JSON array ({e}); {WHAT_IS_ACCEPTED}"))?;
             if arr.elements.is_empty() {

@@ -29,19 +29,17 @@ use serde::de::IgnoredAny;
 use super::{
     ImportError, ImportOptions, ImportReport, condition_from, imported_task, run_conditions,
 };
+use crate::domain::{Outcome, RunRow, RunTaskRow, SkillUseRow, TrialRow, TrialStatus};
 use crate::harbor::atif::{FinalMetrics, ToolCall, looks_failed};
 use crate::harbor::ctrf::Report;
 use crate::harbor::result::TimingInfo;
 use crate::harbor::reward::{is_pass, scalar_reward};
 use crate::harbor::skill_use::{self, SkillUse};
-use crate::safe_fs;
 use crate::skillsbench::Catalog;
 use crate::skillsbench::condition::sanitize_slug;
 use crate::store::import_ledger::{ImportLedger, ImportTx};
 use crate::store::queries::NewRun;
-use crate::store::{
-    Outcome, RunRow, RunTaskRow, SkillUseRow, Store, StoreError, TrialRow, TrialStatus,
-};
+use crate::store::{Store, StoreError};
 
 /// Most bytes read from one `result.json`.
 const MAX_RESULT: u64 = 8 * 1024 * 1024;
@@ -194,7 +192,7 @@ impl JobPlan {
     /// Reads a Harbor job's `config.json`; `None` when it is missing, unreadable or not a job
     /// config (a trial's `config.json` has `trial_name`).
     pub fn read(job_dir: &Path) -> Option<JobPlan> {
-        let bytes = safe_fs::read_capped(&job_dir.join("config.json"), MAX_RESULT).ok()?;
+        let bytes = crate::fs::read_capped(&job_dir.join("config.json"), MAX_RESULT).ok()?;
         let c: JobConfigPart = serde_json::from_slice(&bytes).ok()?;
         if c.trial_name.is_some() || (c.job_name.is_none() && c.n_attempts.is_none()) {
             return None;
@@ -311,7 +309,7 @@ fn parse_trial(
         model,
         trial_name,
         trial_dir: Some(trial_dir.display().to_string()),
-        queued_at: started.clone().unwrap_or_else(crate::store::now_rfc3339),
+        queued_at: started.clone().unwrap_or_else(crate::domain::now_rfc3339),
         started_at: started,
         finished_at: finished,
         build_started_at: b0,
@@ -350,7 +348,7 @@ fn parse_trial(
         run_name,
         task_path,
         skill_uses,
-        exposure: safe_fs::read_capped(
+        exposure: crate::fs::read_capped(
             &trial_dir.join(crate::skillsbench::exposure::TRIAL_EXPOSURE),
             MAX_TRAJECTORY,
         )
@@ -516,7 +514,7 @@ fn read_trajectory(
     report: &mut ImportReport,
 ) -> Vec<SkillUse> {
     let traj_path = trial_dir.join("agent/trajectory.json");
-    let Ok(bytes) = safe_fs::read_capped(&traj_path, MAX_TRAJECTORY) else {
+    let Ok(bytes) = crate::fs::read_capped(&traj_path, MAX_TRAJECTORY) else {
         report.missing_trajectory.push(trial_dir.to_path_buf());
         return Vec::new();
     };
@@ -842,7 +840,7 @@ pub(super) fn import_folders(
                 continue;
             }
             let path = entry.path();
-            let bytes = match safe_fs::read_capped(path, MAX_RESULT) {
+            let bytes = match crate::fs::read_capped(path, MAX_RESULT) {
                 Ok(b) => b,
                 Err(e) => {
                     report.broken.push((path.to_path_buf(), e.to_string()));

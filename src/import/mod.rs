@@ -23,9 +23,10 @@ use sha2::{Digest, Sha256};
 pub use detect::detect;
 pub use jobs::{JobPlan, normalize_time, outcome_of};
 
+use crate::domain::{Outcome, RunTaskRow};
 use crate::skillsbench::Catalog;
 use crate::store::import_ledger::ImportTx;
-use crate::store::{Outcome, RunTaskRow, Store, StoreError};
+use crate::store::{Store, StoreError};
 
 /// What to import.
 #[derive(Debug, Clone)]

@@ -48,11 +48,11 @@ use super::{
     FileReport, Format, ImportError, ImportOptions, ImportReport, MAX_FILE, NewTrial, RunPlan,
     Written, identity_of,
 };
-use crate::safe_fs;
+use crate::domain::{RunRow, RunTaskRow, TrialRow, TrialStatus};
 use crate::skillsbench::Catalog;
 use crate::store::import_ledger::{ImportLedger, ImportTx, TrialSlot};
 use crate::store::queries::NewRun;
-use crate::store::{RunRow, RunTaskRow, Store, StoreError, TrialRow, TrialStatus};
+use crate::store::{Store, StoreError};
 
 /// Imports one published file into `store`, adding to `report`. Blocking.
 ///
@@ -75,7 +75,7 @@ pub fn import_file(
         Format::Csv => parse_csv(path, opts, &mut file, &mut report.broken).map_err(root_err)?,
         Format::Registry => {
             let bytes =
-                safe_fs::read_capped(path, MAX_FILE).map_err(|e| root_err(e.to_string()))?;
+                crate::fs::read_capped(path, MAX_FILE).map_err(|e| root_err(e.to_string()))?;
             parse_registry(&bytes, path, opts, &mut file, &mut report.broken).map_err(root_err)?
         }
     };
@@ -144,7 +144,7 @@ fn write_plans(
             .collect();
         tx.add_tasks(run.id, &tasks)?;
         let mut slots = Slots::of(tx, run.id)?;
-        let now = crate::store::now_rfc3339();
+        let now = crate::domain::now_rfc3339();
         for t in new {
             let (index, attempt) = slots.place(tx, t, &mut w)?;
             let id = tx.insert_trial(&TrialRow {

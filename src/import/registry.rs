@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::{FileReport, Format, ImportOptions, NewTrial, RunPlan, condition_from, key_of};
+use crate::domain::Outcome;
 use crate::harbor::reward::is_pass;
 use crate::skillsbench::condition::sanitize_slug;
-use crate::store::Outcome;
 
 /// Half a unit of the registry's `score` rounding (0.1 points), plus float noise.
 pub const SCORE_HALF_UNIT: f64 = 0.05 + 1e-9;

@@ -12,10 +12,11 @@ use tokio_util::sync::CancellationToken;
 
 use super::{mean, median, secs_between};
 use crate::config::RunSettings;
+use crate::domain::TrialRow;
 use crate::engine::{Engine, EngineEvent, RunRequest};
 use crate::runner::Step;
 use crate::skillsbench::{Catalog, Condition};
-use crate::store::{Store, TrialRow, queries};
+use crate::store::{Store, queries};
 
 pub(crate) fn write_trivial_task(root: &Path) -> Result<PathBuf> {
     let t = root.join("tasks/trivial");
@@ -97,7 +98,7 @@ async fn timed_run(
     let rows = queries::current_trials(&conn, out.run.id)?;
     if let Some(bad) = rows
         .iter()
-        .find(|r| r.outcome != Some(crate::store::Outcome::Pass))
+        .find(|r| r.outcome != Some(crate::domain::Outcome::Pass))
     {
         return Err(eyre!(
             "benchmark trial {} did not pass: {:?} {}",

@@ -4,9 +4,10 @@
 
 use rusqlite::Connection;
 
+use crate::domain::{Outcome, RunRow, RunTaskRow, SkillUseRow, TrialRow, TrialStatus};
 use crate::skillsbench::Catalog;
+use crate::store::StoreError;
 use crate::store::queries::{self, NewRun, TrialPatch};
-use crate::store::{Outcome, RunRow, RunTaskRow, SkillUseRow, StoreError, TrialRow, TrialStatus};
 
 /// What to generate.
 #[derive(Debug, Clone)]
@@ -110,7 +111,7 @@ pub fn fill_store(conn: &Connection, spec: &SyntheticRun) -> Result<RunRow, Stor
     queries::upsert_run_tasks(&tx, run.id, &tasks)?;
     let ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
     let run_name = run.name.clone();
-    let namer = move |k: &crate::store::TrialKey, a: u32| {
+    let namer = move |k: &crate::domain::TrialKey, a: u32| {
         crate::harbor::jobdir::trial_name(&k.task_id, &run_name, &k.condition, k.trial_index, a)
     };
     queries::plan_trials(&tx, &run, &ids, &namer)?;

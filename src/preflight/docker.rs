@@ -5,7 +5,7 @@ use std::path::Path;
 
 use super::{Check, timed};
 use crate::engine::RunRequest;
-use crate::fs_facts::{file_system, file_system_of_nearest, human_bytes};
+use crate::fs::{file_system, file_system_of_nearest, human_bytes};
 use crate::runner::DockerHost;
 
 /// Below this much free space a build or a trial fails on a full disk.
@@ -74,7 +74,7 @@ async fn host_check(endpoint: Option<String>, what: String, n_tasks: u64) -> Che
             return Check::fail(
                 "docker",
                 what,
-                crate::text::sanitize(&e.to_string()),
+                crate::sanitize::text(&e.to_string()),
                 "start dockerd (scripts/docker-up.sh) or fix --docker-host / [run] docker_hosts",
             );
         }

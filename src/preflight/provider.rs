@@ -190,7 +190,7 @@ impl Call {
                     if message.is_empty() {
                         String::new()
                     } else {
-                        format!(": {}", crate::text::head(&message, 120))
+                        format!(": {}", crate::sanitize::head(&message, 120))
                     }
                 ),
                 format!("set {var} to a valid key for {base}"),
@@ -233,7 +233,7 @@ impl Call {
                     if message.is_empty() {
                         String::new()
                     } else {
-                        format!(": {}", crate::text::head(&message, 120))
+                        format!(": {}", crate::sanitize::head(&message, 120))
                     }
                 ),
                 "a provider failure during the run is retried, never counted against a task",
@@ -256,7 +256,7 @@ fn provider_message(body: &Value) -> String {
     body.pointer("/error/message")
         .or_else(|| body.get("message"))
         .and_then(Value::as_str)
-        .map(crate::text::sanitize)
+        .map(crate::sanitize::text)
         .unwrap_or_default()
 }
 

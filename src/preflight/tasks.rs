@@ -15,7 +15,7 @@ pub fn checks(run: &RunRequest) -> Vec<Check> {
             return vec![Check::fail(
                 "tasks",
                 what,
-                crate::text::sanitize(&e.to_string()),
+                crate::sanitize::text(&e.to_string()),
                 "fix the plan's tasks / task (or --tasks, --task): a folder of SkillsBench tasks and ids it holds",
             )];
         }
@@ -45,7 +45,7 @@ pub fn checks(run: &RunRequest) -> Vec<Check> {
         out.push(Check::warn(
             "tasks",
             format!("task {} can run", t.id),
-            crate::text::sanitize(&t.problems.join("; ")),
+            crate::sanitize::text(&t.problems.join("; ")),
             "its trials will be build-error and count 0: fix the task, or leave it out (--task / the plan's task)",
         ));
     }

@@ -281,7 +281,7 @@ type DrawResult = Result<(), Box<dyn std::error::Error + 'static>>;
 
 /// Store text made safe and short for a chart label.
 fn clean(s: &str, max: usize) -> String {
-    let s = crate::text::sanitize(s).replace('\n', " ");
+    let s = crate::sanitize::text(s).replace('\n', " ");
     if s.chars().count() > max {
         let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
         t.push('…');

@@ -757,7 +757,7 @@ fn comparison_tables(report: &Report, out: &mut Vec<(&'static str, Table)>) {
 }
 
 fn text(s: &str) -> String {
-    crate::text::sanitize(s).replace('\n', " ")
+    crate::sanitize::text(s).replace('\n', " ")
 }
 
 fn opt(v: Option<f64>) -> String {

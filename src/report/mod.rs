@@ -373,10 +373,10 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 }
 
 /// Escapes untrusted text (task ids, run names, skill names come from files and the store) for
-/// a Markdown table cell: control sequences stripped ([`crate::text::sanitize`]), line breaks
+/// a Markdown table cell: control sequences stripped ([`crate::sanitize::text`]), line breaks
 /// folded, and the characters Markdown or HTML would interpret escaped.
 pub fn md_cell(raw: &str) -> String {
-    let clean = crate::text::sanitize(raw);
+    let clean = crate::sanitize::text(raw);
     let mut out = String::with_capacity(clean.len());
     for c in clean.chars() {
         match c {

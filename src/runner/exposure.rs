@@ -176,7 +176,7 @@ async fn assemble(
         }
     }
     SkillExposure {
-        captured_at: crate::store::now_rfc3339(),
+        captured_at: crate::domain::now_rfc3339(),
         agent: input.agent.to_string(),
         condition: input.condition.key(),
         workdir,
@@ -288,7 +288,7 @@ pub fn write(trial_dir: &Path, x: &SkillExposure) -> Result<(), super::RunnerErr
 pub fn conclude(
     trial_dir: &Path,
     x: &mut SkillExposure,
-    uses: Option<&[crate::store::SkillUseRow]>,
+    uses: Option<&[crate::domain::SkillUseRow]>,
     also_own: &[String],
 ) {
     let uses: Option<Vec<(String, String, Option<i64>)>> = uses.map(|u| {

@@ -27,7 +27,7 @@ pub use image::{ImageCache, ImageSettings};
 pub use trial::{TrialCancel, TrialEnd, TrialEnv, TrialJob, Verdict, run_trial};
 
 /// Errors of the runner. Trial-level failures never surface as errors of the run: they become
-/// outcomes (see [`crate::store::Outcome`]).
+/// outcomes (see [`crate::domain::Outcome`]).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RunnerError {
     /// A Docker API call failed.

@@ -470,7 +470,7 @@ async fn wait_ready(
                         .unwrap_or_default();
                     return Err(ServiceError::Task(format!(
                         "service {name} is unhealthy; last check said: {}",
-                        crate::text::sanitize(last.trim())
+                        crate::sanitize::text(last.trim())
                     )));
                 }
                 _ => {}
@@ -510,7 +510,7 @@ async fn logs_tail(docker: &Docker, c: &TrialContainer) -> String {
         }
     };
     let _ = tokio::time::timeout(Duration::from_secs(5), read).await;
-    let out = crate::text::sanitize(out.trim());
+    let out = crate::sanitize::text(out.trim());
     if out.is_empty() {
         String::new()
     } else {

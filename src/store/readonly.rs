@@ -322,15 +322,15 @@ fn sibling(path: &Path, suffix: &str) -> PathBuf {
 }
 
 fn writable(path: &Path) -> bool {
-    crate::fs_facts::writable(path)
+    crate::fs::writable(path)
 }
 
 fn mounted_read_only(path: &Path) -> bool {
-    crate::fs_facts::file_system(path).is_some_and(|f| f.read_only)
+    crate::fs::file_system(path).is_some_and(|f| f.read_only)
 }
 
 fn disk_full(dir: &Path) -> bool {
-    crate::fs_facts::file_system(dir).is_some_and(|f| f.free_bytes == 0)
+    crate::fs::file_system(dir).is_some_and(|f| f.free_bytes == 0)
 }
 
 /// Escapes a path for an SQLite `file:` URI (`%`, `?` and `#` would end or change it).

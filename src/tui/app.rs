@@ -23,7 +23,7 @@ use super::screens::{Hits, Reply, Then, edit_line, typing_start};
 use super::state::{DomainsState, EventsState, Pane};
 use super::theme::Theme;
 use super::worker::{Request, Snapshot, Update};
-use crate::store::{TrialBrief, TrialStatus};
+use crate::domain::{TrialBrief, TrialStatus};
 
 /// Whether this dashboard started the run (quitting stops it) or watches one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 
 use super::worker::Snapshot;
 use crate::analysis::metrics::{Paired, paired, pass_rate_judged, per_task_mean_planned};
-use crate::store::{Outcome, TrialBrief, TrialStatus};
+use crate::domain::{Outcome, TrialBrief, TrialStatus};
 
 /// A grid cell's state (what its glyph and colour say).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -451,7 +451,7 @@ impl GridModel {
                     .or_insert_with(|| vec![None; columns.len()])[c] = Some(i);
             }
         }
-        let mut tasks: Vec<(&crate::store::RunTaskRow, Vec<Option<usize>>)> = s
+        let mut tasks: Vec<(&crate::domain::RunTaskRow, Vec<Option<usize>>)> = s
             .tasks
             .iter()
             .filter(|t| {
@@ -949,7 +949,7 @@ pub fn progress(s: &Snapshot, now: DateTime<Utc>) -> Progress {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::{RunRow, RunTaskRow, TrialRow};
+    use crate::domain::{RunRow, RunTaskRow, TrialRow};
 
     fn trial(
         task: &str,
@@ -1090,7 +1090,7 @@ mod tests {
             activity: vec![],
             owner_alive: None,
             hosts: vec![],
-            plan: crate::store::TrialPlan::uniform(2),
+            plan: crate::domain::TrialPlan::uniform(2),
         }
     }
 

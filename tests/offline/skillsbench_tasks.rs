@@ -230,7 +230,7 @@ fn real_tasks_that_need_values_nobody_set_are_named_before_any_trial() {
 /// (the script sets it) the block is written from the JSON by today's renderer instead.
 #[test]
 fn the_docs_health_check_is_generated_from_the_stored_check() {
-    use skillscope::analysis::readiness::{HealthCheck, markdown};
+    use skillscope::analysis::health_check::{HealthCheck, markdown};
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let json = std::fs::read_to_string(root.join("docs/health-check/skillsbench-87.json"))
         .expect("docs/health-check/skillsbench-87.json");

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeMap;
 
+use skillscope::analysis::health_check::{Cause, Reason, TaskReadiness};
 use skillscope::analysis::metrics::ConditionSummary;
-use skillscope::analysis::readiness::{Cause, Reason, TaskReadiness};
 use skillscope::analysis::results::Adaptive;
 use skillscope::commands::shared::table::{
     adaptive_table_in, comparisons_table_in, conditions_table_in,

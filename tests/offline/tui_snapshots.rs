@@ -106,7 +106,7 @@ fn log(label: &str, text: &str) -> LogFile {
         path: PathBuf::from(format!(
             "/data/jobs/snapshot-run__noskills/trial/{label}.txt"
         )),
-        text: skillscope::text::sanitize(text),
+        text: skillscope::sanitize::text(text),
         truncated: false,
     }
 }
@@ -529,7 +529,7 @@ fn detail_summary_and_logs() {
                 path: PathBuf::from(
                     "/data/jobs/snapshot-run__noskills/trial/agent/trajectory.json",
                 ),
-                text: skillscope::text::sanitize(&render_trajectory(&trajectory)),
+                text: skillscope::sanitize::text(&render_trajectory(&trajectory)),
                 truncated: false,
             },
             log(

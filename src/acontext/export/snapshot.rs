@@ -5,7 +5,6 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use crate::safe_fs;
 use crate::skillsbench::skill::{Severity, check_skill_md};
 
 use super::guard::*;
@@ -69,7 +68,7 @@ pub fn snapshot_dir(dir: &Path, limits: &ExportLimits) -> Result<SkillSnapshot, 
         }
         let len = entry.metadata().map_err(|e| io_err(entry.path(), e))?.len();
         budget.fits(rel, len).map_err(refuse)?;
-        let bytes = safe_fs::read_capped(entry.path(), limits.max_file_bytes + 1)
+        let bytes = crate::fs::read_capped(entry.path(), limits.max_file_bytes + 1)
             .map_err(|e| io_err(entry.path(), e))?;
         budget.add(rel, bytes.len() as u64).map_err(refuse)?;
         if path == "SKILL.md" {

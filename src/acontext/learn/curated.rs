@@ -19,9 +19,9 @@ use super::{LearnError, LearnOptions, Learner, Retried, order_trials_tasks};
 use crate::acontext::client::AcontextError;
 use crate::acontext::export::{ExportLimits, SkillSnapshot, snapshot_dir};
 use crate::acontext::versions::version_of;
+use crate::domain::{RunRow, RunTaskRow};
 use crate::skillsbench::skill::scan_skills_dir;
 use crate::store::learning::{self as lq, SpaceRow, UploadRow};
-use crate::store::{RunRow, RunTaskRow};
 
 /// One curated skill found in a task.
 #[derive(Debug, Clone)]

@@ -56,11 +56,12 @@ pub use trials::{
 
 use super::client::{AcontextError, Client};
 use super::model::CreateSession;
+use crate::domain::{RunRow, RunTaskRow, TrialRow};
 use crate::store::learning::Step;
 use crate::store::learning::{
     self as lq, LearnStepRow, NewSpace, NewStep, SpacePatch, SpaceRow, StepPatch,
 };
-use crate::store::{RunRow, RunTaskRow, Store, StoreError, TrialRow, queries};
+use crate::store::{Store, StoreError, queries};
 
 /// Acontext's default skills in a new learning space.
 pub const DEFAULT_SKILLS: [&str; 2] = ["daily-logs", "user-general-facts"];

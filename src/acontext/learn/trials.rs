@@ -5,11 +5,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use super::{StatusMode, VERDICT_PREFIX};
+use crate::domain::{Outcome, RunTaskRow, TrialRow};
 use crate::harbor::atif::Trajectory;
 use crate::harbor::ctrf::Report;
 use crate::harbor::summary::{SummaryInput, summarize};
-use crate::safe_fs;
-use crate::store::{Outcome, RunTaskRow, TrialRow};
 
 /// The verdict a trial gives the learner: `success` for full reward, `failed` for a wrong
 /// result or a timeout, `None` when the verifier gave no verdict (infrastructure errors).
@@ -89,7 +88,7 @@ pub fn trial_messages(
     verdict: &str,
     limit: usize,
 ) -> (String, String) {
-    let instruction = safe_fs::read_text_capped(&task_dir.join("instruction.md"), 256 * 1024)
+    let instruction = crate::fs::read_text_capped(&task_dir.join("instruction.md"), 256 * 1024)
         .unwrap_or_else(|_| format!("Solve the SkillsBench task {}.", t.task_id));
     let trial_dir = t.trial_dir.as_deref().map(Path::new);
     let trajectory = t
@@ -101,7 +100,7 @@ pub fn trial_messages(
         .and_then(|p| Trajectory::read(&p).ok());
     let ctrf = trial_dir.and_then(|d| Report::read(&d.join("verifier/ctrf.json")).ok());
     let test_output = trial_dir.and_then(|d| {
-        safe_fs::read_text_capped(&d.join("verifier/test-stdout.txt"), 1024 * 1024).ok()
+        crate::fs::read_text_capped(&d.join("verifier/test-stdout.txt"), 1024 * 1024).ok()
     });
     let summary = summarize(
         &SummaryInput {
@@ -114,7 +113,7 @@ pub fn trial_messages(
         },
         limit,
     );
-    let mut text = crate::text::sanitize(&summary.text);
+    let mut text = crate::sanitize::text(&summary.text);
     if mode == StatusMode::Criteria {
         let v = if verdict == "success" { "PASS" } else { "FAIL" };
         text.push_str(&format!("\n\n{VERDICT_PREFIX} {v}\n"));

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{ConditionResult, EXPERIMENT_COMPARISONS, TaskInfo, mean_of};
 use crate::analysis::ci::{self, Ci, CiMethod};
 use crate::analysis::metrics::{delta_pp, normalized_gain};
-use crate::store::RunRow;
+use crate::domain::RunRow;
 
 /// A comparison of two conditions over the tasks both ran.
 #[derive(Debug, Clone, PartialEq, Serialize)]

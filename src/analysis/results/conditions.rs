@@ -9,8 +9,8 @@ use super::tally::{CategoryCounts, Cells};
 use super::{FailureMode, Scoring, TaskInfo, mean_of};
 use crate::analysis::ci::{self, Ci};
 use crate::analysis::failure_category::FailureCategory;
+use crate::domain::{RunRow, TrialPlan};
 use crate::skillsbench::condition::condition_label;
-use crate::store::{RunRow, TrialPlan};
 
 /// One scored condition (a run's condition).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::{ConditionResult, ROUND_PAIRS};
 use crate::analysis::failure_category::FailureCategory;
-use crate::store::Outcome;
+use crate::domain::Outcome;
 
 /// Why a trial did not succeed (or that it did not run), as the plan's failure analysis names
 /// them. A trial whose reward reaches the pass threshold succeeded, whatever its outcome, and has

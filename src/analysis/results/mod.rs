@@ -57,9 +57,10 @@ pub use paper_rows::PaperRow;
 
 use super::ci::{Ci, CiMethod};
 use super::success::SuccessRule;
+use crate::domain::{RunRow, TrialPlan};
 use crate::skillsbench::Difficulty;
 use crate::store::learning as lq;
-use crate::store::{RunRow, StoreError, TrialPlan, queries};
+use crate::store::{StoreError, queries};
 
 /// How the results are scored: the bootstrap of every CI and the pass threshold of every
 /// success count.

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::tally::RunFacts;
 use super::{Comparison, ConditionResult, FailureMode, RunInfo};
-use crate::store::RunRow;
+use crate::domain::RunRow;
 
 /// Why and how far results are interim.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -12,7 +12,7 @@ use serde::Serialize;
 use super::ConditionResult;
 use super::comparisons::{delta_and_gain, matched, mean_at};
 use crate::analysis::paper::{self, PaperValue};
-use crate::store::RunRow;
+use crate::domain::RunRow;
 
 /// The source of runs imported from the results registry.
 const REGISTRY: &str = "registry";

@@ -13,9 +13,10 @@ use rusqlite::Connection;
 use super::FailureMode;
 use crate::analysis::failure_category::{self, FailureCategory};
 use crate::analysis::success::SuccessRule;
+use crate::domain::{Outcome, RunRow, TrialPlan};
 use crate::store::analysis::{AgentSettingsSeen, EnvironmentMarks, TrialFacts};
 use crate::store::queries::EnvironmentMark;
-use crate::store::{self, Outcome, RunRow, StoreError, TrialPlan};
+use crate::store::{self, StoreError};
 
 /// Per (run, condition, task): what its latest attempts within the plan hold.
 #[derive(Debug, Clone, Default)]

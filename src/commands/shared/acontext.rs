@@ -84,7 +84,7 @@ pub fn print_progress() -> Progress {
         let err = row
             .error
             .as_deref()
-            .map(|e| format!(" — {}", crate::text::sanitize(e)))
+            .map(|e| format!(" — {}", crate::sanitize::text(e)))
             .unwrap_or_default();
         crate::errln!(
             "[{}] {}#{} {}: {}{status}{err}",
@@ -100,7 +100,7 @@ pub fn print_progress() -> Progress {
 /// Prints the "waiting for Acontext" line of each retry cycle and the "back" line on stderr,
 /// beside the learning progress.
 pub fn print_availability() -> crate::acontext::availability::Sink {
-    Arc::new(|line: &str| crate::errln!("[acontext] {}", crate::text::sanitize(line)))
+    Arc::new(|line: &str| crate::errln!("[acontext] {}", crate::sanitize::text(line)))
 }
 
 /// Prints a learning report.
@@ -116,7 +116,7 @@ pub fn print_report(label: &str, r: &LearnReport) {
     for e in &r.errors {
         crate::outln!(
             "{label}: not learned this pass: {}",
-            crate::text::sanitize(e)
+            crate::sanitize::text(e)
         );
     }
 }

@@ -56,7 +56,7 @@ pub fn power_table(f: &Forecast) -> Fitted {
             _ => format!("{x:.1} pp"),
         };
         t.push(vec![
-            Cell::new(crate::text::sanitize(&p.hypothesis)),
+            Cell::new(crate::sanitize::text(&p.hypothesis)),
             right(format!("{} × {}", p.n_tasks, p.trials)),
             right(format!("{:.1}", p.se_pp)),
             right(fmt(p.mde)),

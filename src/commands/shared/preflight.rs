@@ -84,9 +84,9 @@ pub fn table(p: &Preflight) -> super::table::Fitted {
         .map(|c| {
             vec![
                 c.area.to_string(),
-                crate::text::sanitize(&c.what),
+                crate::sanitize::text(&c.what),
                 c.verdict.label().to_string(),
-                crate::text::sanitize(&c.detail),
+                crate::sanitize::text(&c.detail),
                 c.cost.clone(),
                 format!("{:.1}", c.seconds),
             ]
@@ -107,7 +107,7 @@ pub fn table(p: &Preflight) -> super::table::Fitted {
 pub fn summary(p: &Preflight) -> Vec<String> {
     let mut out = Vec::new();
     for c in p.checks.iter().filter(|c| c.verdict != Verdict::Ok) {
-        out.push(crate::text::sanitize(&format!(
+        out.push(crate::sanitize::text(&format!(
             "{} {} — {}: {}{}",
             c.verdict.label(),
             c.area,

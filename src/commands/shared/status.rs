@@ -4,8 +4,9 @@ use color_eyre::eyre::Result;
 use serde::Serialize;
 
 use crate::analysis::metrics::{ConditionSummary, summarize_planned};
+use crate::domain::RunRow;
 use crate::store::learning as lq;
-use crate::store::{Liveness, RunRow, queries};
+use crate::store::{Liveness, queries};
 
 /// One run's status, as printed with `--json`.
 #[derive(Debug, Serialize)]
@@ -40,15 +41,15 @@ pub struct RunStatus {
 /// The costs of a run's attempts by condition (finished, running, queued), for
 /// [`crate::analysis::spend`].
 pub fn run_costs(
-    trials: &[crate::store::TrialRow],
+    trials: &[crate::domain::TrialRow],
 ) -> std::collections::BTreeMap<String, crate::analysis::spend::ConditionCosts> {
     let mut out: std::collections::BTreeMap<String, crate::analysis::spend::ConditionCosts> =
         Default::default();
     for t in trials {
         let c = out.entry(t.condition.clone()).or_default();
         match t.status {
-            crate::store::TrialStatus::Done => c.finished.extend(t.cost_usd),
-            crate::store::TrialStatus::Queued => c.queued += 1,
+            crate::domain::TrialStatus::Done => c.finished.extend(t.cost_usd),
+            crate::domain::TrialStatus::Queued => c.queued += 1,
             _ => c.running.push(t.cost_usd.unwrap_or(0.0)),
         }
     }
@@ -124,10 +125,10 @@ pub fn engine_line(run: &RunRow, liveness: &Liveness) -> String {
         ),
         Liveness::Idle => match &run.stop_reason {
             Some(r) if run.status == "stopped" => {
-                format!("stopped: {}", crate::text::sanitize(r))
+                format!("stopped: {}", crate::sanitize::text(r))
             }
             // `finished with 2 cancelled`.
-            Some(r) if run.status == "finished" => crate::text::sanitize(r),
+            Some(r) if run.status == "finished" => crate::sanitize::text(r),
             _ => run.status.clone(),
         },
     }

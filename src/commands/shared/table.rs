@@ -7,8 +7,8 @@ use comfy_table::{Cell, CellAlignment};
 use crate::analysis::metrics::{ConditionSummary, Paired, paired};
 use crate::console::table::fit;
 pub use crate::console::table::{Column, Fitted, terminal_width};
+use crate::domain::Outcome;
 use crate::skillsbench::condition::condition_label;
-use crate::store::Outcome;
 
 /// A short header for an outcome column (`canc` for `cancelled`).
 fn short_outcome(o: Outcome) -> &'static str {
@@ -245,11 +245,11 @@ pub fn adaptive_table_in(
     for a in rows {
         let right = |s: String| Cell::new(s).set_alignment(CellAlignment::Right);
         cells.push(vec![
-            Cell::new(crate::text::sanitize(&a.name)),
+            Cell::new(crate::sanitize::text(&a.name)),
             Cell::new(if a.scope == "overall" {
                 "all".to_string()
             } else {
-                format!("{}: {}", a.scope, crate::text::sanitize(&a.group))
+                format!("{}: {}", a.scope, crate::sanitize::text(&a.group))
             }),
             right(a.n_tasks.to_string()),
             right(pct(a.pass1_round1)),

@@ -297,10 +297,10 @@ impl CliAgent {
 
     /// Reads the native log from `agent/` (what exists of it).
     fn read_log(&self, agent_dir: &Path) -> (Vec<u8>, String) {
-        let log = crate::safe_fs::read_tail(&agent_dir.join(self.log_name()), 256 << 20)
+        let log = crate::fs::read_tail(&agent_dir.join(self.log_name()), 256 << 20)
             .map(|(b, _)| b)
             .unwrap_or_default();
-        let stderr = crate::safe_fs::read_tail(&agent_dir.join(self.stderr_name()), 64 << 10)
+        let stderr = crate::fs::read_tail(&agent_dir.join(self.stderr_name()), 64 << 10)
             .map(|(b, _)| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
         (log, stderr)
@@ -332,7 +332,7 @@ fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
         if !e.file_type().is_file() {
             continue;
         }
-        let Ok(mut bytes) = crate::safe_fs::read_capped(e.path(), 256 << 20) else {
+        let Ok(mut bytes) = crate::fs::read_capped(e.path(), 256 << 20) else {
             continue;
         };
         // Byte-wise, so a binary file that happens to hold a key is not mangled by decoding.
@@ -354,7 +354,8 @@ fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
 /// last 4 KiB of stderr name a rate limit, overload or server error — Gemini CLI retries a 429
 /// for minutes), the provider, not the agent, used the time: a transient provider failure.
 fn stalled_on_provider(stderr: &str) -> Option<ProviderFailure> {
-    let hit = crate::agent_logs::provider::classify_error_text(crate::text::tail(stderr, 4096))?;
+    let hit =
+        crate::agent_logs::provider::classify_error_text(crate::sanitize::tail(stderr, 4096))?;
     let evidence = crate::agent_logs::provider::Evidence::Stderr;
     hit.0
         .is_transient()
@@ -557,7 +558,7 @@ impl CliAgent {
     /// (`agent/gemini-cli.session.jsonl`) are read beside it, their last 256 MiB at most.
     fn parse_native(&self, agent_dir: &Path, log: &[u8]) -> Arc<dyn NativeLog> {
         let beside = |name: &str| {
-            crate::safe_fs::read_tail(&agent_dir.join(name), 256 << 20)
+            crate::fs::read_tail(&agent_dir.join(name), 256 << 20)
                 .map(|(b, _)| b)
                 .unwrap_or_default()
         };

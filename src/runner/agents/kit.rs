@@ -193,7 +193,7 @@ pub async fn ensure_kit(harness: Harness, s: &HarnessSettings) -> Result<Kit, Ru
         "harness = {:?}\nversion = {:?}\nfetched_at = {:?}\n",
         harness.name(),
         kit.version,
-        crate::store::now_rfc3339()
+        crate::domain::now_rfc3339()
     );
     std::fs::write(staging.join(READY_MARKER), marker)
         .map_err(|e| RunnerError::io(staging.join(READY_MARKER), e))?;
@@ -223,7 +223,7 @@ async fn run_npm(args: &[&str], cwd: &Path, what: &str) -> Result<(), RunnerErro
             ))
         })?;
     if !out.status.success() {
-        let err = crate::text::sanitize_bytes(&out.stderr);
+        let err = crate::sanitize::bytes(&out.stderr);
         let tail: Vec<&str> = err.lines().rev().take(6).collect();
         return Err(RunnerError::Task(format!(
             "npm {} failed for {what}: {}",

@@ -110,8 +110,8 @@ impl Activity {
             .find_map(|s| s.calls().last())
             .map(|c| {
                 let line = format!("{}: {}", c.function_name, c.brief());
-                let line = crate::text::sanitize(&line).replace(['\n', '\r', '\t'], " ");
-                crate::text::head(&line, ACTIVITY_TOOL_CHARS).to_string()
+                let line = crate::sanitize::text(&line).replace(['\n', '\r', '\t'], " ");
+                crate::sanitize::head(&line, ACTIVITY_TOOL_CHARS).to_string()
             });
         Activity {
             steps: t.steps.len() as i64,

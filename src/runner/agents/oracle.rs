@@ -78,7 +78,7 @@ impl Agent for OracleAgent {
         if let Some(code) = r.exit_code.filter(|c| *c != 0) {
             let path = ctx.agent_dir.join("exit-code.txt");
             use std::io::Write;
-            crate::safe_fs::create_fresh(&path)
+            crate::fs::create_fresh(&path)
                 .and_then(|mut f| f.write_all(format!("{code}\n").as_bytes()))
                 .map_err(|e| RunnerError::io(&path, e))?;
         }
@@ -98,8 +98,8 @@ impl Agent for OracleAgent {
         finished: &str,
     ) -> Option<Trajectory> {
         // The observation is the end of what solve.sh printed, sanitized, with its exit status.
-        let tail = crate::safe_fs::read_tail(&ctx.agent_dir.join("oracle.txt"), 16 * 1024)
-            .map(|(bytes, _)| crate::text::sanitize_bytes(&bytes))
+        let tail = crate::fs::read_tail(&ctx.agent_dir.join("oracle.txt"), 16 * 1024)
+            .map(|(bytes, _)| crate::sanitize::bytes(&bytes))
             .unwrap_or_default();
         let status = match (run.end, run.exit_code) {
             (ExecEnd::TimedOut, _) => format!(

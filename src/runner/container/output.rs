@@ -26,7 +26,7 @@ impl OutputFile {
                         .map_err(|e| RunnerError::io(parent, e))?;
                 }
                 let path = p.to_path_buf();
-                let file = tokio::task::spawn_blocking(move || crate::safe_fs::create_fresh(&path))
+                let file = tokio::task::spawn_blocking(move || crate::fs::create_fresh(&path))
                     .await
                     .map_err(|e| RunnerError::Task(e.to_string()))?
                     .map_err(|e| RunnerError::io(p, e))?;

@@ -12,10 +12,10 @@ use super::evidence::{
 use super::generation::skill_writing_session;
 use super::verifier::verify;
 use super::{Done, Failed, Scope, TrialEnv, write_instruction};
+use crate::domain::{Outcome, now_rfc3339};
 use crate::runner::agents::{AGENT_LOGS, AgentContext};
 use crate::runner::container::{ExecEnd, Prelude, TrialContainer};
 use crate::runner::events::{Live, Step, TrialEvent};
-use crate::store::{Outcome, now_rfc3339};
 
 /// The attempt in its started container: the agent (after a two-phase trial's skill-writing
 /// session, with what it can see of skills read just before), then the verifier.

@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use super::agent::in_container;
 use super::evidence::Evidence;
 use super::{Done, Failed, Scope};
+use crate::domain::Outcome;
 use crate::runner::container::{ContainerSpec, TrialContainer};
 use crate::runner::events::{Step, TrialEvent};
 use crate::runner::{labels, services};
 use crate::skillsbench::Task;
 use crate::skillsbench::env::{self as task_env, EnvValues, MissingEnvPolicy};
-use crate::store::Outcome;
 
 pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Result<Done, Failed> {
     let Scope {

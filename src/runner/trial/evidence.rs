@@ -2,12 +2,12 @@
 //! scan, [`crate::runner::exposure`]) and what it used (from its ATIF trajectory).
 
 use super::{Failed, Scope, TrialEnv};
+use crate::domain::SkillUseRow;
 use crate::runner::agents::AgentContext;
 use crate::runner::container::TrialContainer;
 use crate::runner::events::{SessionTotals, Step, TrajectoryFacts, TrialEvent};
 use crate::runner::exposure::{self, ExposureScan, ScanInput};
 use crate::skillsbench::exposure::SkillExposure;
-use crate::store::SkillUseRow;
 
 /// Writes the agent's ATIF trajectory to `agent/trajectory.json` and reports its counts, tokens
 /// and cost; keeps the skills it used in `skill_uses`. Returns true when it was written. A
@@ -27,7 +27,7 @@ pub(super) async fn record_trajectory(
         .map_err(std::io::Error::other)
         .and_then(|bytes| {
             use std::io::Write;
-            crate::safe_fs::create_fresh(&path).and_then(|mut f| f.write_all(&bytes))
+            crate::fs::create_fresh(&path).and_then(|mut f| f.write_all(&bytes))
         });
     if written.is_err() {
         return false;

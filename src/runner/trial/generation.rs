@@ -2,11 +2,11 @@
 //! which are read out, validated and installed before the solving session.
 
 use super::{Failed, Scope, write_instruction};
+use crate::domain::{Outcome, now_rfc3339};
 use crate::runner::agents::AgentContext;
 use crate::runner::container::{ExecEnd, TrialContainer};
 use crate::runner::events::SessionTotals;
 use crate::skillsbench::selfgen::{GeneratedSkills, SelfGeneration, TRIAL_GENERATION_SESSION};
-use crate::store::{Outcome, now_rfc3339};
 
 /// The container folder of the skill-writing session's logs (not the mounted `/logs/agent`: the
 /// solving session must not find the first session's transcript there).

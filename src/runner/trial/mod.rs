@@ -27,10 +27,10 @@ use super::container::Reaper;
 pub use super::events::Live;
 use super::events::{Step, TrialEvent, TrialEvents};
 use super::{DockerHost, ImageCache};
+use crate::domain::{Outcome, SkillUseRow, TrialRow, now_rfc3339};
 use crate::skillsbench::env::{EnvValues, MissingEnvPolicy};
 use crate::skillsbench::exposure::SkillExposure;
 use crate::skillsbench::{Condition, Task};
-use crate::store::{Outcome, SkillUseRow, TrialRow, now_rfc3339};
 use environment::attempt;
 use evidence::Evidence;
 

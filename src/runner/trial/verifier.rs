@@ -3,11 +3,11 @@
 //! from the reward file it wrote (a missing reward told apart from an infrastructure fault).
 
 use super::{Done, Failed, Scope};
+use crate::domain::{Outcome, now_rfc3339};
 use crate::harbor::reward::{self, is_pass, scalar_reward};
 use crate::runner::container::{ExecEnd, TrialContainer};
 use crate::runner::events::{Step, TrialEvent};
 use crate::skillsbench::Task;
-use crate::store::{Outcome, now_rfc3339};
 
 /// The verifier after the agent (it still runs after an agent timeout): its copies of skills put
 /// in place, its test run under `[verifier] timeout_sec`, `/logs` copied out when not mounted,
@@ -167,7 +167,7 @@ async fn reward_fault(
     verifier_dir: &std::path::Path,
 ) -> Option<(crate::runner::Fault, String)> {
     let out = verifier_dir.join("test-stdout.txt");
-    if let Ok((tail, _)) = crate::safe_fs::read_tail(&out, OUTPUT_TAIL)
+    if let Ok((tail, _)) = crate::fs::read_tail(&out, OUTPUT_TAIL)
         && crate::runner::Fault::of_message(&String::from_utf8_lossy(&tail))
             == Some(crate::runner::Fault::DiskFull)
     {

@@ -25,7 +25,7 @@ use ratatui::text::Span;
 use super::state::Pane;
 use super::theme::Theme;
 use super::worker::{Request, Snapshot};
-use crate::store::{TrialBrief, TrialKey};
+use crate::domain::{TrialBrief, TrialKey};
 use chrono::{DateTime, Utc};
 use grid::GridHits;
 use skills::SkillsFocus;

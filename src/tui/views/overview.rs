@@ -144,7 +144,7 @@ pub fn space_line(t: &Theme, p: &SpaceProgress, width: usize) -> Line<'static> {
             .file_name()
             .map(|n| n.to_string_lossy().to_string())
             .unwrap_or_else(|| e.dir.clone());
-        let name = crate::text::one_line(&name);
+        let name = crate::sanitize::one_line(&name);
         let skills = if e.n_skills == 1 { "skill" } else { "skills" };
         Span::styled(
             if wide {
@@ -243,7 +243,7 @@ pub fn event_time(rfc3339: &str, now: chrono::DateTime<chrono::Utc>) -> String {
                 t.format("%m-%d %H:%M").to_string()
             }
         }
-        Err(_) => crate::text::sanitize(rfc3339),
+        Err(_) => crate::sanitize::text(rfc3339),
     }
 }
 
@@ -373,7 +373,7 @@ pub fn height(app: &App, small: bool, s: &Snapshot, width: u16) -> u16 {
 /// The command that resumes a stale run (stored with the run; values of `--env` never are), as
 /// `resume: …` wrapped at spaces into lines of at most `width` columns, so it can be read and
 /// copied whole.
-pub fn resume_lines(run: &crate::store::RunRow, width: usize) -> Vec<String> {
+pub fn resume_lines(run: &crate::domain::RunRow, width: usize) -> Vec<String> {
     let command = run.resume_command.as_deref().map_or_else(
         || {
             format!(
@@ -381,7 +381,7 @@ pub fn resume_lines(run: &crate::store::RunRow, width: usize) -> Vec<String> {
                 run.name
             )
         },
-        crate::text::one_line,
+        crate::sanitize::one_line,
     );
     wrap_words(&format!("resume: {command}"), width)
 }
@@ -474,7 +474,7 @@ fn money_items(
 /// The engine's state for the operator: its pid and heartbeat when live, what to do when gone;
 /// `full` (large screens) with its host and, for a stale run, the pointer to the resume line —
 /// small screens keep room for the cost beside it.
-fn engine_text(liveness: &Liveness, run: &crate::store::RunRow, full: bool) -> String {
+fn engine_text(liveness: &Liveness, run: &crate::domain::RunRow, full: bool) -> String {
     let host = run
         .owner_host
         .as_deref()
@@ -615,11 +615,11 @@ fn state_text(app: &App, s: &Snapshot, liveness: &Liveness) -> String {
         ),
         ("running", _, _) if p.running + p.queued == 0 => "running · all trials done".to_string(),
         ("finished", _, _) => match &run.stop_reason {
-            Some(r) => crate::text::sanitize(r),
+            Some(r) => crate::sanitize::text(r),
             None => "finished".to_string(),
         },
         ("stopped", _, _) => match &run.stop_reason {
-            Some(r) => format!("stopped: {}", crate::text::sanitize(r)),
+            Some(r) => format!("stopped: {}", crate::sanitize::text(r)),
             None => "stopped".to_string(),
         },
         (st, _, _) => st.to_string(),

@@ -102,7 +102,7 @@ pub fn usd_text(usd: f64) -> String {
 pub fn clock(rfc3339: &str) -> String {
     chrono::DateTime::parse_from_rfc3339(rfc3339)
         .map(|t| t.with_timezone(&chrono::Utc).format("%H:%M:%S").to_string())
-        .unwrap_or_else(|_| crate::text::sanitize(rfc3339))
+        .unwrap_or_else(|_| crate::sanitize::text(rfc3339))
 }
 
 /// A text bar of `width` cells filled to `fraction` (glyphs from the theme, so it reads without

@@ -27,9 +27,10 @@ use crate::analysis::invocations::{
     skill_report, write_scored,
 };
 use crate::analysis::results::{Results, Scoring, Selection, analyze};
+use crate::domain::RunRow;
+use crate::sanitize::one_line;
 use crate::store::learning as lq;
-use crate::store::{RunRow, StoreError, queries};
-use crate::text::one_line;
+use crate::store::{StoreError, queries};
 
 /// What the dashboard analyses for a watched run: its experiment (round 1 and round 2, labelled
 /// A, B, A', B') when it belongs to one, else the run alone.

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
-use crate::store::{SkillUseRow, StoreError, TrialKey, TrialRow, queries};
+use crate::domain::{SkillUseRow, TrialKey, TrialRow};
+use crate::store::{StoreError, queries};
 
 /// Most bytes of a log file shown (its end).
 pub const LOG_TAIL_BYTES: u64 = 512 * 1024;
@@ -47,8 +48,8 @@ impl Detail {
 
 /// Reads the end of a log file the container may have written: no symlinks, capped, sanitized.
 pub fn read_log(label: &str, path: &Path) -> LogFile {
-    let (text, truncated) = match crate::safe_fs::read_tail(path, LOG_TAIL_BYTES) {
-        Ok((bytes, longer)) => (crate::text::sanitize_bytes(&bytes), longer),
+    let (text, truncated) = match crate::fs::read_tail(path, LOG_TAIL_BYTES) {
+        Ok((bytes, longer)) => (crate::sanitize::bytes(&bytes), longer),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             ("(not written yet)".to_string(), false)
         }
@@ -107,7 +108,7 @@ pub fn read_trajectory(path: &Path) -> LogFile {
     LogFile {
         label: "trajectory".into(),
         path: path.to_path_buf(),
-        text: crate::text::sanitize(&text),
+        text: crate::sanitize::text(&text),
         truncated: false,
     }
 }

@@ -34,7 +34,8 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::mpsc as tmpsc;
 
-use crate::store::{CommandKind, Store, StoreError, TrialKey, queries};
+use crate::domain::TrialKey;
+use crate::store::{CommandKind, Store, StoreError, queries};
 
 use analysis::{Cached, Fresh, ResultsData, RubricData, change_marker, watched};
 use snapshot::{EventCache, load_snapshot_with};

@@ -8,13 +8,14 @@ use rusqlite::Connection;
 
 use crate::acontext::export::{ExportLimits, snapshot_dir};
 use crate::analysis::skill_content::{SkillContent, measure};
+use crate::domain::RunRow;
+use crate::sanitize::{self, one_line};
 use crate::skillsbench::condition::is_self_generated_key;
 use crate::store::learning::{
     self as lq, LearnStepRow, SkillFileRow, SkillSourceRow, SkillVersionRow, SpaceProgress,
     SpaceRow,
 };
-use crate::store::{RunRow, StoreError, queries};
-use crate::text::{one_line, sanitize};
+use crate::store::{StoreError, queries};
 
 /// Where a skill of a space comes from, by its latest version per origin.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -190,14 +191,14 @@ pub fn load_skills(conn: &Connection, space_id: i64) -> Result<SkillBrowser, Sto
     }
     let with_files = |v: Option<SkillVersionRow>| -> Result<Option<SkillVersion>, StoreError> {
         let Some(mut row) = v else { return Ok(None) };
-        row.description = sanitize(&row.description);
+        row.description = sanitize::text(&row.description);
         row.dir = row.dir.as_deref().map(one_line);
         row.problems = row.problems.iter().map(|p| one_line(p)).collect();
         let files = lq::version_files(&tx, row.id)?
             .into_iter()
             .map(|mut f| {
                 f.path = one_line(&f.path);
-                f.text = f.text.as_deref().map(sanitize);
+                f.text = f.text.as_deref().map(sanitize::text);
                 f
             })
             .collect();
@@ -392,7 +393,7 @@ fn files_of(dir: &Path) -> Vec<SkillFileRow> {
                 path: one_line(&f.path),
                 size: f.size,
                 sha256: f.sha256,
-                text: f.text.as_deref().map(sanitize),
+                text: f.text.as_deref().map(sanitize::text),
             })
             .collect(),
         Err(_) => Vec::new(),
@@ -456,7 +457,7 @@ pub fn load_generated_set(conn: &Connection, id: i64) -> Result<SkillBrowser, St
                             space_id: id,
                             origin: "generated".into(),
                             name: one_line(&s.name),
-                            description: sanitize(&s.description),
+                            description: sanitize::text(&s.description),
                             content_hash: s.content_hash.clone(),
                             remote_id: None,
                             dir: None,

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
+use crate::domain::{RunRow, RunTaskRow, TrialBrief, TrialPlan};
+use crate::sanitize::one_line;
 use crate::store::learning::{self as lq, ExperimentRow, SpaceProgress};
-use crate::store::{RunRow, RunTaskRow, StoreError, TrialBrief, TrialPlan, queries};
-use crate::text::one_line;
+use crate::store::{StoreError, queries};
 
 use super::skills::{clean_space, clean_step};
 

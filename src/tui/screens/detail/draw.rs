@@ -11,8 +11,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Tabs};
 
 use super::{DETAIL_TABS, DetailState};
+use crate::domain::{SkillUseRow, TrialRow};
 use crate::skillsbench::condition::condition_label;
-use crate::store::{SkillUseRow, TrialRow};
 use crate::tui::screens::{Hits, Shared, record_tabs};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{clock, fit, framed, live_line, wrap};
@@ -227,7 +227,7 @@ fn identity(cx: Shared, a: &TrialRow, n_attempts: usize, width: usize) -> Vec<Li
         .map(|o| o.as_str().to_string())
         .unwrap_or_else(|| a.status.to_string());
     let outcome_style = match a.outcome {
-        Some(crate::store::Outcome::Pass) => t.pass,
+        Some(crate::domain::Outcome::Pass) => t.pass,
         Some(_) => t.fail,
         None => t.running,
     };
@@ -290,7 +290,7 @@ fn activity(cx: Shared, a: &TrialRow, width: usize) -> Vec<Line<'static>> {
         spend_from: a.agent_started_at.clone(),
         spend_to: None,
         live_steps: a.live_steps,
-        live_tool: a.live_tool.as_deref().map(crate::text::one_line),
+        live_tool: a.live_tool.as_deref().map(crate::sanitize::one_line),
         last_output_at: a.last_output_at.clone(),
         stalled_at: a.stalled_at.clone(),
     };
@@ -323,7 +323,7 @@ fn record(t: &Theme, a: &TrialRow, uses: &[SkillUseRow], width: usize) -> Vec<Li
     if let Some(e) = &a.error {
         lines.push(kv(
             "error",
-            crate::text::sanitize(e)
+            crate::sanitize::text(e)
                 .lines()
                 .next()
                 .unwrap_or_default()

@@ -3,7 +3,7 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::{DETAIL_TABS, DetailState};
-use crate::store::TrialBrief;
+use crate::domain::TrialBrief;
 use crate::tui::keymap::Action;
 use crate::tui::screens::{Effect, Hits, Reply, Then, contains};
 use crate::tui::worker::Request;

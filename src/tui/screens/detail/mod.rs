@@ -10,7 +10,7 @@ pub use draw::draw;
 
 use std::sync::Arc;
 
-use crate::store::TrialKey;
+use crate::domain::TrialKey;
 use crate::tui::worker::Detail;
 
 /// Tabs of the trial detail.

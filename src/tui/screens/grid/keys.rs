@@ -3,7 +3,7 @@
 use crossterm::event::{KeyCode, KeyEvent};
 
 use super::GridState;
-use crate::store::{TrialBrief, TrialStatus};
+use crate::domain::{TrialBrief, TrialStatus};
 use crate::tui::keymap::Action;
 use crate::tui::model::{CellState, Filter, GridModel};
 use crate::tui::screens::{Effect, Hits, Reply, Then, contains, edit_line, typing_start};

@@ -1,4 +1,4 @@
-//! Untrusted text from containers (agent and verifier output, build logs) made safe to draw.
+//! Untrusted text (containers, imported files, remote servers) made safe to draw or print.
 //!
 //! Terminal control sequences — CSI (cursor moves, clear screen, colours), OSC (window title,
 //! hyperlinks, clipboard), DCS and the rest — are removed by `strip-ansi-escapes` (a `vte`
@@ -10,7 +10,7 @@
 const TAB: usize = 4;
 
 /// Returns `raw` with every terminal control sequence and control character removed.
-pub fn sanitize(raw: &str) -> String {
+pub fn text(raw: &str) -> String {
     let mut out = String::with_capacity(raw.len());
     for (i, line) in raw.split('\n').enumerate() {
         if i > 0 {
@@ -42,9 +42,9 @@ pub fn sanitize(raw: &str) -> String {
     out
 }
 
-/// [`sanitize`] for bytes that may not be UTF-8.
-pub fn sanitize_bytes(raw: &[u8]) -> String {
-    sanitize(&String::from_utf8_lossy(raw))
+/// [`text`] for bytes that may not be UTF-8.
+pub fn bytes(raw: &[u8]) -> String {
+    text(&String::from_utf8_lossy(raw))
 }
 
 /// The first at most `max` bytes of `s`, cut back to a char boundary.
@@ -65,10 +65,10 @@ pub fn tail(s: &str, max: usize) -> &str {
     &s[from..]
 }
 
-/// One line of untrusted text (remote or from a container): [`sanitize`]d, line breaks made
+/// One line of untrusted text (remote or from a container): [`text`]-sanitized, line breaks made
 /// spaces.
 pub fn one_line(s: &str) -> String {
-    sanitize(s).replace('\n', " ")
+    text(s).replace('\n', " ")
 }
 
 /// `1234` as `1,234`: digits grouped by threes.
@@ -92,18 +92,18 @@ mod tests {
     fn strips_csi_osc_and_controls() {
         let hostile =
             "\x1b[2J\x1b[H\x1b]0;pwned\x07hello \x1b[31mred\x1b[0m\x1b[10;10Hmoved\x08\x07\n";
-        assert_eq!(sanitize(hostile), "hello redmoved\n");
+        assert_eq!(text(hostile), "hello redmoved\n");
         // OSC 52 clipboard write and OSC 8 hyperlink.
         assert_eq!(
-            sanitize("a\x1b]52;c;ZXZpbA==\x07b\x1b]8;;http://x\x1b\\c"),
+            text("a\x1b]52;c;ZXZpbA==\x07b\x1b]8;;http://x\x1b\\c"),
             "abc"
         );
         // A DCS string goes entirely; a C1 control character (U+009B, CSI) is dropped and what
         // follows it is inert text.
-        assert_eq!(sanitize("y\x1bPq#0;1\x1b\\z"), "yz");
-        assert_eq!(sanitize("x\u{9b}2J"), "x2J");
+        assert_eq!(text("y\x1bPq#0;1\x1b\\z"), "yz");
+        assert_eq!(text("x\u{9b}2J"), "x2J");
         assert!(
-            !sanitize("\x1b[1m\x1bc\x1b(0\x0e\x0f")
+            !text("\x1b[1m\x1bc\x1b(0\x0e\x0f")
                 .chars()
                 .any(char::is_control)
         );
@@ -111,13 +111,13 @@ mod tests {
 
     #[test]
     fn carriage_returns_and_tabs() {
-        assert_eq!(sanitize("10%\r50%\r100%\r\nnext"), "100%\nnext");
-        assert_eq!(sanitize("a\tb"), "a   b");
+        assert_eq!(text("10%\r50%\r100%\r\nnext"), "100%\nnext");
+        assert_eq!(text("a\tb"), "a   b");
     }
 
     #[test]
     fn bidi_overrides_are_dropped() {
-        assert_eq!(sanitize("abc\u{202e}fed"), "abcfed");
+        assert_eq!(text("abc\u{202e}fed"), "abcfed");
     }
 
     #[test]

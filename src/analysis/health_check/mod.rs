@@ -1,7 +1,7 @@
-//! Benchmark readiness: which tasks build and pass their own reference solution (the oracle) on
-//! this machine, under each condition, and why the others do not — so an operator knows before
-//! paying for model calls which part of the fixed task denominator can score here. Pure: trial
-//! rows and their logs in, rows and counts out (`skillscope tasks --check` gathers them).
+//! The health check (`skillscope tasks --check`): which tasks build and pass their own reference
+//! solution (the oracle) on this machine, under each condition, and why the others do not — so
+//! an operator knows before paying for model calls which part of the fixed task denominator can
+//! score here. Pure: trial rows and their logs in, rows and counts out (the command gathers them).
 //!
 //! A failure's cause comes from the first step that failed — the build, the solution
 //! (`agent/oracle.txt`, when `solve.sh` exited non-zero), the verifier (its failing tests when
@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use self::logs::{Context, Found, Level, Line, Log};
-use crate::store::{Outcome, TrialRow};
+use crate::domain::{Outcome, TrialRow};
 
 /// Why a task does not run to an oracle pass here.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -126,7 +126,7 @@ impl Cause {
         Cause {
             reason,
             evidence: Some(evidence),
-            line: (!line.is_empty()).then(|| crate::text::head(line, 240).to_string()),
+            line: (!line.is_empty()).then(|| crate::sanitize::head(line, 240).to_string()),
         }
     }
 
@@ -134,7 +134,7 @@ impl Cause {
     /// — a cut detail ends in `…` (the JSON and Markdown of the check have it whole).
     pub fn describe(&self, max: usize) -> String {
         let detail = self.reason.detail();
-        let cut = crate::text::head(detail, max);
+        let cut = crate::sanitize::head(detail, max);
         let mut s = format!(
             "{}: {cut}{}",
             self.reason.label(),
@@ -231,7 +231,7 @@ pub fn is_private_registry(image: &str) -> bool {
 
 /// The first line of an error message (build errors carry a log tail after it).
 fn first_line(text: &str) -> String {
-    crate::text::head(text.lines().next().unwrap_or("").trim(), 240).to_string()
+    crate::sanitize::head(text.lines().next().unwrap_or("").trim(), 240).to_string()
 }
 
 /// The last logical line of a log that is not decoration.
@@ -265,7 +265,7 @@ fn names(v: Option<&serde_json::Value>) -> Vec<String> {
 /// Why one trial did not pass (`None` when it passed).
 pub fn trial_reason(facts: &TaskFacts, t: &TrialEvidence) -> Option<Cause> {
     let row = &t.row;
-    let error = crate::text::sanitize(row.error.as_deref().unwrap_or(""));
+    let error = crate::sanitize::text(row.error.as_deref().unwrap_or(""));
     match row.outcome {
         Some(Outcome::Pass) => return None,
         None | Some(Outcome::Cancelled) | Some(Outcome::Interrupted) => {
@@ -458,7 +458,7 @@ fn run_cause(facts: &TaskFacts, t: &TrialEvidence, error: &str) -> Cause {
             Some(l) => Cause::at(
                 Reason::OracleFailed(format!(
                     "solve.sh exited {code}: {}",
-                    crate::text::head(&l.text, 160)
+                    crate::sanitize::head(&l.text, 160)
                 )),
                 t.agent_log.at(l.number),
                 &l.text,
@@ -484,7 +484,7 @@ fn run_cause(facts: &TaskFacts, t: &TrialEvidence, error: &str) -> Cause {
                 Reason::VerifierError(format!(
                     "{} (last output: {})",
                     first_line(error),
-                    crate::text::head(&l.text, 160)
+                    crate::sanitize::head(&l.text, 160)
                 )),
                 t.verifier_log.at(l.number),
                 &l.text,
@@ -493,14 +493,14 @@ fn run_cause(facts: &TaskFacts, t: &TrialEvidence, error: &str) -> Cause {
         };
     }
     let first_failing = failing
-        .map(|l| format!("; {}", crate::text::head(&l.text, 160)))
+        .map(|l| format!("; {}", crate::sanitize::head(&l.text, 160)))
         .or_else(|| {
             let ctrf = t.ctrf.as_ref()?;
             let f = ctrf.results.tests.iter().find(|x| x.status == "failed")?;
             Some(format!(
                 "; {}: {}",
                 f.name,
-                crate::text::head(
+                crate::sanitize::head(
                     f.message
                         .as_deref()
                         .unwrap_or("")
@@ -748,7 +748,7 @@ pub struct HealthCheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::TrialStatus;
+    use crate::domain::TrialStatus;
 
     fn row(condition: &str, outcome: Outcome, reward: Option<f64>, error: &str) -> TrialRow {
         TrialRow {
@@ -819,7 +819,7 @@ mod tests {
             &facts,
             &ev(
                 row("no-skills", Outcome::BuildError, None, "build failed"),
-                &crate::text::sanitize(log),
+                &crate::sanitize::text(log),
                 "",
                 "",
             ),

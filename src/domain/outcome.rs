@@ -1,0 +1,187 @@
+//! How a trial attempt stands and how it ended: [`TrialStatus`] (queued → building → agent →
+//! verifying → done) and [`Outcome`] (the verdicts and the attempts without one). Stored as
+//! lower-case text (`agent-timeout`); `Display` and `FromStr` give that text.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a trial attempt is in its life. Stored as lower-case text.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord, Default,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrialStatus {
+    /// Waiting for a slot.
+    #[default]
+    Queued,
+    /// Building or reusing the image, starting the container.
+    Building,
+    /// The agent runs.
+    Agent,
+    /// The verifier runs.
+    Verifying,
+    /// Finished; see the outcome.
+    Done,
+}
+
+impl TrialStatus {
+    /// All statuses.
+    pub const ALL: [TrialStatus; 5] = [
+        TrialStatus::Queued,
+        TrialStatus::Building,
+        TrialStatus::Agent,
+        TrialStatus::Verifying,
+        TrialStatus::Done,
+    ];
+
+    /// Stored text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TrialStatus::Queued => "queued",
+            TrialStatus::Building => "building",
+            TrialStatus::Agent => "agent",
+            TrialStatus::Verifying => "verifying",
+            TrialStatus::Done => "done",
+        }
+    }
+
+    /// True while a process works on the attempt (building, agent, verifying).
+    pub fn is_active(self) -> bool {
+        matches!(
+            self,
+            TrialStatus::Building | TrialStatus::Agent | TrialStatus::Verifying
+        )
+    }
+}
+
+/// How a finished attempt ended. The first seven are the trial outcomes of the evaluation;
+/// `cancelled` and `interrupted` mark attempts stopped by the operator or by a shutdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outcome {
+    /// The verifier wrote a reward of 1 (full marks).
+    Pass,
+    /// The verifier ran and wrote a reward below 1 (wrong output).
+    Fail,
+    /// The agent exceeded `[agent] timeout_sec`; the verifier still ran (as Harbor does) and its
+    /// reward, if any, is kept.
+    AgentTimeout,
+    /// The verifier exceeded `[verifier] timeout_sec`.
+    VerifierTimeout,
+    /// The image could not be built (or the task definition is unusable).
+    BuildError,
+    /// Docker or skillscope failed while running the trial.
+    RuntimeError,
+    /// The verifier finished without writing a usable reward file.
+    NoReward,
+    /// The model provider failed (refused key, rate limit, overload, used-up quota, server
+    /// error): the task was not fairly attempted, so the attempt is neither a pass nor a failure
+    /// and is retried (automatically with backoff for transient failures).
+    ProviderError,
+    /// The operator cancelled the attempt.
+    Cancelled,
+    /// The process stopped (Ctrl-C, kill) while the attempt ran; it was re-queued.
+    Interrupted,
+}
+
+impl Outcome {
+    /// Every outcome, in display order.
+    pub const ALL: [Outcome; 10] = [
+        Outcome::Pass,
+        Outcome::Fail,
+        Outcome::AgentTimeout,
+        Outcome::VerifierTimeout,
+        Outcome::BuildError,
+        Outcome::RuntimeError,
+        Outcome::NoReward,
+        Outcome::ProviderError,
+        Outcome::Cancelled,
+        Outcome::Interrupted,
+    ];
+
+    /// Stored text (`pass`, `agent-timeout`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::AgentTimeout => "agent-timeout",
+            Outcome::VerifierTimeout => "verifier-timeout",
+            Outcome::BuildError => "build-error",
+            Outcome::RuntimeError => "runtime-error",
+            Outcome::NoReward => "no-reward",
+            Outcome::ProviderError => "provider-error",
+            Outcome::Cancelled => "cancelled",
+            Outcome::Interrupted => "interrupted",
+        }
+    }
+
+    /// True for outcomes a retry makes sense for (everything but pass).
+    pub fn is_retryable(self) -> bool {
+        self != Outcome::Pass
+    }
+
+    /// True for a verdict about the task: the verifier's reward (pass, fail), a timeout the task
+    /// caused, a reward its own test failed to write, an image its own Dockerfile cannot build.
+    /// False for attempts without one: a runtime error of skillscope's, a provider failure, a
+    /// cancel, an interruption. A run is `finished` only when every planned trial has a verdict.
+    pub fn is_verdict(self) -> bool {
+        matches!(
+            self,
+            Outcome::Pass
+                | Outcome::Fail
+                | Outcome::AgentTimeout
+                | Outcome::VerifierTimeout
+                | Outcome::NoReward
+                | Outcome::BuildError
+        )
+    }
+
+    /// The exception type Harbor records for this outcome in `result.json`, if any.
+    pub fn harbor_exception_type(self) -> Option<&'static str> {
+        match self {
+            Outcome::Pass | Outcome::Fail => None,
+            Outcome::AgentTimeout => Some("AgentTimeoutError"),
+            Outcome::VerifierTimeout => Some("VerifierTimeoutError"),
+            Outcome::BuildError => Some("EnvironmentBuildError"),
+            Outcome::RuntimeError => Some("RuntimeError"),
+            Outcome::NoReward => Some("RewardFileNotFoundError"),
+            Outcome::ProviderError => Some("ProviderError"),
+            Outcome::Cancelled | Outcome::Interrupted => Some("CancelledError"),
+        }
+    }
+}
+
+/// Error for unknown stored text.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown {what} {value:?}")]
+pub struct ParseEnumError {
+    /// What was parsed (`outcome`, `trial status`).
+    pub what: &'static str,
+    /// The text that matched none.
+    pub value: String,
+}
+
+/// `Display` and `FromStr` of an enum stored as text: its `as_str` and the inverse over `ALL`.
+macro_rules! text_enum {
+    ($t:ty, $what:literal) => {
+        impl ::std::fmt::Display for $t {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+        impl ::std::str::FromStr for $t {
+            type Err = $crate::domain::ParseEnumError;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                <$t>::ALL
+                    .into_iter()
+                    .find(|v| v.as_str() == s)
+                    .ok_or_else(|| $crate::domain::ParseEnumError {
+                        what: $what,
+                        value: s.to_string(),
+                    })
+            }
+        }
+    };
+}
+pub(crate) use text_enum;
+text_enum!(TrialStatus, "trial status");
+text_enum!(Outcome, "outcome");

@@ -7,6 +7,7 @@
 
 // Floor 1: the nouns and the pure domain.
 pub mod domain; // a trial's status, outcome, row, key and plan; a run; timestamps
+pub mod format; // number formats every output shares: rate, pp, g, CI, undefined
 pub mod fs; // files in folders a container can write: no link followed, reads capped
 pub mod sanitize; // untrusted text made safe for a terminal
 pub mod skillsbench; // tasks, task.toml, SKILL.md, conditions, Dockerfiles, compose, catalog

@@ -71,19 +71,6 @@ pub fn one_line(s: &str) -> String {
     text(s).replace('\n', " ")
 }
 
-/// `1234` as `1,234`: digits grouped by threes.
-pub fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -145,7 +145,7 @@ impl CiMethod {
     }
 
     fn resamples_text(&self) -> String {
-        format!("{} resamples", crate::sanitize::thousands(self.resamples))
+        format!("{} resamples", crate::format::thousands(self.resamples))
     }
 
     /// The interval of the mean of `values` (per-task means); `None` for fewer than 2 values

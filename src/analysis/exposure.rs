@@ -428,7 +428,10 @@ fn comparison_note(
     let generated_none: Vec<(String, usize, usize)> = [with, without]
         .into_iter()
         .filter_map(|l| {
-            of(l).and_then(|c| c.generated_none.map(|n| (l.to_string(), n, c.recorded)))
+            // Nothing to say of a side none of whose trials recorded what it wrote.
+            of(l)
+                .filter(|c| c.recorded > 0)
+                .and_then(|c| c.generated_none.map(|n| (l.to_string(), n, c.recorded)))
         })
         .collect();
     let mut notes = Vec::new();

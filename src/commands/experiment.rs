@@ -13,7 +13,7 @@ use super::shared::table::{comparisons_table, conditions_table};
 use crate::cli::{ExperimentArgs, exit_code};
 use crate::engine::Engine;
 use crate::experiment::plan::Plan;
-use crate::experiment::{COMPARISONS, Experiment, ExperimentOutcome, ExperimentSetup};
+use crate::experiment::{Experiment, ExperimentOutcome, ExperimentSetup};
 use crate::store::Store;
 use crate::tui::TuiEnd;
 
@@ -237,33 +237,30 @@ pub fn print_outcome(o: &ExperimentOutcome) {
     for (label, r) in &o.learned {
         super::shared::acontext::print_report(label, r);
     }
-    if o.results.is_empty() {
+    let Some(r) = o.analysis.as_ref().filter(|r| !r.conditions.is_empty()) else {
         return;
-    }
-    let summaries: Vec<_> = o.results.iter().map(|r| r.summary.clone()).collect();
-    crate::outln!("{}", conditions_table(&summaries));
-    for n in super::shared::table::condition_notes(&summaries) {
+    };
+    crate::outln!("{}", conditions_table(r));
+    for n in super::shared::table::condition_notes(r) {
         crate::outln!("{n}");
     }
     crate::outln!(
         "{}",
-        o.results
+        r.conditions
             .iter()
-            .map(|r| format!(
+            .map(|c| format!(
                 "{} = {}",
-                r.label,
-                crate::skillsbench::condition::condition_label(&r.summary.condition)
+                c.label,
+                crate::skillsbench::condition::condition_label(&c.condition)
             ))
             .collect::<Vec<_>>()
             .join(" · ")
     );
-    let conditions: Vec<(&str, &crate::analysis::metrics::ConditionSummary)> =
-        o.results.iter().map(|r| (r.label, &r.summary)).collect();
-    if conditions.len() >= 4 {
-        crate::outln!("{}", comparisons_table(&COMPARISONS, &conditions));
+    if !r.comparisons.is_empty() {
+        crate::outln!("{}", comparisons_table(r));
     }
-    if !o.adaptive.is_empty() {
-        crate::outln!("{}", super::shared::table::adaptive_table(&o.adaptive));
+    if !r.adaptive.is_empty() {
+        crate::outln!("{}", super::shared::table::adaptive_table(r));
     }
     if o.finished && !o.hypotheses.is_empty() {
         crate::outln!("hypotheses of the evaluation plan:");

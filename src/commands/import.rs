@@ -163,8 +163,9 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 .map(|m| format!(" ({m})"))
                 .unwrap_or_default()
         );
-        println!("{}", conditions_table(&s.conditions));
-        for n in super::shared::table::condition_notes(&s.conditions) {
+        let results = super::shared::table::run_results(&conn, &s.run.name)?;
+        println!("{}", conditions_table(&results));
+        for n in super::shared::table::condition_notes(&results) {
             if !notes.contains(&n) {
                 notes.push(n);
             }

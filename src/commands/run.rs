@@ -9,7 +9,6 @@ use super::shared::request::build_request;
 use super::shared::signals::Signals;
 use super::shared::table::conditions_table;
 use super::shared::{headless, progress, resume, theme};
-use crate::analysis::metrics::summarize;
 use crate::cli::{RunArgs, exit_code};
 use crate::config::FileConfig;
 use crate::engine::{Engine, RunOutcome, StopReason, default_run_name};
@@ -263,9 +262,8 @@ async fn detach(db: &std::path::Path, name: &str) -> Result<i32> {
 fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
     let conn = store.connect()?;
     let tasks = queries::run_tasks(&conn, outcome.run.id)?;
-    let trials = queries::current_briefs(&conn, outcome.run.id)?;
     let ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
-    let summaries = summarize(&ids, outcome.run.n_trials, &outcome.run.conditions, &trials);
+    let results = super::shared::table::run_results(&conn, &outcome.run.name)?;
     let state = match &outcome.stop {
         _ if outcome.finished && outcome.cancelled > 0 => format!(
             "{} (they count 0; `skillscope retry {} --cancelled` and the same command run them)",
@@ -293,8 +291,8 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
             .map(|m| format!(", model {m}"))
             .unwrap_or_default()
     );
-    crate::outln!("{}", conditions_table(&summaries));
-    for n in super::shared::table::condition_notes(&summaries) {
+    crate::outln!("{}", conditions_table(&results));
+    for n in super::shared::table::condition_notes(&results) {
         crate::outln!("{n}");
     }
     crate::outln!(

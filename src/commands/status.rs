@@ -95,8 +95,9 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                 );
             }
         }
-        println!("{}", conditions_table(&s.conditions));
-        for n in super::shared::table::condition_notes(&s.conditions) {
+        let results = super::shared::table::run_results(conn, &s.run.name)?;
+        println!("{}", conditions_table(&results));
+        for n in super::shared::table::condition_notes(&results) {
             if !notes.contains(&n) {
                 notes.push(n);
             }

@@ -123,9 +123,10 @@ fn content_width(text: &str) -> usize {
     text.lines().map(chars).max().unwrap_or(0)
 }
 
-/// The longest word of `text`.
+/// The longest word of `text`: split where comfy-table wraps — at spaces and line breaks, never
+/// at a no-break space (a number that must stay whole, `[8.3,\u{a0}58.3]`).
 fn longest_word(text: &str) -> usize {
-    text.split_whitespace().map(chars).max().unwrap_or(0)
+    text.split([' ', '\n', '\t']).map(chars).max().unwrap_or(0)
 }
 
 /// The width tables are fitted to: the terminal's when standard output is one, else none.

@@ -115,6 +115,9 @@ pub struct ExperimentOutcome {
     /// The plan's hypotheses answered over all tasks and, with a split, over the same-task and
     /// held-out tasks ([`crate::analysis::hypotheses`]); empty before any run.
     pub hypotheses: Vec<crate::analysis::hypotheses::Hypothesis>,
+    /// The whole analysis ([`crate::analysis::results::analyze`]), once round 1 has a run: what
+    /// the closing tables render.
+    pub analysis: Option<crate::analysis::results::Results>,
 }
 
 /// Runs experiments.

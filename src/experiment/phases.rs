@@ -440,16 +440,20 @@ fn outcome(
 ) -> Result<ExperimentOutcome, ExperimentError> {
     let results: Vec<ConditionResult> = results(&experiment, &ledger.rounds(&experiment)?);
     let conn = x.store.connect()?;
-    let (adaptive, hypotheses) = match crate::analysis::results::analyze(
+    let analysis = match crate::analysis::results::analyze(
         &conn,
         &crate::analysis::results::Selection::Experiment(experiment.name.clone()),
         &crate::analysis::results::Scoring::default(),
     ) {
-        Ok(r) => (r.adaptive, r.hypotheses),
+        Ok(r) => Some(r),
         // Before round 1 has a run there is nothing to analyse.
-        Err(StoreError::NotFound(_)) => (Vec::new(), Vec::new()),
+        Err(StoreError::NotFound(_)) => None,
         Err(e) => return Err(e.into()),
     };
+    let (adaptive, hypotheses) = analysis
+        .as_ref()
+        .map(|r| (r.adaptive.clone(), r.hypotheses.clone()))
+        .unwrap_or_default();
     Ok(ExperimentOutcome {
         experiment,
         finished,
@@ -457,5 +461,6 @@ fn outcome(
         learned,
         adaptive,
         hypotheses,
+        analysis,
     })
 }

@@ -158,7 +158,7 @@ pub(crate) fn analysis_bench(
     println!("{}", fit(&columns, table, terminal_width()));
     println!(
         "({} resamples per CI; store generated in {:.1}s; targets at 1,000,000 trials on a quiet 2-core machine: full analysis ≤ 0.5 s, first report ≤ 3 s)",
-        crate::sanitize::thousands(resamples),
+        crate::format::thousands(resamples),
         generated.as_secs_f64()
     );
     Ok(())

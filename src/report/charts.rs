@@ -63,7 +63,8 @@ const BAD: RGBColor = RGBColor(213, 94, 0);
 const GRID: RGBColor = RGBColor(200, 200, 200);
 
 /// Which chart.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "chart", content = "of", rename_all = "snake_case")]
 pub enum ChartKind {
     /// Pass rate per condition with CIs.
     PassRate,

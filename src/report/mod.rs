@@ -11,17 +11,16 @@
 //! | `report.json` | `json` | the whole [`Report`] (serde) |
 //! | `*.csv` | `csv` | one table per section ([`csv`]) |
 //!
-//! The skill exposure section's text and tables come from [`exposure`].
+//! Every renderer renders one model of the report's sections, [`model`].
 //!
 //! Files are written to a temporary name and renamed, so a report that fails half-way (a full
 //! disk) never leaves a truncated file under a final name.
 
 pub mod charts;
 pub mod csv;
-pub mod exposure;
 pub mod markdown;
+pub mod model;
 mod skill_sets;
-pub mod table;
 pub mod typeset;
 
 use std::path::{Path, PathBuf};
@@ -378,12 +377,14 @@ fn write_file(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
 pub fn md_cell(raw: &str) -> String {
     let clean = crate::sanitize::text(raw);
     let mut out = String::with_capacity(clean.len());
-    for c in clean.chars() {
+    for (i, c) in clean.char_indices() {
         match c {
             '\n' | '\r' => out.push(' '),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            '&' => out.push_str("&amp;"),
+            // Only where it would start a character reference (`&lt;`, `&#60;`): a plain `&`
+            // (`Office & White Collar`) stays as written.
+            '&' if starts_reference(&clean[i + 1..]) => out.push_str("&amp;"),
             '|' | '\\' | '`' | '*' | '_' | '[' | ']' | '#' | '!' | '~' => {
                 out.push('\\');
                 out.push(c);
@@ -392,6 +393,16 @@ pub fn md_cell(raw: &str) -> String {
         }
     }
     out
+}
+
+/// True when `rest` (what follows an `&`) would make it a character reference: a name or `#`
+/// and digits, then `;`.
+fn starts_reference(rest: &str) -> bool {
+    let body: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '#')
+        .collect();
+    !body.is_empty() && rest[body.len()..].starts_with(';')
 }
 
 #[cfg(test)]
@@ -406,5 +417,8 @@ mod tests {
         assert_eq!(md_cell("\x1b[31mred\x1b[0m"), "red");
         assert_eq!(md_cell("[x](http://e)"), "\\[x\\](http://e)");
         assert_eq!(md_cell("weighted-gdp-calc"), "weighted-gdp-calc");
+        assert_eq!(md_cell("Office & White Collar"), "Office & White Collar");
+        assert_eq!(md_cell("&lt;script&gt;"), "&amp;lt;script&amp;gt;");
+        assert_eq!(md_cell("a &#60; b"), "a &amp;\\#60; b");
     }
 }

@@ -486,6 +486,12 @@ impl App {
                 }
             }
             _ if self.pane == Pane::Domains => match action {
+                Action::Left => self.domains.offset = self.domains.offset.saturating_sub(1),
+                Action::Right => {
+                    // At most one step per column the pane can have (rates, judged, Δ, g).
+                    let n = self.snapshot.as_ref().map_or(0, |s| s.run.conditions.len());
+                    self.domains.offset = (self.domains.offset + 1).min(4 * n);
+                }
                 Action::Up => self.domains.scroll = self.domains.scroll.saturating_sub(1),
                 Action::Down => {
                     self.domains.scroll =

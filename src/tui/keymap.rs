@@ -226,6 +226,20 @@ pub const KEYMAP: &[Binding] = &[
         "event log: what happened, when",
     ),
     b(Domains, &["up", "k"], Up, "up", "scroll up"),
+    b(
+        Domains,
+        &["left", "h"],
+        Left,
+        "left",
+        "columns off to the left",
+    ),
+    b(
+        Domains,
+        &["right", "l"],
+        Right,
+        "right",
+        "columns off to the right",
+    ),
     b(Domains, &["down", "j"], Down, "down", "scroll down"),
     b(
         Domains,
@@ -290,6 +304,20 @@ pub const KEYMAP: &[Binding] = &[
     ),
     b(Results, &["up", "k"], Up, "up", "scroll up"),
     b(Results, &["down", "j"], Down, "down", "scroll down"),
+    b(
+        Results,
+        &["left", "h"],
+        Left,
+        "left",
+        "columns off to the left",
+    ),
+    b(
+        Results,
+        &["right", "l"],
+        Right,
+        "right",
+        "columns off to the right",
+    ),
     b(Results, &["pgup"], PageUp, "page up", "page up"),
     b(
         Results,

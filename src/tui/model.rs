@@ -590,6 +590,8 @@ pub struct RateRow {
     /// Method D pass rate per condition (run order) over the group's tasks it planned, fraction;
     /// `None` when it planned none of them (not run there, never 0).
     pub rates: Vec<Option<f64>>,
+    /// Per condition: the group's tasks it planned.
+    pub n_ran: Vec<usize>,
     /// Each condition after the first against the first, over the group's tasks both planned
     /// (Δ, g and how many tasks); `None` when they share none.
     pub deltas: Vec<Option<Paired>>,
@@ -618,6 +620,7 @@ pub fn rate_rows(s: &Snapshot, grouping: Grouping) -> Vec<RateRow> {
             .map(|c| per_task_mean_planned(ids, &s.plan, c, &s.trials))
             .collect();
         RateRow {
+            n_ran: per_task.iter().map(|m| m.len()).collect(),
             rates: per_task
                 .iter()
                 .map(|m| (!m.is_empty()).then(|| m.values().sum::<f64>() / m.len() as f64))

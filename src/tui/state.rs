@@ -35,6 +35,8 @@ pub struct DomainsState {
     pub grouping: Grouping,
     /// First drawn row.
     pub scroll: usize,
+    /// Columns scrolled sideways (`←` `→`).
+    pub offset: usize,
 }
 
 /// The event log's scroll, filter and the rows it keeps.

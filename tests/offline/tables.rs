@@ -5,71 +5,103 @@
 
 use std::collections::BTreeMap;
 
+use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
 use skillscope::analysis::health_check::{Cause, Reason, TaskReadiness};
-use skillscope::analysis::metrics::ConditionSummary;
-use skillscope::analysis::results::Adaptive;
-use skillscope::commands::shared::table::{
-    adaptive_table_in, comparisons_table_in, conditions_table_in,
-};
+use skillscope::analysis::results::{Adaptive, Results};
+use skillscope::commands::shared::table::{model_table, run_results};
 use skillscope::commands::tasks::{readiness_table, tasks_table};
+use skillscope::report::model::{comparisons, conditions};
 use skillscope::skillsbench::{Catalog, TaskSet};
+use skillscope::store::Outcome;
 
-fn summary(cond: &str, rate: f64, outcomes: &[(&str, usize)], done: usize) -> ConditionSummary {
-    ConditionSummary {
-        condition: cond.into(),
-        pass_rate: rate,
-        n_tasks: 12,
-        n_planned: 60,
-        outcomes: outcomes
-            .iter()
-            .map(|(k, v)| (k.to_string(), *v))
-            .collect::<BTreeMap<_, _>>(),
-        queued: 60 - done,
-        running: 0,
-        done,
-        partial: 2,
-        pass_rate_judged: Some(rate * 60.0 / done.max(1) as f64),
-        per_task: (0..12).map(|i| (format!("task-{i}"), rate)).collect(),
-        timeout_passed: 0,
+/// Twelve tasks over three domains and difficulties.
+const TASKS: [(&str, &str, &str); 12] = [
+    ("task-0", "Finance", "easy"),
+    ("task-1", "Finance", "medium"),
+    ("task-2", "Finance", "hard"),
+    ("task-3", "Healthcare", "easy"),
+    ("task-4", "Healthcare", "medium"),
+    ("task-5", "Healthcare", "hard"),
+    ("task-6", "Energy", "easy"),
+    ("task-7", "Energy", "medium"),
+    ("task-8", "Energy", "hard"),
+    ("task-9", "Robotics", "easy"),
+    ("task-10", "Robotics", "medium"),
+    ("task-11", "Robotics", "hard"),
+];
+
+/// A run of `conditions` × 12 tasks × 5 trials, each condition's trials ending as its list says
+/// (in task, then trial order; the rest left queued): the results `report` would compute.
+fn run_with(conditions: &[&str], ends: &[Vec<(Outcome, Option<f64>)>]) -> Results {
+    let (_scratch, conn) = empty_store();
+    let run = PlannedRun::new(
+        &conn,
+        &RunPlan {
+            name: "busy",
+            n_trials: 5,
+            conditions,
+            tasks: &TASKS,
+            ..Default::default()
+        },
+    );
+    for (c, ends) in conditions.iter().zip(ends) {
+        let slots = TASKS.iter().flat_map(|t| (1..=5).map(move |i| (t.0, i)));
+        for ((task, i), (outcome, reward)) in slots.zip(ends) {
+            run.verdict(&conn, (task, c, i), *outcome, *reward);
+        }
     }
+    run_results(&conn, "busy").unwrap()
 }
 
-/// A run mid-way with every kind of outcome column: cancelled, timeouts, errors, partial credit
-/// and the judged rate.
-fn busy_run() -> Vec<ConditionSummary> {
-    vec![
-        summary(
-            "no-skills",
-            0.35,
-            &[
-                ("pass", 20),
-                ("fail", 9),
-                ("agent-timeout", 2),
-                ("build-error", 1),
-                ("cancelled", 1),
-            ],
-            33,
-        ),
-        summary(
-            "curated",
-            0.45,
-            &[("pass", 27), ("fail", 4), ("provider-error", 1)],
-            32,
-        ),
-        summary("self-generated", 0.4, &[("pass", 24), ("fail", 5)], 29),
+/// `n` trials ending `outcome` with `reward`.
+fn ends(n: usize, outcome: Outcome, reward: Option<f64>) -> Vec<(Outcome, Option<f64>)> {
+    vec![(outcome, reward); n]
+}
+
+/// A run mid-way with every kind of failure: cancelled, timeouts, build and provider errors,
+/// partial credit and the judged rate.
+fn busy_run() -> Results {
+    let no_skills = [
+        ends(20, Outcome::Pass, Some(1.0)),
+        ends(7, Outcome::Fail, Some(0.0)),
+        ends(2, Outcome::Fail, Some(0.5)),
+        ends(2, Outcome::AgentTimeout, None),
+        ends(1, Outcome::BuildError, None),
+        ends(1, Outcome::Cancelled, None),
     ]
+    .concat();
+    let curated = [
+        ends(27, Outcome::Pass, Some(1.0)),
+        ends(4, Outcome::Fail, Some(0.0)),
+        ends(1, Outcome::ProviderError, None),
+    ]
+    .concat();
+    let generated = [
+        ends(24, Outcome::Pass, Some(1.0)),
+        ends(5, Outcome::Fail, Some(0.0)),
+    ]
+    .concat();
+    run_with(
+        &["no-skills", "curated", "self-generated"],
+        &[no_skills, curated, generated],
+    )
 }
 
 /// What an operator saw at 80 columns: two conditions mid-run with cancelled trials and a timeout.
-fn cancelled_run() -> Vec<ConditionSummary> {
-    let mut v = busy_run();
-    v.truncate(2);
-    v[0].outcomes.remove("build-error");
-    v[1].outcomes.remove("provider-error");
-    for s in &mut v {
-        s.partial = 0;
-    }
-    v
+fn cancelled_run() -> Results {
+    let no_skills = [
+        ends(20, Outcome::Pass, Some(1.0)),
+        ends(9, Outcome::Fail, Some(0.0)),
+        ends(2, Outcome::AgentTimeout, None),
+        ends(1, Outcome::Cancelled, None),
+    ]
+    .concat();
+    let curated = [
+        ends(27, Outcome::Pass, Some(1.0)),
+        ends(4, Outcome::Fail, Some(0.0)),
+    ]
+    .concat();
+    run_with(&["no-skills", "curated"], &[no_skills, curated])
 }
 
 /// Every line of `text` — the tables' and the abbreviations' — at most `width` characters.
@@ -99,7 +131,7 @@ fn words(text: &str) -> Vec<String> {
 /// form explained under the table.
 fn assert_words_whole(text: &str, width: u16) {
     let words = words(text);
-    for word in ["no-skills", "curated", "pass", "fail", "judged", "rate"] {
+    for word in ["no-skills", "curated", "fail", "judged", "rate"] {
         assert!(
             words.iter().any(|w| w == word),
             "{width}: {word} split:\n{text}"
@@ -107,15 +139,19 @@ fn assert_words_whole(text: &str, width: u16) {
     }
     for (full, brief) in [
         ("condition", "cond"),
-        ("cancelled", "canc"),
+        ("passed", "pass"),
         ("agent-timeout", "a-tmo"),
         ("tasks", "n"),
     ] {
+        let whole = |w: &str| {
+            let parts: Vec<&str> = w.split(' ').collect();
+            words.windows(parts.len()).any(|x| x == parts.as_slice())
+        };
         assert!(
-            words.iter().any(|w| w == full || w == brief),
+            whole(full) || whole(brief),
             "{width}: neither {full} nor {brief} whole:\n{text}"
         );
-        if !words.iter().any(|w| w == full) {
+        if !whole(full) {
             assert!(
                 text.contains(&format!("{brief} = {full}")),
                 "{width}: {brief} is not explained under the table:\n{text}"
@@ -127,14 +163,14 @@ fn assert_words_whole(text: &str, width: u16) {
 #[test]
 fn condition_tables_fit_80_and_120_columns_without_splitting_a_word() {
     for width in [80u16, 120] {
-        let text = conditions_table_in(&cancelled_run(), Some(width)).to_string();
+        let text = model_table(&conditions::table(&cancelled_run()), Some(width)).to_string();
         insta::assert_snapshot!(format!("conditions_table_cancelled_{width}"), text);
         assert_fits(&text, width);
         assert_words_whole(&text, width);
-        // Every outcome column there is: too wide for 80 columns even with short headers and
-        // one space between columns, the table is split in two, each beginning with the
-        // condition, rather than wider than the terminal or cut inside a word.
-        let text = conditions_table_in(&busy_run(), Some(width)).to_string();
+        // Every failure mode there is: too wide for 80 columns even with short headers and one
+        // space between columns, the table is split in two, each beginning with the condition,
+        // rather than wider than the terminal or cut inside a word.
+        let text = model_table(&conditions::table(&busy_run()), Some(width)).to_string();
         insta::assert_snapshot!(format!("conditions_table_busy_{width}"), text);
         assert_fits(&text, width);
         assert_words_whole(&text, width);
@@ -145,25 +181,23 @@ fn condition_tables_fit_80_and_120_columns_without_splitting_a_word() {
             assert_eq!(rows, tables, "{condition} begins every row:\n{text}");
         }
     }
-    // At 120 columns the usual table needs no abbreviation.
-    let wide = conditions_table_in(&cancelled_run(), Some(120)).to_string();
-    assert!(!wide.contains("abbreviations"), "{wide}");
 }
 
-/// Round 2's comparisons and pass@2-adaptive as the experiment prints them at its end.
+/// The comparisons and pass@2-adaptive as the commands print them.
 #[test]
 fn comparison_and_adaptive_tables_fit_80_and_120_columns() {
-    let comparisons = [
-        ("A' vs A", "A'", "A"),
-        ("B' vs B", "B'", "B"),
-        ("A' vs B", "A'", "B"),
-        ("B' vs A'", "B'", "A'"),
-    ];
-    let runs: Vec<(&str, ConditionSummary)> = [("A", 0.35), ("B", 0.45), ("A'", 0.4), ("B'", 0.5)]
-        .into_iter()
-        .map(|(label, rate)| (label, summary(label, rate, &[("pass", 20)], 60)))
-        .collect();
-    let conditions: Vec<(&str, &ConditionSummary)> = runs.iter().map(|(l, s)| (*l, s)).collect();
+    let r = busy_run();
+    for width in [80u16, 120] {
+        let text = model_table(&comparisons::table(&r), Some(width)).to_string();
+        insta::assert_snapshot!(format!("comparisons_table_{width}"), text);
+        assert_fits(&text, width);
+        let w = words(&text);
+        for word in ["comparison", "curated", "self-generated", "g"] {
+            assert!(w.iter().any(|x| x == word), "{width}: {word}:\n{text}");
+        }
+    }
+    // pass@2-adaptive as an experiment prints it at its end, over these results.
+    let mut r = busy_run();
     let row = |scope: &str, group: &str, n: usize| Adaptive {
         name: "A → A'".into(),
         scope: scope.into(),
@@ -185,33 +219,22 @@ fn comparison_and_adaptive_tables_fit_80_and_120_columns() {
         }),
         gain_ci_undefined: None,
     };
-    let adaptive = [
+    r.adaptive = vec![
         row("overall", "all", 12),
         row("domain", "Office & White Collar", 3),
-        row("difficulty", "medium", 5),
     ];
     for width in [80u16, 120] {
-        let text = comparisons_table_in(&comparisons, &conditions, Some(width)).to_string();
-        insta::assert_snapshot!(format!("comparisons_table_{width}"), text);
-        assert_fits(&text, width);
-        let w = words(&text);
-        for word in ["comparison", "B' vs A'", "+10.0", "+0.167"] {
-            let word = word.split(' ').next().unwrap();
-            assert!(w.iter().any(|x| x == word), "{width}: {word}:\n{text}");
-        }
-        let text = adaptive_table_in(&adaptive, Some(width)).to_string();
+        let text =
+            model_table(&comparisons::adaptive_table(&r, "overall"), Some(width)).to_string();
         insta::assert_snapshot!(format!("adaptive_table_{width}"), text);
         assert_fits(&text, width);
         let w = words(&text);
-        for word in ["rounds", "Office", "Collar", "[-2.5,", "+12.5]"] {
+        for word in ["pass@2-adaptive", "[-2.5,", "+12.5]", "52.0%"] {
             assert!(w.iter().any(|x| x == word), "{width}: {word}:\n{text}");
         }
-        for (full, short) in [("pass@2-adaptive", "p@2-adapt"), ("tasks", "n")] {
-            assert!(
-                w.iter().any(|x| x == full) || text.contains(&format!("{short} = {full}")),
-                "{width}: {full} neither whole nor explained:\n{text}"
-            );
-        }
+        let text = model_table(&comparisons::adaptive_table(&r, "domain"), Some(width)).to_string();
+        assert_fits(&text, width);
+        assert!(words(&text).iter().any(|x| x == "Collar"), "{text}");
     }
 }
 

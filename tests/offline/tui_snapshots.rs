@@ -1009,7 +1009,12 @@ fn results_with_skill_exposure() {
     press(&mut app, &conn, KeyCode::Char('a'));
     snap("results_exposure", &mut app);
     let screen = render(&mut app, (120, 40));
-    for part in ["skills seen/used", "planted (other)", "4/12 used a skill"] {
+    // The comparison's note is the report's own sentence (a footnote of its Δ on screen).
+    for part in [
+        "skills seen/used",
+        "planted (other)",
+        "4 of 12 treated trials used a skill",
+    ] {
         assert!(screen.contains(part), "{part}: {screen}");
     }
 }

@@ -4,6 +4,7 @@
 //! of them knows a screen's state.
 
 pub mod live;
+pub mod table;
 pub mod wrap;
 
 pub use live::{fit_items, live_line};

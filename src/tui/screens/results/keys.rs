@@ -28,6 +28,8 @@ impl ResultsState {
             Action::Down => self.scroll_by(1),
             Action::PageUp => self.scroll_by(-page),
             Action::PageDown => self.scroll_by(page),
+            Action::Left => self.offset = self.offset.saturating_sub(1),
+            Action::Right if self.hidden > 0 => self.offset += 1,
             Action::Top => self.scroll = 0,
             Action::Bottom => self.scroll = self.max_scroll(),
             Action::ToggleDifficulty => {

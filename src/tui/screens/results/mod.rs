@@ -26,6 +26,10 @@ pub struct ResultsState {
     pub page: usize,
     /// Lines of the last frame (for scrolling to the end).
     pub lines: usize,
+    /// Columns the tables are scrolled sideways (`←` `→`).
+    pub offset: usize,
+    /// The most columns a table of the last frame left out (how far `→` goes).
+    pub hidden: usize,
 }
 
 impl ResultsState {

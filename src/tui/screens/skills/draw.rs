@@ -117,7 +117,7 @@ fn content_line(t: &Theme, skill: &SkillEntry, width: usize) -> Vec<Line<'static
     };
     let mut text = format!(
         "{} tokens ({}) · {} file{} · {} SOP · {} warning{}",
-        crate::sanitize::thousands(c.body_tokens),
+        crate::format::thousands(c.body_tokens),
         c.size,
         c.files,
         if c.files == 1 { "" } else { "s" },

@@ -543,7 +543,7 @@ pub struct ReportArgs {
     /// Report an experiment: its four conditions A, B, A', B' and the plan's comparisons.
     #[arg(long, conflicts_with = "runs")]
     pub experiment: Option<String>,
-    /// Formats to write, comma-separated [default: md,json,csv].
+    /// Formats to write, comma-separated [default: md,html,json,csv].
     #[arg(long, value_enum, value_delimiter = ',')]
     pub format: Vec<crate::report::Format>,
     /// Output folder [default: reports/<experiment or run> beside the database].

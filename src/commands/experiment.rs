@@ -200,15 +200,7 @@ fn write_report(db: &std::path::Path, reports: &std::path::Path, name: &str) {
             &crate::analysis::results::Selection::Experiment(name.to_string()),
             &crate::analysis::results::Scoring::default(),
         )?;
-        let written = crate::report::write(
-            &report,
-            &dir,
-            &[
-                crate::report::Format::Md,
-                crate::report::Format::Json,
-                crate::report::Format::Csv,
-            ],
-        )?;
+        let written = crate::report::write(&report, &dir, &crate::report::Format::DEFAULT)?;
         Ok(written.files.len())
     })();
     match result {

@@ -47,7 +47,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
         None => default_out(&args.db.db, &name),
     };
     let formats: Vec<Format> = if args.format.is_empty() {
-        vec![Format::Md, Format::Json, Format::Csv]
+        Format::DEFAULT.to_vec()
     } else {
         args.format.clone()
     };
@@ -68,31 +68,9 @@ pub fn execute(args: ReportArgs) -> Result<()> {
         analysed.as_secs_f64(),
         (t0.elapsed() - analysed).as_secs_f64()
     );
-    for c in &r.conditions {
-        println!(
-            "  {:<24} {:>6.1}% over {} task(s), pass@1 {:.1}% (Method D over judged trials: {}){}",
-            crate::sanitize::text(&c.label),
-            c.pass_rate * 100.0,
-            c.n_tasks,
-            c.pass_at_1 * 100.0,
-            c.pass_rate_judged
-                .map_or_else(|| "—".into(), |p| format!("{:.1}%", p * 100.0)),
-            match c.infrastructure() {
-                0 => String::new(),
-                n => format!("  ({n} infrastructure failures)"),
-            }
-        );
-    }
-    for c in &r.comparisons {
-        println!(
-            "  {:<24} Δ {} pp  g {}  over {} of {} task(s)",
-            crate::sanitize::text(&c.name),
-            c.delta_pp
-                .map_or_else(|| "     —".into(), |d| format!("{d:>+6.1}")),
-            c.g.map_or_else(|| "—".into(), |g| format!("{g:+.3}")),
-            c.n_tasks,
-            c.n_tasks_total
-        );
+    println!("{}", super::shared::table::conditions_table(r));
+    if !r.comparisons.is_empty() {
+        println!("{}", super::shared::table::comparisons_table(r));
     }
     for n in r.notes.iter().skip(usize::from(r.interim.is_some())) {
         println!("  note: {}", crate::sanitize::text(n));

@@ -125,6 +125,7 @@ pub(crate) fn analysis_bench(
             &out,
             &[
                 crate::report::Format::Md,
+                crate::report::Format::Html,
                 crate::report::Format::Json,
                 crate::report::Format::Csv,
             ],

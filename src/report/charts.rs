@@ -186,8 +186,30 @@ pub fn render_with_text(report: &Report, spec: &ChartSpec) -> Result<Rendered, S
         // is set by Typeset.
         let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT_BYTES);
     });
+    let height = height(report, spec);
+    let mut buf = vec![0u8; (WIDTH * height * 3) as usize];
+    let boxes = Rc::new(RefCell::new(Vec::new()));
+    {
+        let backend = Typeset::new(
+            BitMapBackend::with_buffer(&mut buf, (WIDTH, height)),
+            chart_font(),
+            boxes.clone(),
+        );
+        draw(report, spec, &backend.into_drawing_area())?;
+    }
+    let text = boxes.borrow().clone();
+    Ok(Rendered {
+        png: encode(&buf, WIDTH, height)?,
+        width: WIDTH,
+        height,
+        text,
+    })
+}
+
+/// The height of `spec`'s chart in pixels (its width is 1,000).
+fn height(report: &Report, spec: &ChartSpec) -> u32 {
     let r = &report.results;
-    let height = match &spec.kind {
+    match &spec.kind {
         ChartKind::PassRate => 110 + ROW * r.conditions.len() as u32,
         ChartKind::Failures => {
             110 + ROW * r.conditions.len() as u32
@@ -203,34 +225,35 @@ pub fn render_with_text(report: &Report, spec: &ChartSpec) -> Result<Rendered, S
         // One row more: the tier thresholds' labels above the bars.
         ChartKind::Skills => 110 + 26 * (report.skills.scores.len().min(MAX_SKILLS) as u32 + 1),
     }
-    .clamp(240, 4000);
-    let mut buf = vec![0u8; (WIDTH * height * 3) as usize];
-    let boxes = Rc::new(RefCell::new(Vec::new()));
-    {
-        let backend = Typeset::new(
-            BitMapBackend::with_buffer(&mut buf, (WIDTH, height)),
-            chart_font(),
-            boxes.clone(),
-        );
-        let root = backend.into_drawing_area();
-        root.fill(&WHITE).map_err(|e| e.to_string())?;
-        match &spec.kind {
-            ChartKind::PassRate => pass_rate(report, &spec.title, &root),
-            ChartKind::Domains(page) => domains(report, *page, &spec.title, &root),
-            ChartKind::TaskDeltas(name) => task_deltas(report, name, &spec.title, &root),
-            ChartKind::Failures => failures(report, &spec.title, &root),
-            ChartKind::Skills => skills(report, &spec.title, &root),
-        }
-        .map_err(|e| e.to_string())?;
-        root.present().map_err(|e| e.to_string())?;
+    .clamp(240, 4000)
+}
+
+/// Draws `spec` on `root` (white background) and presents it.
+fn draw<DB: Backend>(report: &Report, spec: &ChartSpec, root: &Area<DB>) -> Result<(), String> {
+    root.fill(&WHITE).map_err(|e| e.to_string())?;
+    match &spec.kind {
+        ChartKind::PassRate => pass_rate(report, &spec.title, root),
+        ChartKind::Domains(page) => domains(report, *page, &spec.title, root),
+        ChartKind::TaskDeltas(name) => task_deltas(report, name, &spec.title, root),
+        ChartKind::Failures => failures(report, &spec.title, root),
+        ChartKind::Skills => skills(report, &spec.title, root),
     }
-    let text = boxes.borrow().clone();
-    Ok(Rendered {
-        png: encode(&buf, WIDTH, height)?,
-        width: WIDTH,
-        height,
-        text,
-    })
+    .map_err(|e| e.to_string())?;
+    root.present().map_err(|e| e.to_string())
+}
+
+/// Draws `spec` as an SVG document (for the HTML report, inline): the same chart as the PNG, its
+/// text as SVG text in the reader's sans-serif font.
+///
+/// # Errors
+/// A message when drawing fails.
+pub fn render_svg(report: &Report, spec: &ChartSpec) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let backend = SVGBackend::with_string(&mut out, (WIDTH, height(report, spec)));
+        draw(report, spec, &backend.into_drawing_area())?;
+    }
+    Ok(out)
 }
 
 /// The conditions on page `page` of the per-domain chart, with their index in the results.
@@ -277,8 +300,12 @@ fn modes_present(conds: &[crate::analysis::results::ConditionResult]) -> Vec<Fai
         .collect()
 }
 
-type Area<'a> = DrawingArea<Typeset<'a>, Shift>;
+type Area<DB> = DrawingArea<DB, Shift>;
 type DrawResult = Result<(), Box<dyn std::error::Error + 'static>>;
+
+/// A backend the charts draw on: the typeset bitmap (PNG) or SVG.
+trait Backend: DrawingBackend<ErrorType: 'static> {}
+impl<T: DrawingBackend<ErrorType: 'static>> Backend for T {}
 
 /// Store text made safe and short for a chart label.
 fn clean(s: &str, max: usize) -> String {
@@ -338,7 +365,12 @@ fn font(size: u32) -> TextStyle<'static> {
 
 /// Draws `labels` right-aligned left of `chart`'s plotting area, label `i` at the centre of row
 /// `i` counted from the top of `n` rows (row `i` spans y = n − i − 1 … n − i).
-fn row_labels(root: &Area, chart: &PercentChart, n: f64, labels: &[String]) -> DrawResult {
+fn row_labels<DB: Backend>(
+    root: &Area<DB>,
+    chart: &PercentChart<DB>,
+    n: f64,
+    labels: &[String],
+) -> DrawResult {
     let style = font(ROW_LABEL_PX as u32).pos(Pos::new(HPos::Right, VPos::Center));
     let (x0, _) = chart.backend_coord(&(0.0, n));
     for (i, label) in labels.iter().enumerate() {
@@ -349,8 +381,8 @@ fn row_labels(root: &Area, chart: &PercentChart, n: f64, labels: &[String]) -> D
 }
 
 /// Draws the series legend (boxed, white background) at `position`.
-fn legend<'a, 'b: 'a>(
-    chart: &mut PercentChart<'a, 'b>,
+fn legend<'a, DB: Backend + 'a>(
+    chart: &mut PercentChart<'a, DB>,
     position: SeriesLabelPosition,
 ) -> DrawResult {
     chart
@@ -365,13 +397,13 @@ fn legend<'a, 'b: 'a>(
 
 /// A chart of horizontal bars over 0–100 (x, with a vertical grid) and category rows (y over
 /// `rows`, no y axis: the caller draws row labels into the `left` margin), captioned `title`.
-fn percent_rows<'a, 'b>(
-    root: &'a Area<'b>,
+fn percent_rows<'a, DB: Backend>(
+    root: &'a Area<DB>,
     title: &str,
     (left, right): (u32, u32),
     rows: std::ops::Range<f64>,
     x_desc: &str,
-) -> Result<PercentChart<'a, 'b>, Box<dyn std::error::Error + 'static>> {
+) -> Result<PercentChart<'a, DB>, Box<dyn std::error::Error + 'static>> {
     let mut chart = ChartBuilder::on(root)
         .caption(title_fit(title, left, right.max(28)), font(20))
         .margin(12)
@@ -393,16 +425,16 @@ fn percent_rows<'a, 'b>(
     Ok(chart)
 }
 
-type PercentChart<'a, 'b> = ChartContext<
+type PercentChart<'a, DB> = ChartContext<
     'a,
-    Typeset<'b>,
+    DB,
     plotters::coord::cartesian::Cartesian2d<
         plotters::coord::types::RangedCoordf64,
         plotters::coord::types::RangedCoordf64,
     >,
 >;
 
-fn pass_rate(report: &Report, title: &str, root: &Area) -> DrawResult {
+fn pass_rate<DB: Backend>(report: &Report, title: &str, root: &Area<DB>) -> DrawResult {
     let conds = &report.results.conditions;
     let labels: Vec<String> = conds.iter().map(|c| clean(&c.label, 56)).collect();
     let left = label_width(labels.iter().map(String::as_str));
@@ -448,7 +480,7 @@ fn pass_rate(report: &Report, title: &str, root: &Area) -> DrawResult {
 /// Width drawn for a bar of 0 % (percent units): a visible stub, so zero reads as zero.
 const ZERO_STUB: f64 = 0.5;
 
-fn domains(report: &Report, page: usize, title: &str, root: &Area) -> DrawResult {
+fn domains<DB: Backend>(report: &Report, page: usize, title: &str, root: &Area<DB>) -> DrawResult {
     let r = &report.results;
     let conds = page_conditions(r, page);
     let k = conds.len().max(1) as f64;
@@ -539,7 +571,12 @@ fn task_rows(report: &Report, name: &str) -> TaskRows {
     }
 }
 
-fn task_deltas(report: &Report, name: &str, title: &str, root: &Area) -> DrawResult {
+fn task_deltas<DB: Backend>(
+    report: &Report,
+    name: &str,
+    title: &str,
+    root: &Area<DB>,
+) -> DrawResult {
     let TaskRows {
         rows,
         improved,
@@ -613,7 +650,7 @@ fn task_deltas(report: &Report, name: &str, title: &str, root: &Area) -> DrawRes
 /// A stacked segment: legend label, colour, trials of condition `i`.
 type Segment<'a> = (String, RGBColor, Box<dyn Fn(usize) -> usize + 'a>);
 
-fn failures(report: &Report, title: &str, root: &Area) -> DrawResult {
+fn failures<DB: Backend>(report: &Report, title: &str, root: &Area<DB>) -> DrawResult {
     let conds = &report.results.conditions;
     let labels: Vec<String> = conds.iter().map(|c| clean(&c.label, 56)).collect();
     let left = label_width(labels.iter().map(String::as_str));
@@ -698,7 +735,7 @@ pub fn tier_colour(t: Tier) -> RGBColor {
     }
 }
 
-fn skills(report: &Report, title: &str, root: &Area) -> DrawResult {
+fn skills<DB: Backend>(report: &Report, title: &str, root: &Area<DB>) -> DrawResult {
     let scores: Vec<_> = report.skills.scores.iter().take(MAX_SKILLS).collect();
     let labels: Vec<String> = scores
         .iter()

@@ -18,7 +18,7 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
 /// Renders `doc` with the charts `specs`.
 pub fn render_document(doc: &Document, specs: &[ChartSpec]) -> String {
     let mut out = format!("# {}\n\n", doc.title);
-    for b in &doc.blocks {
+    for b in doc.blocks.iter().filter_map(|b| b.for_view(View::Markdown)) {
         match b {
             Block::Heading { level, text } => {
                 let _ = writeln!(out, "{} {text}\n", "#".repeat(*level as usize));
@@ -45,9 +45,16 @@ pub fn render_document(doc: &Document, specs: &[ChartSpec]) -> String {
                     let _ = writeln!(out, "![{}]({})\n", md_cell(&s.title), s.file);
                 }
             }
+            // Only blocks were resolved above.
+            Block::Only { .. } => {}
         }
     }
     out
+}
+
+/// True for charts of one kind (every page of the per-domain chart is one kind).
+pub fn same_chart_kind(a: &ChartKind, b: &ChartKind) -> bool {
+    same_chart(a, b)
 }
 
 /// True for charts of one kind (every page of the per-domain chart is one kind).
@@ -100,6 +107,11 @@ pub fn cell(v: &Value) -> String {
         Value::Undefined(Some(why)) => crate::format::undefined(Some(&md_cell(why))),
         Value::Noted { value, note } => format!("{} ({})", cell(value), md_cell(note)),
         Value::Link { text, href } => format!("[{}]({})", md_cell(text), href.replace(' ', "%20")),
+        Value::Links(links) => links
+            .iter()
+            .map(|(t, h)| format!("[{}]({})", md_cell(t), h.replace(' ', "%20")))
+            .collect::<Vec<_>>()
+            .join(" "),
         Value::Verdict { label, answer } => format!("**{label}**: {}", md_cell(answer)),
         other => other.human(true),
     }

@@ -7,6 +7,7 @@
 //! | File | Format | Content |
 //! |---|---|---|
 //! | `report.md` | `md` | tables of every section and the charts below |
+//! | `report.html` | `html` | the same sections in one self-contained file ([`html`]): inline CSS and SVG charts, sortable tables, links to the trial folders |
 //! | `charts/*.png` | `md` | [`charts`]: pass rate with CIs, per-domain bars, Δ per task, failure modes, skill leaderboard |
 //! | `report.json` | `json` | the whole [`Report`] (serde) |
 //! | `*.csv` | `csv` | one table per section ([`csv`]) |
@@ -18,6 +19,7 @@
 
 pub mod charts;
 pub mod csv;
+pub mod html;
 pub mod markdown;
 pub mod model;
 mod skill_sets;
@@ -44,6 +46,24 @@ pub struct Report {
     pub skills: SkillSection,
     /// What the skill sets the conditions used hold, and pass rates per paper bucket.
     pub skill_content: SkillContentSection,
+    /// The folder of the latest attempt of every trial, by condition label (what the HTML
+    /// report links its tasks to).
+    pub trials: Vec<TrialLink>,
+}
+
+/// A trial's folder, for a link from the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TrialLink {
+    /// The condition's label in the results (`A`, `curated`).
+    pub condition: String,
+    /// Task id.
+    pub task: String,
+    /// Trial index, 1-based.
+    pub trial_index: u32,
+    /// Its outcome, once finished.
+    pub outcome: Option<crate::domain::Outcome>,
+    /// The trial folder, as recorded.
+    pub dir: String,
 }
 
 /// The skill content analysis ([`crate::analysis::skill_content`]).
@@ -134,10 +154,17 @@ pub struct SkillSection {
 pub enum Format {
     /// Markdown with PNG charts.
     Md,
+    /// One self-contained HTML file (inline CSS and SVG charts; sortable tables with JavaScript).
+    Html,
     /// One JSON document.
     Json,
     /// CSV tables.
     Csv,
+}
+
+impl Format {
+    /// What `report` writes when no format is named, and what an experiment writes at its end.
+    pub const DEFAULT: [Format; 4] = [Format::Md, Format::Html, Format::Json, Format::Csv];
 }
 
 /// A report that could not be written.
@@ -239,8 +266,10 @@ pub fn build(
             ),
         };
     let skill_content = skill_sets::skill_content_of(conn, &results)?;
+    let trials = trial_links(conn, &run_ids, &results)?;
     Ok(Report {
         skill_content,
+        trials,
         skills: SkillSection {
             invocations: scored,
             scores,
@@ -251,6 +280,36 @@ pub fn build(
         },
         results,
     })
+}
+
+/// The latest attempt's folder of every trial of the runs `run_ids`, labelled as `results`
+/// labels its conditions (a condition the results do not show is left out).
+fn trial_links(
+    conn: &Connection,
+    run_ids: &[i64],
+    results: &Results,
+) -> Result<Vec<TrialLink>, StoreError> {
+    let mut out = Vec::new();
+    for id in run_ids {
+        let run = queries::get_run(conn, *id)?;
+        for f in queries::trial_folders(conn, *id)? {
+            let Some(c) = results
+                .conditions
+                .iter()
+                .find(|c| c.run == run.name && c.condition == f.condition)
+            else {
+                continue;
+            };
+            out.push(TrialLink {
+                condition: c.label.clone(),
+                task: f.task_id,
+                trial_index: f.trial_index,
+                outcome: f.outcome,
+                dir: f.dir,
+            });
+        }
+    }
+    Ok(out)
 }
 
 fn thread_died() -> StoreError {
@@ -331,6 +390,15 @@ pub fn write(report: &Report, dir: &Path, formats: &[Format]) -> Result<Written,
         }
         let path = dir.join("report.md");
         write_file(&path, markdown::render(report, &specs).as_bytes())?;
+        out.files.push(path);
+    }
+    if formats.contains(&Format::Html) {
+        let path = dir.join("report.html");
+        let html = html::render(report, dir).map_err(|message| ReportError::Chart {
+            path: path.clone(),
+            message,
+        })?;
+        write_file(&path, html.as_bytes())?;
         out.files.push(path);
     }
     if formats.contains(&Format::Json) {

@@ -580,3 +580,133 @@ fn every_chart_keeps_its_text_inside_the_image() {
         );
     }
 }
+
+/// The cells of the rows of table `id` in `html`, as text (entities decoded for `&`).
+fn html_rows(html: &str, id: &str) -> Vec<Vec<String>> {
+    let dom = tl::parse(html, tl::ParserOptions::default()).unwrap();
+    let parser = dom.parser();
+    let table = dom
+        .get_element_by_id(id)
+        .unwrap_or_else(|| panic!("no table #{id} in report.html"))
+        .get(parser)
+        .unwrap();
+    let mut rows = Vec::new();
+    for tr in table
+        .as_tag()
+        .unwrap()
+        .query_selector(parser, "tr")
+        .unwrap()
+    {
+        let tr = tr.get(parser).unwrap().as_tag().unwrap();
+        let cells: Vec<String> = tr
+            .query_selector(parser, "td")
+            .unwrap()
+            .map(|td| {
+                td.get(parser)
+                    .unwrap()
+                    .inner_text(parser)
+                    .replace("&amp;", "&")
+                    .to_string()
+            })
+            .collect();
+        // The header row has no td.
+        if !cells.is_empty() {
+            rows.push(cells);
+        }
+    }
+    rows
+}
+
+/// One model, five renderers: every number of the conditions and comparisons tables that CSV,
+/// Markdown, HTML, the terminal and the dashboard all show reads the same in each — the human
+/// ones as `crate::format` writes it, CSV at full precision parsing back to the same value.
+#[test]
+fn one_model_renders_the_same_numbers_in_every_format() {
+    use skillscope::commands::shared::table::model_table;
+    use skillscope::report::model::{self, View};
+    let (_d, conn) = flash_store();
+    let r = flash_report(&conn);
+    let out = tempfile::tempdir().unwrap();
+    report::write(&r, out.path(), &Format::DEFAULT).unwrap();
+    let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    let doc = model::document(&r);
+    let theme = skillscope::tui::theme::Theme::default_theme();
+    let mut checked = 0;
+    for name in ["conditions", "comparisons"] {
+        let t = doc.table(name).unwrap();
+        let every = [
+            View::Csv,
+            View::Markdown,
+            View::Html,
+            View::Terminal,
+            View::Dashboard,
+        ];
+        let cols: Vec<usize> = (0..t.columns.len())
+            .filter(|&i| t.columns[i].numeric && every.iter().all(|v| t.shown(*v).contains(&i)))
+            .collect();
+        assert!(cols.len() >= 2, "{name}: {cols:?}");
+        let terminal = model_table(t, None).to_string();
+        let dashboard: Vec<String> = skillscope::tui::widgets::table::draw(&theme, t, 400, 0)
+            .lines
+            .iter()
+            .map(|l| l.to_string())
+            .collect();
+        let html_rows = html_rows(&html, name);
+        let html_cols = t.shown(View::Html);
+        let mut rd = csv::Reader::from_path(out.path().join(format!("{name}.csv"))).unwrap();
+        let head = rd.headers().unwrap().clone();
+        let csv_rows: Vec<csv::StringRecord> = rd.records().map(|r| r.unwrap()).collect();
+        for (k, row) in t.rows.iter().enumerate() {
+            let label = row.cells[0].value.human(true);
+            let md_line = md
+                .lines()
+                .find(|l| l.starts_with(&format!("| {label} |")))
+                .unwrap_or_else(|| panic!("no Markdown row {label}"));
+            let term_line = terminal
+                .lines()
+                .find(|l| l.contains(&label))
+                .unwrap_or_else(|| panic!("no terminal row {label}:\n{terminal}"));
+            let dash_line = dashboard
+                .iter()
+                .find(|l| l.contains(&label))
+                .unwrap_or_else(|| panic!("no dashboard row {label}"));
+            for &i in &cols {
+                let v = &row.cells[i].value;
+                if v.undefined_reason().is_some() || v.sort_key().is_none() {
+                    continue;
+                }
+                let shown = v.human(false);
+                assert!(
+                    md_line.contains(&format!("| {shown} |")),
+                    "md {shown}: {md_line}"
+                );
+                assert!(term_line.contains(&shown), "terminal {shown}: {term_line}");
+                assert!(dash_line.contains(&shown), "dashboard {shown}: {dash_line}");
+                let h = html_cols.iter().position(|c| *c == i).unwrap();
+                assert_eq!(html_rows[k][h].trim(), shown, "html {name} row {k}");
+                // CSV: the first field of the column parses back to the model's number.
+                let key = &t.columns[i].csv[0];
+                let at = head.iter().position(|x| x == key).unwrap();
+                let got: f64 = csv_rows[k][at].parse().unwrap();
+                assert!(
+                    (got - v.sort_key().unwrap()).abs() < 1e-12,
+                    "csv {key}: {got}"
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "{checked} numbers compared");
+    // JSON is the model's source: the same pass rates.
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.path().join("report.json")).unwrap())
+            .unwrap();
+    for (i, c) in r.results.conditions.iter().enumerate() {
+        assert_eq!(
+            json["results"]["conditions"][i]["pass_rate"].as_f64(),
+            Some(c.pass_rate)
+        );
+        assert!(html.contains(&skillscope::format::rate(c.pass_rate)));
+    }
+}

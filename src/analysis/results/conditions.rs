@@ -46,6 +46,9 @@ pub struct ConditionResult {
     pub passed: usize,
     /// Of those, agent timeouts whose verifier still gave the reward.
     pub timeout_passed: usize,
+    /// Trials that did not succeed whose reward is strictly between 0 and 1 (partial credit:
+    /// Method D counts them fractionally).
+    pub partial: usize,
     /// Trials that did not succeed, by failure mode (planned trials that never ran count as
     /// `not_run`).
     pub failures: BTreeMap<FailureMode, usize>,
@@ -169,6 +172,7 @@ fn one(
         done: 0,
         passed: 0,
         timeout_passed: 0,
+        partial: 0,
         failures: BTreeMap::new(),
         pass_rate_judged: None,
         aggregated: false,
@@ -198,6 +202,7 @@ fn one(
         c.done += cell.done;
         c.passed += cell.passed;
         c.timeout_passed += cell.timeout_passed;
+        c.partial += cell.partial;
         c.aggregated |= cell.aggregated;
         let mut seen = cell.passed;
         for (m, k) in &cell.failures {

@@ -122,6 +122,9 @@ pub struct RunInfo {
     pub agent_settings: Vec<serde_json::Value>,
     /// Settings that could not be pinned for its agent (from those records).
     pub unpinned: Vec<String>,
+    /// The run's settings as recorded (`runs.settings`: concurrency, hosts, limits, …; no secret
+    /// values).
+    pub settings: serde_json::Value,
 }
 
 /// A task of the fixed denominator.

@@ -250,6 +250,7 @@ pub(super) fn notes_and_runs(
             status: r.status.clone(),
             agent_settings,
             unpinned,
+            settings: r.settings.clone(),
         });
     }
     notes.extend(grouped.lines(conditions.len(), runs.len()));

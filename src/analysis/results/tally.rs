@@ -29,6 +29,8 @@ pub(super) struct Cell {
     pub passed: usize,
     /// Of those, agent timeouts whose verifier still gave the reward.
     pub timeout_passed: usize,
+    /// Trials that did not succeed with a reward strictly between 0 and 1 (partial credit).
+    pub partial: usize,
     /// Trials that did not succeed, by failure mode (rows not finished are `not run`).
     pub failures: BTreeMap<FailureMode, usize>,
     /// Trials with a verdict (pass, fail, agent or verifier timeout).
@@ -268,6 +270,9 @@ impl Cell {
                 self.timeout_passed += 1;
             }
         } else {
+            if reward.is_some_and(|r| r > 0.0 && r < 1.0) {
+                self.partial += 1;
+            }
             // Any status but done is "not run", whatever the outcome column holds.
             let mode = if done {
                 FailureMode::of_failure(outcome, reward)

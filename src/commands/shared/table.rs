@@ -95,15 +95,13 @@ pub fn condition_notes(r: &Results) -> Vec<String> {
                 .to_string(),
         );
     }
-    if r.conditions
-        .iter()
-        .any(|c| c.pass_rate > c.pass_at_1 + 1e-9)
-    {
-        notes.push(format!(
-            "partial rewards count fractionally in the pass rate (Method D averages rewards); \
-             passed counts the trials whose {}",
-            r.success_description
-        ));
+    if r.conditions.iter().any(|c| c.partial > 0) {
+        notes.push(
+            "partial = failed trials with a reward between 0 and 1 (partial credit); Method D \
+             averages rewards, so they count fractionally: the pass rate can be above 0 with \
+             passed 0"
+                .to_string(),
+        );
     }
     notes
 }

@@ -98,6 +98,8 @@ pub enum Value {
         /// The relative path (`../../jobs/…/task__a1b2`).
         href: String,
     },
+    /// Links (a task's trial folders): each `(text, href)`.
+    Links(Vec<(String, String)>),
     /// A hypothesis's verdict with its one-sentence answer.
     Verdict {
         /// `supported`, `contradicted`, …
@@ -258,6 +260,11 @@ impl Value {
             }
             Value::Noted { value, note } => format!("{} ({note})", value.human(with_reasons)),
             Value::Link { text, .. } => text.clone(),
+            Value::Links(links) => links
+                .iter()
+                .map(|(t, _)| t.as_str())
+                .collect::<Vec<_>>()
+                .join(" "),
             Value::Verdict { label, answer } => format!("{label}: {answer}"),
         }
     }
@@ -283,6 +290,7 @@ impl Value {
             Value::Text(_)
             | Value::Undefined(_)
             | Value::List(_)
+            | Value::Links(_)
             | Value::Link { .. }
             | Value::Verdict { .. } => None,
         }
@@ -326,6 +334,13 @@ impl Value {
             Value::Undefined(_) => Vec::new(),
             Value::Noted { value, .. } => return value.machine(slots),
             Value::Link { href, .. } => vec![href.clone()],
+            Value::Links(links) => vec![
+                links
+                    .iter()
+                    .map(|(_, h)| h.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ],
             Value::Verdict { label, answer } => vec![label.clone(), answer.clone()],
         };
         out.resize(slots, String::new());

@@ -59,10 +59,12 @@ pub fn table(r: &Results) -> Table {
                 Views::REPORT
             }),
         Column::number("pass_rate", "Pass rate (Method D)").short("pass rate"),
+        // The terminal's one table stays narrow: its CI is in the report and the dashboard.
         Column::number("ci", ci_title(r, ""))
             .short("95% CI")
             .csv(&["ci_low", "ci_high", "ci_resamples", "ci_seed"])
-            .reason("ci_undefined"),
+            .reason("ci_undefined")
+            .except(View::Terminal),
         Column::number("se", "SE (%)").views(Views::REPORT),
         Column::number("pass_at_1", format!("pass@1 ({rule})"))
             .short("pass@1")
@@ -104,6 +106,15 @@ pub fn table(r: &Results) -> Table {
                 Views::ALL.without(View::Terminal)
             }),
         Column::text("aggregated", "Aggregated").views(Views::of(&[View::Csv])),
+        Column::number("partial", "Failed with partial credit")
+            .short("partial")
+            .abbr("part")
+            .priority(3)
+            .views(if r.conditions.iter().any(|c| c.partial > 0) {
+                Views::of(&[View::Csv, View::Terminal, View::Dashboard])
+            } else {
+                Views::of(&[View::Csv])
+            }),
     ];
     // One column per failure mode: CSV always; screens the modes that occurred.
     let modes_seen: Vec<FailureMode> = FailureMode::ALL
@@ -173,6 +184,7 @@ fn row(r: &Results, c: &ConditionResult) -> Row {
         Cell::count(infra).tone(if infra > 0 { Tone::Warn } else { Tone::Dim }),
         Cell::rate(c.pass_rate_judged, None),
         Cell::text(c.aggregated.to_string()),
+        Cell::count(c.partial).tone(zero_dim(c.partial)),
     ];
     for m in FailureMode::ALL {
         let n = c.failures.get(&m).copied().unwrap_or(0);
@@ -518,4 +530,64 @@ pub fn machine_tables(r: &Results) -> Vec<Block> {
         .into_iter()
         .map(Block::table)
         .collect()
+}
+
+/// Every task with its mean reward under each condition and links to its trials' folders (the
+/// HTML report's; the links are made relative to the report when it is written).
+pub fn tasks(report: &crate::report::Report) -> Vec<Block> {
+    let r = &report.results;
+    let html = Views::of(&[View::Html]);
+    let mut columns = vec![
+        Column::text("task", "Task"),
+        Column::text("domain", "Domain"),
+        Column::text("difficulty", "Difficulty"),
+    ];
+    for c in &r.conditions {
+        columns.push(Column::number(
+            &format!("mean_{}", c.label),
+            format!("{} mean reward", c.label),
+        ));
+        columns.push(Column::text(
+            &format!("trials_{}", c.label),
+            format!("{} trials", c.label),
+        ));
+    }
+    let mut t = Table::new("tasks", "task", columns).views(html);
+    for (i, task) in r.tasks.iter().enumerate() {
+        let mut cells = vec![
+            Cell::text(&task.id),
+            Cell::text(&task.domain),
+            Cell::text(&task.difficulty),
+        ];
+        for c in &r.conditions {
+            cells.push(match c.per_task.get(i).copied().flatten() {
+                Some(v) => Cell::new(Value::Reward(v)),
+                None => Cell::undefined(Some("not run")),
+            });
+            let links: Vec<(String, String)> = report
+                .trials
+                .iter()
+                .filter(|l| l.condition == c.label && l.task == task.id)
+                .map(|l| {
+                    let mark = match l.outcome {
+                        Some(crate::domain::Outcome::Pass) => "✓",
+                        Some(o) if o.is_verdict() => "✗",
+                        Some(_) => "!",
+                        None => "·",
+                    };
+                    (format!("{}{mark}", l.trial_index), l.dir.clone())
+                })
+                .collect();
+            cells.push(Cell::new(Value::Links(links)));
+        }
+        t.push(Row::new(cells));
+    }
+    vec![
+        Block::heading(2, "Tasks and their trials").only(html),
+        Block::text(
+            "Every task of the set: its mean reward under each condition and a link to the folder of each trial (✓ reward passed, ✗ a verdict that did not, ! no verdict, · unfinished). The links are relative to this file: keep the report beside the run's jobs folder.",
+        )
+        .only(html),
+        Block::table(t),
+    ]
 }

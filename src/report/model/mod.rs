@@ -33,7 +33,7 @@ use super::charts::ChartKind;
 
 /// A piece of the report, in reading order.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "block", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "snake_case")]
 pub enum Block {
     /// A heading of `level` (2 for a section, 3 for a part of one); `text` is Markdown.
     Heading {
@@ -67,6 +67,13 @@ pub enum Block {
         /// Which.
         kind: ChartKind,
     },
+    /// A block only some renderers show (the HTML's links to trial folders, say).
+    Only {
+        /// Who shows it.
+        views: Views,
+        /// The block.
+        block: Box<Block>,
+    },
 }
 
 impl Block {
@@ -87,6 +94,23 @@ impl Block {
     pub fn table(table: Table) -> Block {
         Block::Table { table }
     }
+
+    /// This block, shown only by `views`.
+    pub fn only(self, views: Views) -> Block {
+        Block::Only {
+            views,
+            block: Box::new(self),
+        }
+    }
+
+    /// The block `view` shows of this one: itself, or what an [`Block::Only`] holds when `view`
+    /// is among its views.
+    pub fn for_view(&self, view: View) -> Option<&Block> {
+        match self {
+            Block::Only { views, block } => views.has(view).then_some(block.as_ref()),
+            b => Some(b),
+        }
+    }
 }
 
 /// The whole report as the renderers see it.
@@ -101,9 +125,15 @@ pub struct Document {
 impl Document {
     /// Every table, in reading order.
     pub fn tables(&self) -> impl Iterator<Item = &Table> {
-        self.blocks.iter().filter_map(|b| match b {
-            Block::Table { table } => Some(table),
-            _ => None,
+        self.blocks.iter().filter_map(|b| {
+            let b = match b {
+                Block::Only { block, .. } => block.as_ref(),
+                b => b,
+            };
+            match b {
+                Block::Table { table } => Some(table),
+                _ => None,
+            }
         })
     }
 
@@ -140,6 +170,9 @@ pub fn document(report: &Report) -> Document {
     blocks.extend(skills::round2_skills(r));
     blocks.extend(skills::generated_skills(report));
     blocks.extend(skills::rubric(report));
+    // The HTML's own: every task with links to its trial folders, and the runs' settings.
+    blocks.extend(conditions::tasks(report));
+    blocks.extend(overview::settings(r));
     // Tables only the CSV files carry (long forms of what the Markdown shows wide).
     blocks.extend(conditions::machine_tables(r));
     blocks.extend(comparisons::machine_tables(r));

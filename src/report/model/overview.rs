@@ -2,7 +2,7 @@
 //! that reached a condition without skills), how every number is defined, the runs and the notes
 //! to read first.
 
-use super::{Block, Cell, Column, Row, Table, Views};
+use super::{Block, Cell, Column, Row, Table, View, Views};
 use crate::analysis::results::Results;
 use crate::report::md_cell;
 
@@ -102,4 +102,41 @@ fn runs(r: &Results) -> Table {
         ]));
     }
     t
+}
+
+/// The runs' settings as recorded (concurrency, hosts, limits, extra CA bundle, …; no secret
+/// values), one table a run — the HTML report's.
+pub fn settings(r: &Results) -> Vec<Block> {
+    let html = Views::of(&[View::Html]);
+    let mut out = vec![Block::heading(2, "Settings").only(html)];
+    for x in &r.runs {
+        let mut t = Table::new(
+            &format!(
+                "settings_{}",
+                crate::skillsbench::condition::sanitize_slug(&x.name)
+            ),
+            "setting",
+            vec![
+                Column::text("setting", "Setting"),
+                Column::text("value", "Value"),
+            ],
+        )
+        .views(html);
+        if let Some(map) = x.settings.as_object() {
+            for (k, v) in map {
+                let value = match v {
+                    serde_json::Value::String(s) => s.clone(),
+                    v => v.to_string(),
+                };
+                t.push(Row::new(vec![Cell::text(k), Cell::text(value)]));
+            }
+        }
+        out.push(Block::heading(3, md_cell(&x.name)).only(html));
+        if t.rows.is_empty() {
+            out.push(Block::text("No settings recorded (an imported run).").only(html));
+        } else {
+            out.push(Block::table(t));
+        }
+    }
+    out
 }

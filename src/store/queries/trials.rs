@@ -150,6 +150,44 @@ pub fn current_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, S
     )
 }
 
+/// Where the latest attempt of a trial left its folder (what a report links to).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct TrialFolder {
+    /// Task id.
+    pub task_id: String,
+    /// Condition key.
+    pub condition: String,
+    /// Trial index, 1-based.
+    pub trial_index: u32,
+    /// Its outcome, once finished.
+    pub outcome: Option<Outcome>,
+    /// The trial folder (absolute for native runs; an imported run's as recorded).
+    pub dir: String,
+}
+
+/// The folder of the latest attempt of every trial of run `run_id` that has one, ordered by task,
+/// condition and trial index.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
+pub fn trial_folders(conn: &Connection, run_id: i64) -> Result<Vec<TrialFolder>, StoreError> {
+    let mut st = conn.prepare_cached(
+        "SELECT task_id, condition, trial_index, outcome, trial_dir FROM trials
+         WHERE run_id = ?1 AND superseded = 0 AND trial_dir IS NOT NULL
+         ORDER BY task_id, condition, trial_index",
+    )?;
+    let rows = st.query_map([run_id], |r| {
+        Ok(TrialFolder {
+            task_id: r.get(0)?,
+            condition: r.get(1)?,
+            trial_index: r.get(2)?,
+            outcome: r.get(3)?,
+            dir: r.get(4)?,
+        })
+    })?;
+    Ok(rows.collect::<Result<_, _>>()?)
+}
+
 /// The latest attempt of every trial of a run, brief form, in no particular order. One cached
 /// statement over the `(run_id, superseded, status)` index.
 ///

@@ -130,7 +130,8 @@ pub fn table(r: &Results) -> Table {
         let key = mode_key(m);
         let on_screens = match m {
             // The dashboard shows not-run beside the rates; the terminal every mode that occurred.
-            FailureMode::NotRun => screens,
+            FailureMode::NotRun if modes_seen.contains(&m) => screens,
+            FailureMode::NotRun => Views::of(&[View::Dashboard]),
             _ if modes_seen.contains(&m) => Views::of(&[View::Terminal]),
             _ => Views::NONE,
         };

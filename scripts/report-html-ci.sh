@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# CI's check of report.html (issue 37): installs Debian's chromium when missing, writes the report
+# of a one-trial example run and of the dry-run experiment with the debug build, and opens both in
+# headless Chromium (scripts/report-html-check.sh: no console message allowed).
+#
+# usage: scripts/report-html-ci.sh [SKILLSCOPE]   (default: target/debug/skillscope)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=$(realpath "${1:-target/debug/skillscope}")
+if ! command -v chromium >/dev/null; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get install -y --no-install-recommends chromium >/dev/null
+fi
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+( cd "$work" && "$bin" run --headless --trials 1 >/dev/null 2>&1 && "$bin" report --out report >/dev/null )
+( cd "$work" && "$bin" experiment --dry-run --headless >/dev/null 2>&1 )
+dry=$(ls "$work"/dry-run/*/reports/*/report.html)
+scripts/report-html-check.sh "$work/report/report.html" "$dry"

@@ -559,6 +559,23 @@ pub struct ReportArgs {
     /// pass@2-adaptive and flaky tasks count successes by it. Method D stays the mean reward.
     #[arg(long, default_value_t = crate::analysis::success::DEFAULT_PASS_THRESHOLD, value_parser = pass_threshold)]
     pub pass_threshold: f64,
+    /// The effect, in percentage points, the hypotheses are judged against: one the study cannot
+    /// detect (its minimum detectable effect is larger) makes a hypothesis `inconclusive
+    /// (underpowered)`, never supported or contradicted.
+    #[arg(long, default_value_t = crate::analysis::power::DEFAULT_EFFECT_PP, value_parser = effect_pp)]
+    pub effect: f64,
+}
+
+/// Parses `--effect`: percentage points above 0 and at most 100.
+fn effect_pp(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of percentage points"))?;
+    if v > 0.0 && v <= 100.0 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not in (0, 100] percentage points"))
+    }
 }
 
 /// Parses `--pass-threshold`: a number in (0, 1].

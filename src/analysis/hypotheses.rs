@@ -55,6 +55,10 @@ pub enum Verdict {
     Undefined,
     /// A condition it needs did not run.
     NotMeasured,
+    /// The study cannot answer it: its interval is a single point (every resample gave the same
+    /// value), or its minimum detectable effect exceeds the effect the hypothesis is judged
+    /// against — a verdict either way would not be evidence.
+    Underpowered,
 }
 
 impl Verdict {
@@ -67,6 +71,7 @@ impl Verdict {
             Verdict::Borderline => "borderline",
             Verdict::Undefined => "undefined",
             Verdict::NotMeasured => "not measured",
+            Verdict::Underpowered => "inconclusive (underpowered)",
         }
     }
 }
@@ -94,15 +99,27 @@ pub struct Hypothesis {
     pub answer: String,
     /// Matched tasks it is measured over (every condition it reads ran them).
     pub n_tasks: usize,
+    /// The minimum detectable effect of its Δ at 80 % power and α 0.05 (two-sided), percentage
+    /// points: `(z₀.₉₇₅ + z₀.₈) · SE` with SE the paired standard error of the per-task
+    /// differences as run (Miller 2024); `None` without one (fewer than 2 tasks).
+    pub mde_pp: Option<f64>,
+    /// The effect it is judged against, percentage points (`Scoring::effect_pp`).
+    pub effect_pp: f64,
 }
 
 fn find<'a>(conditions: &[Measured<'a>], label: &str) -> Option<Measured<'a>> {
     conditions.iter().find(|c| c.label == label).copied()
 }
 
-/// The verdict on "the measure is positive" from its interval; undefined without one.
-fn verdict_of(ci: Option<Ci>) -> Verdict {
+/// The verdict on "the measure is positive" from its interval and the study's power: undefined
+/// without an interval; underpowered when the interval is a single point (every resample the
+/// same) or the minimum detectable effect `mde_pp` exceeds `effect_pp`; else what the interval
+/// says.
+fn verdict_of(ci: Option<Ci>, mde_pp: Option<f64>, effect_pp: f64) -> Verdict {
     use super::ci::Side;
+    if ci.is_some_and(|c| (c.high - c.low).abs() < 1e-9) || mde_pp.is_some_and(|m| m > effect_pp) {
+        return Verdict::Underpowered;
+    }
     match ci.map(|c| c.verdict()) {
         None => Verdict::Undefined,
         Some((_, true)) => Verdict::Borderline,
@@ -181,6 +198,29 @@ struct Claim<'a> {
     claim: &'a str,
 }
 
+/// The MDE (pp) of the paired difference of `with` and `without` over the same tasks.
+fn mde_pp(with: &[f64], without: &[f64]) -> Option<f64> {
+    super::power::se_paired(with, without).map(|se| super::power::Z_SUM * se * 100.0)
+}
+
+/// Why a verdict is underpowered, for its answer (empty for any other verdict).
+fn underpowered_note(verdict: Verdict, ci: Option<Ci>, mde: Option<f64>, effect_pp: f64) -> String {
+    if verdict != Verdict::Underpowered {
+        return String::new();
+    }
+    match (ci, mde) {
+        (Some(c), _) if (c.high - c.low).abs() < 1e-9 => {
+            "; underpowered: the interval is one point — every resample gave the same value".into()
+        }
+        (_, Some(m)) => format!(
+            "; underpowered: the minimum detectable effect is {} pp (80% power, α 0.05), above the {} pp this hypothesis is judged against",
+            crate::format::se(m),
+            crate::format::se(effect_pp)
+        ),
+        _ => String::new(),
+    }
+}
+
 /// A Δ hypothesis: `with` − `without` should be positive; `context` ends the answer.
 fn delta(
     Claim {
@@ -192,6 +232,7 @@ fn delta(
     (with, without): (&str, &str),
     method: &CiMethod,
     context: &str,
+    effect_pp: f64,
 ) -> Hypothesis {
     let measure = format!("Δ {with} − {without}");
     // A hypothesis without a number: the verdict says why, the answer in words.
@@ -206,6 +247,8 @@ fn delta(
         verdict,
         answer,
         n_tasks: 0,
+        mde_pp: None,
+        effect_pp,
     };
     let (Some(w), Some(wo)) = (find(conditions, with), find(conditions, without)) else {
         return unmeasured(
@@ -224,16 +267,18 @@ fn delta(
     let (mw, mwo) = (mean(&pw), mean(&pwo));
     let d = delta_pp(mw, mwo);
     let ci = method.paired_difference(&pw, &pwo).map(|c| c.scaled(100.0));
-    let verdict = verdict_of(ci);
+    let mde = mde_pp(&pw, &pwo);
+    let verdict = verdict_of(ci, mde, effect_pp);
     let why = super::ci::why_undefined(idx.len())
         .map(|w| format!("; no interval ({w})"))
         .unwrap_or_default();
     let answer = format!(
-        "{with} {:.1}% vs {without} {:.1}%, Δ = {d:+.1} pp{}{}{why}{context}",
+        "{with} {:.1}% vs {without} {:.1}%, Δ = {d:+.1} pp{}{}{why}{}{context}",
         mw * 100.0,
         mwo * 100.0,
         fmt_ci_pp(ci),
-        over(idx.len(), union(&[&w, &wo]))
+        over(idx.len(), union(&[&w, &wo])),
+        underpowered_note(verdict, ci, mde, effect_pp)
     );
     Hypothesis {
         number,
@@ -246,11 +291,13 @@ fn delta(
         verdict,
         answer,
         n_tasks: idx.len(),
+        mde_pp: mde,
+        effect_pp,
     }
 }
 
 /// Hypothesis 2 on `conditions`.
-fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Hypothesis {
+fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod, effect_pp: f64) -> Hypothesis {
     let claim = "A' closes part of the gap between no skills (A) and curated skills (B)";
     let measure = "(A' − A) / (B − A)".to_string();
     let base = Hypothesis {
@@ -264,6 +311,8 @@ fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Hypothesi
         verdict: Verdict::NotMeasured,
         answer: String::new(),
         n_tasks: 0,
+        mde_pp: None,
+        effect_pp,
     };
     let (Some(a2), Some(a), Some(b)) = (
         find(conditions, "A'"),
@@ -303,7 +352,9 @@ fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Hypothesi
     let share = (ma2 - ma) / gap;
     let boot = method.gap_closed(&pa2, &pa, &pb);
     let ci = boot.map(|r| r.ci);
-    let verdict = verdict_of(ci);
+    // The gap's share moves with A' − A: its power is that difference's.
+    let mde = mde_pp(&pa2, &pa);
+    let verdict = verdict_of(ci, mde, effect_pp);
     let undefined = match boot {
         Some(r) if r.undefined > 0 => format!(
             "; {} of {} resamples had no gap and were left out",
@@ -320,7 +371,7 @@ fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Hypothesi
         ci,
         verdict,
         answer: format!(
-            "A' closes {:.0}% of the A → B gap{} (A {:.1}%, A' {:.1}%, B {:.1}%){tasks}{undefined}",
+            "A' closes {:.0}% of the A → B gap{} (A {:.1}%, A' {:.1}%, B {:.1}%){tasks}{undefined}{}",
             share * 100.0,
             ci.map(|c| format!(
                 " (95% CI {:.0}% to {:.0}%; {} resamples, seed {})",
@@ -333,15 +384,24 @@ fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Hypothesi
             ma * 100.0,
             ma2 * 100.0,
             mb * 100.0,
+            underpowered_note(verdict, ci.map(|c| c.scaled(100.0)), mde, effect_pp),
         ),
         n_tasks: idx.len(),
+        mde_pp: mde,
         ..base
     }
 }
 
 /// The plan's hypotheses on the conditions of one task set (`scope`): 1 (A' vs A, and A' vs C
 /// when C ran), 2 (gap share), 3 (B' vs B).
-pub fn answer(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Vec<Hypothesis> {
+/// `effect_pp`: the effect each is judged against (a study that cannot detect it is
+/// underpowered).
+pub fn answer(
+    scope: &str,
+    conditions: &[Measured<'_>],
+    method: &CiMethod,
+    effect_pp: f64,
+) -> Vec<Hypothesis> {
     let claim = |number, claim| Claim {
         number,
         scope,
@@ -353,6 +413,7 @@ pub fn answer(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Ve
         ("A'", "A"),
         method,
         "",
+        effect_pp,
     )];
     if let Some(c) = find(conditions, "C") {
         let context = find(conditions, "A")
@@ -373,15 +434,17 @@ pub fn answer(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Ve
             ("A'", "C"),
             method,
             &context,
+            effect_pp,
         ));
     }
-    out.push(gap(scope, conditions, method));
+    out.push(gap(scope, conditions, method, effect_pp));
     out.push(delta(
         claim(3, "Learning improves on curated skills (B' vs B)"),
         conditions,
         ("B'", "B"),
         method,
         "",
+        effect_pp,
     ));
     out
 }
@@ -389,6 +452,9 @@ pub fn answer(scope: &str, conditions: &[Measured<'_>], method: &CiMethod) -> Ve
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An effect no study misses: these tests read the intervals alone.
+    const NO_POWER_GATE: f64 = 1_000.0;
 
     fn some(v: &[f64]) -> Vec<Option<f64>> {
         v.iter().copied().map(Some).collect()
@@ -414,7 +480,7 @@ mod tests {
         let a2 = cond("A'", &va2);
         let b2 = cond("B'", &vb);
         let c = cond("C", &vc);
-        let h = answer("all tasks", &[a, b, c, a2, b2], &m);
+        let h = answer("all tasks", &[a, b, c, a2, b2], &m, NO_POWER_GATE);
         assert_eq!(h.len(), 4);
         assert_eq!(h[0].verdict, Verdict::Supported);
         assert_eq!(h[1].measure, "Δ A' − C");
@@ -429,18 +495,29 @@ mod tests {
         assert!((share - 0.5).abs() < 1e-12, "{share}");
         assert_eq!(h[2].verdict, Verdict::Supported);
         assert!(h[2].ci.unwrap().low > 0.0 && h[2].ci.unwrap().high < 1.0);
-        // B' = B on every task: no positive effect within the interval.
-        assert_eq!(h[3].verdict, Verdict::Contradicted);
+        // B' = B on every task: every resample gives 0, an interval of one point — the study
+        // cannot tell (issue 36: a degenerate interval is never "contradicted").
+        assert_eq!(h[3].verdict, Verdict::Underpowered);
         // An interval across 0.
         let (x, y) = (some(&[0.0, 1.0, 0.0, 1.0]), some(&[1.0, 0.0, 1.0, 0.0]));
-        let mixed = answer("all tasks", &[cond("A", &x), cond("A'", &y)], &m);
+        let mixed = answer(
+            "all tasks",
+            &[cond("A", &x), cond("A'", &y)],
+            &m,
+            NO_POWER_GATE,
+        );
         assert_eq!(mixed[0].verdict, Verdict::Inconclusive);
         // No gap to close, and a missing condition.
-        let flat = answer("held-out", &[a, cond("B", &va)], &m);
+        let flat = answer("held-out", &[a, cond("B", &va)], &m, NO_POWER_GATE);
         assert_eq!(flat[0].verdict, Verdict::NotMeasured);
         let g = &flat[1];
         assert_eq!(g.verdict, Verdict::NotMeasured);
-        let flat = answer("held-out", &[a, cond("B", &va), cond("A'", &vb)], &m);
+        let flat = answer(
+            "held-out",
+            &[a, cond("B", &va), cond("A'", &vb)],
+            &m,
+            NO_POWER_GATE,
+        );
         assert_eq!(flat[1].verdict, Verdict::Undefined);
         assert_eq!(flat[0].scope, "held-out");
     }
@@ -452,7 +529,12 @@ mod tests {
         let m = CiMethod::default();
         let a = vec![Some(1.0), None, Some(0.0), Some(0.0)];
         let a2 = vec![None, Some(1.0), Some(1.0), Some(1.0)];
-        let h = answer("all tasks", &[cond("A", &a), cond("A'", &a2)], &m);
+        let h = answer(
+            "all tasks",
+            &[cond("A", &a), cond("A'", &a2)],
+            &m,
+            NO_POWER_GATE,
+        );
         assert_eq!(h[0].n_tasks, 2);
         assert_eq!(h[0].value, Some(100.0));
         assert!(
@@ -461,11 +543,51 @@ mod tests {
             h[0].answer
         );
         let one = vec![Some(0.0), None, None, None];
-        let h = answer("all tasks", &[cond("A", &one), cond("A'", &a2)], &m);
+        let h = answer(
+            "all tasks",
+            &[cond("A", &one), cond("A'", &a2)],
+            &m,
+            NO_POWER_GATE,
+        );
         assert_eq!(h[0].n_tasks, 0);
         assert_eq!(h[0].verdict, Verdict::Undefined);
-        let h = answer("all tasks", &[cond("A", &a), cond("A'", &one)], &m);
+        let h = answer(
+            "all tasks",
+            &[cond("A", &a), cond("A'", &one)],
+            &m,
+            NO_POWER_GATE,
+        );
         assert_eq!((h[0].n_tasks, h[0].verdict), (1, Verdict::Undefined));
         assert!(h[0].answer.contains("no interval"), "{}", h[0].answer);
+    }
+
+    #[test]
+    fn an_underpowered_study_gives_no_verdict_either_way() {
+        let m = CiMethod::default();
+        // Every task passes under both: the interval is one point, [+0.0, +0.0].
+        let all = some(&[1.0; 5]);
+        let h = answer("all tasks", &[cond("A", &all), cond("A'", &all)], &m, 5.0);
+        assert_eq!(h[0].verdict, Verdict::Underpowered, "{}", h[0].answer);
+        assert!(h[0].answer.contains("one point"), "{}", h[0].answer);
+        // A clear positive Δ over 4 noisy tasks: the interval lies above 0, but a study whose
+        // MDE is tens of points cannot support a hypothesis judged against 5 pp.
+        let (a, a2) = (some(&[0.0, 0.5, 0.0, 0.5]), some(&[1.0, 0.5, 1.0, 1.0]));
+        let h = answer("all tasks", &[cond("A", &a), cond("A'", &a2)], &m, 5.0);
+        let mde = h[0].mde_pp.unwrap();
+        assert!(mde > 5.0, "{mde}");
+        assert_eq!(h[0].verdict, Verdict::Underpowered, "{}", h[0].answer);
+        assert!(
+            h[0].answer.contains("minimum detectable effect"),
+            "{}",
+            h[0].answer
+        );
+        // The same data judged against an effect it can detect: the interval decides.
+        let h = answer(
+            "all tasks",
+            &[cond("A", &a), cond("A'", &a2)],
+            &m,
+            mde + 1.0,
+        );
+        assert_eq!(h[0].verdict, Verdict::Supported, "{}", h[0].answer);
     }
 }

@@ -24,6 +24,10 @@
 
 use serde::Serialize;
 
+/// The effect of interest when none is given, percentage points: what `plan` computes the tasks
+/// and trials for, and what the hypotheses are judged against (an MDE above it is underpowered).
+pub const DEFAULT_EFFECT_PP: f64 = 5.0;
+
 /// `z_{0.975}`: the two-sided 5 % critical value of the standard normal.
 pub const Z_ALPHA: f64 = 1.959_963_984_540_054;
 /// `z_{0.80}`: the normal quantile of 80 % power.

@@ -32,6 +32,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
             ..CiMethod::default()
         },
         success: SuccessRule::new(args.pass_threshold).map_err(|e| eyre!(e))?,
+        effect_pp: args.effect,
     };
     let t0 = std::time::Instant::now();
     let report = report::build(conn, &selection, &scoring)

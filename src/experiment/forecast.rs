@@ -17,7 +17,7 @@ use crate::store::experiment_ledger::ExperimentReader;
 
 /// The effect asked about for the round-2 hypotheses when none is given: a few percentage
 /// points, as hypothesis 3 expects of learned over curated skills.
-pub const DEFAULT_EFFECT_PP: f64 = 5.0;
+pub const DEFAULT_EFFECT_PP: f64 = crate::analysis::power::DEFAULT_EFFECT_PP;
 
 /// The paper's mean curated-skills effect over its configurations, percentage points (abstract).
 pub const PAPER_CURATED_PP: f64 = 16.2;

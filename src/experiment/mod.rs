@@ -302,8 +302,9 @@ pub fn results(exp: &ExperimentRow, rounds: &[RoundRecord]) -> Vec<ConditionResu
     out
 }
 
-/// The plan's primary comparisons: (name, with, without) — A' vs A (does learning from failure
+/// The experiment's comparisons: (name, with, without) — B vs A (round 1's curated effect, the
+/// yardstick), then the plan's primary four: A' vs A (does learning from failure
 /// help?), B' vs B (can Acontext improve curated skills?), A' vs B (can learned-from-scratch
 /// match curated?), B' vs A' (does the starting point matter?) — then A' vs C and C vs A when
 /// condition C (self-generated skills) ran.
-pub const COMPARISONS: [(&str, &str, &str); 6] = crate::analysis::results::EXPERIMENT_COMPARISONS;
+pub const COMPARISONS: [(&str, &str, &str); 7] = crate::analysis::results::EXPERIMENT_COMPARISONS;

@@ -213,7 +213,11 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
         .iter()
         .map(|c| c.name.as_str())
         .collect();
-    assert_eq!(names, ["A' vs A", "B' vs B", "A' vs B", "B' vs A'"]);
+    // Round 1's own curated effect first (issue 36), then the plan's four.
+    assert_eq!(
+        names,
+        ["B vs A", "A' vs A", "B' vs B", "A' vs B", "B' vs A'"]
+    );
     let report_dir = dir.path().join("report");
     use skillscope::report::Format;
     let written = skillscope::report::write(
@@ -224,6 +228,7 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
     .unwrap();
     let md = std::fs::read_to_string(report_dir.join("report.md")).unwrap();
     assert!(md.contains("| A' vs A |"), "{md}");
+    assert!(md.contains("| B vs A |"), "{md}");
     for f in &written.files {
         assert!(std::fs::metadata(f).unwrap().len() > 0, "{}", f.display());
     }

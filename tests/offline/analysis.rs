@@ -187,12 +187,15 @@ fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
         .map(|c| (c.name.as_str(), c.delta_pp.unwrap()))
         .collect();
     let third = 100.0 / 3.0;
+    // Round 1's own curated effect first (issue 36): B = A' here, so B − A = A' − A.
     let expect = [
+        ("B vs A", third),
         ("A' vs A", third),
         ("B' vs B", third),
         ("A' vs B", 0.0),
         ("B' vs A'", third),
     ];
+    assert_eq!(names.len(), expect.len(), "{names:?}");
     for ((n, d), (en, ed)) in names.iter().zip(expect) {
         assert_eq!(*n, en);
         assert!((d - ed).abs() < 1e-9, "{n}: {d} vs {ed}");

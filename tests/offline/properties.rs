@@ -218,6 +218,7 @@ fn check(n: usize, round1: &RunSpec, round2: &RunSpec, threshold: f64) {
             ..CiMethod::default()
         },
         success: SuccessRule::new(threshold).unwrap(),
+        ..Scoring::default()
     };
     let r = report::build(&conn, &Selection::Experiment("p".into()), &scoring).unwrap();
     let out = scratch.dir.path().join("report");

@@ -114,7 +114,7 @@ pub(super) fn rows(
         .collect()
 }
 
-/// Learning efficiency: the first two comparisons (an experiment's A' vs A and B' vs B) per
+/// Learning efficiency: the round-2 comparisons (an experiment's A' vs A and B' vs B) per
 /// difficulty tier, over each tier's matched tasks (tiers without one are left out).
 pub(super) fn efficiency(
     tasks: &[TaskInfo],
@@ -122,7 +122,12 @@ pub(super) fn efficiency(
     pairs: &[(String, usize, usize)],
 ) -> Vec<Efficiency> {
     let mut out = Vec::new();
-    for (name, w, wo) in pairs.iter().take(2) {
+    let round2 = |name: &str| {
+        super::ROUND_PAIRS
+            .iter()
+            .any(|(from, to)| name == format!("{to} vs {from}"))
+    };
+    for (name, w, wo) in pairs.iter().filter(|(n, _, _)| round2(n)) {
         let (cw, cwo) = (&conditions[*w], &conditions[*wo]);
         let both = matched(cw, cwo);
         for (difficulty, idx) in groups(tasks, &|t| t.difficulty.clone(), &difficulty_order) {

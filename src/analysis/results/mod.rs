@@ -64,19 +64,32 @@ use crate::store::{StoreError, queries};
 
 /// How the results are scored: the bootstrap of every CI and the pass threshold of every
 /// success count.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Scoring {
     /// The CIs' bootstrap (resamples, seed, level).
     pub ci: CiMethod,
     /// The one definition of success (reward ≥ threshold).
     pub success: SuccessRule,
+    /// The effect, in percentage points, the hypotheses are judged against: a study whose
+    /// minimum detectable effect exceeds it is underpowered ([`super::power::DEFAULT_EFFECT_PP`]).
+    pub effect_pp: f64,
+}
+
+impl Default for Scoring {
+    fn default() -> Self {
+        Scoring {
+            ci: CiMethod::default(),
+            success: SuccessRule::default(),
+            effect_pp: super::power::DEFAULT_EFFECT_PP,
+        }
+    }
 }
 
 impl From<CiMethod> for Scoring {
     fn from(ci: CiMethod) -> Scoring {
         Scoring {
             ci,
-            success: SuccessRule::default(),
+            ..Scoring::default()
         }
     }
 }
@@ -196,9 +209,11 @@ pub struct Results {
     pub exposure: super::exposure::Exposure,
 }
 
-/// The plan's primary comparisons for an experiment, then those with condition C
-/// (self-generated skills) when it ran.
-pub const EXPERIMENT_COMPARISONS: [(&str, &str, &str); 6] = [
+/// An experiment's comparisons: round 1's own curated effect B vs A (the SkillsBench paper's
+/// +16.2 pp, the yardstick of round 2), the plan's four primary comparisons, then those with
+/// condition C (self-generated skills) when it ran.
+pub const EXPERIMENT_COMPARISONS: [(&str, &str, &str); 7] = [
+    ("B vs A", "B", "A"),
     ("A' vs A", "A'", "A"),
     ("B' vs B", "B'", "B"),
     ("A' vs B", "A'", "B"),
@@ -343,8 +358,12 @@ fn analyze_selection(
             _ => None,
         };
     let mut results = analyze_tasks(&loaded, scoring, round2_tasks.as_ref());
-    results.hypotheses =
-        super::hypotheses::answer("all tasks", &measured(&results.conditions), method);
+    results.hypotheses = super::hypotheses::answer(
+        "all tasks",
+        &measured(&results.conditions),
+        method,
+        scoring.effect_pp,
+    );
     if let Some(split) = split {
         let mut subsets = Vec::new();
         for (side, ids) in [("same-task", &split.train), ("held-out", &split.test)] {

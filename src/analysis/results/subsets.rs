@@ -77,6 +77,7 @@ pub(super) fn subset(
             name,
             &measured(&r.conditions),
             &scoring.ci,
+            scoring.effect_pp,
         ),
         conditions: r
             .conditions

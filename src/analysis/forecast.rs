@@ -130,8 +130,8 @@ pub struct Estimates {
     pub cost: BTreeMap<String, PerTrial>,
     /// Where the cost comes from, in words.
     pub cost_source: String,
-    /// Per-trial wall time, seconds.
-    pub seconds: PerTrial,
+    /// Per-trial wall time, seconds, by condition label (a label without one takes the first).
+    pub seconds: BTreeMap<String, PerTrial>,
     /// Where the time comes from, in words.
     pub seconds_source: String,
     /// Trials at once: concurrency × Docker hosts.
@@ -176,8 +176,12 @@ pub struct PowerRow {
     pub effect: f64,
     /// Tasks that effect needs at this many trials per task.
     pub tasks_needed: Option<u64>,
-    /// Trials per task that effect needs over these tasks (`None`: no number suffices).
+    /// Trials per task that effect needs over these tasks (`None`: no number suffices, or the
+    /// trial-to-trial variance is unknown — see `within_known`).
     pub trials_needed: Option<u64>,
+    /// Whether both sides' trial-to-trial variance is measured (some task ran twice); without it
+    /// the trials an effect needs are unknown, not "none".
+    pub within_known: bool,
     /// The difference measured so far, in `unit`, when it was.
     pub measured: Option<f64>,
     /// Where the variances come from.
@@ -202,9 +206,10 @@ pub struct Forecast {
 /// Projects the cost and wall time of `conditions` from `estimates`: a row per condition, then
 /// `total`. The total's cost interval is the per-condition intervals added end to end (they may
 /// rest on the same measured trials, so their errors are not independent: a conservative sum);
-/// its wall time is the remaining trials' together, from the one sample of durations.
+/// so is its wall time, each condition's from its own durations.
 pub fn project(conditions: &[ConditionPlan], estimates: &Estimates) -> Vec<CostRow> {
     let fallback = estimates.cost.values().next().cloned();
+    let seconds_fallback = estimates.seconds.values().next().cloned();
     let slots = estimates.slots.max(1) as f64;
     let over_slots = |i: Interval| Interval {
         point: i.point / slots,
@@ -223,6 +228,12 @@ pub fn project(conditions: &[ConditionPlan], estimates: &Estimates) -> Vec<CostR
             high: cost.high + c.spent_usd,
         };
         total_cost = total_cost.add(cost);
+        let seconds = estimates
+            .seconds
+            .get(&c.label)
+            .cloned()
+            .or(seconds_fallback.clone());
+        let wall = seconds.map(|p| p.project(remaining).0).unwrap_or_default();
         rows.push(CostRow {
             label: c.label.clone(),
             round: c.round,
@@ -230,7 +241,7 @@ pub fn project(conditions: &[ConditionPlan], estimates: &Estimates) -> Vec<CostR
             remaining,
             spent_usd: c.spent_usd,
             cost_usd: cost,
-            wall_secs: over_slots(estimates.seconds.project(remaining).0),
+            wall_secs: over_slots(wall),
         });
     }
     let remaining: usize = rows.iter().map(|r| r.remaining).sum();
@@ -241,7 +252,8 @@ pub fn project(conditions: &[ConditionPlan], estimates: &Estimates) -> Vec<CostR
         remaining,
         spent_usd: conditions.iter().map(|c| c.spent_usd).sum(),
         cost_usd: total_cost,
-        wall_secs: over_slots(estimates.seconds.project(remaining).0),
+        // The conditions' wall times one after another (each from its own durations).
+        wall_secs: rows.iter().map(|r| r.wall_secs).sum(),
     });
     rows
 }
@@ -285,6 +297,7 @@ pub fn power_row(
         effect: effect_shown,
         tasks_needed: c.tasks_needed(effect, k),
         trials_needed: c.trials_needed(effect, n),
+        within_known: c.within_a.is_some() && c.within_b.is_some(),
         measured,
         source: source.to_string(),
         components: c,
@@ -362,6 +375,10 @@ impl PowerRow {
                 .map_or_else(|| "—".into(), |n| n.to_string()),
             self.trials,
             match self.trials_needed {
+                _ if !self.within_known => format!(
+                    "an unknown number of trials per task over {} tasks (no task ran twice: the trial-to-trial variance is not measured)",
+                    self.n_tasks
+                ),
                 Some(k) => format!("{k} trials per task over {} tasks", self.n_tasks),
                 None => format!("no number of trials over {} tasks", self.n_tasks),
             }
@@ -394,7 +411,7 @@ mod tests {
                 ("B'".into(), PerTrial::Measured(vec![2.0, 2.0])),
             ]),
             cost_source: "round 1".into(),
-            seconds: PerTrial::Measured(vec![60.0, 60.0]),
+            seconds: BTreeMap::from([("A".into(), PerTrial::Measured(vec![60.0, 60.0]))]),
             seconds_source: "round 1".into(),
             slots: 2,
         };
@@ -432,11 +449,14 @@ mod tests {
                 },
             )]),
             cost_source: "price list".into(),
-            seconds: PerTrial::Assumed {
-                point: 100.0,
-                low: 10.0,
-                high: 300.0,
-            },
+            seconds: BTreeMap::from([(
+                "A".into(),
+                PerTrial::Assumed {
+                    point: 100.0,
+                    low: 10.0,
+                    high: 300.0,
+                },
+            )]),
             seconds_source: "timeouts".into(),
             slots: 4,
         };
@@ -474,5 +494,24 @@ mod tests {
             "{}",
             pp.line()
         );
+    }
+
+    #[test]
+    fn trials_an_effect_needs_are_unknown_without_a_trial_variance() {
+        // One trial per task so far: no task ran twice, so the trial-to-trial variance — what
+        // more trials would average away — is not measured.
+        let c = Components {
+            n_tasks: 10,
+            mean_diff: 0.1,
+            var_diff: 0.2,
+            within_a: None,
+            within_b: None,
+            between: 0.2,
+        };
+        let row = power_row("H1", c, 10, 1, 5.0, "round 1", None);
+        assert!(!row.within_known);
+        let line = row.line();
+        assert!(line.contains("an unknown number of trials"), "{line}");
+        assert!(!line.contains("no number of trials"), "{line}");
     }
 }

@@ -43,12 +43,14 @@ pub struct Inputs<'a> {
     pub effect_pp: Option<f64>,
 }
 
-/// Per condition label: the trials of each task (verdicts only), costs and durations.
+/// Per condition label: the rewards of each task's finished trials as Method D counts them
+/// (clamped to [0, 1]; 0 for a trial that ended without a reward, infrastructure failures
+/// included), costs and durations.
 #[derive(Debug, Default)]
 struct Observed {
     per_task: BTreeMap<String, BTreeMap<String, Vec<f64>>>,
     costs: BTreeMap<String, Vec<f64>>,
-    seconds: Vec<f64>,
+    seconds: BTreeMap<String, Vec<f64>>,
     done: BTreeMap<String, usize>,
     spent: BTreeMap<String, f64>,
 }
@@ -66,21 +68,23 @@ impl Observed {
             let Some(label) = label_of(&t.condition) else {
                 continue;
             };
-            if t.outcome.is_some_and(Outcome::is_verdict) {
+            // As Method D counts it: every finished trial but a cancelled or interrupted one (not
+            // run, queued again), its reward clamped to [0, 1] and 0 without one.
+            if !matches!(t.outcome, Some(Outcome::Cancelled | Outcome::Interrupted)) {
                 self.per_task
                     .entry(label.clone())
                     .or_default()
                     .entry(t.task_id.clone())
                     .or_default()
-                    .push(t.reward.unwrap_or(0.0));
+                    .push(t.reward.unwrap_or(0.0).clamp(0.0, 1.0));
                 *self.done.entry(label.clone()).or_default() += 1;
             }
             if let Some(c) = t.cost_usd {
                 self.costs.entry(label.clone()).or_default().push(c);
-                *self.spent.entry(label).or_default() += c;
+                *self.spent.entry(label.clone()).or_default() += c;
             }
             if let Some(s) = seconds_between(t.started_at.as_deref(), t.finished_at.as_deref()) {
-                self.seconds.push(s);
+                self.seconds.entry(label).or_default().push(s);
             }
         }
     }
@@ -124,6 +128,13 @@ pub fn forecast(
     let n1 = tasks.tasks.len();
     let k = plan.trials;
     let mut notes = Vec::new();
+    if k > super::plan::MANY_TRIALS {
+        notes.push(format!(
+            "trials = {k} per task and condition is {}× the SkillsBench paper's 5: {} trials in round 1 alone — check the plan",
+            k / 5,
+            crate::format::thousands(n1 * k as usize * 2)
+        ));
+    }
     let name = plan.name();
     let exp = match stored {
         Some(s) => s.experiment(&name)?,
@@ -179,10 +190,12 @@ pub fn forecast(
             spent_usd: observed.spent.get(*label).copied().unwrap_or(0.0),
         })
         .collect();
-    // Imported runs of the same harness and model: the second source.
+    // Other runs of the same tasks, harness and model: the second source.
+    let task_ids: std::collections::BTreeSet<String> =
+        tasks.tasks.iter().map(|t| t.id.clone()).collect();
     let imported = match stored {
         Some(s) if observed.costs.is_empty() || observed.per_task.len() < 2 => {
-            imported_runs(s, plan, &r1_name, &r2_name)?
+            other_runs(s, plan, &task_ids, &r1_name, &r2_name)?
         }
         _ => Vec::new(),
     };
@@ -200,11 +213,14 @@ pub fn forecast(
     })
 }
 
-/// Runs in the store of the plan's agent and model that are not this experiment's, with what
-/// they measured (their no-skills and curated trials as A and B).
-fn imported_runs(
+/// Runs in the store of the plan's agent and model over exactly the plan's tasks that are not
+/// this experiment's, each named as a source (`imported run r1`, `run r1`), with what they
+/// measured (their no-skills and curated trials as A and B). A run over other tasks says
+/// nothing of these tasks' variances or times and is not borrowed from.
+fn other_runs(
     stored: ExperimentReader<'_>,
     plan: &Plan,
+    tasks: &std::collections::BTreeSet<String>,
     r1: &str,
     r2: &str,
 ) -> Result<Vec<(String, Observed)>, StoreError> {
@@ -214,10 +230,20 @@ fn imported_runs(
         plan.model.as_deref(),
         [r1, r2],
         |run, trials| {
+            let ran: std::collections::BTreeSet<&str> =
+                trials.iter().map(|t| t.task_id.as_str()).collect();
+            if ran.len() != tasks.len() || !tasks.iter().all(|t| ran.contains(t.as_str())) {
+                return;
+            }
             let mut o = Observed::default();
             o.add(&trials, &round1_label);
             if !o.per_task.is_empty() || !o.costs.is_empty() {
-                out.push((run.name, o));
+                let what = if run.source == "native" {
+                    "run"
+                } else {
+                    "imported run"
+                };
+                out.push((format!("{what} {}", run.name), o));
             }
         },
     )?;
@@ -286,7 +312,7 @@ fn estimates(
         (
             pick(o),
             format!(
-                "imported run {name} of {} ({} priced trials)",
+                "{name} of {} over the same tasks ({} priced trials)",
                 agent_label(plan),
                 o.costs.values().map(Vec::len).sum::<usize>()
             ),
@@ -306,21 +332,36 @@ fn estimates(
     } else {
         price_list_cost(plan, agent_timeout, notes)
     };
-    let (seconds, seconds_source) = if !observed.seconds.is_empty() {
+    // Each condition's own durations, else its round-1 counterpart's (A' takes A's, B' B's).
+    let per_label = |o: &Observed| -> BTreeMap<String, PerTrial> {
+        let get = |l: &str| o.seconds.get(l).cloned().filter(|v| !v.is_empty());
+        let mut m = BTreeMap::new();
+        for (label, from) in [("A", "A"), ("B", "B"), ("C", "C"), ("A'", "A"), ("B'", "B")] {
+            if let Some(v) = get(label).or_else(|| get(from)) {
+                m.insert(label.to_string(), PerTrial::Measured(v));
+            }
+        }
+        m
+    };
+    let timed = |o: &Observed| o.seconds.values().map(Vec::len).sum::<usize>();
+    let (seconds, seconds_source) = if timed(observed) > 0 {
         (
-            PerTrial::Measured(observed.seconds.clone()),
+            per_label(observed),
             format!(
-                "this experiment's {} timed trial(s)",
-                observed.seconds.len()
+                "this experiment's {} timed trial(s), per condition (round 2 from its round-1 counterpart until it ran)",
+                timed(observed)
             ),
         )
-    } else if let Some((name, o)) = imported.iter().find(|(_, o)| !o.seconds.is_empty()) {
+    } else if let Some((name, o)) = imported.iter().find(|(_, o)| timed(o) > 0) {
         (
-            PerTrial::Measured(o.seconds.clone()),
-            format!("imported run {name} ({} timed trials)", o.seconds.len()),
+            per_label(o),
+            format!("{name} over the same tasks ({} timed trials)", timed(o)),
         )
     } else {
-        (assumed_secs, timeouts_words)
+        (
+            BTreeMap::from([("A".to_string(), assumed_secs)]),
+            timeouts_words,
+        )
     };
     Estimates {
         cost,
@@ -394,7 +435,7 @@ fn base_components(
         .filter_map(|(n, o)| o.components("A", "B").map(|c| (n, c)))
         .max_by_key(|(_, c)| c.n_tasks)
     {
-        return (c, format!("imported run {name} ({} tasks)", c.n_tasks));
+        return (c, format!("{name} ({} tasks)", c.n_tasks));
     }
     let paper = crate::analysis::paper::for_run(&plan.agent, plan.model.as_deref());
     let rate = |m: &str| {

@@ -56,6 +56,13 @@ fn default_agent() -> String {
     "oracle".into()
 }
 
+/// The most trials per task and condition a plan may ask for: far beyond any evaluation (the
+/// paper ran 5, its self-generated condition 3), well below a typo's 4294967295.
+pub const MAX_TRIALS: u32 = 1_000;
+
+/// Trials per task above which `plan` warns that the design is unusually large.
+pub const MANY_TRIALS: u32 = 20;
+
 fn default_trials() -> u32 {
     5
 }
@@ -243,6 +250,12 @@ impl Plan {
         let mut problems = Vec::new();
         if self.trials == 0 {
             problems.push("trials must be at least 1".to_string());
+        }
+        if self.trials > MAX_TRIALS {
+            problems.push(format!(
+                "trials = {} per task and condition is beyond any evaluation (the SkillsBench paper ran 5; at most {MAX_TRIALS})",
+                self.trials
+            ));
         }
         let name = self.name();
         if name.is_empty() || crate::skillsbench::condition::sanitize_slug(&name) != name {

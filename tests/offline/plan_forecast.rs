@@ -47,7 +47,8 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
     );
     // Rewards, costs and durations that differ by task, condition and trial.
     let mut rewards: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
-    let (mut costs, mut secs): (BTreeMap<&str, Vec<f64>>, Vec<f64>) = Default::default();
+    let mut costs: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
+    let mut secs: BTreeMap<&str, Vec<f64>> = BTreeMap::new();
     for (ti, task) in TASKS.iter().enumerate() {
         for (ci, cond) in ["no-skills", "curated"].iter().enumerate() {
             for i in 1..=3u32 {
@@ -74,7 +75,7 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
                 );
                 rewards.entry((task, cond)).or_default().push(reward);
                 costs.entry(cond).or_default().push(cost);
-                secs.push(s as f64);
+                secs.entry(cond).or_default().push(s as f64);
             }
         }
     }
@@ -132,18 +133,20 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
         spent_a,
         "A spent",
     );
-    // Wall time: the 36 remaining trials' durations over 3 slots.
-    let (ms, vs) = mv(&secs);
+    // Wall time: each round-2 condition's 18 trials from its round-1 counterpart's durations
+    // (A' from A, B' from B — issue 36: not one pooled sample), over 3 slots, end to end.
+    let (mut point, mut high) = (0.0, 0.0);
+    for cond in ["no-skills", "curated"] {
+        let (ms, vs) = mv(&secs[cond]);
+        let n = secs[cond].len() as f64;
+        point += 18.0 * ms / 3.0;
+        high += (18.0 * ms + 1.96 * (vs * (18.0 + 18.0 * 18.0 / n)).sqrt()) / 3.0;
+    }
     let total = row("total");
-    close(
-        total["wall_secs"]["point"].as_f64().unwrap(),
-        36.0 * ms / 3.0,
-        "wall",
-    );
-    let wh = (36.0 * ms + 1.96 * (vs * (36.0 + 36.0 * 36.0 / secs.len() as f64)).sqrt()) / 3.0;
+    close(total["wall_secs"]["point"].as_f64().unwrap(), point, "wall");
     close(
         total["wall_secs"]["high"].as_f64().unwrap(),
-        wh,
+        high,
         "wall high",
     );
     assert!(
@@ -206,4 +209,188 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
     ] {
         assert!(t.contains(want), "{want:?} in {t}");
     }
+}
+
+/// Ends trial `i` of `task` × `cond` of `run` with `outcome`, `reward`, `cost` and `secs`.
+#[allow(clippy::too_many_arguments)]
+fn end(
+    conn: &rusqlite::Connection,
+    run: &PlannedRun,
+    (task, cond, i): (&str, &str, u32),
+    outcome: Outcome,
+    reward: Option<f64>,
+    cost: f64,
+    secs: i64,
+) {
+    let start = chrono::DateTime::parse_from_rfc3339("2026-11-20T10:00:00Z").unwrap();
+    run.finish(
+        conn,
+        task,
+        cond,
+        i,
+        &TrialPatch {
+            status: Some(TrialStatus::Done),
+            outcome: Some(outcome),
+            reward,
+            cost_usd: Some(cost),
+            started_at: Some(start.to_rfc3339()),
+            finished_at: Some((start + chrono::Duration::seconds(secs)).to_rfc3339()),
+            ..Default::default()
+        },
+    );
+}
+
+/// `plan`'s inputs are Method D's (issue 36): a reward of 2 counts 1, a runtime error counts 0,
+/// and another run of the same harness and model is borrowed from only when it ran the same
+/// tasks — named as what it is (`run …`, not `imported run …`).
+#[test]
+fn plan_reads_rewards_as_method_d_and_borrows_only_from_runs_of_the_same_tasks() {
+    let (scratch, conn) = empty_store();
+    let tasks: Vec<(&str, &str, &str)> = TASKS.iter().map(|t| (*t, "Testing", "easy")).collect();
+    let plan_run = |name: &str, tasks: &[(&str, &str, &str)]| {
+        PlannedRun::new(
+            &conn,
+            &RunPlan {
+                name,
+                agent: "claude-code",
+                model: Some("claude-opus-4-6"),
+                n_trials: 2,
+                conditions: &["no-skills", "curated"],
+                tasks,
+            },
+        )
+    };
+    // A native run over other tasks, much dearer and slower: never a source for these tasks.
+    let other_tasks = [("elsewhere", "Testing", "easy"), ("too", "Testing", "easy")];
+    let other = plan_run("other-tasks", &other_tasks);
+    for (t, _, _) in other_tasks {
+        for c in ["no-skills", "curated"] {
+            for i in 1..=2 {
+                end(
+                    &conn,
+                    &other,
+                    (t, c, i),
+                    Outcome::Pass,
+                    Some(1.0),
+                    50.0,
+                    900,
+                );
+            }
+        }
+    }
+    // A native run over the same tasks: rewards of 2 (clamped to 1) and runtime errors (0).
+    let same = plan_run("same-tasks", &tasks);
+    let mut rewards: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    for (ti, task) in TASKS.iter().enumerate() {
+        for (ci, cond) in ["no-skills", "curated"].iter().enumerate() {
+            for i in 1..=2u32 {
+                let (outcome, reward, counted) = match (ti + ci + i as usize) % 3 {
+                    0 => (Outcome::Pass, Some(2.0), 1.0),
+                    1 => (Outcome::RuntimeError, None, 0.0),
+                    _ => (Outcome::Fail, Some(0.0), 0.0),
+                };
+                end(&conn, &same, (task, cond, i), outcome, reward, 1.0, 60);
+                rewards.entry((task, cond)).or_default().push(counted);
+            }
+        }
+    }
+    drop(conn);
+    let plan = scratch.dir.path().join("fresh.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"fresh\"\nagent = \"claude-code\"\nmodel = \"claude-opus-4-6\"\ntrials = 2\nconcurrency = 1\ntasks = \"{}\"\ntask = [{}]\n",
+            fixtures().display(),
+            TASKS.map(|t| format!("\"{t}\"")).join(", ")
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .arg("plan")
+        .arg(&plan)
+        .args(["--json", "--db"])
+        .arg(scratch.db())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let f = &v["forecast"];
+    let est = &f["estimates"];
+    for source in [
+        &est["cost_source"],
+        &est["seconds_source"],
+        &f["power"][0]["source"],
+    ] {
+        let s = source.as_str().unwrap();
+        assert!(s.contains("run same-tasks"), "{s}");
+        assert!(!s.contains("imported") && !s.contains("other-tasks"), "{s}");
+    }
+    // The B − A variances are Method D's rewards: clamped, runtime errors 0.
+    let mut d = Vec::new();
+    let (mut wa, mut wb) = (Vec::new(), Vec::new());
+    for task in TASKS {
+        let (ma, va) = mv(&rewards[&(task, "no-skills")]);
+        let (mb, vb) = mv(&rewards[&(task, "curated")]);
+        d.push(mb - ma);
+        wa.push(va);
+        wb.push(vb);
+    }
+    let (md, sd2) = mv(&d);
+    let (wa, wb) = (mv(&wa).0, mv(&wb).0);
+    let between = (sd2 - (wa + wb) / 2.0).max(0.0);
+    let n = TASKS.len() as f64;
+    let p = &f["power"][0];
+    let close = |a: f64, b: f64, what: &str| assert!((a - b).abs() < 1e-6, "{what}: {a} vs {b}");
+    close(p["measured"].as_f64().unwrap(), md * 100.0, "B − A");
+    close(
+        p["mde"].as_f64().unwrap(),
+        Z_SUM * ((between + (wa + wb) / 2.0) / n).sqrt() * 100.0,
+        "MDE",
+    );
+    // Per-trial cost and time are the same-task run's ($1, 60 s), not the other run's.
+    let a = f["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["label"] == "A")
+        .unwrap();
+    close(a["cost_usd"]["point"].as_f64().unwrap(), 12.0, "A cost");
+    close(a["wall_secs"]["point"].as_f64().unwrap(), 720.0, "A wall");
+}
+
+/// A plan of absurdly many trials is refused by name, and `plan` warns of a merely large one.
+#[test]
+fn an_absurd_number_of_trials_is_refused_and_a_large_one_warned_of() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("huge.toml");
+    std::fs::write(&p, "trials = 4294967295\n").unwrap();
+    let e = skillscope::experiment::plan::Plan::load(&p)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("trials = 4294967295") && e.contains("at most 1000"),
+        "{e}"
+    );
+    let p = dir.path().join("large.toml");
+    std::fs::write(
+        &p,
+        format!(
+            "agent = \"oracle\"\ntrials = 40\ntasks = \"{}\"\ntask = [\"passes\"]\n",
+            fixtures().display()
+        ),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .arg("plan")
+        .arg(&p)
+        .args(["--db"])
+        .arg(dir.path().join("s.db"))
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&out.stdout);
+    assert!(t.contains("trials = 40 per task and condition"), "{t}");
 }

@@ -198,7 +198,10 @@ fn write_report(db: &std::path::Path, reports: &std::path::Path, name: &str) {
         let report = crate::report::build(
             &conn,
             &crate::analysis::results::Selection::Experiment(name.to_string()),
-            &crate::analysis::results::Scoring::default(),
+            &crate::analysis::results::Scoring {
+                as_of: Some(chrono::Utc::now()),
+                ..Default::default()
+            },
         )?;
         let written = crate::report::write(&report, &dir, &crate::report::Format::DEFAULT)?;
         Ok(written.files.len())

@@ -33,6 +33,7 @@ pub fn execute(args: ReportArgs) -> Result<()> {
         },
         success: SuccessRule::new(args.pass_threshold).map_err(|e| eyre!(e))?,
         effect_pp: args.effect,
+        as_of: Some(chrono::Utc::now()),
     };
     let t0 = std::time::Instant::now();
     let report = report::build(conn, &selection, &scoring)

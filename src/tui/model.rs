@@ -900,8 +900,11 @@ pub fn progress(s: &Snapshot, now: DateTime<Utc>) -> Progress {
             CellState::Queued => p.queued += 1,
             st if st.is_running() => p.running += 1,
             st => {
-                p.done += 1;
-                e.0 += 1;
+                // A cancelled trial did not run: it is counted apart, never as done.
+                if st != CellState::Cancelled {
+                    p.done += 1;
+                    e.0 += 1;
+                }
                 match st {
                     CellState::Pass => p.passed += 1,
                     CellState::Cancelled => p.cancelled += 1,

@@ -404,7 +404,8 @@ fn a_stopped_run_with_every_failure_mode_reports_interim_results() {
     let res = &r.results;
     let interim = res.interim.as_ref().expect("a stopped run is interim");
     assert_eq!(interim.planned, 20);
-    assert_eq!(interim.done, 9);
+    // The cancelled one did not run: 8 done, not 9 (issue 36).
+    assert_eq!(interim.done, 8);
     // Pass, fail, agent and verifier timeout have a verdict.
     assert_eq!(interim.judged, 4);
     let modes: usize = res
@@ -419,7 +420,7 @@ fn a_stopped_run_with_every_failure_mode_reports_interim_results() {
     let md = std::fs::read_to_string(out.path().join("report.md")).unwrap();
     assert!(md.contains("(interim)"), "{md}");
     assert!(
-        md.contains("run stopped is stopped; 4 of 20 planned trials judged (9 finished)"),
+        md.contains("run stopped is stopped; 4 of 20 planned trials judged (8 finished)"),
         "{md}"
     );
     let (_, _, ink) = decode_png(&out.path().join("charts/failures.png"));
@@ -709,4 +710,85 @@ fn one_model_renders_the_same_numbers_in_every_format() {
         );
         assert!(html.contains(&skillscope::format::rate(c.pass_rate)));
     }
+}
+
+/// A run left `running` by a killed engine (heartbeat old, owner on another host): its interim
+/// report says stale, as `status` does — never "is running" (issue 36). A run still open with
+/// every planned trial finished is not interim; a finished run whose operator cancelled a trial
+/// is not either, and the cancelled trial is not counted done.
+#[test]
+fn interim_reports_say_stale_and_cancelled_trials_are_not_done() {
+    let (_dir, conn) = empty_store();
+    let ids: Vec<String> = (1..=3).map(|i| format!("t{i}")).collect();
+    let run = planned_run(&conn, "killed", 1, &ids, &["Finance"; 3]);
+    let trials = queries::current_trials(&conn, run.id).unwrap();
+    // One trial finished, the rest were queued when the engine died.
+    queries::finish_trial(
+        &conn,
+        trials[0].id,
+        &TrialPatch {
+            status: Some(TrialStatus::Done),
+            outcome: Some(Outcome::Pass),
+            reward: Some(1.0),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE runs SET status = 'running', owner_pid = 1, owner_host = 'gone-host',
+         heartbeat_at = '2026-11-01T00:00:00.000Z' WHERE id = ?1",
+        [run.id],
+    )
+    .unwrap();
+    let scoring = Scoring {
+        as_of: Some(chrono::Utc::now()),
+        ..Scoring::default()
+    };
+    let sel = Selection::Runs(vec!["killed".into()]);
+    let r = report::build(&conn, &sel, &scoring).unwrap();
+    let said = r.results.interim.as_ref().expect("interim").describe();
+    assert!(said.contains("run killed is stale"), "{said}");
+    assert!(!said.contains("is running"), "{said}");
+    let md = markdown::render(&r, &[]);
+    assert!(md.contains("is stale"), "{md}");
+
+    // Every trial finished, the run still open for retries: not interim.
+    for t in &trials[1..] {
+        queries::finish_trial(
+            &conn,
+            t.id,
+            &TrialPatch {
+                status: Some(TrialStatus::Done),
+                outcome: Some(Outcome::Fail),
+                reward: Some(0.0),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    }
+    let r = report::build(&conn, &sel, &scoring).unwrap();
+    assert!(r.results.interim.is_none(), "{:?}", r.results.interim);
+
+    // Finished with one trial cancelled (while queued): complete, and 5 of 6 done.
+    queries::finish_trial(
+        &conn,
+        trials[1].id,
+        &TrialPatch {
+            status: Some(TrialStatus::Done),
+            outcome: Some(Outcome::Cancelled),
+            reward: None,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    conn.execute(
+        "UPDATE runs SET status = 'finished' WHERE id = ?1",
+        [run.id],
+    )
+    .unwrap();
+    let r = report::build(&conn, &sel, &scoring).unwrap();
+    assert!(r.results.interim.is_none());
+    let done: usize = r.results.conditions.iter().map(|c| c.done).sum();
+    let planned: usize = r.results.conditions.iter().map(|c| c.planned).sum();
+    assert_eq!((done, planned), (planned - 1, 6));
 }

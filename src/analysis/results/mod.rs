@@ -73,6 +73,11 @@ pub struct Scoring {
     /// The effect, in percentage points, the hypotheses are judged against: a study whose
     /// minimum detectable effect exceeds it is underpowered ([`super::power::DEFAULT_EFFECT_PP`]).
     pub effect_pp: f64,
+    /// When the results are read, for whether a run marked running still has a live engine (its
+    /// interim note says `stale` when not, as `status` does); `None`: runs are described by their
+    /// stored status only (the dashboard, which shows the engine's liveness itself).
+    #[serde(skip)]
+    pub as_of: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 impl Default for Scoring {
@@ -81,6 +86,7 @@ impl Default for Scoring {
             ci: CiMethod::default(),
             success: SuccessRule::default(),
             effect_pp: super::power::DEFAULT_EFFECT_PP,
+            as_of: None,
         }
     }
 }
@@ -597,7 +603,7 @@ fn analyze_tasks(
     let flaky = comparisons::flaky(&conditions, &tasks);
     let (mut notes, run_infos) =
         notes::notes_and_runs(runs, &tally.runs, &conditions, &comparisons);
-    let interim = Interim::of(runs, &conditions);
+    let interim = Interim::of(runs, &conditions, scoring.as_of);
     if let Some(i) = &interim {
         notes.insert(0, i.describe());
     }

@@ -46,11 +46,28 @@ impl Interim {
 
     /// The interim state of `conditions` of `runs`: `None` when every planned trial finished and
     /// no run is still running.
-    pub(super) fn of(runs: &[RunRow], conditions: &[ConditionResult]) -> Option<Interim> {
+    pub(super) fn of(
+        runs: &[RunRow],
+        conditions: &[ConditionResult],
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> Option<Interim> {
+        // A running run whose engine is gone (as of `as_of`) is stale, as `status` says, never
+        // "running".
+        let here = crate::store::owner::host_name();
         let unfinished: Vec<(String, String)> = runs
             .iter()
             .filter(|r| r.status != "finished" && r.status != "imported")
-            .map(|r| (r.name.clone(), r.status.clone()))
+            .map(|r| {
+                let liveness = as_of.map(|now| crate::store::Liveness::of(r, now, &here));
+                let status = match liveness {
+                    Some(crate::store::Liveness::Stale { since, .. }) => format!(
+                        "stale (its engine is gone; last seen {})",
+                        since.as_deref().unwrap_or("never")
+                    ),
+                    _ => r.status.clone(),
+                };
+                (r.name.clone(), status)
+            })
             .collect();
         let planned: usize = conditions.iter().map(|c| c.planned).sum();
         let done: usize = conditions.iter().map(|c| c.done).sum();
@@ -58,8 +75,11 @@ impl Interim {
             .iter()
             .map(|c| c.per_task_judged.iter().sum::<usize>())
             .sum();
-        // A stopped run whose planned trials all finished is complete; one still running is not.
-        (done < planned || unfinished.iter().any(|(_, s)| s == "running")).then_some(Interim {
+        // Complete when every planned trial finished, however its run stands (a run kept open
+        // for retries is not interim), and when every run finished (the operator cancelled the
+        // rest: they count 0, listed as not run).
+        let all_finished = runs.iter().all(|r| r.status == "finished");
+        (done < planned && !all_finished).then_some(Interim {
             runs: unfinished,
             judged,
             done,

@@ -23,7 +23,7 @@ use crate::store::{self, StoreError};
 pub(super) struct Cell {
     /// Sum of the rewards of finished trials (cancelled and interrupted ones count 0).
     pub reward: f64,
-    /// Finished trials.
+    /// Finished trials that ran (a cancelled or interrupted one did not: not done).
     pub done: usize,
     /// Trials that succeeded (reward ≥ the pass threshold), whatever their outcome.
     pub passed: usize,
@@ -253,8 +253,10 @@ impl Cell {
         let counts = done && !matches!(outcome, Some(Outcome::Cancelled | Outcome::Interrupted));
         let reward = if counts { reward } else { None };
         let success = reward.is_some_and(|r| rule.succeeds(r));
-        if done {
+        if counts {
             self.done += 1;
+        }
+        if done {
             self.reward += reward.unwrap_or(0.0);
             if crate::analysis::metrics::is_judged(outcome) {
                 self.judged += 1;

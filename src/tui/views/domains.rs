@@ -24,7 +24,7 @@ use crate::tui::widgets::{fit, framed, table};
 
 /// True while some planned trial has no verdict yet.
 fn unfinished(app: &App) -> bool {
-    app.progress.done < app.progress.total
+    app.progress.done + app.progress.cancelled < app.progress.total
 }
 
 /// Rows the pane wants, borders included: a header, one per group and the overall row, and the

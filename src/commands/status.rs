@@ -56,8 +56,22 @@ pub fn execute(args: StatusArgs) -> Result<()> {
     let mut notes: Vec<String> = Vec::new();
     for s in statuses {
         let r = &s.run;
+        // What was planned: tasks × trials when every task plans the same, else the count.
+        let design = if s.uniform {
+            format!(
+                "{} × {}",
+                crate::format::count(s.n_tasks, "task", "tasks"),
+                crate::format::count(r.n_trials as usize, "trial", "trials")
+            )
+        } else {
+            format!(
+                "{} planned over {}",
+                crate::format::count(s.planned, "trial", "trials"),
+                crate::format::count(s.n_tasks, "task", "tasks")
+            )
+        };
         println!(
-            "run {} — {} · agent {}{} · {} tasks × {} trials · created {}",
+            "run {} — {} · agent {}{} · {design} · created {}",
             r.name,
             engine_line(r, &s.liveness),
             r.agent,
@@ -65,8 +79,6 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                 .as_deref()
                 .map(|m| format!(" ({m})"))
                 .unwrap_or_default(),
-            s.n_tasks,
-            r.n_trials,
             r.created_at
         );
         if let (Some(since), false) = (&r.waiting_since, s.liveness.is_stale()) {
@@ -132,6 +144,18 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         }
         for f in &s.skill_flags {
             println!("SKILLS WHERE NONE BELONG — {}", crate::sanitize::text(f));
+        }
+        if !s.liveness.is_stale() {
+            for (trial, phase, since) in &s.running {
+                println!(
+                    "running now: {} — {phase}{}",
+                    crate::sanitize::one_line(trial),
+                    since
+                        .as_deref()
+                        .map(|t| format!(" since {t}"))
+                        .unwrap_or_default()
+                );
+            }
         }
         for (trial, since) in &s.stalled {
             println!("stalled since {since}: {trial} (no agent output; it keeps running)");

@@ -99,7 +99,9 @@ fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
     assert!((cmp.delta_pp.unwrap() - 25.0).abs() < 1e-9);
     assert_eq!((cmp.n_tasks, cmp.n_tasks_total), (3, 3));
     assert!((cmp.g.unwrap() - 0.5).abs() < 1e-12);
-    assert!((cmp.delta_pp_judged.unwrap() - (2.75 / 3.0 - 0.75) * 100.0).abs() < 1e-9);
+    // Paired over t1 and t3, the tasks judged on both sides (issue 36): curated (1 + 0.75) / 2
+    // less no-skills (0.5 + 1) / 2.
+    assert!((cmp.delta_pp_judged.unwrap() - (0.875 - 0.75) * 100.0).abs() < 1e-9);
     assert_eq!((cmp.improved, cmp.degraded, cmp.unchanged), (2, 1, 0));
     let ci = cmp.delta_ci_pp.unwrap();
     assert!(ci.low <= 25.0 && 25.0 <= ci.high);
@@ -442,4 +444,36 @@ fn learned_skills_are_traced_to_the_tasks_they_were_learned_from() {
         .into_iter()
         .collect()
     );
+}
+
+/// "Δ, judged trials only" is paired (issue 36): over the matched tasks judged on both sides,
+/// never the difference of two rates over different task sets. Here curated has a verdict on
+/// t1, t2 and t3, no-skills on t1 and t2 only (its t3 trial ended without one).
+#[test]
+fn the_judged_delta_is_paired_over_tasks_judged_on_both_sides() {
+    let (_s, conn) = empty_store();
+    add_run(
+        &conn,
+        "judged",
+        &["no-skills", "curated"],
+        1,
+        &[
+            ("t1", "no-skills", 1, Fail, Some(0.0)),
+            ("t2", "no-skills", 1, Pass, Some(1.0)),
+            ("t3", "no-skills", 1, BuildError, None),
+            ("t1", "curated", 1, Pass, Some(1.0)),
+            ("t2", "curated", 1, Pass, Some(1.0)),
+            ("t3", "curated", 1, Fail, Some(0.0)),
+        ],
+    );
+    let r = analyze(
+        &conn,
+        &Selection::Runs(vec!["judged".into()]),
+        &Scoring::default(),
+    )
+    .unwrap();
+    let c = &r.comparisons[0];
+    // Paired over t1 and t2: curated (1 + 1)/2 − no-skills (0 + 1)/2 = +50 pp. Unpaired, curated
+    // over t1–t3 (2/3) less no-skills over t1–t2 (1/2) would give +16.7.
+    assert!((c.delta_pp_judged.unwrap() - 50.0).abs() < 1e-9, "{c:?}");
 }

@@ -588,6 +588,19 @@ fn uneven_harbor_jobs_are_scored_against_what_each_task_planned() {
     let again = import(&store, &o).unwrap();
     assert_eq!((again.imported, again.already_present), (0, 15));
     assert!((pass_rate_of(&store, "oracle-jobs").0 - by_hand).abs() < 1e-12);
+
+    // `status` says what was planned — not "14 tasks × 2 trials" (issue 36).
+    store.writer().stop();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(["status", "--db"])
+        .arg(db.path().join("o.db"))
+        .arg("oracle-jobs")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("15 trials planned over 14 tasks"), "{text}");
+    assert!(!text.contains("14 tasks × 2 trials"), "{text}");
 }
 
 /// A job that planned more than it holds (stopped, or trials lost): its missing trials count 0,

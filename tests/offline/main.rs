@@ -16,6 +16,7 @@ mod report;
 mod rubric;
 mod scoring;
 mod skillsbench_tasks;
+mod status;
 mod tables;
 mod tui_app;
 mod tui_snapshots;

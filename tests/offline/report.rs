@@ -72,7 +72,7 @@ fn markdown_of_the_published_gemini_flash_run() {
     );
     let md = markdown::render(&r, &charts::plan(&r));
     assert!(
-        md.contains("over trials with a verdict Δ = +12.8 pp"),
+        md.contains("over trials with a verdict Δ = +12.5 pp"),
         "{md}"
     );
     insta::assert_snapshot!("flash_report_md", md);

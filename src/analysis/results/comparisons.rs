@@ -46,7 +46,8 @@ pub struct Comparison {
     pub g: Option<f64>,
     /// Why g is undefined (the baseline at 100 %, or no matched task).
     pub g_undefined: Option<String>,
-    /// Δ over trials with a verdict (matched tasks), percentage points.
+    /// Δ over trials with a verdict, paired over the matched tasks judged on both sides,
+    /// percentage points.
     pub delta_pp_judged: Option<f64>,
     /// Matched tasks flaky (some trials succeed, some fail) in either condition.
     pub n_flaky: usize,
@@ -296,17 +297,17 @@ pub(super) fn compare(
     (c, deltas)
 }
 
-/// Δ (pp) over trials with a verdict on the matched tasks: per condition the mean, over matched
-/// tasks with a judged trial, of their judged rewards' mean; `None` when either has none.
+/// Δ (pp) over trials with a verdict, paired: over the matched tasks with a judged trial on both
+/// sides, the difference of the means of their judged rewards' means; `None` without such a
+/// task.
 fn judged_delta(cw: &ConditionResult, cwo: &ConditionResult, idx: &[usize]) -> Option<f64> {
-    let of = |c: &ConditionResult| -> Option<f64> {
-        let means: Vec<f64> = idx
-            .iter()
-            .filter_map(|&i| c.per_task_judged_mean[i])
-            .collect();
-        (!means.is_empty()).then(|| mean_of(&means))
-    };
-    Some(delta_pp(of(cw)?, of(cwo)?))
+    // Paired: over the matched tasks judged on both sides (a task judged on one side only
+    // would subtract rates over different task sets).
+    let (with, without): (Vec<f64>, Vec<f64>) = idx
+        .iter()
+        .filter_map(|&i| Some((cw.per_task_judged_mean[i]?, cwo.per_task_judged_mean[i]?)))
+        .unzip();
+    (!with.is_empty()).then(|| delta_pp(mean_of(&with), mean_of(&without)))
 }
 
 /// Flaky tasks per condition, in condition then task order.

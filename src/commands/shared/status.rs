@@ -31,6 +31,14 @@ pub struct RunStatus {
     pub unpriced: usize,
     /// Running trials marked stalled: (trial name, since).
     pub stalled: Vec<(String, String)>,
+    /// Trials running now: (trial name, phase — `building`, `agent`, `verifying` — and since
+    /// when, RFC 3339).
+    pub running: Vec<(String, String, Option<String>)>,
+    /// Trials planned over every task and condition.
+    pub planned: usize,
+    /// True when every task and condition plans the run's trials per task (a native run); an
+    /// import plans what its jobs held.
+    pub uniform: bool,
     /// Per condition: which skills its trials could see and used
     /// ([`crate::analysis::exposure`]; labels are condition keys).
     pub skill_exposure: Vec<crate::analysis::exposure::ConditionExposure>,
@@ -66,6 +74,11 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
     let ids: Vec<String> = tasks.iter().map(|t| t.task_id.clone()).collect();
     let plan = queries::trial_plan(conn, &run)?;
     let conditions = summarize_planned(&ids, &plan, &run.conditions, &trials);
+    let planned = conditions.iter().map(|c| c.n_planned).sum();
+    let active: Vec<crate::domain::TrialRow> = queries::current_trials(conn, run.id)?
+        .into_iter()
+        .filter(|t| t.status.is_active())
+        .collect();
     let scored: Vec<crate::analysis::exposure::Scored<'_>> = conditions
         .iter()
         .map(|c| crate::analysis::exposure::Scored {
@@ -94,11 +107,27 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
             .iter()
             .map(|c| c.unpriced)
             .sum(),
-        stalled: queries::current_trials(conn, run.id)?
-            .into_iter()
-            .filter(|t| t.status.is_active())
-            .filter_map(|t| t.stalled_at.map(|s| (t.trial_name, s)))
+        stalled: active
+            .iter()
+            .filter_map(|t| t.stalled_at.clone().map(|s| (t.trial_name.clone(), s)))
             .collect(),
+        running: active
+            .iter()
+            .map(|t| {
+                let since = match t.status {
+                    crate::domain::TrialStatus::Building => t.build_started_at.clone(),
+                    crate::domain::TrialStatus::Agent => t.agent_started_at.clone(),
+                    _ => t.verifier_started_at.clone(),
+                };
+                (
+                    t.trial_name.clone(),
+                    t.status.as_str().to_string(),
+                    since.or_else(|| t.started_at.clone()),
+                )
+            })
+            .collect(),
+        planned,
+        uniform: plan.is_uniform() && !plan.explicit,
         skill_exposure: exposure.conditions,
         skill_flags: exposure.flags,
         run,

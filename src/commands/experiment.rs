@@ -308,6 +308,9 @@ async fn dashboard(
         shutdown,
         done,
         events,
+        finish: None,
+        // At its end the dashboard stays, saying so, until `q` — as a run's does.
+        hold_at_end: true,
     };
     // Output moves to the log only once the dashboard has stopped drawing (below).
     let held = signals.hold_terminal();

@@ -68,6 +68,9 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             shutdown: signals.shutdown.clone(),
             done,
             events,
+            // Quitting once every trial has its verdict lets the engine finish the run.
+            finish: Some(dashboard_open.clone()),
+            hold_at_end: false,
         };
         // Output moves to the log only once the dashboard has stopped drawing (below).
         let held = signals.hold_terminal();

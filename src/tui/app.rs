@@ -112,6 +112,9 @@ pub struct App {
     pub now: DateTime<Utc>,
     /// The run is being stopped (run mode).
     pub stopping: bool,
+    /// The engine this dashboard watched has ended, and how (`finished`, `done`, `stopped: …`):
+    /// the dashboard stays until `q` (run mode), so a run and an experiment end alike.
+    pub ended: Option<String>,
     /// First line shown of the help overlay.
     pub help_scroll: usize,
     /// Capture the mouse (clicks select, the wheel scrolls); off with `--no-mouse`.
@@ -144,6 +147,7 @@ impl App {
             status: None,
             now,
             stopping: false,
+            ended: None,
             help_scroll: 0,
             mouse: true,
             events: EventsState::default(),
@@ -381,14 +385,18 @@ impl App {
     fn quit(&mut self) -> Vec<Effect> {
         match self.mode {
             Mode::Watch => vec![Effect::Quit],
+            // The engine has ended: nothing to stop.
+            Mode::Run if self.ended.is_some() => vec![Effect::Quit],
             Mode::Run if self.stopping => Vec::new(),
             Mode::Run if self.progress.running + self.progress.queued > 0 => {
                 self.popup = Some(Popup::Confirm(Confirm::StopRun));
                 Vec::new()
             }
+            // Every planned trial has its verdict: quitting finishes the run, never stops it.
             Mode::Run => {
                 self.stopping = true;
-                vec![Effect::StopRun]
+                self.status = Some("finishing the run…".into());
+                vec![Effect::FinishRun]
             }
         }
     }

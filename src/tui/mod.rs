@@ -45,6 +45,12 @@ pub struct EngineHandle<T = RunOutcome, E = EngineError> {
     pub done: JoinHandle<Result<T, E>>,
     /// Engine events (each pokes the worker to re-read at once).
     pub events: broadcast::Receiver<EngineEvent>,
+    /// Cancelled to let the engine finish once its last trial has its verdict (a `run`'s engine
+    /// stays up while its dashboard is open, for retries); `None` when it ends by itself.
+    pub finish: Option<CancellationToken>,
+    /// When the engine ends by itself (an experiment's last phase), the dashboard stays, saying
+    /// so, until the operator closes it — as a `run`'s does at its end.
+    pub hold_at_end: bool,
 }
 
 /// Errors of the dashboard itself.
@@ -156,15 +162,29 @@ async fn event_loop<T, E>(
     engine: Option<EngineHandle<T, E>>,
     hangup: Option<CancellationToken>,
 ) -> Result<TuiEnd<T, E>, TuiError> {
-    let (shutdown, mut done, mut events) = match engine {
-        Some(e) => (Some(e.shutdown), Some(e.done), Some(e.events)),
-        None => (None, None, None),
+    let (shutdown, mut done, mut events, finish, hold_at_end) = match engine {
+        Some(e) => (
+            Some(e.shutdown),
+            Some(e.done),
+            Some(e.events),
+            e.finish,
+            e.hold_at_end,
+        ),
+        None => (None, None, None, None, false),
     };
     let hangup = hangup.unwrap_or_default();
+    // The engine's result once it ended while the dashboard stays (`hold_at_end`).
+    let mut ended: Option<Result<T, E>> = None;
+    // The operator asked to stop or finish: the engine's end closes the dashboard.
+    let mut closing = false;
     // The terminal went away: hand the engine back (run mode) or end (watch mode).
-    let detach = |done: Option<JoinHandle<Result<T, E>>>| match done {
-        Some(d) => TuiEnd::Detached(d),
-        None => TuiEnd::Quit,
+    let detach = |done: Option<JoinHandle<Result<T, E>>>, ended: &mut Option<Result<T, E>>| match (
+        ended.take(),
+        done,
+    ) {
+        (Some(r), _) => TuiEnd::Engine(r),
+        (None, Some(d)) => TuiEnd::Detached(d),
+        (None, None) => TuiEnd::Quit,
     };
     let mut keys = EventStream::new();
     let mut tick = tokio::time::interval(Duration::from_secs(1));
@@ -172,7 +192,7 @@ async fn event_loop<T, E>(
     let mut dirty = true;
     loop {
         if hangup.is_cancelled() {
-            return Ok(detach(done.take()));
+            return Ok(detach(done.take(), &mut ended));
         }
         if dirty {
             let drawn = (|| -> std::io::Result<()> {
@@ -185,15 +205,15 @@ async fn event_loop<T, E>(
             match drawn {
                 Ok(()) => {}
                 // Writing failed because the terminal is gone: not an error of the run.
-                Err(_) if hangup.is_cancelled() || done.is_some() => {
-                    return Ok(detach(done.take()));
+                Err(_) if hangup.is_cancelled() || done.is_some() || ended.is_some() => {
+                    return Ok(detach(done.take(), &mut ended));
                 }
                 Err(e) => return Err(TuiError::Terminal(e)),
             }
             dirty = false;
         }
         tokio::select! {
-            _ = hangup.cancelled() => return Ok(detach(done.take())),
+            _ = hangup.cancelled() => return Ok(detach(done.take(), &mut ended)),
             ev = keys.next() => match ev {
                 Some(Ok(ev @ (Event::Key(_) | Event::Mouse(_)))) => {
                     let effects = match ev {
@@ -209,9 +229,30 @@ async fn event_loop<T, E>(
                     for effect in effects {
                         match effect {
                             Effect::Request(r) => worker.send(r),
+                            // Closing after the engine ended: its result, as it ended.
+                            Effect::Quit | Effect::StopRun | Effect::FinishRun
+                                if ended.is_some() =>
+                            {
+                                return Ok(detach(None, &mut ended));
+                            }
                             Effect::StopRun => match &shutdown {
-                                Some(s) => s.cancel(),
+                                Some(s) => {
+                                    closing = true;
+                                    s.cancel();
+                                }
                                 None => return Ok(TuiEnd::Quit),
+                            },
+                            // The engine finishes by itself once it is no longer held open.
+                            Effect::FinishRun => match (&finish, &shutdown) {
+                                (Some(f), _) => {
+                                    closing = true;
+                                    f.cancel();
+                                }
+                                (None, Some(s)) => {
+                                    closing = true;
+                                    s.cancel();
+                                }
+                                (None, None) => return Ok(TuiEnd::Quit),
                             },
                             Effect::Quit => return Ok(TuiEnd::Quit),
                         }
@@ -221,7 +262,7 @@ async fn event_loop<T, E>(
                 Some(Ok(Event::Resize(..))) => dirty = true,
                 Some(Ok(_)) => {}
                 // Input ended or failed: the terminal is gone (an SSH session dropped).
-                Some(Err(_)) | None => return Ok(detach(done.take())),
+                Some(Err(_)) | None => return Ok(detach(done.take(), &mut ended)),
             },
             Some(u) = worker.updates.recv() => {
                 app.on_update(u);
@@ -243,7 +284,18 @@ async fn event_loop<T, E>(
             }
             res = async { done.as_mut().expect("guarded").await }, if done.is_some() => {
                 let outcome = res.map_err(|e| TuiError::Join(e.to_string()))?;
-                return Ok(TuiEnd::Engine(outcome));
+                done = None;
+                if closing || !hold_at_end {
+                    return Ok(TuiEnd::Engine(outcome));
+                }
+                // It ended by itself: say so and stay until the operator closes.
+                app.ended = Some(match &outcome {
+                    Ok(_) => "done".to_string(),
+                    Err(_) => "stopped by an error (it is printed when you close)".to_string(),
+                });
+                ended = Some(outcome);
+                worker.send(Request::Reload);
+                dirty = true;
             }
         }
     }

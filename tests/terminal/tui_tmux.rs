@@ -670,3 +670,46 @@ async fn an_experiment_after_an_ssh_drop_logs_plain_text_counting_against_each_r
     let round2: Vec<usize> = round2.iter().map(|(k, _)| *k).collect();
     assert_eq!(round2, [1, 2, 3, 4], "{log}");
 }
+
+/// The README's first command in its dashboard (issue 36): once every trial has its verdict,
+/// `q` finishes the run — status `finished`, exit 0 — never "stopped by the operator", exit 130;
+/// the footer says what `q` will do.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quitting_the_dashboard_after_the_last_verdict_finishes_the_run() {
+    require_docker().await;
+    let s = Scratch::new();
+    let session = format!("skillscope-finish-{}", std::process::id());
+    let status_file = s.dir.path().join("exit-code");
+    let tmux = Tmux::start_sized(
+        &session,
+        &format!(
+            "sh -c '{} run --tasks {} --task passes --conditions no-skills --trials 1 --db {} --jobs-dir {} --run finish-q; echo $? > {}; sleep 30'",
+            env!("CARGO_BIN_EXE_skillscope"),
+            fixtures().display(),
+            s.db().display(),
+            s.jobs().display(),
+            status_file.display()
+        ),
+        (120, 40),
+    );
+    let screen = tmux.wait_for("every trial judged", Duration::from_secs(180));
+    assert!(screen.contains("finish the run"), "{screen}");
+    tmux.keys(&["q"]);
+    let t0 = Instant::now();
+    while !status_file.exists() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "the run did not end after q:\n{}",
+            tmux.screen()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let code = std::fs::read_to_string(&status_file).unwrap();
+    assert_eq!(code.trim(), "0", "{}", tmux.screen());
+    let screen = tmux.screen();
+    assert!(screen.contains("— finished"), "{screen}");
+    assert!(!screen.contains("stopped"), "{screen}");
+    let c = s.store.connect().unwrap();
+    let run = queries::find_run(&c, "finish-q").unwrap().unwrap();
+    assert_eq!(run.status, "finished");
+}

@@ -37,6 +37,9 @@ pub enum Effect {
     Request(Request),
     /// Stop the engine (run mode) and quit when it has stopped.
     StopRun,
+    /// Every planned trial has its verdict: let the engine finish the run (it was kept up only
+    /// for retries from this dashboard) and quit when it has.
+    FinishRun,
     /// Leave now. In run mode (a second Ctrl-C) the process quits at once without stopping the
     /// engine cleanly; the next `run` of the same command recovers what it left.
     Quit,

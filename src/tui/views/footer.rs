@@ -106,7 +106,22 @@ fn wanted(app: &App) -> (Context, Vec<Action>) {
 fn hint_line(app: &App, width: usize) -> Line<'static> {
     let t = &app.theme;
     let (ctx, actions) = wanted(app);
-    let all = hints(ctx, &actions);
+    let mut all = hints(ctx, &actions);
+    // What `q` does in run mode, said where the key is: stop a run with trials left, finish one
+    // whose every trial has its verdict, close once the engine has ended.
+    let quit_key = hints(ctx, &[Action::Quit]).pop().map(|(k, _)| k);
+    if app.mode == Mode::Run
+        && let Some(i) = all.iter().position(|(k, _)| Some(k) == quit_key.as_ref())
+    {
+        let p = &app.progress;
+        all[i].1 = if app.ended.is_some() {
+            "close"
+        } else if p.running + p.queued == 0 && app.snapshot.is_some() {
+            "finish the run"
+        } else {
+            "stop the run"
+        };
+    }
     let item_w = |(k, h): &(String, &str)| k.chars().count() + 1 + h.chars().count() + 2;
     let mut used = 0;
     let mut keep: Vec<usize> = Vec::new();

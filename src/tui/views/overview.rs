@@ -600,6 +600,9 @@ fn state_text(app: &App, s: &Snapshot, liveness: &Liveness) -> String {
         .filter_map(|p| p.space.waiting_since.as_deref())
         .min();
     match (run.status.as_str(), app.mode, liveness) {
+        _ if app.ended.is_some() => {
+            format!("{} · q closes", app.ended.as_deref().unwrap_or_default())
+        }
         _ if acontext_wait.is_some() => format!(
             "waiting for Acontext since {}",
             acontext_wait.map(clock).unwrap_or_default()
@@ -613,6 +616,9 @@ fn state_text(app: &App, s: &Snapshot, liveness: &Liveness) -> String {
             "waiting for Docker since {}",
             run.waiting_since.as_deref().map(clock).unwrap_or_default()
         ),
+        ("running", Mode::Run, _) if p.running + p.queued == 0 => {
+            "every trial judged · q finishes the run, r retries".to_string()
+        }
         ("running", _, _) if p.running + p.queued == 0 => "running · all trials done".to_string(),
         ("finished", _, _) => match &run.stop_reason {
             Some(r) => crate::sanitize::text(r),

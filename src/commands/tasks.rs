@@ -65,6 +65,7 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
                     "agent_timeout_sec": t.config_read.then_some(t.config.agent.timeout_sec),
                     "verifier_timeout_sec": t.config_read.then_some(t.config.verifier.timeout_sec),
                     "problems": t.problems, "skills": t.skills,
+                    "not_skills": t.not_skills,
                 })
             })
             .collect();
@@ -80,13 +81,26 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
         return Ok(code);
     }
     println!("{}", tasks_table(&set, terminal_width()));
+    let not_skills: usize = set.tasks.iter().map(|t| t.not_skills.len()).sum();
+    let noted = if not_skills > 0 {
+        format!(
+            " · {} beside skills not a skill (no SKILL.md: licence texts and the like, shipped with the skills)",
+            crate::format::count(not_skills, "folder", "folders")
+        )
+    } else {
+        String::new()
+    };
     println!(
-        "{} tasks in {} · {} skills ({} invalid) · {} tasks cannot run",
-        set.tasks.len(),
+        "{} in {} · {} ({} invalid){noted} · {} cannot run",
+        crate::format::count(set.tasks.len(), "task", "tasks"),
         set.root.display(),
-        set.tasks.iter().map(|t| t.skills.len()).sum::<usize>(),
+        crate::format::count(
+            set.tasks.iter().map(|t| t.skills.len()).sum::<usize>(),
+            "skill",
+            "skills"
+        ),
         invalid_skills,
-        bad_tasks
+        crate::format::count(bad_tasks, "task", "tasks")
     );
     Ok(code)
 }

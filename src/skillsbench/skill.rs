@@ -166,11 +166,45 @@ pub fn hash_skill_dir(dir: &Path) -> std::io::Result<FolderDigest> {
     })
 }
 
-/// Lists the skills in a `skills/` folder (every sub-folder is a skill), sorted by folder name.
-/// A missing folder gives an empty list.
+/// Folder names beside skills that are not meant as skills (lower case): licence texts and
+/// notices shipped with a task's skills (the real SkillsBench tasks keep theirs in
+/// `environment/skills/licenses/`). Hidden folders (`.git`) and `__pycache__`-like ones are not
+/// skills either.
+pub const NOT_SKILL_DIRS: [&str; 7] = [
+    "licenses",
+    "licences",
+    "license",
+    "licence",
+    "legal",
+    "notices",
+    "third_party",
+];
+
+/// True when the sub-folder `dir` of a `skills/` folder is not meant as a skill: it has no
+/// `SKILL.md` and its name is one of [`NOT_SKILL_DIRS`], or starts with `.` or `_`. A folder
+/// without `SKILL.md` under any other name is a skill that lacks it (an error).
+pub fn is_not_a_skill(dir: &Path) -> bool {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    !dir.join("SKILL.md").exists()
+        && (NOT_SKILL_DIRS.contains(&name.as_str())
+            || name.starts_with('.')
+            || name.starts_with('_'))
+}
+
+/// Lists the skills in a `skills/` folder (every sub-folder is a skill but those
+/// [`is_not_a_skill`] leaves out), sorted by folder name. A missing folder gives an empty list.
 pub fn scan_skills_dir(dir: &Path) -> Vec<Skill> {
+    skill_dirs(dir).0.iter().map(|d| Skill::load(d)).collect()
+}
+
+/// The sub-folders of a `skills/` folder, sorted: (the skills, the folders that are not skills —
+/// [`is_not_a_skill`]). A missing folder gives two empty lists.
+pub fn skill_dirs(dir: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
@@ -178,7 +212,7 @@ pub fn scan_skills_dir(dir: &Path) -> Vec<Skill> {
         .filter(|p| p.is_dir())
         .collect();
     dirs.sort();
-    dirs.iter().map(|d| Skill::load(d)).collect()
+    dirs.into_iter().partition(|d| !is_not_a_skill(d))
 }
 
 /// Splits a SKILL.md into its YAML frontmatter text and the Markdown body.

@@ -488,6 +488,10 @@ pub struct Task {
     pub difficulty: String,
     /// Curated skills in `environment/skills/` (condition B).
     pub skills: Vec<Skill>,
+    /// Folders in `environment/skills/` that are not skills (licence texts: no `SKILL.md`, see
+    /// [`super::skill::is_not_a_skill`]), by name: noted, shipped with the skills, never counted
+    /// as one.
+    pub not_skills: Vec<String>,
     /// Problems that make the task unrunnable (bad task.toml, missing Dockerfile or tests).
     pub problems: Vec<String>,
 }
@@ -579,7 +583,13 @@ impl Task {
                 problems.push(format!("missing {what}: {}", path.display()));
             }
         }
-        let skills = scan_skills_dir(&task_dir.join("environment/skills"));
+        let skills_dir = task_dir.join("environment/skills");
+        let skills = scan_skills_dir(&skills_dir);
+        let not_skills = super::skill::skill_dirs(&skills_dir)
+            .1
+            .iter()
+            .filter_map(|d| d.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
         Task {
             id,
             dir: task_dir,
@@ -588,6 +598,7 @@ impl Task {
             domain,
             difficulty,
             skills,
+            not_skills,
             problems,
         }
     }

@@ -257,3 +257,62 @@ fn the_docs_health_check_is_generated_from_the_stored_check() {
         "docs/tasks.md was edited by hand: run scripts/health-check-doc.sh"
     );
 }
+
+/// A task's `environment/skills/licenses/` (licence texts beside the skills, as the real
+/// SkillsBench tasks ship them) is not a skill: `tasks` notes it, counts it nowhere, and exits 0
+/// — its summary line and its exit code agree (issue 36). A folder without SKILL.md under any
+/// other name is still an invalid skill (exit 4).
+#[test]
+fn a_licences_folder_beside_skills_is_noted_and_tasks_exits_0() {
+    let root = tempfile::tempdir().unwrap();
+    let task = root.path().join("with-licences");
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tasks/passes");
+    let copy = |from: &std::path::Path, to: &std::path::Path| {
+        for e in walkdir::WalkDir::new(from) {
+            let e = e.unwrap();
+            let dest = to.join(e.path().strip_prefix(from).unwrap());
+            if e.file_type().is_dir() {
+                std::fs::create_dir_all(&dest).unwrap();
+            } else {
+                std::fs::copy(e.path(), &dest).unwrap();
+            }
+        }
+    };
+    copy(&src, &task);
+    let skills = task.join("environment/skills");
+    std::fs::create_dir_all(skills.join("greeting")).unwrap();
+    std::fs::write(
+        skills.join("greeting/SKILL.md"),
+        "---\nname: greeting\ndescription: Greets.\n---\n# Greeting\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(skills.join("licenses")).unwrap();
+    std::fs::write(skills.join("licenses/LICENSE-greeting.txt"), "MIT\n").unwrap();
+    let run = || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+            .args(["tasks", "--tasks"])
+            .arg(root.path())
+            .output()
+            .unwrap()
+    };
+    let out = run();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let summary = text.lines().last().unwrap();
+    assert!(summary.contains("1 skill (0 invalid)"), "{summary}");
+    assert!(
+        summary.contains("1 folder beside skills not a skill"),
+        "{summary}"
+    );
+    assert!(summary.contains("0 tasks cannot run"), "{summary}");
+    // A real skill that lost its SKILL.md is still an error.
+    std::fs::create_dir_all(skills.join("broken")).unwrap();
+    std::fs::write(skills.join("broken/notes.md"), "x\n").unwrap();
+    let out = run();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

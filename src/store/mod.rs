@@ -42,6 +42,16 @@ pub enum StoreError {
         /// SQLite's message.
         message: String,
     },
+    /// The file is another program's SQLite database: refused before anything is written to it.
+    #[error(
+        "{path} is not a skillscope database (it holds {tables}): nothing was changed; pass --db with a skillscope database or a new file"
+    )]
+    Foreign {
+        /// The file.
+        path: PathBuf,
+        /// Its tables, listed (`runs, users` or `12 tables: runs, …`).
+        tables: String,
+    },
     /// A schema migration failed.
     #[error("cannot migrate database {path}: {message}")]
     Migration {
@@ -184,8 +194,67 @@ pub fn data_version(conn: &Connection) -> Result<i64, StoreError> {
     Ok(conn.query_row("PRAGMA data_version", [], |r| r.get(0))?)
 }
 
-/// Opens `path` and migrates it to this binary's schema.
+/// The tables a skillscope database always has (the first migration's).
+const OUR_TABLES: [&str; 3] = ["runs", "run_tasks", "trials"];
+
+/// Refuses `path` when it is another program's SQLite database — tables, but not skillscope's
+/// — reading it read-only, so nothing about it changes (no migration, no switch to WAL). A
+/// missing or empty file, and a database of any skillscope version, pass.
+///
+/// # Errors
+/// [`StoreError::Foreign`] naming the file and its tables.
+pub(crate) fn refuse_foreign(path: &Path) -> Result<(), StoreError> {
+    if std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
+        return Ok(());
+    }
+    // Not a database at all, or unreadable: the ordinary open says so.
+    let Ok(conn) = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    ) else {
+        return Ok(());
+    };
+    let Ok(mut stmt) = conn.prepare(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
+    ) else {
+        return Ok(());
+    };
+    let Ok(tables) = stmt
+        .query_map([], |r| r.get::<_, String>(0))
+        .and_then(|rows| rows.collect::<Result<Vec<String>, _>>())
+    else {
+        return Ok(());
+    };
+    let ours = OUR_TABLES.iter().all(|t| tables.iter().any(|x| x == t))
+        && conn
+            .query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+            .is_ok_and(|v| v > 0);
+    if tables.is_empty() || ours {
+        return Ok(());
+    }
+    let shown: Vec<String> = tables
+        .iter()
+        .take(8)
+        .map(|t| crate::sanitize::one_line(t))
+        .collect();
+    Err(StoreError::Foreign {
+        path: path.to_path_buf(),
+        tables: if tables.len() > shown.len() {
+            format!("{} tables: {}, …", tables.len(), shown.join(", "))
+        } else {
+            format!(
+                "{}: {}",
+                crate::format::count(tables.len(), "table", "tables"),
+                shown.join(", ")
+            )
+        },
+    })
+}
+
+/// Opens `path` and migrates it to this binary's schema (another program's database is refused
+/// first, untouched).
 fn open_migrated(path: &Path) -> Result<Connection, StoreError> {
+    refuse_foreign(path)?;
     let mut conn = open_conn(path, OpenFlags::default())?;
     // Two processes opening a new database at once (a run and a `watch`, a test and the run it
     // started) may both start migrating it; the one that loses finds the tables made. Try again:
@@ -199,9 +268,12 @@ fn open_migrated(path: &Path) -> Result<Connection, StoreError> {
                 std::thread::sleep(std::time::Duration::from_millis(100 * tries));
             }
             Err(e) => {
+                // One line: the migration library's message may hold the whole statement.
+                let message = e.to_string();
+                let first = message.lines().next().unwrap_or_default();
                 return Err(StoreError::Migration {
                     path: path.to_path_buf(),
-                    message: e.to_string(),
+                    message: crate::sanitize::head(first, 300).to_string(),
                 });
             }
         }

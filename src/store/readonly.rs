@@ -114,6 +114,8 @@ pub fn open_for_reading(path: &Path) -> Result<Reading, StoreError> {
             path.display()
         )));
     }
+    // Another program's database is refused before anything opens it for writing or copies it.
+    super::refuse_foreign(path)?;
     let Some(why) = why_read_only(path) else {
         return Ok(Reading {
             conn: super::Store::open_existing(path)?,

@@ -57,3 +57,41 @@ fn status_says_which_trial_runs_now_and_in_which_phase() {
         "{line}"
     );
 }
+
+/// Another program's SQLite file (its own `runs` table) is refused in one line, and left as it
+/// was: no migration, no switch to WAL, not a byte changed (issue 36: ~200 lines of migration SQL
+/// were printed twice).
+#[test]
+fn another_programs_sqlite_file_is_refused_in_one_line_and_left_unchanged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("other.db");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY, label TEXT);
+             INSERT INTO runs (label) VALUES ('theirs');
+             CREATE TABLE users (name TEXT);",
+        )
+        .unwrap();
+    }
+    let before = std::fs::read(&db).unwrap();
+    for args in [&["status"][..], &["status", "--json"], &["report"]] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+            .args(args)
+            .arg("--db")
+            .arg(&db)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("is not a skillscope database"),
+            "{args:?}: {err}"
+        );
+        assert!(err.contains("runs, users"), "{err}");
+        assert!(!err.to_lowercase().contains("create table"), "{err}");
+    }
+    assert_eq!(std::fs::read(&db).unwrap(), before, "the file changed");
+    assert!(!dir.path().join("other.db-wal").exists());
+}

@@ -7,6 +7,7 @@ mod support;
 mod acontext_client;
 mod acontext_export;
 mod analysis;
+mod arguments;
 mod failure_categories;
 mod import;
 mod import_published;

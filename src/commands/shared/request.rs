@@ -32,12 +32,20 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
     if let Some(ca) = &ca_bundle {
         std::fs::metadata(ca).wrap_err_with(|| format!("CA bundle {}", ca.display()))?;
     }
+    // Refused like `--trials 0`, not quietly raised to 1.
+    if args.concurrency == Some(0) {
+        return Err(eyre!("--concurrency must be at least 1"));
+    }
+    if args.concurrency.is_none() && file.run.concurrency == Some(0) {
+        return Err(eyre!(
+            "concurrency in the settings file's [run] table must be at least 1"
+        ));
+    }
     let settings = RunSettings {
         concurrency: args
             .concurrency
             .or(file.run.concurrency)
-            .unwrap_or(DEFAULT_CONCURRENCY)
-            .max(1),
+            .unwrap_or(DEFAULT_CONCURRENCY),
         docker_hosts: if args.docker_host.is_empty() {
             file.run.docker_hosts.clone()
         } else {
@@ -65,6 +73,13 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
         ));
     }
     let tasks_dir = crate::commands::tasks_dir_or_examples(args.tasks.as_deref())?;
+    // Before the database is opened: a wrong path leaves nothing behind.
+    if !tasks_dir.is_dir() {
+        return Err(match std::fs::metadata(&tasks_dir) {
+            Ok(_) => eyre!("--tasks {} is not a folder", tasks_dir.display()),
+            Err(e) => eyre!("--tasks {}: {e}", tasks_dir.display()),
+        });
+    }
     crate::commands::check_task_ids(&tasks_dir, &args.task)?;
     let catalog = crate::commands::catalog_with(args.catalog.as_deref())?;
     let conditions = Condition::parse_list(&args.conditions)?;

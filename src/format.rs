@@ -122,6 +122,15 @@ pub fn count(n: usize, singular: &str, plural: &str) -> String {
     }
 }
 
+/// A design's size, `5 tasks × 1 trial`, `1 task × 5 trials`.
+pub fn tasks_by_trials(tasks: usize, trials: u32) -> String {
+    format!(
+        "{} × {}",
+        count(tasks, "task", "tasks"),
+        count(trials as usize, "trial", "trials")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

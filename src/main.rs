@@ -34,6 +34,8 @@ fn main() {
     let cli = Cli::parse();
     if keeps_running(&cli.command) {
         console::ignore_sigpipe();
+        // A run logging into a file: every line says when.
+        console::stamp_lines_into_files();
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -318,7 +318,7 @@ async fn dashboard(
     drop(held);
     match end? {
         TuiEnd::Engine(result) => Ok(result?),
-        TuiEnd::Quit => super::run::quit_at_once(),
+        TuiEnd::Quit => super::shared::signals::quit_at_once(),
         TuiEnd::Detached(done) => {
             // The terminal is gone: go on headless, into the log beside the database.
             let _ = super::shared::headless::redirect_output(log);

@@ -93,12 +93,12 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
             extra.push(format!("{} malformed rows skipped", f.broken_rows));
         }
         println!(
-            "read {} ({}): {} rows = {} trials in {} runs; {} imported, {} already present, {} replaced{}",
+            "read {} ({}): {} = {} in {}; {} imported, {} already present, {} replaced{}",
             f.path.display(),
             f.format.as_str(),
-            f.rows,
-            f.trials,
-            f.runs.len(),
+            crate::format::count(f.rows, "row", "rows"),
+            crate::format::count(f.trials, "trial", "trials"),
+            crate::format::count(f.runs.len(), "run", "runs"),
             f.imported,
             f.already_present,
             f.replaced,
@@ -152,10 +152,10 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
     for r in runs {
         let s = run_status(&conn, r)?;
         println!(
-            "\nrun {} — {} tasks, up to {} trials per task and condition, agent {}{}",
+            "\nrun {} — {}, up to {} per task and condition, agent {}{}",
             s.run.name,
-            s.n_tasks,
-            s.run.n_trials,
+            crate::format::count(s.n_tasks, "task", "tasks"),
+            crate::format::count(s.run.n_trials as usize, "trial", "trials"),
             s.run.agent,
             s.run
                 .model

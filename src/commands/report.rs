@@ -59,14 +59,18 @@ pub fn execute(args: ReportArgs) -> Result<()> {
         println!("{}", crate::sanitize::text(&i.describe()));
     }
     println!(
-        "{} · {} tasks · {} conditions · {} skill invocations — analysed in {:.2}s, written in {:.2}s",
+        "{} · {} · {} · {} — analysed in {:.2}s, written in {:.2}s",
         match &r.experiment {
             Some(e) => format!("experiment {e}"),
-            None => format!("{} run(s)", r.runs.len()),
+            None => crate::format::count(r.runs.len(), "run", "runs"),
         },
-        r.tasks.len(),
-        r.conditions.len(),
-        report.skills.invocations,
+        crate::format::count(r.tasks.len(), "task", "tasks"),
+        crate::format::count(r.conditions.len(), "condition", "conditions"),
+        crate::format::count(
+            report.skills.invocations,
+            "skill invocation",
+            "skill invocations"
+        ),
         analysed.as_secs_f64(),
         (t0.elapsed() - analysed).as_secs_f64()
     );
@@ -77,7 +81,11 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     for n in r.notes.iter().skip(usize::from(r.interim.is_some())) {
         println!("  note: {}", crate::sanitize::text(n));
     }
-    println!("wrote {} files to {}", written.files.len(), out.display());
+    println!(
+        "wrote {} to {}",
+        crate::format::count(written.files.len(), "file", "files"),
+        out.display()
+    );
     for f in &written.files {
         if f.extension().is_some_and(|e| e == "md") {
             println!("  {}", f.display());

@@ -78,7 +78,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         drop(held);
         match end? {
             TuiEnd::Engine(result) => result,
-            TuiEnd::Quit => quit_at_once(),
+            TuiEnd::Quit => super::shared::signals::quit_at_once(),
             TuiEnd::Detached(done) => {
                 // The terminal is gone: go on headless, into the log beside the database, and
                 // end after the last trial (no dashboard will send retries any more).
@@ -170,17 +170,6 @@ fn refuse_live_run(db: &std::path::Path, name: &str) -> Result<()> {
         }
         _ => Ok(()),
     }
-}
-
-/// A second Ctrl-C in the dashboard: quit at once, as a second Ctrl-C does outside it
-/// (docs/operations.md). Running attempts are left as a kill would leave them; the next `run` of
-/// the same command marks them interrupted, queues them again and removes their containers.
-pub fn quit_at_once() -> ! {
-    crate::errln!(
-        "quit at once: running trials are left as they are; the same command resumes the run \
-         (it queues them again and removes their containers)"
-    );
-    std::process::exit(exit_code::INTERRUPTED)
 }
 
 /// The exit code of a run that ended without an error.
@@ -281,11 +270,10 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
         None => "stopped; re-run the same command to resume".to_string(),
     };
     crate::outln!(
-        "run {} — {} ({} tasks × {} trials, agent {}{})",
+        "run {} — {} ({}, agent {}{})",
         outcome.run.name,
         state,
-        ids.len(),
-        outcome.run.n_trials,
+        crate::format::tasks_by_trials(ids.len(), outcome.run.n_trials),
         outcome.run.agent,
         outcome
             .run

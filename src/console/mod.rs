@@ -148,13 +148,63 @@ pub fn ignore_sigpipe() {
     }
 }
 
+/// Set once output goes to a log rather than a person ([`stamp_lines`]).
+static STAMPING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on every line [`outln!`] and [`errln!`] write carries the UTC time in front: for a
+/// run whose output goes to a log (after an SSH drop, `--detach`, `nohup`, a pipe), where a
+/// line without a time cannot be placed. The final `error: …` line ([`print_error`]) stays plain.
+pub fn stamp_lines() {
+    STAMPING.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// Calls [`stamp_lines`] when standard error is a regular file — `nohup … >run.log 2>&1`, the log of
+/// a `--detach`ed run — for the commands that run for hours; a terminal or a pipe is left as it
+/// is (a pipe still gets stamped progress lines, see `commands::shared::progress`).
+pub fn stamp_lines_into_files() {
+    let regular = std::fs::metadata("/proc/self/fd/2").is_ok_and(|m| m.file_type().is_file());
+    if regular {
+        stamp_lines();
+    }
+}
+
+/// True once [`stamp_lines`] was called.
+pub fn stamping() -> bool {
+    STAMPING.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// `text` with the UTC time in front of each of its lines (`2026-11-29 00:31:02Z text`); an empty
+/// line stays empty.
+pub fn stamp(text: &str) -> String {
+    let now = chrono::Utc::now().format("%Y-%m-%d %H:%M:%SZ").to_string();
+    text.split('\n')
+        .map(|l| {
+            if l.is_empty() {
+                String::new()
+            } else {
+                format!("{now} {l}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Writes one line (`args` and a newline) to `out`, stamped when [`stamping`]; what cannot be
+/// written (a closed pipe) is dropped. What [`outln!`] and [`errln!`] call.
+#[doc(hidden)]
+pub fn write_line(mut out: impl Write, args: std::fmt::Arguments<'_>) {
+    let text = args.to_string();
+    let text = if stamping() { stamp(&text) } else { text };
+    let _ = writeln!(out, "{text}");
+}
+
 /// `println!` that drops what cannot be written (a closed pipe) instead of panicking: for
-/// commands that run trials, which must go on when their reader goes away.
+/// commands that run trials, which must go on when their reader goes away. Stamped with the
+/// time once [`stamp_lines`] was called.
 #[macro_export]
 macro_rules! outln {
     ($($arg:tt)*) => {{
-        use ::std::io::Write as _;
-        let _ = ::std::writeln!(::std::io::stdout(), $($arg)*);
+        $crate::console::write_line(::std::io::stdout(), ::std::format_args!($($arg)*));
     }};
 }
 
@@ -162,8 +212,7 @@ macro_rules! outln {
 #[macro_export]
 macro_rules! errln {
     ($($arg:tt)*) => {{
-        use ::std::io::Write as _;
-        let _ = ::std::writeln!(::std::io::stderr(), $($arg)*);
+        $crate::console::write_line(::std::io::stderr(), ::std::format_args!($($arg)*));
     }};
 }
 

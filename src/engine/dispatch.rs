@@ -395,8 +395,8 @@ impl Dispatcher {
             self.event(
                 "info",
                 format!(
-                    "re-queued {} trials left unfinished by a stopped process or an infrastructure fault",
-                    stale.len()
+                    "re-queued {} left unfinished by a stopped process or an infrastructure fault",
+                    crate::format::count(stale.len(), "trial", "trials")
                 ),
             )
             .await?;

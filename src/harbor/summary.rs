@@ -277,7 +277,10 @@ pub fn summarize(input: &SummaryInput, limit: usize) -> Summary {
 fn header(section: &str, n_calls: usize) -> Option<String> {
     match section {
         "approach" => Some("Approach:".into()),
-        "actions" => Some(format!("Actions ({n_calls} tool calls):")),
+        "actions" => Some(format!(
+            "Actions ({}):",
+            crate::format::count(n_calls, "tool call", "tool calls")
+        )),
         "errors" => Some("Errors seen:".into()),
         "verifier" => Some("Verifier:".into()),
         _ => None,

@@ -34,6 +34,26 @@ fn spawn_run(s: &Scratch, run: &str, extra: &[&str]) -> Child {
         .expect("spawn skillscope")
 }
 
+/// The child's stderr, line by line, as it comes (read on a thread that ends with the pipe).
+fn stderr_lines(
+    child: &mut Child,
+) -> (
+    std::sync::mpsc::Receiver<String>,
+    std::thread::JoinHandle<()>,
+) {
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let reader = std::thread::spawn(move || {
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (rx, reader)
+}
+
 fn wait(child: &mut Child, limit: Duration) -> i32 {
     let t0 = Instant::now();
     loop {
@@ -180,6 +200,92 @@ async fn ctrl_c_stops_cleanly_and_the_same_command_resumes() {
     let mut child = spawn_run(&s, "interrupt", &args);
     assert_eq!(wait(&mut child, Duration::from_secs(120)), 0);
     assert_each_trial_exactly_once(&s, "interrupt", 4);
+}
+
+/// A second Ctrl-C in headless mode quits at once and says what it left running, as the
+/// dashboard does; the same command then resumes and clears what was left.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_ctrl_c_headless_says_what_it_left_running() {
+    require_docker().await;
+    let s = Scratch::new();
+    let args = [
+        "--task",
+        "slow",
+        "--conditions",
+        "no-skills",
+        "--trials",
+        "2",
+        "--concurrency",
+        "2",
+    ];
+    let mut child = spawn_run(&s, "twice", &args);
+    wait_for(&s, "twice", Duration::from_secs(120), |_, active| {
+        active >= 2
+    });
+    let (rx, reader) = stderr_lines(&mut child);
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    // The second one as soon as the first is being handled, while it removes containers.
+    loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("no `stopping` line after Ctrl-C");
+        if line.contains("stopping: removing containers") {
+            break;
+        }
+    }
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(wait(&mut child, Duration::from_secs(30)), 130);
+    reader.join().unwrap();
+    let said: Vec<String> = rx.try_iter().collect();
+    let said = said.join("\n");
+    assert!(
+        said.contains("quit at once: running trials are left as they are")
+            && said.contains("the same command resumes the run"),
+        "{said}"
+    );
+    let mut child = spawn_run(&s, "twice", &args);
+    assert_eq!(wait(&mut child, Duration::from_secs(120)), 0);
+    assert_each_trial_exactly_once(&s, "twice", 2);
+    assert_eq!(containers_of_run("twice").await, 0, "leftover containers");
+}
+
+/// Headless into a pipe (`tasks --check | tee`, `run | tee`), a long step is never silent: a
+/// `still running` line with the time in front comes at least every 30 s and names the phase.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_step_headless_says_it_still_runs_every_30_seconds() {
+    require_docker().await;
+    let s = Scratch::new();
+    let args = [
+        "--task",
+        "sleeper",
+        "--conditions",
+        "no-skills",
+        "--trials",
+        "1",
+    ];
+    let mut child = spawn_run(&s, "heartbeat", &args);
+    let (rx, _reader) = stderr_lines(&mut child);
+    let t0 = Instant::now();
+    let line = loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(90).saturating_sub(t0.elapsed()))
+            .expect("no `still running` line within 90 s");
+        if line.contains("still running:") {
+            break line;
+        }
+    };
+    let (time, rest) = line.split_once("Z ").expect("a time in front");
+    assert!(
+        chrono::NaiveDateTime::parse_from_str(time, "%Y-%m-%d %H:%M:%S").is_ok(),
+        "{line}"
+    );
+    assert!(
+        rest.starts_with("still running: 0/1 trials done · 1 "),
+        "{line}"
+    );
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    assert_eq!(wait(&mut child, Duration::from_secs(60)), 130);
+    assert_eq!(containers_of_run("heartbeat").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -548,7 +548,10 @@ async fn the_log_after_an_ssh_drop_is_plain_text_counting_against_the_plan() {
         !log.chars().any(|c| c.is_control() && c != '\n'),
         "terminal control bytes in the log: {log:?}"
     );
-    assert!(log.starts_with("[info] the terminal went away"), "{log}");
+    assert!(
+        unstamped(&log).starts_with("[info] the terminal went away"),
+        "{log}"
+    );
     let counters = log_counters(&log);
     assert!(!counters.is_empty(), "no trial lines: {log}");
     for (i, (k, n)) in counters.iter().enumerate() {
@@ -559,15 +562,36 @@ async fn the_log_after_an_ssh_drop_is_plain_text_counting_against_the_plan() {
     assert_eq!(counters.last().unwrap().0, 4, "{log}");
 }
 
+/// The headless log without the time in front of each line, after checking that every line has
+/// one (`2026-11-29 00:31:02Z …`).
+fn unstamped(log: &str) -> String {
+    let mut out = String::new();
+    for line in log.lines().filter(|l| !l.is_empty()) {
+        let (time, rest) = line
+            .split_once("Z ")
+            .unwrap_or_else(|| panic!("a line without a time: {line:?} in {log}"));
+        // Ours, or a tracing warning's own (`2026-11-29T00:31:02.123456Z  WARN …`).
+        assert!(
+            chrono::NaiveDateTime::parse_from_str(time, "%Y-%m-%d %H:%M:%S").is_ok()
+                || chrono::NaiveDateTime::parse_from_str(time, "%Y-%m-%dT%H:%M:%S%.f").is_ok(),
+            "not a time: {time:?} in {log}"
+        );
+        out.push_str(rest);
+        out.push('\n');
+    }
+    out
+}
+
 /// The trial counters of a headless log: `[done/planned]` of each trial line, in order.
 fn log_counters(log: &str) -> Vec<(usize, usize)> {
-    log.lines()
+    unstamped(log)
+        .lines()
         .filter_map(|l| l.strip_prefix('[')?.split_once(']'))
         .filter_map(|(c, _)| {
             let (a, b) = c.split_once('/')?;
             Some((a.parse().ok()?, b.parse().ok()?))
         })
-        .collect()
+        .collect::<Vec<_>>()
 }
 
 /// The SSH session under a foreground `experiment` drops while round 1 runs (tmux kills the
@@ -650,7 +674,8 @@ async fn an_experiment_after_an_ssh_drop_logs_plain_text_counting_against_each_r
         "terminal control bytes in the log: {log:?}"
     );
     assert!(
-        log.starts_with("[info] the terminal went away; the experiment goes on headless"),
+        unstamped(&log)
+            .starts_with("[info] the terminal went away; the experiment goes on headless"),
         "{log}"
     );
     let counters = log_counters(&log);

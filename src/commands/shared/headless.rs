@@ -18,7 +18,8 @@ pub fn run_log(db: &Path, run: &str) -> PathBuf {
 }
 
 /// Sends this process's standard output and error to `log` (appending) and reads standard input
-/// from `/dev/null`: what a process does when its terminal is gone.
+/// from `/dev/null`: what a process does when its terminal is gone. Every line written after
+/// carries the time ([`crate::console::stamp_lines`]).
 ///
 /// # Errors
 /// The log cannot be opened.
@@ -34,6 +35,7 @@ pub fn redirect_output(log: &Path) -> std::io::Result<()> {
         libc::dup2(file.as_raw_fd(), 1);
         libc::dup2(file.as_raw_fd(), 2);
     }
+    crate::console::stamp_lines();
     Ok(())
 }
 

@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::domain::{Outcome, TrialRow};
+use crate::domain::{Outcome, TrialRow, TrialStatus};
 use crate::engine::EngineEvent;
 use crate::skillsbench::condition::condition_label;
 
@@ -95,23 +95,36 @@ pub async fn show_progress_from(
         bar.set_length(total as u64);
         bar.set_position(done as u64);
     }
-    let say = |line: String| {
-        if tty {
-            bar.println(line);
-        } else {
-            crate::errln!("{line}");
-        }
+    let mut out = Lines {
+        tty,
+        bar: bar.clone(),
+        last: std::time::Instant::now(),
     };
+    // What runs now, by attempt id: its phase and since when (for the headless heartbeat).
+    let mut running: std::collections::HashMap<i64, (TrialStatus, std::time::Instant)> =
+        Default::default();
+    let mut heartbeat = tokio::time::interval(std::time::Duration::from_secs(5));
+    heartbeat.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // The engine reports the error that stops a run as a notice right before `Stopped`; the
     // command prints that error itself (once, as `error: …`), so such a notice is held back and
     // dropped when `Stopped` follows.
     let mut held: Option<String> = None;
     loop {
-        let event = events.recv().await;
+        let event = tokio::select! {
+            event = events.recv() => event,
+            _ = heartbeat.tick() => {
+                // A terminal has its bar; a log or a pipe gets a line when nothing else was said
+                // for a while (a long image build, a slow agent), so silence means stuck.
+                if !tty && out.last.elapsed() >= HEARTBEAT {
+                    out.say(still_running(&counts, &running));
+                }
+                continue;
+            }
+        };
         if let Some(line) = held.take()
             && !matches!(event, Ok(EngineEvent::Stopped { finished: false }))
         {
-            say(line);
+            out.say(line);
         }
         match event {
             Ok(EngineEvent::Started { total, done, .. }) => {
@@ -129,8 +142,21 @@ pub async fn show_progress_from(
                 bar.set_position(done as u64);
                 counts.total = total;
                 counts.done = done;
+                counts.seen.clear();
+            }
+            Ok(EngineEvent::TrialProgress { attempt_id, status }) => {
+                if status.is_active() {
+                    let since = match running.get(&attempt_id) {
+                        Some((s, t)) if *s == status => *t,
+                        _ => std::time::Instant::now(),
+                    };
+                    running.insert(attempt_id, (status, since));
+                } else {
+                    running.remove(&attempt_id);
+                }
             }
             Ok(EngineEvent::TrialDone { row }) => {
+                running.remove(&row.id);
                 if row.outcome == Some(Outcome::Interrupted) {
                     continue;
                 }
@@ -138,12 +164,8 @@ pub async fn show_progress_from(
                 bar.set_position(counts.done as u64);
                 bar.set_message(counts.message());
                 let line = trial_line(&row, counts.done, counts.total);
-                if tty {
-                    if row.outcome != Some(Outcome::Pass) {
-                        bar.println(line);
-                    }
-                } else {
-                    crate::errln!("{line}");
+                if !tty || row.outcome != Some(Outcome::Pass) {
+                    out.say(line);
                 }
             }
             Ok(EngineEvent::Notice { level, message }) => {
@@ -151,7 +173,7 @@ pub async fn show_progress_from(
                 if level == "error" {
                     held = Some(line);
                 } else {
-                    say(line);
+                    out.say(line);
                 }
             }
             Ok(EngineEvent::Stopped { .. }) => {
@@ -159,7 +181,7 @@ pub async fn show_progress_from(
                 return false;
             }
             Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
-            Ok(EngineEvent::TrialProgress { .. } | EngineEvent::TrialStep { .. })
+            Ok(EngineEvent::TrialStep { .. })
             | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
         }
     }
@@ -193,6 +215,77 @@ fn trial_line(row: &TrialRow, done: usize, total: usize) -> String {
     )
 }
 
+/// Where the display's lines go: above the bar on a terminal, else stamped lines on stderr.
+struct Lines {
+    tty: bool,
+    bar: ProgressBar,
+    /// When the last line was said.
+    last: std::time::Instant,
+}
+
+impl Lines {
+    fn say(&mut self, line: String) {
+        self.last = std::time::Instant::now();
+        if self.tty {
+            self.bar.println(line);
+        } else {
+            // Every line of a log says when (once, when all output is stamped already).
+            if crate::console::stamping() {
+                crate::errln!("{line}");
+            } else {
+                crate::errln!("{}", crate::console::stamp(&line));
+            }
+        }
+    }
+}
+
+/// How often a headless display without news says what still runs (issue: `tasks --check | tee`
+/// silent for minutes during an image build).
+pub const HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The heartbeat line: trials done of planned and what runs, by phase, with the longest-running
+/// phase's age (`still running: 12/50 trials done · 2 building, 1 agent (longest 4m 10s)`).
+fn still_running(
+    counts: &Counts,
+    running: &std::collections::HashMap<i64, (TrialStatus, std::time::Instant)>,
+) -> String {
+    let mut line = format!(
+        "still running: {}/{} trials done",
+        counts.done, counts.total
+    );
+    if running.is_empty() {
+        line.push_str(" · none running (starting or cleaning up)");
+        return line;
+    }
+    let phases = [
+        TrialStatus::Queued,
+        TrialStatus::Building,
+        TrialStatus::Agent,
+        TrialStatus::Verifying,
+    ];
+    let parts: Vec<String> = phases
+        .iter()
+        .filter_map(|p| {
+            let n = running.values().filter(|(s, _)| s == p).count();
+            (n > 0).then(|| format!("{n} {}", p.as_str()))
+        })
+        .collect();
+    let oldest = running
+        .values()
+        .filter(|(s, _)| *s != TrialStatus::Queued)
+        .map(|(_, t)| t.elapsed())
+        .max();
+    line.push_str(" · ");
+    line.push_str(&parts.join(", "));
+    if let Some(age) = oldest {
+        line.push_str(&format!(
+            " (longest in its phase {})",
+            crate::analysis::forecast::duration(age.as_secs_f64())
+        ));
+    }
+    line
+}
+
 #[derive(Default)]
 struct Counts {
     total: usize,
@@ -200,21 +293,105 @@ struct Counts {
     pass: usize,
     fail: usize,
     errors: usize,
+    /// Trials (task, condition, trial index) counted since `Started`, with the outcome counted:
+    /// a retried trial's new verdict replaces its old one rather than adding to `done`
+    /// (`[51/50]` otherwise).
+    seen: std::collections::HashMap<(String, String, u32), Option<Outcome>>,
 }
 
 impl Counts {
     fn record(&mut self, row: &TrialRow) {
-        self.done += 1;
-        match row.outcome {
-            Some(Outcome::Pass) => self.pass += 1,
-            Some(Outcome::Fail) => self.fail += 1,
-            _ => self.errors += 1,
+        let key = (row.task_id.clone(), row.condition.clone(), row.trial_index);
+        match self.seen.insert(key, row.outcome) {
+            Some(before) => self.bucket(before, -1),
+            None => self.done += 1,
         }
+        self.bucket(row.outcome, 1);
+        // A retry of a trial finished before this display started was already in `done`.
+        if self.total > 0 {
+            self.done = self.done.min(self.total);
+        }
+    }
+    fn bucket(&mut self, outcome: Option<Outcome>, by: isize) {
+        let n = match outcome {
+            Some(Outcome::Pass) => &mut self.pass,
+            Some(Outcome::Fail) => &mut self.fail,
+            _ => &mut self.errors,
+        };
+        *n = n.saturating_add_signed(by);
     }
     fn message(&self) -> String {
         format!(
             "pass {} · fail {} · other {}",
             self.pass, self.fail, self.errors
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn done(task: &str, index: u32, attempt: u32, outcome: Outcome) -> TrialRow {
+        TrialRow {
+            task_id: task.into(),
+            condition: "no-skills".into(),
+            trial_index: index,
+            attempt,
+            outcome: Some(outcome),
+            status: TrialStatus::Done,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_retried_trial_replaces_its_verdict_and_never_counts_past_the_plan() {
+        let mut c = Counts {
+            total: 2,
+            ..Default::default()
+        };
+        c.record(&done("a", 1, 1, Outcome::Fail));
+        c.record(&done("b", 1, 1, Outcome::Pass));
+        assert_eq!((c.done, c.pass, c.fail), (2, 1, 1));
+        // The failed trial retried: still 2/2, now two passes.
+        c.record(&done("a", 1, 2, Outcome::Pass));
+        assert_eq!((c.done, c.pass, c.fail), (2, 2, 0));
+        assert_eq!(
+            trial_line(&done("a", 1, 2, Outcome::Pass), c.done, c.total)[..5],
+            *"[2/2]"
+        );
+        // Counting from the middle of a run: a retry of a trial finished before the display
+        // started is not a new one.
+        let mut c = Counts {
+            total: 2,
+            done: 2,
+            ..Default::default()
+        };
+        c.record(&done("a", 1, 2, Outcome::Pass));
+        assert_eq!(c.done, 2);
+    }
+
+    #[test]
+    fn the_heartbeat_names_what_runs_by_phase() {
+        let c = Counts {
+            total: 50,
+            done: 12,
+            ..Default::default()
+        };
+        let now = std::time::Instant::now();
+        let running = std::collections::HashMap::from([
+            (1, (TrialStatus::Building, now)),
+            (2, (TrialStatus::Building, now)),
+            (3, (TrialStatus::Agent, now)),
+        ]);
+        let line = still_running(&c, &running);
+        assert!(
+            line.starts_with("still running: 12/50 trials done · 2 building, 1 agent (longest"),
+            "{line}"
+        );
+        assert_eq!(
+            still_running(&c, &Default::default()),
+            "still running: 12/50 trials done · none running (starting or cleaning up)"
+        );
     }
 }

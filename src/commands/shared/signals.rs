@@ -73,7 +73,7 @@ impl Signals {
                     }
                 }
                 if stopping {
-                    std::process::exit(crate::cli::exit_code::INTERRUPTED);
+                    quit_at_once();
                 }
                 stopping = true;
                 crate::errln!(
@@ -92,6 +92,17 @@ impl Signals {
         self.terminal_held.store(true, Ordering::SeqCst);
         TerminalHold(self.terminal_held.clone())
     }
+}
+
+/// A second Ctrl-C or SIGTERM, in the dashboard or headless: quit at once (docs/operations.md),
+/// saying what is left. Running attempts are left as a kill would leave them; the next `run` of
+/// the same command marks them interrupted, queues them again and removes their containers.
+pub fn quit_at_once() -> ! {
+    crate::errln!(
+        "quit at once: running trials are left as they are; the same command resumes the run \
+         (it queues them again and removes their containers)"
+    );
+    std::process::exit(crate::cli::exit_code::INTERRUPTED)
 }
 
 async fn recv(sig: &mut Option<tokio::signal::unix::Signal>) -> Option<()> {

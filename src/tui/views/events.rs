@@ -20,7 +20,10 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, ev: &mut EventsState, focused
     let t = cx.theme;
     let total = s.events.len();
     let shown = ev.rows.len();
-    let mut title = format!("event log · {total} events");
+    let mut title = format!(
+        "event log · {}",
+        crate::format::count(total, "event", "events")
+    );
     if !ev.filter.is_empty() {
         title = format!(
             "event log · {shown} of {total} · filter \"{}\"",

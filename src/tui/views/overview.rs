@@ -816,7 +816,7 @@ fn ident_line(t: &Theme, s: &Snapshot, liveness: &Liveness) -> Line<'static> {
         ),
         Span::styled(" · ", t.dim),
         Span::styled(
-            format!("{} tasks × {} trials", s.tasks.len(), run.n_trials),
+            crate::format::tasks_by_trials(s.tasks.len(), run.n_trials),
             t.text,
         ),
         Span::styled(" · ", t.dim),

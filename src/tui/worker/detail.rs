@@ -136,7 +136,7 @@ fn clip_lines(s: &str, lines: usize, width: usize) -> Vec<String> {
 /// The text [`read_trajectory`] shows.
 pub fn render_trajectory(t: &crate::harbor::atif::Trajectory) -> String {
     let mut out = format!(
-        "{} · {}{} · {} steps · {} tool calls\n",
+        "{} · {}{} · {} · {}\n",
         t.schema_version,
         t.agent.name,
         t.agent
@@ -144,8 +144,8 @@ pub fn render_trajectory(t: &crate::harbor::atif::Trajectory) -> String {
             .as_deref()
             .map(|m| format!(" ({m})"))
             .unwrap_or_default(),
-        t.steps.len(),
-        t.tool_call_count()
+        crate::format::count(t.steps.len(), "step", "steps"),
+        crate::format::count(t.tool_call_count(), "tool call", "tool calls")
     );
     for s in &t.steps {
         let time = s

@@ -393,12 +393,17 @@ fn record(t: &Theme, a: &TrialRow, uses: &[SkillUseRow], width: usize) -> Vec<Li
     ));
     if a.n_input_tokens.is_some() || a.n_output_tokens.is_some() || a.n_steps.is_some() {
         let n = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_else(|| "?".into());
+        // `1 step`, `2 steps`, `? steps`.
+        let of = |v: Option<i64>, one: &str, many: &str| match v {
+            Some(v) => crate::format::count(usize::try_from(v).unwrap_or(0), one, many),
+            None => format!("? {many}"),
+        };
         lines.push(kv(
             "agent",
             format!(
-                "{} steps · {} tool calls · tokens in {} (cached {}) out {} · cost {}",
-                n(a.n_steps),
-                n(a.n_tool_calls),
+                "{} · {} · tokens in {} (cached {}) out {} · cost {}",
+                of(a.n_steps, "step", "steps"),
+                of(a.n_tool_calls, "tool call", "tool calls"),
                 n(a.n_input_tokens),
                 n(a.n_cache_tokens),
                 n(a.n_output_tokens),

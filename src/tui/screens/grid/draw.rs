@@ -120,7 +120,10 @@ fn heading(
             }
         ));
     }
-    title.push_str(&format!(" · {} tasks", m.task_rows.len()));
+    title.push_str(&format!(
+        " · {}",
+        crate::format::count(m.task_rows.len(), "task", "tasks")
+    ));
     let mut live = None;
     if let Some(k) = m.cell(g.row, g.col)
         && m.state(s, k).is_running()

@@ -122,10 +122,9 @@ fn body(
                 None => r.agent.clone(),
             };
             format!(
-                "{} ({agent}, {} tasks × {} trials, {})",
+                "{} ({agent}, {}, {})",
                 r.name,
-                res.tasks.len(),
-                r.n_trials,
+                crate::format::tasks_by_trials(res.tasks.len(), r.n_trials),
                 r.status
             )
         })

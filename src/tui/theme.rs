@@ -80,10 +80,68 @@ pub struct Glyphs {
     pub bar_full: String,
     /// Empty bar cell.
     pub bar_empty: String,
+    /// How pane borders are drawn: `plain` (box-drawing lines), `rounded` or `ascii` (`+-|`, for
+    /// terminals and fonts without box drawing). Optional: defaults to `plain`.
+    #[serde(default)]
+    pub borders: Borders,
+    /// The line between groups of columns and between tabs. Optional: defaults to `│`.
+    #[serde(default = "default_divider")]
+    pub divider: String,
+    /// Marks that more lies off-screen to the left / right. Optional: default `‹` / `›`.
+    #[serde(default = "default_more_left")]
+    pub more_left: String,
+    /// See `more_left`.
+    #[serde(default = "default_more_right")]
+    pub more_right: String,
+}
+
+/// How pane borders are drawn (the `borders` glyph of a theme).
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Borders {
+    /// Box-drawing lines `┌─┐│└┘`.
+    #[default]
+    Plain,
+    /// Box-drawing lines with round corners `╭─╮│╰╯`.
+    Rounded,
+    /// `+-+|++`: no character outside ASCII.
+    Ascii,
+}
+
+impl Borders {
+    /// The ratatui border set.
+    pub fn set(self) -> ratatui::symbols::border::Set<'static> {
+        match self {
+            Borders::Plain => ratatui::symbols::border::PLAIN,
+            Borders::Rounded => ratatui::symbols::border::ROUNDED,
+            Borders::Ascii => ratatui::symbols::border::Set {
+                top_left: "+",
+                top_right: "+",
+                bottom_left: "+",
+                bottom_right: "+",
+                vertical_left: "|",
+                vertical_right: "|",
+                horizontal_top: "-",
+                horizontal_bottom: "-",
+            },
+        }
+    }
 }
 
 fn default_stalled_glyph() -> String {
     "‖".to_string()
+}
+
+fn default_divider() -> String {
+    "│".to_string()
+}
+
+fn default_more_left() -> String {
+    "‹".to_string()
+}
+
+fn default_more_right() -> String {
+    "›".to_string()
 }
 
 /// A loaded theme.

@@ -483,6 +483,34 @@ fn twelve_trials_and_a_cancelled_one() {
     assert!(screen.contains("10"), "{screen}");
 }
 
+/// 30 trials in each of two conditions: the grid cannot show all 60 columns, so a column is
+/// kept for the markers and the bottom border names what is off-screen and the key that reaches
+/// it; moving right scrolls, and the left marker appears once columns are hidden on the left.
+#[test]
+fn thirty_trials_say_what_is_off_screen() {
+    let (_d, mut app) = synthetic_app(
+        "dark",
+        SyntheticRun {
+            name: "thirty".into(),
+            tasks: 12,
+            trials: 30,
+            ..Default::default()
+        },
+        |_, _| {},
+    );
+    snap("thirty_trials", &mut app);
+    let screen = render(&mut app, (80, 24));
+    assert!(screen.contains("off-screen"), "{screen}");
+    assert!(screen.contains('›'), "a right marker: {screen}");
+    for _ in 0..40 {
+        app.on_key(key(KeyCode::Char('l')));
+    }
+    snap("thirty_trials_scrolled", &mut app);
+    let screen = render(&mut app, (80, 24));
+    assert!(screen.contains('‹'), "a left marker: {screen}");
+    assert!(screen.contains("← A #1–"), "hidden on both sides: {screen}");
+}
+
 /// Round 2 of an experiment: its conditions (two exported skill folders) read A' and B' over
 /// the grid, with the folders named in full in the legends and the detail's title.
 #[test]

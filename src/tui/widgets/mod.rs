@@ -20,6 +20,7 @@ use super::theme::Theme;
 /// A bordered block with a title; the border uses the focus style when focused.
 pub fn framed<'a>(theme: &Theme, title: &'a str, focused: bool) -> Block<'a> {
     Block::bordered()
+        .border_set(theme.glyphs.borders.set())
         .border_style(if focused { theme.focus } else { theme.border })
         .title(Span::styled(format!(" {title} "), theme.title))
 }

@@ -58,7 +58,7 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, det: &mut DetailState, hits: 
         .select(det.tab)
         .style(t.dim)
         .highlight_style(t.selected)
-        .divider(Span::styled("│", t.border));
+        .divider(Span::styled(t.glyphs.divider.clone(), t.border));
     f.render_widget(tabs, tabs_area);
     record_tabs(hits, tabs_area, &DETAIL_TABS);
     det.page = body.height.saturating_sub(1) as usize;

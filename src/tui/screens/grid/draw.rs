@@ -59,27 +59,37 @@ pub fn draw(
     let t = cx.theme;
     let (title, live) = heading(cx, s, m, g, area.width);
     let mut block = framed(t, &title, focused);
+    let inner = block.inner(area);
+    // Columns first: what they leave off-screen goes on the bottom border.
+    let cols = (!m.task_rows.is_empty() && inner.height >= 3 && inner.width >= 10)
+        .then(|| Columns::fit(s, m, g, inner));
+    let off = cols.as_ref().map(|c| c.off_screen()).unwrap_or_default();
+    let hint = off_screen_hint(
+        &off,
+        inner.width as usize / if live.is_some() { 2 } else { 1 },
+    );
     if let Some(line) = live {
         block = block.title_bottom(line);
     }
-    let inner = block.inner(area);
+    if let Some(hint) = hint {
+        block = block
+            .title_bottom(Line::from(Span::styled(format!(" {hint} "), t.accent)).right_aligned());
+    }
     f.render_widget(block, area);
-    if inner.height < 3 || inner.width < 10 {
+    let Some(cols) = cols else {
+        if m.task_rows.is_empty() && inner.height >= 3 && inner.width >= 10 {
+            f.render_widget(
+                Paragraph::new(Span::styled(
+                    "no task matches the filter (Esc clears it)",
+                    t.dim,
+                )),
+                inner,
+            );
+        }
         return;
-    }
-    if m.task_rows.is_empty() {
-        f.render_widget(
-            Paragraph::new(Span::styled(
-                "no task matches the filter (Esc clears it)",
-                t.dim,
-            )),
-            inner,
-        );
-        return;
-    }
-    let cols = Columns::fit(s, m, g, inner);
+    };
     g.left = cols.left;
-    header(f.buffer_mut(), inner, t, &cols);
+    header(f.buffer_mut(), inner, t, &cols, &off);
 
     // Rows, scrolled so the cursor's row is visible.
     let body_h = (inner.height - 2) as usize;
@@ -211,7 +221,15 @@ impl<'a> Columns<'a> {
             shown: 0,
             x0: inner.x + label_w + 1,
         };
+        // When the columns do not all fit, one column at the right edge is kept for the `›`
+        // that says more lie beyond (the `‹` of those to the left takes the gap after the names).
+        let all = c.width_from(0, n_cols);
         let avail = inner.width.saturating_sub(label_w + 1);
+        let avail = if all > avail {
+            avail.saturating_sub(1)
+        } else {
+            avail
+        };
         let mut left = g.left.min(n_cols.saturating_sub(1));
         if g.col < left {
             left = g.col;
@@ -254,6 +272,27 @@ impl<'a> Columns<'a> {
         w
     }
 
+    /// The columns left of and right of the view, by condition: what the `‹ ›` markers and the
+    /// bottom-border hint name.
+    fn off_screen(&self) -> OffScreen {
+        let mut off = OffScreen::default();
+        let ranges = |cols: std::ops::Range<usize>| -> Vec<(String, u32, u32)> {
+            let mut out: Vec<(String, u32, u32)> = Vec::new();
+            for c in cols {
+                let col = &self.m.columns[c];
+                let label = short_label(self.s, &col.condition);
+                match out.last_mut() {
+                    Some((l, _, hi)) if *l == label => *hi = col.trial_index,
+                    _ => out.push((label, col.trial_index, col.trial_index)),
+                }
+            }
+            out
+        };
+        off.left = ranges(0..self.left);
+        off.right = ranges(self.left + self.shown..self.m.columns.len());
+        off
+    }
+
     /// Where the cells are, for the mouse.
     fn hits(&self, inner: Rect, top: usize, body_h: usize) -> GridHits {
         let mut cols = Vec::new();
@@ -278,8 +317,88 @@ impl<'a> Columns<'a> {
     }
 }
 
-/// Header: condition labels over their cells, then trial indices.
-fn header(buf: &mut Buffer, inner: Rect, t: &Theme, cols: &Columns) {
+/// The trials a grid's view leaves out, left and right, as (condition label, first trial, last
+/// trial) runs in column order.
+#[derive(Debug, Default, PartialEq)]
+struct OffScreen {
+    left: Vec<(String, u32, u32)>,
+    right: Vec<(String, u32, u32)>,
+}
+
+/// `← A #1–5 · A #18–30, B #1–30 → (←/→)` cut to `width` columns (the per-condition ranges go
+/// first, the arrows stay); `None` when everything shows.
+fn off_screen_hint(off: &OffScreen, width: usize) -> Option<String> {
+    if off.left.is_empty() && off.right.is_empty() {
+        return None;
+    }
+    let runs = |v: &[(String, u32, u32)]| -> String {
+        v.iter()
+            .map(|(l, a, b)| {
+                if a == b {
+                    format!("{l} #{a}")
+                } else {
+                    format!("{l} #{a}–{b}")
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let full = match (off.left.is_empty(), off.right.is_empty()) {
+        (false, true) => format!("← {} off-screen (h/←)", runs(&off.left)),
+        (true, false) => format!("{} off-screen → (l/→)", runs(&off.right)),
+        _ => format!("← {} · {} → (h l)", runs(&off.left), runs(&off.right)),
+    };
+    if full.chars().count() <= width {
+        return Some(full);
+    }
+    // Conditions only, then the arrows alone.
+    let names = |v: &[(String, u32, u32)]| -> String {
+        let mut n: Vec<&str> = v.iter().map(|(l, _, _)| l.as_str()).collect();
+        n.dedup();
+        n.join(" ")
+    };
+    let short = match (off.left.is_empty(), off.right.is_empty()) {
+        (false, true) => format!("← {} more", names(&off.left)),
+        (true, false) => format!("more {} →", names(&off.right)),
+        _ => format!("← {} · {} →", names(&off.left), names(&off.right)),
+    };
+    if short.chars().count() <= width {
+        return Some(short);
+    }
+    let arrows = match (off.left.is_empty(), off.right.is_empty()) {
+        (false, true) => "←",
+        (true, false) => "→",
+        _ => "← →",
+    };
+    (arrows.chars().count() <= width).then(|| arrows.to_string())
+}
+
+/// Header: condition labels over their cells, then trial indices; `‹` / `›` at the edges when
+/// columns lie off-screen on that side.
+fn header(buf: &mut Buffer, inner: Rect, t: &Theme, cols: &Columns, off: &OffScreen) {
+    if !off.left.is_empty() {
+        put(
+            buf,
+            inner,
+            cols.x0 - 1,
+            inner.y,
+            &t.glyphs.more_left,
+            t.accent,
+        );
+        put(
+            buf,
+            inner,
+            cols.x0 - 1,
+            inner.y + 1,
+            &t.glyphs.more_left,
+            t.accent,
+        );
+    }
+    if !off.right.is_empty() {
+        let x = inner.right() - 1;
+        put(buf, inner, x, inner.y, &t.glyphs.more_right, t.accent);
+        put(buf, inner, x, inner.y + 1, &t.glyphs.more_right, t.accent);
+    }
     let m = cols.m;
     let (cell_w, left, shown_cols) = (cols.cell_w, cols.left, cols.shown);
     let header_y = inner.y;
@@ -373,7 +492,7 @@ fn rows(
                 let mut x = cols.x0;
                 for (c, cell) in cells.iter().enumerate().skip(left).take(cols.shown) {
                     if c > left && cols.group_of(c) != cols.group_of(c - 1) {
-                        put(buf, inner, x, y, "│", t.border);
+                        put(buf, inner, x, y, &t.glyphs.divider, t.border);
                         x += GROUP_GAP;
                     }
                     let state = cell.map(|k| m.state(s, k)).unwrap_or(CellState::Missing);

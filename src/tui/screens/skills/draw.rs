@@ -164,7 +164,7 @@ fn head_line<'a>(
     let mut spans = Vec::new();
     for (i, tab) in SKILLS_TABS.iter().enumerate() {
         if i > 0 {
-            spans.push(Span::styled("│", t.border));
+            spans.push(Span::styled(t.glyphs.divider.clone(), t.border));
         }
         spans.push(Span::styled(
             format!(" {tab} "),

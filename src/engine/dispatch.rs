@@ -11,7 +11,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -23,15 +23,11 @@ use super::hosts::{Health, HostPool, Need, Probe, Transition};
 use super::prebuild::Prebuilds;
 use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
 use crate::domain::{TrialKey, TrialRow, TrialStatus};
-use crate::harbor::jobdir::JobSpec;
-use crate::runner::container::{Reaper, remove_labeled, remove_labeled_older_than};
-use crate::runner::image::ImageSettings;
-use crate::runner::{Agent, Fault, ImageCache, TrialCancel, labels};
-use crate::skillsbench::{Task, TaskSet};
+use crate::runner::container::{remove_labeled, remove_labeled_older_than};
+use crate::runner::{Agent, Fault, TrialCancel, labels};
+use crate::skillsbench::TaskSet;
 use crate::store::{CommandKind, RunLedger};
 
-/// How often a running agent's output is looked at (less when the stall time is short).
-const LIVE_EVERY: Duration = Duration::from_secs(5);
 /// How often pending commands and stop requests are looked for.
 const COMMAND_POLL: Duration = Duration::from_millis(300);
 /// How often the owner refreshes its heartbeat (and each host's stored state).
@@ -178,25 +174,10 @@ impl Dispatcher {
     ) -> Dispatcher {
         let run = ledger.run().clone();
         let task_ids = taskset.ids();
-        let jobs = JobSpec {
-            run: run.name.clone(),
-            jobs_dir,
-            agent: agent.name().to_string(),
-            model: run.model.clone(),
-            concurrency: req.settings.public_json()["concurrency"].clone(),
-            task_paths: taskset.tasks.iter().map(|t| t.dir.clone()).collect(),
-            n_trials: run.n_trials as u64,
-            started_at: run.started_at.clone().unwrap_or(run.created_at.clone()),
-        };
         let needs: HashMap<String, Need> = taskset
             .tasks
             .iter()
             .map(|t| (t.id.clone(), Need::of(t)))
-            .collect();
-        let tasks: HashMap<String, Arc<Task>> = taskset
-            .tasks
-            .into_iter()
-            .map(|t| (t.id.clone(), Arc::new(t)))
             .collect();
         let capacity = req.settings.concurrency.max(1) * req.settings.docker_hosts.len().max(1);
         let provider = agent.provider().map(|name| ProviderLimit {
@@ -206,38 +187,7 @@ impl Dispatcher {
             successes: 0,
             last_cut: None,
         });
-        let attempts = Arc::new(Attempts {
-            engine: engine.clone(),
-            ledger: ledger.clone(),
-            tasks,
-            conditions: req
-                .conditions
-                .iter()
-                .map(|c| (c.key(), c.clone()))
-                .collect(),
-            jobs,
-            agent,
-            images: Arc::new(ImageCache::new(ImageSettings {
-                ca_bundle: req.settings.ca_bundle.clone(),
-                work_dir: None,
-            })),
-            reaper: Arc::new({
-                let engine = engine.clone();
-                Reaper::timed(Arc::new(move |took| {
-                    engine.step(None, crate::runner::Step::Remove, took)
-                }))
-            }),
-            copy_logs: req.settings.copy_logs,
-            extra_env: req.settings.container_env(),
-            binds: req.settings.mounts.clone(),
-            settings_json: req.settings.public_json(),
-            retry: req.settings.harness.clone(),
-            checksums: Mutex::new(HashMap::new()),
-            live_every: LIVE_EVERY.min(req.settings.stall_after() / 3),
-            stall_after: req.settings.stall_after(),
-            missing_env: req.settings.missing_env,
-            running: Mutex::new(HashMap::new()),
-        });
+        let attempts = Arc::new(Attempts::new(engine, req, ledger, taskset, agent, jobs_dir));
         Dispatcher {
             engine: engine.clone(),
             ledger: ledger.clone(),

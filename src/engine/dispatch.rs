@@ -2,8 +2,8 @@
 //! schedule's decisions.
 //!
 //! What to do is decided by the pure state machine in `schedule.rs` (placement under CPUs,
-//! memory, slots and the provider's limit; the queue; failover; retries; cancels; the wait for
-//! Docker). This file feeds it what happens and carries out its
+//! memory, slots and the provider's limit; the stage order of the queue; failover; retries;
+//! cancels; the wait for Docker). This file feeds it what happens and carries out its
 //! decisions: it probes hosts on their schedule and when an attempt meets a fault, starts
 //! attempts on Docker hosts, queues trials again through the store, sweeps what a stopped
 //! process left, refreshes the heartbeat and applies operator commands (retry, cancel, stop)
@@ -353,6 +353,7 @@ impl Dispatcher {
                 .count(),
         });
         self.attempts.write_job_files(false).await;
+        // The schedule puts them in stage order, whatever order the store gives.
         for row in self.ledger.queued().await? {
             self.sched.on(Event::Queued(row), now());
         }
@@ -679,8 +680,8 @@ impl Dispatcher {
                         attempt_id: next.id,
                         status: next.status,
                     });
-                    // Ahead of the queue: it was already its turn (ignored once stopping).
-                    self.sched.on(Event::Requeued(next), now());
+                    // In its stage's place, ahead of later stages (ignored once stopping).
+                    self.sched.on(Event::Queued(next), now());
                 }
                 d => self.act(d).await?,
             }

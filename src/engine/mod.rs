@@ -6,8 +6,8 @@
 //! - this file: the API — [`Engine`], [`RunRequest`], [`RunOutcome`], [`StopReason`],
 //!   [`EngineError`], [`EngineEvent`];
 //! - `register.rs`: registering (or resuming) a run and its warnings;
-//! - `schedule.rs`: the scheduling decisions as a pure state machine fed events — the queue,
-//!   placement under each host's CPUs, memory and slots and the
+//! - `schedule.rs`: the scheduling decisions as a pure state machine fed events — the queue in
+//!   stage order (trial index first), placement under each host's CPUs, memory and slots and the
 //!   provider's adaptive limit, failover, faults in a row, retries, cancels, the wait for Docker,
 //!   when the run stops — tested without Docker;
 //! - `dispatch.rs`: the scheduler loop around it — the I/O: probes, starting attempts, the store's

@@ -8,18 +8,31 @@
 //! again through the store, leave one without a verdict, interrupt or cancel an attempt, refuse
 //! an operator's command, sweep a host, record the provider limit, stop every attempt.
 //!
-//! It holds the queue, the attempts running and what each reserved on its host, each host's
-//! state and free CPUs, memory and slots, the model provider's adaptive limit on concurrent
-//! agent sessions, the infrastructure faults in a row per trial, whether the run is stopping and
-//! why, whether the cost budget is reached, and since when it waits for Docker.
+//! It holds the queue (in stage order), the attempts running and what each reserved on its
+//! host, each host's state and free CPUs, memory and slots, the model provider's adaptive limit
+//! on concurrent agent sessions, the infrastructure faults in a row per trial, whether the run
+//! is stopping and why, whether the cost budget is reached, and since when it waits for Docker.
 //!
-//! The queue is first in, first out (the store gives it in execution order at the start), but
-//! a trial an infrastructure fault interrupted goes back to its head: it was already its turn.
-//! The head of the queue waits for a host that can take it — no later trial is placed around it
-//! — so the order stays strict, at the cost of a slot left idle while a task needing more CPUs
-//! than are free waits.
+//! **Stage order.** Queued trials start in the order (trial index, task id, condition key):
+//! every task's trial 1 in every condition before any trial 2, and so on — stage k is every
+//! task's and condition's trial k. A run stopped once every trial of index ≤ k has a verdict is
+//! a balanced design over the whole task set (k trials per task and condition; trials of index
+//! k + 1 already under way are at most the run's concurrency, and an analysis at stage k leaves
+//! them out), so Method D stays the paper's estimator over equal trials per task. A trial queued
+//! again — interrupted by an infrastructure fault, retried after a provider failure, or retried
+//! by the operator after it finished — takes its own stage's place, not the back of the queue:
+//! ahead of every trial of a later stage, so the stage it left incomplete is complete again as
+//! soon as a slot frees; behind every trial of an earlier stage still queued, so a retry never
+//! starts a later stage before an earlier one. A retry replaces its trial's verdict rather than
+//! adding a trial, so what it can break is only the boundary: at the back of the queue, a retried
+//! trial 1 would wait behind all of stage 3, and a run stopped at any boundary before its turn
+//! would miss one trial 1 of that task and condition. The order is this module's alone
+//! ([`stage_order`]): whatever order the store gives the queue in at a resume, and whatever
+//! order trials come back in during the run, they start in stage order. The head of the queue
+//! waits for a host that can take it — no later trial is placed around it — so the order stays
+//! strict, at the cost of a slot left idle while a task needing more CPUs than are free waits.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use super::StopReason;
@@ -90,12 +103,9 @@ pub(super) enum HostState {
 /// Something that happened, fed to [`Schedule::on`].
 #[derive(Debug, Clone)]
 pub(super) enum Event {
-    /// An attempt waits to start, at the back of the queue: planned, left queued by an earlier
-    /// process, or retried (the store has made its row). Ignored once the run is stopping.
+    /// An attempt waits to start: planned, left queued by an earlier process, or queued again
+    /// (the store has made its row). Ignored once the run is stopping.
     Queued(TrialRow),
-    /// An attempt of a trial an infrastructure fault or a stop interrupted waits to start, at
-    /// the head of the queue (it was already its turn). Ignored once the run is stopping.
-    Requeued(TrialRow),
     /// Attempt `id` (started by a [`Decision::Start`]) ended; what it reserved is free again.
     Ended {
         /// The attempt.
@@ -155,9 +165,8 @@ pub(super) enum Decision {
     /// No further trial fits the cost budget: none starts any more (the run stops once the
     /// running ones end, [`Next::BudgetSpent`]).
     BudgetReached,
-    /// Queue the trial of attempt `id` again as a new attempt in the store, then feed it back
-    /// ([`Event::Requeued`] for an interrupted attempt, [`Event::Queued`] for the operator's
-    /// retry).
+    /// Queue the trial of attempt `id` again as a new attempt in the store, then feed it back as
+    /// [`Event::Queued`] (an interrupted attempt, or the operator's retry).
     Requeue {
         /// The attempt whose trial is queued again.
         id: i64,
@@ -302,10 +311,25 @@ struct Placed {
     interrupting: bool,
 }
 
+/// Where an attempt stands in the queue: (trial index, task id, condition key, attempt id) —
+/// stage first (see the module's doc). The attempt id only separates rows of one trial, which
+/// the store never queues twice.
+pub(super) type Order = (u32, String, String, i64);
+
+/// The place of `row` in the stage order.
+pub(super) fn stage_order(row: &TrialRow) -> Order {
+    (
+        row.trial_index,
+        row.task_id.clone(),
+        row.condition.clone(),
+        row.id,
+    )
+}
+
 /// The scheduling state of one run (see the module's doc).
 #[derive(Debug, Clone)]
 pub(super) struct Schedule {
-    queue: VecDeque<TrialRow>,
+    queue: BTreeMap<Order, TrialRow>,
     running: HashMap<i64, Placed>,
     hosts: Vec<Host>,
     /// What each task asks of a host, by task id.
@@ -332,7 +356,7 @@ impl Schedule {
         now: Instant,
     ) -> Schedule {
         Schedule {
-            queue: VecDeque::new(),
+            queue: BTreeMap::new(),
             running: HashMap::new(),
             hosts: slots
                 .iter()
@@ -363,13 +387,7 @@ impl Schedule {
         match event {
             Event::Queued(row) => {
                 if !self.stopping {
-                    self.queue.push_back(row);
-                }
-                Vec::new()
-            }
-            Event::Requeued(row) => {
-                if !self.stopping {
-                    self.queue.push_front(row);
+                    self.queue.insert(stage_order(&row), row);
                 }
                 Vec::new()
             }
@@ -396,7 +414,7 @@ impl Schedule {
     pub fn place(&mut self, budget: &mut dyn FnMut(&TrialRow) -> bool) -> Vec<Decision> {
         let mut out = Vec::new();
         while !self.stopping && !self.budget_reached {
-            let Some(row) = self.queue.front() else {
+            let Some((_, row)) = self.queue.first_key_value() else {
                 break;
             };
             if let Some(p) = &self.provider
@@ -411,7 +429,7 @@ impl Schedule {
                 out.push(Decision::BudgetReached);
                 break;
             }
-            let Some(row) = self.queue.pop_front() else {
+            let Some((_, row)) = self.queue.pop_first() else {
                 break;
             };
             self.take(h, need);
@@ -475,7 +493,7 @@ impl Schedule {
 
     /// The queued attempts, in the order they start.
     pub fn queue(&self) -> impl Iterator<Item = &TrialRow> {
-        self.queue.iter()
+        self.queue.values()
     }
 
     /// Trials running on host `i`.
@@ -566,7 +584,7 @@ impl Schedule {
                 if let Some(retry) = retry
                     && !self.stopping
                 {
-                    self.queue.push_back(*retry);
+                    self.queue.insert(stage_order(&retry), *retry);
                 }
                 out
             }
@@ -642,7 +660,7 @@ impl Schedule {
                 Decision::Refuse(format!("attempt {} is already done", current.attempt))
             }
             TrialStatus::Queued => {
-                self.queue.retain(|q| q.id != current.id);
+                self.queue.retain(|_, q| q.id != current.id);
                 Decision::CancelQueued { id: current.id }
             }
             _ if self.running.contains_key(&current.id) => {
@@ -982,7 +1000,7 @@ mod tests {
 
     /// Failover: a host that goes down gets no new trials; after the grace its running
     /// attempts are interrupted (once), queued again without counting a fault against them
-    /// (the host did not answer), and placed on the host that is up — ahead of the queue.
+    /// (the host did not answer), and placed on the host that is up — ahead of a later stage.
     /// When the host answers again it is swept (sparing what still runs there) and takes trials.
     #[test]
     fn a_host_down_fails_over_to_the_others_and_comes_back() {
@@ -1045,11 +1063,8 @@ mod tests {
             2,
             interrupted(Some(Fault::DaemonUnreachable), false),
         );
-        // The store made attempt 2 of b's trial 1 (row 4): it goes ahead, it was its turn.
-        assert!(
-            s.on(Event::Requeued(row(4, "b", "c", 1)), Instant::now())
-                .is_empty()
-        );
+        // The store made attempt 2 of b's trial 1 (row 4): ahead of a's trial 2.
+        queue(&mut s, [row(4, "b", "c", 1)]);
         assert_eq!(queued_ids(&s), vec![4, 3]);
         assert!(place(&mut s).is_empty(), "host 1 is busy, host 0 down");
         assert!(end(&mut s, 1, judged()).is_empty());
@@ -1316,6 +1331,173 @@ mod tests {
         );
     }
 
+    /// Every task's trial 1 in every condition starts before any trial 2, whatever order the
+    /// trials were queued in (a resume reads them from the store in its own order).
+    #[test]
+    fn trials_start_trial_index_first_across_tasks_and_conditions() {
+        let mut s = schedule(&[1], &[], None);
+        s.on(
+            Event::Host {
+                host: 0,
+                state: CPUS_4,
+            },
+            Instant::now(),
+        );
+        // Planned task by task (as plan_trials inserts them), fed in reverse.
+        let mut planned = Vec::new();
+        for task in ["b", "a"] {
+            for condition in ["no-skills", "curated"] {
+                for index in 1..=3 {
+                    planned.push(row(planned.len() as i64 + 1, task, condition, index));
+                }
+            }
+        }
+        planned.reverse();
+        queue(&mut s, planned);
+        let mut order = Vec::new();
+        while let [(id, _)] = place(&mut s)[..] {
+            let r = s.running[&id].key.clone();
+            order.push((r.trial_index, r.task_id, r.condition));
+            end(&mut s, id, judged());
+        }
+        let mut expected = Vec::new();
+        for index in 1..=3 {
+            for task in ["a", "b"] {
+                for condition in ["curated", "no-skills"] {
+                    expected.push((index, task.to_string(), condition.to_string()));
+                }
+            }
+        }
+        assert_eq!(order, expected);
+    }
+
+    /// A trial queued again takes its own stage's place, not the back of the queue: the
+    /// operator's retry of a finished trial 1 while stage 3 waits starts before stage 3 (stage
+    /// 1 is complete again as soon as a slot frees); a retry of a trial 2 while trials 1 still
+    /// wait starts after them (no retry starts a later stage early); a provider failure's
+    /// automatic retry and an interrupted attempt do the same.
+    #[test]
+    fn a_trial_queued_again_takes_its_stages_place() {
+        let mut s = schedule(&[1], &[], None);
+        s.on(
+            Event::Host {
+                host: 0,
+                state: CPUS_4,
+            },
+            Instant::now(),
+        );
+        queue(
+            &mut s,
+            [
+                row(10, "a", "c", 3),
+                row(11, "b", "c", 3),
+                row(12, "c", "c", 3),
+            ],
+        );
+        // The operator retries b's finished trial 1: the store made attempt 2 as row 20.
+        let done = TrialRow {
+            status: TrialStatus::Done,
+            ..row(5, "b", "c", 1)
+        };
+        assert_eq!(
+            s.on(Event::Retry(done), Instant::now()),
+            vec![Decision::Requeue { id: 5 }]
+        );
+        queue(&mut s, [row(20, "b", "c", 1)]);
+        assert_eq!(queued_ids(&s), vec![20, 10, 11, 12]);
+        // A retry of a's trial 2 waits behind stage 1 and ahead of stage 3; so does c's trial 2,
+        // retried after a rate limit.
+        queue(&mut s, [row(21, "a", "c", 2)]);
+        assert_eq!(place(&mut s), vec![(20, 0)]);
+        let retry = row(22, "c", "c", 2);
+        let rate_limited = Ended::Judged {
+            provider: Some(ProviderFailureKind::RateLimit),
+            retry: Some(Box::new(retry)),
+        };
+        assert!(
+            end(&mut s, 20, rate_limited).is_empty(),
+            "no provider limit"
+        );
+        assert_eq!(queued_ids(&s), vec![21, 22, 10, 11, 12]);
+        // A trial 1 queued now (interrupted elsewhere, or retried) still goes first.
+        queue(&mut s, [row(23, "z", "c", 1)]);
+        assert_eq!(queued_ids(&s), vec![23, 21, 22, 10, 11, 12]);
+    }
+
+    /// A resume keeps the stage order: the store's queue of a run a stopped process left —
+    /// trials in flight queued again as new attempts (new, larger row ids), one finished trial
+    /// retried — starts trial index first, the re-queued trial 1s with the other trial 1s.
+    #[tokio::test]
+    async fn a_resume_keeps_the_stage_order() {
+        use crate::domain::RunTaskRow;
+        use crate::store::ledger::{Owner, RunLedger};
+        use crate::store::queries::NewRun;
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(&dir.path().join("s.db")).unwrap();
+        let register = || {
+            let new = NewRun {
+                name: "r".into(),
+                tasks_dir: "/t".into(),
+                agent: "oracle".into(),
+                model: None,
+                n_trials: 3,
+                conditions: vec!["no-skills".into(), "curated".into()],
+                jobs_dir: "/j".into(),
+                settings: serde_json::json!({}),
+            };
+            let tasks: Vec<RunTaskRow> = ["a", "b"]
+                .iter()
+                .map(|t| RunTaskRow {
+                    task_id: t.to_string(),
+                    domain: "d".into(),
+                    difficulty: "easy".into(),
+                    path: format!("/t/{t}"),
+                    problems: Vec::new(),
+                })
+                .collect();
+            let owner = Owner {
+                pid: std::process::id(),
+                host: "here".into(),
+                stale_after_secs: 30,
+            };
+            RunLedger::register(&store, new, tasks, owner, crate::engine::trial_namer("r"))
+        };
+        let ledger = register().await.unwrap();
+        ledger.plan(vec!["b".into(), "a".into()]).await.unwrap();
+        // The first process took the first trial 1s and was killed: they are queued again.
+        let first = ledger.queued().await.unwrap();
+        for t in &first[..3] {
+            ledger.requeue(t.id).await.unwrap();
+        }
+        // Resumed by a second process.
+        let ledger = register().await.unwrap();
+        let queued = ledger.queued().await.unwrap();
+        assert_eq!(queued.len(), 12);
+        let mut s = schedule(&[1], &[], None);
+        s.on(
+            Event::Host {
+                host: 0,
+                state: CPUS_4,
+            },
+            Instant::now(),
+        );
+        // By row id, the re-queued attempts would come last.
+        let mut by_id = queued.clone();
+        by_id.sort_by_key(|r| r.id);
+        queue(&mut s, by_id);
+        let mut indices = Vec::new();
+        while let [(id, _)] = place(&mut s)[..] {
+            indices.push(s.running[&id].key.trial_index);
+            end(&mut s, id, judged());
+        }
+        assert_eq!(indices, [[1; 4], [2; 4], [3; 4]].concat());
+        // The store's own order is the same.
+        let from_store: Vec<i64> = queued.iter().map(|r| r.id).collect();
+        let mut s2 = schedule(&[1], &[], None);
+        queue(&mut s2, queued);
+        assert_eq!(queued_ids(&s2), from_store);
+    }
+
     /// A stop empties the queue once (the first reason wins; an error stops without one);
     /// attempts it interrupts are queued again in the store for the resume but not here; the
     /// loop finishes when the last running attempt ends.
@@ -1403,12 +1585,14 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(256))]
         /// Under any mix of hosts, task sizes, endings (verdicts, interruptions, provider
-        /// retries), hosts going down and coming back and the provider limit moving: no host
-        /// runs more than its slots or, with two trials or more, more than its CPUs and memory;
-        /// no session starts above the provider's limit; and once hosts are up every trial ends
-        /// with exactly one verdict and the loop finishes.
+        /// retries), hosts going down and coming back and the provider limit moving: no trial
+        /// starts while a trial earlier in the stage order waits (so the trials started are
+        /// always every trial of the stages before the current one and part of it, but for
+        /// those queued again); no host runs more than its slots or, with two trials or more,
+        /// more than its CPUs and memory; and once hosts are up every trial ends with exactly
+        /// one verdict and the loop finishes.
         #[test]
-        fn trials_start_within_capacity_and_each_gets_one_verdict(
+        fn trials_start_in_stage_order_within_capacity_and_each_gets_one_verdict(
             tasks in prop::collection::vec((1u8..=4, 0u64..=3), 1..5),
             n_conditions in 1usize..=3,
             n_trials in 1u32..=4,
@@ -1440,11 +1624,15 @@ mod tests {
             for (task, _) in &needs {
                 for c in 0..n_conditions {
                     for k in 1..=n_trials {
-                        keys.push(TrialKey { task_id: task.clone(), condition: format!("c{c}"), trial_index: k });
+                        keys.push(TrialKey {
+                            task_id: task.clone(),
+                            condition: format!("c{c}"),
+                            trial_index: k,
+                        });
                     }
                 }
             }
-            // Queued task by task.
+            // Queued task by task, as the store plans them; the schedule orders them.
             let planned: Vec<TrialRow> = keys.iter().map(|k| make(k, 1)).collect();
             for r in planned {
                 s.on(Event::Queued(r), now);
@@ -1466,7 +1654,7 @@ mod tests {
                         Decision::Requeue { id } => {
                             let old = rows.remove(&id).expect("a known attempt");
                             let next = make(&old.key(), old.attempt + 1);
-                            s.on(Event::Requeued(next), now);
+                            s.on(Event::Queued(next), now);
                         }
                         Decision::Interrupt { id, .. } => interrupts.push(id),
                         Decision::ProviderLimit { .. } | Decision::Sweep { .. } => {}
@@ -1476,11 +1664,24 @@ mod tests {
                 interrupts
             }
             let check = |s: &Schedule, started: &[TrialRow]| -> Result<(), TestCaseError> {
+                for pair in started.windows(2) {
+                    prop_assert!(stage_order(&pair[0]) < stage_order(&pair[1]));
+                }
+                if let (Some(last), Some(head)) = (started.last(), s.queue().next()) {
+                    prop_assert!(
+                        stage_order(last) < stage_order(head),
+                        "{last:?} started before {head:?}"
+                    );
+                }
                 for (i, h) in s.hosts.iter().enumerate() {
                     prop_assert!(h.in_use <= h.slots);
                     if h.in_use > 1 {
-                        let cap = Capacity { cpus: f64::from(hosts[i].0), memory_mb: hosts[i].2 * 1024 };
-                        prop_assert!(Need::default().fits(h.reserved, cap), "host {i}: {:?}", h.reserved);
+                        let cap = Capacity {
+                            cpus: f64::from(hosts[i].0),
+                            memory_mb: hosts[i].2 * 1024,
+                        };
+                        let fits = Need::default().fits(h.reserved, cap);
+                        prop_assert!(fits, "host {i}: {:?}", h.reserved);
                     }
                 }
                 // A cut limit lets running sessions end; no new one starts above it.
@@ -1516,14 +1717,18 @@ mod tests {
                     }
                     4 if !running.is_empty() => {
                         let id = *pick.get(&running);
-                        let d = s.on(Event::Ended { id, how: interrupted(Some(Fault::DaemonError), false) }, now);
+                        let how = interrupted(Some(Fault::DaemonError), false);
+                        let d = s.on(Event::Ended { id, how }, now);
                         carry(&mut s, d, &mut rows, &mut make, now);
                     }
                     5 if !running.is_empty() => {
                         let id = *pick.get(&running);
                         let old = rows.remove(&id).expect("running");
                         let retry = make(&old.key(), old.attempt + 1);
-                        let how = Ended::Judged { provider: Some(ProviderFailureKind::RateLimit), retry: Some(Box::new(retry)) };
+                        let how = Ended::Judged {
+                            provider: Some(ProviderFailureKind::RateLimit),
+                            retry: Some(Box::new(retry)),
+                        };
                         let d = s.on(Event::Ended { id, how }, now);
                         carry(&mut s, d, &mut rows, &mut make, now);
                     }
@@ -1538,7 +1743,8 @@ mod tests {
                         now += Duration::from_secs(31);
                         let d = s.on(Event::Tick, now);
                         for id in carry(&mut s, d, &mut rows, &mut make, now) {
-                            let d = s.on(Event::Ended { id, how: interrupted(Some(Fault::DaemonUnreachable), false) }, now);
+                            let how = interrupted(Some(Fault::DaemonUnreachable), false);
+                            let d = s.on(Event::Ended { id, how }, now);
                             carry(&mut s, d, &mut rows, &mut make, now);
                         }
                     }

@@ -3,25 +3,29 @@
 //! is refused). Whether an interrupted attempt is queued again is the dispatcher's call.
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::{Engine, EngineError, EngineEvent};
+use super::{Engine, EngineError, EngineEvent, RunRequest};
 use crate::domain::{Outcome, TrialRow};
 use crate::harbor::jobdir::{self, JobSpec, TrialFacts};
 use crate::runner::container::Reaper;
 use crate::runner::events::Live;
+use crate::runner::image::ImageSettings;
 use crate::runner::{
     Agent, DockerHost, Fault, ImageCache, Step, TrialCancel, TrialEnv, TrialEvent, TrialEvents,
     TrialJob, run_trial,
 };
-use crate::skillsbench::{Condition, Task};
+use crate::skillsbench::{Condition, Task, TaskSet};
 use crate::store::{AttemptRecord, AttemptVerdict, LiveActivity, RunLedger, Tokens};
 
 /// How long a host gets to answer a ping after an attempt on it met a fault.
 const FAULT_PING: Duration = Duration::from_secs(5);
+/// How often a running agent's output is looked at (less when the stall time is short).
+const LIVE_EVERY: Duration = Duration::from_secs(5);
 
 /// How an attempt ended, for the dispatcher.
 #[derive(Debug, Clone)]
@@ -253,6 +257,66 @@ impl Attempts {
 }
 
 impl Attempts {
+    /// What every attempt of `ledger`'s run shares: the request's tasks (of `taskset`),
+    /// conditions and settings, `agent`, the Harbor job in `jobs_dir`, one image cache and one
+    /// container reaper.
+    pub fn new(
+        engine: &Engine,
+        req: &RunRequest,
+        ledger: &RunLedger,
+        taskset: TaskSet,
+        agent: Arc<dyn Agent>,
+        jobs_dir: PathBuf,
+    ) -> Attempts {
+        let run = ledger.run();
+        let jobs = JobSpec {
+            run: run.name.clone(),
+            jobs_dir,
+            agent: agent.name().to_string(),
+            model: run.model.clone(),
+            concurrency: req.settings.public_json()["concurrency"].clone(),
+            task_paths: taskset.tasks.iter().map(|t| t.dir.clone()).collect(),
+            n_trials: run.n_trials as u64,
+            started_at: run.started_at.clone().unwrap_or(run.created_at.clone()),
+        };
+        Attempts {
+            engine: engine.clone(),
+            ledger: ledger.clone(),
+            tasks: taskset
+                .tasks
+                .into_iter()
+                .map(|t| (t.id.clone(), Arc::new(t)))
+                .collect(),
+            conditions: req
+                .conditions
+                .iter()
+                .map(|c| (c.key(), c.clone()))
+                .collect(),
+            jobs,
+            agent,
+            images: Arc::new(ImageCache::new(ImageSettings {
+                ca_bundle: req.settings.ca_bundle.clone(),
+                work_dir: None,
+            })),
+            reaper: Arc::new({
+                let engine = engine.clone();
+                Reaper::timed(Arc::new(move |took| {
+                    engine.step(None, crate::runner::Step::Remove, took)
+                }))
+            }),
+            copy_logs: req.settings.copy_logs,
+            extra_env: req.settings.container_env(),
+            binds: req.settings.mounts.clone(),
+            settings_json: req.settings.public_json(),
+            retry: req.settings.harness.clone(),
+            checksums: Mutex::new(HashMap::new()),
+            live_every: LIVE_EVERY.min(req.settings.stall_after() / 3),
+            stall_after: req.settings.stall_after(),
+            missing_env: req.settings.missing_env,
+            running: Mutex::new(HashMap::new()),
+        }
+    }
+
     async fn checksum(&self, task: &Arc<Task>) -> String {
         if let Some(c) = self.checksums.lock().expect("lock").get(&task.id) {
             return c.clone();

@@ -1,17 +1,20 @@
-//! The dispatcher: the scheduling loop of a run and its one clean stop.
+//! The dispatcher: the scheduling loop of a run and its one clean stop — the I/O around the
+//! schedule's decisions.
 //!
-//! It places queued attempts on Docker hosts that are up, up to their slots; probes hosts on
-//! their schedule and when an attempt meets a fault; re-queues attempts an infrastructure fault
-//! interrupted (for another host, or this one once it answers again); waits for Docker, for up to
-//! the run's `docker_wait`, when no host is up; refreshes the heartbeat; applies operator commands
-//! (retry, cancel, stop) from the store. Every way out — the last trial, Ctrl-C or SIGTERM, a
-//! stop asked from another process, Docker gone for too long, a full disk, a database error —
-//! ends in [`Dispatcher::clean_stop`]: running attempts interrupted and re-queued, the run's
-//! containers (helpers too) removed, the Harbor job files written.
+//! What to do is decided by the pure state machine in `schedule.rs` (placement under CPUs,
+//! memory, slots and the provider's limit; the stage order of the queue; failover; retries;
+//! cancels; the wait for Docker). This file feeds it what happens and carries out its
+//! decisions: it probes hosts on their schedule and when an attempt meets a fault, starts
+//! attempts on Docker hosts, queues trials again through the store, sweeps what a stopped
+//! process left, refreshes the heartbeat and applies operator commands (retry, cancel, stop)
+//! from the store. Every way out — the last trial, Ctrl-C or SIGTERM, a stop asked from another
+//! process, Docker gone for too long, a full disk, a database error — ends in
+//! [`Dispatcher::clean_stop`]: running attempts interrupted and re-queued, the run's containers
+//! (helpers too) removed, the Harbor job files written.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::task::JoinSet;
@@ -19,34 +22,25 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::attempt::{AttemptEnd, Attempts};
-use super::hosts::{Health, HostPool, Need, Probe, Transition};
+use super::hosts::{Health, HostPool, HostSlot, Probe, Transition};
 use super::prebuild::Prebuilds;
+use super::schedule::{Capacity, Decision, Ended, Event, HostState, Need, Next, Schedule, Wait};
 use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
-use crate::domain::{TrialKey, TrialRow, TrialStatus};
-use crate::harbor::jobdir::JobSpec;
-use crate::runner::container::{Reaper, remove_labeled, remove_labeled_older_than};
-use crate::runner::image::ImageSettings;
-use crate::runner::{Agent, Fault, ImageCache, TrialCancel, labels};
-use crate::skillsbench::{Task, TaskSet};
+use crate::domain::{TrialRow, TrialStatus};
+use crate::runner::container::{remove_labeled, remove_labeled_older_than};
+use crate::runner::{Agent, Fault, TrialCancel, labels};
+use crate::skillsbench::TaskSet;
 use crate::store::{CommandKind, RunLedger};
 
-/// How often a running agent's output is looked at (less when the stall time is short).
-const LIVE_EVERY: Duration = Duration::from_secs(5);
 /// How often pending commands and stop requests are looked for.
 const COMMAND_POLL: Duration = Duration::from_millis(300);
 /// How often the owner refreshes its heartbeat (and each host's stored state).
 const HEARTBEAT: Duration = Duration::from_secs(5);
 /// How often host probes, drains and the wait for Docker are looked at.
 const HEALTH_TICK: Duration = Duration::from_secs(1);
-/// A host down this long gets its running attempts interrupted (their Docker calls may hang on a
-/// connection that never answers) and re-queued.
-const DOWN_GRACE: Duration = Duration::from_secs(30);
 /// A helper container this old was left by a killed process (a leak check ends within its 120 s
 /// exec budget; filling a kit volume, a few hundred MB through the API, within minutes).
 const HELPER_STALE: Duration = Duration::from_secs(3600);
-/// Faults in a row on hosts that kept answering after which a trial is left without a verdict
-/// (something about the trial itself keeps breaking the infrastructure; resuming tries again).
-const MAX_FAULTS: u32 = 3;
 /// Longest wait for one cleanup call against a host at the end of a run.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -88,82 +82,60 @@ pub(super) async fn drive(
     }
 }
 
-type Running = JoinSet<(i64, usize, Result<AttemptEnd, EngineError>)>;
+/// What a trial task returns: its attempt's id, its host, how it ended.
+type TrialTask = (i64, usize, Result<AttemptEnd, EngineError>);
+type Running = JoinSet<TrialTask>;
 
 struct Dispatcher {
     engine: Engine,
     ledger: RunLedger,
     attempts: Arc<Attempts>,
     pool: HostPool,
-    queue: VecDeque<TrialRow>,
+    /// The decisions: queue, placement, provider limit, faults, stop (see `schedule.rs`).
+    sched: Schedule,
     running: Running,
-    /// Attempt id → (its cancel handle, its host, what it reserved there).
-    cancels: HashMap<i64, (TrialCancel, usize, Need)>,
+    /// The tasks in `running`: tokio's id → (attempt id, host), so a task that panics still
+    /// frees what its attempt reserved.
+    tasks: HashMap<tokio::task::Id, (i64, usize)>,
+    /// Attempt id → its cancel handle.
+    cancels: HashMap<i64, TrialCancel>,
     probes: JoinSet<Probe>,
     stop_trials: CancellationToken,
-    stopping: bool,
-    stop: Option<StopReason>,
     fatal: Option<EngineError>,
-    /// Faults in a row per trial, on hosts that kept answering.
-    faults: HashMap<TrialKey, u32>,
-    /// Since when no host has been up while trials wait (monotonic), with the reason stored.
-    waiting: Option<(Instant, String)>,
+    /// The reason stored while trials wait for Docker (kept current in the store).
+    waiting: Option<String>,
     docker_wait: Duration,
     /// Stay alive after the last trial until this fires (a dashboard is open).
     stay_alive: Option<CancellationToken>,
     task_ids: Vec<String>,
-    /// What each task asks of a host.
-    needs: HashMap<String, Need>,
     /// The cost budget, USD.
     max_cost: Option<f64>,
     /// Costs of finished attempts per condition, USD (priced ones).
     finished_costs: BTreeMap<String, Vec<f64>>,
-    /// No new trial may start within the budget: the run ends once the running ones do.
-    budget_reached: bool,
-    /// The adaptive limit on concurrent agent sessions, for agents with a model provider.
-    provider: Option<ProviderLimit>,
+    /// The model provider whose limit on concurrent sessions the schedule adapts, if any.
+    provider: Option<String>,
     /// Images built ahead of the queue.
     prebuilds: Prebuilds,
 }
 
-/// An additive-increase, multiplicative-decrease limit on concurrent agent sessions with one
-/// model provider (as TCP's congestion window, and inspect_ai's connection limit): it starts at
-/// the run's capacity, halves on a rate limit or an overload (at most once per
-/// [`ProviderLimit::COOLDOWN`], since one burst fails several sessions at once), and grows by one
-/// after as many sessions as the limit ended without a provider failure.
-#[derive(Debug, Clone)]
-struct ProviderLimit {
-    name: String,
-    limit: usize,
-    cap: usize,
-    successes: usize,
-    last_cut: Option<Instant>,
+/// Now, for the schedule (which reads no clock of its own).
+fn now() -> std::time::Instant {
+    Instant::now().into_std()
 }
 
-impl ProviderLimit {
-    const COOLDOWN: Duration = Duration::from_secs(30);
-
-    /// A rate limit or overload: halve (once per cooldown). Returns the change.
-    fn cut(&mut self) -> Option<(usize, usize)> {
-        if self.last_cut.is_some_and(|t| t.elapsed() < Self::COOLDOWN) {
-            return None;
-        }
-        let old = self.limit;
-        self.limit = (self.limit / 2).max(1);
-        self.successes = 0;
-        self.last_cut = Some(Instant::now());
-        (self.limit != old).then_some((old, self.limit))
-    }
-
-    /// A session ended without a provider failure: grow by one after `limit` of them.
-    fn success(&mut self) -> Option<(usize, usize)> {
-        self.successes += 1;
-        if self.limit < self.cap && self.successes >= self.limit {
-            self.successes = 0;
-            self.limit += 1;
-            return Some((self.limit - 1, self.limit));
-        }
-        None
+/// What the schedule knows of host `h`: up with its CPUs and memory once it answers, down since
+/// it stopped answering, or draining.
+fn host_state(h: &HostSlot) -> HostState {
+    match (&h.health, &h.conn) {
+        (Health::Up { .. }, Some(c)) => HostState::Up(Capacity {
+            cpus: c.ncpu as f64,
+            memory_mb: (c.mem_total.max(0) as u64) / (1024 * 1024),
+        }),
+        (Health::Down { at, .. }, _) => HostState::Down {
+            since: at.into_std(),
+        },
+        // Up without a connection does not happen (a host is up once it answered); no trials.
+        (Health::Up { .. } | Health::Draining { .. }, _) => HostState::Draining,
     }
 }
 
@@ -178,92 +150,39 @@ impl Dispatcher {
     ) -> Dispatcher {
         let run = ledger.run().clone();
         let task_ids = taskset.ids();
-        let jobs = JobSpec {
-            run: run.name.clone(),
-            jobs_dir,
-            agent: agent.name().to_string(),
-            model: run.model.clone(),
-            concurrency: req.settings.public_json()["concurrency"].clone(),
-            task_paths: taskset.tasks.iter().map(|t| t.dir.clone()).collect(),
-            n_trials: run.n_trials as u64,
-            started_at: run.started_at.clone().unwrap_or(run.created_at.clone()),
-        };
         let needs: HashMap<String, Need> = taskset
             .tasks
             .iter()
             .map(|t| (t.id.clone(), Need::of(t)))
             .collect();
-        let tasks: HashMap<String, Arc<Task>> = taskset
-            .tasks
-            .into_iter()
-            .map(|t| (t.id.clone(), Arc::new(t)))
-            .collect();
         let capacity = req.settings.concurrency.max(1) * req.settings.docker_hosts.len().max(1);
-        let provider = agent.provider().map(|name| ProviderLimit {
-            name: name.to_string(),
-            limit: capacity,
-            cap: capacity,
-            successes: 0,
-            last_cut: None,
-        });
-        let attempts = Arc::new(Attempts {
-            engine: engine.clone(),
-            ledger: ledger.clone(),
-            tasks,
-            conditions: req
-                .conditions
-                .iter()
-                .map(|c| (c.key(), c.clone()))
-                .collect(),
-            jobs,
-            agent,
-            images: Arc::new(ImageCache::new(ImageSettings {
-                ca_bundle: req.settings.ca_bundle.clone(),
-                work_dir: None,
-            })),
-            reaper: Arc::new({
-                let engine = engine.clone();
-                Reaper::timed(Arc::new(move |took| {
-                    engine.step(None, crate::runner::Step::Remove, took)
-                }))
-            }),
-            copy_logs: req.settings.copy_logs,
-            extra_env: req.settings.container_env(),
-            binds: req.settings.mounts.clone(),
-            settings_json: req.settings.public_json(),
-            retry: req.settings.harness.clone(),
-            checksums: Mutex::new(HashMap::new()),
-            live_every: LIVE_EVERY.min(req.settings.stall_after() / 3),
-            stall_after: req.settings.stall_after(),
-            missing_env: req.settings.missing_env,
-            running: Mutex::new(HashMap::new()),
-        });
+        let provider = agent.provider().map(str::to_string);
+        let pool = HostPool::new(
+            &req.settings.docker_hosts,
+            req.settings.concurrency,
+            &run.uid,
+        );
+        let slots: Vec<usize> = pool.hosts.iter().map(|h| h.slots).collect();
+        let sched = Schedule::new(&slots, needs, provider.as_ref().map(|_| capacity), now());
+        let attempts = Arc::new(Attempts::new(engine, req, ledger, taskset, agent, jobs_dir));
         Dispatcher {
             engine: engine.clone(),
             ledger: ledger.clone(),
             attempts,
-            pool: HostPool::new(
-                &req.settings.docker_hosts,
-                req.settings.concurrency,
-                &run.uid,
-            ),
-            queue: VecDeque::new(),
+            pool,
+            sched,
             running: JoinSet::new(),
+            tasks: HashMap::new(),
             cancels: HashMap::new(),
             probes: JoinSet::new(),
             stop_trials: CancellationToken::new(),
-            stopping: false,
-            stop: None,
             fatal: None,
-            faults: HashMap::new(),
             waiting: None,
             docker_wait: req.settings.docker_wait(),
             stay_alive: req.stay_alive.clone(),
             task_ids,
-            needs,
             max_cost: req.settings.max_cost_usd,
             finished_costs: BTreeMap::new(),
-            budget_reached: false,
             provider,
             prebuilds: Prebuilds::default(),
         }
@@ -289,14 +208,18 @@ impl Dispatcher {
             t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         }
         loop {
-            self.place();
-            if !self.stopping {
+            self.place().await?;
+            if !self.sched.is_stopping() {
+                let host = self
+                    .sched
+                    .least_busy()
+                    .and_then(|i| self.pool.hosts[i].conn.clone());
                 self.prebuilds
-                    .top_up(&self.queue, &self.attempts, &self.pool);
+                    .top_up(self.sched.queue(), &self.attempts, host);
             }
             self.watch_wait().await?;
             let keep_alive = self.stay_alive.as_ref().is_some_and(|t| !t.is_cancelled());
-            if self.running.is_empty() && self.budget_reached && !self.stopping {
+            if self.sched.next(keep_alive) == Next::BudgetSpent {
                 let spent = self.spent();
                 self.event(
                     "warn",
@@ -311,17 +234,16 @@ impl Dispatcher {
                     max_usd: self.max_cost.unwrap_or_default(),
                 });
             }
-            if self.running.is_empty() && (self.stopping || (self.queue.is_empty() && !keep_alive))
-            {
+            if self.sched.next(keep_alive) == Next::Finish {
                 // Commands written while the last trials ran still count.
-                if !self.stopping && self.handle_commands().await? > 0 {
+                if !self.sched.is_stopping() && self.handle_commands().await? > 0 {
                     continue;
                 }
                 break;
             }
             tokio::select! {
-                Some(joined) = self.running.join_next(), if !self.running.is_empty() => {
-                    match joined {
+                Some(joined) = self.running.join_next_with_id(), if !self.running.is_empty() => {
+                    match self.joined(joined) {
                         Ok((id, h, r)) => self.on_attempt_end(id, h, r).await,
                         Err(e) => self.fail(EngineError::Internal(format!("a trial task failed: {e}"))),
                     }
@@ -331,7 +253,7 @@ impl Dispatcher {
                 }
                 // A build ahead finished: the next one can start.
                 _ = self.prebuilds.next() => {}
-                _ = poll.tick(), if !self.stopping => {
+                _ = poll.tick(), if !self.sched.is_stopping() => {
                     self.handle_commands().await?;
                 }
                 _ = health.tick() => {
@@ -339,7 +261,7 @@ impl Dispatcher {
                 }
                 _ = beat.tick() => {
                     match self.ledger.heartbeat(std::process::id()).await {
-                        Ok(true) if !self.stopping => {
+                        Ok(true) if !self.sched.is_stopping() => {
                             self.event("info", "stop asked for by the operator (skillscope stop); stopping".into()).await?;
                             self.begin_stop(StopReason::Operator);
                         }
@@ -347,12 +269,12 @@ impl Dispatcher {
                         Err(e) => self.fail(EngineError::Store(e)),
                     }
                     for i in 0..self.pool.hosts.len() {
-                        if let Err(e) = self.ledger.host(self.pool.row(i)).await {
+                        if let Err(e) = self.ledger.host(self.host_row(i)).await {
                             self.fail(EngineError::Store(e));
                         }
                     }
                 }
-                _ = shutdown.cancelled(), if !self.stopping => {
+                _ = shutdown.cancelled(), if !self.sched.is_stopping() => {
                     self.engine.notice("info", "stopping: cancelling running trials (state is saved; re-run to resume)");
                     self.begin_stop(StopReason::Operator);
                 }
@@ -360,7 +282,7 @@ impl Dispatcher {
         }
         match self.fatal.take() {
             Some(e) => Err(e),
-            None => Ok(self.stop.take()),
+            None => Ok(self.sched.take_stop()),
         }
     }
 
@@ -373,10 +295,18 @@ impl Dispatcher {
         for probe in futures_util::future::join_all(probes).await {
             let i = probe.index;
             self.pool.hosts[i].probing = false;
-            match self.pool.apply(probe) {
-                Some(Transition::CameUp) => self.sweep(i, true).await?,
+            let transition = self.pool.apply(probe);
+            let decisions = self.sync_host(i);
+            match transition {
+                Some(Transition::CameUp) => {
+                    for d in decisions {
+                        if let Decision::Sweep { host, keep } = d {
+                            self.sweep(host, &keep, true).await?;
+                        }
+                    }
+                }
                 _ => {
-                    let row = self.pool.row(i);
+                    let row = self.host_row(i);
                     self.event(
                         "warn",
                         format!(
@@ -388,7 +318,7 @@ impl Dispatcher {
                     .await?;
                 }
             }
-            self.ledger.host(self.pool.row(i)).await?;
+            self.ledger.host(self.host_row(i)).await?;
         }
         let stale = self.ledger.requeue_unfinished().await?;
         if !stale.is_empty() {
@@ -404,7 +334,7 @@ impl Dispatcher {
         self.ledger.plan(self.task_ids.clone()).await?;
         self.ledger.budget(self.max_cost).await?;
         self.ledger
-            .provider_limit(self.provider.as_ref().map(|p| p.limit as u32))
+            .provider_limit(self.sched.provider_limit().map(|l| l as u32))
             .await?;
         for a in self.ledger.all_attempts().await? {
             if a.status == TrialStatus::Done
@@ -423,22 +353,90 @@ impl Dispatcher {
                 .count(),
         });
         self.attempts.write_job_files(false).await;
-        self.queue = self.ledger.queued().await?.into();
+        // The schedule puts them in stage order, whatever order the store gives.
+        for row in self.ledger.queued().await? {
+            self.sched.on(Event::Queued(row), now());
+        }
         Ok(())
     }
 
-    /// Removes this run's containers on host `i` that no running attempt uses (all of them at
+    /// Tells the schedule host `i`'s state; returns what it decided (a sweep when the host
+    /// answers again).
+    fn sync_host(&mut self, i: usize) -> Vec<Decision> {
+        let state = host_state(&self.pool.hosts[i]);
+        self.sched.on(Event::Host { host: i, state }, now())
+    }
+
+    /// The row stored for host `i`.
+    fn host_row(&self, i: usize) -> crate::store::HostRow {
+        self.pool.row(i, self.sched.in_use(i))
+    }
+
+    /// Carries out a decision that needs nothing of the event that led to it.
+    async fn act(&mut self, d: Decision) -> Result<(), EngineError> {
+        match d {
+            Decision::Start { row, host } => self.start_attempt(*row, host),
+            Decision::BudgetReached => {
+                self.engine.notice(
+                    "warn",
+                    format!(
+                        "budget: ${:.2} spent and the running trials' projected costs leave no room for another trial within ${:.2}; no new trials start",
+                        self.spent(),
+                        self.max_cost.unwrap_or_default()
+                    ),
+                );
+            }
+            Decision::Sweep { host, keep } => self.sweep(host, &keep, false).await?,
+            Decision::Interrupt { id, host } => {
+                let h = &self.pool.hosts[host];
+                let error = match &h.health {
+                    Health::Down { error, .. } => error.as_str(),
+                    _ => "",
+                };
+                if let Some(cancel) = self.cancels.get(&id)
+                    && !cancel.token.is_cancelled()
+                {
+                    cancel.cancel_for_fault(
+                        Fault::DaemonUnreachable,
+                        &format!("Docker host {} is down: {error}", h.name),
+                    );
+                }
+            }
+            Decision::ProviderLimit { old, new, why } => {
+                let name = self.provider.clone().unwrap_or_default();
+                self.event(
+                    "info",
+                    format!(
+                        "provider limit ({name}): {old} → {new} concurrent agent sessions ({why})"
+                    ),
+                )
+                .await?;
+                self.ledger.provider_limit(Some(new as u32)).await?;
+            }
+            Decision::StopAll => {
+                self.stop_trials.cancel();
+                self.prebuilds.stop();
+            }
+            d @ (Decision::Requeue { .. }
+            | Decision::GiveUp { .. }
+            | Decision::CancelQueued { .. }
+            | Decision::CancelRunning { .. }
+            | Decision::Refuse(_)) => {
+                return Err(EngineError::Internal(format!(
+                    "the schedule decided {d:?} out of its context"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes this run's containers on host `i` but those of attempts `keep` (all of them at
     /// the start of a run), and, at the start, helpers a killed process left on it.
-    async fn sweep(&mut self, i: usize, at_start: bool) -> Result<(), EngineError> {
+    async fn sweep(&mut self, i: usize, keep: &[i64], at_start: bool) -> Result<(), EngineError> {
         let Some(host) = self.pool.hosts[i].conn.clone() else {
             return Ok(());
         };
-        let keep: Vec<String> = self
-            .cancels
-            .iter()
-            .filter(|(_, (_, h, _))| *h == i)
-            .map(|(id, _)| id.to_string())
-            .collect();
+        let keep: Vec<String> = keep.iter().map(i64::to_string).collect();
         let uid = self.ledger.run().uid.clone();
         let mut n = if keep.is_empty() {
             remove_labeled(&host.docker, labels::RUN_UID, &uid)
@@ -485,106 +483,108 @@ impl Dispatcher {
         self.finished_costs.values().flatten().sum::<f64>() + running
     }
 
-    /// The costs the budget is checked against (see [`crate::analysis::spend`]).
-    fn costs(&self) -> BTreeMap<String, crate::analysis::spend::ConditionCosts> {
-        let mut out: BTreeMap<String, crate::analysis::spend::ConditionCosts> = self
-            .finished_costs
-            .iter()
-            .map(|(k, v)| {
-                (
-                    k.clone(),
-                    crate::analysis::spend::ConditionCosts {
-                        finished: v.clone(),
-                        ..Default::default()
-                    },
-                )
+    /// Starts queued attempts where the schedule places them, within the cost budget.
+    async fn place(&mut self) -> Result<(), EngineError> {
+        let (max, finished, attempts) = (self.max_cost, &self.finished_costs, &self.attempts);
+        let mut budget = |row: &TrialRow| {
+            max.is_none_or(|max| {
+                crate::analysis::spend::allows(&costs(finished, attempts), &row.condition, max)
             })
-            .collect();
-        for r in self.attempts.running.lock().expect("lock").values() {
-            out.entry(r.condition.clone())
-                .or_default()
-                .running
-                .push(r.cost_usd);
+        };
+        for d in self.sched.place(&mut budget) {
+            self.act(d).await?;
         }
-        out
+        Ok(())
     }
 
-    /// Starts queued attempts on hosts that can take them, within the provider's limit on
-    /// concurrent sessions and the cost budget.
-    fn place(&mut self) {
-        while !self.stopping && !self.budget_reached {
-            let Some(row) = self.queue.front() else { break };
-            if let Some(p) = &self.provider
-                && self.cancels.len() >= p.limit
-            {
-                break;
-            }
-            let need = self.needs.get(&row.task_id).copied().unwrap_or_default();
-            let Some(h) = self.pool.pick(need) else { break };
-            if let Some(max) = self.max_cost
-                && !crate::analysis::spend::allows(&self.costs(), &row.condition, max)
-            {
-                self.budget_reached = true;
-                self.engine.notice(
-                    "warn",
-                    format!(
-                        "budget: ${:.2} spent and the running trials' projected costs leave no room for another trial within ${max:.2}; no new trials start",
-                        self.spent()
-                    ),
-                );
-                break;
-            }
-            let Some(row) = self.queue.pop_front() else {
-                break;
-            };
-            let Some(host) = self.pool.hosts[h].conn.clone() else {
-                self.queue.push_front(row);
-                break;
-            };
-            self.pool.take(h, need);
-            let cancel = TrialCancel::child_of(&self.stop_trials);
-            self.cancels.insert(row.id, (cancel.clone(), h, need));
-            let attempts = self.attempts.clone();
-            self.running.spawn(async move {
-                let id = row.id;
-                let r = attempts.run_one(row, host, cancel).await;
-                (id, h, r)
-            });
-        }
+    /// Runs attempt `row` on host `h`, where the schedule reserved its place.
+    fn start_attempt(&mut self, row: TrialRow, h: usize) {
+        let Some(host) = self.pool.hosts[h].conn.clone() else {
+            // The schedule places trials only on hosts that answered; never here. The attempt
+            // stays queued in the store for a resume.
+            let id = row.id;
+            self.sched.on(
+                Event::Ended {
+                    id,
+                    how: Ended::Failed,
+                },
+                now(),
+            );
+            return self.fail(EngineError::Internal(format!(
+                "attempt {id} placed on host {} before it answered",
+                self.pool.hosts[h].name
+            )));
+        };
+        let cancel = TrialCancel::child_of(&self.stop_trials);
+        self.cancels.insert(row.id, cancel.clone());
+        let attempts = self.attempts.clone();
+        let id = row.id;
+        let task = self.running.spawn(async move {
+            let r = attempts.run_one(row, host, cancel).await;
+            (id, h, r)
+        });
+        self.tasks.insert(task.id(), (id, h));
     }
 
     /// Stops placing attempts, interrupts the running ones and empties the queue.
     fn begin_stop(&mut self, reason: StopReason) {
-        if !self.stopping {
-            self.stopping = true;
-            self.stop.get_or_insert(reason);
-            self.stop_trials.cancel();
-            self.queue.clear();
-            self.prebuilds.stop();
-        }
+        self.stop(Some(reason));
     }
 
     /// Records a fatal error (the first one wins) and stops.
     fn fail(&mut self, e: EngineError) {
         self.fatal.get_or_insert(e);
-        if !self.stopping {
-            self.stopping = true;
-            self.stop_trials.cancel();
-            self.queue.clear();
-            self.prebuilds.stop();
+        self.stop(None);
+    }
+
+    fn stop(&mut self, reason: Option<StopReason>) {
+        for d in self.sched.on(Event::Stop(reason), now()) {
+            if d == Decision::StopAll {
+                self.stop_trials.cancel();
+                self.prebuilds.stop();
+            }
+        }
+    }
+
+    /// A trial task joined: its attempt's id, host and end; or, when the task itself failed (a
+    /// panic), what it reserved is freed and the error returned.
+    fn joined(
+        &mut self,
+        joined: Result<(tokio::task::Id, TrialTask), tokio::task::JoinError>,
+    ) -> Result<TrialTask, tokio::task::JoinError> {
+        match joined {
+            Ok((task, end)) => {
+                self.tasks.remove(&task);
+                Ok(end)
+            }
+            Err(e) => {
+                if let Some((id, _)) = self.tasks.remove(&e.id()) {
+                    self.cancels.remove(&id);
+                    self.sched.on(
+                        Event::Ended {
+                            id,
+                            how: Ended::Failed,
+                        },
+                        now(),
+                    );
+                }
+                Err(e)
+            }
         }
     }
 
     async fn on_attempt_end(&mut self, id: i64, h: usize, r: Result<AttemptEnd, EngineError>) {
-        let need = self
-            .cancels
-            .remove(&id)
-            .map(|(_, _, need)| need)
-            .unwrap_or_default();
-        self.pool.release(h, need);
+        self.cancels.remove(&id);
         let end = match r {
             Ok(end) => end,
             Err(e) => {
+                self.sched.on(
+                    Event::Ended {
+                        id,
+                        how: Ended::Failed,
+                    },
+                    now(),
+                );
                 // The attempt was recorded as interrupted: queue the trial again, for the resume
                 // (best effort: with a full disk the store may not take it; a resume re-queues
                 // interrupted trials anyway).
@@ -594,25 +594,31 @@ impl Dispatcher {
                 return self.fail(e);
             }
         };
-        if let Err(e) = self.after_attempt(h, end).await {
+        if let Err(e) = self.after_attempt(id, h, end).await {
             self.fail(e);
         }
     }
 
-    async fn after_attempt(&mut self, h: usize, end: AttemptEnd) -> Result<(), EngineError> {
-        let key = end.row.key();
+    async fn after_attempt(
+        &mut self,
+        id: i64,
+        h: usize,
+        end: AttemptEnd,
+    ) -> Result<(), EngineError> {
         if let Some(c) = end.row.cost_usd {
             self.finished_costs
                 .entry(end.row.condition.clone())
                 .or_default()
                 .push(c);
         }
-        self.adapt_provider_limit(&end).await?;
         if !end.interrupted {
-            self.faults.remove(&key);
             self.pool.healthy_end(h);
-            if let Some(retry) = end.retry.filter(|_| !self.stopping) {
-                self.queue.push_back(retry);
+            let how = Ended::Judged {
+                provider: end.provider,
+                retry: end.retry.map(Box::new),
+            };
+            for d in self.sched.on(Event::Ended { id, how }, now()) {
+                self.act(d).await?;
             }
             return Ok(());
         }
@@ -626,6 +632,7 @@ impl Dispatcher {
                     .pool
                     .drain(h, fault, end.row.error.as_deref().unwrap_or(""))
             {
+                self.sync_host(h);
                 self.event(
                     "warn",
                     format!(
@@ -634,87 +641,66 @@ impl Dispatcher {
                     ),
                 )
                 .await?;
-                self.ledger.host(self.pool.row(h)).await?;
-            }
-            if end.host_answered {
-                *self.faults.entry(key.clone()).or_default() += 1;
+                self.ledger.host(self.host_row(h)).await?;
             }
         }
-        let n = self.faults.get(&key).copied().unwrap_or(0);
-        if end.fault.is_some() && n >= MAX_FAULTS && !self.stopping {
-            self.event(
-                "warn",
-                format!(
-                    "{}: {n} infrastructure faults in a row on hosts that kept answering (last: {}); \
-                     left without a verdict — retry it, or resume the run, once the cause is fixed",
-                    end.row.trial_name,
-                    end.row.error.as_deref().unwrap_or("?")
-                ),
-            )
-            .await?;
-            return Ok(());
-        }
-        let next = self.ledger.requeue(end.row.id).await?;
-        if let Some(fault) = end.fault {
-            self.event(
-                "warn",
-                format!(
-                    "{} interrupted on {host}: {} — queued again as attempt {}",
-                    end.row.trial_name,
-                    fault.describe(),
-                    next.attempt
-                ),
-            )
-            .await?;
-        }
-        self.engine.send(EngineEvent::TrialProgress {
-            attempt_id: next.id,
-            status: next.status,
-        });
-        if !self.stopping {
-            // Ahead of the queue: it was already its turn.
-            self.queue.push_front(next);
-        }
-        Ok(())
-    }
-
-    /// The adaptive limit on concurrent agent sessions: halved on a rate limit or an overload,
-    /// grown back by one per limit's worth of sessions that ended without a provider failure.
-    async fn adapt_provider_limit(&mut self, end: &AttemptEnd) -> Result<(), EngineError> {
-        use crate::agent_logs::provider::ProviderFailureKind as K;
-        let Some(p) = self.provider.as_mut() else {
-            return Ok(());
+        let how = Ended::Interrupted {
+            fault: end.fault,
+            host_answered: end.host_answered,
         };
-        let change = match end.provider {
-            Some(K::RateLimit | K::Overloaded) => {
-                p.cut().map(|c| (c, "after a rate limit or overload"))
+        for d in self.sched.on(Event::Ended { id, how }, now()) {
+            match d {
+                Decision::GiveUp { faults, .. } => {
+                    self.event(
+                        "warn",
+                        format!(
+                            "{}: {faults} infrastructure faults in a row on hosts that kept answering (last: {}); \
+                             left without a verdict — retry it, or resume the run, once the cause is fixed",
+                            end.row.trial_name,
+                            end.row.error.as_deref().unwrap_or("?")
+                        ),
+                    )
+                    .await?;
+                }
+                Decision::Requeue { id } => {
+                    let next = self.ledger.requeue(id).await?;
+                    if let Some(fault) = end.fault {
+                        self.event(
+                            "warn",
+                            format!(
+                                "{} interrupted on {host}: {} — queued again as attempt {}",
+                                end.row.trial_name,
+                                fault.describe(),
+                                next.attempt
+                            ),
+                        )
+                        .await?;
+                    }
+                    self.engine.send(EngineEvent::TrialProgress {
+                        attempt_id: next.id,
+                        status: next.status,
+                    });
+                    // In its stage's place, ahead of later stages (ignored once stopping).
+                    self.sched.on(Event::Queued(next), now());
+                }
+                d => self.act(d).await?,
             }
-            None if !end.interrupted => p
-                .success()
-                .map(|c| (c, "sessions end without provider failures")),
-            _ => None,
-        };
-        let Some(((old, new), why)) = change else {
-            return Ok(());
-        };
-        let name = p.name.clone();
-        self.event(
-            "info",
-            format!("provider limit ({name}): {old} → {new} concurrent agent sessions ({why})"),
-        )
-        .await?;
-        self.ledger.provider_limit(Some(new as u32)).await?;
+        }
         Ok(())
     }
 
     async fn on_probe(&mut self, probe: Probe) -> Result<(), EngineError> {
         let i = probe.index;
-        match self.pool.apply(probe) {
+        let transition = self.pool.apply(probe);
+        let decisions = self.sync_host(i);
+        match transition {
             Some(Transition::CameUp) => {
                 let name = self.pool.hosts[i].name.clone();
                 self.event("info", format!("Docker host {name} is up"))
                     .await?;
-                self.sweep(i, false).await?;
+                for d in decisions {
+                    self.act(d).await?;
+                }
             }
             Some(Transition::WentDown(error)) => {
                 let name = self.pool.hosts[i].name.clone();
@@ -728,31 +714,24 @@ impl Dispatcher {
             }
             None => return Ok(()),
         }
-        self.ledger.host(self.pool.row(i)).await?;
+        self.ledger.host(self.host_row(i)).await?;
         Ok(())
     }
 
-    /// Starts due probes; interrupts attempts on hosts down for longer than [`DOWN_GRACE`].
+    /// Starts due probes, ends drains whose time is up, and interrupts attempts on hosts down
+    /// for longer than the schedule's grace.
     async fn health_tick(&mut self) -> Result<(), EngineError> {
-        let now = Instant::now();
-        for i in self.pool.due(now) {
+        let due = self.pool.due(Instant::now());
+        for i in 0..self.pool.hosts.len() {
+            for d in self.sync_host(i) {
+                self.act(d).await?;
+            }
+        }
+        for i in due {
             self.probes.spawn(self.pool.probe(i));
         }
-        for (i, h) in self.pool.hosts.iter().enumerate() {
-            let Health::Down { at, error, .. } = &h.health else {
-                continue;
-            };
-            if now.duration_since(*at) < DOWN_GRACE || h.in_use == 0 {
-                continue;
-            }
-            for (cancel, host, _) in self.cancels.values() {
-                if *host == i && !cancel.token.is_cancelled() {
-                    cancel.cancel_for_fault(
-                        Fault::DaemonUnreachable,
-                        &format!("Docker host {} is down: {error}", h.name),
-                    );
-                }
-            }
+        for d in self.sched.on(Event::Tick, now()) {
+            self.act(d).await?;
         }
         Ok(())
     }
@@ -760,22 +739,21 @@ impl Dispatcher {
     /// Records the start and end of a wait for Docker (no host up while trials wait), and stops
     /// the run when it lasts longer than the run's `docker_wait`.
     async fn watch_wait(&mut self) -> Result<(), EngineError> {
-        let unavailable = self
-            .pool
-            .unavailable()
-            .filter(|_| !self.stopping && !self.queue.is_empty());
+        let wait = self.sched.wait_for_docker(now(), self.docker_wait);
         let budget = human(self.docker_wait);
-        match (unavailable, self.waiting.take()) {
-            (Some((since, error)), None) => {
+        let (since, error) = self.pool.unavailable().unwrap_or_default();
+        match wait {
+            Wait::Began => {
                 self.event(
                     "warn",
                     format!("waiting for Docker: no host is up ({error}); waiting up to {budget}"),
                 )
                 .await?;
                 self.ledger.waiting(Some((since, error.clone()))).await?;
-                self.waiting = Some((Instant::now(), error));
+                self.waiting = Some(error);
             }
-            (Some((since, error)), Some((t0, _))) if t0.elapsed() > self.docker_wait => {
+            Wait::TooLong => {
+                self.waiting = None;
                 self.event(
                     "error",
                     format!(
@@ -786,21 +764,22 @@ impl Dispatcher {
                 self.ledger.waiting(None).await?;
                 self.begin_stop(StopReason::DockerUnavailable { since, error });
             }
-            (Some((since, error)), Some((t0, stored))) => {
+            Wait::Waiting => {
                 // Keep the stored reason current.
-                if error != stored {
+                if self.waiting.as_ref() != Some(&error) {
                     self.ledger.waiting(Some((since, error.clone()))).await?;
                 }
-                self.waiting = Some((t0, error));
+                self.waiting = Some(error);
             }
-            (None, Some(_)) => {
+            Wait::Over => {
+                self.waiting = None;
                 self.ledger.waiting(None).await?;
-                if !self.stopping {
+                if !self.sched.is_stopping() {
                     self.event("info", "Docker is back; trials continue".into())
                         .await?;
                 }
             }
-            (None, None) => {}
+            Wait::Idle => {}
         }
         Ok(())
     }
@@ -825,62 +804,73 @@ impl Dispatcher {
                     .await?;
                 continue;
             };
-            let (ok, note) = match cmd.kind {
-                CommandKind::Retry if current.status != TrialStatus::Done => (
-                    false,
-                    format!("attempt {} is still {}", current.attempt, current.status),
-                ),
-                CommandKind::Retry => {
-                    self.attempts.images.forget_failures().await;
-                    self.faults.remove(&current.key());
-                    let new = self.ledger.requeue(current.id).await?;
-                    let note = format!("attempt {} queued", new.attempt);
-                    self.engine.send(EngineEvent::TrialProgress {
-                        attempt_id: new.id,
-                        status: new.status,
-                    });
-                    self.event(
-                        "info",
-                        format!("{}: retry asked for; {note}", current.trial_name),
-                    )
-                    .await?;
-                    self.queue.push_back(new);
-                    (true, note)
-                }
-                CommandKind::Cancel => match current.status {
-                    TrialStatus::Done => (
-                        false,
-                        format!("attempt {} is already done", current.attempt),
-                    ),
-                    TrialStatus::Queued => {
-                        self.queue.retain(|q| q.id != current.id);
-                        let row = self.ledger.cancel_queued(current.id).await?;
-                        self.engine
-                            .send(EngineEvent::TrialDone { row: Box::new(row) });
-                        self.event(
-                            "info",
-                            format!("{}: cancelled before it started", current.trial_name),
-                        )
-                        .await?;
-                        (true, "cancelled before it started".into())
-                    }
-                    _ => match self.cancels.get(&current.id) {
-                        Some((c, _, _)) => {
-                            c.cancel_by_operator();
-                            self.event(
-                                "info",
-                                format!("{}: cancel asked for; cancelling", current.trial_name),
-                            )
-                            .await?;
-                            (true, "cancelling".into())
-                        }
-                        None => (false, "the attempt is not run by this process".into()),
-                    },
-                },
+            let event = match cmd.kind {
+                CommandKind::Retry => Event::Retry(current.clone()),
+                CommandKind::Cancel => Event::Cancel(current.clone()),
             };
-            self.ledger.close_command(cmd.id, ok, note).await?;
+            let mut answer = (false, String::new());
+            for d in self.sched.on(event, now()) {
+                answer = self.command(d, &current).await?;
+            }
+            self.ledger
+                .close_command(cmd.id, answer.0, answer.1)
+                .await?;
         }
         Ok(n)
+    }
+
+    /// Carries out the schedule's answer to an operator's command on `current`; returns whether
+    /// it was applied and the note stored with the command.
+    async fn command(
+        &mut self,
+        d: Decision,
+        current: &TrialRow,
+    ) -> Result<(bool, String), EngineError> {
+        Ok(match d {
+            Decision::Refuse(note) => (false, note),
+            Decision::Requeue { id } => {
+                self.attempts.images.forget_failures().await;
+                let new = self.ledger.requeue(id).await?;
+                let note = format!("attempt {} queued", new.attempt);
+                self.engine.send(EngineEvent::TrialProgress {
+                    attempt_id: new.id,
+                    status: new.status,
+                });
+                self.event(
+                    "info",
+                    format!("{}: retry asked for; {note}", current.trial_name),
+                )
+                .await?;
+                self.sched.on(Event::Queued(new), now());
+                (true, note)
+            }
+            Decision::CancelQueued { id } => {
+                let row = self.ledger.cancel_queued(id).await?;
+                self.engine
+                    .send(EngineEvent::TrialDone { row: Box::new(row) });
+                self.event(
+                    "info",
+                    format!("{}: cancelled before it started", current.trial_name),
+                )
+                .await?;
+                (true, "cancelled before it started".into())
+            }
+            Decision::CancelRunning { id } => {
+                if let Some(c) = self.cancels.get(&id) {
+                    c.cancel_by_operator();
+                }
+                self.event(
+                    "info",
+                    format!("{}: cancel asked for; cancelling", current.trial_name),
+                )
+                .await?;
+                (true, "cancelling".into())
+            }
+            d => {
+                self.act(d).await?;
+                (false, String::new())
+            }
+        })
     }
 
     /// The one way out: every running attempt has ended (interrupted ones were re-queued); the
@@ -889,8 +879,8 @@ impl Dispatcher {
     async fn clean_stop(&mut self) {
         self.stop_trials.cancel();
         self.prebuilds.stop();
-        while let Some(joined) = self.running.join_next().await {
-            if let Ok((id, h, r)) = joined {
+        while let Some(joined) = self.running.join_next_with_id().await {
+            if let Ok((id, h, r)) = self.joined(joined) {
                 self.on_attempt_end(id, h, r).await;
             }
         }
@@ -909,9 +899,36 @@ impl Dispatcher {
         self.attempts.write_job_files(true).await;
         let _ = self.ledger.waiting(None).await;
         for i in 0..self.pool.hosts.len() {
-            let _ = self.ledger.host(self.pool.row(i)).await;
+            let _ = self.ledger.host(self.host_row(i)).await;
         }
     }
+}
+
+/// The costs the budget is checked against (see [`crate::analysis::spend`]): finished attempts'
+/// and what the running ones spent so far, per condition.
+fn costs(
+    finished: &BTreeMap<String, Vec<f64>>,
+    attempts: &Attempts,
+) -> BTreeMap<String, crate::analysis::spend::ConditionCosts> {
+    let mut out: BTreeMap<String, crate::analysis::spend::ConditionCosts> = finished
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                crate::analysis::spend::ConditionCosts {
+                    finished: v.clone(),
+                    ..Default::default()
+                },
+            )
+        })
+        .collect();
+    for r in attempts.running.lock().expect("lock").values() {
+        out.entry(r.condition.clone())
+            .or_default()
+            .running
+            .push(r.cost_usd);
+    }
+    out
 }
 
 /// `45 s`, `30 min`.

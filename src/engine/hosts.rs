@@ -1,9 +1,10 @@
 //! Docker hosts and their health. Each configured host is `up`, `down` (since when, the last
 //! error) or `draining` (answering, but not to be given new trials for a while — its disk or image
 //! store failed). A probe (connect, then `/_ping`) runs for each host on its own schedule: every
-//! few seconds while it is up, with a doubling back-off while it is not. The dispatcher places
-//! trials only on hosts that are up and asks for an early probe whenever an attempt meets a fault
-//! that suspects its host.
+//! few seconds while it is up, with a doubling back-off while it is not. The dispatcher tells the
+//! schedule each host's state (the schedule places trials only on hosts that are up, and counts
+//! what runs on each) and asks for an early probe whenever an attempt meets a fault that suspects
+//! its host.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,10 +78,6 @@ pub struct HostSlot {
     pub conn: Option<Arc<DockerHost>>,
     /// Its health.
     pub health: Health,
-    /// Trials running on it now.
-    pub in_use: usize,
-    /// CPUs and memory (MiB) the running trials asked for.
-    pub reserved: Need,
     /// When the next probe is due.
     pub next_probe: Instant,
     /// Wait before the probe after next, while down.
@@ -89,35 +86,6 @@ pub struct HostSlot {
     drains: u32,
     /// A probe is under way.
     pub probing: bool,
-}
-
-/// What a trial asks of a host: its task's `[environment] cpus` (1 when absent, as Harbor's
-/// default) and `memory_mb` (none counted when absent).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Need {
-    /// CPUs.
-    pub cpus: f64,
-    /// Memory, MiB.
-    pub memory_mb: u64,
-}
-
-impl Need {
-    /// What a task asks for.
-    pub fn of(task: &crate::skillsbench::Task) -> Need {
-        Need {
-            cpus: task.config.environment.cpus.unwrap_or(1.0),
-            memory_mb: task.config.environment.memory_mb.unwrap_or(0),
-        }
-    }
-
-    /// True when `more` fits beside what is reserved on `host` (its CPUs; its memory when the
-    /// daemon reports it).
-    pub fn fits(&self, more: Need, host: &DockerHost) -> bool {
-        let cpus_ok = self.cpus + more.cpus <= host.ncpu as f64 + 1e-9;
-        let mem_total_mb = (host.mem_total.max(0) as u64) / (1024 * 1024);
-        let mem_ok = mem_total_mb == 0 || self.memory_mb + more.memory_mb <= mem_total_mb;
-        cpus_ok && mem_ok
-    }
 }
 
 /// The result of one probe.
@@ -167,8 +135,6 @@ impl HostPool {
                     at: now,
                     error: "not checked yet".into(),
                 },
-                in_use: 0,
-                reserved: Need::default(),
                 next_probe: now,
                 backoff: DOWN_PING_MIN,
                 drains: 0,
@@ -179,39 +145,6 @@ impl HostPool {
             hosts,
             run_uid: run_uid.to_string(),
         }
-    }
-
-    /// The host that can take a trial needing `need` — up, below its `--concurrency` cap, and
-    /// with the CPUs and memory the task asks for still free (a trial alone on a host always fits,
-    /// clamped to what the host has) — preferring the one with the most free CPUs.
-    pub fn pick(&self, need: Need) -> Option<usize> {
-        self.hosts
-            .iter()
-            .enumerate()
-            .filter(|(_, h)| matches!(h.health, Health::Up { .. }))
-            .filter_map(|(i, h)| h.conn.as_ref().map(|c| (i, h, c)))
-            .filter(|(_, h, c)| h.in_use < h.slots && (h.in_use == 0 || h.reserved.fits(need, c)))
-            .max_by(|a, b| {
-                let free = |h: &HostSlot, c: &DockerHost| c.ncpu as f64 - h.reserved.cpus;
-                free(a.1, a.2).total_cmp(&free(b.1, b.2))
-            })
-            .map(|(i, _, _)| i)
-    }
-
-    /// Counts a trial needing `need` on host `i`.
-    pub fn take(&mut self, i: usize, need: Need) {
-        let h = &mut self.hosts[i];
-        h.in_use += 1;
-        h.reserved.cpus += need.cpus;
-        h.reserved.memory_mb += need.memory_mb;
-    }
-
-    /// Releases what [`HostPool::take`] counted.
-    pub fn release(&mut self, i: usize, need: Need) {
-        let h = &mut self.hosts[i];
-        h.in_use = h.in_use.saturating_sub(1);
-        h.reserved.cpus = (h.reserved.cpus - need.cpus).max(0.0);
-        h.reserved.memory_mb = h.reserved.memory_mb.saturating_sub(need.memory_mb);
     }
 
     /// True when no host is up.
@@ -365,8 +298,8 @@ impl HostPool {
         self.hosts[i].drains = 0;
     }
 
-    /// The row stored for host `i`.
-    pub fn row(&self, i: usize) -> HostRow {
+    /// The row stored for host `i`, with `running` trials on it (the schedule counts them).
+    pub fn row(&self, i: usize, running: usize) -> HostRow {
         let h = &self.hosts[i];
         let (since, last_error) = match &h.health {
             Health::Up { since } => (since.clone(), None),
@@ -379,7 +312,7 @@ impl HostPool {
             since,
             last_error,
             slots: h.slots,
-            running: h.in_use,
+            running,
             checked_at: now_rfc3339(),
         }
     }
@@ -389,82 +322,16 @@ impl HostPool {
 mod tests {
     use super::*;
 
-    fn host(ncpu: u32, mem_mb: i64) -> DockerHost {
-        DockerHost {
-            name: "h".into(),
-            docker: bollard::Docker::connect_with_defaults().expect("client"),
-            ncpu,
-            mem_total: mem_mb * 1024 * 1024,
-            server_version: String::new(),
-            slots: 8,
-            local: true,
-            run_uid: None,
-        }
-    }
-
-    /// Slots follow the tasks' own limits: on a 2-CPU, 4 GiB host, two 1-CPU trials, one 2-CPU
-    /// trial, or trials until the memory is taken — and a trial too big for the host still runs,
-    /// alone.
-    #[test]
-    fn slots_follow_the_tasks_cpus_and_memory() {
-        let mut p = pool(1);
-        p.hosts[0].health = Health::Up {
-            since: now_rfc3339(),
-        };
-        p.hosts[0].slots = 8;
-        p.hosts[0].conn = Some(Arc::new(host(2, 4096)));
-        let one = Need {
-            cpus: 1.0,
-            memory_mb: 1024,
-        };
-        assert_eq!(p.pick(one), Some(0));
-        p.take(0, one);
-        assert_eq!(p.pick(one), Some(0));
-        p.take(0, one);
-        assert_eq!(p.pick(one), None, "both CPUs taken");
-        p.release(0, one);
-        let big_mem = Need {
-            cpus: 0.5,
-            memory_mb: 3500,
-        };
-        assert_eq!(p.pick(big_mem), None, "memory taken");
-        p.release(0, one);
-        let huge = Need {
-            cpus: 8.0,
-            memory_mb: 65536,
-        };
-        assert_eq!(p.pick(huge), Some(0), "alone, it runs (clamped)");
-        p.take(0, huge);
-        assert_eq!(p.pick(one), None);
-        // --concurrency stays a cap.
-        p.release(0, huge);
-        p.hosts[0].slots = 1;
-        p.take(
-            0,
-            Need {
-                cpus: 0.1,
-                memory_mb: 0,
-            },
-        );
-        assert_eq!(
-            p.pick(Need {
-                cpus: 0.1,
-                memory_mb: 0
-            }),
-            None
-        );
-    }
-
     fn pool(n: usize) -> HostPool {
         let eps: Vec<String> = (0..n).map(|i| format!("tcp://h{i}:2375")).collect();
         HostPool::new(&eps, 2, "uid")
     }
 
+    /// (That nothing is placed meanwhile is the schedule's test of the same name.)
     #[test]
     fn hosts_start_down_and_nothing_is_placed_until_one_answers() {
         let p = pool(2);
         assert!(p.none_up());
-        assert_eq!(p.pick(Need::default()), None);
         let (_, error) = p.unavailable().unwrap();
         assert!(error.contains("not checked yet"), "{error}");
     }
@@ -502,7 +369,7 @@ mod tests {
             h.conn = None;
         }
         assert!(p.drain(0, Fault::DiskFull, "no space left on device"));
-        assert_eq!(p.row(0).state, "draining");
+        assert_eq!(p.row(0, 0).state, "draining");
         assert!(!p.drain(0, Fault::DiskFull, "again"), "already draining");
         // Draining counts as unavailable when it is the only state left.
         assert!(!p.none_up());

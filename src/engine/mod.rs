@@ -6,8 +6,13 @@
 //! - this file: the API — [`Engine`], [`RunRequest`], [`RunOutcome`], [`StopReason`],
 //!   [`EngineError`], [`EngineEvent`];
 //! - `register.rs`: registering (or resuming) a run and its warnings;
-//! - `dispatch.rs`: the scheduler loop — placement, host health, the heartbeat, operator commands,
-//!   waiting for Docker, and the one clean stop path every way out goes through;
+//! - `schedule.rs`: the scheduling decisions as a pure state machine fed events — the queue in
+//!   stage order (trial index first), placement under each host's CPUs, memory and slots and the
+//!   provider's adaptive limit, failover, faults in a row, retries, cancels, the wait for Docker,
+//!   when the run stops — tested without Docker;
+//! - `dispatch.rs`: the scheduler loop around it — the I/O: probes, starting attempts, the store's
+//!   writes, the heartbeat, operator commands, sweeps, and the one clean stop path every way out
+//!   goes through;
 //! - `hosts.rs`: Docker hosts and their health (`up`, `down`, `draining`);
 //! - `attempt.rs`: one attempt — running it, recording it, provider-failure retries.
 //!
@@ -24,6 +29,7 @@ mod dispatch;
 pub mod hosts;
 mod prebuild;
 mod register;
+mod schedule;
 
 use std::path::PathBuf;
 

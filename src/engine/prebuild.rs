@@ -6,14 +6,14 @@
 //! ([`crate::runner::ImageCache`]), so builds stay within the host's CPUs. A failed build ahead is
 //! not an event: the trial meets the same failure when it runs.
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use tokio::task::JoinSet;
 
 use super::attempt::Attempts;
-use super::hosts::{Health, HostPool};
 use crate::domain::TrialRow;
+use crate::runner::DockerHost;
 use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
 
 /// Builds ahead of the queue.
@@ -25,21 +25,16 @@ pub(super) struct Prebuilds {
 }
 
 impl Prebuilds {
-    /// Starts builds for the first queued trials whose images were not asked for yet, up to one
-    /// per CPU of the host that will most likely take them (the up host with the fewest trials).
-    pub fn top_up(
+    /// Starts builds for the first trials of `queue` (in the order they start) whose images were
+    /// not asked for yet, up to one per CPU of `host`, the one that will most likely take them
+    /// (the up host with the fewest trials; none: nothing is built).
+    pub fn top_up<'a>(
         &mut self,
-        queue: &VecDeque<TrialRow>,
+        queue: impl Iterator<Item = &'a TrialRow>,
         attempts: &Arc<Attempts>,
-        pool: &HostPool,
+        host: Option<Arc<DockerHost>>,
     ) {
-        let Some(host) = pool
-            .hosts
-            .iter()
-            .filter(|h| matches!(h.health, Health::Up { .. }))
-            .min_by_key(|h| h.in_use)
-            .and_then(|h| h.conn.clone())
-        else {
+        let Some(host) = host else {
             return;
         };
         let limit = host.ncpu.max(1) as usize;

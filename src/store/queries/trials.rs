@@ -239,8 +239,10 @@ pub fn all_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, Store
     trials_where(conn, "run_id = ?1 ORDER BY id", [run_id])
 }
 
-/// Queued attempts in execution order: trial index first, so every task and condition gets its
-/// first trial before any gets its second (early, unbiased pass rates on a partial run).
+/// Queued attempts trial index first, so every task and condition gets its first trial before
+/// any gets its second. This is the order they start in, but the engine's schedule decides it
+/// (`engine/schedule.rs`, `stage_order`: trial index, task id, condition key), whatever order it
+/// is given; this order is the same for readers of the queue (its test checks both agree).
 ///
 /// # Errors
 /// [`StoreError`] when the database fails.

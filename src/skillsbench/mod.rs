@@ -4,6 +4,7 @@ pub mod catalog;
 pub mod compose;
 pub mod condition;
 pub mod difficulty;
+pub mod digest;
 pub mod dockerfile;
 pub mod dockerignore;
 pub mod env;

@@ -195,6 +195,17 @@ pub struct RunArgs {
     /// Without it such a run refuses to start, naming each task, variable and place.
     #[arg(long)]
     pub allow_missing_env: bool,
+    /// A pinned task set: a SkillsBench registry.json (FILE#NAME@VERSION when it holds several
+    /// datasets), an AgentBeats task set, or a list of task name + Harbor digest (what `tasks
+    /// --json` prints). Before anything runs, every task must have its pinned digest: one that
+    /// differs or is missing refuses the run by name. The run keeps only the set's tasks and
+    /// records the set's name and version.
+    #[arg(long, value_name = "FILE")]
+    pub task_set: Option<String>,
+    /// Run although tasks differ from the pinned task set, or changed since the run began (on
+    /// resume); what differed is recorded with the run and in its events.
+    #[arg(long)]
+    pub allow_drift: bool,
 }
 
 /// `skillscope stop`.

@@ -353,13 +353,18 @@ impl Attempts {
             live_every: self.live_every,
             missing_env: self.missing_env,
         };
+        // The task's identity as Harbor 0.26 knows it, recorded with the attempt's first phase.
+        let mut record = AttemptRecord::default();
+        if let Some(d) = &job.task.digest {
+            record.task_digest(d);
+        }
         self.running.lock().expect("lock").insert(
             id,
             Running {
                 condition: job.row.condition.clone(),
                 cost_usd: 0.0,
                 stalled: false,
-                record: AttemptRecord::default(),
+                record,
             },
         );
         let end = run_trial(&job, &env, self.as_ref(), &cancel).await;

@@ -154,6 +154,7 @@ pub(super) fn imported_task(catalog: &Catalog, task_id: &str, path: &str) -> Run
         difficulty,
         path: path.to_string(),
         problems: Vec::new(),
+        digest: None,
     }
 }
 

@@ -490,6 +490,12 @@ pub struct Task {
     pub skills: Vec<Skill>,
     /// Problems that make the task unrunnable (bad task.toml, missing Dockerfile or tests).
     pub problems: Vec<String>,
+    /// Harbor 0.26's digest of the folder (`sha256:<hex>`, [`super::digest::task_digest`]),
+    /// once [`super::TaskSet::compute_digests`] computed it; `None` before, or when the folder
+    /// could not be read ([`Task::digest_error`] says why).
+    pub digest: Option<String>,
+    /// Why the digest could not be computed.
+    pub digest_error: Option<String>,
 }
 
 impl Task {
@@ -589,6 +595,16 @@ impl Task {
             difficulty,
             skills,
             problems,
+            digest: None,
+            digest_error: None,
+        }
+    }
+
+    /// Computes [`Task::digest`] (or [`Task::digest_error`]) from the folder as it is now.
+    pub fn compute_digest(&mut self) {
+        match super::digest::task_digest(&self.dir) {
+            Ok(d) => (self.digest, self.digest_error) = (Some(d), None),
+            Err(e) => (self.digest, self.digest_error) = (None, Some(e.to_string())),
         }
     }
 }

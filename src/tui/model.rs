@@ -1023,6 +1023,7 @@ mod tests {
                 resume_command: None,
                 max_cost_usd: None,
                 provider_limit: None,
+                task_set: None,
             },
             tasks: vec![
                 RunTaskRow {
@@ -1031,6 +1032,7 @@ mod tests {
                     difficulty: "hard".into(),
                     path: String::new(),
                     problems: vec![],
+                    digest: None,
                 },
                 RunTaskRow {
                     task_id: "a-task".into(),
@@ -1038,6 +1040,7 @@ mod tests {
                     difficulty: "easy".into(),
                     path: String::new(),
                     problems: vec![],
+                    digest: None,
                 },
                 RunTaskRow {
                     task_id: "c-task".into(),
@@ -1045,6 +1048,7 @@ mod tests {
                     difficulty: "easy".into(),
                     path: String::new(),
                     problems: vec![],
+                    digest: None,
                 },
             ],
             trials: [

@@ -54,6 +54,7 @@ fn round1_template() -> &'static Path {
                     },
                     stay_alive: None,
                     resume_command: None,
+                    pin: Default::default(),
                 };
                 let out = Engine::new(store.clone())
                     .run(req, CancellationToken::new())

@@ -17,5 +17,6 @@ mod rubric;
 mod scoring;
 mod skillsbench_tasks;
 mod tables;
+mod task_set;
 mod tui_app;
 mod tui_snapshots;

@@ -122,6 +122,8 @@ pub struct RunInfo {
     pub agent_settings: Vec<serde_json::Value>,
     /// Settings that could not be pinned for its agent (from those records).
     pub unpinned: Vec<String>,
+    /// The pinned task set its tasks were checked against (`run --task-set`), when one was.
+    pub task_set: Option<crate::domain::TaskSetPin>,
 }
 
 /// A task of the fixed denominator.

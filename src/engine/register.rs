@@ -167,6 +167,12 @@ fn warnings(req: &RunRequest, taskset: &TaskSet) -> Vec<String> {
         ));
     }
     for t in &taskset.tasks {
+        if t.asks_separate_verifier() {
+            out.push(format!(
+                "task {} asks for a separate verifier environment (Harbor 0.26's `separate` mode); skillscope runs its verifier in the agent's container after the agent, and its result.json and lock.json say `shared`",
+                t.id
+            ));
+        }
         if t.config.environment.gpus > 0 {
             out.push(format!(
                 "task {} asks for {} GPU(s); skillscope does not pass GPUs to containers",

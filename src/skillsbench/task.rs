@@ -600,6 +600,26 @@ impl Task {
         }
     }
 
+    /// True when `task.toml` asks Harbor 0.26 to verify in a fresh environment of its own
+    /// (`[verifier] environment_mode = "separate"`, or a `[verifier.environment]` table without
+    /// `environment_mode = "shared"`). skillscope runs every verifier in the agent's container.
+    pub fn asks_separate_verifier(&self) -> bool {
+        let Ok(text) = std::fs::read_to_string(self.dir.join("task.toml")) else {
+            return false;
+        };
+        let Ok(table) = toml::from_str::<toml::Table>(&text) else {
+            return false;
+        };
+        let verifier = table.get("verifier").and_then(|v| v.as_table());
+        match verifier
+            .and_then(|v| v.get("environment_mode"))
+            .and_then(|m| m.as_str())
+        {
+            Some(mode) => mode == "separate",
+            None => verifier.is_some_and(|v| v.get("environment").is_some_and(|e| e.is_table())),
+        }
+    }
+
     /// Computes [`Task::digest`] (or [`Task::digest_error`]) from the folder as it is now.
     pub fn compute_digest(&mut self) {
         match super::digest::task_digest(&self.dir) {

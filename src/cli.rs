@@ -554,7 +554,8 @@ pub struct ReportArgs {
     /// Report an experiment: its four conditions A, B, A', B' and the plan's comparisons.
     #[arg(long, conflicts_with = "runs")]
     pub experiment: Option<String>,
-    /// Formats to write, comma-separated [default: md,json,csv].
+    /// Formats to write, comma-separated [default: md,json,csv]; `leaderboard` writes
+    /// SkillsBench's AgentBeats leaderboard rows (leaderboard.json).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub format: Vec<crate::report::Format>,
     /// Output folder [default: reports/<experiment or run> beside the database].
@@ -570,6 +571,10 @@ pub struct ReportArgs {
     /// pass@2-adaptive and flaky tasks count successes by it. Method D stays the mean reward.
     #[arg(long, default_value_t = crate::analysis::success::DEFAULT_PASS_THRESHOLD, value_parser = pass_threshold)]
     pub pass_threshold: f64,
+    /// The agent's registered AgentBeats id for `--format leaderboard` (the board takes only
+    /// such ids); without it a stable id is derived from the runs.
+    #[arg(long, value_name = "UUID")]
+    pub agentbeats_id: Option<String>,
 }
 
 /// Parses `--pass-threshold`: a number in (0, 1].

@@ -169,4 +169,42 @@ async fn the_example_run_carries_harbor_026_locks() {
     assert!(text.contains("validated 44 files"), "{text}");
     assert_eq!(text.matches("ok TrialLock").count(), 10, "{text}");
     assert_eq!(text.matches("(exact)").count(), 10, "{text}");
+
+    // Its leaderboard rows, as SkillsBench's AgentBeats board takes them.
+    let conn = s.store.connect().unwrap();
+    let board = skillscope::report::leaderboard::build(
+        &conn,
+        &skillscope::analysis::results::Selection::Runs(vec!["examples".into()]),
+        None,
+        &skillscope::skillsbench::Catalog::shipped(),
+    )
+    .unwrap();
+    let value = serde_json::to_value(&board).unwrap();
+    assert_eq!(
+        skillscope::report::leaderboard::validate(&value),
+        Vec::<String>::new()
+    );
+    assert_eq!(board.status, "completed");
+    let rows: Vec<_> = board.results.iter().flat_map(|s| &s.results).collect();
+    assert_eq!(rows.len(), 10);
+    assert!(
+        rows.iter()
+            .all(|r| r.score_eligible && r.task_digest.is_some())
+    );
+    assert_eq!(
+        rows.iter().filter(|r| r.passed).count(),
+        rows.iter().filter(|r| rows_pass(&s, &r.trial_id)).count()
+    );
+}
+
+/// True when the store says trial `name` of the scratch run passed.
+fn rows_pass(s: &Scratch, name: &str) -> bool {
+    let c = s.store.connect().unwrap();
+    let run = skillscope::store::queries::find_run(&c, "examples")
+        .unwrap()
+        .unwrap();
+    skillscope::store::queries::current_trials(&c, run.id)
+        .unwrap()
+        .iter()
+        .any(|t| t.trial_name == name && t.outcome == Some(skillscope::store::Outcome::Pass))
 }

@@ -10,6 +10,7 @@ mod analysis;
 mod failure_categories;
 mod import;
 mod import_published;
+mod leaderboard;
 mod plan_forecast;
 mod properties;
 mod report;

@@ -412,9 +412,17 @@ pub struct StandinArgs {
     /// Project key clients must send as `Authorization: Bearer <key>`.
     #[arg(long, default_value = "sk-ac-local")]
     pub key: String,
-    /// Behave like a released server without `PATCH /session/{id}/task/{task_id}/status`.
-    #[arg(long)]
+    /// Behave like a released server without `PATCH /session/{id}/task/{task_id}/status` (the
+    /// same as `--api released`).
+    #[arg(long, conflicts_with = "api")]
     pub no_status_patch: bool,
+    /// Which Acontext to answer as: `released` (main, SDK 0.1.22: project criteria,
+    /// download_zip, learning statuses pending/distilling/skill_writing/queued/completed/failed),
+    /// `skill-bench` (the branch: manual task status, statuses pending/running/completed/failed,
+    /// no criteria, no download_zip) or `released+patch` (released plus the branch's status PATCH
+    /// and flag) [default: released+patch].
+    #[arg(long, value_name = "API")]
+    pub api: Option<String>,
 }
 
 /// `skillscope summarize`.

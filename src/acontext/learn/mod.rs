@@ -649,6 +649,7 @@ impl Learner {
                     }})),
                     user: None,
                     disable_task_status_change: (mode == StatusMode::Patch).then_some(true),
+                    disable_task_tracking: None,
                 };
                 match self
                     .with_server_wait(opts, || self.client.create_session(&req))

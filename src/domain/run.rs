@@ -126,7 +126,7 @@ pub struct RunTaskRow {
     pub digest: Option<String>,
 }
 
-/// Every drifted task in one phrase: `hvac-control (digest differs: sha256:ea07c7b4… pinned
+/// Every drifted task in one phrase: `hvac-control (digest differs: sha256:ea07c7b4… instead of
 /// sha256:a134cc15…), x (missing from the tasks folder)`.
 pub fn describe_drift(drift: &[TaskDrift]) -> String {
     let short = |d: &str| {
@@ -138,7 +138,7 @@ pub fn describe_drift(drift: &[TaskDrift]) -> String {
         .iter()
         .map(|d| match &d.found {
             Some(found) => format!(
-                "{} ({}: {} pinned {})",
+                "{} ({}: {} instead of {})",
                 d.task,
                 d.reason,
                 short(found),

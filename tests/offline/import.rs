@@ -773,3 +773,91 @@ fn harbor_026_trials_are_judged_by_its_error_policy() {
     assert_eq!((again.imported, again.already_present), (0, 3));
     store.writer().stop();
 }
+
+/// What skillscope writes, read back: each outcome's `result.json` (and `lock.json`) imported as
+/// a Harbor 0.26 trial keeps its verdict when Harbor 0.26 would count its reward, and has none
+/// otherwise — a provider failure stays a provider error, a cancel a cancel.
+#[test]
+fn our_own_trial_folders_import_by_harbor_026s_reading() {
+    use skillscope::harbor::jobdir::{
+        TrialFacts, trial_lock, trial_result, write_json_atomic, write_lock,
+    };
+    use skillscope::store::{TrialRow, TrialStatus};
+    let dir = tempfile::tempdir().unwrap();
+    let job_dir = dir.path().join("jobs/roundtrip__noskills");
+    let facts = TrialFacts {
+        task_path: PathBuf::from("/t/passes"),
+        task_checksum: "0".repeat(64),
+        agent_name: "oracle".into(),
+        agent_version: "1".into(),
+        model: None,
+        job_dir: job_dir.clone(),
+        job_id: "j".into(),
+        cpus: Some(2.0),
+        memory_mb: None,
+        kwargs: Default::default(),
+        task_digest: Some(PASSES_DIGEST.into()),
+        task_version: None,
+        skills: Vec::new(),
+    };
+    let cases = [
+        (Outcome::Pass, Some(1.0), Outcome::Pass),
+        (Outcome::Fail, Some(0.4), Outcome::Fail),
+        (Outcome::AgentTimeout, Some(0.0), Outcome::AgentTimeout),
+        (Outcome::AgentTimeout, None, Outcome::RuntimeError),
+        (Outcome::VerifierTimeout, None, Outcome::RuntimeError),
+        (Outcome::NoReward, None, Outcome::RuntimeError),
+        (Outcome::BuildError, None, Outcome::RuntimeError),
+        (Outcome::RuntimeError, None, Outcome::RuntimeError),
+        (Outcome::ProviderError, None, Outcome::ProviderError),
+        (Outcome::Cancelled, None, Outcome::Cancelled),
+    ];
+    for (i, (outcome, reward, _)) in cases.iter().enumerate() {
+        let row = TrialRow {
+            task_id: format!("task-{i}"),
+            condition: "no-skills".into(),
+            trial_index: 1,
+            attempt: 1,
+            status: TrialStatus::Done,
+            outcome: Some(*outcome),
+            reward: *reward,
+            rewards: reward.map(|r| serde_json::json!({ "reward": r })),
+            agent: "oracle".into(),
+            trial_name: format!("task-{i}__Abcdefg"),
+            started_at: Some("2026-11-20T09:30:00.000Z".into()),
+            finished_at: Some("2026-11-20T09:31:00.000Z".into()),
+            ..TrialRow::default()
+        };
+        let trial_dir = job_dir.join(&row.trial_name);
+        write_lock(
+            &trial_dir.join("lock.json"),
+            &trial_lock(&row, &facts).unwrap(),
+        )
+        .unwrap();
+        write_json_atomic(
+            &trial_dir.join("result.json"),
+            &trial_result(&row, &facts, &trial_dir),
+        )
+        .unwrap();
+    }
+    let store = Store::open(&dir.path().join("r.db")).unwrap();
+    let report = import(&store, &opts(vec![dir.path().join("jobs")])).unwrap();
+    assert_eq!(report.imported, cases.len(), "{:?}", report.broken);
+    let conn = store.connect().unwrap();
+    let run = queries::find_run(&conn, &report.runs[0]).unwrap().unwrap();
+    let trials = queries::current_trials(&conn, run.id).unwrap();
+    for (i, (written, reward, read)) in cases.iter().enumerate() {
+        let t = trials
+            .iter()
+            .find(|t| t.task_id == format!("task-{i}"))
+            .unwrap();
+        assert_eq!(t.outcome, Some(*read), "{written:?} with reward {reward:?}");
+        assert_eq!(t.task_digest.as_deref(), Some(PASSES_DIGEST));
+        if read.is_verdict() {
+            assert_eq!(t.reward, *reward);
+        } else {
+            assert_eq!(t.reward, None, "{written:?}");
+        }
+    }
+    store.writer().stop();
+}

@@ -4,7 +4,8 @@
 //! `harbor.publisher.packager.Packager.compute_content_hash` and `harbor.skills.compute_skill_digest`
 //! (harbor 0.26.0 from PyPI, pathspec 1.1.1, Python 3.12.1) and BenchFlow's
 //! `benchflow._utils.task_authoring.task_digest` (benchflow-ai/benchflow at 62cc7e4), run on the
-//! folders in the repository and on trees built file for file as [`tree`] builds them here.
+//! folders in the repository (the example tasks, fixture tasks, and a vendored real SkillsBench
+//! task) and on trees built file for file as [`tree`] builds them here.
 
 use std::path::{Path, PathBuf};
 
@@ -408,12 +409,21 @@ const FIXTURE_TASKS: [(&str, &str, &str); 6] = [
     ),
 ];
 
+/// A real SkillsBench task, vendored (`tests/fixtures/skillsbench-tasks`, Apache-2.0, see its
+/// NOTICE): the data-only copy of 3d-scan-calc (task.toml, instruction.md, one skill).
+const REAL_TASKS: [(&str, &str, &str); 1] = [(
+    "3d-scan-calc",
+    "sha256:b9b988ef09e749bd8d3f99094a4817c8351402fd1a78b66d347d1d714ecf3369",
+    "sha256:bdd7d088a60ae0140bad50bf58f185cb835c090bdaa41a5060422963033a4788",
+)];
+
 #[test]
 fn example_and_fixture_tasks_digest_as_harbor_and_benchflow_do() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
     for (folder, table) in [
         ("data/example-tasks", &EXAMPLE_TASKS[..]),
         ("tests/fixtures/tasks", &FIXTURE_TASKS[..]),
+        ("tests/fixtures/skillsbench-tasks", &REAL_TASKS[..]),
     ] {
         for (name, harbor, benchflow) in table {
             let dir = repo.join(folder).join(name);

@@ -762,6 +762,17 @@ impl Learner {
                 .with_server_wait(opts, || self.client.learning_session(&remote, &sid))
                 .await?;
             if last.as_deref() != Some(ls.status.as_str()) {
+                if ls.is_unknown() {
+                    // Neither the released API nor the skill-bench branch reports it: polled on
+                    // until completed or failed all the same.
+                    tracing::warn!(
+                        "{} {}#{}: learning status {:?} is not one Acontext is known to report",
+                        space.label,
+                        row.task_id,
+                        row.trial_index,
+                        crate::sanitize::text(&ls.status)
+                    );
+                }
                 last = Some(ls.status.clone());
                 self.patch_step(
                     space,

@@ -195,6 +195,17 @@ pub struct RunArgs {
     /// Without it such a run refuses to start, naming each task, variable and place.
     #[arg(long)]
     pub allow_missing_env: bool,
+    /// A pinned task set: a SkillsBench registry.json (FILE#NAME@VERSION when it holds several
+    /// datasets), an AgentBeats task set, or a list of task name + Harbor digest (what `tasks
+    /// --json` prints). Before anything runs, every task must have its pinned digest: one that
+    /// differs or is missing refuses the run by name. The run keeps only the set's tasks and
+    /// records the set's name and version.
+    #[arg(long, value_name = "FILE")]
+    pub task_set: Option<String>,
+    /// Run although tasks differ from the pinned task set, or changed since the run began (on
+    /// resume); what differed is recorded with the run and in its events.
+    #[arg(long)]
+    pub allow_drift: bool,
 }
 
 /// `skillscope stop`.
@@ -401,9 +412,17 @@ pub struct StandinArgs {
     /// Project key clients must send as `Authorization: Bearer <key>`.
     #[arg(long, default_value = "sk-ac-local")]
     pub key: String,
-    /// Behave like a released server without `PATCH /session/{id}/task/{task_id}/status`.
-    #[arg(long)]
+    /// Behave like a released server without `PATCH /session/{id}/task/{task_id}/status` (the
+    /// same as `--api released`).
+    #[arg(long, conflicts_with = "api")]
     pub no_status_patch: bool,
+    /// Which Acontext to answer as: `released` (main, SDK 0.1.22: project criteria,
+    /// download_zip, learning statuses pending/distilling/skill_writing/queued/completed/failed),
+    /// `skill-bench` (the branch: manual task status, statuses pending/running/completed/failed,
+    /// no criteria, no download_zip) or `released+patch` (released plus the branch's status PATCH
+    /// and flag) [default: released+patch].
+    #[arg(long, value_name = "API")]
+    pub api: Option<String>,
 }
 
 /// `skillscope summarize`.
@@ -543,7 +562,8 @@ pub struct ReportArgs {
     /// Report an experiment: its four conditions A, B, A', B' and the plan's comparisons.
     #[arg(long, conflicts_with = "runs")]
     pub experiment: Option<String>,
-    /// Formats to write, comma-separated [default: md,html,json,csv].
+    /// Formats to write, comma-separated [default: md,html,json,csv]; `leaderboard` writes
+    /// SkillsBench's AgentBeats leaderboard rows (leaderboard.json).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub format: Vec<crate::report::Format>,
     /// Output folder [default: reports/<experiment or run> beside the database].
@@ -564,6 +584,10 @@ pub struct ReportArgs {
     /// (underpowered)`, never supported or contradicted.
     #[arg(long, default_value_t = crate::analysis::power::DEFAULT_EFFECT_PP, value_parser = effect_pp)]
     pub effect: f64,
+    /// The agent's registered AgentBeats id for `--format leaderboard` (the board takes only
+    /// such ids); without it a stable id is derived from the runs.
+    #[arg(long, value_name = "UUID")]
+    pub agentbeats_id: Option<String>,
 }
 
 /// Parses `--effect`: percentage points above 0 and at most 100.

@@ -6,6 +6,7 @@ pub mod client;
 pub mod export;
 pub mod learn;
 pub mod model;
+pub mod offer;
 pub mod standin;
 pub mod versions;
 

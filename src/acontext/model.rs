@@ -42,6 +42,11 @@ pub struct CreateSession {
     /// Ask the server to keep the task agent from finalizing status (skill-bench servers).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disable_task_status_change: Option<bool>,
+    /// Task tracking off (released API and skill-bench alike): the session's messages are
+    /// stored but never processed — no task is extracted, nothing is learned. For sessions that
+    /// must not teach a space (the status-mode probe).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disable_task_tracking: Option<bool>,
 }
 
 /// `model.Message`.
@@ -132,15 +137,33 @@ pub struct LearningSpaceSession {
     /// Session.
     #[serde(default)]
     pub session_id: String,
-    /// `pending`, `distilling`, `queued`, `skill_writing`, `completed` or `failed`.
+    /// Released servers (main, SDK 0.1.22): `pending`, `distilling`, `skill_writing`, `queued`
+    /// (the space's skill agent is busy with another session), `completed` or `failed`. The
+    /// `skill-bench` branch: `pending`, `running`, `completed` or `failed`.
     #[serde(default)]
     pub status: String,
 }
 
+/// Every learning-session status a released server (main) or the `skill-bench` branch reports.
+pub const LEARNING_STATUSES: [&str; 7] = [
+    "pending",
+    "distilling",
+    "skill_writing",
+    "queued",
+    "running",
+    "completed",
+    "failed",
+];
+
 impl LearningSpaceSession {
-    /// True once learning finished (`completed` or `failed`).
+    /// True once learning finished (`completed` or `failed`), on either server.
     pub fn is_terminal(&self) -> bool {
         matches!(self.status.as_str(), "completed" | "failed")
+    }
+
+    /// True for a status neither server reports (kept and polled on, but said).
+    pub fn is_unknown(&self) -> bool {
+        !LEARNING_STATUSES.contains(&self.status.as_str())
     }
 }
 

@@ -56,6 +56,8 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 "missing_trajectory": report.missing_trajectory,
                 "not_atif": report.not_atif,
                 "unknown_condition": report.unknown_condition,
+                "without_valid_reward": report.without_valid_reward,
+                "multi_step": report.multi_step,
                 "seconds": report.elapsed.as_secs_f64(),
                 "files": report.files,
                 "runs": statuses,
@@ -141,6 +143,21 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 println!("  {}", p.display());
             }
         }
+    }
+    if !report.without_valid_reward.is_empty() {
+        println!(
+            "{} Harbor 0.26 trial(s) have no valid reward (Harbor's error policy; their reward file does not count): imported without a verdict, counted 0 by Method D:",
+            report.without_valid_reward.len()
+        );
+        for p in report.without_valid_reward.iter().take(20) {
+            println!("  {}", p.display());
+        }
+    }
+    if report.multi_step > 0 {
+        println!(
+            "{} multi-step trial(s) scored by their trial-level reward (Harbor's aggregate over steps)",
+            report.multi_step
+        );
     }
     if report.unknown_condition > 0 {
         println!(

@@ -35,10 +35,6 @@ pub fn execute(args: ReportArgs) -> Result<()> {
         effect_pp: args.effect,
         as_of: Some(chrono::Utc::now()),
     };
-    let t0 = std::time::Instant::now();
-    let report = report::build(conn, &selection, &scoring)
-        .wrap_err_with(|| format!("analysing {}", args.db.db.display()))?;
-    let analysed = t0.elapsed();
     let name = sanitize_slug(&match &selection {
         Selection::Experiment(e) => e.clone(),
         Selection::Runs(r) if r.len() == 1 => r[0].clone(),
@@ -53,7 +49,58 @@ pub fn execute(args: ReportArgs) -> Result<()> {
     } else {
         args.format.clone()
     };
-    let written = report::write(&report, &out, &formats)?;
+    if let Some(id) = &args.agentbeats_id
+        && !report::leaderboard::is_agentbeats_id(id)
+    {
+        return Err(eyre!(
+            "--agentbeats-id {id:?} is not an AgentBeats agent id (a UUID whose variant digit is 8, 9, a or b)"
+        ));
+    }
+    if formats.iter().any(|f| *f != Format::Leaderboard) {
+        full_report(conn, &args, &selection, &scoring, &out, &formats)?;
+    }
+    if formats.contains(&Format::Leaderboard) {
+        let (path, board) = report::leaderboard::write(
+            conn,
+            &selection,
+            args.agentbeats_id.as_deref(),
+            &crate::skillsbench::Catalog::shipped(),
+            &out,
+        )?;
+        let rows: Vec<&report::leaderboard::Row> =
+            board.results.iter().flat_map(|s| &s.results).collect();
+        let ineligible = rows.iter().filter(|r| !r.score_eligible).count();
+        println!(
+            "wrote {} ({} rows in {} shard(s), {} ineligible: infrastructure failures, not failed; participant {}{})",
+            path.display(),
+            rows.len(),
+            board.results.len(),
+            ineligible,
+            board.participants.agent,
+            if args.agentbeats_id.is_none() {
+                ", derived: pass --agentbeats-id with the agent's registered id to submit"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(())
+}
+
+/// The Markdown, JSON and CSV report of `selection` in `out`, and its summary on stdout.
+fn full_report(
+    conn: &Connection,
+    args: &ReportArgs,
+    selection: &Selection,
+    scoring: &Scoring,
+    out: &std::path::Path,
+    formats: &[Format],
+) -> Result<()> {
+    let t0 = std::time::Instant::now();
+    let report = report::build(conn, selection, scoring)
+        .wrap_err_with(|| format!("analysing {}", args.db.db.display()))?;
+    let analysed = t0.elapsed();
+    let written = report::write(&report, out, formats)?;
     let r = &report.results;
     if let Some(i) = &r.interim {
         println!("{}", crate::sanitize::text(&i.describe()));

@@ -4,7 +4,7 @@
 
 use color_eyre::eyre::{Result, WrapErr};
 
-use crate::acontext::standin::{FakeServer, FakeState, STANDIN_LABEL};
+use crate::acontext::standin::{Api, FakeServer, FakeState, STANDIN_LABEL};
 use crate::cli::StandinArgs;
 
 /// Runs `skillscope acontext-standin`.
@@ -12,16 +12,22 @@ use crate::cli::StandinArgs;
 /// # Errors
 /// The port cannot be bound.
 pub async fn execute(args: StandinArgs) -> Result<()> {
-    let state = FakeState::new(&args.key, !args.no_status_patch);
+    let api = match &args.api {
+        Some(name) => Api::parse(name).map_err(|e| color_eyre::eyre::eyre!(e))?,
+        None if args.no_status_patch => Api::Released,
+        None => Api::ReleasedWithStatusPatch,
+    };
+    let state = FakeState::with_api(&args.key, api);
     state.lock().map(|mut s| s.keep_log = false).ok();
     let mut server = FakeServer::try_start(state, ([127, 0, 0, 1], args.port).into())
         .await
         .wrap_err_with(|| format!("starting the Acontext stand-in on 127.0.0.1:{}", args.port))?;
     crate::outln!(
-        "serving {STANDIN_LABEL} on {} (key {}, status PATCH {}); Ctrl-C stops it",
+        "serving {STANDIN_LABEL} on {} (key {}, API {}: status PATCH {}); Ctrl-C stops it",
         server.base_url(),
         args.key,
-        if args.no_status_patch { "off" } else { "on" }
+        api.as_str(),
+        if api.status_patch() { "on" } else { "off" }
     );
     crate::outln!(
         "try: ACONTEXT_BASE_URL={} ACONTEXT_API_KEY={} skillscope experiment plans/examples.toml",

@@ -81,6 +81,24 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                 .unwrap_or_default(),
             r.created_at
         );
+        if let Some(pin) = &r.task_set {
+            println!(
+                "task set {} ({}, {} digests): {} of {} pinned task(s) matched{}",
+                crate::sanitize::text(&pin.label()),
+                crate::sanitize::text(&pin.file),
+                pin.algorithm,
+                pin.n_tasks.saturating_sub(pin.drift.len()),
+                pin.n_tasks,
+                if pin.drift.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; run with --allow-drift: {}",
+                        crate::sanitize::text(&crate::domain::describe_drift(&pin.drift))
+                    )
+                }
+            );
+        }
         if let (Some(since), false) = (&r.waiting_since, s.liveness.is_stale()) {
             println!(
                 "waiting for Docker since {since}: {}",

@@ -43,7 +43,7 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
     }
     let dir = super::tasks_dir_or_examples(args.tasks.as_deref())?;
     let catalog = super::catalog_with(args.catalog.as_deref())?;
-    let set = TaskSet::load(&dir, &catalog, &[])?;
+    let mut set = TaskSet::load(&dir, &catalog, &[])?;
     let bad_tasks = set.tasks.iter().filter(|t| !t.problems.is_empty()).count();
     let invalid_skills: usize = set
         .tasks
@@ -56,6 +56,9 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
         exit_code::FINISHED
     };
     if args.json {
+        // Harbor 0.26's digest of each folder: the `task.digest` its trials' lock.json carry, and
+        // what a pinned task set (`run --task-set`) of these tasks lists.
+        set.compute_digests();
         let tasks: Vec<serde_json::Value> = set
             .tasks
             .iter()
@@ -66,6 +69,7 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
                     "verifier_timeout_sec": t.config_read.then_some(t.config.verifier.timeout_sec),
                     "problems": t.problems, "skills": t.skills,
                     "not_skills": t.not_skills,
+                    "digest": t.digest, "digest_error": t.digest_error,
                 })
             })
             .collect();
@@ -73,6 +77,7 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
                 "root": set.root,
+                "digest_algorithm": crate::skillsbench::pinned::Algorithm::Harbor.as_str(),
                 "tasks": tasks,
                 "cannot_run": bad_tasks,
                 "invalid_skills": invalid_skills,
@@ -194,6 +199,8 @@ async fn check(args: TasksArgs) -> Result<i32> {
         self_gen_prompt: None,
         skill_creator: None,
         allow_missing_env: c.allow_missing_env,
+        task_set: None,
+        allow_drift: false,
     };
     let (mut req, db) = super::shared::request::build_request(
         &run_args,

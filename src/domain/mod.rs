@@ -11,6 +11,6 @@ pub mod trial;
 
 pub(crate) use outcome::text_enum;
 pub use outcome::{Outcome, ParseEnumError, TrialStatus};
-pub use run::{RunRow, RunTaskRow};
+pub use run::{RunRow, RunTaskRow, TaskDrift, TaskSetPin, describe_drift};
 pub use time::now_rfc3339;
 pub use trial::{SkillUseRow, TrialBrief, TrialKey, TrialPlan, TrialRow};

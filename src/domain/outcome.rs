@@ -135,7 +135,9 @@ impl Outcome {
         )
     }
 
-    /// The exception type Harbor records for this outcome in `result.json`, if any.
+    /// The exception type Harbor records for this outcome in `result.json`, if any. A provider
+    /// failure is Harbor 0.26's `ApiError` (the model API group of its error policy: retried,
+    /// graded, reward not valid), so Harbor and a re-import read it as skillscope does.
     pub fn harbor_exception_type(self) -> Option<&'static str> {
         match self {
             Outcome::Pass | Outcome::Fail => None,
@@ -144,7 +146,7 @@ impl Outcome {
             Outcome::BuildError => Some("EnvironmentBuildError"),
             Outcome::RuntimeError => Some("RuntimeError"),
             Outcome::NoReward => Some("RewardFileNotFoundError"),
-            Outcome::ProviderError => Some("ProviderError"),
+            Outcome::ProviderError => Some("ApiError"),
             Outcome::Cancelled | Outcome::Interrupted => Some("CancelledError"),
         }
     }

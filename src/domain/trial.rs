@@ -125,6 +125,10 @@ pub struct TrialRow {
     /// Each image of the trial's chain (`[{"tag", "seconds", "built"}]`, the base image first):
     /// the seconds its build took, 0 when it was reused. `None` before an image was ready.
     pub image_builds: Option<serde_json::Value>,
+    /// Harbor 0.26's digest of the task folder the attempt ran (`sha256:<64 hex>`, the
+    /// `task.digest` of its `lock.json`): the same digest means the same task files, here and
+    /// in a Harbor run. `None` when it could not be computed or the row predates it.
+    pub task_digest: Option<String>,
 }
 
 /// The few columns of an attempt that pass rates and the dashboard grid need — read in bulk

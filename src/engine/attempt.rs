@@ -333,6 +333,29 @@ impl Attempts {
         sum
     }
 
+    /// The skills `condition` gives the agent of `task`, with their digests (for the lock), off
+    /// the async threads. A skill that cannot be read is left out and said.
+    async fn skill_locks(
+        &self,
+        task: &Arc<Task>,
+        condition: &Condition,
+    ) -> Vec<crate::harbor::lock::SkillLock> {
+        let Some(root) = condition.skills_root(&task.id, &task.dir) else {
+            return Vec::new();
+        };
+        match tokio::task::spawn_blocking(move || crate::harbor::lock::skill_locks(&root)).await {
+            Ok(Ok(locks)) => locks,
+            Ok(Err(e)) => {
+                self.engine.notice(
+                    "warn",
+                    format!("{}: skills left out of lock.json: {e}", task.id),
+                );
+                Vec::new()
+            }
+            Err(_) => Vec::new(),
+        }
+    }
+
     fn facts(&self, task: &Task, condition: &Condition, checksum: String) -> TrialFacts {
         let job_dir = self.jobs.job_dir(&condition.slug());
         let mut kwargs = BTreeMap::new();
@@ -349,6 +372,9 @@ impl Attempts {
             cpus: task.config.environment.cpus,
             memory_mb: task.config.environment.memory_mb,
             kwargs,
+            task_digest: task.digest.clone(),
+            task_version: crate::harbor::lock::task_version(&task.dir),
+            skills: Vec::new(),
         }
     }
 
@@ -385,7 +411,8 @@ impl Attempts {
             return Ok(AttemptEnd::judged(row));
         };
         let checksum = self.checksum(&task).await;
-        let facts = self.facts(&task, &condition, checksum);
+        let mut facts = self.facts(&task, &condition, checksum);
+        facts.skills = self.skill_locks(&task, &condition).await;
         let trial_dir = facts.job_dir.join(&row.trial_name);
         let _ = std::fs::create_dir_all(&trial_dir);
         // The config says what the container gets: a request above the host's is cut and marked.
@@ -393,6 +420,25 @@ impl Attempts {
             clamped: crate::runner::limits::Limits::on(&task.config.environment, &host).clamped(),
             ..row.clone()
         };
+        // Harbor writes the lock first, at the trial's start: its resolved inputs.
+        match jobdir::trial_lock(&planned, &facts) {
+            Some(lock) => {
+                if let Err(e) = jobdir::write_lock(&trial_dir.join("lock.json"), &lock) {
+                    self.engine.notice(
+                        "error",
+                        format!("writing {}: {e}", trial_dir.join("lock.json").display()),
+                    );
+                }
+            }
+            None => self.engine.notice(
+                "warn",
+                format!(
+                    "{}: no lock.json (the task's digest could not be computed: {})",
+                    planned.trial_name,
+                    task.digest_error.as_deref().unwrap_or("unknown")
+                ),
+            ),
+        }
         let _ = jobdir::write_json_atomic(
             &trial_dir.join("config.json"),
             &jobdir::trial_config(&planned, &facts),
@@ -417,13 +463,18 @@ impl Attempts {
             live_every: self.live_every,
             missing_env: self.missing_env,
         };
+        // The task's identity as Harbor 0.26 knows it, recorded with the attempt's first phase.
+        let mut record = AttemptRecord::default();
+        if let Some(d) = &job.task.digest {
+            record.task_digest(d);
+        }
         self.running.lock().expect("lock").insert(
             id,
             Running {
                 condition: job.row.condition.clone(),
                 cost_usd: 0.0,
                 stalled: false,
-                record: AttemptRecord::default(),
+                record,
             },
         );
         let end = run_trial(&job, &env, self.as_ref(), &cancel).await;

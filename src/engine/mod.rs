@@ -76,9 +76,23 @@ pub enum EngineError {
         "run stopped: {0} (finished trials are kept and this one is queued again; fix the key or quota and re-run to resume)"
     )]
     ProviderRefused(String),
+    /// The tasks folder does not match the pinned task set (`--task-set`): every task that
+    /// differs, is missing or is not in the set is named.
+    #[error("{0}")]
+    TaskSet(String),
     /// A task of the engine's own failed (a bug).
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+/// A pinned task set and what to do when the tasks differ from it.
+#[derive(Debug, Clone, Default)]
+pub struct Pinning {
+    /// The set (`--task-set`); `None`: no set is pinned.
+    pub set: Option<crate::skillsbench::pinned::PinnedSet>,
+    /// Run although tasks differ from the set or changed since the run began
+    /// (`--allow-drift`): what differed is recorded with the run and in its events.
+    pub allow_drift: bool,
 }
 
 /// Everything a run needs.
@@ -111,6 +125,8 @@ pub struct RunRequest {
     /// The command line that resumes this run, stored for operators (no secret values);
     /// `None` leaves what is stored.
     pub resume_command: Option<String>,
+    /// The pinned task set the tasks folder is checked against before anything runs.
+    pub pin: Pinning,
 }
 
 /// Something changed (for UIs in the same process).
@@ -357,6 +373,8 @@ impl Engine {
             tokio::task::spawn_blocking(move || TaskSet::load(&tasks_dir, &catalog, &filter))
                 .await
                 .map_err(|e| EngineError::Internal(e.to_string()))??;
+        // Pinned tasks checked and every task's digest computed, before anything is spent.
+        let (taskset, pinned) = register::pin_tasks(&req, taskset).await?;
         let agent = agent_by_name(&req.agent, req.model.as_deref(), &req.settings.harness)?;
         let endpoints: Vec<String> = if req.settings.docker_hosts.is_empty() {
             vec![crate::runner::DockerHost::endpoint_name(None)]
@@ -376,7 +394,9 @@ impl Engine {
         }
         let name = req.name.clone().unwrap_or_else(|| default_run_name(&req));
         let jobs_dir = absolute(&req.jobs_dir);
-        let ledger = self.register(&req, &name, &taskset, &jobs_dir).await?;
+        let ledger = self
+            .register(&req, &name, &taskset, &jobs_dir, pinned)
+            .await?;
         let end = dispatch::drive(self, &req, &ledger, taskset, agent, jobs_dir, shutdown).await;
         let judged = match &end.error {
             Some(EngineError::Store(_)) => None,

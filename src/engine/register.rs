@@ -4,7 +4,7 @@
 //! asked is said in the run's events (unrunnable tasks, GPUs, invalid skills).
 
 use super::{Engine, EngineError, RunRequest};
-use crate::domain::RunTaskRow;
+use crate::domain::{RunTaskRow, TaskSetPin, describe_drift};
 use crate::skillsbench::{Condition, TaskSet};
 use crate::store::ledger::Owner;
 use crate::store::owner::host_name;
@@ -19,6 +19,7 @@ impl Engine {
         name: &str,
         taskset: &TaskSet,
         jobs_dir: &std::path::Path,
+        pinned: Pinned,
     ) -> Result<RunLedger, EngineError> {
         let new = NewRun {
             name: name.to_string(),
@@ -39,6 +40,7 @@ impl Engine {
                 difficulty: t.difficulty.clone(),
                 path: t.dir.display().to_string(),
                 problems: t.problems.clone(),
+                digest: t.digest.clone(),
             })
             .collect();
         let owner = Owner {
@@ -46,21 +48,111 @@ impl Engine {
             host: host_name(),
             stale_after_secs: STALE_AFTER_SECS,
         };
-        let ledger = RunLedger::register(&self.store, new, tasks, owner, super::trial_namer(name))
-            .await
-            .map_err(|e| match e {
-                StoreError::Conflict(m) => EngineError::Mismatch(m),
-                e => EngineError::Store(e),
-            })?;
+        let ledger = RunLedger::register(
+            &self.store,
+            new,
+            tasks,
+            owner,
+            super::trial_namer(name),
+            req.pin.allow_drift,
+        )
+        .await
+        .map_err(|e| match e {
+            StoreError::Conflict(m) => EngineError::Mismatch(m),
+            e => EngineError::Store(e),
+        })?;
         if let Some(cmd) = &req.resume_command {
             ledger.resume_command(cmd.clone()).await?;
         }
-        for warning in warnings(req, taskset) {
+        if let Some(pin) = pinned.pin {
+            ledger.task_set(pin).await?;
+        }
+        let mut notes = pinned.notes;
+        if !ledger.drift().is_empty() {
+            notes.push(format!(
+                "resumed with --allow-drift although tasks changed since the run began: {} (their new trials record the new digest)",
+                describe_drift(ledger.drift())
+            ));
+        }
+        for warning in notes.into_iter().chain(warnings(req, taskset)) {
             self.notice("warn", warning.clone());
             ledger.event("warn", warning).await?;
         }
         Ok(ledger)
     }
+}
+
+/// What the pinned task set check left for registration: the pin to record, and what to say.
+#[derive(Debug, Default)]
+pub(super) struct Pinned {
+    /// The pin, when a set was given.
+    pub pin: Option<TaskSetPin>,
+    /// Notes for the run's events (drift allowed, tasks left out).
+    pub notes: Vec<String>,
+}
+
+/// Checks the tasks against the request's pinned task set (when there is one) and computes every
+/// task's Harbor digest, off the async threads. With a set, the run keeps only its tasks; a task
+/// that differs from its pin or is missing refuses the run by name, unless drift is allowed
+/// (then it is recorded), and so does a `--task` the set does not pin.
+pub(super) async fn pin_tasks(
+    req: &RunRequest,
+    taskset: TaskSet,
+) -> Result<(TaskSet, Pinned), EngineError> {
+    let pin = req.pin.clone();
+    let only = req.task_filter.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut taskset = taskset;
+        let mut out = Pinned::default();
+        if let Some(set) = &pin.set {
+            let folder: Vec<(String, std::path::PathBuf)> = taskset
+                .tasks
+                .iter()
+                .map(|t| (t.id.clone(), t.dir.clone()))
+                .collect();
+            let check = set.check(&folder, &only);
+            if !check.outside.is_empty() {
+                return Err(EngineError::TaskSet(format!(
+                    "task set {} ({}) does not pin {}: choose tasks of the set",
+                    set.label(),
+                    set.file.display(),
+                    check.outside.join(", ")
+                )));
+            }
+            if !check.drift.is_empty() {
+                if !pin.allow_drift {
+                    return Err(EngineError::TaskSet(set.refusal(&check.drift)));
+                }
+                out.notes.push(format!(
+                    "task set {}: --allow-drift runs tasks that do not match it: {}",
+                    set.label(),
+                    describe_drift(&check.drift)
+                ));
+            }
+            if !check.unpinned.is_empty() {
+                out.notes.push(format!(
+                    "task set {}: {} task(s) of the folder are not in the set and are left out: {}",
+                    set.label(),
+                    check.unpinned.len(),
+                    check.unpinned.join(", ")
+                ));
+            }
+            taskset.tasks.retain(|t| set.tasks.contains_key(&t.id));
+            if taskset.tasks.is_empty() {
+                return Err(EngineError::TaskSet(format!(
+                    "task set {} ({}): the tasks folder {} holds none of its tasks",
+                    set.label(),
+                    set.file.display(),
+                    taskset.root.display()
+                )));
+            }
+            out.pin = Some(set.pin(&check, pin.allow_drift));
+        }
+        taskset.compute_digests();
+        Ok((taskset, out))
+    })
+    .await
+    .map_err(|e| EngineError::Internal(e.to_string()))?
 }
 
 /// What of the request cannot run as asked: unrunnable tasks, GPU requests, invalid skills of a
@@ -75,6 +167,12 @@ fn warnings(req: &RunRequest, taskset: &TaskSet) -> Vec<String> {
         ));
     }
     for t in &taskset.tasks {
+        if t.asks_separate_verifier() {
+            out.push(format!(
+                "task {} asks for a separate verifier environment (Harbor 0.26's `separate` mode); skillscope runs its verifier in the agent's container after the agent, and its result.json and lock.json say `shared`",
+                t.id
+            ));
+        }
         if t.config.environment.gpus > 0 {
             out.push(format!(
                 "task {} asks for {} GPU(s); skillscope does not pass GPUs to containers",

@@ -1453,6 +1453,7 @@ mod tests {
                     difficulty: "easy".into(),
                     path: format!("/t/{t}"),
                     problems: Vec::new(),
+                    digest: None,
                 })
                 .collect();
             let owner = Owner {
@@ -1460,7 +1461,14 @@ mod tests {
                 host: "here".into(),
                 stale_after_secs: 30,
             };
-            RunLedger::register(&store, new, tasks, owner, crate::engine::trial_namer("r"))
+            RunLedger::register(
+                &store,
+                new,
+                tasks,
+                owner,
+                crate::engine::trial_namer("r"),
+                false,
+            )
         };
         let ledger = register().await.unwrap();
         ledger.plan(vec!["b".into(), "a".into()]).await.unwrap();

@@ -1,6 +1,6 @@
 //! Harbor's job layout: `<jobs>/<job>/{config.json, result.json}` and one
-//! `<task>__<suffix>/{config.json, result.json, agent/, verifier/}` folder per trial, so Harbor's
-//! own tools (`harbor view`) read skillscope's results.
+//! `<task>__<suffix>/{config.json, lock.json, result.json, agent/, verifier/}` folder per trial,
+//! so Harbor's own tools (`harbor view`, 0.25 and 0.26) read skillscope's results.
 //!
 //! One job per run × condition (`<run>__<condition slug>`), mirroring how SkillsBench keeps
 //! no-skills and skills runs in separate jobs.
@@ -58,13 +58,31 @@ pub fn stable_uuid(name: &str) -> String {
 /// # Errors
 /// I/O errors (naming nothing: callers add the path).
 pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    write_text_atomic(path, &text)
+}
+
+/// Writes `text` through a temporary file and a rename.
+///
+/// # Errors
+/// I/O errors (naming nothing: callers add the path).
+pub fn write_text_atomic(path: &Path, text: &str) -> std::io::Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, text)?;
     std::fs::rename(&tmp, path)
+}
+
+/// Writes the trial's `lock.json` exactly as Harbor 0.26 writes one
+/// ([`super::lock::to_harbor_json`]).
+///
+/// # Errors
+/// I/O errors (naming nothing: callers add the path).
+pub fn write_lock(path: &Path, lock: &super::lock::TrialLock) -> std::io::Result<()> {
+    let text = super::lock::to_harbor_json(lock).map_err(std::io::Error::other)?;
+    write_text_atomic(path, &text)
 }
 
 /// Facts about a trial that are not in its store row.
@@ -90,6 +108,13 @@ pub struct TrialFacts {
     pub memory_mb: Option<u64>,
     /// Extra environment-config facts (names of passed variables, mounts, CA bundle, condition).
     pub kwargs: BTreeMap<String, serde_json::Value>,
+    /// Harbor 0.26's digest of the task folder (`None` when it could not be computed: then no
+    /// lock can be written).
+    pub task_digest: Option<String>,
+    /// `task.toml`'s `[task] version`.
+    pub task_version: Option<String>,
+    /// The skills the condition gives the agent, with their digests.
+    pub skills: Vec<super::lock::SkillLock>,
 }
 
 /// The trial's `config.json`. When the host cut the task's CPU or memory request
@@ -108,6 +133,7 @@ pub fn trial_config(row: &TrialRow, f: &TrialFacts) -> TrialConfig {
         }
     }
     TrialConfig {
+        schema_version: SCHEMA_VERSION,
         task: TaskRef {
             path: f.task_path.display().to_string(),
         },
@@ -150,9 +176,19 @@ pub fn trial_result(row: &TrialRow, f: &TrialFacts, trial_dir: &Path) -> TrialRe
             exception_message: row.error.clone().unwrap_or_else(|| o.as_str().to_string()),
             exception_traceback: String::new(),
             occurred_at: row.finished_at.clone().unwrap_or_default(),
+            policy_override: None,
+            policy: Some(super::error_policy::policy_for(t, None)),
         })
     });
+    let reward_valid = super::error_policy::reward_valid(
+        rewards.as_ref().is_some_and(|r| !r.is_empty()),
+        &exception_info
+            .iter()
+            .filter_map(|e| e.policy)
+            .collect::<Vec<_>>(),
+    );
     TrialResult {
+        schema_version: SCHEMA_VERSION,
         id: stable_uuid(&format!("{}/{}", f.job_dir.display(), row.trial_name)),
         task_name: row.task_id.clone(),
         trial_name: row.trial_name.clone(),
@@ -181,6 +217,7 @@ pub fn trial_result(row: &TrialRow, f: &TrialFacts, trial_dir: &Path) -> TrialRe
             cost_usd: row.cost_usd,
         }),
         verifier_result: rewards.map(|r| VerifierResult { rewards: Some(r) }),
+        verifier_environment_mode: Some("shared".into()),
         exception_info,
         started_at: row.started_at.clone(),
         finished_at: row.finished_at.clone(),
@@ -188,11 +225,71 @@ pub fn trial_result(row: &TrialRow, f: &TrialFacts, trial_dir: &Path) -> TrialRe
         agent_setup: None,
         agent_execution: timing(&row.agent_started_at, &row.agent_finished_at),
         verifier: timing(&row.verifier_started_at, &row.verifier_finished_at),
+        step_results: None,
+        reward_valid: Some(reward_valid),
     }
 }
 
-/// The job's `result.json` from the latest attempts of its trials. The `mean` metric is Harbor's:
-/// the mean scalar reward over trials, a trial without reward counting 0.
+/// The trial's `lock.json` (Harbor 0.26's `TrialLock`): the task's digest, the agent and
+/// environment as its `config.json` has them, the skills the condition gives with their digests,
+/// the verifier running in the agent's container (`shared`). `None` when the task's digest could
+/// not be computed (a lock without one is not valid).
+pub fn trial_lock(row: &TrialRow, f: &TrialFacts) -> Option<super::lock::TrialLock> {
+    use super::lock::*;
+    let digest = f.task_digest.clone()?;
+    let config = trial_config(row, f);
+    let env = config.environment;
+    Some(TrialLock {
+        schema_version: LOCK_SCHEMA_VERSION,
+        task: TaskLock {
+            name: row.task_id.clone(),
+            version: f.task_version.clone(),
+            kind: "local".into(),
+            digest,
+            source: None,
+            path: Some(f.task_path.display().to_string()),
+        },
+        install_only: false,
+        timeout_multiplier: config.timeout_multiplier,
+        agent: LockAgent {
+            name: Some(config.agent.name),
+            model_name: config.agent.model_name,
+            skip_model_parsing: false,
+            skills: Vec::new(),
+            resume_trajectory: false,
+            extra_allowed_hosts: Vec::new(),
+            kwargs: config.agent.kwargs,
+            mcp_servers: Vec::new(),
+        },
+        bridge_inputs: BTreeMap::new(),
+        skills: f.skills.clone(),
+        environment: LockEnvironment {
+            kind: env.kind.unwrap_or_else(|| "docker".into()),
+            force_build: env.force_build,
+            delete: env.delete,
+            stream: false,
+            cpu_enforcement_policy: "auto".into(),
+            memory_enforcement_policy: "auto".into(),
+            override_cpus: env.override_cpus,
+            override_memory_mb: env.override_memory_mb,
+            extra_docker_compose: Vec::new(),
+            kwargs: env.kwargs,
+            extra_allowed_hosts: Vec::new(),
+        },
+        verifier: LockVerifier {
+            disable: config.verifier.disable,
+            environment_mode: Some("shared".into()),
+        },
+        artifacts: Vec::new(),
+        override_error_policy: BTreeMap::new(),
+    })
+}
+
+/// The job's `result.json` from the latest attempts of its trials, with Harbor 0.26's statistics:
+/// `n_trials`, `reward_stats` and the `mean` metric count only trials whose reward is valid
+/// (a reward, and no exception whose policy voids it — [`super::error_policy`]); every trial
+/// with an exception counts in `n_errors` and `exception_stats`. (skillscope's own Method D
+/// counts every planned trial, a trial without a valid reward as 0.)
 pub fn job_result(
     job_id: &str,
     started_at: &str,
@@ -204,9 +301,14 @@ pub fn job_result(
     let mut eval = EvalStats::default();
     let mut sum = 0.0;
     let mut done = 0u64;
+    let mut valid_n = 0u64;
     for t in trials.iter().filter(|t| t.outcome.is_some()) {
         done += 1;
-        if let Some(r) = t.reward {
+        let exception = t.outcome.and_then(Outcome::harbor_exception_type);
+        let valid =
+            exception.is_none_or(|e| super::error_policy::policy_for(e, None).has_valid_reward);
+        if let Some(r) = t.reward.filter(|_| valid) {
+            valid_n += 1;
             sum += r;
             eval.n_trials += 1;
             eval.reward_stats
@@ -216,7 +318,7 @@ pub fn job_result(
                 .or_default()
                 .push(t.trial_name.clone());
         }
-        if let Some(exc) = t.outcome.and_then(Outcome::harbor_exception_type) {
+        if let Some(exc) = exception {
             eval.n_errors += 1;
             eval.exception_stats
                 .entry(exc.to_string())
@@ -224,11 +326,12 @@ pub fn job_result(
                 .push(t.trial_name.clone());
         }
     }
-    if done > 0 {
+    if valid_n > 0 {
         eval.metrics
-            .push(BTreeMap::from([("mean".to_string(), sum / done as f64)]));
+            .push(BTreeMap::from([("mean".to_string(), sum / valid_n as f64)]));
     }
     JobResult {
+        schema_version: SCHEMA_VERSION,
         id: job_id.to_string(),
         started_at: started_at.to_string(),
         finished_at: finished_at.map(str::to_string),

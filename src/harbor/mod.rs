@@ -4,7 +4,9 @@
 
 pub mod atif;
 pub mod ctrf;
+pub mod error_policy;
 pub mod jobdir;
+pub mod lock;
 pub mod result;
 pub mod reward;
 pub mod skill_use;

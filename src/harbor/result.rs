@@ -1,10 +1,13 @@
 //! Harbor's trial and job files, as serde models.
 //!
-//! Field names and shapes follow Harbor 0.25 (`harbor/models/trial/result.py`,
-//! `models/trial/config.py`, `models/job/result.py`): `TrialResult` is the trial's `result.json`,
-//! `TrialConfig` its `config.json`, `JobResult` the job's `result.json`. Every field skillscope
-//! does not set is optional, and unknown fields are ignored when reading, so the same types read
-//! real Harbor output.
+//! Field names, shapes and key order follow Harbor 0.26 (`harbor/models/trial/result.py`,
+//! `models/trial/config.py`, `models/job/result.py`), which Harbor 0.25's models accept too:
+//! `TrialResult` is the trial's `result.json`, `TrialConfig` its `config.json`, `JobResult` the
+//! job's `result.json`. 0.26 added `schema_version` (always 1) as the first key of each, a
+//! computed `reward_valid` as the last key of a trial result and a computed `policy` as the last
+//! key of its `exception_info` ([`super::error_policy`]). Every field skillscope does not set is
+//! optional, and unknown fields are ignored when reading, so the same types read real Harbor
+//! output of either version.
 
 use std::collections::BTreeMap;
 
@@ -32,6 +35,12 @@ pub struct ExceptionInfo {
     pub exception_traceback: String,
     /// When it happened.
     pub occurred_at: String,
+    /// The override of the error policy the trial was judged by, when one was configured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy_override: Option<super::error_policy::ErrorPolicyOverride>,
+    /// Harbor 0.26's policy for this exception type (computed: Harbor ignores it on input).
+    #[serde(default)]
+    pub policy: Option<super::error_policy::ErrorPolicy>,
 }
 
 /// `ModelInfo`.
@@ -103,6 +112,13 @@ pub struct AgentConfig {
     pub kwargs: BTreeMap<String, serde_json::Value>,
 }
 
+/// Always 1: the `schema_version` Harbor 0.26 writes first in every result and config.
+pub const SCHEMA_VERSION: u32 = 1;
+
+fn schema_version() -> u32 {
+    SCHEMA_VERSION
+}
+
 /// `EnvironmentConfig` inside a trial config.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct EnvironmentConfig {
@@ -115,8 +131,8 @@ pub struct EnvironmentConfig {
     /// Remove the container afterwards.
     #[serde(default = "yes")]
     pub delete: bool,
-    /// CPU override.
-    #[serde(default)]
+    /// CPU override (a whole number written as an integer, as Harbor 0.26 normalizes it).
+    #[serde(default, serialize_with = "cpus")]
     pub override_cpus: Option<f64>,
     /// Memory override, MiB.
     #[serde(default)]
@@ -130,6 +146,15 @@ fn yes() -> bool {
     true
 }
 
+/// Writes a CPU count as Harbor's `normalize_cpus` leaves it: `2.0` as `2`, `0.5` as `0.5`.
+pub(super) fn cpus<S: serde::Serializer>(v: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match v {
+        Some(c) if c.fract() == 0.0 && c.abs() < 1e15 => s.serialize_i64(*c as i64),
+        Some(c) => s.serialize_f64(*c),
+        None => s.serialize_none(),
+    }
+}
+
 /// `VerifierConfig` inside a trial config.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct VerifierConfig {
@@ -141,6 +166,9 @@ pub struct VerifierConfig {
 /// `TrialConfig`: the trial's `config.json` and `result.json`'s `config`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrialConfig {
+    /// Format version ([`SCHEMA_VERSION`]).
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
     /// Task reference.
     pub task: TaskRef,
     /// Trial name.
@@ -169,6 +197,9 @@ fn one() -> f64 {
 /// `TrialResult`: the trial's `result.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TrialResult {
+    /// Format version ([`SCHEMA_VERSION`]; absent in Harbor 0.25's files).
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
     /// Trial id (UUID).
     pub id: String,
     /// Task name.
@@ -194,6 +225,10 @@ pub struct TrialResult {
     /// Rewards.
     #[serde(default)]
     pub verifier_result: Option<VerifierResult>,
+    /// Where the verifier ran: `shared` (in the agent's container, as skillscope runs it) or
+    /// `separate` (a fresh one); `None` for multi-step trials.
+    #[serde(default)]
+    pub verifier_environment_mode: Option<String>,
     /// What stopped the trial.
     #[serde(default)]
     pub exception_info: Option<ExceptionInfo>,
@@ -215,6 +250,13 @@ pub struct TrialResult {
     /// Verifier run.
     #[serde(default)]
     pub verifier: Option<TimingInfo>,
+    /// Multi-step trials: one `StepResult` per step that started; `None` for single-step ones.
+    #[serde(default)]
+    pub step_results: Option<Vec<serde_json::Value>>,
+    /// Harbor 0.26's `reward_valid` (computed: Harbor ignores it on input): rewards exist and
+    /// every recorded exception's policy leaves them valid.
+    #[serde(default)]
+    pub reward_valid: Option<bool>,
 }
 
 /// Per agent × model × dataset statistics (`AgentDatasetStats`).
@@ -246,6 +288,9 @@ pub struct JobStats {
 /// `JobResult`: the job's `result.json`.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct JobResult {
+    /// Format version ([`SCHEMA_VERSION`]).
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
     /// Job id.
     pub id: String,
     /// Job start.

@@ -12,6 +12,16 @@
 //! adds nothing. Broken trials (truncated or foreign JSON) are reported and skipped; a missing
 //! trajectory is reported and the trial kept (its skill use is then unknown).
 //!
+//! Harbor 0.26 trials (their `result.json` has `schema_version` or `reward_valid`) are judged by
+//! 0.26's error-policy table ([`crate::harbor::error_policy`]): a trial whose reward is not
+//! valid — no reward, or an exception whose policy voids it, the trial's or a step's — has no
+//! verdict (a cancel, a provider error for the model API's names, else a runtime error), its
+//! reward file ignored; one whose reward is valid is a pass or a fail by its reward (an agent
+//! timeout when the agent timed out). Multi-step trials (`step_results`) are scored by their
+//! trial-level reward (Harbor's aggregate over the steps), their exceptions, times and tokens
+//! taken from the steps. Harbor 0.25 trials keep the mapping of [`outcome_of`]. The trial's
+//! `lock.json`, when there is one, gives its task digest (`task.digest`).
+//!
 //! Parsing streams (one trial in memory at a time) while the store's writer commits the previous
 //! batch, so memory stays flat whatever the number of trials.
 //!
@@ -49,6 +59,11 @@ const MAX_TRAJECTORY: u64 = 64 * 1024 * 1024;
 
 #[derive(Debug, Deserialize)]
 struct ResultFile {
+    /// Harbor 0.26 writes it first (always 1); 0.25 does not.
+    schema_version: Option<IgnoredAny>,
+    /// Harbor 0.26's computed field (recomputed here, never trusted).
+    reward_valid: Option<IgnoredAny>,
+    step_results: Option<Vec<StepPart>>,
     id: Option<String>,
     task_name: Option<String>,
     trial_name: Option<String>,
@@ -111,6 +126,37 @@ struct VerifierPart {
 struct ExceptionPart {
     exception_type: Option<String>,
     exception_message: Option<String>,
+    policy_override: Option<crate::harbor::error_policy::ErrorPolicyOverride>,
+}
+
+/// One step of a multi-step trial (`StepResult`). Its `verifier_result` is not read: Harbor
+/// scores the trial by the trial-level one it derives from the steps (`mean` or `final`).
+#[derive(Debug, Deserialize)]
+struct StepPart {
+    agent_result: Option<AgentResultPart>,
+    exception_info: Option<ExceptionPart>,
+    agent_execution: Option<TimingInfo>,
+    verifier: Option<TimingInfo>,
+}
+
+/// The part of a trial's `lock.json` the importer reads.
+#[derive(Debug, Deserialize)]
+struct LockPart {
+    task: Option<LockTaskPart>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LockTaskPart {
+    digest: Option<String>,
+}
+
+/// The task digest a trial folder's `lock.json` records, when it is a valid one.
+fn lock_digest(trial_dir: &Path) -> Option<String> {
+    let bytes = crate::fs::read_capped(&trial_dir.join("lock.json"), MAX_RESULT).ok()?;
+    let lock: LockPart = serde_json::from_slice(&bytes).ok()?;
+    lock.task?
+        .digest
+        .filter(|d| crate::skillsbench::digest::is_digest(d))
 }
 
 /// The parts of a trajectory the importer needs (messages and observations are skipped unread).
@@ -289,14 +335,26 @@ fn parse_trial(
         ))
         .replace('/', "-")
     });
+    let harbor_026 = r.schema_version.is_some() || r.reward_valid.is_some();
     let Verdict {
         outcome,
         reward,
         rewards,
         error,
-    } = verdict_of(&r);
+    } = if harbor_026 {
+        verdict_026(&r)
+    } else {
+        verdict_of(&r)
+    };
+    if harbor_026 && !outcome.is_verdict() && outcome != Outcome::Cancelled {
+        report.without_valid_reward.push(trial_dir.to_path_buf());
+    }
+    if r.step_results.is_some() {
+        report.multi_step += 1;
+    }
     let [started, finished, b0, b1, a0, a1, v0, v1] = phase_times(&r);
-    let tokens = r.agent_result.as_ref();
+    let stepped = step_tokens(&r);
+    let tokens = r.agent_result.as_ref().or(stepped.as_ref());
     let mut trial = TrialRow {
         task_id,
         condition,
@@ -327,6 +385,7 @@ fn parse_trial(
             r.id.clone()
                 .unwrap_or_else(|| trial_dir.display().to_string()),
         ),
+        task_digest: lock_digest(trial_dir),
         ..TrialRow::default()
     };
     let skill_uses = read_trajectory(trial_dir, &mut trial, report);
@@ -336,6 +395,8 @@ fn parse_trial(
     }
     // Harbor runs the verifier after a crashed agent (`NonZeroAgentExitCodeError`).
     let crashed = exception_type(&r) == Some("NonZeroAgentExitCodeError");
+    // Only a verdict has a failure category.
+    let crashed = crashed && outcome.is_verdict();
     trial.failure_category = crate::analysis::failure_category::classify_trial_dir(
         outcome,
         crashed.then_some(1),
@@ -486,22 +547,148 @@ fn verdict_of(r: &ResultFile) -> Verdict {
     }
 }
 
+/// The verdict of a Harbor 0.26 trial result, by 0.26's error policy: `reward_valid` (rewards,
+/// and no recorded exception — the trial's, then each step's — whose policy voids them, overrides
+/// applied) decides whether the trial has a verdict at all.
+fn verdict_026(r: &ResultFile) -> Verdict {
+    use crate::harbor::error_policy::{is_provider_failure, policy_for, reward_valid};
+    let rewards = r.verifier_result.as_ref().and_then(|v| v.rewards.clone());
+    let exceptions: Vec<&ExceptionPart> = r
+        .exception_info
+        .iter()
+        .chain(
+            r.step_results
+                .iter()
+                .flatten()
+                .filter_map(|s| s.exception_info.as_ref()),
+        )
+        .collect();
+    let name = |e: &ExceptionPart| {
+        e.exception_type
+            .clone()
+            .unwrap_or_else(|| "Exception".into())
+    };
+    let policies: Vec<_> = exceptions
+        .iter()
+        .map(|e| policy_for(&name(e), e.policy_override.as_ref()))
+        .collect();
+    let has_rewards = rewards.as_ref().is_some_and(|r| !r.is_empty());
+    let first_line = |e: &ExceptionPart| {
+        format!(
+            "{}: {}",
+            name(e),
+            e.exception_message
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("")
+        )
+    };
+    if reward_valid(has_rewards, &policies) {
+        let reward = rewards.as_ref().and_then(scalar_reward);
+        let timed_out = exceptions
+            .iter()
+            .any(|e| e.exception_type.as_deref() == Some("AgentTimeoutError"));
+        let outcome = match reward {
+            _ if timed_out => Outcome::AgentTimeout,
+            Some(x) if is_pass(x) => Outcome::Pass,
+            _ => Outcome::Fail,
+        };
+        let error = match exceptions.first() {
+            Some(e) => Some(first_line(e)),
+            None if outcome == Outcome::Fail => {
+                Some(format!("verifier reward {}", reward.unwrap_or(0.0)))
+            }
+            None => None,
+        };
+        return Verdict {
+            outcome,
+            reward,
+            rewards,
+            error,
+        };
+    }
+    // No valid reward: no verdict, whatever the reward file says.
+    let voiding = exceptions
+        .iter()
+        .zip(&policies)
+        .find(|(_, p)| !p.has_valid_reward)
+        .map(|(e, _)| *e)
+        .or(exceptions.first().copied());
+    let said = match rewards.as_ref().and_then(scalar_reward) {
+        Some(x) => format!("; its reward {x} does not count"),
+        None => String::new(),
+    };
+    let (outcome, why) = match voiding {
+        Some(e) if e.exception_type.as_deref() == Some("CancelledError") => {
+            (Outcome::Cancelled, first_line(e))
+        }
+        Some(e) if is_provider_failure(&name(e)) => (Outcome::ProviderError, first_line(e)),
+        Some(e) => (Outcome::RuntimeError, first_line(e)),
+        None => (
+            Outcome::RuntimeError,
+            "no verifier result and no exception (verifier disabled or trial unfinished)".into(),
+        ),
+    };
+    Verdict {
+        outcome,
+        reward: None,
+        rewards: None,
+        error: Some(format!(
+            "{why} (Harbor 0.26 error policy: no valid reward{said})"
+        )),
+    }
+}
+
 /// The trial's times, RFC 3339 UTC: start and end, then start and end of environment setup,
-/// agent execution and verifier.
+/// agent execution and verifier. A multi-step trial's agent and verifier times span its steps
+/// (the first step's start to the last step's end).
 fn phase_times(r: &ResultFile) -> [Option<String>; 8] {
     let t = |o: &Option<String>| o.as_deref().and_then(normalize_time);
     let start = |o: &Option<TimingInfo>| o.as_ref().and_then(|x| t(&x.started_at));
     let end = |o: &Option<TimingInfo>| o.as_ref().and_then(|x| t(&x.finished_at));
+    let steps = r.step_results.as_deref().unwrap_or(&[]);
+    let span = |own: &Option<TimingInfo>, of: fn(&StepPart) -> &Option<TimingInfo>| {
+        let first = start(own).or_else(|| steps.iter().find_map(|s| start(of(s))));
+        let last = end(own).or_else(|| steps.iter().rev().find_map(|s| end(of(s))));
+        (first, last)
+    };
+    let (a0, a1) = span(&r.agent_execution, |s| &s.agent_execution);
+    let (v0, v1) = span(&r.verifier, |s| &s.verifier);
     [
         t(&r.started_at),
         t(&r.finished_at),
         start(&r.environment_setup),
         end(&r.environment_setup),
-        start(&r.agent_execution),
-        end(&r.agent_execution),
-        start(&r.verifier),
-        end(&r.verifier),
+        a0,
+        a1,
+        v0,
+        v1,
     ]
+}
+
+/// A multi-step trial's tokens and cost: the sum over its steps (each total unknown until a step
+/// reports it); `None` for a single-step trial or steps that report none.
+fn step_tokens(r: &ResultFile) -> Option<AgentResultPart> {
+    let steps = r.step_results.as_deref()?;
+    let sum_i = |f: fn(&AgentResultPart) -> Option<i64>| {
+        steps
+            .iter()
+            .filter_map(|s| s.agent_result.as_ref().and_then(f))
+            .reduce(|a, b| a + b)
+    };
+    let out = AgentResultPart {
+        n_input_tokens: sum_i(|a| a.n_input_tokens),
+        n_cache_tokens: sum_i(|a| a.n_cache_tokens),
+        n_output_tokens: sum_i(|a| a.n_output_tokens),
+        cost_usd: steps
+            .iter()
+            .filter_map(|s| s.agent_result.as_ref().and_then(|a| a.cost_usd))
+            .reduce(|a, b| a + b),
+    };
+    (out.n_input_tokens.is_some() || out.n_output_tokens.is_some() || out.cost_usd.is_some())
+        .then_some(out)
 }
 
 /// Reads the trial's ATIF trajectory (`agent/trajectory.json`) into `trial` — its path, steps,

@@ -63,6 +63,12 @@ pub struct ImportReport {
     pub not_atif: Vec<PathBuf>,
     /// Trials whose condition could not be told (recorded as `unknown`).
     pub unknown_condition: usize,
+    /// Harbor 0.26 trials without a valid reward (`reward_valid` false: no reward, or an
+    /// exception whose error policy voids it), imported without a verdict whatever their reward
+    /// file said.
+    pub without_valid_reward: Vec<PathBuf>,
+    /// Multi-step Harbor trials (`step_results`), scored by their trial-level reward.
+    pub multi_step: usize,
     /// Runs written to, by name.
     pub runs: Vec<String>,
     /// Published result files imported (per-trial CSV, results registry).
@@ -154,6 +160,7 @@ pub(super) fn imported_task(catalog: &Catalog, task_id: &str, path: &str) -> Run
         difficulty,
         path: path.to_string(),
         problems: Vec::new(),
+        digest: None,
     }
 }
 

@@ -88,6 +88,7 @@ async fn timed_run(
         },
         stay_alive: None,
         resume_command: None,
+        pin: Default::default(),
     };
     let t0 = Instant::now();
     let out = engine.run(req, CancellationToken::new()).await?;
@@ -244,6 +245,7 @@ pub(crate) async fn runner(
             },
             stay_alive: None,
             resume_command: None,
+            pin: Default::default(),
         };
         println!("real task {id}: warming up (builds the image if needed)…");
         Engine::new(store.clone())

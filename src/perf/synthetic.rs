@@ -105,6 +105,7 @@ pub fn fill_store(conn: &Connection, spec: &SyntheticRun) -> Result<RunRow, Stor
                 difficulty: e.difficulty.clone(),
                 path: format!("/data/skillsbench/tasks/{}", e.task_id),
                 problems: Vec::new(),
+                digest: None,
             }
         })
         .collect();
@@ -432,6 +433,7 @@ pub fn fill_results(
                 difficulty: e.difficulty.clone(),
                 path: format!("/data/skillsbench/tasks/{}", e.task_id),
                 problems: Vec::new(),
+                digest: None,
             }
         })
         .collect();

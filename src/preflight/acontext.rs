@@ -1,4 +1,5 @@
-//! Acontext: reachable, the key accepted, the pipeline's routes answering — reads and no-op probes
+//! Acontext: reachable, the key accepted, which API it offers (released or the `skill-bench`
+//! branch's, [`crate::acontext::offer`]), the pipeline's routes answering — reads and no-op probes
 //! on a nil id only, so nothing is created on the server.
 
 use serde_json::json;
@@ -64,12 +65,6 @@ pub async fn checks(t: &Target) -> Vec<Check> {
             format!("/session/{NIL}/task"),
             None,
         ),
-        (
-            "project configs (GET /project/configs)",
-            "GET",
-            "/project/configs".into(),
-            None,
-        ),
     ];
     let routes = probes.into_iter().map(|(what, method, path, body)| {
         let client = client.clone();
@@ -88,6 +83,15 @@ pub async fn checks(t: &Target) -> Vec<Check> {
     out.push(
         timed(
             "acontext",
+            "API offered",
+            &format!("check the server at {base}"),
+            offer_check(&client, t.status_mode),
+        )
+        .await,
+    );
+    out.push(
+        timed(
+            "acontext",
             "task status PATCH",
             &format!("check the server at {base}"),
             status_check(&client, t.status_mode),
@@ -95,6 +99,38 @@ pub async fn checks(t: &Target) -> Vec<Check> {
         .await,
     );
     out
+}
+
+/// Which API the server offers, and whether the plan's status mode can pass verdicts to it:
+/// `criteria` needs the project configs (released servers), `patch` the status PATCH (the
+/// skill-bench branch), `auto` either.
+async fn offer_check(client: &Client, mode: StatusMode) -> Check {
+    let what = "API offered";
+    let offer = match crate::acontext::offer::Offer::probe(client).await {
+        Ok(o) => o,
+        Err(e) => {
+            return Check::fail(
+                "acontext",
+                what,
+                e.to_string(),
+                "check the server's logs; the learning phase would meet the same error",
+            );
+        }
+    };
+    let line = offer.describe();
+    let missing = match mode {
+        StatusMode::Criteria if !offer.project_configs => Some(
+            "status_mode = criteria needs /project/configs (task criteria), which this server lacks; set status_mode = \"patch\" or \"auto\"",
+        ),
+        StatusMode::Auto if !offer.project_configs && !offer.status_patch => Some(
+            "use an Acontext release (project criteria) or the skill-bench branch (status PATCH)",
+        ),
+        _ => None,
+    };
+    match missing {
+        Some(fix) => Check::fail("acontext", what, line, fix),
+        None => Check::ok("acontext", what, line).costing("free (no-op probes on a nil id)"),
+    }
 }
 
 async fn key_check(client: &Client, t: &Target) -> Check {

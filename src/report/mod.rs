@@ -11,6 +11,7 @@
 //! | `charts/*.png` | `md` | [`charts`]: pass rate with CIs, per-domain bars, Δ per task, failure modes, skill leaderboard |
 //! | `report.json` | `json` | the whole [`Report`] (serde) |
 //! | `*.csv` | `csv` | one table per section ([`csv`]) |
+//! | `leaderboard.json` | `leaderboard` | SkillsBench's AgentBeats leaderboard rows, one per finished trial ([`leaderboard`], written from the store, not from the report) |
 //!
 //! Every renderer renders one model of the report's sections, [`model`].
 //!
@@ -20,6 +21,7 @@
 pub mod charts;
 pub mod csv;
 pub mod html;
+pub mod leaderboard;
 pub mod markdown;
 pub mod model;
 mod skill_sets;
@@ -160,6 +162,8 @@ pub enum Format {
     Json,
     /// CSV tables.
     Csv,
+    /// SkillsBench's AgentBeats leaderboard rows (`leaderboard.json`, [`leaderboard`]).
+    Leaderboard,
 }
 
 impl Format {
@@ -192,6 +196,14 @@ pub enum ReportError {
     /// JSON encoding.
     #[error("cannot encode the report as JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A file that would not pass its own format's rules (a bug, never written).
+    #[error("{what} would not be accepted: {problems}")]
+    Invalid {
+        /// The file.
+        what: String,
+        /// Every problem.
+        problems: String,
+    },
 }
 
 /// Computes the report of `selection`: [`results::analyze`], then scores the selected runs'

@@ -190,6 +190,18 @@ impl Condition {
     pub fn has_skills(&self) -> bool {
         !matches!(self, Condition::NoSkills | Condition::SelfGenerated(_))
     }
+
+    /// The folder of skills this condition gives the agent of task `task_dir` (`task_id`): the
+    /// task's `environment/skills` (curated), the condition's folder (`skills:<dir>`), the task's
+    /// subfolder of it (`skills-by-task:<dir>`); `None` for the conditions without skills.
+    pub fn skills_root(&self, task_id: &str, task_dir: &Path) -> Option<PathBuf> {
+        match self {
+            Condition::Curated => Some(task_dir.join("environment/skills")),
+            Condition::Skills { dir } => Some(dir.clone()),
+            Condition::SkillsByTask { dir } => Some(dir.join(task_id)),
+            Condition::NoSkills | Condition::SelfGenerated(_) => None,
+        }
+    }
 }
 
 /// True for the key of a self-generated condition (`self-generated`, `self-generated:two-phase`).

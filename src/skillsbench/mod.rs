@@ -4,11 +4,13 @@ pub mod catalog;
 pub mod compose;
 pub mod condition;
 pub mod difficulty;
+pub mod digest;
 pub mod dockerfile;
 pub mod dockerignore;
 pub mod env;
 pub mod examples;
 pub mod exposure;
+pub mod pinned;
 pub mod selfgen;
 pub mod skill;
 pub mod task;
@@ -54,6 +56,14 @@ pub enum BenchError {
         /// The folder.
         path: PathBuf,
         /// What went wrong.
+        message: String,
+    },
+    /// A pinned task set (`--task-set`) that cannot be used.
+    #[error("task set {path}: {message}")]
+    TaskSet {
+        /// The file.
+        path: PathBuf,
+        /// Every problem found (entry and key), or why it cannot be read.
         message: String,
     },
     /// Task ids asked for (`--task`) that the folder does not hold.
@@ -214,6 +224,13 @@ impl TaskSet {
             .map(|d| Task::load(d, |id| catalog.lookup(id)))
             .collect();
         Ok(TaskSet { root, tasks })
+    }
+
+    /// Computes every task's Harbor 0.26 digest ([`Task::compute_digest`]).
+    pub fn compute_digests(&mut self) {
+        for t in &mut self.tasks {
+            t.compute_digest();
+        }
     }
 
     /// Task ids in order.

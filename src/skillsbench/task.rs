@@ -494,6 +494,12 @@ pub struct Task {
     pub not_skills: Vec<String>,
     /// Problems that make the task unrunnable (bad task.toml, missing Dockerfile or tests).
     pub problems: Vec<String>,
+    /// Harbor 0.26's digest of the folder (`sha256:<hex>`, [`super::digest::task_digest`]),
+    /// once [`super::TaskSet::compute_digests`] computed it; `None` before, or when the folder
+    /// could not be read ([`Task::digest_error`] says why).
+    pub digest: Option<String>,
+    /// Why the digest could not be computed.
+    pub digest_error: Option<String>,
 }
 
 impl Task {
@@ -600,6 +606,36 @@ impl Task {
             skills,
             not_skills,
             problems,
+            digest: None,
+            digest_error: None,
+        }
+    }
+
+    /// True when `task.toml` asks Harbor 0.26 to verify in a fresh environment of its own
+    /// (`[verifier] environment_mode = "separate"`, or a `[verifier.environment]` table without
+    /// `environment_mode = "shared"`). skillscope runs every verifier in the agent's container.
+    pub fn asks_separate_verifier(&self) -> bool {
+        let Ok(text) = std::fs::read_to_string(self.dir.join("task.toml")) else {
+            return false;
+        };
+        let Ok(table) = toml::from_str::<toml::Table>(&text) else {
+            return false;
+        };
+        let verifier = table.get("verifier").and_then(|v| v.as_table());
+        match verifier
+            .and_then(|v| v.get("environment_mode"))
+            .and_then(|m| m.as_str())
+        {
+            Some(mode) => mode == "separate",
+            None => verifier.is_some_and(|v| v.get("environment").is_some_and(|e| e.is_table())),
+        }
+    }
+
+    /// Computes [`Task::digest`] (or [`Task::digest_error`]) from the folder as it is now.
+    pub fn compute_digest(&mut self) {
+        match super::digest::task_digest(&self.dir) {
+            Ok(d) => (self.digest, self.digest_error) = (Some(d), None),
+            Err(e) => (self.digest, self.digest_error) = (None, Some(e.to_string())),
         }
     }
 }

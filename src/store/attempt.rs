@@ -75,6 +75,11 @@ impl AttemptRecord {
         p.trial_dir = Some(trial_dir.display().to_string());
     }
 
+    /// Harbor 0.26's digest of the task folder it runs (`sha256:<hex>`).
+    pub fn task_digest(&mut self, digest: &str) {
+        self.patch.task_digest = Some(digest.to_string());
+    }
+
     /// Needed environment values nobody set (names).
     pub fn missing_env(&mut self, names: &[String]) {
         self.patch.missing_env = Some(serde_json::json!(names));

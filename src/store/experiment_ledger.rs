@@ -315,6 +315,7 @@ mod tests {
                 difficulty: "easy".into(),
                 path: format!("/t/{t}"),
                 problems: Vec::new(),
+                digest: None,
             })
             .collect();
         let owner = Owner {
@@ -323,7 +324,7 @@ mod tests {
             stale_after_secs: 30,
         };
         let namer = Arc::new(|k: &TrialKey, n: u32| format!("{}__{}{n}", k.task_id, k.condition));
-        let ledger = RunLedger::register(store, new, tasks, owner, namer)
+        let ledger = RunLedger::register(store, new, tasks, owner, namer, false)
             .await
             .unwrap();
         ledger.plan(vec!["a".into(), "b".into()]).await.unwrap();

@@ -23,6 +23,9 @@ pub struct RunLedger {
     store: Store,
     run: RunRow,
     namer: TrialNamer,
+    /// Tasks whose digest changed since the run began, found when it was resumed with drift
+    /// allowed.
+    drift: Vec<crate::domain::TaskDrift>,
 }
 
 /// Who registers a run: this process on this machine.
@@ -50,8 +53,9 @@ impl RunLedger {
         tasks: Vec<RunTaskRow>,
         owner: Owner,
         namer: TrialNamer,
+        allow_drift: bool,
     ) -> Result<RunLedger, StoreError> {
-        let run = store
+        let (run, drift) = store
             .writer()
             .write(move |c| {
                 let run = match queries::find_run(c, &new.name)? {
@@ -75,16 +79,45 @@ impl RunLedger {
                         )));
                     }
                 }
+                let drift = changed_since_begun(&stored, &tasks);
+                if !drift.is_empty() && !allow_drift {
+                    return Err(StoreError::Conflict(format!(
+                        "run {:?}: the tasks folder changed since the run began — {}; resume with \
+                         --allow-drift to run them as they are now (recorded), or choose another \
+                         --run name",
+                        run.name,
+                        crate::domain::describe_drift(&drift)
+                    )));
+                }
                 queries::claim_run(c, run.id, owner.pid, &owner.host, owner.stale_after_secs)?;
                 queries::upsert_run_tasks(c, run.id, &tasks)?;
-                queries::get_run(c, run.id)
+                Ok((queries::get_run(c, run.id)?, drift))
             })
             .await?;
         Ok(RunLedger {
             store: store.clone(),
             run,
             namer,
+            drift,
         })
+    }
+
+    /// Tasks whose digest changed since the run began, when it was resumed with drift allowed
+    /// (empty otherwise).
+    pub fn drift(&self) -> &[crate::domain::TaskDrift] {
+        &self.drift
+    }
+
+    /// Records the pinned task set the run was checked against.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn task_set(&self, pin: crate::domain::TaskSetPin) -> Result<(), StoreError> {
+        let id = self.run.id;
+        self.store
+            .writer()
+            .write(move |c| queries::set_run_task_set(c, id, &pin))
+            .await
     }
 
     /// The run as registered.
@@ -456,6 +489,30 @@ impl RunLedger {
 
 /// A run of the same name must have been started with the same tasks folder, agent, model,
 /// conditions and trial count.
+/// The tasks whose stored digest (when the run began) differs from the one `tasks` carry now.
+fn changed_since_begun(
+    stored: &[RunTaskRow],
+    tasks: &[RunTaskRow],
+) -> Vec<crate::domain::TaskDrift> {
+    tasks
+        .iter()
+        .filter_map(|t| {
+            let before = stored
+                .iter()
+                .find(|s| s.task_id == t.task_id)?
+                .digest
+                .as_ref()?;
+            let now = t.digest.as_ref()?;
+            (before != now).then(|| crate::domain::TaskDrift {
+                task: t.task_id.clone(),
+                expected: before.clone(),
+                found: Some(now.clone()),
+                reason: "changed since the run began".into(),
+            })
+        })
+        .collect()
+}
+
 fn check_same(existing: &RunRow, new: &NewRun) -> Result<(), StoreError> {
     let mut diffs = Vec::new();
     if existing.tasks_dir != new.tasks_dir {

@@ -379,6 +379,15 @@ CREATE TABLE experiments (
         // An imported run's status is `imported`, not `finished`: nothing ran here, and its
         // planned trials are what its sources held.
         "UPDATE runs SET status = 'imported' WHERE source <> 'native' AND status = 'finished';",
+        // The field's task identity (issue 39): `trials.task_digest`, Harbor 0.26's digest of the
+        // task folder the attempt ran (`sha256:<hex>`, `skillsbench::digest::task_digest`; for an
+        // imported trial, its `lock.json`'s `task.digest`); `run_tasks.digest`, the digest each
+        // task had when the run began (resume refuses a folder whose digests changed);
+        // `runs.task_set`, the pinned task set the run was checked against (`--task-set`), JSON
+        // `domain::TaskSetPin`.
+        "ALTER TABLE trials ADD COLUMN task_digest TEXT;
+             ALTER TABLE run_tasks ADD COLUMN digest TEXT;
+             ALTER TABLE runs ADD COLUMN task_set TEXT;",
 ];
 
 /// All migrations, oldest first ([`UP`]).

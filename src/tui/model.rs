@@ -1029,6 +1029,7 @@ mod tests {
                 resume_command: None,
                 max_cost_usd: None,
                 provider_limit: None,
+                task_set: None,
             },
             tasks: vec![
                 RunTaskRow {
@@ -1037,6 +1038,7 @@ mod tests {
                     difficulty: "hard".into(),
                     path: String::new(),
                     problems: vec![],
+                    digest: None,
                 },
                 RunTaskRow {
                     task_id: "a-task".into(),
@@ -1044,6 +1046,7 @@ mod tests {
                     difficulty: "easy".into(),
                     path: String::new(),
                     problems: vec![],
+                    digest: None,
                 },
                 RunTaskRow {
                     task_id: "c-task".into(),
@@ -1051,6 +1054,7 @@ mod tests {
                     difficulty: "easy".into(),
                     path: String::new(),
                     problems: vec![],
+                    digest: None,
                 },
             ],
             trials: [

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-use fake_acontext::{FakeServer, FakeState, Fault};
+use fake_acontext::{Api, FakeServer, FakeState, Fault};
 use skillscope::acontext::learn::{LearnError, LearnOptions, Learner, StatusMode};
 use skillscope::acontext::{AcontextConfig, Client};
 use skillscope::config::RunSettings;
@@ -54,6 +54,7 @@ fn round1_template() -> &'static Path {
                     },
                     stay_alive: None,
                     resume_command: None,
+                    pin: Default::default(),
                 };
                 let out = Engine::new(store.clone())
                     .run(req, CancellationToken::new())
@@ -78,6 +79,15 @@ struct Env {
 
 impl Env {
     async fn new(status_patch: bool) -> Env {
+        Env::with_api(if status_patch {
+            Api::ReleasedWithStatusPatch
+        } else {
+            Api::Released
+        })
+        .await
+    }
+
+    async fn with_api(api: Api) -> Env {
         let template = round1_template();
         let dir = tempfile::tempdir().expect("tempdir");
         for f in ["round1.db", "round1.db-wal"] {
@@ -86,11 +96,8 @@ impl Env {
             }
         }
         let store = Store::open(&dir.path().join("round1.db")).expect("store");
-        let server = FakeServer::start(
-            FakeState::new(KEY, status_patch),
-            ([127, 0, 0, 1], 0).into(),
-        )
-        .await;
+        let server =
+            FakeServer::start(FakeState::with_api(KEY, api), ([127, 0, 0, 1], 0).into()).await;
         let client = Client::new(&AcontextConfig {
             base_url: server.base_url(),
             api_key: KEY.into(),
@@ -563,4 +570,127 @@ async fn a_bad_key_stops_setup_with_a_clear_error() {
     assert!(!text.contains("sk-ac-wrong"));
     assert_eq!(env.server.state.lock().unwrap().session_count(), 0);
     let _ = StatusMode::Auto;
+}
+
+/// The learning statuses the stand-in reported for each session polled, in order, from its log.
+fn learning_statuses(env: &Env) -> std::collections::BTreeMap<String, Vec<String>> {
+    let st = env.server.state.lock().unwrap();
+    let mut out: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for e in st.log.iter().filter(|e| {
+        e.route
+            .ends_with("/learning_spaces/{id}/sessions/{session_id}")
+    }) {
+        let data = &e.response["data"];
+        let (sid, status) = (
+            data["session_id"].as_str().unwrap_or_default().to_string(),
+            data["status"].as_str().unwrap_or_default().to_string(),
+        );
+        let seen = out.entry(sid).or_default();
+        if seen.last() != Some(&status) {
+            seen.push(status);
+        }
+    }
+    out
+}
+
+/// Acontext as released (main, SDK 0.1.22): verdicts go as project criteria and verdict lines,
+/// and the pipeline polls every learning status the released server reports — `distilling`,
+/// `skill_writing`, `queued` (the space's skill agent busy) — until `completed`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_released_api_learns_through_its_learning_statuses() {
+    let env = Env::with_api(Api::Released).await;
+    env.server.state.lock().unwrap().queue_learning = true;
+    let report = env
+        .learner()
+        .learn(&opts("LS-B", Condition::Curated, true))
+        .await
+        .unwrap();
+    assert!(
+        report.errors.is_empty() && report.mislabeled.is_empty(),
+        "{report:?}"
+    );
+    assert_eq!(env.space("LS-B").status_mode.as_deref(), Some("criteria"));
+    env.assert_learned_exactly_once("LS-B");
+    let statuses = learning_statuses(&env);
+    assert_eq!(statuses.len(), 10);
+    for (sid, seen) in &statuses {
+        assert_eq!(
+            seen,
+            &["distilling", "skill_writing", "queued", "completed"],
+            "{sid}"
+        );
+    }
+    let st = env.server.state.lock().unwrap();
+    // The probe session had task tracking off, and is gone.
+    let probe = st
+        .log
+        .iter()
+        .find(|e| {
+            e.route.ends_with("/session") && !e.request["configs"]["skillscope"]["probe"].is_null()
+        })
+        .expect("probe");
+    assert_eq!(probe.request["disable_task_tracking"], true);
+    assert_eq!(probe.response["data"]["disable_task_tracking"], true);
+    assert_eq!(st.session_count(), 10);
+}
+
+/// The `skill-bench` branch as it is: no project criteria, no download_zip, a duplicate
+/// `use_uuid` refused — verdicts go by the status PATCH, learning statuses are `pending →
+/// running → completed`, and the export falls back to file-by-file downloads (binary files
+/// through presigned URLs, fetched without the key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_skill_bench_branch_learns_with_the_status_patch() {
+    let env = Env::with_api(Api::SkillBench).await;
+    let learner = env.learner();
+    let (oa, ob) = (
+        opts("LS-A", Condition::NoSkills, false),
+        opts("LS-B", Condition::Curated, true),
+    );
+    let (a, b) = tokio::join!(learner.learn(&oa), learner.learn(&ob));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    assert!(a.errors.is_empty() && b.errors.is_empty(), "{a:?} {b:?}");
+    assert!(a.mislabeled.is_empty() && b.mislabeled.is_empty());
+    for label in ["LS-A", "LS-B"] {
+        assert_eq!(env.space(label).status_mode.as_deref(), Some("patch"));
+        env.assert_learned_exactly_once(label);
+    }
+    let statuses = learning_statuses(&env);
+    assert_eq!(statuses.len(), 20);
+    for (sid, seen) in &statuses {
+        assert_eq!(seen, &["running", "completed"], "{sid}");
+    }
+    {
+        let st = env.server.state.lock().unwrap();
+        assert!(
+            st.log.iter().all(|e| !e.route.contains("/project/configs")
+                && !e.route.contains("download_zip")),
+            "the branch has neither route"
+        );
+    }
+    // Export of LS-A (its `<task>-learned` skills): file by file, the ZIP route missing.
+    let remote = env.space("LS-A").remote_id.unwrap();
+    env.server.state.lock().unwrap().put_skill_file(
+        &remote,
+        "ledger-code-mapping-learned",
+        "assets/blob.bin",
+        &[0, 159, 146, 150],
+    );
+    let out = env._dir.path().join("export");
+    let r = skillscope::acontext::export::export_space(
+        &env.client,
+        &remote,
+        &out,
+        &skillscope::acontext::export::ExportLimits::default(),
+    )
+    .await
+    .unwrap();
+    assert!(r.refused.is_empty(), "{:?}", r.refused);
+    assert!(!r.skills.is_empty());
+    for s in &r.skills {
+        assert!(out.join(&s.dir_name).join("SKILL.md").is_file(), "{s:?}");
+    }
+    assert_eq!(
+        std::fs::read(out.join("ledger-code-mapping-learned/assets/blob.bin")).unwrap(),
+        [0, 159, 146, 150]
+    );
 }

@@ -486,6 +486,7 @@ async fn every_exchange_matches_openapi() {
         configs: Some(json!({"skillscope": {"task_id": "demo-task", "trial": "t1"}})),
         user: None,
         disable_task_status_change: Some(true),
+        disable_task_tracking: None,
     };
     let session = c.create_session(&req).await.expect("create_session");
     assert_eq!(session.id, uuid);
@@ -1307,4 +1308,167 @@ async fn the_key_never_appears_in_errors() {
         .expect_err("a wrong key");
     assert_eq!(api_status(&e), Some(401));
     no_key(&e);
+}
+
+// ---- 7. the released API and the skill-bench branch ---------------------------------------------
+
+/// The stand-in answers as each server exactly, and [`Offer::probe`] tells them apart by route
+/// probes on a nil id (which create nothing): the released API has project criteria and
+/// `download_zip` but no status PATCH; the skill-bench branch the PATCH but neither of the others,
+/// a 409 for a duplicate `use_uuid` and `pending → running → completed` learning statuses.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_released_api_and_the_skill_bench_branch_are_told_apart() {
+    use skillscope::acontext::offer::{Kind, Offer};
+    use skillscope::acontext::standin::Api;
+    for (api, kind) in [
+        (Api::Released, Kind::Released),
+        (Api::SkillBench, Kind::SkillBench),
+        (Api::ReleasedWithStatusPatch, Kind::ReleasedWithStatusPatch),
+    ] {
+        let server =
+            FakeServer::start(FakeState::with_api(KEY, api), ([127, 0, 0, 1], 0).into()).await;
+        let c = Client::new(&config(&server.base_url(), KEY)).unwrap();
+        let offer = Offer::probe(&c).await.unwrap();
+        assert_eq!(offer.kind(), kind, "{api:?}: {offer:?}");
+        let line = offer.describe();
+        match kind {
+            Kind::Released => assert!(
+                line.starts_with(
+                    "the released API (main, SDK 0.1.22): verdicts by project criteria"
+                ) && line
+                    .contains("pending → distilling → skill_writing → queued → completed/failed")
+                    && line.ends_with("exports as one ZIP per skill"),
+                "{line}"
+            ),
+            Kind::SkillBench => assert!(
+                line.starts_with(
+                    "the skill-bench branch's API: verdicts by status PATCH; no project criteria"
+                ) && line.contains("pending → running → completed/failed")
+                    && line.ends_with("exports file by file (no download_zip)"),
+                "{line}"
+            ),
+            _ => assert!(
+                line.contains("verdicts by status PATCH (or project criteria)"),
+                "{line}"
+            ),
+        }
+        // The probes changed nothing.
+        assert_eq!(server.state.lock().unwrap().session_count(), 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_skill_bench_branch_is_served_as_it_is() {
+    use skillscope::acontext::standin::Api;
+    let server = FakeServer::start(
+        FakeState::with_api(KEY, Api::SkillBench),
+        ([127, 0, 0, 1], 0).into(),
+    )
+    .await;
+    let c = Client::new(&config(&server.base_url(), KEY)).unwrap();
+    // Routes the branch does not have answer gin's plain 404.
+    for e in [
+        c.patch_project_configs(json!({"task_success_criteria": "x"}))
+            .await
+            .unwrap_err(),
+        c.download_skill_zip(&uuid::Uuid::nil().to_string())
+            .await
+            .unwrap_err(),
+    ] {
+        assert!(matches!(e, AcontextError::RouteMissing { .. }), "{e:?}");
+    }
+    // A duplicate use_uuid is refused; the flag is echoed.
+    let req = CreateSession {
+        use_uuid: Some(uuid::Uuid::new_v4().to_string()),
+        disable_task_status_change: Some(true),
+        ..Default::default()
+    };
+    let s = c.create_session(&req).await.unwrap();
+    assert_eq!(s.disable_task_status_change, Some(true));
+    let e = c.create_session(&req).await.unwrap_err();
+    assert!(matches!(e, AcontextError::Api { status: 409, .. }), "{e:?}");
+    // Learning: pending until the task is set, then running, then completed.
+    let space = c.create_learning_space(json!({})).await.unwrap();
+    c.learn(&space.id, &s.id).await.unwrap();
+    c.store_message(
+        &s.id,
+        json!({"role": "user", "content": "do it"}),
+        "openai",
+        None,
+    )
+    .await
+    .unwrap();
+    c.flush(&s.id).await.unwrap();
+    let status = |c: Client, space: String, sid: String| async move {
+        c.learning_session(&space, &sid).await.unwrap().status
+    };
+    assert_eq!(
+        status(c.clone(), space.id.clone(), s.id.clone()).await,
+        "pending"
+    );
+    assert_eq!(
+        status(c.clone(), space.id.clone(), s.id.clone()).await,
+        "pending",
+        "nothing resolved lazily"
+    );
+    let task = c.get_tasks(&s.id).await.unwrap().remove(0);
+    assert_eq!(task.status, "running", "the task agent may not decide");
+    c.update_task_status(&s.id, &task.id, "success")
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let st = status(c.clone(), space.id.clone(), s.id.clone()).await;
+        if seen.last() != Some(&st) {
+            seen.push(st);
+        }
+    }
+    assert_eq!(seen, ["running", "completed"]);
+}
+
+/// On the released API a session with task tracking off keeps its messages but gets no task
+/// (nothing to learn from), and its learning session completes at once without promoting
+/// anything.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn released_sessions_without_task_tracking_get_no_task() {
+    let (server, c) = start(false).await;
+    let s = c
+        .create_session(&CreateSession {
+            disable_task_tracking: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(s.disable_task_tracking);
+    let m = c
+        .store_message(
+            &s.id,
+            json!({"role": "user", "content": "do it"}),
+            "openai",
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(m.session_id, s.id);
+    c.flush(&s.id).await.unwrap();
+    assert!(c.get_tasks(&s.id).await.unwrap().is_empty());
+    let space = c.create_learning_space(json!({})).await.unwrap();
+    c.learn(&space.id, &s.id).await.unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..3 {
+        let st = c.learning_session(&space.id, &s.id).await.unwrap().status;
+        if seen.last() != Some(&st) {
+            seen.push(st);
+        }
+    }
+    assert_eq!(seen, ["pending", "completed"]);
+    let log = log_of(&server.state);
+    let stored = log
+        .iter()
+        .find(|e| e.route.ends_with("/messages") && e.method == "POST")
+        .unwrap();
+    assert_eq!(
+        stored.response["data"]["session_task_process_status"],
+        "disable_tracking"
+    );
 }

@@ -673,3 +673,204 @@ fn an_imported_trial_keeps_its_skill_exposure() {
     assert_eq!((e.recorded, e.stray, e.use_unknown), (1, 1, 0), "{e:#?}");
     assert_eq!(r.exposure.flags.len(), 1, "{:?}", r.exposure.flags);
 }
+
+/// Harbor 0.26 job folders, written by Harbor 0.26.0's own models and writers
+/// (`TrialConfig`/`TrialResult.model_dump_json(indent=4)`, `build_trial_lock`, `JobStats.increment`;
+/// each file validates and round-trips byte for byte with 0.26's models): an oracle job with a
+/// passing trial and a multi-step trial (steps scoring 1 and 0, trial reward their mean 0.5), and
+/// a Claude Code job whose trial recorded `ApiRateLimitError` although its verifier wrote a reward
+/// file of 0.
+fn harbor_026() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harbor-0.26")
+}
+
+/// Harbor 0.26.0's packager digest of `tests/fixtures/tasks/passes`, as the fixtures' locks say.
+const PASSES_DIGEST: &str =
+    "sha256:32e0c0157002203a1ff62e7370baac7de225e81d757e8c557a132c7c86217dd5";
+
+#[test]
+fn harbor_026_trials_are_judged_by_its_error_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("h.db")).unwrap();
+    let report = import(&store, &opts(vec![harbor_026()])).unwrap();
+    assert!(report.broken.is_empty(), "{:?}", report.broken);
+    assert_eq!(
+        (report.trials_seen, report.imported, report.jobs),
+        (3, 3, 2)
+    );
+    assert_eq!(report.multi_step, 1);
+    let conn = store.connect().unwrap();
+
+    // The passing oracle trial: a verdict, its digest from lock.json.
+    let oracle = queries::find_run(&conn, "harbor-oracle-no-model")
+        .unwrap()
+        .unwrap();
+    let trials = queries::current_trials(&conn, oracle.id).unwrap();
+    let pass = trials.iter().find(|t| t.task_id == "passes").unwrap();
+    assert_eq!(
+        (pass.outcome, pass.reward),
+        (Some(Outcome::Pass), Some(1.0))
+    );
+    assert_eq!(pass.condition, "no-skills");
+    assert_eq!(pass.task_digest.as_deref(), Some(PASSES_DIGEST));
+    assert_eq!(pass.error, None);
+    // The multi-step trial: scored by its trial-level reward, times and tokens from its steps.
+    let stepped = trials.iter().find(|t| t.task_id == "stepped").unwrap();
+    assert_eq!(
+        (stepped.outcome, stepped.reward),
+        (Some(Outcome::Fail), Some(0.5))
+    );
+    assert_eq!(
+        (stepped.n_input_tokens, stepped.n_output_tokens),
+        (Some(200), Some(50))
+    );
+    assert!((stepped.cost_usd.unwrap() - 0.003).abs() < 1e-12);
+    assert_eq!(
+        (
+            stepped.agent_started_at.as_deref(),
+            stepped.agent_finished_at.as_deref(),
+            stepped.verifier_finished_at.as_deref()
+        ),
+        (
+            Some("2026-11-20T09:31:06.125Z"),
+            Some("2026-11-20T09:32:10.125Z"),
+            Some("2026-11-20T09:32:20.125Z")
+        )
+    );
+    assert!(
+        stepped
+            .task_digest
+            .as_deref()
+            .is_some_and(|d| d.starts_with("sha256:"))
+    );
+
+    // ApiRateLimitError with a reward file of 0: Harbor 0.26's policy says the reward is not
+    // valid, so the trial is infrastructure — a provider error, no verdict, no reward.
+    let claude = queries::find_run(&conn, "harbor-claude-code-claude-sonnet-4-5")
+        .unwrap()
+        .unwrap();
+    let trials = queries::current_trials(&conn, claude.id).unwrap();
+    let [limited] = trials.as_slice() else {
+        panic!("{trials:#?}")
+    };
+    assert_eq!(limited.outcome, Some(Outcome::ProviderError));
+    assert!(!limited.outcome.unwrap().is_verdict(), "no verdict");
+    assert_eq!((limited.reward, &limited.rewards), (None, &None));
+    assert_eq!(limited.failure_category, None);
+    let error = limited.error.as_deref().unwrap();
+    assert!(
+        error.starts_with("ApiRateLimitError: Rate limit exceeded")
+            && error
+                .contains("Harbor 0.26 error policy: no valid reward; its reward 0 does not count"),
+        "{error}"
+    );
+    assert_eq!(limited.task_digest.as_deref(), Some(PASSES_DIGEST));
+    assert_eq!(limited.n_input_tokens, Some(5230));
+    assert_eq!(report.without_valid_reward.len(), 1);
+    assert!(report.without_valid_reward[0].ends_with("passes__Vw4kR2x"));
+    // Method D counts it 0 over the fixed denominator; the rate over judged trials has nothing.
+    let tasks = vec!["passes".to_string()];
+    assert_eq!(
+        skillscope::analysis::metrics::method_d(&tasks, 1, "no-skills", &trials),
+        0.0
+    );
+    let judged = summarize_planned(
+        &tasks,
+        &skillscope::store::TrialPlan::uniform(1),
+        &["no-skills".to_string()],
+        &trials,
+    );
+    assert_eq!(judged[0].pass_rate_judged, None, "{judged:?}");
+    // Importing again adds nothing.
+    let again = import(&store, &opts(vec![harbor_026()])).unwrap();
+    assert_eq!((again.imported, again.already_present), (0, 3));
+    store.writer().stop();
+}
+
+/// What skillscope writes, read back: each outcome's `result.json` (and `lock.json`) imported as
+/// a Harbor 0.26 trial keeps its verdict when Harbor 0.26 would count its reward, and has none
+/// otherwise — a provider failure stays a provider error, a cancel a cancel.
+#[test]
+fn our_own_trial_folders_import_by_harbor_026s_reading() {
+    use skillscope::harbor::jobdir::{
+        TrialFacts, trial_lock, trial_result, write_json_atomic, write_lock,
+    };
+    use skillscope::store::{TrialRow, TrialStatus};
+    let dir = tempfile::tempdir().unwrap();
+    let job_dir = dir.path().join("jobs/roundtrip__noskills");
+    let facts = TrialFacts {
+        task_path: PathBuf::from("/t/passes"),
+        task_checksum: "0".repeat(64),
+        agent_name: "oracle".into(),
+        agent_version: "1".into(),
+        model: None,
+        job_dir: job_dir.clone(),
+        job_id: "j".into(),
+        cpus: Some(2.0),
+        memory_mb: None,
+        kwargs: Default::default(),
+        task_digest: Some(PASSES_DIGEST.into()),
+        task_version: None,
+        skills: Vec::new(),
+    };
+    let cases = [
+        (Outcome::Pass, Some(1.0), Outcome::Pass),
+        (Outcome::Fail, Some(0.4), Outcome::Fail),
+        (Outcome::AgentTimeout, Some(0.0), Outcome::AgentTimeout),
+        (Outcome::AgentTimeout, None, Outcome::RuntimeError),
+        (Outcome::VerifierTimeout, None, Outcome::RuntimeError),
+        (Outcome::NoReward, None, Outcome::RuntimeError),
+        (Outcome::BuildError, None, Outcome::RuntimeError),
+        (Outcome::RuntimeError, None, Outcome::RuntimeError),
+        (Outcome::ProviderError, None, Outcome::ProviderError),
+        (Outcome::Cancelled, None, Outcome::Cancelled),
+    ];
+    for (i, (outcome, reward, _)) in cases.iter().enumerate() {
+        let row = TrialRow {
+            task_id: format!("task-{i}"),
+            condition: "no-skills".into(),
+            trial_index: 1,
+            attempt: 1,
+            status: TrialStatus::Done,
+            outcome: Some(*outcome),
+            reward: *reward,
+            rewards: reward.map(|r| serde_json::json!({ "reward": r })),
+            agent: "oracle".into(),
+            trial_name: format!("task-{i}__Abcdefg"),
+            started_at: Some("2026-11-20T09:30:00.000Z".into()),
+            finished_at: Some("2026-11-20T09:31:00.000Z".into()),
+            ..TrialRow::default()
+        };
+        let trial_dir = job_dir.join(&row.trial_name);
+        write_lock(
+            &trial_dir.join("lock.json"),
+            &trial_lock(&row, &facts).unwrap(),
+        )
+        .unwrap();
+        write_json_atomic(
+            &trial_dir.join("result.json"),
+            &trial_result(&row, &facts, &trial_dir),
+        )
+        .unwrap();
+    }
+    let store = Store::open(&dir.path().join("r.db")).unwrap();
+    let report = import(&store, &opts(vec![dir.path().join("jobs")])).unwrap();
+    assert_eq!(report.imported, cases.len(), "{:?}", report.broken);
+    let conn = store.connect().unwrap();
+    let run = queries::find_run(&conn, &report.runs[0]).unwrap().unwrap();
+    let trials = queries::current_trials(&conn, run.id).unwrap();
+    for (i, (written, reward, read)) in cases.iter().enumerate() {
+        let t = trials
+            .iter()
+            .find(|t| t.task_id == format!("task-{i}"))
+            .unwrap();
+        assert_eq!(t.outcome, Some(*read), "{written:?} with reward {reward:?}");
+        assert_eq!(t.task_digest.as_deref(), Some(PASSES_DIGEST));
+        if read.is_verdict() {
+            assert_eq!(t.reward, *reward);
+        } else {
+            assert_eq!(t.reward, None, "{written:?}");
+        }
+    }
+    store.writer().stop();
+}

@@ -316,3 +316,73 @@ fn a_licences_folder_beside_skills_is_noted_and_tasks_exits_0() {
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// The real tasks' digests equal what Harbor 0.26.0's packager
+/// (`Packager.compute_content_hash`) and BenchFlow's `task_digest` (benchflow-ai/benchflow at
+/// 62cc7e4) give for the same folders of the shared data-only copy: four named tasks, and all 87
+/// through one SHA-256 over the lines `<task> <digest>\n` in task order (computed with the
+/// packages on this copy). The copy is read where it lies, as the other tests here read it: the
+/// SkillsBench task files are not vendored into this repository.
+#[test]
+fn real_tasks_digest_as_harbor_and_benchflow_do() {
+    use sha2::{Digest, Sha256};
+    use skillscope::skillsbench::digest::{benchflow, task_digest};
+    let root = shared().join("skillsbench/tasks");
+    for (task, harbor, bench) in [
+        (
+            "hvac-control",
+            "sha256:ea07c7b4782aa77881197741e39ff3d27767efed35e03eb58bd0559d62ecaeed",
+            "sha256:449291906ebe4de49f65dadde06ab3e07290b69d8df974cba8b3b2db7a39434d",
+        ),
+        (
+            "3d-scan-calc",
+            "sha256:b9b988ef09e749bd8d3f99094a4817c8351402fd1a78b66d347d1d714ecf3369",
+            "sha256:bdd7d088a60ae0140bad50bf58f185cb835c090bdaa41a5060422963033a4788",
+        ),
+        (
+            "earthquake-phase-association",
+            "sha256:37767685c2cb726a5af472a4f26e30329072063b0917ef5342d19164406a0371",
+            "sha256:475c51627f2dc2648bf847f7fdd3f2c0408ef431c1f638f51cd65eddc95fded4",
+        ),
+        (
+            "scheduling-email-assistant",
+            "sha256:3cff702d60968d165282daa6bd673c30e4fa1632b719c6e121c9938603ca4f78",
+            "sha256:b97dc51ef510bcce428b26df03e3e4727183adfdb077871c77c66d6df40236e0",
+        ),
+    ] {
+        assert_eq!(
+            task_digest(&root.join(task)).unwrap(),
+            harbor,
+            "{task}: Harbor"
+        );
+        assert_eq!(
+            benchflow::task_digest(&root.join(task)).unwrap(),
+            bench,
+            "{task}: BenchFlow"
+        );
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap())
+        .filter(|e| e.path().is_dir())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 87);
+    let (mut h, mut b) = (Sha256::new(), Sha256::new());
+    for n in &names {
+        h.update(format!("{n} {}\n", task_digest(&root.join(n)).unwrap()));
+        b.update(format!(
+            "{n} {}\n",
+            benchflow::task_digest(&root.join(n)).unwrap()
+        ));
+    }
+    assert_eq!(
+        hex::encode(h.finalize()),
+        "d55265bd420d9fe35ffa803236577c0fe7342290c6defc59294f2bd1c130f595"
+    );
+    assert_eq!(
+        hex::encode(b.finalize()),
+        "c36f749b4901eb22bbaf33a8a28c34738fc18b6c896135faa3793d2a7aec6c35"
+    );
+}

@@ -82,6 +82,7 @@ impl Scratch {
             },
             stay_alive: None,
             resume_command: None,
+            pin: Default::default(),
         }
     }
 

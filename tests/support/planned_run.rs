@@ -87,6 +87,7 @@ impl PlannedRun {
                 difficulty: difficulty.to_string(),
                 path: format!("/t/{id}"),
                 problems: vec![],
+                digest: None,
             })
             .collect();
         queries::upsert_run_tasks(conn, run.id, &tasks).unwrap();

@@ -649,6 +649,7 @@ impl Learner {
                     }})),
                     user: None,
                     disable_task_status_change: (mode == StatusMode::Patch).then_some(true),
+                    disable_task_tracking: None,
                 };
                 match self
                     .with_server_wait(opts, || self.client.create_session(&req))
@@ -761,6 +762,17 @@ impl Learner {
                 .with_server_wait(opts, || self.client.learning_session(&remote, &sid))
                 .await?;
             if last.as_deref() != Some(ls.status.as_str()) {
+                if ls.is_unknown() {
+                    // Neither the released API nor the skill-bench branch reports it: polled on
+                    // until completed or failed all the same.
+                    tracing::warn!(
+                        "{} {}#{}: learning status {:?} is not one Acontext is known to report",
+                        space.label,
+                        row.task_id,
+                        row.trial_index,
+                        crate::sanitize::text(&ls.status)
+                    );
+                }
                 last = Some(ls.status.clone());
                 self.patch_step(
                     space,

@@ -30,6 +30,8 @@ impl Learner {
             configs: Some(json!({ "skillscope": { "probe": true } })),
             user: None,
             disable_task_status_change: Some(true),
+            // The probe must never be processed by the task agent, let alone learned.
+            disable_task_tracking: Some(true),
         };
         let session = self
             .with_server_wait(opts, || self.client.create_session(&req))

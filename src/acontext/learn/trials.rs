@@ -177,6 +177,7 @@ mod tests {
                     difficulty: diff.into(),
                     path: String::new(),
                     problems: vec![],
+                    digest: None,
                 },
             )
         };

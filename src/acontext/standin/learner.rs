@@ -104,13 +104,18 @@ pub(super) fn learn_into(state: &mut FakeState, space_id: &str, session_id: &str
     }
 }
 
-/// A status change to success/failed starts learning when the session is in a space.
+/// A status change to success/failed starts learning when the session is in a space: released
+/// servers distil it first (`distilling`), the skill-bench server's learner runs it (`running`).
 pub(super) fn on_terminal_status(state: &mut FakeState, session_id: &str) {
+    let next = if state.api.released() {
+        "distilling"
+    } else {
+        "running"
+    };
     if let Some(space) = state.session_space.get(session_id).cloned()
         && let Some(sp) = state.spaces.get_mut(&space)
     {
-        sp.sessions
-            .insert(session_id.to_string(), "distilling".into());
+        sp.sessions.insert(session_id.to_string(), next.into());
     }
 }
 
@@ -120,11 +125,20 @@ pub(super) fn marker_in(criteria: &str) -> Option<String> {
     Some(criteria[start..start + len].to_string())
 }
 
-/// One poll: advances learning by a step; a pending session with undecided tasks is promoted to
-/// success (the Go server's lazy resolution).
+/// One poll: answers the learning status as it is, then moves it a step on (as Acontext's
+/// consumers would between two polls), so every status is seen once. Released servers: `pending →
+/// distilling → skill_writing [→ queued] → completed`, and a pending session with undecided tasks
+/// is promoted to success (the Go server's lazy resolution, `resolvePendingStatus`). The
+/// skill-bench server: `pending` until a task is set (then `running`) `→ completed`, nothing
+/// resolved lazily.
 pub(super) fn advance(st: &mut FakeState, space: &str, sid: &str) -> String {
     let status = st.spaces[space].sessions[sid].clone();
     let next = match status.as_str() {
+        "pending" if !st.api.released() => "pending".to_string(),
+        "running" => {
+            learn_into(st, space, sid);
+            "completed".to_string()
+        }
         "pending" => {
             let tasks = st
                 .sessions
@@ -148,6 +162,8 @@ pub(super) fn advance(st: &mut FakeState, space: &str, sid: &str) -> String {
             }
         }
         "distilling" => "skill_writing".to_string(),
+        // The space's skill agent holds its lock for another session: this one waits.
+        "skill_writing" if st.queue_learning => "queued".to_string(),
         "skill_writing" | "queued" => {
             learn_into(st, space, sid);
             "completed".to_string()
@@ -158,6 +174,6 @@ pub(super) fn advance(st: &mut FakeState, space: &str, sid: &str) -> String {
         .get_mut(space)
         .expect("space")
         .sessions
-        .insert(sid.to_string(), next.clone());
-    next
+        .insert(sid.to_string(), next);
+    status
 }

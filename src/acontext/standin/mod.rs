@@ -5,21 +5,35 @@
 //! --dry-run`, `skillscope acontext-standin`) and the tests can run the client and the learning
 //! pipeline against a real HTTP server.
 //!
-//! What it follows: the `{code, data, msg}` envelope (code 0 on success), Bearer auth (401),
-//! cursor pagination (`limit` ≤ 200, `next_cursor`, `has_more`), `use_uuid` idempotency (200 with
-//! the existing session; 409 in `legacy` mode, like the older `skill-bench` server), 409 for a
-//! session learned twice or a skill included twice, the two default skills of a new learning space,
-//! ZIP skill uploads with SKILL.md frontmatter checks, and — when `status_patch` is on — the
-//! `PATCH /session/{id}/task/{task_id}/status` route and the `disable_task_status_change` flag.
+//! It answers as one of three servers ([`Api`]):
+//!
+//! - [`Api::Released`] — Acontext as released (main @ 259d73b, Python SDK 0.1.22,
+//!   `shared/acontext/openapi.json`): project task criteria (`/project/configs`), `download_zip`,
+//!   material URLs, `disable_task_tracking` (messages of such a session are never processed: no
+//!   task, no learning), learning statuses `pending → distilling → skill_writing [→ queued] →
+//!   completed | failed`, the lazy resolution of a pending learning session (its undecided tasks
+//!   become success when it is polled), and `use_uuid` answering 200 with an existing session;
+//! - [`Api::ReleasedWithStatusPatch`] — the same plus the `skill-bench` branch's two additions as
+//!   `plans/` describes them: the `PATCH /session/{id}/task/{task_id}/status` route and the
+//!   `disable_task_status_change` session flag (echoed in sessions);
+//! - [`Api::SkillBench`] — the `skill-bench` branch as it is (61cc28c, based on main of
+//!   2026-02-25): the PATCH route and the flag, but no `/project/configs`, no `download_zip`, no
+//!   material route (a binary skill file's `url` is a presigned object-store URL, served here
+//!   outside `/api/v1` without the key), a duplicate `use_uuid` answered 409, learning statuses
+//!   `pending → running → completed | failed`, no lazy resolution.
+//!
+//! Everywhere: the `{code, data, msg}` envelope (code 0 on success), Bearer auth (401), cursor
+//! pagination (`limit` ≤ 200, `next_cursor`, `has_more`), 409 for a session learned twice or a
+//! skill included twice, the two default skills of a new learning space, ZIP skill uploads with
+//! SKILL.md frontmatter checks, and gin's plain-text 404 for a route the server does not have.
 //!
 //! What stands in for the LLMs ([`learner`]): `flush` makes one task per session from the first
-//! user message and, when the project's `task_success_criteria` / `task_failure_criteria` name a
-//! marker the assistant message carries, resolves it accordingly; a learning session advances one
-//! state per status poll (pending → distilling → skill_writing → completed) and, on completion,
-//! appends a templated SOP entry (success) or Warning entry (failure) to the task's skill in the
-//! space — its curated upload (tagged `meta.skillscope.source_task`) or else `<task>-learned`,
-//! whose description says it was written by this stand-in. Like the Go server, polling a pending
-//! learning session whose tasks are undecided promotes them to success.
+//! user message (none when task tracking is off) and, when the project's `task_success_criteria`
+//! / `task_failure_criteria` name a marker the assistant message carries, resolves it accordingly;
+//! a learning session advances one state per status poll and, on completion, appends a templated
+//! SOP entry (success) or Warning entry (failure) to the task's skill in the space — its curated
+//! upload (tagged `meta.skillscope.source_task`) or else `<task>-learned`, whose description says
+//! it was written by this stand-in.
 //!
 //! Every request and response can be logged with its route template ([`FakeState::log`], for
 //! schema checks); faults (5xx, stalls, dropped connections) can be queued ([`Fault`]).
@@ -87,11 +101,61 @@ struct FakeTask {
     status: String,
 }
 
+/// Which Acontext server the stand-in answers as (see the module docs).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Api {
+    /// Acontext as released (main, SDK 0.1.22).
+    #[default]
+    Released,
+    /// The released API plus the `skill-bench` branch's status PATCH and flag.
+    ReleasedWithStatusPatch,
+    /// The `skill-bench` branch as it is.
+    SkillBench,
+}
+
+impl Api {
+    /// `released`, `released+patch` or `skill-bench`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Api::Released => "released",
+            Api::ReleasedWithStatusPatch => "released+patch",
+            Api::SkillBench => "skill-bench",
+        }
+    }
+
+    /// Parses [`Api::as_str`]'s names.
+    ///
+    /// # Errors
+    /// The name, and the ones known.
+    pub fn parse(s: &str) -> Result<Api, String> {
+        [Api::Released, Api::ReleasedWithStatusPatch, Api::SkillBench]
+            .into_iter()
+            .find(|a| a.as_str() == s)
+            .ok_or_else(|| {
+                format!("unknown Acontext API {s:?} (released, released+patch or skill-bench)")
+            })
+    }
+
+    /// Serves the status PATCH and honours `disable_task_status_change`.
+    pub fn status_patch(self) -> bool {
+        self != Api::Released
+    }
+
+    /// The released API's routes and behaviours (project configs, `download_zip`, material
+    /// URLs, `distilling`/`skill_writing`/`queued`, lazy resolution, 200 on an existing
+    /// `use_uuid`).
+    pub fn released(self) -> bool {
+        self != Api::SkillBench
+    }
+}
+
 #[derive(Debug, Clone, Default)]
 struct FakeSession {
     id: String,
     configs: Value,
     manual_status: bool,
+    /// `disable_task_tracking`: messages are never processed, no task is made.
+    no_tracking: bool,
     messages: Vec<Value>,
     tasks: Vec<FakeTask>,
     created_at: String,
@@ -123,8 +187,12 @@ struct FakeSpace {
 pub struct FakeState {
     /// Accepted key.
     pub api_key: String,
-    /// Serve the status PATCH and honour `disable_task_status_change` (the skill-bench server).
-    pub status_patch: bool,
+    /// Which server it answers as.
+    pub api: Api,
+    /// The space's skill agent is busy when a session's skill writing ends (released API): the
+    /// session goes `queued` for one poll before `completed`, as when Acontext's per-space lock is
+    /// held by another session.
+    pub queue_learning: bool,
     /// Answer duplicate `use_uuid` with 409 (older servers) instead of 200.
     pub legacy_409: bool,
     /// The fake task agent resolves every task as success, whatever the criteria say.
@@ -157,11 +225,24 @@ pub struct FakeState {
 pub type Shared = Arc<Mutex<FakeState>>;
 
 impl FakeState {
-    /// A state accepting `api_key`.
+    /// A state accepting `api_key`: the released API, with the status PATCH and flag when
+    /// `status_patch` ([`Api::ReleasedWithStatusPatch`]).
     pub fn new(api_key: &str, status_patch: bool) -> Shared {
+        FakeState::with_api(
+            api_key,
+            if status_patch {
+                Api::ReleasedWithStatusPatch
+            } else {
+                Api::Released
+            },
+        )
+    }
+
+    /// A state accepting `api_key` that answers as `api`.
+    pub fn with_api(api_key: &str, api: Api) -> Shared {
         Arc::new(Mutex::new(FakeState {
             api_key: api_key.to_string(),
-            status_patch,
+            api,
             keep_log: true,
             ..Default::default()
         }))

@@ -152,14 +152,18 @@ pub fn router(state: Shared) -> Router {
             "/agent_skills/{id}",
             get(skills::get_skill).delete(skills::delete_skill),
         )
-        .route("/agent_skills/{id}/file", get(skills::skill_file))
-        .route("/agent_skills/{id}/download_zip", get(skills::download_zip))
-        .route("/material/{token}", get(skills::material))
-        .route(
-            "/project/configs",
-            get(skills::get_configs).patch(skills::patch_configs),
-        );
-    if state.lock().expect("state").status_patch {
+        .route("/agent_skills/{id}/file", get(skills::skill_file));
+    let flavour = state.lock().expect("state").api;
+    if flavour.released() {
+        api = api
+            .route("/agent_skills/{id}/download_zip", get(skills::download_zip))
+            .route("/material/{token}", get(skills::material))
+            .route(
+                "/project/configs",
+                get(skills::get_configs).patch(skills::patch_configs),
+            );
+    }
+    if flavour.status_patch() {
         api = api.route(
             "/session/{session_id}/task/{task_id}/status",
             patch(sessions::patch_task_status),
@@ -170,11 +174,17 @@ pub fn router(state: Shared) -> Router {
             state.clone(),
             auth_log_faults,
         ))
-        .with_state(state);
+        .with_state(state.clone());
     // Unknown routes answer like gin: 404 with a plain-text body (no envelope).
-    Router::new()
-        .nest("/api/v1", api)
-        .fallback(|| async { (StatusCode::NOT_FOUND, "404 page not found") })
+    let mut root = Router::new().nest("/api/v1", api);
+    if !flavour.released() {
+        // The skill-bench server hands out presigned object-store URLs: outside the API, no key.
+        root = root.route(
+            "/presigned/{token}",
+            get(skills::material).with_state(state),
+        );
+    }
+    root.fallback(|| async { (StatusCode::NOT_FOUND, "404 page not found") })
 }
 
 /// A running fake server.

@@ -24,15 +24,19 @@ pub(super) async fn create_session(State(s): St, axum::Json(body): axum::Json<Va
         None => st.new_id(),
     };
     if let Some(existing) = st.sessions.get(&id) {
-        if st.legacy_409 {
+        // Servers before main's 200-on-existing (the skill-bench branch among them) answer 409.
+        if st.legacy_409 || !st.api.released() {
             return err(
                 StatusCode::CONFLICT,
                 "session with this UUID already exists",
             );
         }
-        return ok(session_json(existing, st.status_patch), StatusCode::OK);
+        return ok(
+            session_json(existing, st.api.status_patch()),
+            StatusCode::OK,
+        );
     }
-    let manual = st.status_patch
+    let manual = st.api.status_patch()
         && body
             .get("disable_task_status_change")
             .and_then(Value::as_bool)
@@ -42,10 +46,14 @@ pub(super) async fn create_session(State(s): St, axum::Json(body): axum::Json<Va
         id: id.clone(),
         configs: body.get("configs").cloned().unwrap_or(json!({})),
         manual_status: manual,
+        no_tracking: body
+            .get("disable_task_tracking")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
         created_at,
         ..Default::default()
     };
-    let out = session_json(&sess, st.status_patch);
+    let out = session_json(&sess, st.api.status_patch());
     st.sessions.insert(id.clone(), sess);
     st.session_order.push(id);
     ok(out, StatusCode::CREATED)
@@ -97,10 +105,16 @@ pub(super) async fn store_message(
     stored["created_at"] = json!(now);
     sess.messages.push(stored);
     let text = blob.get("content").and_then(Value::as_str).unwrap_or("");
+    // A session without task tracking never hands its messages to the task agent.
+    let process = if sess.no_tracking {
+        "disable_tracking"
+    } else {
+        "pending"
+    };
     ok(
         json!({"id": mid, "session_id": id, "parent_id": null, "role": blob.get("role").cloned().unwrap_or(json!("user")),
                "meta": body.get("meta").cloned().unwrap_or(json!({})), "parts": [{"type": "text", "text": text}],
-               "task_id": null, "session_task_process_status": "pending", "created_at": now, "updated_at": now}),
+               "task_id": null, "session_task_process_status": process, "created_at": now, "updated_at": now}),
         StatusCode::CREATED,
     )
 }
@@ -140,13 +154,18 @@ pub(super) async fn get_messages(
         .filter_map(|mid| sess.messages.iter().find(|m| m["id"] == mid.as_str()))
         .collect();
     let text_of = |m: &Value| m["content"].as_str().unwrap_or_default().to_string();
+    let process = if sess.no_tracking {
+        "disable_tracking"
+    } else {
+        "success"
+    };
     let items: Vec<Value> = picked
         .iter()
         .map(|m| {
             if format == "acontext" {
                 json!({"id": m["id"], "session_id": id, "parent_id": null, "role": m["role"],
                        "meta": m["meta"], "parts": [{"type": "text", "text": text_of(m)}],
-                       "task_id": null, "session_task_process_status": "success",
+                       "task_id": null, "session_task_process_status": process,
                        "created_at": m["created_at"], "updated_at": m["created_at"]})
             } else {
                 json!({"role": m["role"], "content": text_of(m)})
@@ -188,6 +207,10 @@ pub(super) async fn flush(State(s): St, Path(id): Path<String>) -> Response {
     let Some(sess) = st.sessions.get_mut(&id) else {
         return err(StatusCode::NOT_FOUND, "session not found");
     };
+    if sess.no_tracking {
+        // Task tracking off: the messages are kept, no task agent runs.
+        return ok(json!({"status": 200, "errmsg": ""}), StatusCode::OK);
+    }
     if sess.tasks.is_empty() {
         let description = sess
             .messages

@@ -144,9 +144,14 @@ pub(super) async fn skill_file(
         Err(_) => {
             let token = st.new_id();
             st.materials.insert(token.clone(), bytes);
+            // Released: the API's own material route; skill-bench: a presigned object-store URL.
+            let url = if st.api.released() {
+                format!("http://{host}/api/v1/material/{token}?X-Amz-Expires=900")
+            } else {
+                format!("http://{host}/presigned/{token}?X-Amz-Expires=900&X-Amz-Signature=standin")
+            };
             ok(
-                json!({"path": path, "mime": "application/octet-stream",
-                       "url": format!("http://{host}/api/v1/material/{token}?X-Amz-Expires=900")}),
+                json!({"path": path, "mime": "application/octet-stream", "url": url}),
                 StatusCode::OK,
             )
         }

@@ -33,7 +33,7 @@ pub(super) fn err(status: StatusCode, msg: &str) -> Response {
 pub(super) fn session_json(s: &FakeSession, status_patch: bool) -> Value {
     let mut v = json!({
         "id": s.id, "project_id": "p-1", "user_id": "", "configs": s.configs,
-        "disable_task_tracking": false, "created_at": s.created_at, "updated_at": s.created_at
+        "disable_task_tracking": s.no_tracking, "created_at": s.created_at, "updated_at": s.created_at
     });
     if status_patch {
         v["disable_task_status_change"] = json!(s.manual_status);

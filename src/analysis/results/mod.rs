@@ -144,6 +144,8 @@ pub struct RunInfo {
     /// The run's settings as recorded (`runs.settings`: concurrency, hosts, limits, …; no secret
     /// values).
     pub settings: serde_json::Value,
+    /// The pinned task set its tasks were checked against (`run --task-set`), when one was.
+    pub task_set: Option<crate::domain::TaskSetPin>,
 }
 
 /// A task of the fixed denominator.

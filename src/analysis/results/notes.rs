@@ -261,6 +261,9 @@ pub(super) fn notes_and_runs(
             );
         }
         notes.extend(environment_notes(&r.name, &facts.environment));
+        if let Some(pin) = &r.task_set {
+            notes.push(task_set_note(&r.name, pin));
+        }
         run_infos.push(RunInfo {
             name: r.name.clone(),
             agent: r.agent.clone(),
@@ -271,10 +274,32 @@ pub(super) fn notes_and_runs(
             agent_settings,
             unpinned,
             settings: r.settings.clone(),
+            task_set: r.task_set.clone(),
         });
     }
     notes.extend(grouped.lines(conditions.len(), runs.len()));
     (notes, run_infos)
+}
+
+/// The task set a run was pinned to, and what of it differed when it began: `r1: tasks pinned
+/// to task set skillsbench@1.1 (registry.json, benchflow digests), all 87 matched.`
+fn task_set_note(run: &str, pin: &crate::domain::TaskSetPin) -> String {
+    let matched = pin.n_tasks.saturating_sub(pin.drift.len());
+    let drift = if pin.drift.is_empty() {
+        format!("all {} matched", pin.n_tasks)
+    } else {
+        format!(
+            "{matched} of {} matched; run anyway with --allow-drift: {}",
+            pin.n_tasks,
+            crate::domain::describe_drift(&pin.drift)
+        )
+    };
+    format!(
+        "{run}: tasks pinned to task set {} ({}, {} digests), {drift}.",
+        pin.label(),
+        pin.file,
+        pin.algorithm
+    )
 }
 
 /// Notes on a run's trials whose environment was not what their task asked (issue 27): needed

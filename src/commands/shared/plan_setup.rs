@@ -40,6 +40,8 @@ pub fn run_args(plan: &Plan, db: Option<PathBuf>) -> RunArgs {
         detach: false,
         no_mouse: false,
         allow_missing_env: false,
+        task_set: None,
+        allow_drift: false,
     }
 }
 

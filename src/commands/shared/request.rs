@@ -116,6 +116,13 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
         settings,
         stay_alive: None,
         resume_command: None,
+        pin: crate::engine::Pinning {
+            set: match &args.task_set {
+                Some(spec) => Some(crate::skillsbench::pinned::PinnedSet::read(spec)?),
+                None => None,
+            },
+            allow_drift: args.allow_drift,
+        },
     };
     Ok((req, db))
 }

@@ -31,7 +31,7 @@ pub struct NewRun {
 const RUN_COLS: &str = "id, name, created_at, tasks_dir, agent, model, n_trials, conditions, jobs_dir, \
      status, started_at, finished_at, owner_pid, heartbeat_at, settings, owner_host, uid, source, \
      stop_reason, waiting_since, waiting_reason, stop_requested_at, resume_command, max_cost_usd, \
-     provider_limit";
+     provider_limit, task_set";
 
 fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
     let conditions: String = r.get(7)?;
@@ -62,6 +62,9 @@ fn run_from_row(r: &Row<'_>) -> rusqlite::Result<RunRow> {
         resume_command: r.get(22)?,
         max_cost_usd: r.get(23)?,
         provider_limit: r.get(24)?,
+        task_set: r
+            .get::<_, Option<String>>(25)?
+            .and_then(|s| serde_json::from_str(&s).ok()),
     })
 }
 
@@ -352,6 +355,22 @@ pub fn run_hosts(conn: &Connection, run_id: i64) -> Result<Vec<HostRow>, StoreEr
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
+/// Records the pinned task set a run was checked against (`runs.task_set`, JSON).
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
+pub fn set_run_task_set(
+    conn: &Connection,
+    run_id: i64,
+    pin: &crate::domain::TaskSetPin,
+) -> Result<(), StoreError> {
+    conn.execute(
+        "UPDATE runs SET task_set = ?2 WHERE id = ?1",
+        params![run_id, serde_json::to_string(pin)?],
+    )?;
+    Ok(())
+}
+
 /// Records (or refreshes) the run's task selection.
 ///
 /// # Errors
@@ -362,10 +381,11 @@ pub fn upsert_run_tasks(
     tasks: &[RunTaskRow],
 ) -> Result<(), StoreError> {
     let mut st = conn.prepare(
-        "INSERT INTO run_tasks (run_id, task_id, domain, difficulty, path, problems)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+        "INSERT INTO run_tasks (run_id, task_id, domain, difficulty, path, problems, digest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
          ON CONFLICT (run_id, task_id) DO UPDATE SET domain = excluded.domain,
-             difficulty = excluded.difficulty, path = excluded.path, problems = excluded.problems",
+             difficulty = excluded.difficulty, path = excluded.path, problems = excluded.problems,
+             digest = COALESCE(run_tasks.digest, excluded.digest)",
     )?;
     for t in tasks {
         st.execute(params![
@@ -374,7 +394,8 @@ pub fn upsert_run_tasks(
             t.domain,
             t.difficulty,
             t.path,
-            serde_json::to_string(&t.problems)?
+            serde_json::to_string(&t.problems)?,
+            t.digest
         ])?;
     }
     Ok(())
@@ -386,7 +407,7 @@ pub fn upsert_run_tasks(
 /// [`StoreError`] when the database fails.
 pub fn run_tasks(conn: &Connection, run_id: i64) -> Result<Vec<RunTaskRow>, StoreError> {
     let mut st = conn.prepare(
-        "SELECT task_id, domain, difficulty, path, problems FROM run_tasks WHERE run_id = ?1 ORDER BY task_id",
+        "SELECT task_id, domain, difficulty, path, problems, digest FROM run_tasks WHERE run_id = ?1 ORDER BY task_id",
     )?;
     let rows = st.query_map([run_id], |r| {
         let problems: String = r.get(4)?;
@@ -396,6 +417,7 @@ pub fn run_tasks(conn: &Connection, run_id: i64) -> Result<Vec<RunTaskRow>, Stor
             difficulty: r.get(2)?,
             path: r.get(3)?,
             problems: serde_json::from_str(&problems).unwrap_or_default(),
+            digest: r.get(5)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

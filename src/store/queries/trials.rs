@@ -51,6 +51,7 @@ trial_columns! {
     final_message: plain, aggregated: plain, fault: plain, failure_category: plain,
     agent_settings: json, live_steps: plain, live_tool: plain, last_output_at: plain,
     stalled_at: plain, missing_env: json, clamped: json, image_builds: json,
+    task_digest: plain,
 }
 
 /// Reading one column of each kind.

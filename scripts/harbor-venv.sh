@@ -17,6 +17,11 @@ case "$HARBOR_VERSION" in
 esac
 DIR=${1:-$DEFAULT_DIR}
 [ -n "$DIR" ] || DIR=$DEFAULT_DIR
+# Tests run in parallel and two may ask for the same venv at once: one makes it while the
+# other waits on the lock, then finds it made (without it, one removed the other's venv half-made).
+mkdir -p "$(dirname "$DIR")"
+exec 9>"$DIR.lock"
+flock 9
 # What the venv was made of: a venv made by another version of this script is made again.
 STAMP="harbor==$HARBOR_VERSION ${DEPS[*]}"
 if [ -x "$DIR/bin/python" ] && [ -d "$DIR/harbor-src/harbor" ] \

@@ -468,12 +468,24 @@ fn count_outcomes(outcomes: &[Outcome]) -> String {
         .join(", ")
 }
 
+/// `p` made absolute against the working directory, its `.` components and doubled separators
+/// dropped (`./jobs` → `/work/jobs`, never `/work/./jobs`); `..` is kept, links are not resolved.
 fn absolute(p: &std::path::Path) -> PathBuf {
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        std::env::current_dir()
-            .map(|d| d.join(p))
-            .unwrap_or_else(|_| p.to_path_buf())
+    std::path::absolute(p).unwrap_or_else(|_| p.components().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn absolute_paths_carry_no_dot_components() {
+        let cwd = std::env::current_dir().unwrap();
+        assert_eq!(
+            super::absolute(std::path::Path::new("./jobs")),
+            cwd.join("jobs")
+        );
+        assert_eq!(
+            super::absolute(std::path::Path::new("/a/./b//c")),
+            std::path::PathBuf::from("/a/b/c")
+        );
     }
 }

@@ -377,7 +377,7 @@ pub const KEYMAP: &[Binding] = &[
         &["w"],
         ToggleWrap,
         "wrap",
-        "wrap long lines / cut them at the edge",
+        "wrap long lines or cut them",
     ),
     b(Detail, &["r"], Retry, "retry", "retry this trial"),
     b(

@@ -641,11 +641,78 @@ fn detail_log_lines_wrap_with_w_and_the_path_is_whole() {
     assert!(!app.detail.as_ref().unwrap().wrap);
 }
 
+/// The summary tab reads the trial folder whole at 80 columns (wrapped under its label, never
+/// cut); `w` wraps every long value of the summary too, and cuts them again.
+#[test]
+fn detail_summary_path_whole_and_w_wraps_it() {
+    let (d, mut app) = app_with("dark");
+    open_detail(&mut app, &d, Vec::new());
+    let dir = app.detail.as_ref().unwrap().data.as_ref().unwrap().attempts[0]
+        .trial_dir
+        .clone()
+        .unwrap();
+    let tight = |screen: &str| -> String {
+        screen
+            .lines()
+            .map(|l| {
+                l.trim_matches(|c| c == '"' || c == '│')
+                    .trim()
+                    .trim_start_matches("trial dir")
+                    .trim()
+            })
+            .collect()
+    };
+    let narrow = render(&mut app, (80, 24));
+    assert!(tight(&narrow).contains(&dir), "{narrow}");
+    assert!(!dir.contains("/./"), "{dir}");
+    assert!(narrow.contains("(exit 0…"), "cut by default: {narrow}");
+    app.on_key(key(KeyCode::Char('w')));
+    snap("detail_summary_wrapped", &mut app);
+    let narrow = render(&mut app, (80, 24));
+    assert!(narrow.contains("total 6.00s"), "{narrow}");
+    assert!(
+        narrow.contains("│            789ab"),
+        "the image whole: {narrow}"
+    );
+}
+
+/// A status message longer than the screen is read whole: the footer grows to the rows it needs
+/// (at most three) instead of cutting it at the edge.
+#[test]
+fn a_long_status_message_is_read_whole() {
+    let (_d, mut app) = app_with("dark");
+    let msg = "run snapshot-run is stopped and has no engine; it applies once the run is resumed: cd /work && skillscope run --run snapshot-run";
+    app.status = Some(msg.into());
+    snap("status_long", &mut app);
+    let screen = render(&mut app, (80, 24));
+    let rows: Vec<&str> = screen.lines().rev().take(2).collect();
+    let joined = format!(
+        "{} {}",
+        rows[1].trim_matches('"').trim(),
+        rows[0].trim_matches('"').trim()
+    );
+    assert!(joined.contains(msg), "{screen}");
+}
+
+/// Help at 120×40 shows every key whole, without scrolling: no description is cut (`…`) and
+/// every key has at least two spaces before its description, so no column runs into the next.
 #[test]
 fn help_overlay() {
     let (_d, mut app) = app_with("dark");
     app.on_key(key(KeyCode::Char('?')));
     snap("help", &mut app);
+    let wide = render(&mut app, (120, 40));
+    assert!(wide.contains("keys · any key closes"), "{wide}");
+    assert!(!wide.contains('…'), "{wide}");
+    for (k, _) in skillscope::tui::keymap::help_sections()
+        .into_iter()
+        .flat_map(|(_, rows)| rows)
+    {
+        assert!(
+            wide.contains(&format!("{k}  ")),
+            "{k:?} runs into its description"
+        );
+    }
 }
 
 #[test]

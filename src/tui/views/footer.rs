@@ -1,5 +1,5 @@
 //! Footer line: the filter or search being typed (with why it cannot apply, if so), else the
-//! status message, else key hints for the current context from the keymap — as many as fit, the
+//! status message (on up to three rows, never cut at the edge when it fits them), else key hints for the current context from the keymap — as many as fit, the
 //! most needed first (help, and the key to the other panes, always), shown in their usual order.
 
 use ratatui::Frame;
@@ -9,7 +9,7 @@ use ratatui::widgets::Paragraph;
 
 use crate::tui::app::{App, Mode, Popup};
 use crate::tui::keymap::{Action, Context, hints};
-use crate::tui::widgets::fit;
+use crate::tui::widgets::{fit, wrap};
 
 /// The footer's hints for `app`, most needed first.
 fn wanted(app: &App) -> (Context, Vec<Action>) {
@@ -183,7 +183,38 @@ fn input_line(
     Line::from(spans)
 }
 
-/// Draws the footer into the one-line `area`.
+/// The most rows a status message takes; a longer one is cut with `…` on the last.
+const STATUS_ROWS: usize = 3;
+
+/// The status message wrapped to `width` (at most [`STATUS_ROWS`] rows), when there is one and no
+/// input line is being typed.
+fn status_rows(app: &App, width: usize) -> Option<Vec<Line<'static>>> {
+    let editing = app.grid.editing.is_some()
+        || app.events.editing.is_some()
+        || app.detail.as_ref().is_some_and(|d| d.editing.is_some());
+    let msg = app.status.as_ref().filter(|_| !editing)?;
+    let mut rows = wrap::wrap(
+        &Line::from(Span::styled(msg.clone(), app.theme.warn)),
+        width.max(1),
+    );
+    if rows.len() > STATUS_ROWS {
+        rows.truncate(STATUS_ROWS);
+        let last = rows[STATUS_ROWS - 1].to_string();
+        rows[STATUS_ROWS - 1] = Line::from(Span::styled(
+            fit(&format!("{last} …"), width),
+            app.theme.warn,
+        ));
+    }
+    Some(rows)
+}
+
+/// The footer's height at `width`: one row, or as many as the status message needs (at most
+/// [`STATUS_ROWS`]), so a message is read whole rather than cut at the edge.
+pub fn height(app: &App, width: u16) -> u16 {
+    status_rows(app, width as usize).map_or(1, |r| r.len().max(1) as u16)
+}
+
+/// Draws the footer into `area` ([`height`] rows).
 pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     let t = &app.theme;
     let w = area.width as usize;
@@ -210,8 +241,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             Span::styled("search /", t.accent),
             Span::styled(format!("{buf}█"), t.text),
         ])
-    } else if let Some(msg) = &app.status {
-        Line::from(Span::styled(fit(msg, w), t.warn))
+    } else if let Some(rows) = status_rows(app, w) {
+        f.render_widget(Paragraph::new(rows), area);
+        return;
     } else if app.popup == Some(Popup::Help) {
         Line::from(Span::styled(
             fit("↑↓ PgUp PgDn scroll the keys · any other key closes", w),

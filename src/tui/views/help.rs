@@ -1,7 +1,8 @@
 //! Help overlay: every key, generated from the keymap (pairs such as ↑/↓ on one row), and the
-//! grid legend. The current view's keys come first. From 100 columns on the keys flow into two
-//! columns, so the whole table fits a 120×40 terminal; smaller screens scroll it (↑↓, the wheel),
-//! the title saying which rows show.
+//! grid legend. The current view's keys come first. A section's keys column is as wide as its
+//! widest key and descriptions wrap under themselves, so no text is cut and no column runs into the next.
+//! From 100 columns on the sections flow into two balanced columns, so the whole table fits a
+//! 120×40 terminal; smaller screens scroll it (↑↓, the wheel), the title saying which rows show.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -11,10 +12,58 @@ use ratatui::widgets::{Clear, Paragraph};
 
 use crate::tui::app::App;
 use crate::tui::keymap::help_sections;
+use crate::tui::widgets::wrap::{hanging, width_of};
 use crate::tui::widgets::{LEGEND_STATES, cell_look, centered, fit, flow, framed};
 
-/// Width of the keys column.
-const KEYS_W: usize = 19;
+/// The widest the keys column gets; a longer key (none today) is cut with `…`.
+const KEYS_MAX: usize = 22;
+
+/// The help rows of one section, `key  description`: the keys column as wide as the widest key
+/// (`keys_w`), two spaces before the description, which wraps under itself (never cut) within
+/// `col_w` (under the description's start, as [`hanging`] does).
+fn section_lines(
+    app: &App,
+    rows: &[(String, String)],
+    keys_w: usize,
+    col_w: usize,
+) -> Vec<Line<'static>> {
+    let t = &app.theme;
+    let mut out = Vec::new();
+    for (k, help) in rows {
+        let head = Span::styled(format!("  {:<keys_w$}  ", fit(k, keys_w)), t.accent);
+        out.extend(hanging(
+            vec![head],
+            Span::styled(help.clone(), t.text),
+            col_w,
+        ));
+    }
+    out
+}
+
+/// Where to split `blocks` (each section's lines, in order) into two columns, and which column
+/// takes the legend (`true`: the right), so the taller column is as short as it can be.
+fn balance(blocks: &[usize], legend: usize) -> (usize, bool) {
+    let total: usize = blocks.iter().sum();
+    let mut best = (blocks.len(), false, usize::MAX);
+    let mut left = 0;
+    for split in 0..=blocks.len() {
+        let right = total - left;
+        for legend_right in [false, true] {
+            let (l, r) = if legend_right {
+                (left, right + legend)
+            } else {
+                (left + legend, right)
+            };
+            if l.max(r) < best.2 {
+                best = (split, legend_right, l.max(r));
+            }
+        }
+        if split < blocks.len() {
+            left += blocks[split];
+        }
+    }
+    (best.0, best.1)
+}
 
 /// The legend lines under the keys, wrapped to `width`: cell glyphs, the skill browser's marks,
 /// and the run's conditions by their short labels.
@@ -43,9 +92,10 @@ fn legend(app: &App, width: usize) -> Vec<Line<'static>> {
         ],
         vec![Span::styled("~", t.warn), Span::styled(" changed  ", t.dim)],
         vec![Span::styled("+", t.pass), Span::styled(" added  ", t.dim)],
-        vec![Span::styled("-", t.fail), Span::styled(" removed", t.dim)],
+        vec![Span::styled("-", t.fail), Span::styled(" removed  ", t.dim)],
     ];
-    lines.extend(flow(marks, width, "  "));
+    // The run's conditions flow on after the marks (a line saved where they fit beside them).
+    let mut marks = marks;
     if let Some(s) = &app.snapshot {
         let names: Vec<Vec<Span<'static>>> = s
             .run
@@ -62,8 +112,9 @@ fn legend(app: &App, width: usize) -> Vec<Line<'static>> {
                 ]
             })
             .collect();
-        lines.extend(flow(names, width, "  "));
+        marks.extend(names);
     }
+    lines.extend(flow(marks, width, "  "));
     lines
 }
 
@@ -84,33 +135,38 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) -> Rect {
     } else {
         (area.width.min(76) as usize).saturating_sub(2)
     };
-    let mut keys: Vec<Line> = Vec::new();
-    for (title, rows) in sections {
-        keys.push(Line::from(Span::styled(title, t.header)));
-        for (k, help) in rows {
-            keys.push(Line::from(vec![
-                Span::styled(format!("  {:<KEYS_W$} ", fit(&k, KEYS_W)), t.accent),
-                Span::styled(fit(&help, col_w.saturating_sub(KEYS_W + 3)), t.text),
-            ]));
-        }
-    }
+    // Each section's keys column as wide as its widest key.
+    let blocks: Vec<Vec<Line>> = sections
+        .iter()
+        .map(|(title, rows)| {
+            let keys_w = rows
+                .iter()
+                .map(|(k, _)| width_of(k))
+                .max()
+                .unwrap_or(0)
+                .min(KEYS_MAX);
+            let mut lines = vec![Line::from(Span::styled(*title, t.header))];
+            lines.extend(section_lines(app, rows, keys_w, col_w));
+            lines
+        })
+        .collect();
     let legend = legend(app, col_w);
-    // Two columns of keys (split at a section boundary near the middle), the legend under the
-    // shorter one.
+    // Two columns of keys split at the section boundary that makes the taller column shortest,
+    // the legend under whichever column that puts it.
     let (left, right): (Vec<Line>, Vec<Line>) = if two {
-        let half = keys.len().div_ceil(2);
-        let split = (half..keys.len())
-            .find(|&i| keys[i].spans.len() == 1)
-            .unwrap_or(half);
-        let mut right = keys.split_off(split);
-        let mut left = keys;
-        if right.len() <= left.len() {
+        let sizes: Vec<usize> = blocks.iter().map(Vec::len).collect();
+        let (split, legend_right) = balance(&sizes, legend.len());
+        let mut blocks = blocks;
+        let mut right: Vec<Line> = blocks.split_off(split).into_iter().flatten().collect();
+        let mut left: Vec<Line> = blocks.into_iter().flatten().collect();
+        if legend_right {
             right.extend(legend);
         } else {
             left.extend(legend);
         }
         (left, right)
     } else {
+        let mut keys: Vec<Line> = blocks.into_iter().flatten().collect();
         keys.extend(legend);
         (keys, Vec::new())
     };
@@ -160,4 +216,19 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) -> Rect {
         f.render_widget(Paragraph::new(take(left)), inner);
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::balance;
+
+    #[test]
+    fn the_taller_column_is_as_short_as_a_section_boundary_allows() {
+        // 10 + legend 5 | 10 + 10: 15 vs 20, the first of the shortest.
+        assert_eq!(balance(&[10, 10, 10], 5), (1, false));
+        assert_eq!(balance(&[10, 10, 30], 5), (2, false));
+        // One section: it in one column, the legend in the other.
+        assert_eq!(balance(&[12], 5), (0, false));
+        assert_eq!(balance(&[], 3), (0, false));
+    }
 }

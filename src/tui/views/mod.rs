@@ -33,7 +33,9 @@ pub fn compact(area: Rect) -> bool {
 pub fn draw(f: &mut Frame, app: &mut App) {
     let mut hits = Hits::default();
     let area = f.area();
-    let [body, foot] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    let foot_h = footer::height(app, area.width);
+    let [body, foot] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(foot_h)]).areas(area);
     let cx = Shared {
         theme: &app.theme,
         snapshot: app.snapshot.as_deref(),

@@ -68,7 +68,7 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, det: &mut DetailState, hits: 
     };
     if det.tab == 0 {
         f.render_widget(
-            Paragraph::new(summary(cx, &data, body.width as usize)),
+            Paragraph::new(summary(cx, &data, body.width as usize, det.wrap)),
             body,
         );
         return;
@@ -192,33 +192,94 @@ fn highlight<'a>(
     Line::from(spans)
 }
 
-fn summary(cx: Shared, data: &Detail, width: usize) -> Vec<Line<'static>> {
+/// The summary tab: the attempt's identity, live activity, record and history. A value longer
+/// than the line is cut with `…`, or wrapped under itself with `w` (`wrap`); the trial folder is
+/// always whole (a cut path cannot be pasted).
+fn summary(cx: Shared, data: &Detail, width: usize, wrap: bool) -> Vec<Line<'static>> {
     let t = cx.theme;
     let attempts: &[TrialRow] = &data.attempts;
     let Some(a) = attempts.last() else {
         return vec![Line::from(Span::styled("no attempt recorded", t.dim))];
     };
-    let mut lines = identity(cx, a, attempts.len(), width);
+    let mut kvs = identity(cx, a, attempts.len());
     if a.status.is_active() {
-        lines.extend(activity(cx, a, width));
+        kvs.extend(activity(cx, a, width));
     }
-    lines.extend(record(t, a, &data.skill_uses, width));
+    kvs.extend(record(t, a, &data.skill_uses));
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    for line in kvs {
+        let whole = wrap
+            || line
+                .spans
+                .first()
+                .is_some_and(|k| k.content.trim() == "trial dir");
+        lines.extend(cut_or_wrap(line, width, whole));
+    }
     lines.extend(history(t, a, attempts, width));
     lines
 }
 
-/// A line of the summary: the key in a column of 12, the value cut to the width left.
-fn kv(t: &Theme, width: usize, k: &str, v: String, style: Style) -> Line<'static> {
+/// A `key  value` line of the summary at `width`: as it is when it fits; else wrapped under the
+/// value's start (`whole`) or cut with `…`.
+fn cut_or_wrap(line: Line<'static>, width: usize, whole: bool) -> Vec<Line<'static>> {
+    if line.width() <= width {
+        return vec![line];
+    }
+    let mut spans = line.spans.into_iter();
+    let head = spans.next().unwrap_or_default();
+    let head_w = head.width();
+    let rest: Vec<Span<'static>> = spans.collect();
+    let room = width.saturating_sub(head_w).max(8);
+    if whole {
+        return wrap::wrap(&Line::from(rest), room)
+            .into_iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let mut out = vec![if i == 0 {
+                    head.clone()
+                } else {
+                    Span::raw(" ".repeat(head_w))
+                }];
+                out.extend(row.spans);
+                Line::from(out)
+            })
+            .collect();
+    }
+    // Cut: the spans up to `room - 1` columns, then `…` in the last span's style.
+    let mut out = vec![head];
+    let mut left = room.saturating_sub(1);
+    let mut style = Style::default();
+    for s in rest {
+        style = s.style;
+        let w = s.width();
+        if w <= left {
+            left -= w;
+            out.push(s);
+        } else {
+            out.push(Span::styled(
+                fit(&s.content, left + 1).trim_end_matches('…').to_string(),
+                s.style,
+            ));
+            break;
+        }
+    }
+    out.push(Span::styled("…", style));
+    vec![Line::from(out)]
+}
+
+/// A line of the summary: the key in a column of 12, then the value whole ([`cut_or_wrap`]
+/// fits it to the screen).
+fn kv(t: &Theme, k: &str, v: String, style: Style) -> Line<'static> {
     Line::from(vec![
         Span::styled(format!("{k:<12}"), t.dim),
-        Span::styled(fit(&v, width.saturating_sub(12)), style),
+        Span::styled(v, style),
     ])
 }
 
 /// Which task (domain, difficulty), condition, trial and attempt, and the outcome with its reward.
-fn identity(cx: Shared, a: &TrialRow, n_attempts: usize, width: usize) -> Vec<Line<'static>> {
+fn identity(cx: Shared, a: &TrialRow, n_attempts: usize) -> Vec<Line<'static>> {
     let t = cx.theme;
-    let kv = |k: &str, v: String, style| kv(t, width, k, v, style);
+    let kv = |k: &str, v: String, style| kv(t, k, v, style);
     let task = cx
         .snapshot
         .and_then(|s| s.tasks.iter().find(|x| x.task_id == a.task_id));
@@ -275,7 +336,7 @@ fn identity(cx: Shared, a: &TrialRow, n_attempts: usize, width: usize) -> Vec<Li
 /// live line, last tool call and since when it is stalled.
 fn activity(cx: Shared, a: &TrialRow, width: usize) -> Vec<Line<'static>> {
     let t = cx.theme;
-    let kv = |k: &str, v: String, style| kv(t, width, k, v, style);
+    let kv = |k: &str, v: String, style| kv(t, k, v, style);
     let mut lines = Vec::new();
     // What the agent is doing now (the attempt is re-read on every poll while it runs).
     let activity = crate::store::queries::AttemptActivity {
@@ -317,8 +378,8 @@ fn activity(cx: Shared, a: &TrialRow, width: usize) -> Vec<Line<'static>> {
 
 /// The attempt's record: error, phase durations, start, image and container, skills used, the
 /// agent's counts, tests and its trial folder.
-fn record(t: &Theme, a: &TrialRow, uses: &[SkillUseRow], width: usize) -> Vec<Line<'static>> {
-    let kv = |k: &str, v: String, style| kv(t, width, k, v, style);
+fn record(t: &Theme, a: &TrialRow, uses: &[SkillUseRow]) -> Vec<Line<'static>> {
+    let kv = |k: &str, v: String, style| kv(t, k, v, style);
     let mut lines = Vec::new();
     if let Some(e) = &a.error {
         lines.push(kv(

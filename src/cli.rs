@@ -46,7 +46,8 @@ pub enum Command {
     /// Attach the dashboard to a run (started here or by another process); closing it never stops
     /// the run.
     Watch(WatchArgs),
-    /// Import Harbor job folders (results, trajectories, test reports) as runs.
+    /// Import Harbor job folders (results, trajectories, test reports), SkillsBench per-trial CSVs
+    /// and the SkillsBench website's results registry as runs.
     Import(ImportArgs),
     /// Print the learning-phase summary of a trial folder's trajectory and the skills it used.
     Summarize(SummarizeArgs),
@@ -77,9 +78,9 @@ pub enum Command {
     /// Ask the engine of a run to stop cleanly (from any shell; running trials are re-queued, so
     /// the same `run` command resumes it).
     Stop(StopArgs),
-    /// Write the results of runs or an experiment: Markdown with PNG charts, JSON and CSV (Method
-    /// D pass rates with CIs, comparisons, breakdowns, failure modes, the paper's numbers, skill
-    /// rubric scores).
+    /// Write the results of runs or an experiment: Markdown with PNG charts, one self-contained
+    /// HTML file, JSON and CSV (Method D pass rates with CIs, comparisons, breakdowns, failure
+    /// modes, the paper's numbers, skill rubric scores).
     Report(ReportArgs),
     /// Serve the Acontext stand-in shipped in the binary: its REST API with a fixed template
     /// where Acontext's LLMs would learn — it learns nothing real. For trying the learning
@@ -255,7 +256,8 @@ pub struct ImportArgs {
     /// Database.
     #[command(flatten)]
     pub db: DbArgs,
-    /// Harbor jobs folders (walked at any depth).
+    /// Harbor jobs folders (walked at any depth), SkillsBench per-trial CSV files, or the
+    /// SkillsBench results registry (`registry.json`).
     #[arg(required = true)]
     pub dirs: Vec<PathBuf>,
     /// Condition for every trial (no-skills, curated, self-generated, skills:<dir>) instead of
@@ -562,9 +564,9 @@ pub struct ReportArgs {
     /// Report an experiment: its four conditions A, B, A', B' and the plan's comparisons.
     #[arg(long, conflicts_with = "runs")]
     pub experiment: Option<String>,
-    /// Formats to write, comma-separated [default: md,html,json,csv]; `leaderboard` writes
-    /// SkillsBench's AgentBeats leaderboard rows (leaderboard.json).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    /// Formats to write, comma-separated: md (with PNG charts), html (one self-contained file),
+    /// json, csv, leaderboard (SkillsBench's AgentBeats rows) [default: md,html,json,csv].
+    #[arg(long, value_enum, value_delimiter = ',', hide_possible_values = true)]
     pub format: Vec<crate::report::Format>,
     /// Output folder [default: reports/<experiment or run> beside the database].
     #[arg(long)]

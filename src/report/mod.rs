@@ -162,7 +162,7 @@ pub enum Format {
     Json,
     /// CSV tables.
     Csv,
-    /// SkillsBench's AgentBeats leaderboard rows (`leaderboard.json`, [`leaderboard`]).
+    /// SkillsBench's AgentBeats leaderboard rows (`leaderboard.json`; see [`leaderboard`]).
     Leaderboard,
 }
 

@@ -53,7 +53,8 @@ pub fn stable_uuid(name: &str) -> String {
     .to_string()
 }
 
-/// Writes JSON through a temporary file and a rename, so readers never see half a file.
+/// Writes JSON through a temporary file and a rename, so readers never see half a file. The
+/// temporary file is created afresh (a link planted at its name is replaced, never followed).
 ///
 /// # Errors
 /// I/O errors (naming nothing: callers add the path).
@@ -63,7 +64,7 @@ pub fn write_json_atomic(path: &Path, value: &impl serde::Serialize) -> std::io:
     }
     let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
+    crate::fs::write_fresh(&tmp, text.as_bytes())?;
     std::fs::rename(&tmp, path)
 }
 

@@ -11,6 +11,7 @@ pub mod fault;
 pub mod image;
 pub mod limits;
 pub mod proxy;
+pub mod secrets;
 pub mod selfgen;
 pub mod services;
 pub mod trial;

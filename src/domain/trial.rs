@@ -125,6 +125,11 @@ pub struct TrialRow {
     /// Each image of the trial's chain (`[{"tag", "seconds", "built"}]`, the base image first):
     /// the seconds its build took, 0 when it was reused. `None` before an image was ready.
     pub image_builds: Option<serde_json::Value>,
+    /// What the agent changed where a task's work never goes, when anything was flagged
+    /// ([`crate::domain::TamperFlag`], JSON; the whole record is the trial's
+    /// `agent/tamper.json`): the attempt is judged a failure of the agent. `None` when nothing
+    /// was flagged, or the attempt never got that far.
+    pub tamper: Option<serde_json::Value>,
 }
 
 /// The few columns of an attempt that pass rates and the dashboard grid need — read in bulk

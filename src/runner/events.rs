@@ -104,11 +104,21 @@ pub enum Step {
     Exposure,
     /// The agent's session (its execs).
     Agent,
+    /// The agent's container stopped through the daemon (SIGKILL to its PID 1) and confirmed
+    /// stopped.
+    Kill,
+    /// What the agent left copied out (`/logs/agent`) and its filesystem diff read into
+    /// `agent/tamper.json`.
+    Evidence,
+    /// The agent's filesystem committed for the verifier's container.
+    Commit,
+    /// The verifier's container created and started from the commit.
+    VerifierStart,
     /// The verifier's copies of skills uploaded.
     Upload,
     /// The verifier (its execs).
     Verifier,
-    /// `/logs` copied out (remote hosts).
+    /// The verifier's `/logs/verifier` and `/logs/artifacts` copied out.
     Download,
     /// The run's ledger written (progress and the end).
     Store,
@@ -119,7 +129,7 @@ pub enum Step {
 
 impl Step {
     /// Every step, in order.
-    pub const ALL: [Step; 12] = [
+    pub const ALL: [Step; 16] = [
         Step::Image,
         Step::PrepareAgent,
         Step::Services,
@@ -127,6 +137,10 @@ impl Step {
         Step::Start,
         Step::Exposure,
         Step::Agent,
+        Step::Kill,
+        Step::Evidence,
+        Step::Commit,
+        Step::VerifierStart,
         Step::Upload,
         Step::Verifier,
         Step::Download,
@@ -144,6 +158,10 @@ impl Step {
             Step::Start => "start",
             Step::Exposure => "exposure scan",
             Step::Agent => "agent exec",
+            Step::Kill => "kill agent container",
+            Step::Evidence => "copy out + diff",
+            Step::Commit => "commit",
+            Step::VerifierStart => "verifier container",
             Step::Upload => "uploads",
             Step::Verifier => "verifier exec",
             Step::Download => "download /logs",

@@ -379,6 +379,11 @@ CREATE TABLE experiments (
         // An imported run's status is `imported`, not `finished`: nothing ran here, and its
         // planned trials are what its sources held.
         "UPDATE runs SET status = 'imported' WHERE source <> 'native' AND status = 'finished';",
+        // Tamper evidence (issue 35): what an attempt's agent changed where a task's work never
+        // goes (`domain::TamperFlag`, JSON: how many changes were flagged and the first paths;
+        // the whole record is the trial's `agent/tamper.json`). NULL: nothing flagged. A flagged
+        // attempt is judged a failure of the agent.
+        "ALTER TABLE trials ADD COLUMN tamper TEXT;",
 ];
 
 /// All migrations, oldest first ([`UP`]).

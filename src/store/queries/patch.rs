@@ -90,6 +90,8 @@ pub struct TrialPatch {
     pub clamped: Option<serde_json::Value>,
     /// The trial's images and their build seconds, JSON.
     pub image_builds: Option<serde_json::Value>,
+    /// The agent's flagged changes, JSON ([`crate::domain::TamperFlag`]).
+    pub tamper: Option<serde_json::Value>,
 }
 
 /// Applies a patch to attempt `id`.
@@ -106,7 +108,7 @@ pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), Sto
     use rusqlite::types::Value as V;
     let text = |s: &Option<String>| s.clone().map(V::Text);
     let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| V::Text(v.to_string()));
-    let fields: [(&str, Option<V>); 40] = [
+    let fields: [(&str, Option<V>); 41] = [
         ("status", p.status.map(|s| V::Text(s.as_str().into()))),
         ("outcome", p.outcome.map(|o| V::Text(o.as_str().into()))),
         ("reward", p.reward.map(V::Real)),
@@ -159,6 +161,7 @@ pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), Sto
         ("missing_env", json(&p.missing_env)),
         ("clamped", json(&p.clamped)),
         ("image_builds", json(&p.image_builds)),
+        ("tamper", json(&p.tamper)),
     ];
     for (col, v) in fields {
         if let Some(v) = v {

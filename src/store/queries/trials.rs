@@ -50,7 +50,7 @@ trial_columns! {
     n_tool_calls: plain, tests_total: plain, tests_passed: plain, n_error_steps: plain,
     final_message: plain, aggregated: plain, fault: plain, failure_category: plain,
     agent_settings: json, live_steps: plain, live_tool: plain, last_output_at: plain,
-    stalled_at: plain, missing_env: json, clamped: json, image_builds: json,
+    stalled_at: plain, missing_env: json, clamped: json, image_builds: json, tamper: json,
 }
 
 /// Reading one column of each kind.
@@ -146,6 +146,19 @@ pub fn current_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, S
     trials_where(
         conn,
         "run_id = ?1 AND superseded = 0 ORDER BY task_id, condition, trial_index",
+        [run_id],
+    )
+}
+
+/// The latest attempts of a run whose agent was flagged for tampering (`tamper` set), in task,
+/// condition, trial order.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
+pub fn tampered_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, StoreError> {
+    trials_where(
+        conn,
+        "run_id = ?1 AND superseded = 0 AND tamper IS NOT NULL ORDER BY task_id, condition, trial_index",
         [run_id],
     )
 }

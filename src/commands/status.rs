@@ -132,6 +132,22 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         for f in &s.skill_flags {
             println!("SKILLS WHERE NONE BELONG — {}", crate::sanitize::text(f));
         }
+        for c in &s.tampered.conditions {
+            for t in &c.trials {
+                println!(
+                    "TAMPERED — {} {}: judged a failure; its agent changed {}",
+                    crate::sanitize::text(&c.condition),
+                    crate::sanitize::text(&t.trial),
+                    crate::sanitize::text(
+                        &crate::domain::TamperFlag {
+                            flagged: t.flagged,
+                            paths: t.paths.clone()
+                        }
+                        .describe()
+                    )
+                );
+            }
+        }
         for (trial, since) in &s.stalled {
             println!("stalled since {since}: {trial} (no agent output; it keeps running)");
         }

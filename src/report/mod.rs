@@ -22,6 +22,7 @@ pub mod exposure;
 pub mod markdown;
 mod skill_sets;
 pub mod table;
+pub mod tamper;
 pub mod typeset;
 
 use std::path::{Path, PathBuf};

@@ -191,6 +191,9 @@ pub struct Results {
     pub interim: Option<Interim>,
     /// Which skills each condition's trials could see and used ([`super::exposure`]).
     pub exposure: super::exposure::Exposure,
+    /// The trials flagged for tampering, per condition, and the rule they were scored by
+    /// ([`super::tamper`]).
+    pub tamper: super::tamper::Tampering,
 }
 
 /// The plan's primary comparisons for an experiment, then those with condition C
@@ -321,6 +324,7 @@ fn analyze_selection(
     let Selection::Experiment(name) = selection else {
         let mut results = analyze_tasks(&loaded, scoring, None);
         subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
+        attach_tamper(conn, &loaded, &mut results)?;
         return Ok(results);
     };
     let e = lq::find_experiment(conn, name)?
@@ -389,7 +393,34 @@ fn analyze_selection(
         });
     }
     subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
+    attach_tamper(conn, &loaded, &mut results)?;
     Ok(results)
+}
+
+/// Lists the trials of each condition flagged for tampering ([`super::tamper`]), over the
+/// results' task set.
+fn attach_tamper(
+    conn: &Connection,
+    loaded: &Loaded,
+    results: &mut Results,
+) -> Result<(), StoreError> {
+    let scopes: Vec<super::tamper::Scope<'_>> = results
+        .conditions
+        .iter()
+        .filter_map(|c| {
+            let run = loaded.runs.iter().find(|r| r.name == c.run)?;
+            Some(super::tamper::Scope {
+                label: &c.label,
+                run_id: run.id,
+                run: &c.run,
+                condition: &c.condition,
+            })
+        })
+        .collect();
+    let tasks: std::collections::BTreeSet<String> =
+        results.tasks.iter().map(|t| t.id.clone()).collect();
+    results.tamper = super::tamper::compute(conn, &scopes, Some(&tasks))?;
+    Ok(())
 }
 
 /// The selection as read once: its runs, their plans, the whole task set and the tally every
@@ -606,5 +637,6 @@ fn analyze_tasks(
         held_out: None,
         round2_skills: Vec::new(),
         exposure: Default::default(),
+        tamper: Default::default(),
     }
 }

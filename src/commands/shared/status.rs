@@ -36,6 +36,9 @@ pub struct RunStatus {
     pub skill_exposure: Vec<crate::analysis::exposure::ConditionExposure>,
     /// Conditions without skills whose trials saw some (the report's flag).
     pub skill_flags: Vec<String>,
+    /// Trials flagged for tampering, per condition, and the rule they are scored by
+    /// ([`crate::analysis::tamper`]).
+    pub tampered: crate::analysis::tamper::Tampering,
 }
 
 /// The costs of a run's attempts by condition (finished, running, queued), for
@@ -77,6 +80,17 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
         .collect();
     let exposure = crate::analysis::exposure::compute(conn, &ids, &scored, &[], false)?;
     let pending_commands = queries::pending_commands(conn, run.id)?.len();
+    let scopes: Vec<crate::analysis::tamper::Scope<'_>> = run
+        .conditions
+        .iter()
+        .map(|c| crate::analysis::tamper::Scope {
+            label: c,
+            run_id: run.id,
+            run: &run.name,
+            condition: c,
+        })
+        .collect();
+    let tampered = crate::analysis::tamper::compute(conn, &scopes, None)?;
     let spaces = lq::list_spaces(conn)?
         .into_iter()
         .filter(|s| s.run_id == run.id)
@@ -101,6 +115,7 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
             .collect(),
         skill_exposure: exposure.conditions,
         skill_flags: exposure.flags,
+        tampered,
         run,
     })
 }

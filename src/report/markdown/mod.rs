@@ -115,6 +115,9 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
             "> **Skills reached a condition without skills.** {f}\n"
         );
     }
+    if let Some(f) = super::tamper::flag(&r.tamper) {
+        let _ = writeln!(out, "{f}");
+    }
     let _ = writeln!(
         out,
         "Generated {} by skillscope {}. Pass rates are the SkillsBench paper's Method D: per task, the mean reward over its planned trials (missing, unfinished and errored trials count 0; partial rewards count fractionally), then the mean over the tasks a condition ran, of a set of {} tasks. A trial **succeeds** when its verifier's {} — whatever the agent's outcome (an agent timeout whose verifier still gave the reward succeeded); pass@1, pass@2, pass@2-adaptive and flaky tasks count successes. Comparisons are paired over the tasks both sides ran; a task one side did not run is listed as not run, never counted 0. Δ is in percentage points (pp); normalized gain g = (p_with − p_without) / (1 − p_without). Confidence intervals: {}. Undefined numbers are shown as — with the reason.\n",
@@ -173,6 +176,7 @@ pub fn render(report: &Report, specs: &[ChartSpec]) -> String {
 
     conditions(&mut out, r, specs);
     blocks(&mut out, &super::exposure::section(&r.exposure));
+    out.push_str(&super::tamper::section(&r.tamper));
     comparisons::hypotheses(&mut out, r);
     comparisons::comparisons(&mut out, r);
     comparisons::held_out(&mut out, r);

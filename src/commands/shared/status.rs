@@ -123,6 +123,11 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
 /// One line on the run's engine: `running by pid N on host, heartbeat 3s ago`, `stale — engine
 /// gone since …`, or the stop reason.
 pub fn engine_line(run: &RunRow, liveness: &Liveness) -> String {
+    crate::sanitize::one_line(&engine_line_raw(run, liveness))
+}
+
+/// [`engine_line`] before sanitizing (an imported run's fields are untrusted text).
+fn engine_line_raw(run: &RunRow, liveness: &Liveness) -> String {
     match liveness {
         Liveness::Live { heartbeat_age_secs } => format!(
             "running by pid {} on {}, heartbeat {heartbeat_age_secs}s ago",

@@ -76,7 +76,7 @@ pub fn conditions_table_in(summaries: &[ConditionSummary], width: Option<u16>) -
     let base = summaries.first();
     for (i, s) in summaries.iter().enumerate() {
         let mut row = vec![
-            Cell::new(condition_label(&s.condition)),
+            Cell::new(crate::sanitize::one_line(&condition_label(&s.condition))),
             Cell::new(s.n_tasks).set_alignment(CellAlignment::Right),
             Cell::new(format!("{}/{}", s.done, s.n_planned)).set_alignment(CellAlignment::Right),
         ];

@@ -47,6 +47,10 @@ pub struct Tampering {
     pub rule: String,
     /// The conditions with at least one flagged trial.
     pub conditions: Vec<TamperedCondition>,
+    /// Runs whose trials were never checked: imported ones (Harbor records no filesystem diff).
+    pub unchecked_runs: Vec<String>,
+    /// How many of the selected runs were checked (run here).
+    pub checked_runs: usize,
 }
 
 impl Default for Tampering {
@@ -54,6 +58,8 @@ impl Default for Tampering {
         Tampering {
             rule: TAMPER_RULE.to_string(),
             conditions: Vec::new(),
+            unchecked_runs: Vec::new(),
+            checked_runs: 0,
         }
     }
 }

@@ -23,8 +23,19 @@ pub fn section(t: &Tampering) -> String {
     let mut out = String::from("## Tampered trials\n\n");
     out.push_str(&md_cell(&t.rule));
     out.push_str("\n\n");
+    if !t.unchecked_runs.is_empty() {
+        let names: Vec<String> = t.unchecked_runs.iter().map(|r| md_cell(r)).collect();
+        out.push_str(&format!(
+            "Not checked: {} — imported; Harbor records no filesystem diff of the agent's container.\n\n",
+            names.join(", ")
+        ));
+    }
     if t.conditions.is_empty() {
-        out.push_str("No trial was flagged.\n\n");
+        if t.unchecked_runs.is_empty() {
+            out.push_str("No trial was flagged.\n\n");
+        } else if t.checked_runs > 0 {
+            out.push_str("No trial of the other runs was flagged.\n\n");
+        }
         return out;
     }
     let rows = t.conditions.iter().flat_map(|c| {

@@ -217,7 +217,30 @@ pub async fn assess(ev: &Evidence<'_>, probe: &dyn Probe) -> TamperRecord {
             path: c.path.clone(),
             why: why.to_string(),
         };
-        if let Some(d) = VERIFIER_DIRS.iter().find(|d| at_or_under(path, d)) {
+        // A changed folder only says its entries changed: they are judged on their own.
+        if c.kind == 'C' && with_children.contains(path) {
+            continue;
+        }
+        let verifier_dir = VERIFIER_DIRS.iter().find(|d| at_or_under(path, d));
+        let skill_folder = skill_folders
+            .iter()
+            .find(|f| at_or_under(path, f))
+            .filter(|_| {
+                !ev.exempt
+                    .iter()
+                    .any(|e| at_or_under(path, e.trim_end_matches('/')))
+            });
+        if c.kind == 'C'
+            && (verifier_dir.is_some() || skill_folder.is_some())
+            && probes < MAX_PROBES
+        {
+            probes += 1;
+            // Only a folder is let go; a path the daemon cannot describe is judged as a file.
+            if probe.is_dir(path).await == Some(true) {
+                continue;
+            }
+        }
+        if let Some(d) = verifier_dir {
             flagged.push(flag(&format!("the verifier's folder {d}")));
             continue;
         }
@@ -233,16 +256,12 @@ pub async fn assess(ev: &Evidence<'_>, probe: &dyn Probe) -> TamperRecord {
             flagged.push(flag("a Python startup hook"));
             continue;
         }
-        if !ev
-            .exempt
-            .iter()
-            .any(|e| at_or_under(path, e.trim_end_matches('/')))
-            && let Some(f) = skill_folders.iter().find(|f| at_or_under(path, f))
-        {
-            flagged.push(flag(&format!("the skill folder {f}")));
+        // Byte code a skill's own script leaves beside it when run is no change to the skill.
+        if is_cache(path) {
             continue;
         }
-        if is_cache(path) {
+        if let Some(f) = skill_folder {
+            flagged.push(flag(&format!("the skill folder {f}")));
             continue;
         }
         let is_entrypoint = entrypoint.as_deref() == Some(path);
@@ -262,17 +281,13 @@ pub async fn assess(ev: &Evidence<'_>, probe: &dyn Probe) -> TamperRecord {
         match c.kind {
             'D' => flagged.push(flag(&format!("{what}, deleted"))),
             'C' => {
-                if with_children.contains(path) {
-                    continue; // a folder whose entries changed
-                }
                 if probes >= MAX_PROBES {
                     flagged.push(flag(&format!("{what}, changed (not checked further)")));
                     continue;
                 }
                 probes += 1;
-                match probe.is_dir(path).await {
-                    Some(true) | None => continue,
-                    Some(false) => {}
+                if probe.is_dir(path).await == Some(true) {
+                    continue;
                 }
                 if in_exec.is_some() && !is_entrypoint && {
                     probes += 1;
@@ -567,6 +582,19 @@ mod tests {
             ch('A', "/root/.codex/skills/.system/imagegen/SKILL.md"),
             ch('A', "/root/.agents/skills/mine/SKILL.md"),
             ch('C', "/usr/lib/emptied-dir"),
+            // A curated skill's script run by the agent leaves byte code beside it.
+            ch('C', "/root/.claude/skills"),
+            ch('C', "/root/.claude/skills/mesh-analysis"),
+            ch('C', "/root/.claude/skills/mesh-analysis/scripts"),
+            ch(
+                'A',
+                "/root/.claude/skills/mesh-analysis/scripts/__pycache__",
+            ),
+            ch(
+                'A',
+                "/root/.claude/skills/mesh-analysis/scripts/__pycache__/mesh_tool.cpython-311.pyc",
+            ),
+            ch('C', "/root/.gemini/skills"),
         ];
         let r = assess_with(
             &changes,
@@ -576,6 +604,7 @@ mod tests {
                 ("/usr/bin/pytest", false, "#!/usr/bin/python3\n"),
                 ("/usr/local/bin/newtool", false, "#!/bin/sh\n"),
                 ("/usr/lib/emptied-dir", true, ""),
+                ("/root/.gemini/skills", true, ""),
             ],
         )
         .await;

@@ -420,6 +420,13 @@ fn attach_tamper(
     let tasks: std::collections::BTreeSet<String> =
         results.tasks.iter().map(|t| t.id.clone()).collect();
     results.tamper = super::tamper::compute(conn, &scopes, Some(&tasks))?;
+    results.tamper.unchecked_runs = loaded
+        .runs
+        .iter()
+        .filter(|r| r.source != "native")
+        .map(|r| r.name.clone())
+        .collect();
+    results.tamper.checked_runs = loaded.runs.len() - results.tamper.unchecked_runs.len();
     Ok(())
 }
 

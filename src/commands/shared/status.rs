@@ -90,7 +90,12 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
             condition: c,
         })
         .collect();
-    let tampered = crate::analysis::tamper::compute(conn, &scopes, None)?;
+    let mut tampered = crate::analysis::tamper::compute(conn, &scopes, None)?;
+    if run.source == "native" {
+        tampered.checked_runs = 1;
+    } else {
+        tampered.unchecked_runs = vec![run.name.clone()];
+    }
     let spaces = lq::list_spaces(conn)?
         .into_iter()
         .filter(|s| s.run_id == run.id)

@@ -95,6 +95,8 @@ pub enum Step {
     PrepareAgent,
     /// A compose task's services started.
     Services,
+    /// An `allow_internet` trial's own network created.
+    Network,
     /// The main container created.
     Create,
     /// The main container started.
@@ -107,8 +109,8 @@ pub enum Step {
     /// The agent's container stopped through the daemon (SIGKILL to its PID 1) and confirmed
     /// stopped.
     Kill,
-    /// What the agent left copied out (`/logs/agent`) and its filesystem diff read into
-    /// `agent/tamper.json`.
+    /// What the agent left copied out (`/logs/agent`), its container inspected and its
+    /// filesystem diff read into `agent/tamper.json`.
     Evidence,
     /// The agent's filesystem committed for the verifier's container.
     Commit,
@@ -129,10 +131,11 @@ pub enum Step {
 
 impl Step {
     /// Every step, in order.
-    pub const ALL: [Step; 16] = [
+    pub const ALL: [Step; 17] = [
         Step::Image,
         Step::PrepareAgent,
         Step::Services,
+        Step::Network,
         Step::Create,
         Step::Start,
         Step::Exposure,
@@ -154,6 +157,7 @@ impl Step {
             Step::Image => "image",
             Step::PrepareAgent => "prepare agent",
             Step::Services => "services",
+            Step::Network => "trial network",
             Step::Create => "create",
             Step::Start => "start",
             Step::Exposure => "exposure scan",

@@ -176,7 +176,10 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
     // A task on the internet without networks of its own gets a bridge of its own.
     if !spec.network_none && spec.networks.is_empty() && services.is_empty() {
         let name = format!("{}-net", spec.name);
-        match TrialNetwork::create(&env.host.docker, &name, &spec.labels).await {
+        let t0 = std::time::Instant::now();
+        let created = TrialNetwork::create(&env.host.docker, &name, &spec.labels).await;
+        scope.took(Step::Network, t0).await;
+        match created {
             Ok(n) => {
                 spec.networks = vec![(n.name.clone(), Vec::new())];
                 teardown.network = Some(n);

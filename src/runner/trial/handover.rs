@@ -57,10 +57,13 @@ pub(super) async fn stop_agent(
     let t0 = std::time::Instant::now();
     let stopped = container.kill_and_confirm(KILL_LIMIT).await;
     scope.took(Step::Kill, t0).await;
+    let t0 = std::time::Instant::now();
     let dir = scope.job.trial_dir.join("agent");
     let copied = container
         .download_dir(AGENT_LOGS, &dir, MAX_LOGS_BYTES)
         .await;
+    let facts = container.facts().await;
+    scope.took(Step::Evidence, t0).await;
     stopped.map_err(|e| Failed::runner(e, "stopping the agent's container"))?;
     let copied = copied.map_err(|e| Failed::runner(e, "copying /logs/agent out"))?;
     if !copied.skipped.is_empty() {
@@ -70,10 +73,7 @@ pub(super) async fn stop_agent(
             "entries of /logs/agent not copied"
         );
     }
-    container
-        .facts()
-        .await
-        .map_err(|e| Failed::runner(e, "inspecting the agent's container"))
+    facts.map_err(|e| Failed::runner(e, "inspecting the agent's container"))
 }
 
 /// Reads the stopped container's diff, writes `agent/tamper.json` and returns the record.

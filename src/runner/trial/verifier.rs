@@ -16,13 +16,13 @@ use crate::skillsbench::Task;
 
 /// The verifier after the agent (it still runs after an agent timeout), in `container` (its
 /// own): its copies of skills put in place, its test run under `[verifier] timeout_sec`, its
-/// folders copied out, and the verdict from the reward it wrote and the agent's `tamper`.
+/// folders copied out, and the verdict from the reward it wrote (the agent's tamper evidence is
+/// applied to it afterwards: [`tampered`]).
 pub(super) async fn verify(
     scope: &Scope<'_>,
     container: &TrialContainer,
     verifier_files: Option<&crate::runner::image::VerifierFiles>,
     agent_timed_out: bool,
-    tamper: &TamperRecord,
 ) -> Result<Done, Failed> {
     let Scope { job, cancel, .. } = *scope;
     let task = &job.task;
@@ -82,31 +82,30 @@ pub(super) async fn verify(
             return Err(cancel.failed("stopped while the verifier ran"));
         }
         ExecEnd::TimedOut => {
-            return tampered(
-                tamper,
-                Err(Failed::new(
-                    Outcome::VerifierTimeout,
-                    format!(
-                        "verifier exceeded [verifier] timeout_sec = {:.0}s",
-                        task.verifier_timeout().as_secs_f64()
-                    ),
-                )),
-            );
+            return Err(Failed::new(
+                Outcome::VerifierTimeout,
+                format!(
+                    "verifier exceeded [verifier] timeout_sec = {:.0}s",
+                    task.verifier_timeout().as_secs_f64()
+                ),
+            ));
         }
         ExecEnd::Exited => {}
     }
     if let Err(e) = download {
         return Err(Failed::runner(e, "copying the verifier's folders out"));
     }
-    let judged = judge(container, task, &verifier_dir, agent_timed_out).await;
-    tampered(tamper, judged)
+    judge(container, task, &verifier_dir, agent_timed_out).await
 }
 
 /// The verdict of an attempt whose agent was flagged (`tamper`): a failure of the agent, reward
 /// 0, whatever the verifier said — its rewards kept as `verifier.<key>` beside `reward: 0`. An
 /// agent timeout stays one (with reward 0); an infrastructure fault stays a fault (no verdict).
 /// Unflagged attempts keep `judged` as it is.
-fn tampered(tamper: &TamperRecord, judged: Result<Done, Failed>) -> Result<Done, Failed> {
+pub(super) fn tampered(
+    tamper: &TamperRecord,
+    judged: Result<Done, Failed>,
+) -> Result<Done, Failed> {
     let Some(flag) = tamper.flag() else {
         return judged;
     };

@@ -14,7 +14,7 @@ use crate::support::common;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use common::{Scratch, containers_of_run, one};
+use common::{Scratch, one};
 use skillscope::config::EnvSetting;
 use skillscope::skillsbench::Condition;
 use skillscope::store::{Outcome, TrialRow};
@@ -224,15 +224,35 @@ async fn hostile_agents_never_forge_a_pass() {
         .as_array()
         .unwrap();
     assert!(trials.len() >= 3, "{v:#}");
+    assert_nothing_left("skillscope.run=hostile").await;
+}
+
+/// No container carrying `label` is left on the daemon once its run ended: a removal still in
+/// progress (a loaded machine) is given 30 s to finish; anything else is named.
+async fn assert_nothing_left(label: &str) {
     let docker = bollard::Docker::connect_with_defaults().unwrap();
-    let left = containers_labelled(&docker, "skillscope.run=hostile").await;
-    let mut states = Vec::new();
-    for c in &left {
-        if let Ok(i) = docker.inspect_container(c, None).await {
-            states.push(format!("{:?} {:?}", i.name, i.state.and_then(|s| s.status)));
+    let t0 = std::time::Instant::now();
+    loop {
+        let left = containers_labelled(&docker, label).await;
+        let mut states = Vec::new();
+        for c in &left {
+            if let Ok(i) = docker.inspect_container(c, None).await {
+                states.push((
+                    i.name,
+                    i.state.and_then(|s| s.status).map(|s| s.to_string()),
+                ));
+            }
         }
+        let removing = states.iter().all(|(_, s)| s.as_deref() == Some("removing"));
+        if states.is_empty() {
+            return;
+        }
+        assert!(
+            removing && t0.elapsed() < std::time::Duration::from_secs(30),
+            "containers left behind: {states:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     }
-    assert!(left.is_empty(), "containers left behind: {states:?}");
 }
 
 /// Links planted at every name skillscope writes into the agent's (and the verifier's) folders
@@ -275,12 +295,16 @@ async fn planted_links_never_reach_a_host_file() {
     let tr = std::fs::read_to_string(dir.join("agent/trajectory.json")).unwrap();
     assert!(tr.contains("ATIF"), "{tr}");
     assert!(tamper_record(t)["changes"].as_u64().unwrap() > 0);
-    // The jobs folder's host path is nowhere in what the container could see.
-    let mountinfo_free = !contains(
-        &std::fs::read(dir.join("agent/oracle.txt")).unwrap(),
-        &s.jobs().display().to_string(),
+    // The jobs folder's host path is nowhere in what the container could see of its mounts.
+    let oracle = std::fs::read(dir.join("agent/oracle.txt")).unwrap();
+    assert!(contains(&oracle, " / "), "mountinfo was printed");
+    let jobs = s.jobs().display().to_string();
+    assert!(
+        !contains(&oracle, &jobs),
+        "{}",
+        String::from_utf8_lossy(&oracle)
     );
-    assert!(mountinfo_free);
+    assert!(!contains(&oracle, &s.dir.path().display().to_string()));
 }
 
 /// 1,500 background processes stop at the process limit, and the trial still ends (every process
@@ -302,7 +326,7 @@ async fn a_process_flood_is_bounded() {
         (500..=limit).contains(&count),
         "{count} processes in the container (limit {limit})"
     );
-    assert_eq!(containers_of_run("flood").await, 0);
+    assert_nothing_left("skillscope.run=flood").await;
 }
 
 /// 1 GiB written into `/logs/agent` is copied out only up to the cap, with a note saying so.

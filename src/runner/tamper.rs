@@ -15,7 +15,10 @@
 //!   template: `from <module> import <function>` … `sys.exit(<function>())`), which package
 //!   upgrades rewrite;
 //! - the loader's configuration (`/etc/ld.so.preload`, `/etc/ld.so.conf`, `/etc/ld.so.conf.d/`)
-//!   and Python's startup hooks (`sitecustomize.py`, `usercustomize.py`, anywhere).
+//!   and Python's startup hooks (`sitecustomize.py`, `usercustomize.py`, anywhere);
+//! - pytest's configuration in `/`, the one folder above `/tests`, which pytest searches when it
+//!   runs a test there ([`ROOT_TEST_CONFIG`]: a `conftest.py` or `pytest.ini` in any way; a
+//!   `pyproject.toml`, `tox.ini` or `setup.cfg` added or changed that names pytest).
 //!
 //! New files elsewhere (what `apt-get install`, `pip install` and `npm install` add), byte-code
 //! caches (`__pycache__`, `*.pyc`) and `*.cache` files are normal. What is not inspected: the
@@ -30,6 +33,20 @@ use serde::{Deserialize, Serialize};
 use super::container::{Change, ContainerFacts, TrialContainer};
 use crate::domain::tamper::{SUMMARY_PATHS, TamperFlag};
 use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
+
+/// Files in `/` that pytest reads when it runs a test in `/tests`: it looks for its configuration
+/// in the test's folder and every folder above it (the first found makes its folder the rootdir),
+/// and loads a `conftest.py` of the rootdir or above (pytest before 8: of every folder above).
+/// A `conftest.py` there can turn every failure into a pass. The first two are flagged however
+/// they changed; the others only when added or changed and they name pytest.
+pub const ROOT_TEST_CONFIG: &[&str] = &[
+    "conftest.py",
+    "pytest.ini",
+    ".pytest.ini",
+    "pyproject.toml",
+    "tox.ini",
+    "setup.cfg",
+];
 
 /// The trial file of the record.
 pub const TRIAL_TAMPER: &str = "agent/tamper.json";
@@ -255,6 +272,21 @@ pub async fn assess(ev: &Evidence<'_>, probe: &dyn Probe) -> TamperRecord {
         if matches!(name, "sitecustomize.py" | "usercustomize.py") {
             flagged.push(flag("a Python startup hook"));
             continue;
+        }
+        if path.rsplit_once('/').map(|(dir, _)| dir) == Some("") && ROOT_TEST_CONFIG.contains(&name)
+        {
+            let always = matches!(name, "conftest.py" | "pytest.ini" | ".pytest.ini");
+            let names_pytest = c.kind != 'D' && probes < MAX_PROBES && {
+                probes += 1;
+                probe
+                    .head(path, MAX_SCRIPT)
+                    .await
+                    .is_none_or(|b| b.windows(6).any(|w| w.eq_ignore_ascii_case(b"pytest")))
+            };
+            if always || names_pytest {
+                flagged.push(flag("pytest's configuration above /tests"));
+                continue;
+            }
         }
         // Byte code a skill's own script leaves beside it when run is no change to the skill.
         if is_cache(path) {
@@ -519,6 +551,8 @@ mod tests {
             ch('A', "/root/.claude/skills/planted/SKILL.md"),
             ch('C', "/app/.claude/skills/curated/SKILL.md"),
             ch('C', "/opt/venv/bin/pytest"),
+            ch('A', "/conftest.py"),
+            ch('A', "/pyproject.toml"),
         ];
         let r = assess_with(
             &changes,
@@ -529,6 +563,12 @@ mod tests {
                 ("/usr/local/bin/python3", false, "#!/bin/sh\n"),
                 ("/usr/local/bin/entrypoint.sh", false, "#!/bin/sh\n"),
                 ("/opt/venv/bin/pytest", false, "#!/bin/sh\necho passed\n"),
+                ("/conftest.py", false, "import pytest\n"),
+                (
+                    "/pyproject.toml",
+                    false,
+                    "[tool.pytest.ini_options]\naddopts = \"-p x\"\n",
+                ),
             ],
         )
         .await;
@@ -548,11 +588,13 @@ mod tests {
             "A /root/.claude/skills/planted/SKILL.md",
             "C /app/.claude/skills/curated/SKILL.md",
             "C /opt/venv/bin/pytest",
+            "A /conftest.py",
+            "A /pyproject.toml",
         ] {
             assert!(got.contains(&want.to_string()), "{want} not in {got:#?}");
         }
         assert!(!got.contains(&"C /bin".to_string()), "a folder is no file");
-        assert_eq!(r.flagged_total, 14);
+        assert_eq!(r.flagged_total, 16);
         assert_eq!(r.flag().unwrap().paths.len(), SUMMARY_PATHS);
     }
 
@@ -595,10 +637,16 @@ mod tests {
                 "/root/.claude/skills/mesh-analysis/scripts/__pycache__/mesh_tool.cpython-311.pyc",
             ),
             ch('C', "/root/.gemini/skills"),
+            // A project of the agent's own in `/` (a task without WORKDIR), and tests of its own
+            // in its working folder: not pytest's configuration for `/tests`.
+            ch('A', "/pyproject.toml"),
+            ch('A', "/app/conftest.py"),
+            ch('A', "/app/pytest.ini"),
         ];
         let r = assess_with(
             &changes,
             &[
+                ("/pyproject.toml", false, "[project]\nname = \"answer\"\n"),
                 ("/usr/local/bin/pip", false, PIP_SCRIPT),
                 ("/usr/local/bin/pytest", false, UV_SCRIPT),
                 ("/usr/bin/pytest", false, "#!/usr/bin/python3\n"),

@@ -3,12 +3,13 @@
 //! verifier that writes reward 0 (the task asks for 42 in `/root/answer.txt`, which none of them
 //! writes). Whatever each tries — a leftover loop writing the reward, a replaced shell, python or
 //! tool, a watcher stealing and rewriting the tests, a pre-written reward and CTRF report, reward
-//! files turned into folders, the verifier's secret read from `/proc` — the trial is recorded with
-//! reward 0, never a pass, and flagged where it changed what a task's work never touches. The
-//! host keeps its files (links planted at every name skillscope writes), its process table (1,500
-//! background processes stop at the limit), its disk (1 GiB in `/logs/agent` is copied out
-//! capped), its secrets (an `--env` value never in `docker inspect` nor any trial file) and its
-//! networks (two `allow_internet` trials each on a bridge of its own, gone after the trial).
+//! files turned into folders, the verifier's secret read from `/proc`, pytest's configuration
+//! planted above `/tests` — the trial is recorded with reward 0, never a pass, and flagged where
+//! it changed what a task's work never touches. The host keeps its files (links planted at every
+//! name skillscope writes), its process table (1,500 background processes stop at the limit), its
+//! disk (1 GiB in `/logs/agent` is copied out capped), its secrets (an `--env` value never in
+//! `docker inspect` nor any trial file) and its networks (two `allow_internet` trials each on a
+//! bridge of its own, gone after the trial).
 
 use crate::support::common;
 use std::collections::HashMap;
@@ -93,6 +94,7 @@ async fn hostile_agents_never_forge_a_pass() {
         "prewritten-reward",
         "reward-dirs",
         "proc-secret",
+        "pytest-root-config",
     ];
     let out = s.run(request(&s, "hostile", &tasks, 1)).await;
     assert!(out.finished);
@@ -173,6 +175,13 @@ async fn hostile_agents_never_forge_a_pass() {
         flagged(t).iter().any(|p| p.starts_with("A /logs/verifier")),
         "{t:#?}"
     );
+
+    // pytest's configuration planted in `/`, above `/tests` (a conftest.py there turns every
+    // failure of a pytest verifier into a pass): flagged.
+    let t = one(&rows, "pytest-root-config", c);
+    for p in ["A /conftest.py", "A /pytest.ini", "A /pyproject.toml"] {
+        assert!(flagged(t).contains(&p.to_string()), "{p}: {t:#?}");
+    }
 
     // Reward files made folders in the agent's container do not exist in the verifier's.
     let t = one(&rows, "reward-dirs", c);

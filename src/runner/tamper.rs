@@ -18,7 +18,7 @@
 //!   and Python's startup hooks (`sitecustomize.py`, `usercustomize.py`, anywhere);
 //! - pytest's configuration in `/`, the one folder above `/tests`, which pytest searches when it
 //!   runs a test there ([`ROOT_TEST_CONFIG`]: a `conftest.py` or `pytest.ini` in any way; a
-//!   `pyproject.toml`, `tox.ini` or `setup.cfg` added or changed that names pytest).
+//!   `pyproject.toml`, `tox.ini` or `setup.cfg` added or changed with a pytest section).
 //!
 //! New files elsewhere (what `apt-get install`, `pip install` and `npm install` add), byte-code
 //! caches (`__pycache__`, `*.pyc`) and `*.cache` files are normal. What is not inspected: the
@@ -37,8 +37,8 @@ use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
 /// Files in `/` that pytest reads when it runs a test in `/tests`: it looks for its configuration
 /// in the test's folder and every folder above it (the first found makes its folder the rootdir),
 /// and loads a `conftest.py` of the rootdir or above (pytest before 8: of every folder above).
-/// A `conftest.py` there can turn every failure into a pass. The first two are flagged however
-/// they changed; the others only when added or changed and they name pytest.
+/// A `conftest.py` there can turn every failure into a pass. The first three are flagged however
+/// they changed; the others only when added or changed with a pytest section in them.
 pub const ROOT_TEST_CONFIG: &[&str] = &[
     "conftest.py",
     "pytest.ini",
@@ -47,6 +47,17 @@ pub const ROOT_TEST_CONFIG: &[&str] = &[
     "tox.ini",
     "setup.cfg",
 ];
+
+/// Whether a `pyproject.toml`, `tox.ini` or `setup.cfg` holds a pytest section
+/// (`[tool.pytest…]`, `[pytest]`, `[tool:pytest]`): a file that merely lists pytest as a
+/// dependency configures nothing.
+fn has_pytest_section(text: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(text);
+    text.lines().any(|l| {
+        let l = l.trim().replace(' ', "");
+        l.starts_with("[tool.pytest") || l == "[pytest]" || l == "[tool:pytest]"
+    })
+}
 
 /// The trial file of the record.
 pub const TRIAL_TAMPER: &str = "agent/tamper.json";
@@ -281,7 +292,7 @@ pub async fn assess(ev: &Evidence<'_>, probe: &dyn Probe) -> TamperRecord {
                 probe
                     .head(path, MAX_SCRIPT)
                     .await
-                    .is_none_or(|b| b.windows(6).any(|w| w.eq_ignore_ascii_case(b"pytest")))
+                    .is_none_or(|b| has_pytest_section(&b))
             };
             if always || names_pytest {
                 flagged.push(flag("pytest's configuration above /tests"));
@@ -646,7 +657,11 @@ mod tests {
         let r = assess_with(
             &changes,
             &[
-                ("/pyproject.toml", false, "[project]\nname = \"answer\"\n"),
+                (
+                    "/pyproject.toml",
+                    false,
+                    "[project]\nname = \"answer\"\ndependencies = [\"pytest>=8\"]\n",
+                ),
                 ("/usr/local/bin/pip", false, PIP_SCRIPT),
                 ("/usr/local/bin/pytest", false, UV_SCRIPT),
                 ("/usr/bin/pytest", false, "#!/usr/bin/python3\n"),

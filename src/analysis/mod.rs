@@ -19,3 +19,4 @@ pub mod rubric;
 pub mod skill_content;
 pub mod spend;
 pub mod success;
+pub mod tamper;

@@ -66,6 +66,9 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
         store.writer().stop();
         return Ok(());
     }
+    // Paths, names and reasons below come from the imported files: untrusted text.
+    let clean = crate::sanitize::one_line;
+    let path = |p: &std::path::Path| clean(&p.display().to_string());
     let secs = report.elapsed.as_secs_f64().max(1e-6);
     let from_files: usize = report.files.iter().map(|f| f.imported).sum();
     let present_files: usize = report.files.iter().map(|f| f.already_present).sum();
@@ -96,7 +99,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
         }
         println!(
             "read {} ({}): {} = {} in {}; {} imported, {} already present, {} replaced{}",
-            f.path.display(),
+            path(&f.path),
             f.format.as_str(),
             crate::format::count(f.rows, "row", "rows"),
             crate::format::count(f.trials, "trial", "trials"),
@@ -114,7 +117,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
     if !report.broken.is_empty() {
         println!("skipped {} broken file(s):", report.broken.len());
         for (p, why) in report.broken.iter().take(20) {
-            println!("  {}: {why}", p.display());
+            println!("  {}: {}", path(p), clean(why));
         }
     }
     if !report.skipped.is_empty() {
@@ -123,7 +126,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
             report.skipped.len()
         );
         for (p, why) in &report.skipped {
-            println!("  {}: {}", p.display(), crate::sanitize::text(why));
+            println!("  {}: {}", path(p), clean(why));
         }
     }
     // Trials imported whose skill use is unknown, by why.
@@ -140,7 +143,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
         if !trials.is_empty() {
             println!("{} trial(s) {what}:", trials.len());
             for p in trials.iter().take(20) {
-                println!("  {}", p.display());
+                println!("  {}", path(p));
             }
         }
     }
@@ -170,14 +173,14 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
         let s = run_status(&conn, r)?;
         println!(
             "\nrun {} — {}, up to {} per task and condition, agent {}{}",
-            s.run.name,
+            clean(&s.run.name),
             crate::format::count(s.n_tasks, "task", "tasks"),
             crate::format::count(s.run.n_trials as usize, "trial", "trials"),
-            s.run.agent,
+            clean(&s.run.agent),
             s.run
                 .model
                 .as_deref()
-                .map(|m| format!(" ({m})"))
+                .map(|m| format!(" ({})", clean(m)))
                 .unwrap_or_default()
         );
         let results = super::shared::table::run_results(&conn, &s.run.name)?;
@@ -189,7 +192,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
         }
     }
     for n in notes {
-        println!("{n}");
+        println!("{}", crate::sanitize::text(&n));
     }
     store.writer().stop();
     Ok(())

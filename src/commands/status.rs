@@ -39,13 +39,14 @@ pub fn execute(args: StatusArgs) -> Result<()> {
     if statuses.is_empty() {
         println!("no runs in {}", args.db.db.display());
     }
+    let clean = crate::sanitize::one_line;
     for e in lq::list_experiments(conn)? {
         println!(
             "experiment {} — phase {} (runs {}, {}){}",
-            e.name,
-            e.phase,
-            e.round1_run,
-            e.round2_run,
+            clean(&e.name),
+            clean(&e.phase),
+            clean(&e.round1_run),
+            clean(&e.round2_run),
             e.note
                 .as_deref()
                 .map(|n| format!(": {}", crate::sanitize::text(n)))
@@ -56,6 +57,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
     let mut notes: Vec<String> = Vec::new();
     for s in statuses {
         let r = &s.run;
+        // An imported run's name, agent, model and times come from files: untrusted text.
         // What was planned: tasks × trials when every task plans the same, else the count.
         let design = if s.uniform {
             format!(
@@ -72,14 +74,14 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         };
         println!(
             "run {} — {} · agent {}{} · {design} · created {}",
-            r.name,
+            clean(&r.name),
             engine_line(r, &s.liveness),
-            r.agent,
+            clean(&r.agent),
             r.model
                 .as_deref()
-                .map(|m| format!(" ({m})"))
+                .map(|m| format!(" ({})", clean(m)))
                 .unwrap_or_default(),
-            r.created_at
+            clean(&r.created_at)
         );
         if let Some(pin) = &r.task_set {
             println!(
@@ -113,9 +115,9 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             {
                 println!(
                     "docker host {} — {} since {}{} · {}/{} slots busy",
-                    h.host,
-                    h.state,
-                    h.since,
+                    clean(&h.host),
+                    clean(&h.state),
+                    clean(&h.since),
                     h.last_error
                         .as_deref()
                         .map(|e| format!(" ({})", crate::sanitize::text(e)))
@@ -175,8 +177,28 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                 );
             }
         }
+        for c in &s.tampered.conditions {
+            for t in &c.trials {
+                println!(
+                    "TAMPERED — {} {}: judged a failure; its agent changed {}",
+                    crate::sanitize::text(&c.condition),
+                    crate::sanitize::text(&t.trial),
+                    crate::sanitize::text(
+                        &crate::domain::TamperFlag {
+                            flagged: t.flagged,
+                            paths: t.paths.clone()
+                        }
+                        .describe()
+                    )
+                );
+            }
+        }
         for (trial, since) in &s.stalled {
-            println!("stalled since {since}: {trial} (no agent output; it keeps running)");
+            println!(
+                "stalled since {}: {} (no agent output; it keeps running)",
+                clean(since),
+                clean(trial)
+            );
         }
         if s.pending_commands > 0 {
             println!("{} operator command(s) pending", s.pending_commands);
@@ -200,15 +222,19 @@ pub fn execute(args: StatusArgs) -> Result<()> {
             }
             println!(
                 "learning space {} ({}, mode {}) — {} · {}{}",
-                sp.space.label,
-                crate::skillsbench::condition::condition_label(&sp.space.condition),
-                sp.space
-                    .status_mode
-                    .as_deref()
-                    .unwrap_or("not detected yet"),
-                sp.space.state,
-                trials_final(sp.finished, sp.total, &steps),
-                flags.iter().map(|f| format!(" · {f}")).collect::<String>()
+                clean(&sp.space.label),
+                clean(&crate::skillsbench::condition::condition_label(
+                    &sp.space.condition
+                )),
+                clean(
+                    sp.space
+                        .status_mode
+                        .as_deref()
+                        .unwrap_or("not detected yet")
+                ),
+                clean(&sp.space.state),
+                clean(&trials_final(sp.finished, sp.total, &steps)),
+                clean(&flags.iter().map(|f| format!(" · {f}")).collect::<String>())
             );
             if let (Some(since), Some(next)) = (&sp.space.waiting_since, &sp.space.next_retry_at) {
                 println!(
@@ -222,7 +248,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         println!();
     }
     for n in notes {
-        println!("{n}");
+        println!("{}", crate::sanitize::text(&n));
     }
     Ok(())
 }

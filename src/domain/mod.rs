@@ -1,16 +1,18 @@
 //! The nouns every layer shares, on the bottom floor: a trial attempt's status and outcome
-//! ([`outcome`]), its row, key and plan ([`trial`]), a run and its tasks ([`run`]) and the one
-//! timestamp format ([`time`]). Plain data: no I/O, no SQL. The store keeps them in SQLite, the
-//! runner reports them, Harbor's formats and the analysis read them — each from here, so the
-//! runner knows nothing of the store.
+//! ([`outcome`]), its row, key and plan ([`trial`]), a run and its tasks ([`run`]), an
+//! attempt's tamper flag ([`tamper`]) and the one timestamp format ([`time`]). Plain data: no
+//! I/O, no SQL. The store keeps them in SQLite, the runner reports them, Harbor's formats and
+//! the analysis read them — each from here, so the runner knows nothing of the store.
 
 pub mod outcome;
 pub mod run;
+pub mod tamper;
 pub mod time;
 pub mod trial;
 
 pub(crate) use outcome::text_enum;
 pub use outcome::{Outcome, ParseEnumError, TrialStatus};
 pub use run::{RunRow, RunTaskRow, TaskDrift, TaskSetPin, describe_drift};
+pub use tamper::{TAMPER_RULE, TamperFlag};
 pub use time::now_rfc3339;
 pub use trial::{SkillUseRow, TrialBrief, TrialKey, TrialPlan, TrialRow};

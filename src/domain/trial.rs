@@ -129,6 +129,11 @@ pub struct TrialRow {
     /// `task.digest` of its `lock.json`): the same digest means the same task files, here and
     /// in a Harbor run. `None` when it could not be computed or the row predates it.
     pub task_digest: Option<String>,
+    /// What the agent changed where a task's work never goes, when anything was flagged
+    /// ([`crate::domain::TamperFlag`], JSON; the whole record is the trial's
+    /// `agent/tamper.json`): the attempt is judged a failure of the agent. `None` when nothing
+    /// was flagged, or the attempt never got that far.
+    pub tamper: Option<serde_json::Value>,
 }
 
 /// The few columns of an attempt that pass rates and the dashboard grid need — read in bulk

@@ -405,6 +405,7 @@ impl Attempts {
                 error: Some(why),
                 failure_category: None,
                 fault: None,
+                tamper: None,
                 finished_at: crate::domain::now_rfc3339(),
             });
             let row = self.ledger.finish(id, record, Vec::new(), None).await?;
@@ -504,6 +505,7 @@ impl Attempts {
             error: end.verdict.error.clone(),
             failure_category,
             fault: end.fault.map(|f| f.as_str().to_string()),
+            tamper: end.tamper.clone(),
             finished_at: end.verdict.finished_at.clone(),
         });
         let stray = end.exposure.as_ref().map(|x| stray_note(x, &job.condition));

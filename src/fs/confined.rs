@@ -26,6 +26,104 @@ pub fn create_fresh(path: &Path) -> std::io::Result<File> {
         .open(path)
 }
 
+/// Writes `bytes` to `path` afresh ([`create_fresh`]): whatever was at the path (a file, a
+/// planted symlink, a folder) is replaced, and no link is followed.
+///
+/// # Errors
+/// As [`create_fresh`], and write errors.
+pub fn write_fresh(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut f = create_fresh(path)?;
+    f.write_all(bytes)?;
+    f.flush()
+}
+
+/// Creates `path` as a new file for writing only when nothing is there (`O_EXCL`, no link
+/// followed): `Ok(None)` when the path is already taken (a file skillscope wrote, a link, a
+/// folder), which the caller keeps as it is.
+///
+/// # Errors
+/// I/O errors other than the path being taken.
+pub fn create_new(path: &Path) -> std::io::Result<Option<File>> {
+    match OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Creates the folder `rel` (plain relative components only) under `root`, and every folder on
+/// the way, without following a link at any level: a component that exists as anything but a
+/// real folder is refused. Returns the folder's path. `root` itself must be a real folder.
+///
+/// # Errors
+/// `InvalidInput` for a component that is not a plain name (`..`, `/`, `.`); `NotADirectory`
+/// (as an `Other` error naming the path) for a component that is a link or a file; I/O errors.
+pub fn create_dir_within(root: &Path, rel: &Path) -> std::io::Result<std::path::PathBuf> {
+    use std::path::Component;
+    let mut at = root.to_path_buf();
+    for c in rel.components() {
+        let Component::Normal(name) = c else {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("{} is not a plain relative path", rel.display()),
+            ));
+        };
+        at.push(name);
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => {
+                return Err(std::io::Error::other(format!(
+                    "{} is not a folder (a link or a file is there)",
+                    at.display()
+                )));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => match std::fs::create_dir(&at) {
+                Ok(()) => {}
+                // Made in between by someone else: checked again below.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    if !std::fs::symlink_metadata(&at)?.is_dir() {
+                        return Err(std::io::Error::other(format!(
+                            "{} is not a folder",
+                            at.display()
+                        )));
+                    }
+                }
+                Err(e) => return Err(e),
+            },
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(at)
+}
+
+/// The first component of `path` below `root` — the last one aside, which the readers here
+/// open with `O_NOFOLLOW` — that is a symbolic link leading outside `root` (or nowhere), when
+/// there is one: a folder of an imported job planted as a link to `/etc` would otherwise be read
+/// through. `None` when every middle component is a real folder or a link that stays inside.
+/// A `path` outside `root` is its own answer.
+pub fn link_leaving(root: &Path, path: &Path) -> Option<std::path::PathBuf> {
+    let Ok(rel) = path.strip_prefix(root) else {
+        return Some(path.to_path_buf());
+    };
+    let real_root = root.canonicalize().ok()?;
+    let parts: Vec<_> = rel.components().collect();
+    let mut at = root.to_path_buf();
+    for c in parts.iter().take(parts.len().saturating_sub(1)) {
+        at.push(c);
+        let is_link = std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && !at.canonicalize().is_ok_and(|r| r.starts_with(&real_root)) {
+            return Some(at);
+        }
+    }
+    None
+}
+
 /// Reads a regular file without following symlinks, at most `max` bytes (the rest is ignored).
 ///
 /// # Errors
@@ -132,6 +230,49 @@ mod tests {
                 .file_type()
                 .is_symlink()
         );
+    }
+
+    #[test]
+    fn new_files_and_folders_never_go_through_links() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim.txt");
+        std::fs::write(&victim, "keep").unwrap();
+        let root = tmp.path();
+        std::os::unix::fs::symlink(outside.path(), root.join("agent")).unwrap();
+        assert!(create_dir_within(root, Path::new("agent/sub")).is_err());
+        assert!(!outside.path().join("sub").exists());
+        assert!(create_dir_within(root, Path::new("../x")).is_err());
+        let made = create_dir_within(root, Path::new("verifier/a/b")).unwrap();
+        assert!(made.is_dir() && made.starts_with(root));
+        std::os::unix::fs::symlink(&victim, root.join("verifier/link")).unwrap();
+        assert!(create_new(&root.join("verifier/link")).unwrap().is_none());
+        assert!(create_new(&root.join("verifier/new")).unwrap().is_some());
+        write_fresh(&root.join("verifier/link"), b"mine").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert_eq!(
+            std::fs::read_to_string(root.join("verifier/link")).unwrap(),
+            "mine"
+        );
+    }
+
+    #[test]
+    fn a_middle_link_leaving_the_root_is_found() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let r = root.path();
+        std::fs::create_dir_all(r.join("job/t1/verifier")).unwrap();
+        std::fs::create_dir_all(r.join("job/t2")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), r.join("job/t2/agent")).unwrap();
+        std::os::unix::fs::symlink(r.join("job/t1/verifier"), r.join("job/t2/verifier")).unwrap();
+        assert_eq!(link_leaving(r, &r.join("job/t1/verifier/ctrf.json")), None);
+        assert_eq!(
+            link_leaving(r, &r.join("job/t2/agent/trajectory.json")),
+            Some(r.join("job/t2/agent"))
+        );
+        // A link that stays inside the root is fine; the last component is the reader's.
+        assert_eq!(link_leaving(r, &r.join("job/t2/verifier/ctrf.json")), None);
+        assert_eq!(link_leaving(r, &r.join("job/t2/agent")), None);
     }
 
     #[test]

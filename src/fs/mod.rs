@@ -5,5 +5,8 @@
 pub mod confined;
 pub mod facts;
 
-pub use confined::{create_fresh, read_capped, read_tail, read_tail_lines, read_text_capped};
+pub use confined::{
+    create_dir_within, create_fresh, create_new, link_leaving, read_capped, read_tail,
+    read_tail_lines, read_text_capped, write_fresh,
+};
 pub use facts::{FileSystem, file_system, file_system_of_nearest, human_bytes, writable};

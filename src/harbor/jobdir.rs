@@ -53,7 +53,8 @@ pub fn stable_uuid(name: &str) -> String {
     .to_string()
 }
 
-/// Writes JSON through a temporary file and a rename, so readers never see half a file.
+/// Writes JSON through a temporary file and a rename, so readers never see half a file. The
+/// temporary file is created afresh (a link planted at its name is replaced, never followed).
 ///
 /// # Errors
 /// I/O errors (naming nothing: callers add the path).
@@ -71,7 +72,7 @@ pub fn write_text_atomic(path: &Path, text: &str) -> std::io::Result<()> {
         std::fs::create_dir_all(parent)?;
     }
     let tmp = path.with_extension("json.tmp");
-    std::fs::write(&tmp, text)?;
+    crate::fs::write_fresh(&tmp, text.as_bytes())?;
     std::fs::rename(&tmp, path)
 }
 

@@ -312,6 +312,7 @@ pub fn normalize_time(s: &str) -> Option<String> {
 /// Reads one `result.json` as a Harbor trial: `None` (after counting a job result, or reporting
 /// the file as broken) when it is not one.
 fn parse_trial(
+    root: &Path,
     result_path: &Path,
     opts: &ImportOptions,
     bytes: &[u8],
@@ -321,6 +322,21 @@ fn parse_trial(
     let (r, task_id, trial_name) = read_result(result_path, bytes, report)?;
     report.trials_seen += 1;
     let trial_dir = result_path.parent().unwrap_or(Path::new("."));
+    // A folder of the trial planted as a link out of the imported folder would be read through
+    // (and later by the dashboard and the learner): the trial is refused.
+    for sub in ["agent", "verifier", "artifacts", "environment"] {
+        if let Some(link) = crate::fs::link_leaving(root, &trial_dir.join(sub).join("x")) {
+            report.broken.push((
+                result_path.to_path_buf(),
+                format!(
+                    "{} is a link leading out of {}: the trial is not imported",
+                    link.display(),
+                    root.display()
+                ),
+            ));
+            return None;
+        }
+    }
     let config = r.config.as_ref();
     let task_path = config
         .and_then(|c| c.task.as_ref())
@@ -1034,7 +1050,7 @@ pub(super) fn import_folders(
                     continue;
                 }
             };
-            if let Some(p) = parse_trial(path, opts, &bytes, report, &mut jobs) {
+            if let Some(p) = parse_trial(root, path, opts, &bytes, report, &mut jobs) {
                 batch.push(p);
                 if batch.len() >= opts.batch {
                     flush(std::mem::take(&mut batch), &mut pending)?;

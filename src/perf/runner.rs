@@ -61,6 +61,24 @@ async fn collect_steps(mut events: tokio::sync::broadcast::Receiver<EngineEvent>
     }
 }
 
+/// Runs `req` to its end, collecting the time of every step its attempts report; the wall time,
+/// the latest attempts and the steps.
+async fn run_with_steps(
+    store: &Store,
+    req: RunRequest,
+) -> Result<(Duration, Vec<TrialRow>, StepTimes)> {
+    let engine = Engine::new(store.clone());
+    engine.report_steps();
+    let steps = tokio::spawn(collect_steps(engine.subscribe()));
+    let t0 = Instant::now();
+    let out = engine.run(req, CancellationToken::new()).await?;
+    let wall = t0.elapsed();
+    drop(engine);
+    let steps = steps.await.unwrap_or_default();
+    let rows = queries::current_trials(&store.connect()?, out.run.id)?;
+    Ok((wall, rows, steps))
+}
+
 async fn timed_run(
     store: &Store,
     jobs: &Path,
@@ -69,9 +87,6 @@ async fn timed_run(
     trials: u32,
     concurrency: usize,
 ) -> Result<(Duration, Vec<TrialRow>, StepTimes)> {
-    let engine = Engine::new(store.clone());
-    engine.report_steps();
-    let steps = tokio::spawn(collect_steps(engine.subscribe()));
     let req = RunRequest {
         name: Some(name.to_string()),
         tasks_dir: tasks.to_path_buf(),
@@ -90,13 +105,7 @@ async fn timed_run(
         resume_command: None,
         pin: Default::default(),
     };
-    let t0 = Instant::now();
-    let out = engine.run(req, CancellationToken::new()).await?;
-    let wall = t0.elapsed();
-    drop(engine);
-    let steps = steps.await.unwrap_or_default();
-    let conn = store.connect()?;
-    let rows = queries::current_trials(&conn, out.run.id)?;
+    let (wall, rows, steps) = run_with_steps(store, req).await?;
     if let Some(bad) = rows
         .iter()
         .find(|r| r.outcome != Some(crate::domain::Outcome::Pass))
@@ -218,6 +227,7 @@ pub(crate) async fn runner(
         "scaling: skillscope's ratio ÷ the floor's (target ≤ 1.1)".to_string(),
         format!("{:.2}×", ours_ratio / floor_ratio),
     ]);
+    let mut real_steps = None;
     if let Some(task_dir) = real_task {
         let task_dir =
             std::fs::canonicalize(&task_dir).wrap_err_with(|| format!("{}", task_dir.display()))?;
@@ -251,12 +261,9 @@ pub(crate) async fn runner(
         Engine::new(store.clone())
             .run(engine_req("real-warmup", 1), CancellationToken::new())
             .await?;
-        let t0 = Instant::now();
-        let out = Engine::new(store.clone())
-            .run(engine_req("real", task_trials), CancellationToken::new())
-            .await?;
-        let wall = t0.elapsed().as_secs_f64() / task_trials as f64;
-        let rows = queries::current_trials(&store.connect()?, out.run.id)?;
+        let (wall, rows, steps) = run_with_steps(&store, engine_req("real", task_trials)).await?;
+        let wall = wall.as_secs_f64() / task_trials as f64;
+        real_steps = Some((id.clone(), steps, wall));
         let work: Vec<f64> = rows
             .iter()
             .filter_map(|r| {
@@ -291,16 +298,148 @@ pub(crate) async fn runner(
     println!("{}", fit(&columns, t, terminal_width()));
     println!(
         "{}",
-        breakdown(&serial_steps, trials, serial_per, mean(&floor))
+        breakdown(
+            "step of a trivial trial (serial)",
+            &serial_steps,
+            trials,
+            serial_per,
+            mean(&floor)
+        )
     );
+    if let Some((id, steps, wall)) = &real_steps {
+        println!(
+            "{}",
+            breakdown(
+                &format!("step of a trial of {id} (serial)"),
+                steps,
+                task_trials,
+                *wall,
+                mean(&floor)
+            )
+        );
+    }
+    println!("{}", isolation(&image, trials.clamp(3, 10)).await?);
     store.writer().stop();
     Ok(())
+}
+
+/// The cost of getting from the agent's container to a clean verifier, both ways measured on
+/// containers of the trivial image with two leftover background processes, `reps` times each:
+/// the way skillscope goes (SIGKILL to the container through the daemon and its stop confirmed,
+/// the diff read, the filesystem committed, the verifier's container created and started from
+/// the commit with empty volumes on `/tests` and `/logs/verifier`), and the alternative of
+/// staying in the same container (`kill -9 -1` from the read-only static shell, `docker top`
+/// until only PID 1 is left, `/tests` and `/logs/verifier` emptied by the static shell).
+async fn isolation(image: &str, reps: u32) -> Result<crate::console::table::Fitted> {
+    use crate::runner::container::{ContainerCmd, ContainerSpec, TrialContainer, remove_image};
+    use crate::runner::static_shell::{self, STATIC_SHELL_DIR};
+    let host = crate::runner::DockerHost::connect(None, 1).await?;
+    let shell = static_shell::ensure(&host).await?;
+    let spec = |name: String| ContainerSpec {
+        image: image.to_string(),
+        name,
+        hardened: true,
+        pids_limit: Some(1024),
+        network_none: true,
+        binds: vec![shell.clone()],
+        labels: std::collections::HashMap::from([(
+            crate::runner::labels::MANAGED.to_string(),
+            "1".to_string(),
+        )]),
+        ..Default::default()
+    };
+    let never = CancellationToken::new();
+    let leftovers = |c: &TrialContainer| {
+        let c = c.clone();
+        async move {
+            c.sh_output(
+                "(sleep 300 &) ; (sleep 300 &) ; true",
+                Duration::from_secs(30),
+            )
+            .await
+        }
+    };
+    let (mut same, mut fresh) = (Vec::new(), Vec::new());
+    for _ in 0..reps {
+        let tag = uuid::Uuid::new_v4().simple().to_string();
+        // The alternative: the same container.
+        let c = TrialContainer::start(&host.docker, &spec(format!("skillscope-bench-same-{tag}")))
+            .await?
+            .with_static_shell(STATIC_SHELL_DIR);
+        leftovers(&c).await?;
+        let t0 = Instant::now();
+        let mut req = c.own_sh("kill -9 -1 2>/dev/null; true", &never);
+        req.user = Some("0".into());
+        let _ = c.exec(req).await;
+        let until = Instant::now() + Duration::from_secs(30);
+        loop {
+            let top = host
+                .docker
+                .top_processes(&c.id, None::<bollard::query_parameters::TopOptions>)
+                .await?;
+            if top.processes.unwrap_or_default().len() <= 1 {
+                break;
+            }
+            if Instant::now() > until {
+                color_eyre::eyre::bail!("processes left in {} after kill -9 -1", c.id);
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        c.sh_output(
+            "rm -rf /tests /logs/verifier; mkdir -p /tests /logs/verifier",
+            Duration::from_secs(30),
+        )
+        .await?;
+        same.push(t0.elapsed().as_secs_f64());
+        c.remove().await;
+        // skillscope's way: a fresh container from a commit.
+        let c = TrialContainer::start(&host.docker, &spec(format!("skillscope-bench-agent-{tag}")))
+            .await?;
+        leftovers(&c).await?;
+        let t0 = Instant::now();
+        c.kill_and_confirm(Duration::from_secs(30)).await?;
+        let _ = c.changes().await?;
+        let commit = c.commit(&Default::default()).await?;
+        let mut v = spec(format!("skillscope-bench-verifier-{tag}"));
+        v.image = commit.clone();
+        v.cmd = ContainerCmd::Args(vec![
+            format!("{STATIC_SHELL_DIR}/busybox"),
+            "sleep".into(),
+            "infinity".into(),
+        ]);
+        v.empty_volumes = vec!["/tests".into(), "/logs/verifier".into()];
+        let verifier = TrialContainer::start(&host.docker, &v).await?;
+        fresh.push(t0.elapsed().as_secs_f64());
+        verifier.remove().await;
+        c.remove().await;
+        remove_image(&host.docker, &commit).await;
+    }
+    let rows = vec![
+        vec![
+            format!("same container: kill -9 -1 (static shell), top, fresh dirs (×{reps})"),
+            format!("mean {:.3}s · median {:.3}s", mean(&same), median(&same)),
+        ],
+        vec![
+            format!("fresh container: kill + confirm, diff, commit, verifier container (×{reps})"),
+            format!("mean {:.3}s · median {:.3}s", mean(&fresh), median(&fresh)),
+        ],
+        vec![
+            "isolation's extra cost per trial (fresh − same)".to_string(),
+            format!("{:.3}s", mean(&fresh) - mean(&same)),
+        ],
+    ];
+    let columns = [
+        Column::new("verifier isolation (trivial image)").text(),
+        Column::new("value").text(),
+    ];
+    Ok(fit(&columns, rows, terminal_width()))
 }
 
 /// Where a serial trivial trial's time goes, step by step (mean seconds per trial and share of
 /// its wall time), beside the floor; what no step covers is the engine's own (scheduling, trial
 /// files, waits). The background removal overlaps the next trial and is shown apart.
 fn breakdown(
+    title: &str,
     steps: &StepTimes,
     trials: u32,
     wall_per: f64,
@@ -342,7 +481,7 @@ fn breakdown(
         String::new(),
     ));
     let columns = [
-        Column::new("step of a trivial trial (serial)").text(),
+        Column::new(title).text(),
         Column::new("mean per trial"),
         Column::new("of wall"),
         Column::new("times per trial").short("n"),

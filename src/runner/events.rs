@@ -95,6 +95,8 @@ pub enum Step {
     PrepareAgent,
     /// A compose task's services started.
     Services,
+    /// An `allow_internet` trial's own network created.
+    Network,
     /// The main container created.
     Create,
     /// The main container started.
@@ -104,11 +106,21 @@ pub enum Step {
     Exposure,
     /// The agent's session (its execs).
     Agent,
+    /// The agent's container stopped through the daemon (SIGKILL to its PID 1) and confirmed
+    /// stopped.
+    Kill,
+    /// What the agent left copied out (`/logs/agent`), its container inspected and its
+    /// filesystem diff read into `agent/tamper.json`.
+    Evidence,
+    /// The agent's filesystem committed for the verifier's container.
+    Commit,
+    /// The verifier's container created and started from the commit.
+    VerifierStart,
     /// The verifier's copies of skills uploaded.
     Upload,
     /// The verifier (its execs).
     Verifier,
-    /// `/logs` copied out (remote hosts).
+    /// The verifier's `/logs/verifier` and `/logs/artifacts` copied out.
     Download,
     /// The run's ledger written (progress and the end).
     Store,
@@ -119,14 +131,19 @@ pub enum Step {
 
 impl Step {
     /// Every step, in order.
-    pub const ALL: [Step; 12] = [
+    pub const ALL: [Step; 17] = [
         Step::Image,
         Step::PrepareAgent,
         Step::Services,
+        Step::Network,
         Step::Create,
         Step::Start,
         Step::Exposure,
         Step::Agent,
+        Step::Kill,
+        Step::Evidence,
+        Step::Commit,
+        Step::VerifierStart,
         Step::Upload,
         Step::Verifier,
         Step::Download,
@@ -140,10 +157,15 @@ impl Step {
             Step::Image => "image",
             Step::PrepareAgent => "prepare agent",
             Step::Services => "services",
+            Step::Network => "trial network",
             Step::Create => "create",
             Step::Start => "start",
             Step::Exposure => "exposure scan",
             Step::Agent => "agent exec",
+            Step::Kill => "kill agent container",
+            Step::Evidence => "copy out + diff",
+            Step::Commit => "commit",
+            Step::VerifierStart => "verifier container",
             Step::Upload => "uploads",
             Step::Verifier => "verifier exec",
             Step::Download => "download /logs",

@@ -279,7 +279,7 @@ pub fn write(trial_dir: &Path, x: &SkillExposure) -> Result<(), super::RunnerErr
     if let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| super::RunnerError::io(dir, e))?;
     }
-    std::fs::write(&path, bytes).map_err(|e| super::RunnerError::io(&path, e))
+    crate::fs::write_fresh(&path, &bytes).map_err(|e| super::RunnerError::io(&path, e))
 }
 
 /// Fills in what the agent used — `uses` from its trajectory, `None` when the trajectory cannot

@@ -4,11 +4,21 @@
 //! the request and the applied value), in the store (`trials.clamped`), in the report and in the
 //! health check — because a task whose tests measure speedup can then fail for the host's size,
 //! not the agent's work.
+//!
+//! Every trial container also gets a memory ceiling when its task sets none
+//! ([`DEFAULT_MEMORY_MB`], cut to the host's) and a process limit (`[environment] pids_limit`,
+//! else [`DEFAULT_PIDS_LIMIT`]).
 
 use serde::Serialize;
 
 use super::DockerHost;
+pub use crate::skillsbench::task::DEFAULT_PIDS_LIMIT;
 use crate::skillsbench::task::EnvironmentSection;
+
+/// The memory ceiling of a trial's container when its task sets no `memory_mb`, MiB (the value
+/// most SkillsBench tasks ask for; cut to the host's memory). Not reserved by the scheduler: a
+/// ceiling, not a request.
+pub const DEFAULT_MEMORY_MB: u64 = 4096;
 
 /// A request and what was applied.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -24,8 +34,11 @@ pub struct Cut<T> {
 pub struct Limits {
     /// CPUs applied (`None`: no limit).
     pub cpus: Option<f64>,
-    /// Memory applied, MiB (`None`: no limit).
+    /// Memory applied, MiB (`None`: no limit): the task's request (cut to the host's), else
+    /// [`DEFAULT_MEMORY_MB`] (cut likewise).
     pub memory_mb: Option<u64>,
+    /// The process limit applied (`[environment] pids_limit`, else [`DEFAULT_PIDS_LIMIT`]).
+    pub pids_limit: u64,
     /// The CPU request cut to the host's CPUs.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cpus_clamped: Option<Cut<f64>>,
@@ -41,12 +54,12 @@ impl Limits {
         let host_cpus = f64::from(ncpu.max(1));
         let host_mb = (mem_total > 0).then_some((mem_total as u64) >> 20);
         let cpus = env.cpus.map(|c| c.min(host_cpus));
-        let memory_mb = env
-            .memory_mb
-            .map(|m| host_mb.map_or(m, |h| m.min(h.max(1))));
+        let cut = |m: u64| host_mb.map_or(m, |h| m.min(h.max(1)));
+        let memory_mb = env.memory_mb.map(cut);
         Limits {
             cpus,
-            memory_mb,
+            memory_mb: memory_mb.or(Some(cut(DEFAULT_MEMORY_MB))),
+            pids_limit: env.pids_limit.unwrap_or(DEFAULT_PIDS_LIMIT),
             cpus_clamped: env
                 .cpus
                 .zip(cpus)
@@ -110,5 +123,25 @@ mod tests {
             Limits::of(&EnvironmentSection::default(), 2, 1 << 30).clamped(),
             None
         );
+    }
+
+    /// A task that sets no memory gets the default ceiling (cut to a smaller host, and that cut
+    /// is no request's, so nothing is marked clamped); the process limit is the task's or the
+    /// default.
+    #[test]
+    fn defaults_bound_memory_and_processes() {
+        let none = EnvironmentSection::default();
+        let l = Limits::of(&none, 2, 64 << 30);
+        assert_eq!(
+            (l.memory_mb, l.pids_limit),
+            (Some(DEFAULT_MEMORY_MB), DEFAULT_PIDS_LIMIT)
+        );
+        let small = Limits::of(&none, 2, 1 << 30);
+        assert_eq!((small.memory_mb, small.clamped()), (Some(1024), None));
+        let raised = EnvironmentSection {
+            pids_limit: Some(8192),
+            ..Default::default()
+        };
+        assert_eq!(Limits::of(&raised, 2, 0).pids_limit, 8192);
     }
 }

@@ -10,9 +10,13 @@ pub mod exposure;
 pub mod fault;
 pub mod image;
 pub mod limits;
+pub mod network;
 pub mod proxy;
+pub mod secrets;
 pub mod selfgen;
 pub mod services;
+pub mod static_shell;
+pub mod tamper;
 pub mod trial;
 pub mod verifier;
 
@@ -144,4 +148,9 @@ pub mod labels {
     /// Compose service name, on a compose task's service containers (they also carry the trial's
     /// labels; its networks carry the trial's labels too).
     pub const SERVICE: &str = "skillscope.service";
+    /// Marks an image committed from an agent's container for its verifier's container (it also
+    /// carries the trial's labels); removed with the trial, or by the run's sweep.
+    pub const COMMIT: &str = "skillscope.commit";
+    /// What a trial's container is for: `agent` or `verifier`.
+    pub const ROLE: &str = "skillscope.role";
 }

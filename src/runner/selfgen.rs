@@ -29,19 +29,11 @@ pub(crate) fn quoted(path: &str) -> String {
     format!("'{}'", path.replace('\'', r"'\''"))
 }
 
-/// The agent's working directory (the image's `WORKDIR`, where execs start) and whether
-/// `environment/skills` exists in it.
-async fn workdir(container: &TrialContainer) -> Result<(String, bool), RunnerError> {
-    let (_, out) = container
-        .sh_output(
-            &format!("pwd; if [ -d {GENERATED_SKILLS_PATH} ]; then echo present; fi"),
-            HELPER_TIMEOUT,
-        )
-        .await?;
-    let mut lines = out.lines();
-    let dir = lines.next().unwrap_or("/").trim().to_string();
-    let present = lines.any(|l| l.trim() == "present");
-    Ok((dir, present))
+/// The agent's working directory (the container's `WORKDIR`, where execs start), as the daemon
+/// has it: nothing of the container's own is run to learn it, so it works on a stopped container
+/// and whatever the agent did to the image's binaries.
+async fn workdir(container: &TrialContainer) -> Result<String, RunnerError> {
+    Ok(container.facts().await?.working_dir)
 }
 
 /// Reads the skills the agent wrote (`environment/skills/` under its working directory) out of
@@ -58,14 +50,21 @@ pub async fn capture(
     trial_dir: &Path,
     generation: &SelfGeneration,
 ) -> Result<GeneratedSkills, RunnerError> {
-    let (wd, present) = workdir(container).await?;
-    let (tar, truncated) = if present {
-        let src = format!("{}/{GENERATED_SKILLS_PATH}", wd.trim_end_matches('/'));
-        container.download_tar(&src, MAX_GENERATED_BYTES).await?
-    } else {
-        (empty_tar(), false)
+    let wd = workdir(container).await?;
+    let src = format!("{}/{GENERATED_SKILLS_PATH}", wd.trim_end_matches('/'));
+    let (tar, truncated) = match container.download_tar(&src, MAX_GENERATED_BYTES).await {
+        Ok(t) => t,
+        Err(e) if super::container::is_missing_path(&e) => (empty_tar(), false),
+        Err(e) => return Err(e),
     };
     let out = trial_dir.join(TRIAL_GENERATED_DIR);
+    // A folder of that name copied out of the container's /logs/agent is the agent's, not the
+    // record: kept beside it under another name.
+    if std::fs::symlink_metadata(&out).is_ok() {
+        let aside = trial_dir.join(format!("{TRIAL_GENERATED_DIR}.from-container"));
+        let _ = std::fs::remove_dir_all(&aside).or_else(|_| std::fs::remove_file(&aside));
+        std::fs::rename(&out, &aside).map_err(|e| RunnerError::io(&out, e))?;
+    }
     let out2 = out.clone();
     let report = tokio::task::spawn_blocking(move || {
         import_skills_tar(&tar, truncated, &ExportLimits::default(), &out2)
@@ -119,7 +118,7 @@ pub async fn capture(
 pub fn write_record(trial_dir: &Path, record: &GeneratedSkills) -> Result<(), RunnerError> {
     let path = trial_dir.join(TRIAL_GENERATED_RECORD);
     let bytes = serde_json::to_vec_pretty(record).map_err(|e| RunnerError::Task(e.to_string()))?;
-    std::fs::write(&path, bytes).map_err(|e| RunnerError::io(&path, e))
+    crate::fs::write_fresh(&path, &bytes).map_err(|e| RunnerError::io(&path, e))
 }
 
 /// A tar holding only an empty `skills/` folder.
@@ -220,7 +219,7 @@ pub async fn install_generated(
     record: &GeneratedSkills,
 ) -> Result<Vec<String>, RunnerError> {
     clear_destinations(container).await?;
-    let (wd, _) = workdir(container).await?;
+    let wd = workdir(container).await?;
     let staged = format!("{}/{GENERATED_SKILLS_PATH}", wd.trim_end_matches('/'));
     let (r, out) = container
         .sh_output(

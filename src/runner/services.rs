@@ -224,7 +224,7 @@ impl ServiceLog {
     }
 
     fn write(&self) {
-        let _ = std::fs::write(&self.path, self.lines.join("\n") + "\n");
+        let _ = crate::fs::write_fresh(&self.path, (self.lines.join("\n") + "\n").as_bytes());
     }
 }
 
@@ -262,11 +262,11 @@ async fn start_plan(
                     ready.tag,
                     if ready.built { "built" } else { "reused" }
                 ));
-                let _ = std::fs::write(
-                    input
+                let _ = crate::fs::write_fresh(
+                    &input
                         .trial_dir
                         .join(format!("environment/build-{}.log", file_safe(&svc.name))),
-                    ready.log.as_str(),
+                    ready.log.as_bytes(),
                 );
                 (ready.tag, ready.hash)
             }
@@ -618,6 +618,11 @@ fn service_spec(
         tty: svc.tty,
         open_stdin: svc.stdin_open,
         init: svc.init,
+        // A service is the task's own program (a database, an API), run as its image says; the
+        // agent reaches it only over the network.
+        pids_limit: None,
+        hardened: false,
+        empty_volumes: Vec::new(),
     }
 }
 

@@ -1,10 +1,13 @@
 //! The verifier: copy `tests/` to `/tests`, run `tests/test.sh`, read the reward.
 //!
-//! Follows Harbor's `verifier/verifier.py`: stale reward files are removed first; `tests/` is
-//! uploaded after the agent ran; `chmod +x /tests/test.sh; (/tests/test.sh)` runs with the task's
-//! `[verifier] env`, output to `verifier/test-stdout.txt`; the script's exit code is recorded but
-//! does not decide the outcome — the reward file does. `reward.json` (a map of finite numbers)
-//! wins over `reward.txt` (one number); an empty or malformed file is no reward.
+//! Follows Harbor's `verifier/verifier.py`, in the verifier's own container
+//! ([`crate::runner::trial`]'s handover: a fresh container from a commit of the agent's, with an
+//! empty volume of its own on `/tests` and `/logs/verifier`): `tests/` is uploaded after the
+//! agent is gone; `chmod +x /tests/test.sh; (/tests/test.sh)` runs with the task's `[verifier]
+//! env` in this exec only, started by skillscope's static shell (never the image's `sh`), output
+//! to `verifier/test-stdout.txt`; the script's exit code is recorded but does not decide the
+//! outcome — the reward file does. `reward.json` (a map of finite numbers) wins over `reward.txt`
+//! (one number); an empty or malformed file is no reward.
 
 use std::path::Path;
 use std::time::Duration;
@@ -13,13 +16,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::RunnerError;
 use super::container::{ExecRequest, ExecResult, TrialContainer};
+use super::static_shell::STATIC_SHELL_DIR;
 use crate::skillsbench::Task;
 use crate::skillsbench::env::EnvValues;
 
-/// Uploads `tests/` and runs the verifier, streaming its output to `verifier_dir/test-stdout.txt`.
-/// `[verifier] env` is resolved from `values` ([`EnvValues::resolve`]). With `chown_logs =
-/// Some((uid, gid))`, `/logs` is handed to that owner afterwards (bind mounts of a non-root
-/// operator).
+/// Uploads `tests/` and runs the verifier in `container` (the verifier's own, with the static
+/// shell mounted), streaming its output to `verifier_dir/test-stdout.txt`. `[verifier] env` is
+/// resolved from `values` ([`EnvValues::resolve`]) and given to this exec alone.
 ///
 /// # Errors
 /// [`RunnerError`] when the tests cannot be copied in or the exec cannot start.
@@ -29,22 +32,20 @@ pub async fn run_verifier(
     verifier_dir: &Path,
     timeout: Duration,
     cancel: &CancellationToken,
-    chown_logs: Option<(u32, u32)>,
     values: &EnvValues,
 ) -> Result<ExecResult, RunnerError> {
     container.upload_dir(&task.tests_dir(), "/tests").await?;
     let out = verifier_dir.join("test-stdout.txt");
-    let chown = chown_logs
-        .map(|(u, g)| format!("; rc=$?; chown -R {u}:{g} /logs 2>/dev/null; exit $rc"))
-        .unwrap_or_default();
+    let s = STATIC_SHELL_DIR;
     let req = ExecRequest {
         cmd: vec![
-            "sh".into(),
+            format!("{s}/sh"),
             "-c".into(),
-            // Stale rewards are removed first so only this run's verdict counts.
+            // The reward folder is an empty volume of the verifier's own; open to a test that
+            // runs as another user. Only the test itself runs anything of the image's.
             format!(
-                "rm -f -- /logs/verifier/reward.txt /logs/verifier/reward.json; mkdir -p /logs/verifier; \
-                 chmod +x /tests/test.sh 2>/dev/null; (/tests/test.sh){chown}"
+                "{s}/mkdir -p /logs/verifier; {s}/chmod 777 /logs/verifier 2>/dev/null; \
+                 {s}/chmod +x /tests/test.sh 2>/dev/null; (/tests/test.sh)"
             ),
         ],
         env: values.resolve(&task.config.verifier.env),

@@ -124,6 +124,11 @@ pub struct EnvironmentSection {
     /// GPUs requested. skillscope runs no GPU tasks; a value above 0 is reported.
     #[serde(default)]
     pub gpus: u32,
+    /// Most processes (threads included) the trial's container may have at once; absent =
+    /// [`DEFAULT_PIDS_LIMIT`]. skillscope's own key (Harbor has none): a task that runs a JVM or
+    /// a headless browser may need more.
+    #[serde(default)]
+    pub pids_limit: Option<u64>,
     /// Whether the container may reach the network; `false` means `--network none`.
     #[serde(default = "default_true")]
     pub allow_internet: bool,
@@ -141,6 +146,7 @@ impl Default for EnvironmentSection {
             memory_mb: None,
             storage_mb: None,
             gpus: 0,
+            pids_limit: None,
             allow_internet: true,
             env: BTreeMap::new(),
         }
@@ -167,6 +173,12 @@ pub const MAX_TIMEOUT_SEC: f64 = 7.0 * 24.0 * 3600.0;
 pub const MAX_CPUS: f64 = 1024.0;
 /// Most memory or disk a task may ask for, MiB (16 TiB).
 pub const MAX_SIZE_MB: u64 = 16 * 1024 * 1024;
+/// The process limit of a trial's container when its task sets none (`[environment]
+/// pids_limit`): enough for builds, test runners and language servers, and a fork bomb stops
+/// there instead of taking the machine.
+pub const DEFAULT_PIDS_LIMIT: u64 = 1024;
+/// Most processes a task may ask for.
+pub const MAX_PIDS_LIMIT: u64 = 1 << 22;
 /// Most GPUs a task may ask for.
 pub const MAX_GPUS: u32 = 64;
 
@@ -228,6 +240,7 @@ const KNOWN_KEYS: &[(&str, &str, Kind)] = &[
     ("environment", "memory", Kind::Str),
     ("environment", "storage", Kind::Str),
     ("environment", "gpus", Kind::Count),
+    ("environment", "pids_limit", Kind::Count),
     ("environment", "allow_internet", Kind::Bool),
     ("environment", "env", Kind::StrMap),
 ];
@@ -457,6 +470,15 @@ impl TaskConfig {
                     written.place("environment", key)
                 ));
             }
+        }
+        if let Some(p) = self.environment.pids_limit
+            && !(16..=MAX_PIDS_LIMIT).contains(&p)
+        {
+            out.push(format!(
+                "[environment] pids_limit: must be between 16 and {MAX_PIDS_LIMIT}, found {}{}",
+                written.value("environment", "pids_limit", p),
+                written.place("environment", "pids_limit")
+            ));
         }
         if self.environment.gpus > MAX_GPUS {
             out.push(format!(

@@ -47,6 +47,8 @@ pub struct AttemptVerdict {
     pub failure_category: Option<String>,
     /// The infrastructure fault that interrupted it.
     pub fault: Option<String>,
+    /// What its agent changed where a task's work never goes, when anything was flagged.
+    pub tamper: Option<crate::domain::TamperFlag>,
     /// When it ended, RFC 3339.
     pub finished_at: String,
 }
@@ -197,6 +199,7 @@ impl AttemptRecord {
                 error: v.error,
                 failure_category: v.failure_category,
                 fault: v.fault,
+                tamper: v.tamper.and_then(|t| serde_json::to_value(t).ok()),
                 finished_at: Some(v.finished_at),
                 ..self.patch
             },

@@ -310,6 +310,7 @@ impl RunLedger {
             error: Some("cancelled by the operator before it started".into()),
             failure_category: None,
             fault: None,
+            tamper: None,
             finished_at: now_rfc3339(),
         });
         self.finish(id, record, Vec::new(), None).await

@@ -388,6 +388,11 @@ CREATE TABLE experiments (
         "ALTER TABLE trials ADD COLUMN task_digest TEXT;
              ALTER TABLE run_tasks ADD COLUMN digest TEXT;
              ALTER TABLE runs ADD COLUMN task_set TEXT;",
+        // Tamper evidence (issue 35): what an attempt's agent changed where a task's work never
+        // goes (`domain::TamperFlag`, JSON: how many changes were flagged and the first paths;
+        // the whole record is the trial's `agent/tamper.json`). NULL: nothing flagged. A flagged
+        // attempt is judged a failure of the agent.
+        "ALTER TABLE trials ADD COLUMN tamper TEXT;",
 ];
 
 /// All migrations, oldest first ([`UP`]).

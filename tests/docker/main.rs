@@ -13,6 +13,7 @@ mod faults;
 mod harbor_conformance;
 mod harbor_environments;
 mod harness_agents;
+mod hostile;
 mod outcomes;
 mod plan;
 mod preflight;

@@ -874,3 +874,71 @@ fn our_own_trial_folders_import_by_harbor_026s_reading() {
     }
     store.writer().stop();
 }
+
+/// Imported text is untrusted: a model name holding an OSC 52 (clipboard) sequence is printed by
+/// `import` and `status` without it; and a trial whose `agent/` folder is a link leading out of
+/// the imported folder is refused, its target never read.
+#[test]
+fn imported_metadata_is_sanitized_and_links_out_are_refused() {
+    let s = common::Scratch::new();
+    let root = s.dir.path().join("jobs");
+    let outside = s.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(
+        outside.join("trajectory.json"),
+        r#"{"schema_version":"ATIF-v1.2","agent":{"name":"x","version":"1"},"steps":[]}"#,
+    )
+    .unwrap();
+    let evil_model = "evil\u{1b}]52;c;cHduZWQ=\u{7}model";
+    for (name, linked) in [("task-a__Aaaaaaa", false), ("task-b__Bbbbbbb", true)] {
+        let t = root.join("job-1").join(name);
+        std::fs::create_dir_all(t.join("verifier")).unwrap();
+        if linked {
+            std::os::unix::fs::symlink(&outside, t.join("agent")).unwrap();
+        }
+        let task = name.split("__").next().unwrap();
+        let trial = serde_json::json!({
+            "id": format!("id-{name}"),
+            "task_name": task,
+            "trial_name": name,
+            "trial_uri": format!("file://{}", t.display()),
+            "task_id": {"path": format!("/bench/tasks/{task}")},
+            "task_checksum": "0",
+            "config": {"task": {"path": format!("/bench/tasks/{task}")}, "trial_name": name,
+                       "agent": {"name": "claude-code"}},
+            "agent_info": {"name": "claude-code", "version": "1",
+                           "model_info": {"name": evil_model, "provider": "anthropic"}},
+            "agent_result": null,
+            "verifier_result": {"rewards": {"reward": 1.0}},
+            "exception_info": null,
+            "started_at": "2026-11-20T10:00:00",
+            "finished_at": "2026-11-20T10:01:00",
+        });
+        std::fs::write(t.join("result.json"), trial.to_string()).unwrap();
+    }
+    let db = s.db().display().to_string();
+    let out = common::skillscope(&s, &["import", "--db", &db, root.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{7}'),
+        "{text:?}"
+    );
+    assert!(
+        text.contains("task-b__Bbbbbbb/agent is a link leading out of"),
+        "{text}"
+    );
+    let status = common::skillscope(&s, &["status", "--db", &db]);
+    let st = String::from_utf8_lossy(&status.stdout);
+    assert!(st.contains("evil") && st.contains("model"), "{st}");
+    assert!(!st.contains('\u{1b}') && !st.contains('\u{7}'), "{st:?}");
+    let conn = s.store.connect().unwrap();
+    let runs = queries::list_runs(&conn).unwrap();
+    let trials = queries::current_trials(&conn, runs[0].id).unwrap();
+    assert_eq!(
+        trials.len(),
+        1,
+        "only the trial without the link: {trials:#?}"
+    );
+    assert_eq!(trials[0].task_id, "task-a");
+}

@@ -594,6 +594,36 @@ fn detail_summary_and_logs() {
     snap("detail_agent_log", &mut app);
 }
 
+/// A trial flagged for tampering shows it in the summary, under its outcome: judged a failure,
+/// with the paths its agent changed (control sequences in them never reach the terminal).
+#[test]
+fn detail_of_a_tampered_trial() {
+    let (d, mut app) = app_with("dark");
+    let effects = app.on_key(key(KeyCode::Enter));
+    assert_eq!(effects.len(), 1);
+    let det_key = app.detail.as_ref().unwrap().key.clone();
+    let conn = Store::open_existing(&d.db()).unwrap();
+    conn.execute(
+        "UPDATE trials SET outcome = 'fail', reward = 0.0,
+                rewards = '{\"reward\": 0.0, \"verifier.reward\": 1.0}',
+                error = 'tampered: the agent changed C /bin/sh — judged a failure of the agent',
+                tamper = '{\"flagged\": 3, \"paths\": [\"C /bin/sh\", \"A /tests/\\u001b]52;c;x\\u0007test.sh\"]}'
+         WHERE task_id = ?1 AND condition = ?2 AND trial_index = ?3",
+        rusqlite::params![det_key.task_id, det_key.condition, det_key.trial_index],
+    )
+    .unwrap();
+    let run_id = app.snapshot.as_ref().unwrap().run.id;
+    let mut det: Detail = load_detail(&conn, run_id, &det_key).unwrap();
+    det.logs = vec![log("build", "reused image\n")];
+    app.on_update(Update::Detail(Arc::new(det)));
+    for size in SIZES {
+        let screen = render(&mut app, size);
+        assert!(screen.contains("tampered"), "{screen}");
+        assert!(!screen.contains('\u{1b}'), "{screen}");
+    }
+    snap("detail_tampered", &mut app);
+}
+
 /// Long lines in a log tab can be read whole: `w` wraps them (and wraps again to cut them at the
 /// edge); the log's path in the header is never cut.
 #[test]

@@ -11,8 +11,13 @@ use crate::harbor::ctrf::Report;
 use crate::harbor::summary::{SummaryInput, summarize};
 
 /// The verdict a trial gives the learner: `success` for full reward, `failed` for a wrong
-/// result or a timeout, `None` when the verifier gave no verdict (infrastructure errors).
+/// result or a timeout, `None` when the verifier gave no verdict (infrastructure errors). A
+/// trial whose agent was flagged for tampering ([`crate::domain::TAMPER_RULE`]) is `failed`,
+/// whatever its reward: a forged win is never learned as a success.
 pub fn verdict_of(t: &TrialRow) -> Option<&'static str> {
+    if t.tamper.is_some() {
+        return Some("failed");
+    }
     if t.reward.is_some_and(|r| r >= 1.0) {
         return Some("success");
     }
@@ -164,6 +169,12 @@ mod tests {
             verdict_of(&trial("t", 0, Some(Outcome::NoReward), None)),
             None
         );
+        // Flagged for tampering: never a success, even with a passing reward recorded.
+        let forged = TrialRow {
+            tamper: Some(serde_json::json!({"flagged": 1, "paths": ["C /bin/sh"]})),
+            ..trial("t", 0, Some(Outcome::Pass), Some(1.0))
+        };
+        assert_eq!(verdict_of(&forged), Some("failed"));
     }
 
     #[test]

@@ -215,6 +215,9 @@ pub struct Results {
     pub interim: Option<Interim>,
     /// Which skills each condition's trials could see and used ([`super::exposure`]).
     pub exposure: super::exposure::Exposure,
+    /// The trials flagged for tampering, per condition, and the rule they were scored by
+    /// ([`super::tamper`]).
+    pub tamper: super::tamper::Tampering,
 }
 
 /// An experiment's comparisons: round 1's own curated effect B vs A (the SkillsBench paper's
@@ -347,6 +350,7 @@ fn analyze_selection(
     let Selection::Experiment(name) = selection else {
         let mut results = analyze_tasks(&loaded, scoring, None);
         subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
+        attach_tamper(conn, &loaded, &mut results)?;
         return Ok(results);
     };
     let e = lq::find_experiment(conn, name)?
@@ -419,7 +423,41 @@ fn analyze_selection(
         });
     }
     subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
+    attach_tamper(conn, &loaded, &mut results)?;
     Ok(results)
+}
+
+/// Lists the trials of each condition flagged for tampering ([`super::tamper`]), over the
+/// results' task set.
+fn attach_tamper(
+    conn: &Connection,
+    loaded: &Loaded,
+    results: &mut Results,
+) -> Result<(), StoreError> {
+    let scopes: Vec<super::tamper::Scope<'_>> = results
+        .conditions
+        .iter()
+        .filter_map(|c| {
+            let run = loaded.runs.iter().find(|r| r.name == c.run)?;
+            Some(super::tamper::Scope {
+                label: &c.label,
+                run_id: run.id,
+                run: &c.run,
+                condition: &c.condition,
+            })
+        })
+        .collect();
+    let tasks: std::collections::BTreeSet<String> =
+        results.tasks.iter().map(|t| t.id.clone()).collect();
+    results.tamper = super::tamper::compute(conn, &scopes, Some(&tasks))?;
+    results.tamper.unchecked_runs = loaded
+        .runs
+        .iter()
+        .filter(|r| r.source != "native")
+        .map(|r| r.name.clone())
+        .collect();
+    results.tamper.checked_runs = loaded.runs.len() - results.tamper.unchecked_runs.len();
+    Ok(())
 }
 
 /// The selection as read once: its runs, their plans, the whole task set and the tally every
@@ -636,5 +674,6 @@ fn analyze_tasks(
         held_out: None,
         round2_skills: Vec::new(),
         exposure: Default::default(),
+        tamper: Default::default(),
     }
 }

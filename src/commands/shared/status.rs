@@ -44,6 +44,9 @@ pub struct RunStatus {
     pub skill_exposure: Vec<crate::analysis::exposure::ConditionExposure>,
     /// Conditions without skills whose trials saw some (the report's flag).
     pub skill_flags: Vec<String>,
+    /// Trials flagged for tampering, per condition, and the rule they are scored by
+    /// ([`crate::analysis::tamper`]).
+    pub tampered: crate::analysis::tamper::Tampering,
 }
 
 /// The costs of a run's attempts by condition (finished, running, queued), for
@@ -90,6 +93,22 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
         .collect();
     let exposure = crate::analysis::exposure::compute(conn, &ids, &scored, &[], false)?;
     let pending_commands = queries::pending_commands(conn, run.id)?.len();
+    let scopes: Vec<crate::analysis::tamper::Scope<'_>> = run
+        .conditions
+        .iter()
+        .map(|c| crate::analysis::tamper::Scope {
+            label: c,
+            run_id: run.id,
+            run: &run.name,
+            condition: c,
+        })
+        .collect();
+    let mut tampered = crate::analysis::tamper::compute(conn, &scopes, None)?;
+    if run.source == "native" {
+        tampered.checked_runs = 1;
+    } else {
+        tampered.unchecked_runs = vec![run.name.clone()];
+    }
     let spaces = lq::list_spaces(conn)?
         .into_iter()
         .filter(|s| s.run_id == run.id)
@@ -130,6 +149,7 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
         uniform: plan.is_uniform() && !plan.explicit,
         skill_exposure: exposure.conditions,
         skill_flags: exposure.flags,
+        tampered,
         run,
     })
 }
@@ -137,6 +157,11 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
 /// One line on the run's engine: `running by pid N on host, heartbeat 3s ago`, `stale — engine
 /// gone since …`, or the stop reason.
 pub fn engine_line(run: &RunRow, liveness: &Liveness) -> String {
+    crate::sanitize::one_line(&engine_line_raw(run, liveness))
+}
+
+/// [`engine_line`] before sanitizing (an imported run's fields are untrusted text).
+fn engine_line_raw(run: &RunRow, liveness: &Liveness) -> String {
     match liveness {
         Liveness::Live { heartbeat_age_secs } => format!(
             "running by pid {} on {}, heartbeat {heartbeat_age_secs}s ago",

@@ -12,7 +12,7 @@
 //! categories, per task), [`comparisons`] (comparisons, hypotheses, held-out transfer,
 //! pass@2-adaptive, the paper's numbers, flaky tasks, task-level changes), [`breakdowns`] (by
 //! domain and difficulty, learning efficiency), [`exposure`] (which skills the trials saw and
-//! used) and [`skills`] (skill content, round-2 skills, self-generated skills, the rubric).
+//! used), [`tamper`] (trials whose agent was flagged for tampering) and [`skills`] (skill content, round-2 skills, self-generated skills, the rubric).
 
 pub mod breakdowns;
 pub mod cell;
@@ -22,6 +22,7 @@ pub mod exposure;
 pub mod overview;
 pub mod skills;
 pub mod table;
+pub mod tamper;
 
 pub use cell::{Cell, Tone, Unit, Value};
 pub use table::{Column, Row, Table, View, Views};
@@ -155,6 +156,7 @@ pub fn document(report: &Report) -> Document {
     let mut blocks = overview::blocks(r);
     blocks.extend(conditions::conditions(r));
     blocks.extend(exposure::blocks(&r.exposure));
+    blocks.extend(tamper::blocks(&r.tamper));
     blocks.extend(comparisons::hypotheses(r));
     blocks.extend(comparisons::comparisons(r));
     blocks.extend(comparisons::held_out(r));

@@ -8,7 +8,8 @@
 //! ATIF trajectory, token counts, cost and a provider-failure verdict ([`crate::agent_logs`]).
 //!
 //! Keys and base URLs come from the operator's environment and go only into the agent's exec
-//! environment: never the container's configuration, the database, logs or trial files.
+//! environment: never the container's configuration, the database or logs; in trial files every
+//! form of a key is redacted ([`crate::runner::secrets`], through [`Agent::secrets`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -311,45 +312,6 @@ impl CliAgent {
     }
 }
 
-/// Replaces every key value of `access` (8 characters or more) in the files of `agent_dir` with
-/// `[redacted NAME]`, in case the agent printed its environment: keys must never reach trial
-/// folders. Symlinks are not followed; files over 256 MiB are left alone.
-fn redact_secrets(agent_dir: &Path, access: &ProviderAccess) {
-    let secrets: Vec<(&str, &str)> = access
-        .vars
-        .iter()
-        .filter(|(k, v)| !k.ends_with("_BASE_URL") && v.len() >= 8)
-        .map(|(k, v)| (k.as_str(), v.as_str()))
-        .collect();
-    if secrets.is_empty() {
-        return;
-    }
-    for e in walkdir::WalkDir::new(agent_dir)
-        .follow_links(false)
-        .into_iter()
-        .flatten()
-    {
-        if !e.file_type().is_file() {
-            continue;
-        }
-        let Ok(mut bytes) = crate::fs::read_capped(e.path(), 256 << 20) else {
-            continue;
-        };
-        // Byte-wise, so a binary file that happens to hold a key is not mangled by decoding.
-        let mut hit = false;
-        for (name, value) in &secrets {
-            let (value, mark) = (value.as_bytes(), format!("[redacted {name}]"));
-            while let Some(at) = bytes.windows(value.len()).position(|w| w == value) {
-                bytes.splice(at..at + value.len(), mark.bytes());
-                hit = true;
-            }
-        }
-        if hit {
-            let _ = std::fs::write(e.path(), &bytes);
-        }
-    }
-}
-
 /// When the agent ran out of time while its CLI was still retrying a failing model request (the
 /// last 4 KiB of stderr name a rate limit, overload or server error — Gemini CLI retries a 429
 /// for minutes), the provider, not the agent, used the time: a transient provider failure.
@@ -386,6 +348,14 @@ impl Agent for CliAgent {
     }
     fn reports_skill_use(&self) -> bool {
         true
+    }
+    fn secrets(&self) -> Vec<(String, String)> {
+        self.access
+            .vars
+            .iter()
+            .filter(|(k, _)| !k.ends_with("_BASE_URL"))
+            .cloned()
+            .collect()
     }
     fn unpinned(&self) -> Vec<&'static str> {
         // None of the three CLIs has a flag or setting for the sampling temperature or a seed:
@@ -475,10 +445,14 @@ impl Agent for CliAgent {
             prelude: None,
         };
         let r = ctx.container.exec(req).await?;
-        if !ctx.mounted {
-            ctx.container.download_dir(ctx.logs, ctx.agent_dir).await?;
-        }
-        redact_secrets(ctx.agent_dir, &self.access);
+        // The native logs the script copied (secrets redacted on the way).
+        ctx.container
+            .download_dir(
+                ctx.logs,
+                ctx.agent_dir,
+                crate::runner::container::MAX_DOWNLOAD_BYTES,
+            )
+            .await?;
         let (log, stderr) = self.read_log(ctx.agent_dir);
         // An empty log is still read: the readers then look at stderr alone.
         let parsed = self.parse_native(ctx.agent_dir, &log);

@@ -41,11 +41,12 @@ pub struct AgentContext<'a> {
     pub timeout: Duration,
     /// Fires when the trial is cancelled or the run stops.
     pub cancel: &'a CancellationToken,
-    /// True when the folders from [`Agent::local_mounts`] are bind-mounted (local daemon) and
-    /// `logs` is the bind-mounted trial `agent/` folder.
+    /// True when the folders from [`Agent::local_mounts`] are bind-mounted read-only (a local
+    /// daemon); else they are copied in.
     pub mounted: bool,
     /// The container folder the agent copies its native logs to: `/logs/agent`, or a folder of
-    /// its own for the first session of a two-phase self-generated trial (then not mounted).
+    /// its own for the first session of a two-phase self-generated trial. Never mounted: it is
+    /// copied out through the API.
     pub logs: &'a str,
     /// The operator's values for the task's `${NAME}` references (the oracle's `[solution] env`).
     pub env_values: &'a crate::skillsbench::env::EnvValues,
@@ -149,6 +150,11 @@ pub trait Agent: Send + Sync {
     /// which a remote daemon's containers cannot reach).
     fn check_host(&self, _endpoint: &str, _local: bool) -> Result<(), RunnerError> {
         Ok(())
+    }
+    /// The operator's secrets this agent holds (`(NAME, value)`: a harness's provider keys),
+    /// redacted from every file of the trial folder; none by default.
+    fn secrets(&self) -> Vec<(String, String)> {
+        Vec::new()
     }
     /// True when the agent runs the task's reference solution (the oracle), so the task's
     /// `[solution] env` must have its values.

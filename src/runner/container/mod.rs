@@ -5,6 +5,15 @@
 //! does), so `kill -9 -1` run inside the container stops every process but PID 1 — how an agent or
 //! verifier that overran its budget is stopped without losing the container. Removal is forced
 //! (SIGKILL), so teardown never waits out Docker's stop timeout.
+//!
+//! A trial's container is kept to itself ([`ContainerSpec::hardened`]): a process limit, the
+//! capabilities in [`KEPT_CAPABILITIES`] only, `no-new-privileges`. The trial's environment
+//! values live in each exec's environment ([`TrialContainer::with_env`]), not in the container's
+//! configuration, and every byte an exec prints or a copy brings out has the trial's secrets
+//! redacted ([`TrialContainer::with_secrets`]). When the agent is done, the container is stopped
+//! through the daemon ([`TrialContainer::kill_and_confirm`]), its changes read
+//! ([`TrialContainer::changes`]) and its filesystem committed ([`TrialContainer::commit`]) for
+//! the verifier's own container.
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -19,10 +28,12 @@ use bollard::query_parameters::{
     RemoveContainerOptions, UploadToContainerOptions,
 };
 use futures_util::StreamExt;
+use std::io::Write;
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 
 use super::RunnerError;
+use super::secrets::Secrets;
 use output::OutputFile;
 pub use prelude::Prelude;
 
@@ -31,8 +42,26 @@ mod prelude;
 
 /// Most bytes kept per output file of an exec; the rest is dropped with a note.
 pub const MAX_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
-/// Most bytes accepted when copying a folder out of a container.
-pub const MAX_DOWNLOAD_BYTES: u64 = 512 * 1024 * 1024;
+/// Most bytes of tar stream accepted when copying a folder out of a container (256 MiB): the
+/// rest is left in the container and `TRUNCATED.txt` in the folder says so.
+pub const MAX_DOWNLOAD_BYTES: u64 = 256 * 1024 * 1024;
+
+/// The capabilities a hardened container keeps (all others dropped): what package managers and
+/// real SkillsBench `test.sh` scripts use — file ownership and modes (`CHOWN`, `DAC_OVERRIDE`,
+/// `FOWNER`, `FSETID`), dropping to another user (`SETUID`, `SETGID`: apt runs its downloads as
+/// `_apt`), signalling its own processes (`KILL`) and serving on ports below 1024
+/// (`NET_BIND_SERVICE`). Dropped from Docker's default set: `NET_RAW` (raw sockets, spoofing on
+/// the bridge), `MKNOD`, `SETFCAP`, `SETPCAP`, `SYS_CHROOT`, `AUDIT_WRITE`.
+pub const KEPT_CAPABILITIES: &[&str] = &[
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "NET_BIND_SERVICE",
+    "SETGID",
+    "SETUID",
+];
 
 /// What to create.
 #[derive(Debug, Clone, Default)]
@@ -76,6 +105,15 @@ pub struct ContainerSpec {
     pub open_stdin: bool,
     /// Run an init process as PID 1.
     pub init: bool,
+    /// Most processes (threads included) the container may have at once (`--pids-limit`);
+    /// `None`: no limit.
+    pub pids_limit: Option<i64>,
+    /// Keep only [`KEPT_CAPABILITIES`] and set `no-new-privileges` (a trial's own container; a
+    /// compose task's services keep Docker's defaults).
+    pub hardened: bool,
+    /// Folders that get a fresh, empty anonymous volume of their own (nothing copied in from the
+    /// image, so whatever the image holds there is hidden), removed with the container.
+    pub empty_volumes: Vec<String>,
 }
 
 /// What a container's PID 1 runs (after the image's ENTRYPOINT).
@@ -196,9 +234,97 @@ pub struct TrialContainer {
     pub id: String,
     /// Container name.
     pub name: String,
+    /// `KEY=VALUE`s every exec gets before its own ([`TrialContainer::with_env`]).
+    env: Arc<Vec<String>>,
+    /// Redacted from every exec's output and every copy out ([`TrialContainer::with_secrets`]).
+    secrets: Arc<Secrets>,
+    /// The folder of a static shell mounted read-only, used for skillscope's own scripts instead
+    /// of the image's `sh` ([`TrialContainer::with_static_shell`]).
+    static_shell: Option<String>,
+}
+
+/// What the daemon says of a container's configuration and mounts.
+#[derive(Debug, Clone, Default)]
+pub struct ContainerFacts {
+    /// The working folder execs start in (`/` when the image sets none).
+    pub working_dir: String,
+    /// The image's (or the container's) ENTRYPOINT.
+    pub entrypoint: Vec<String>,
+    /// The folders of `PATH` in the container's environment, in order.
+    pub path: Vec<String>,
+    /// Volumes mounted in it (an image's `VOLUME`s): `(volume name, container folder)`.
+    pub volumes: Vec<(String, String)>,
+}
+
+/// One change of a container's filesystem against its image (`docker diff`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Change {
+    /// The path in the container.
+    pub path: String,
+    /// `A` added, `C` changed (a file's content or a folder's entries), `D` deleted.
+    pub kind: char,
+}
+
+/// What a copy out of a container brought.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CopyOut {
+    /// Regular files written.
+    pub files: usize,
+    /// The tar stream was cut at its cap.
+    pub truncated: bool,
+    /// Entries left out: links, devices, paths leaving the folder, names already taken by
+    /// skillscope's own files.
+    pub skipped: Vec<String>,
 }
 
 impl TrialContainer {
+    /// This container, with `env` given to every exec (before the exec's own values): the
+    /// trial's environment, kept out of the container's configuration (`docker inspect`).
+    pub fn with_env(mut self, env: Vec<String>) -> TrialContainer {
+        self.env = Arc::new(env);
+        self
+    }
+
+    /// This container, with `secrets` redacted from every exec output and copy out.
+    pub fn with_secrets(mut self, secrets: Arc<Secrets>) -> TrialContainer {
+        self.secrets = secrets;
+        self
+    }
+
+    /// This container, running skillscope's own scripts with the static shell mounted at `dir`
+    /// (`<dir>/sh`, its applets first on `PATH`) instead of anything of the image's.
+    pub fn with_static_shell(mut self, dir: &str) -> TrialContainer {
+        self.static_shell = Some(dir.to_string());
+        self
+    }
+
+    /// The argv running `script` with skillscope's shell, and the environment it needs.
+    fn own_script(&self, script: &str) -> (Vec<String>, Vec<String>) {
+        match &self.static_shell {
+            Some(dir) => (
+                vec![format!("{dir}/sh"), "-c".into(), script.into()],
+                vec![format!("PATH={dir}")],
+            ),
+            None => (vec!["sh".into(), "-c".into(), script.into()], Vec::new()),
+        }
+    }
+
+    /// An exec request running `script` with skillscope's own shell (see
+    /// [`TrialContainer::with_static_shell`]), without output capture or timeout.
+    pub fn own_sh<'a>(&self, script: &str, cancel: &'a CancellationToken) -> ExecRequest<'a> {
+        let (cmd, env) = self.own_script(script);
+        ExecRequest {
+            cmd,
+            env,
+            ..ExecRequest::sh("", cancel)
+        }
+    }
+
+    /// The secrets redacted from this container's output.
+    pub fn secrets(&self) -> &Arc<Secrets> {
+        &self.secrets
+    }
+
     /// Creates and starts a container.
     ///
     /// # Errors
@@ -224,6 +350,28 @@ impl TrialContainer {
         let host_config = HostConfig {
             nano_cpus: spec.cpus.map(|c| (c * 1e9).round() as i64),
             memory: spec.memory_bytes,
+            pids_limit: spec.pids_limit,
+            cap_drop: spec.hardened.then(|| vec!["ALL".to_string()]),
+            cap_add: spec
+                .hardened
+                .then(|| KEPT_CAPABILITIES.iter().map(|c| c.to_string()).collect()),
+            security_opt: spec
+                .hardened
+                .then(|| vec!["no-new-privileges:true".to_string()]),
+            mounts: (!spec.empty_volumes.is_empty()).then(|| {
+                spec.empty_volumes
+                    .iter()
+                    .map(|target| bollard::models::Mount {
+                        target: Some(target.clone()),
+                        typ: Some(bollard::models::MountType::VOLUME),
+                        volume_options: Some(bollard::models::MountVolumeOptions {
+                            no_copy: Some(true),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    })
+                    .collect()
+            }),
             network_mode: if spec.network_none {
                 Some("none".to_string())
             } else {
@@ -280,6 +428,9 @@ impl TrialContainer {
             docker: docker.clone(),
             id: created.id,
             name: spec.name.clone(),
+            env: Arc::default(),
+            secrets: Arc::default(),
+            static_shell: None,
         };
         // API 1.41 joins one network at creation; the others are joined before the start.
         for (n, aliases) in spec.networks.iter().skip(1).filter(|_| !spec.network_none) {
@@ -327,7 +478,7 @@ impl TrialContainer {
         let out =
             tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
         let never = CancellationToken::new();
-        let mut req = ExecRequest::sh(script, &never);
+        let mut req = self.own_sh(script, &never);
         req.timeout = Some(timeout);
         req.stdout = Some(out.path());
         let r = self.exec(req).await?;
@@ -347,8 +498,10 @@ impl TrialContainer {
             Some(p) => Some(prelude::Gate::open(p).await?),
             None => None,
         };
+        // The container's values first, the exec's own after them (a later one wins).
+        let env: Vec<String> = self.env.iter().chain(&req.env).cloned().collect();
         let cmd = match &gate {
-            Some(g) => g.command(&req.cmd, &req.env),
+            Some(g) => g.command(&req.cmd, &env),
             None => req.cmd.clone(),
         };
         let created = self
@@ -360,7 +513,7 @@ impl TrialContainer {
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
                     cmd: Some(cmd),
-                    env: Some(req.env.clone()),
+                    env: Some(env),
                     user: req.user.clone(),
                     ..Default::default()
                 },
@@ -379,9 +532,9 @@ impl TrialContainer {
         else {
             return Err(RunnerError::docker_text(&what, "exec started detached"));
         };
-        let mut out = OutputFile::open(req.stdout).await?;
+        let mut out = OutputFile::open(req.stdout, &self.secrets).await?;
         let mut err = match req.stderr {
-            Some(p) => Some(OutputFile::open(Some(p)).await?),
+            Some(p) => Some(OutputFile::open(Some(p), &self.secrets).await?),
             None => None,
         };
         let budget = |t: Option<Duration>| t.map(|t| tokio::time::Instant::now() + t);
@@ -519,7 +672,7 @@ impl TrialContainer {
     /// Kills every process in the container except PID 1 (best effort).
     pub async fn kill_all(&self) {
         let never = CancellationToken::new();
-        let mut req = ExecRequest::sh("kill -9 -1 2>/dev/null; true", &never);
+        let mut req = self.own_sh("kill -9 -1 2>/dev/null; true", &never);
         req.user = Some("0".into());
         req.timeout = Some(Duration::from_secs(10));
         // kill -9 -1 would also kill this exec; its own end is expected.
@@ -533,6 +686,7 @@ impl TrialContainer {
                 &self.id,
                 CreateExecOptions::<String> {
                     cmd: Some(req.cmd),
+                    env: Some(req.env),
                     user: req.user,
                     attach_stdout: Some(true),
                     attach_stderr: Some(true),
@@ -628,20 +782,220 @@ impl TrialContainer {
             .map_err(|e| RunnerError::docker(format!("copying {what} into {}", self.name), e))
     }
 
-    /// Copies `src` (an absolute folder in the container) into `host_dir`, dropping the folder's own
-    /// name (`/logs/agent/x` → `host_dir/agent/x` for `src = /logs`). Container output is untrusted:
-    /// only regular files and folders are written, paths cannot leave `host_dir`, and at most
-    /// [`MAX_DOWNLOAD_BYTES`] are read. Returns the number of files written.
+    /// Copies `src` (an absolute folder in the container) into `host_dir` (made when missing),
+    /// dropping the folder's own name (`/logs/agent/x` → `host_dir/x`). Container output is
+    /// untrusted: the tar stream is spooled to a temporary file up to `cap` bytes (the rest left,
+    /// `TRUNCATED.txt` says so); only regular files and folders are written, never through a
+    /// link, never over a file already there (skillscope's own records win), never outside
+    /// `host_dir`; the container's secrets are redacted as each file is written. A folder that
+    /// does not exist in the container copies nothing. Works on a stopped container.
     ///
     /// # Errors
     /// [`RunnerError::Docker`] for the transfer, [`RunnerError::Io`] for local writes.
-    pub async fn download_dir(&self, src: &str, host_dir: &Path) -> Result<usize, RunnerError> {
-        let (buf, truncated) = self.download_tar(src, MAX_DOWNLOAD_BYTES).await?;
-        let host_dir = host_dir.to_path_buf();
-        let n = tokio::task::spawn_blocking(move || untar_safely(&buf, &host_dir, truncated))
+    pub async fn download_dir(
+        &self,
+        src: &str,
+        host_dir: &Path,
+        cap: u64,
+    ) -> Result<CopyOut, RunnerError> {
+        let spool =
+            tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+        let mut file = tokio::fs::File::from_std(
+            spool
+                .reopen()
+                .map_err(|e| RunnerError::io(spool.path(), e))?,
+        );
+        let truncated = match self
+            .download_tar_to(src, &mut file, spool.path(), cap)
             .await
-            .map_err(|e| RunnerError::Task(e.to_string()))??;
-        Ok(n)
+        {
+            Ok(t) => t,
+            Err(e) if is_missing_path(&e) => return Ok(CopyOut::default()),
+            Err(e) => return Err(e),
+        };
+        drop(file);
+        let (dest, secrets) = (host_dir.to_path_buf(), self.secrets.clone());
+        tokio::task::spawn_blocking(move || {
+            let f =
+                std::fs::File::open(spool.path()).map_err(|e| RunnerError::io(spool.path(), e))?;
+            untar_safely(std::io::BufReader::new(f), &dest, truncated, cap, &secrets)
+        })
+        .await
+        .map_err(|e| RunnerError::Task(e.to_string()))?
+    }
+
+    /// Stops every process of the container at once — SIGKILL to its PID 1 through the daemon,
+    /// which ends its PID namespace and so every process in it, whatever the container's own
+    /// binaries now are — and waits until the daemon reports it stopped with no process
+    /// (`State.Running` false, `State.Pid` 0), for at most `limit`.
+    ///
+    /// # Errors
+    /// [`RunnerError::Docker`] when the kill or the inspection fails, or the container still
+    /// runs after `limit` (a fault: the trial cannot get to a clean verifier).
+    pub async fn kill_and_confirm(&self, limit: Duration) -> Result<(), RunnerError> {
+        let what = format!("stopping container {}", self.name);
+        match self
+            .docker
+            .kill_container(
+                &self.id,
+                Some(bollard::query_parameters::KillContainerOptions {
+                    signal: "SIGKILL".into(),
+                }),
+            )
+            .await
+        {
+            Ok(()) => {}
+            // 409: it was not running (its PID 1 already gone).
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => {}
+            Err(e) => return Err(RunnerError::docker(&what, e)),
+        }
+        let t0 = tokio::time::Instant::now();
+        loop {
+            let i = self
+                .docker
+                .inspect_container(&self.id, None)
+                .await
+                .map_err(|e| RunnerError::docker(&what, e))?;
+            let state = i.state.unwrap_or_default();
+            if state.running == Some(false) && state.pid.unwrap_or(0) == 0 {
+                return Ok(());
+            }
+            if t0.elapsed() > limit {
+                return Err(RunnerError::Docker {
+                    context: what,
+                    message: format!(
+                        "it still runs {}s after SIGKILL (pid {:?})",
+                        limit.as_secs(),
+                        state.pid
+                    ),
+                    fault: super::Fault::DaemonError,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The container's working folder, ENTRYPOINT, `PATH` and volumes, as the daemon has them.
+    ///
+    /// # Errors
+    /// [`RunnerError::Docker`] when the container cannot be inspected.
+    pub async fn facts(&self) -> Result<ContainerFacts, RunnerError> {
+        let i = self
+            .docker
+            .inspect_container(&self.id, None)
+            .await
+            .map_err(|e| RunnerError::docker(format!("inspecting {}", self.name), e))?;
+        let config = i.config.unwrap_or_default();
+        let path = config
+            .env
+            .unwrap_or_default()
+            .iter()
+            .find_map(|e| e.strip_prefix("PATH=").map(str::to_string))
+            .unwrap_or_default();
+        Ok(ContainerFacts {
+            working_dir: config
+                .working_dir
+                .filter(|w| !w.is_empty())
+                .unwrap_or_else(|| "/".into()),
+            entrypoint: config.entrypoint.unwrap_or_default(),
+            path: path
+                .split(':')
+                .filter(|p| p.starts_with('/'))
+                .map(|p| p.trim_end_matches('/').to_string())
+                .filter(|p| !p.is_empty())
+                .collect(),
+            volumes: i
+                .mounts
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|m| m.typ.as_deref() == Some("volume"))
+                .filter_map(|m| Some((m.name?, m.destination?)))
+                .collect(),
+        })
+    }
+
+    /// What changed in the container's filesystem against its image (`docker diff`; works on a
+    /// stopped container), sorted by path.
+    ///
+    /// # Errors
+    /// [`RunnerError::Docker`] when the daemon cannot say.
+    pub async fn changes(&self) -> Result<Vec<Change>, RunnerError> {
+        let list = self
+            .docker
+            .container_changes(&self.id)
+            .await
+            .map_err(|e| RunnerError::docker(format!("reading the changes of {}", self.name), e))?
+            .unwrap_or_default();
+        let mut out: Vec<Change> = list
+            .into_iter()
+            .map(|c| Change {
+                path: c.path,
+                kind: match c.kind {
+                    bollard::models::ChangeType::_0 => 'C',
+                    bollard::models::ChangeType::_1 => 'A',
+                    bollard::models::ChangeType::_2 => 'D',
+                },
+            })
+            .collect();
+        out.sort();
+        Ok(out)
+    }
+
+    /// What `path` is in the container now (works on a stopped one): `Some(true)` a folder,
+    /// `Some(false)` anything else, `None` when it does not exist.
+    ///
+    /// # Errors
+    /// [`RunnerError::Docker`] for a failure other than a missing path.
+    pub async fn is_dir(&self, path: &str) -> Result<Option<bool>, RunnerError> {
+        match self
+            .docker
+            .get_container_archive_info(
+                &self.id,
+                Some(bollard::query_parameters::ContainerArchiveInfoOptions {
+                    path: path.to_string(),
+                }),
+            )
+            .await
+        {
+            // Go's os.ModeDir.
+            Ok(stat) => Ok(Some(stat.file_mode & (1 << 31) != 0)),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(None),
+            Err(e) => Err(RunnerError::docker(
+                format!("looking at {path} in {}", self.name),
+                e,
+            )),
+        }
+    }
+
+    /// Commits the container's filesystem as a new untagged image carrying `labels` (with the
+    /// container's own) and returns its id.
+    ///
+    /// # Errors
+    /// [`RunnerError::Docker`] when the commit fails.
+    pub async fn commit(&self, labels: &HashMap<String, String>) -> Result<String, RunnerError> {
+        let mut pairs: Vec<String> = labels
+            .iter()
+            .map(|(k, v)| format!("{}={}", serde_json::json!(k), serde_json::json!(v)))
+            .collect();
+        pairs.sort();
+        let r = self
+            .docker
+            .commit_container(
+                bollard::query_parameters::CommitContainerOptions {
+                    container: Some(self.id.clone()),
+                    pause: false,
+                    changes: (!pairs.is_empty()).then(|| format!("LABEL {}", pairs.join(" "))),
+                    ..Default::default()
+                },
+                bollard::models::ContainerConfig::default(),
+            )
+            .await
+            .map_err(|e| RunnerError::docker(format!("committing {}", self.name), e))?;
+        Ok(r.id)
     }
 
     /// The tar of `src` (an absolute path in the container) as Docker archives it (the path's own
@@ -769,7 +1123,8 @@ impl Reaper {
 }
 
 /// Removes every container carrying `label=value` (e.g. all containers of a run left by a killed
-/// process), then the networks carrying it. Returns how many containers were removed.
+/// process), then the networks and the verifiers' filesystem commits carrying it. Returns how
+/// many containers were removed.
 ///
 /// # Errors
 /// [`RunnerError::Docker`] when the containers cannot be listed.
@@ -784,8 +1139,8 @@ pub async fn remove_labeled(
 /// Removes the containers matching `label_filter` (`key` or `key=value`, as `docker ps --filter
 /// label=…`) created at least `age` ago (the container's `Created`, seconds since the epoch by
 /// the daemon's clock, against this machine's): what a killed process left, sparing what a live
-/// one is using right now. Networks with the label go too (unless still in use). Returns how many
-/// containers were removed.
+/// one is using right now. Networks and commits with the label go too, by the same age (a
+/// network still in use stays). Returns how many containers were removed.
 ///
 /// # Errors
 /// [`RunnerError::Docker`] when the containers cannot be listed.
@@ -798,16 +1153,15 @@ pub async fn remove_labeled_older_than(
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default()
         .as_secs() as i64;
-    remove_matching(docker, label_filter, age, |c| {
-        c.created
-            .is_none_or(|t| now.saturating_sub(t) >= age.as_secs() as i64)
+    remove_matching(docker, label_filter, |created, _| {
+        created.is_none_or(|t| now.saturating_sub(t) >= age.as_secs() as i64)
     })
     .await
 }
 
-/// Removes the containers labelled `label=value` except those whose `keep_label` is one of
-/// `keep` (the attempts still running): what an interrupted attempt on a host that went down and
-/// came back left behind. Returns how many were removed.
+/// Removes the containers (and networks and commits) labelled `label=value` except those whose
+/// `keep_label` is one of `keep` (the attempts still running): what an interrupted attempt on a
+/// host that went down and came back left behind. Returns how many containers were removed.
 ///
 /// # Errors
 /// [`RunnerError::Docker`] when the containers cannot be listed.
@@ -818,30 +1172,21 @@ pub async fn remove_labeled_except(
     keep_label: &str,
     keep: &[String],
 ) -> Result<usize, RunnerError> {
-    remove_matching(docker, &format!("{label}={value}"), Duration::ZERO, |c| {
-        let kept = c
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(keep_label))
-            .is_some_and(|v| keep.contains(v));
-        !kept
+    remove_matching(docker, &format!("{label}={value}"), |_, labels| {
+        !labels.get(keep_label).is_some_and(|v| keep.contains(v))
     })
     .await
 }
 
 /// Removes (forced, with anonymous volumes) the containers matching `label_filter` for which
-/// `pick` holds, then the networks matching it created at least `network_age` ago (one still in
-/// use stays). Returns how many containers were removed.
+/// `pick(created, labels)` holds (`created`: seconds since the epoch, when known), then the
+/// networks and the verifiers' filesystem commits ([`super::labels::COMMIT`]) matching it for
+/// which it holds (a network still in use stays). Returns how many containers were removed.
 async fn remove_matching(
     docker: &Docker,
     label_filter: &str,
-    network_age: Duration,
-    pick: impl Fn(&bollard::models::ContainerSummary) -> bool,
+    pick: impl Fn(Option<i64>, &HashMap<String, String>) -> bool,
 ) -> Result<usize, RunnerError> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .as_secs() as i64;
     let filters = HashMap::from([("label".to_string(), vec![label_filter.to_string()])]);
     let list = docker
         .list_containers(Some(ListContainersOptions {
@@ -851,9 +1196,11 @@ async fn remove_matching(
         }))
         .await
         .map_err(|e| RunnerError::docker("listing containers", e))?;
+    let none = HashMap::new();
     let mut n = 0;
     for c in list {
-        let Some(id) = c.id.clone().filter(|_| pick(&c)) else {
+        let labels = c.labels.as_ref().unwrap_or(&none);
+        let Some(id) = c.id.clone().filter(|_| pick(c.created, labels)) else {
             continue;
         };
         let r = docker
@@ -870,37 +1217,44 @@ async fn remove_matching(
             n += 1;
         }
     }
-    remove_networks_older_than(docker, filters, now, network_age).await;
-    Ok(n)
-}
-
-/// Removes the networks matching `filters` created at least `age` ago (a compose task's trial
-/// networks carry its containers' labels). Best effort: a network still in use stays.
-async fn remove_networks_older_than(
-    docker: &Docker,
-    filters: HashMap<String, Vec<String>>,
-    now: i64,
-    age: Duration,
-) {
-    let Ok(list) = docker
+    if let Ok(list) = docker
         .list_networks(Some(bollard::query_parameters::ListNetworksOptions {
-            filters: Some(filters),
+            filters: Some(filters.clone()),
         }))
         .await
-    else {
-        return;
-    };
-    for net in list {
-        let created = net
-            .created
-            .as_deref()
-            .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
-            .map(|t| t.timestamp());
-        let old_enough = created.is_none_or(|t| now.saturating_sub(t) >= age.as_secs() as i64);
-        if let Some(id) = net.id.filter(|_| old_enough) {
-            let _ = docker.remove_network(&id).await;
+    {
+        for net in list {
+            let created = net
+                .created
+                .as_deref()
+                .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
+                .map(|t| t.timestamp());
+            if pick(created, net.labels.as_ref().unwrap_or(&none))
+                && let Some(id) = net.id
+            {
+                let _ = docker.remove_network(&id).await;
+            }
         }
     }
+    let commits = HashMap::from([(
+        "label".to_string(),
+        vec![label_filter.to_string(), super::labels::COMMIT.to_string()],
+    )]);
+    if let Ok(list) = docker
+        .list_images(Some(bollard::query_parameters::ListImagesOptions {
+            all: true,
+            filters: Some(commits),
+            ..Default::default()
+        }))
+        .await
+    {
+        for image in list {
+            if pick(Some(image.created), &image.labels) {
+                remove_image(docker, &image.id).await;
+            }
+        }
+    }
+    Ok(n)
 }
 
 /// Tars a folder's contents under `prefix/` (modes kept, times zeroed, symlinks kept as links).
@@ -914,15 +1268,35 @@ fn tar_dir<W: std::io::Write>(out: W, local: &Path, prefix: &str) -> Result<W, R
     b.into_inner().map_err(|e| RunnerError::io(local, e))
 }
 
-/// Extracts regular files and folders of a tar into `dest`, skipping the first path component and
-/// anything that is not a plain relative path.
-fn untar_safely(tar_bytes: &[u8], dest: &Path, truncated: bool) -> Result<usize, RunnerError> {
-    let mut archive = tar::Archive::new(tar_bytes);
-    let mut files = 0;
-    let entries = match archive.entries() {
-        Ok(e) => e,
-        Err(e) => return Err(RunnerError::io(dest, e)),
+/// True for the daemon's "no such file or directory" when copying a path out.
+pub fn is_missing_path(e: &RunnerError) -> bool {
+    matches!(e, RunnerError::Docker { message, .. }
+        if message.contains("status code 404")
+            && (message.contains("Could not find the file")
+                || message.contains("no such file or directory")))
+}
+
+/// Extracts the regular files and folders of a tar (as Docker archives a folder: its own name
+/// first) into `dest`, dropping the first path component. Refused, and named in the result:
+/// links (symbolic and hard), devices and pipes, paths that are absolute or hold `..`, names
+/// already taken in `dest` (skillscope's own files, or a folder where a file should go). No write
+/// follows a link ([`crate::fs::create_dir_within`], [`crate::fs::create_new`]); `secrets` are
+/// redacted as each file is written. A stream cut at `cap` (`truncated`) keeps what arrived
+/// whole and ends with `TRUNCATED.txt`; a damaged stream ends the copy where it broke.
+fn untar_safely(
+    tar: impl std::io::Read,
+    dest: &Path,
+    truncated: bool,
+    cap: u64,
+    secrets: &Arc<Secrets>,
+) -> Result<CopyOut, RunnerError> {
+    let mut archive = tar::Archive::new(tar);
+    let mut out = CopyOut {
+        truncated,
+        ..Default::default()
     };
+    std::fs::create_dir_all(dest).map_err(|e| RunnerError::io(dest, e))?;
+    let entries = archive.entries().map_err(|e| RunnerError::io(dest, e))?;
     for entry in entries {
         let Ok(mut entry) = entry else { break };
         let Ok(path) = entry.path().map(|p| p.into_owned()) else {
@@ -937,38 +1311,76 @@ fn untar_safely(tar_bytes: &[u8], dest: &Path, truncated: bool) -> Result<usize,
                 _ => ok = false,
             }
         }
-        if !ok || rel.as_os_str().is_empty() {
+        let shown = path.display().to_string();
+        if !ok {
+            out.skipped.push(format!("{shown} (leaves the folder)"));
             continue;
         }
-        let target = dest.join(&rel);
         match entry.header().entry_type() {
             tar::EntryType::Directory => {
-                std::fs::create_dir_all(&target).map_err(|e| RunnerError::io(&target, e))?;
-            }
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| RunnerError::io(parent, e))?;
-                }
-                // Never write through a symlink planted by an earlier entry or run.
-                if std::fs::symlink_metadata(&target).is_ok_and(|m| m.file_type().is_symlink()) {
+                if rel.as_os_str().is_empty() {
                     continue;
                 }
-                let mut f =
-                    std::fs::File::create(&target).map_err(|e| RunnerError::io(&target, e))?;
-                std::io::copy(&mut entry, &mut f).map_err(|e| RunnerError::io(&target, e))?;
-                files += 1;
+                if let Err(e) = crate::fs::create_dir_within(dest, &rel) {
+                    out.skipped.push(format!("{shown} ({e})"));
+                }
             }
-            _ => {}
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                let (Some(parent), Some(name)) = (rel.parent(), rel.file_name()) else {
+                    continue;
+                };
+                let dir = match crate::fs::create_dir_within(dest, parent) {
+                    Ok(d) => d,
+                    Err(e) => {
+                        out.skipped.push(format!("{shown} ({e})"));
+                        continue;
+                    }
+                };
+                let target = dir.join(name);
+                let file =
+                    crate::fs::create_new(&target).map_err(|e| RunnerError::io(&target, e))?;
+                let Some(file) = file else {
+                    out.skipped.push(format!("{shown} (the name is taken)"));
+                    continue;
+                };
+                let mut w = std::io::BufWriter::new(file);
+                let copied = secrets.copy(&mut entry, &mut w);
+                w.flush().map_err(|e| RunnerError::io(&target, e))?;
+                out.files += 1;
+                if let Err(e) = copied {
+                    if crate::runner::is_disk_full(&e) {
+                        return Err(RunnerError::io(&target, e));
+                    }
+                    // The stream ended inside this file (cut at the cap, or damaged).
+                    break;
+                }
+            }
+            other => out
+                .skipped
+                .push(format!("{shown} ({other:?} entries are not copied)")),
         }
     }
     if truncated {
-        let note = dest.join("TRUNCATED.txt");
-        let _ = std::fs::write(
-            &note,
-            format!("skillscope copied at most {MAX_DOWNLOAD_BYTES} bytes out of the container\n"),
+        let note = format!(
+            "skillscope copied at most {cap} bytes of this folder out of the container; the rest was left there\n"
         );
+        let _ = crate::fs::write_fresh(&dest.join("TRUNCATED.txt"), note.as_bytes());
     }
-    Ok(files)
+    Ok(out)
+}
+
+/// Removes an image (forced; its untagged parents too). Never fails: one already gone is fine.
+pub async fn remove_image(docker: &Docker, id: &str) {
+    let _ = docker
+        .remove_image(
+            id,
+            Some(bollard::query_parameters::RemoveImageOptions {
+                force: true,
+                ..Default::default()
+            }),
+            None,
+        )
+        .await;
 }
 
 #[cfg(test)]
@@ -999,12 +1411,71 @@ mod tests {
             ("logs/../../escape.txt", b"x"),
             ("/etc/abs.txt", b"x"),
         ]);
-        let n = untar_safely(&bytes, tmp.path(), false).unwrap();
-        assert_eq!(n, 1);
+        let n = untar_safely(&bytes[..], tmp.path(), false, 1 << 20, &Arc::default()).unwrap();
+        assert_eq!(n.files, 1);
+        assert_eq!(n.skipped.len(), 2, "{n:?}");
         assert_eq!(
             std::fs::read_to_string(tmp.path().join("verifier/reward.txt")).unwrap(),
             "1\n"
         );
         assert!(!tmp.path().parent().unwrap().join("escape.txt").exists());
+    }
+
+    /// Links (symbolic and hard) are never made, no write goes through a link already in the
+    /// folder, skillscope's own files are kept, secrets are redacted, and a stream cut at its cap
+    /// ends with a note.
+    #[test]
+    fn untar_makes_no_link_and_overwrites_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let dest = tmp.path().join("agent");
+        std::fs::create_dir(&dest).unwrap();
+        std::fs::write(dest.join("trajectory.json"), "skillscope's").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dest.join("sub")).unwrap();
+        let mut b = tar::Builder::new(Vec::new());
+        let mut link = |name: &str, target: &Path, kind: tar::EntryType| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_size(0);
+            h.set_mode(0o777);
+            b.append_link(&mut h, name, target).unwrap();
+        };
+        link("agent/oracle.txt", &victim, tar::EntryType::Symlink);
+        link("agent/hard.txt", &victim, tar::EntryType::Link);
+        let mut file = |name: &str, data: &[u8]| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_size(data.len() as u64);
+            h.set_mode(0o644);
+            b.append_data(&mut h, name, data).unwrap();
+        };
+        file("agent/trajectory.json", b"forged");
+        file("agent/sub/victim", b"through a link");
+        file("agent/env.txt", b"KEY=sk-0123456789abcdef\n");
+        let bytes = b.into_inner().unwrap();
+        let secrets = Arc::new(Secrets::new([("KEY", "sk-0123456789abcdef")]));
+        let out = untar_safely(&bytes[..], &dest, false, 1 << 20, &secrets).unwrap();
+        assert_eq!(out.files, 1, "{out:?}");
+        assert_eq!(out.skipped.len(), 4, "{out:?}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        assert!(!outside.path().join("victim.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(dest.join("trajectory.json")).unwrap(),
+            "skillscope's"
+        );
+        assert!(std::fs::symlink_metadata(dest.join("oracle.txt")).is_err());
+        assert_eq!(
+            std::fs::read_to_string(dest.join("env.txt")).unwrap(),
+            "KEY=[redacted KEY]\n"
+        );
+        // Cut at the cap: what arrived is kept, and a note says so.
+        let cut = tempfile::tempdir().unwrap();
+        let big = tar_of(&[("logs/a.bin", &[7u8; 4096]), ("logs/b.bin", &[8u8; 4096])]);
+        let out = untar_safely(&big[..5000], cut.path(), true, 5000, &Arc::default()).unwrap();
+        assert!(out.truncated && out.files >= 1, "{out:?}");
+        let note = std::fs::read_to_string(cut.path().join("TRUNCATED.txt")).unwrap();
+        assert!(note.contains("5000 bytes"), "{note}");
     }
 }

@@ -1,12 +1,15 @@
-//! An exec's output files: each stops growing at [`MAX_OUTPUT_BYTES`] with a note, and is flushed
-//! per chunk so a live tail sees output as it comes.
+//! An exec's output files: each stops growing at [`MAX_OUTPUT_BYTES`] with a note, is flushed
+//! per chunk so a live tail sees output as it comes, and has the trial's secrets redacted as it
+//! streams ([`crate::runner::secrets::Redactor`]): no secret reaches the file, even for a moment.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 
 use super::MAX_OUTPUT_BYTES;
 use crate::runner::RunnerError;
+use crate::runner::secrets::{Redactor, Secrets};
 
 /// An output file that stops growing at [`MAX_OUTPUT_BYTES`].
 pub(super) struct OutputFile {
@@ -14,10 +17,14 @@ pub(super) struct OutputFile {
     path: Option<PathBuf>,
     written: u64,
     capped: bool,
+    redactor: Redactor,
 }
 
 impl OutputFile {
-    pub(super) async fn open(path: Option<&Path>) -> Result<OutputFile, RunnerError> {
+    pub(super) async fn open(
+        path: Option<&Path>,
+        secrets: &Arc<Secrets>,
+    ) -> Result<OutputFile, RunnerError> {
         let file = match path {
             Some(p) => {
                 if let Some(parent) = p.parent() {
@@ -39,10 +46,20 @@ impl OutputFile {
             path: path.map(Path::to_path_buf),
             written: 0,
             capped: false,
+            redactor: Redactor::new(secrets.clone()),
         })
     }
 
     pub(super) async fn write(&mut self, bytes: &[u8]) -> Result<(), RunnerError> {
+        if self.file.is_none() || self.capped {
+            return Ok(());
+        }
+        let bytes = self.redactor.push(bytes);
+        self.write_raw(&bytes).await
+    }
+
+    /// Writes bytes already redacted, up to the cap.
+    async fn write_raw(&mut self, bytes: &[u8]) -> Result<(), RunnerError> {
         let Some(f) = self.file.as_mut() else {
             return Ok(());
         };
@@ -67,6 +84,8 @@ impl OutputFile {
     }
 
     pub(super) async fn note(&mut self, text: &str) -> Result<(), RunnerError> {
+        let held = self.redactor.finish();
+        self.write_raw(&held).await?;
         if let Some(f) = self.file.as_mut() {
             let line = format!("\n{text}\n");
             f.write_all(line.as_bytes())
@@ -77,6 +96,8 @@ impl OutputFile {
     }
 
     pub(super) async fn finish(&mut self) -> Result<(), RunnerError> {
+        let held = self.redactor.finish();
+        self.write_raw(&held).await?;
         if let Some(f) = self.file.as_mut() {
             f.flush().await.map_err(|e| self.err(e))?;
         }

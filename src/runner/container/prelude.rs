@@ -75,8 +75,9 @@ impl<'a> Gate<'a> {
         Ok(Gate {
             prelude,
             marker: format!("SKILLSCOPE-PRELUDE-{}:", uuid::Uuid::new_v4().simple()),
-            out: OutputFile::open(Some(out)).await?,
-            err: OutputFile::open(Some(err)).await?,
+            // The prelude's output is skillscope's own spool (never a trial file): kept as read.
+            out: OutputFile::open(Some(out), &Default::default()).await?,
+            err: OutputFile::open(Some(err), &Default::default()).await?,
             streams: Default::default(),
         })
     }
@@ -222,8 +223,12 @@ mod tests {
             let mut g = Gate {
                 prelude,
                 marker: "SKILLSCOPE-PRELUDE-0f:".into(),
-                out: OutputFile::open(Some(&out)).await.unwrap(),
-                err: OutputFile::open(Some(&err)).await.unwrap(),
+                out: OutputFile::open(Some(&out), &Default::default())
+                    .await
+                    .unwrap(),
+                err: OutputFile::open(Some(&err), &Default::default())
+                    .await
+                    .unwrap(),
                 streams: Default::default(),
             };
             let tar: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();

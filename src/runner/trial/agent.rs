@@ -1,8 +1,9 @@
 //! The agent phase in the started container: a two-phase trial's skill-writing session first
 //! ([`super::generation`]), the instruction written, what the agent can see of skills read just
 //! before it starts ([`super::evidence`]), the agent's run watched every
-//! [`super::TrialEnv::live_every`], its trajectory recorded — then the verifier
-//! ([`super::verifier`]).
+//! [`super::TrialEnv::live_every`], then its container stopped and what it left collected
+//! ([`super::handover`]: `/logs/agent`, `agent/tamper.json`), its trajectory recorded — then the
+//! verifier in a container of its own ([`super::verifier`]).
 
 use std::path::PathBuf;
 
@@ -10,21 +11,26 @@ use super::evidence::{
     Evidence, exposure_prelude, keep_exposure, read_exposure, record_trajectory,
 };
 use super::generation::skill_writing_session;
-use super::verifier::verify;
+use super::handover::{self, VerifierPlan};
+use super::teardown::Teardown;
+use super::verifier::{tampered, verify};
 use super::{Done, Failed, Scope, TrialEnv, write_instruction};
 use crate::domain::{Outcome, now_rfc3339};
 use crate::runner::agents::{AGENT_LOGS, AgentContext};
-use crate::runner::container::{ExecEnd, Prelude, TrialContainer};
+use crate::runner::container::{Change, ExecEnd, Prelude, TrialContainer};
 use crate::runner::events::{Live, Step, TrialEvent};
+use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
 
 /// The attempt in its started container: the agent (after a two-phase trial's skill-writing
-/// session, with what it can see of skills read just before), then the verifier.
+/// session, with what it can see of skills read just before), its container stopped, then the
+/// verifier in its own.
 pub(super) async fn in_container(
     scope: &Scope<'_>,
     evidence: &mut Evidence,
     container: &TrialContainer,
-    mount_logs: bool,
-    verifier_files: Option<&crate::runner::image::VerifierFiles>,
+    mount_agent_files: bool,
+    plan: &VerifierPlan<'_>,
+    teardown: &mut Teardown,
 ) -> Result<Done, Failed> {
     let Scope {
         job, env, cancel, ..
@@ -43,11 +49,24 @@ pub(super) async fn in_container(
     let generation = job.condition.self_generation();
     // Two-phase self-generation: a session of its own writes the skills first.
     let mut first_session = None;
+    // What skillscope itself changed in the skill folders (the generated skills it installed).
+    let mut installed: Vec<Change> = Vec::new();
     if let Some(g) = generation.filter(|g| g.two_phase) {
         let (record, totals) =
             skill_writing_session(scope, container, g, &task_instruction).await?;
         scope.tell(TrialEvent::GeneratedSkills(record)).await;
         first_session = Some(totals);
+        installed = container
+            .changes()
+            .await
+            .map_err(|e| Failed::runner(e, "reading the installed skills"))?
+            .into_iter()
+            .filter(|c| {
+                SKILL_DESTINATIONS
+                    .iter()
+                    .any(|d| c.path == *d || c.path.starts_with(&format!("{d}/")))
+            })
+            .collect();
     }
     let instruction = match generation {
         Some(g) if !g.two_phase => g.generation_instruction(&task_instruction),
@@ -69,7 +88,7 @@ pub(super) async fn in_container(
         agent_dir: &agent_dir,
         timeout: task.agent_timeout(),
         cancel: &cancel.token,
-        mounted: mount_logs,
+        mounted: mount_agent_files,
         logs: AGENT_LOGS,
         env_values: scope.values,
         skills: &visible,
@@ -85,18 +104,15 @@ pub(super) async fn in_container(
             at: agent_finished.clone(),
         })
         .await;
-    if let Some(p) = &prelude {
-        keep_exposure(scope, container, evidence, p).await?;
-    }
-    let run = match run {
-        Ok(r) => r,
-        Err(e) => {
-            if !mount_logs {
-                let _ = container.download_dir("/logs", dir).await;
-            }
-            return Err(Failed::runner(e, &format!("agent {}", env.agent.name())));
-        }
+    let exposure_kept = match &prelude {
+        Some(p) => keep_exposure(scope, container, evidence, p).await,
+        None => Ok(()),
     };
+    // The agent is done: every process it started ends now, whatever follows.
+    let stopped = handover::stop_agent(scope, container).await;
+    let run = run.map_err(|e| Failed::runner(e, &format!("agent {}", env.agent.name())))?;
+    exposure_kept?;
+    let facts = stopped?;
     scope.tell(TrialEvent::AgentExit(run.exit_code)).await;
     let times = (agent_started.as_str(), agent_finished.as_str());
     let traced = record_trajectory(scope, &ctx, &run, times, &mut evidence.skill_uses).await;
@@ -105,9 +121,6 @@ pub(super) async fn in_container(
         scope.tell(TrialEvent::ExtraSession(totals)).await;
     }
     if run.end == ExecEnd::Cancelled {
-        if !mount_logs {
-            let _ = container.download_dir("/logs", dir).await;
-        }
         return Err(cancel.failed("stopped while the agent ran"));
     }
     if let Some(pf) = run.provider_failure {
@@ -128,15 +141,35 @@ pub(super) async fn in_container(
         scope.tell(TrialEvent::GeneratedSkills(record)).await;
         evidence.conclude(env, dir, traced, &own);
     }
+    let (folders, exempt) = match &evidence.exposure {
+        Some(x) => (
+            x.folders
+                .iter()
+                .cloned()
+                .chain(crate::skillsbench::exposure::skill_folders(
+                    "",
+                    &x.workdir,
+                    &[],
+                ))
+                .collect::<Vec<String>>(),
+            x.builtins
+                .as_ref()
+                .map(|b| b.folders.clone())
+                .unwrap_or_default(),
+        ),
+        None => (Vec::new(), Vec::new()),
+    };
     let agent_timed_out = run.end == ExecEnd::TimedOut;
-    verify(
-        scope,
-        container,
-        mount_logs,
-        verifier_files,
-        agent_timed_out,
-    )
-    .await
+    let verifier = handover::start_verifier(scope, container, &facts, plan, teardown).await?;
+    // The agent's diff (0.5–0.8 s on a Debian-sized image: the daemon holds the stopped
+    // container while it reads it) is read while the verifier runs in its own container.
+    let (tamper, judged) = tokio::join!(
+        handover::record_tamper(scope, container, &facts, &folders, &exempt, &installed),
+        verify(scope, &verifier, plan.files, agent_timed_out)
+    );
+    let tamper = tamper?;
+    evidence.tamper = Some(tamper.clone());
+    tampered(&tamper, judged)
 }
 
 /// Runs the agent, reporting what it does every [`TrialEnv::live_every`] while it runs and once

@@ -1,18 +1,34 @@
 //! The environment phase: the trial folder, the task's checks, the image (built or reused), the
-//! log mounts, the agent's preparation, the compose services and the started container — then
-//! the attempt in it ([`super::agent`]) and its teardown handed to the reaper.
+//! agent's preparation, the compose services, the trial's own network and the started agent
+//! container — then the attempt in it ([`super::agent`]) and its teardown handed to the reaper.
+//!
+//! Nothing of this machine's trial folder is mounted into the container: `/logs` is copied out
+//! through the Docker API ([`super::handover`]), so the container can neither see the folder's
+//! path nor write into it. The agent container is kept to itself ([`ContainerSpec::hardened`],
+//! the process and memory limits of [`crate::runner::limits`]), and the trial's environment
+//! values reach it only through each exec ([`TrialContainer::with_env`]).
 
 use std::collections::HashMap;
 
 use super::agent::in_container;
 use super::evidence::Evidence;
+use super::teardown::Teardown;
 use super::{Done, Failed, Scope};
 use crate::domain::Outcome;
 use crate::runner::container::{ContainerSpec, TrialContainer};
 use crate::runner::events::{Step, TrialEvent};
+use crate::runner::network::TrialNetwork;
 use crate::runner::{labels, services};
 use crate::skillsbench::Task;
 use crate::skillsbench::env::{self as task_env, EnvValues, MissingEnvPolicy};
+
+/// Writes a small file of the trial folder (never through a link); a failure is only logged,
+/// as the attempt's outcome never depends on it.
+pub(super) fn note_file(path: &std::path::Path, text: &str) {
+    if let Err(e) = crate::fs::write_fresh(path, text.as_bytes()) {
+        tracing::warn!(path = %path.display(), error = %e, "cannot write a trial file");
+    }
+}
 
 pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Result<Done, Failed> {
     let Scope {
@@ -25,13 +41,13 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
     let task = &job.task;
     let dir = &job.trial_dir;
     for sub in ["agent", "verifier", "environment"] {
-        std::fs::create_dir_all(dir.join(sub))
+        crate::fs::create_dir_within(dir, std::path::Path::new(sub))
             .map_err(|e| Failed::io("cannot create the trial folder", &dir.join(sub), e))?;
     }
     let build_log = dir.join("environment/build.log");
     if !task.is_runnable() {
         let msg = format!("task {} cannot run: {}", task.id, task.problems.join("; "));
-        let _ = std::fs::write(&build_log, format!("{msg}\n"));
+        note_file(&build_log, &format!("{msg}\n"));
         return Err(Failed::new(Outcome::BuildError, msg));
     }
     // Values the task needs and nobody set: refused before anything is spent, or marked.
@@ -44,9 +60,9 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
             .await;
         let what: Vec<String> = missing.iter().map(task_env::MissingEnv::describe).collect();
         if env.missing_env == MissingEnvPolicy::Allow {
-            let _ = std::fs::write(
-                dir.join("environment/missing-env.txt"),
-                format!(
+            note_file(
+                &dir.join("environment/missing-env.txt"),
+                &format!(
                     "run with --allow-missing-env: these values are empty in this trial: {}\n",
                     what.join("; ")
                 ),
@@ -57,7 +73,7 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
                 task.id,
                 what.join("; ")
             );
-            let _ = std::fs::write(&build_log, format!("{msg}\n"));
+            note_file(&build_log, &format!("{msg}\n"));
             return Err(Failed::new(Outcome::BuildError, msg));
         }
     }
@@ -69,11 +85,11 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
     scope.took(Step::Image, t0).await;
     let image = match image {
         Ok(i) => {
-            let _ = std::fs::write(&build_log, i.log.as_str());
+            note_file(&build_log, i.log.as_str());
             i
         }
         Err(e) => {
-            let _ = std::fs::write(&build_log, e.log_text());
+            note_file(&build_log, &e.log_text());
             return Err(match e.fault {
                 Some(k) => Failed::fault(k, e.message),
                 None => Failed::new(Outcome::BuildError, e.message),
@@ -86,19 +102,13 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
             builds: serde_json::to_value(&image.builds).ok(),
         })
         .await;
-    // A local daemon writes /logs straight into the trial folder (as Harbor's compose file does);
-    // a remote one is copied from after the verifier.
-    let mount_logs = env.host.local && !env.copy_logs;
-    let mut binds = env.binds.clone();
-    if mount_logs {
-        for sub in ["agent", "verifier", "artifacts"] {
-            let host_dir = dir.join(sub);
-            std::fs::create_dir_all(&host_dir)
-                .map_err(|e| Failed::io("cannot create the log folder", &host_dir, e))?;
-            binds.push(format!("{}:/logs/{sub}", host_dir.display()));
-        }
+    // With a local daemon the agent's own read-only folders (the oracle's solution, a harness
+    // kit) are mounted; a remote daemon gets copies. Never the trial folder.
+    let mount_agent_files = env.host.local && !env.copy_logs;
+    let mut agent_binds: Vec<String> = Vec::new();
+    if mount_agent_files {
         for (host, cont) in env.agent.local_mounts(task) {
-            binds.push(format!("{}:{cont}:ro", host.display()));
+            agent_binds.push(format!("{}:{cont}:ro", host.display()));
         }
     }
 
@@ -108,7 +118,7 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         _ = cancel.token.cancelled() => return Err(cancel.failed("stopped while the agent was prepared")),
     };
     scope.took(Step::PrepareAgent, t0).await;
-    binds.extend(
+    agent_binds.extend(
         prepared
             .map_err(|e| Failed::runner(e, &format!("preparing agent {}", env.agent.name())))?,
     );
@@ -133,9 +143,11 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
             (labels::CONTENT_HASH.to_string(), image.hash.clone()),
         ]),
         env: container_env(&env.extra_env, task, values),
-        binds,
+        binds: env.binds.clone(),
         cpus: limits.cpus,
         memory_bytes: limits.memory_mb.map(|m| (m as i64) * 1024 * 1024),
+        pids_limit: Some(limits.pids_limit as i64),
+        hardened: true,
         network_none: !env_cfg.allow_internet,
         extra_hosts: env.agent.extra_hosts(),
         ..Default::default()
@@ -160,14 +172,41 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
             cancel.failed("stopped while the task's services started")
         }
     })?;
+    let mut teardown = Teardown::default();
+    // A task on the internet without networks of its own gets a bridge of its own.
+    if !spec.network_none && spec.networks.is_empty() && services.is_empty() {
+        let name = format!("{}-net", spec.name);
+        let t0 = std::time::Instant::now();
+        let created = TrialNetwork::create(&env.host.docker, &name, &spec.labels).await;
+        scope.took(Step::Network, t0).await;
+        match created {
+            Ok(n) => {
+                spec.networks = vec![(n.name.clone(), Vec::new())];
+                teardown.network = Some(n);
+            }
+            Err(e) => {
+                services.remove().await;
+                return Err(Failed::runner(e, ""));
+            }
+        }
+    }
+    // The environment values go to each exec, never into the container's configuration.
+    let exec_env = std::mem::take(&mut spec.env);
+    let verifier_spec = spec.clone();
+    spec.binds.extend(agent_binds);
+    spec.labels
+        .insert(labels::ROLE.to_string(), "agent".to_string());
     let mut times = crate::runner::container::StartTimes::default();
     let container = match TrialContainer::start_timed(&env.host.docker, &spec, &mut times).await {
-        Ok(c) => c,
+        Ok(c) => c
+            .with_env(exec_env.clone())
+            .with_secrets(scope.secrets.clone()),
         Err(e) => {
-            services.remove().await;
+            teardown.reap(&env.reaper, services, env.host.docker.clone());
             return Err(Failed::runner(e, ""));
         }
     };
+    teardown.containers.push(container.clone());
     scope
         .tell(TrialEvent::Step(Step::Create, times.create))
         .await;
@@ -178,15 +217,21 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         })
         .await;
     let verifier_files = image.verifier_files.clone();
+    let plan = super::handover::VerifierPlan {
+        spec: verifier_spec,
+        env: exec_env,
+        files: verifier_files.as_deref(),
+    };
     let result = in_container(
         scope,
         evidence,
         &container,
-        mount_logs,
-        verifier_files.as_deref(),
+        mount_agent_files,
+        &plan,
+        &mut teardown,
     )
     .await;
-    services.reap(&env.reaper, container);
+    teardown.reap(&env.reaper, services, env.host.docker.clone());
     result
 }
 

@@ -25,10 +25,7 @@ pub(super) async fn record_trajectory(
     let path = ctx.agent_dir.join("trajectory.json");
     let written = serde_json::to_vec_pretty(&t)
         .map_err(std::io::Error::other)
-        .and_then(|bytes| {
-            use std::io::Write;
-            crate::fs::create_fresh(&path).and_then(|mut f| f.write_all(&bytes))
-        });
+        .and_then(|bytes| crate::fs::write_fresh(&path, &bytes));
     if written.is_err() {
         return false;
     }
@@ -65,6 +62,8 @@ pub(super) async fn record_trajectory(
 pub(super) struct Evidence {
     pub(super) skill_uses: Vec<SkillUseRow>,
     pub(super) exposure: Option<SkillExposure>,
+    /// What the agent changed where a task's work never goes (`agent/tamper.json`).
+    pub(super) tamper: Option<crate::runner::tamper::TamperRecord>,
 }
 
 impl Evidence {

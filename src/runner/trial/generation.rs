@@ -72,7 +72,7 @@ pub(super) async fn skill_writing_session(
             cost,
         };
         if let Ok(bytes) = serde_json::to_vec_pretty(&t) {
-            let _ = std::fs::write(session_dir.join("trajectory.json"), bytes);
+            let _ = crate::fs::write_fresh(&session_dir.join("trajectory.json"), &bytes);
         }
     }
     if run.end == ExecEnd::Cancelled {

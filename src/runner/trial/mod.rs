@@ -4,16 +4,20 @@
 //! logs copied out, container (and services) removed. Every failure becomes an outcome; nothing
 //! here returns an error.
 //!
-//! By phase: [`environment`] (image, services, container), [`agent`] (the agent's run in the
-//! started container, watched while it runs), [`generation`] (the skill-writing session of a
-//! two-phase self-generated trial), [`evidence`] (what the attempt learned of skills: exposure and
-//! trajectory), [`verifier`] (tests, reward, verdict). This file holds what they share: the
-//! attempt's inputs, its end, and how a failure is told.
+//! By phase: [`environment`] (image, services, the trial's network, container), [`agent`] (the
+//! agent's run in the started container, watched while it runs), [`generation`] (the
+//! skill-writing session of a two-phase self-generated trial), [`evidence`] (what the attempt
+//! learned of skills: exposure and trajectory), [`handover`] (the agent's container stopped, its
+//! logs and changes collected, the verifier's own container started from a commit of it),
+//! [`verifier`] (tests, reward, verdict). This file holds what they share: the attempt's inputs,
+//! its end, the secrets kept out of its folder, and how a failure is told.
 
 mod agent;
 mod environment;
 mod evidence;
 mod generation;
+mod handover;
+mod teardown;
 mod verifier;
 
 use std::path::PathBuf;
@@ -26,6 +30,7 @@ use super::agents::Agent;
 use super::container::Reaper;
 pub use super::events::Live;
 use super::events::{Step, TrialEvent, TrialEvents};
+use super::secrets::Secrets;
 use super::{DockerHost, ImageCache};
 use crate::domain::{Outcome, SkillUseRow, TrialRow, now_rfc3339};
 use crate::skillsbench::env::{EnvValues, MissingEnvPolicy};
@@ -64,7 +69,9 @@ pub struct TrialEnv {
     pub binds: Vec<String>,
     /// Removes finished containers in the background.
     pub reaper: Arc<Reaper>,
-    /// Copy `/logs` out through the API even when the daemon is local (remote hosts always do).
+    /// Treat a local daemon as a remote one: the agent's own read-only folders (the oracle's
+    /// solution, a harness kit) are copied in instead of mounted. (`/logs` is always copied out
+    /// through the API: nothing of the trial folder is ever mounted.)
     pub copy_logs: bool,
     /// How often a running agent's output is looked at and reported ([`TrialEvent::Live`]).
     pub live_every: std::time::Duration,
@@ -136,6 +143,9 @@ pub struct TrialEnd {
     pub exposure: Option<SkillExposure>,
     /// Set with outcome [`Outcome::ProviderError`]: what the model provider did.
     pub provider_failure: Option<crate::agent_logs::provider::ProviderFailure>,
+    /// What the agent changed where a task's work never goes (`agent/tamper.json`), when
+    /// anything was flagged: the attempt is then judged a failure of the agent.
+    pub tamper: Option<crate::domain::TamperFlag>,
 }
 
 /// An attempt's verdict: its outcome and what the verifier said.
@@ -162,12 +172,14 @@ pub async fn run_trial(
 ) -> TrialEnd {
     let mut evidence = Evidence::default();
     let values = EnvValues::new(&env.extra_env);
+    let secrets = Arc::new(Secrets::of_env(&env.extra_env, &env.agent.secrets()));
     let scope = Scope {
         job,
         env,
         events,
         cancel,
         values: &values,
+        secrets: &secrets,
     };
     scope
         .tell(TrialEvent::Started {
@@ -178,6 +190,11 @@ pub async fn run_trial(
         })
         .await;
     let result = attempt(&scope, &mut evidence).await;
+    // Whatever reached the trial folder from a container, a secret never stays in it.
+    if !secrets.is_empty() {
+        let (s, d) = (secrets.clone(), job.trial_dir.clone());
+        let _ = tokio::task::spawn_blocking(move || s.redact_tree(&d)).await;
+    }
     let (mut disk_full, mut fault, mut provider_failure) = (None, None, None);
     let (outcome, reward, rewards, error) = match result {
         Ok(done) => done,
@@ -207,6 +224,7 @@ pub async fn run_trial(
         skill_uses: evidence.skill_uses,
         exposure: evidence.exposure,
         provider_failure,
+        tamper: evidence.tamper.and_then(|t| t.flag()),
     }
 }
 
@@ -277,6 +295,8 @@ struct Scope<'a> {
     cancel: &'a TrialCancel,
     /// The operator's values for the task's `${NAME}` references.
     values: &'a EnvValues,
+    /// Redacted from everything the attempt writes into its folder.
+    secrets: &'a Arc<Secrets>,
 }
 
 impl Scope<'_> {
@@ -296,6 +316,6 @@ impl Scope<'_> {
 fn write_instruction(agent_dir: &std::path::Path, instruction: &str) -> Result<(), Failed> {
     let path = agent_dir.join("instruction.md");
     std::fs::create_dir_all(agent_dir)
-        .and_then(|()| std::fs::write(&path, instruction))
+        .and_then(|()| crate::fs::write_fresh(&path, instruction.as_bytes()))
         .map_err(|e| Failed::io("cannot write the instruction", &path, e))
 }

@@ -1,21 +1,26 @@
-//! The verifier phase and the verdict: the verifier's copies of skills put in place, its test run
-//! ([`crate::runner::verifier`]), `/logs` copied out when not mounted, and the outcome decided
-//! from the reward file it wrote (a missing reward told apart from an infrastructure fault).
+//! The verifier phase and the verdict, in the verifier's own container
+//! ([`super::handover::start_verifier`]): its copies of skills put in place, its test run
+//! ([`crate::runner::verifier`]), `/logs/verifier` and `/logs/artifacts` copied out, and the
+//! outcome decided from the reward file it wrote (a missing reward told apart from an
+//! infrastructure fault) — and from the agent's tamper evidence: a flagged attempt is judged a
+//! failure of the agent whatever the reward ([`crate::domain::TAMPER_RULE`]).
 
+use super::handover::MAX_LOGS_BYTES;
 use super::{Done, Failed, Scope};
 use crate::domain::{Outcome, now_rfc3339};
 use crate::harbor::reward::{self, is_pass, scalar_reward};
 use crate::runner::container::{ExecEnd, TrialContainer};
 use crate::runner::events::{Step, TrialEvent};
+use crate::runner::tamper::TamperRecord;
 use crate::skillsbench::Task;
 
-/// The verifier after the agent (it still runs after an agent timeout): its copies of skills put
-/// in place, its test run under `[verifier] timeout_sec`, `/logs` copied out when not mounted,
-/// and the verdict from the reward it wrote.
+/// The verifier after the agent (it still runs after an agent timeout), in `container` (its
+/// own): its copies of skills put in place, its test run under `[verifier] timeout_sec`, its
+/// folders copied out, and the verdict from the reward it wrote (the agent's tamper evidence is
+/// applied to it afterwards: [`tampered`]).
 pub(super) async fn verify(
     scope: &Scope<'_>,
     container: &TrialContainer,
-    mount_logs: bool,
     verifier_files: Option<&crate::runner::image::VerifierFiles>,
     agent_timed_out: bool,
 ) -> Result<Done, Failed> {
@@ -26,17 +31,6 @@ pub(super) async fn verify(
         .tell(TrialEvent::VerifierStarted { at: now_rfc3339() })
         .await;
     let verifier_dir = dir.join("verifier");
-    // Files the container writes into a bind mount belong to the container's user; give them
-    // back to the owner of the trial folder when that is not root.
-    let chown = if mount_logs {
-        use std::os::unix::fs::MetadataExt;
-        std::fs::metadata(dir)
-            .ok()
-            .map(|m| (m.uid(), m.gid()))
-            .filter(|(u, _)| *u != 0)
-    } else {
-        None
-    };
     // The verifier's own copies of skills arrive now, after the agent (never in its image).
     if let Some(v) = verifier_files {
         let t0 = std::time::Instant::now();
@@ -52,20 +46,21 @@ pub(super) async fn verify(
         &verifier_dir,
         task.verifier_timeout(),
         &cancel.token,
-        chown,
         scope.values,
     )
     .await;
     scope.took(Step::Verifier, t0).await;
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "verifier done");
-    let download = if mount_logs {
-        Ok(0)
-    } else {
-        let t0 = std::time::Instant::now();
-        let d = container.download_dir("/logs", dir).await;
-        scope.took(Step::Download, t0).await;
-        d
-    };
+    let t0 = std::time::Instant::now();
+    let mut download = container
+        .download_dir("/logs/verifier", &verifier_dir, MAX_LOGS_BYTES)
+        .await;
+    if download.is_ok() {
+        download = container
+            .download_dir("/logs/artifacts", &dir.join("artifacts"), MAX_LOGS_BYTES)
+            .await;
+    }
+    scope.took(Step::Download, t0).await;
     let verified = verified.map_err(|e| Failed::runner(e, ""));
     scope
         .tell(TrialEvent::VerifierEnded {
@@ -98,9 +93,55 @@ pub(super) async fn verify(
         ExecEnd::Exited => {}
     }
     if let Err(e) = download {
-        return Err(Failed::runner(e, "copying /logs out"));
+        return Err(Failed::runner(e, "copying the verifier's folders out"));
     }
-    judge(container, task, &verifier_dir, agent_timed_out, mount_logs).await
+    judge(container, task, &verifier_dir, agent_timed_out).await
+}
+
+/// The verdict of an attempt whose agent was flagged (`tamper`): a failure of the agent, reward
+/// 0, whatever the verifier said — its rewards kept as `verifier.<key>` beside `reward: 0`. An
+/// agent timeout stays one (with reward 0); an infrastructure fault stays a fault (no verdict).
+/// Unflagged attempts keep `judged` as it is.
+pub(super) fn tampered(
+    tamper: &TamperRecord,
+    judged: Result<Done, Failed>,
+) -> Result<Done, Failed> {
+    let Some(flag) = tamper.flag() else {
+        return judged;
+    };
+    let why = format!(
+        "tampered: the agent changed {} — judged a failure of the agent (docs/scoring.md)",
+        crate::sanitize::text(&flag.describe())
+    );
+    let (outcome, rewards, said) = match judged {
+        Ok((outcome, reward, rewards, _)) => (
+            outcome,
+            rewards,
+            format!(
+                "the verifier's reward was {}",
+                reward.map_or("none".into(), |r| r.to_string())
+            ),
+        ),
+        Err(f) if f.fault.is_some() || f.provider.is_some() => return Err(f),
+        Err(f) => (f.outcome, None, f.error),
+    };
+    let mut map = serde_json::Map::new();
+    map.insert("reward".into(), serde_json::json!(0.0));
+    if let Some(serde_json::Value::Object(m)) = rewards {
+        for (k, v) in m {
+            map.insert(format!("verifier.{k}"), v);
+        }
+    }
+    let outcome = match outcome {
+        Outcome::AgentTimeout => Outcome::AgentTimeout,
+        _ => Outcome::Fail,
+    };
+    Ok((
+        outcome,
+        Some(0.0),
+        Some(serde_json::Value::Object(map)),
+        Some(format!("{why}; {said}")),
+    ))
 }
 
 /// The verdict from the reward the verifier wrote: pass at a passing reward, else fail; an agent
@@ -112,7 +153,6 @@ async fn judge(
     task: &Task,
     verifier_dir: &std::path::Path,
     agent_timed_out: bool,
-    mount_logs: bool,
 ) -> Result<Done, Failed> {
     let agent_timeout_note = || {
         format!(
@@ -145,10 +185,7 @@ async fn judge(
         Err(e) => match reward_fault(container, verifier_dir).await {
             // The test could not write its reward because a disk was full (or the container went
             // away): the infrastructure's failure, not a verdict.
-            Some((k, why)) => Err(Failed {
-                local_disk_full: k == crate::runner::Fault::DiskFull && mount_logs,
-                ..Failed::fault(k, format!("{e}; {why}"))
-            }),
+            Some((k, why)) => Err(Failed::fault(k, format!("{e}; {why}"))),
             None => Err(Failed::new(Outcome::NoReward, e.to_string())),
         },
     }

@@ -92,6 +92,8 @@ pub struct TrialPatch {
     pub image_builds: Option<serde_json::Value>,
     /// Harbor 0.26's digest of the task folder.
     pub task_digest: Option<String>,
+    /// The agent's flagged changes, JSON ([`crate::domain::TamperFlag`]).
+    pub tamper: Option<serde_json::Value>,
 }
 
 /// Applies a patch to attempt `id`.
@@ -108,7 +110,7 @@ pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), Sto
     use rusqlite::types::Value as V;
     let text = |s: &Option<String>| s.clone().map(V::Text);
     let json = |v: &Option<serde_json::Value>| v.as_ref().map(|v| V::Text(v.to_string()));
-    let fields: [(&str, Option<V>); 41] = [
+    let fields: [(&str, Option<V>); 42] = [
         ("status", p.status.map(|s| V::Text(s.as_str().into()))),
         ("outcome", p.outcome.map(|o| V::Text(o.as_str().into()))),
         ("reward", p.reward.map(V::Real)),
@@ -162,6 +164,7 @@ pub fn patch_trial(conn: &Connection, id: i64, p: &TrialPatch) -> Result<(), Sto
         ("clamped", json(&p.clamped)),
         ("image_builds", json(&p.image_builds)),
         ("task_digest", text(&p.task_digest)),
+        ("tamper", json(&p.tamper)),
     ];
     for (col, v) in fields {
         if let Some(v) = v {

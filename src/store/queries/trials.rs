@@ -51,7 +51,7 @@ trial_columns! {
     final_message: plain, aggregated: plain, fault: plain, failure_category: plain,
     agent_settings: json, live_steps: plain, live_tool: plain, last_output_at: plain,
     stalled_at: plain, missing_env: json, clamped: json, image_builds: json,
-    task_digest: plain,
+    task_digest: plain, tamper: json,
 }
 
 /// Reading one column of each kind.
@@ -187,6 +187,19 @@ pub fn trial_folders(conn: &Connection, run_id: i64) -> Result<Vec<TrialFolder>,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// The latest attempts of a run whose agent was flagged for tampering (`tamper` set), in task,
+/// condition, trial order.
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
+pub fn tampered_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, StoreError> {
+    trials_where(
+        conn,
+        "run_id = ?1 AND superseded = 0 AND tamper IS NOT NULL ORDER BY task_id, condition, trial_index",
+        [run_id],
+    )
 }
 
 /// The latest attempt of every trial of a run, brief form, in no particular order. One cached

@@ -292,7 +292,7 @@ fn identity(cx: Shared, a: &TrialRow, n_attempts: usize) -> Vec<Line<'static>> {
         Some(_) => t.fail,
         None => t.running,
     };
-    vec![
+    let mut lines = vec![
         kv(
             "task",
             format!(
@@ -329,7 +329,23 @@ fn identity(cx: Shared, a: &TrialRow, n_attempts: usize) -> Vec<Line<'static>> {
             ),
             outcome_style,
         ),
-    ]
+    ];
+    // The agent changed what a task's work never touches: judged a failure, with what it changed.
+    if let Some(flag) = a
+        .tamper
+        .as_ref()
+        .and_then(crate::domain::TamperFlag::of_json)
+    {
+        lines.push(kv(
+            "tampered",
+            format!(
+                "judged a failure · {}",
+                crate::sanitize::one_line(&flag.describe())
+            ),
+            t.fail,
+        ));
+    }
+    lines
 }
 
 /// What a running agent is doing now (the attempt is re-read on every poll while it runs): its

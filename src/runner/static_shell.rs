@@ -1,0 +1,96 @@
+//! The verifier's own shell: a static busybox the agent never had in reach. Per Docker host, a
+//! named volume `skillscope-static-shell-<image>` holds the `/bin` of skillscope's base image
+//! ([`BUSYBOX_IMAGE`]: one static busybox and a link per applet), filled by the daemon itself
+//! (a volume mounted on a folder of an image gets that folder's contents when it is first
+//! mounted, so nothing is uploaded). Verifier containers mount it read-only at
+//! [`STATIC_SHELL_DIR`]; agent containers never mount it. It works the same against a remote
+//! daemon, and stays for the next run (it is a few MB).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Mutex, OnceLock};
+
+use bollard::models::{ContainerCreateBody, HostConfig, VolumeCreateRequest};
+use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
+
+use super::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+use super::{DockerHost, RunnerError, labels};
+
+/// Where verifier containers find the static shell (`<dir>/sh`, `<dir>/busybox` and its
+/// applets).
+pub const STATIC_SHELL_DIR: &str = "/skillscope/static";
+
+/// Volumes known filled in this process, by host.
+fn ready() -> &'static Mutex<HashSet<(String, String)>> {
+    static READY: OnceLock<Mutex<HashSet<(String, String)>>> = OnceLock::new();
+    READY.get_or_init(Default::default)
+}
+
+/// Makes sure `host` has the static shell's volume and returns the bind that mounts it
+/// read-only (`<volume>:/skillscope/static:ro`).
+///
+/// # Errors
+/// [`RunnerError::Docker`] when the base image, the volume or the helper that fills it cannot be
+/// made (an infrastructure fault); [`RunnerError::Task`] when no busybox can be had.
+pub async fn ensure(host: &DockerHost) -> Result<String, RunnerError> {
+    ensure_busybox(&host.docker).await?;
+    let image = host
+        .docker
+        .inspect_image(BUSYBOX_IMAGE)
+        .await
+        .map_err(|e| RunnerError::docker(format!("inspecting {BUSYBOX_IMAGE}"), e))?;
+    let id = image.id.unwrap_or_default();
+    let short: String = id.trim_start_matches("sha256:").chars().take(12).collect();
+    let name = format!("skillscope-static-shell-{short}");
+    let bind = format!("{name}:{STATIC_SHELL_DIR}:ro");
+    let key = (host.name.clone(), name.clone());
+    if ready().lock().expect("lock").contains(&key) {
+        return Ok(bind);
+    }
+    host.docker
+        .create_volume(VolumeCreateRequest {
+            name: Some(name.clone()),
+            labels: Some(HashMap::from([(
+                labels::MANAGED.to_string(),
+                "1".to_string(),
+            )])),
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| RunnerError::docker(format!("creating volume {name} on {}", host.name), e))?;
+    // Creating a container with the empty volume on the image's /bin fills it.
+    let helper = host.helper_spec(BUSYBOX_IMAGE, "static-shell");
+    let created = host
+        .docker
+        .create_container(
+            Some(CreateContainerOptions {
+                name: Some(helper.name.clone()),
+                ..Default::default()
+            }),
+            ContainerCreateBody {
+                image: Some(BUSYBOX_IMAGE.to_string()),
+                cmd: Some(vec!["true".into()]),
+                labels: Some(helper.labels.clone()),
+                network_disabled: Some(true),
+                host_config: Some(HostConfig {
+                    binds: Some(vec![format!("{name}:/bin")]),
+                    network_mode: Some("none".into()),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| RunnerError::docker(format!("filling volume {name}"), e))?;
+    let _ = host
+        .docker
+        .remove_container(
+            &created.id,
+            Some(RemoveContainerOptions {
+                force: true,
+                ..Default::default()
+            }),
+        )
+        .await;
+    ready().lock().expect("lock").insert(key);
+    Ok(bind)
+}

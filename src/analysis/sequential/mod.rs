@@ -1,0 +1,14 @@
+//! Group-sequential designs for the evaluation's paired Method D comparisons: look at the data
+//! at stage boundaries (after every task's trial 1, 2, … in both conditions), stop a comparison
+//! once its question is answered, and say what the estimate is after stopping.
+//!
+//! - [`spending`]: Lan–DeMets O'Brien–Fleming-type α- and β-spending functions.
+//! - [`recursion`]: the recursive numerical integration of crossing probabilities.
+//! - [`boundaries`]: efficacy bounds, non-binding futility bounds, power, stopping probabilities.
+//! - [`normal`], [`roots`]: the normal distribution and Brent's root finder they rest on.
+
+pub mod boundaries;
+pub mod normal;
+pub mod recursion;
+pub mod roots;
+pub mod spending;

@@ -5,10 +5,17 @@
 //! - [`spending`]: Lan–DeMets O'Brien–Fleming-type α- and β-spending functions.
 //! - [`recursion`]: the recursive numerical integration of crossing probabilities.
 //! - [`boundaries`]: efficacy bounds, non-binding futility bounds, power, stopping probabilities.
+//! - [`design`]: a design, the paired statistic and the decision at a look ([`design::evaluate`]).
+//! - [`estimate`]: the median-unbiased estimate and stage-wise-ordering interval after stopping.
 //! - [`normal`], [`roots`]: the normal distribution and Brent's root finder they rest on.
 
 pub mod boundaries;
+pub mod design;
+pub mod estimate;
 pub mod normal;
 pub mod recursion;
 pub mod roots;
 pub mod spending;
+
+#[cfg(test)]
+mod properties;

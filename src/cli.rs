@@ -70,6 +70,10 @@ pub enum Command {
     /// wall time at the configured concurrency, and each hypothesis's minimum detectable effect
     /// at 80 % power (α = 0.05, paired over tasks) with the tasks or trials an effect needs.
     Plan(PlanArgs),
+    /// Apply a group-sequential design (O'Brien–Fleming efficacy, non-binding futility) to
+    /// finished runs stage by stage: where it would have stopped, its verdict against the fixed
+    /// design's, the share of trials used; --simulate gives its type-I error and power.
+    Replay(ReplayArgs),
     /// Ask the engine of a run to retry trials (picked up from the database).
     Retry(RetryArgs),
     /// Ask the engine of a run to cancel a queued or running trial.
@@ -390,6 +394,33 @@ pub struct PlanArgs {
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `skillscope replay`.
+#[derive(Debug, Args, Clone)]
+pub struct ReplayArgs {
+    /// Runs in the store (native or imported, e.g. `registry-claude-code-Opus 4.7` after
+    /// `skillscope import results-registry.json`); B − A is its second condition against its
+    /// first. Without a name: every run with two conditions.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Stages (looks) of the design.
+    #[arg(long, default_value_t = 3)]
+    pub stages: usize,
+    /// Efficacy bounds only (no futility stop).
+    #[arg(long)]
+    pub no_futility: bool,
+    /// Seed of the trial order where the data does not give it (imported aggregates) and of the
+    /// simulations.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also simulate N null experiments (labels swapped within task) and N under the observed
+    /// effect (tasks resampled): type-I error and power.
+    #[arg(long, value_name = "N")]
+    pub simulate: Option<usize>,
 }
 
 /// `skillscope acontext-standin`.

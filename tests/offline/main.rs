@@ -12,6 +12,7 @@ mod import;
 mod import_published;
 mod plan_forecast;
 mod properties;
+mod replay;
 mod report;
 mod rubric;
 mod scoring;

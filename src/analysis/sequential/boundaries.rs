@@ -81,7 +81,8 @@ pub fn efficacy(t: &[f64], alpha: f64) -> Result<(Vec<f64>, Vec<f64>), BoundaryE
     for (k, tk) in t.iter().enumerate() {
         let target = obf(alpha, *tk);
         let ck = if k == 0 {
-            normal::quantile(1.0 - target)
+            // From the tail itself: `1 − α(t_1)` rounds to 1 for a small t_1 (α(0.05) ≈ 1e-20).
+            -normal::quantile(target)
         } else {
             let need = target - before;
             brent(|x| walk.upper(x) - need, -10.0, 40.0, TOL)
@@ -367,5 +368,22 @@ mod tests {
         assert!(efficacy(&[0.5, 0.9], 0.025).is_err());
         assert!(efficacy(&[0.5, 1.0], 0.6).is_err());
         assert!(efficacy(&[], 0.025).is_err());
+    }
+
+    /// A first look at 5 % of the information spends ~1e-20: its bound is finite (≈ 9.2), not
+    /// the `+∞` of `Φ⁻¹(1 − α(t_1))` in floating point, and the futility drift is found.
+    #[test]
+    fn an_early_first_look_keeps_a_finite_bound() {
+        let t = [
+            0.056_832_565_907_534_86,
+            0.587_963_897_170_372_3,
+            0.644_796_463_077_907_2,
+            1.0,
+        ];
+        let (c, _) = efficacy(&t, 0.025).unwrap();
+        assert!(c[0].is_finite() && c[0] > 9.0 && c[0] < 9.5, "{c:?}");
+        let want = normal::quantile(0.9875) / t[0].sqrt();
+        assert!((normal::sf(c[0]) / normal::sf(want) - 2.0).abs() < 1e-9);
+        assert!(futility(&t, &c, 0.2, 0.025).is_ok());
     }
 }

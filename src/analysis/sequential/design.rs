@@ -115,20 +115,18 @@ impl Design {
 /// within-task trial variances): `t_s = (ω² + σ²/k_K)/(ω² + σ²/k_s)` — information is
 /// `n/Var(d)` and the nested trial means have `Cov(d^(s), d^(K)) = Var(d^(K))`, so the
 /// cumulative z-statistics have the canonical joint distribution at these fractions. Falls back
-/// to `k_s/k_K` when both variances are 0.
+/// to `k_s/k_K` when the trial noise σ² is 0 or unmeasured (then more trials add no information
+/// the data can show, and the trial-proportional fractions are the conservative choice).
 pub fn fractions_for_trials(omega2: f64, sigma2_sum: f64, trials: &[u32]) -> Vec<f64> {
     let kk = f64::from(*trials.last().unwrap_or(&1));
-    let var = |k: f64| omega2.max(0.0) + sigma2_sum.max(0.0) / k;
+    let proportional = || trials.iter().map(|k| f64::from(*k) / kk).collect();
+    if sigma2_sum.is_nan() || sigma2_sum <= 0.0 {
+        return proportional();
+    }
+    let var = |k: f64| omega2.max(0.0) + sigma2_sum / k;
     trials
         .iter()
-        .map(|k| {
-            let k = f64::from(*k);
-            if var(k) > 0.0 {
-                var(kk) / var(k)
-            } else {
-                k / kk
-            }
-        })
+        .map(|k| var(kk) / var(f64::from(*k)))
         .collect()
 }
 

@@ -391,6 +391,13 @@ pub struct PlanArgs {
     /// hypotheses].
     #[arg(long, value_name = "PP")]
     pub effect: Option<f64>,
+    /// Stages (looks) of each comparison's group-sequential design: O'Brien–Fleming efficacy
+    /// bounds and non-binding futility bounds at trial-index boundaries.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub stages: u32,
+    /// No sequential design: the fixed design runs every planned trial.
+    #[arg(long)]
+    pub no_early_stop: bool,
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,

@@ -81,12 +81,15 @@ pub fn execute(args: ReplayArgs) -> Result<()> {
     Ok(())
 }
 
+/// Rewards with their trial index.
+type Indexed = Vec<(u32, f64)>;
+
 /// The run's paired rewards (B = its second condition, A = its first) over the tasks with
 /// judged trials in both, in trial-index order; `false` when the order is unknown (trials
 /// synthesized from published aggregates).
 fn paired_of(run: &RunRow, trials: &[TrialRow]) -> (PairedTrials, bool) {
     let (ca, cb) = (&run.conditions[0], &run.conditions[1]);
-    let mut by: BTreeMap<&str, (Vec<(u32, f64)>, Vec<(u32, f64)>)> = BTreeMap::new();
+    let mut by: BTreeMap<&str, (Indexed, Indexed)> = BTreeMap::new();
     let mut order_known = true;
     for t in trials {
         if t.superseded || t.status != TrialStatus::Done || t.trial_index == 0 {

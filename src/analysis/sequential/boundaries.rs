@@ -46,6 +46,9 @@ pub enum BoundaryError {
 }
 
 /// Checks fractions: increasing, in (0, 1], the last 1.
+///
+/// # Errors
+/// [`BoundaryError::Fractions`] naming the fractions otherwise.
 pub fn check_fractions(t: &[f64]) -> Result<(), BoundaryError> {
     let ok = !t.is_empty()
         && t.iter().all(|x| x.is_finite() && *x > 0.0 && *x <= 1.0)

@@ -415,8 +415,8 @@ pub struct ReplayArgs {
     #[command(flatten)]
     pub db: DbArgs,
     /// Stages (looks) of the design.
-    #[arg(long, default_value_t = 3)]
-    pub stages: usize,
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub stages: u32,
     /// Efficacy bounds only (no futility stop).
     #[arg(long)]
     pub no_futility: bool,

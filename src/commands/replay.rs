@@ -39,7 +39,7 @@ pub fn execute(args: ReplayArgs) -> Result<()> {
         bail!("no run with two conditions in {}", args.db.db.display());
     }
     let settings = Settings {
-        stages: args.stages,
+        stages: args.stages as usize,
         futility: !args.no_futility,
         ..Settings::default()
     };

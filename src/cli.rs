@@ -403,6 +403,16 @@ pub struct PlanArgs {
     pub json: bool,
 }
 
+/// Parses a β in (0, 0.5).
+fn beta_in_range(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v > 0.0 && v < 0.5 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not in (0, 0.5)"))
+    }
+}
+
 /// `skillscope replay`.
 #[derive(Debug, Args, Clone)]
 pub struct ReplayArgs {
@@ -420,6 +430,10 @@ pub struct ReplayArgs {
     /// Efficacy bounds only (no futility stop).
     #[arg(long)]
     pub no_futility: bool,
+    /// β of the futility bounds' β-spending (the design has power 1 − β at its drift); smaller
+    /// is a more cautious futility stop.
+    #[arg(long, default_value_t = 0.2, value_parser = beta_in_range)]
+    pub beta: f64,
     /// Seed of the trial order where the data does not give it (imported aggregates) and of the
     /// simulations.
     #[arg(long, default_value_t = 1)]

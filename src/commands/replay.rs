@@ -41,6 +41,7 @@ pub fn execute(args: ReplayArgs) -> Result<()> {
     let settings = Settings {
         stages: args.stages as usize,
         futility: !args.no_futility,
+        beta: args.beta,
         ..Settings::default()
     };
     let mut results = Vec::new();

@@ -71,6 +71,10 @@ pub enum Command {
     /// wall time at the configured concurrency, and each hypothesis's minimum detectable effect
     /// at 80 % power (α = 0.05, paired over tasks) with the tasks or trials an effect needs.
     Plan(PlanArgs),
+    /// Apply a group-sequential design (O'Brien–Fleming efficacy, non-binding futility) to
+    /// finished runs stage by stage: where it would have stopped, its verdict against the fixed
+    /// design's, the share of trials used; --simulate gives its type-I error and power.
+    Replay(ReplayArgs),
     /// Ask the engine of a run to retry trials (picked up from the database).
     Retry(RetryArgs),
     /// Ask the engine of a run to cancel a queued or running trial.
@@ -400,9 +404,57 @@ pub struct PlanArgs {
     /// hypotheses].
     #[arg(long, value_name = "PP")]
     pub effect: Option<f64>,
+    /// Stages (looks) of each comparison's group-sequential design: O'Brien–Fleming efficacy
+    /// bounds and non-binding futility bounds at trial-index boundaries.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub stages: u32,
+    /// No sequential design: the fixed design runs every planned trial.
+    #[arg(long)]
+    pub no_early_stop: bool,
     /// Print JSON for scripts.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Parses a β in (0, 0.5).
+fn beta_in_range(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|e| format!("{e}"))?;
+    if v > 0.0 && v < 0.5 {
+        Ok(v)
+    } else {
+        Err(format!("{v} is not in (0, 0.5)"))
+    }
+}
+
+/// `skillscope replay`.
+#[derive(Debug, Args, Clone)]
+pub struct ReplayArgs {
+    /// Runs in the store (native or imported, e.g. `registry-claude-code-Opus 4.7` after
+    /// `skillscope import results-registry.json`); B − A is its second condition against its
+    /// first. Without a name: every run with two conditions.
+    #[arg(value_name = "RUN")]
+    pub runs: Vec<String>,
+    /// Database.
+    #[command(flatten)]
+    pub db: DbArgs,
+    /// Stages (looks) of the design.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub stages: u32,
+    /// Efficacy bounds only (no futility stop).
+    #[arg(long)]
+    pub no_futility: bool,
+    /// β of the futility bounds' β-spending (the design has power 1 − β at its drift); smaller
+    /// is a more cautious futility stop.
+    #[arg(long, default_value_t = 0.2, value_parser = beta_in_range)]
+    pub beta: f64,
+    /// Seed of the trial order where the data does not give it (imported aggregates) and of the
+    /// simulations.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Also simulate N null experiments (labels swapped within task) and N under the observed
+    /// effect (tasks resampled): type-I error and power.
+    #[arg(long, value_name = "N")]
+    pub simulate: Option<usize>,
 }
 
 /// `skillscope acontext-standin`.

@@ -60,6 +60,7 @@ fn main() {
             Command::Experiment(args) => commands::experiment::execute(*args).await,
             Command::Plan(args) => commands::plan::execute(args).map(|()| 0),
             Command::Preflight(args) => commands::preflight::execute(args).await,
+            Command::Replay(args) => commands::replay::execute(args).map(|()| 0),
             Command::Retry(args) => commands::retry::retry(args).map(|()| 0),
             Command::Cancel(sel) => commands::retry::cancel(sel).map(|()| 0),
             Command::Stop(args) => commands::stop::execute(args).map(|()| 0),

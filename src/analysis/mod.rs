@@ -16,6 +16,7 @@ pub mod pass_at_k;
 pub mod power;
 pub mod results;
 pub mod rubric;
+pub mod sequential;
 pub mod skill_content;
 pub mod spend;
 pub mod success;

@@ -9,6 +9,7 @@ pub mod import;
 pub mod learn;
 pub mod plan;
 pub mod preflight;
+pub mod replay;
 pub mod report;
 pub mod retry;
 pub mod run;

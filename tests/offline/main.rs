@@ -14,6 +14,7 @@ mod import_published;
 mod leaderboard;
 mod plan_forecast;
 mod properties;
+mod replay;
 mod report;
 mod rubric;
 mod scoring;

@@ -206,9 +206,43 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
         "minimum detectable effects at 80% power",
         "Miller 2024",
         &format!("{mde:.1} pp"),
+        "sequential designs (3 stages; O'Brien–Fleming",
+        "stage 1 (1 trial/task, information ",
+        "expected trials used: ",
     ] {
         assert!(t.contains(want), "{want:?} in {t}");
     }
+
+    // The sequential design of B − A: stages at 1, 2, 3 trials per task, information fractions
+    // from the same variance components, each bound's Δ = z · SE at that stage's trials.
+    let seq = &v["sequential"][0]["design"];
+    let var = |k: f64| between + (wa + wb) / k;
+    for (s, st) in seq["stages"].as_array().unwrap().iter().enumerate() {
+        let k = (s + 1) as f64;
+        assert_eq!(st["trials"].as_u64().unwrap(), s as u64 + 1);
+        close(
+            st["fraction"].as_f64().unwrap(),
+            var(3.0) / var(k),
+            "fraction",
+        );
+        close(
+            st["efficacy_pp"].as_f64().unwrap(),
+            st["efficacy_z"].as_f64().unwrap() * (var(k) / n).sqrt() * 100.0,
+            "efficacy Δ",
+        );
+    }
+    let share = seq["share_null"].as_f64().unwrap();
+    assert!(share > 1.0 / 3.0 && share < 1.0, "{share}");
+    let fixed = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .arg("plan")
+        .arg(&plan)
+        .args(["--no-early-stop", "--db"])
+        .arg(scratch.db())
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&fixed.stdout);
+    assert!(t.contains("early stopping off (--no-early-stop)"), "{t}");
+    assert!(!t.contains("sequential designs"), "{t}");
 }
 
 /// Ends trial `i` of `task` × `cond` of `run` with `outcome`, `reward`, `cost` and `secs`.

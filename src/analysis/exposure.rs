@@ -79,6 +79,25 @@ pub struct ConditionExposure {
     pub same_task: usize,
     /// Trials that saw a learned skill.
     pub with_learned: usize,
+    /// Every skill (not the harness's own) the condition's recorded trials could see, by folder
+    /// name: which, how many trials saw it, and which used it.
+    pub skills: Vec<SkillTally>,
+}
+
+/// One skill a condition's trials could see ([`ConditionExposure::skills`]).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct SkillTally {
+    /// Folder name (what an export or a task ships it as).
+    pub skill: String,
+    /// Where it came from: `task`, `learned`, `generated` or `other`; `stray` when the condition
+    /// should not have shown it.
+    pub origin: String,
+    /// Recorded trials that could see it.
+    pub seen: usize,
+    /// Of those, trials whose trajectory says which skills were used.
+    pub known: usize,
+    /// The trials that used it (`task#trial`), in task and trial order.
+    pub used_by: Vec<String>,
 }
 
 /// Per task and condition: whether its trials saw a learned skill learned from the task itself.
@@ -192,6 +211,46 @@ fn stray_of(t: &TrialSkills) -> Vec<String> {
         .collect()
 }
 
+/// Adds what recorded trial `t` could see and used to `per_skill` (the harness's own skills
+/// left out; a skill the trial wrote itself counted by its folder name).
+fn tally_skills(per_skill: &mut BTreeMap<String, SkillTally>, t: &TrialSkills) {
+    let has = key_has_skills(&t.condition);
+    let mut seen: BTreeMap<&str, (String, bool)> = BTreeMap::new();
+    for s in t.skills.iter().filter(|s| s.origin != Origin::Harness) {
+        let origin = if is_stray(s.origin, has) {
+            "stray".to_string()
+        } else {
+            s.origin.as_str().to_string()
+        };
+        let used = t.used.iter().any(|u| *u == s.dir || *u == s.name);
+        seen.insert(s.dir.as_str(), (origin, used));
+    }
+    for g in t.generated.iter().flatten() {
+        let used = t.used.iter().any(|u| u == g);
+        seen.entry(g.as_str())
+            .or_insert_with(|| ("generated".to_string(), used));
+    }
+    for (dir, (origin, used)) in seen {
+        let e = per_skill
+            .entry(dir.to_string())
+            .or_insert_with(|| SkillTally {
+                skill: dir.to_string(),
+                origin: origin.clone(),
+                ..Default::default()
+            });
+        e.seen += 1;
+        if origin == "stray" {
+            e.origin = origin;
+        }
+        if t.use_known {
+            e.known += 1;
+            if used {
+                e.used_by.push(format!("{}#{}", t.task_id, t.trial_index));
+            }
+        }
+    }
+}
+
 /// Tallies one condition's trials (those of tasks in the fixed set). `same_task(t)` tells
 /// whether trial `t` saw a learned skill learned from its own task.
 pub fn tally(
@@ -213,6 +272,7 @@ pub fn tally(
     let mut stray: BTreeSet<String> = BTreeSet::new();
     let mut generated_none = 0;
     let mut recorded_done = 0;
+    let mut per_skill: BTreeMap<String, SkillTally> = BTreeMap::new();
     for t in trials {
         if t.recorded {
             c.recorded += 1;
@@ -247,6 +307,7 @@ pub fn tally(
             c.with_learned += 1;
             c.same_task += usize::from(same_task(t));
         }
+        tally_skills(&mut per_skill, t);
         let own = own_skills(t);
         if own.is_empty() {
             continue;
@@ -285,6 +346,7 @@ pub fn tally(
         .filter(|d| !names_used(d))
         .collect();
     c.stray_skills = stray.into_iter().collect();
+    c.skills = per_skill.into_values().collect();
     c.generated_none = is_self_generated_key(condition).then_some(generated_none);
     c
 }

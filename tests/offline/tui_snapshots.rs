@@ -1139,6 +1139,10 @@ fn results_with_skill_exposure() {
         "skills seen/used",
         "planted (other)",
         "4 of 12 treated trials used a skill",
+        // Which skills, and who used them, under a legend of the terms.
+        "stray: a skill the condition should not show",
+        "skill-3d-scan-calc",
+        "3d-scan-calc#2",
     ] {
         assert!(screen.contains(part), "{part}: {screen}");
     }

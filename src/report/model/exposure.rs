@@ -53,6 +53,64 @@ pub fn table(x: &Exposure) -> Table {
     t
 }
 
+/// What the exposure tables' terms mean, in one sentence each (under the tables on screen).
+pub const LEGEND: &str = "saw skills: trials that could see a skill not the harness's own · stray: a skill the condition should not show (a no-skills trial seeing a task's skill) · built-ins: skills the harness ships itself, offered unless switched off · used ≥1: of the trials whose trajectory can say, those that used one of their skills";
+
+/// Every skill each condition's trials could see, a row each: where it came from, how many
+/// recorded trials saw it, and which of those whose use is known used it (`task#trial`).
+pub fn skills_table(x: &Exposure) -> Table {
+    let mut t = Table::new(
+        "skills_seen",
+        "skill",
+        vec![
+            Column::text("condition", "Condition").short("cond"),
+            Column::text("skill", "Skill"),
+            Column::text("origin", "Origin").priority(2),
+            Column::number("seen", "Trials that saw it").short("saw"),
+            Column::number("used", "Used by (of trials whose use is known)").short("used by"),
+            Column::text("used_by", "Trials that used it")
+                .short("trials")
+                .priority(3),
+        ],
+    );
+    for c in &x.conditions {
+        for k in &c.skills {
+            let tone = if k.origin == "stray" {
+                Tone::Warn
+            } else {
+                Tone::Plain
+            };
+            let mut used_by = k
+                .used_by
+                .iter()
+                .take(8)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(", ");
+            if k.used_by.len() > 8 {
+                used_by.push_str(&format!(" (+{} more)", k.used_by.len() - 8));
+            }
+            t.push(Row::new(vec![
+                Cell::text(&c.label).tone(Tone::Accent),
+                Cell::text(&k.skill),
+                Cell::text(&k.origin).tone(tone),
+                Cell::count(k.seen),
+                if k.known > 0 {
+                    share(k.used_by.len(), k.known)
+                } else {
+                    Cell::undefined(Some("use unknown (no model trajectory)"))
+                },
+                Cell::text(if used_by.is_empty() {
+                    "—".into()
+                } else {
+                    used_by
+                }),
+            ]));
+        }
+    }
+    t
+}
+
 /// The cells of one condition's row of [`table`].
 fn cells(c: &ConditionExposure) -> Vec<Cell> {
     vec![
@@ -111,6 +169,11 @@ pub fn blocks(x: &Exposure) -> Vec<Block> {
             "What each trial's agent could see of skills when it started (every `SKILL.md` in the skill folders a harness reads, read in the trial's container just before the agent; `agent/skill-exposure.json` in each trial folder) and which of them its trajectory shows it used. **With skills**: trials that could see a skill that is not the harness's own — must be 0 under no-skills. **Stray**: trials that saw a skill their condition should not show. **Used**: of the trials with skills of their own whose trajectory can say, those that read a `SKILL.md` or a file beside it, ran a command in the skill's folder or called a skill tool; trials whose use is unknown (no model trajectory: oracle, nop) are counted apart, never as unused. Definitions: docs/scoring.md, \"Skill exposure\".",
         ),
         Block::table(table(x)),
+        Block::heading(3, "Which skills"),
+        Block::text(
+            "Every skill each condition's trials could see (not the harness's own), where it came from, how many recorded trials saw it, and which trials used it.",
+        ),
+        Block::table(skills_table(x)),
     ];
     let not_recorded: usize = x.conditions.iter().map(|c| c.not_recorded).sum();
     if not_recorded > 0 {

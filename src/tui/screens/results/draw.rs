@@ -165,6 +165,14 @@ fn body(
         }
         hidden = hidden.max(drawn.hidden);
         lines.extend(drawn.lines);
+        if tab.name == "skill_exposure_wide" {
+            lines.extend(bullet(
+                "  ",
+                Span::styled(exposure::LEGEND.to_string(), t.dim),
+                t.dim,
+                width,
+            ));
+        }
         lines.push(Line::default());
     }
     lines.extend(notes(t, res, width));
@@ -184,6 +192,7 @@ fn tables(res: &Results, grouping: Grouping) -> Vec<Table> {
     let mut out = vec![conditions::table(res)];
     if res.exposure.conditions.iter().any(|c| c.recorded > 0) {
         out.push(exposure::table(&res.exposure));
+        out.push(exposure::skills_table(&res.exposure));
     }
     out.push(comparisons::table(res));
     if !rows.is_empty() {

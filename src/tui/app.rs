@@ -196,6 +196,9 @@ impl App {
                 }
             }
             Update::Results(d) => {
+                if let Some(sk) = self.skills.as_mut() {
+                    sk.seen = Some(d.clone());
+                }
                 if let Some(r) = self.results.as_mut() {
                     r.data = Some(d);
                 }

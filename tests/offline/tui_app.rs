@@ -347,15 +347,20 @@ fn skill_browser_sessions_tab_and_q_closes() {
     assert!(a.skills.is_none());
 }
 
+/// Without a learning space the browser lists the skills the trials saw: it asks the worker for
+/// the analysis (not for a space), Enter opens nothing, and closing stops the analysis.
 #[test]
-fn skill_browser_without_spaces_asks_for_nothing() {
+fn skill_browser_without_spaces_asks_for_the_skills_the_trials_saw() {
     let mut a = app(Mode::Watch);
-    assert!(a.on_key(key(KeyCode::Char('K'))).is_empty());
+    assert_eq!(
+        a.on_key(key(KeyCode::Char('K'))),
+        vec![Effect::Request(Request::Results(true))]
+    );
     assert!(a.skills.is_some());
     assert!(a.on_key(key(KeyCode::Enter)).is_empty());
     assert_eq!(
         a.on_key(key(KeyCode::Esc)),
-        vec![Effect::Request(Request::Skills(None))]
+        vec![Effect::Request(Request::Results(false))]
     );
 }
 

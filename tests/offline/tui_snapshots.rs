@@ -1146,6 +1146,29 @@ fn results_with_skill_exposure() {
     ] {
         assert!(screen.contains(part), "{part}: {screen}");
     }
+    // K on a run without learning spaces: the skills the conditions' trials saw (curated
+    // included) and which trials used each, instead of "no learning space".
+    press(&mut app, &conn, KeyCode::Esc);
+    assert!(app.results.is_none());
+    press(&mut app, &conn, KeyCode::Char('K'));
+    snap("skills_seen", &mut app);
+    let screen = render(&mut app, (80, 24));
+    for part in [
+        "No learning space",
+        "skill-3d-scan-calc",
+        "curated",
+        "planted",
+    ] {
+        assert!(screen.contains(part), "{part}: {screen}");
+    }
+    let wide = render(&mut app, (120, 40));
+    assert!(wide.contains("3d-scan-calc#2"), "{wide}");
+    // The list scrolls with the cursor keys, and Esc closes it.
+    press(&mut app, &conn, KeyCode::Char('G'));
+    let end = render(&mut app, (80, 24));
+    assert_ne!(end, screen, "scrolled");
+    press(&mut app, &conn, KeyCode::Esc);
+    assert!(app.skills.is_none());
 }
 
 /// An experiment's Results: A, B (round 1), A', B' (round 2, partly finished) and the plan's

@@ -30,6 +30,15 @@ fn wanted(app: &App) -> (Context, Vec<Action>) {
             Action::ToggleDifficulty,
             Action::Top,
         ],
+        // Without a learning space the browser is one list of the skills the trials saw.
+        Context::Skills
+            if app
+                .snapshot
+                .as_ref()
+                .is_some_and(|s| s.skill_sets().is_empty()) =>
+        {
+            vec![Action::Back, Action::Help, Action::PageDown, Action::Top]
+        }
         Context::Skills => vec![
             Action::Back,
             Action::Help,

@@ -193,6 +193,11 @@ pub fn sanitize_results(r: &mut Results) {
         for s in c.stray_skills.iter_mut().chain(c.never_used.iter_mut()) {
             clean(s);
         }
+        for k in &mut c.skills {
+            clean(&mut k.skill);
+            clean(&mut k.origin);
+            k.used_by.iter_mut().for_each(clean);
+        }
     }
     for c in &mut x.comparisons {
         c.notes.iter_mut().for_each(clean);

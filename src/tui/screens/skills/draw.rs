@@ -10,6 +10,7 @@ use ratatui::widgets::Paragraph;
 
 use super::rubric::{rubric_lines, rubric_panel};
 use super::{SKILLS_TABS, SkillsFocus, SkillsState};
+use crate::report::model::exposure;
 use crate::store::learning::SpaceProgress;
 use crate::tui::screens::{Hits, Shared, list_top, record_tabs};
 use crate::tui::skilldoc::{DocLine, gutter};
@@ -24,6 +25,95 @@ pub const SIDE_BY_SIDE: u16 = 100;
 /// Width of the list column when side by side.
 const LIST_W: u16 = 38;
 
+/// A run without learning spaces: the skills each condition's trials saw (curated included),
+/// where each came from and which trials used it — the analysis's skill exposure
+/// ([`crate::analysis::exposure::SkillTally`]) under its legend, scrolled with the cursor keys.
+fn seen_skills(f: &mut Frame, area: Rect, t: &Theme, sk: &mut SkillsState) {
+    let block = framed(t, "skills the trials saw", true);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let width = inner.width as usize;
+    let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
+        fit(
+            "No learning space learns from this run yet (`skillscope learn` or an experiment's learn phase creates them).",
+            width,
+        ),
+        t.dim,
+    ))];
+    let results = sk.seen.as_ref().and_then(|d| d.results.as_ref());
+    match results {
+        None => lines.push(Line::from(Span::styled(
+            if sk.seen.is_some() {
+                "No trial has finished yet: the skills its trials saw show once one has."
+            } else {
+                "loading the skills the trials saw…"
+            },
+            t.dim,
+        ))),
+        Some(r) if r.exposure.conditions.iter().all(|c| c.skills.is_empty()) => {
+            lines.push(Line::from(Span::styled(
+                "No trial of this run could see a skill (other than its harness's own).",
+                t.text,
+            )));
+        }
+        Some(r) => {
+            lines.push(Line::from(Span::styled(
+                "The skills each condition's trials saw, and which trials used each:",
+                t.text,
+            )));
+            for c in r
+                .exposure
+                .conditions
+                .iter()
+                .filter(|c| !c.skills.is_empty())
+            {
+                lines.push(Line::default());
+                let name = crate::skillsbench::condition::condition_label(&c.condition);
+                let mut head = vec![Span::styled(c.label.clone(), t.header)];
+                if name != c.label {
+                    head.push(Span::styled(format!(" {name}"), t.text));
+                }
+                lines.push(Line::from(head));
+                for k in &c.skills {
+                    let used = match (k.known, k.used_by.len()) {
+                        (0, _) => "use unknown (no model trajectory)".to_string(),
+                        (n, 0) => format!("used by none of the {n} whose use is known"),
+                        (n, u) => format!("used by {u} of {n}: {}", k.used_by.join(", ")),
+                    };
+                    let style = if k.origin == "stray" {
+                        t.warn
+                    } else {
+                        t.accent
+                    };
+                    lines.extend(hanging(
+                        vec![Span::styled(format!("  {}  ", k.skill), style)],
+                        Span::styled(
+                            format!(
+                                "{} · seen by {} · {used}",
+                                k.origin,
+                                crate::format::count(k.seen, "trial", "trials")
+                            ),
+                            t.dim,
+                        ),
+                        width,
+                    ));
+                }
+            }
+            lines.push(Line::default());
+            lines.extend(hanging(
+                Vec::new(),
+                Span::styled(exposure::LEGEND.to_string(), t.dim),
+                width,
+            ));
+        }
+    }
+    let page = inner.height as usize;
+    sk.page = page;
+    sk.scroll = sk.scroll.min(lines.len().saturating_sub(page));
+    let shown: Vec<Line> = lines.into_iter().skip(sk.scroll).take(page).collect();
+    f.render_widget(Paragraph::new(shown), inner);
+}
+
 /// Draws the skill browser into `area`.
 pub fn draw(f: &mut Frame, area: Rect, cx: Shared, sk: &mut SkillsState, hits: &mut Hits) {
     let t = cx.theme;
@@ -36,18 +126,7 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, sk: &mut SkillsState, hits: &
     );
     record_tabs(hits, head, &SKILLS_TABS);
     if spaces.is_empty() {
-        let p = Paragraph::new(vec![
-            Line::from(Span::styled(
-                "No learning space learns from this run yet.",
-                t.text,
-            )),
-            Line::from(Span::styled(
-                "`skillscope learn` or the learn phase of `skillscope experiment` creates them.",
-                t.dim,
-            )),
-        ])
-        .block(framed(t, "skill browser", true));
-        f.render_widget(p, body);
+        seen_skills(f, body, t, sk);
         return;
     }
     let space = &spaces[sk.space.min(spaces.len() - 1)];

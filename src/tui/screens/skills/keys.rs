@@ -12,9 +12,11 @@ impl SkillsState {
     pub fn open(space_id: Option<i64>, theme: &Theme) -> (SkillsState, Vec<Effect>) {
         let mut sk = SkillsState::new(0, space_id);
         sk.rebuild_doc(theme);
-        let effects = space_id
-            .map(|id| vec![Effect::Request(Request::Skills(Some(id)))])
-            .unwrap_or_default();
+        // Without a learning space: the skills the conditions' trials saw, from the analysis.
+        let effects = match space_id {
+            Some(id) => vec![Effect::Request(Request::Skills(Some(id)))],
+            None => vec![Effect::Request(Request::Results(true))],
+        };
         (sk, effects)
     }
 
@@ -39,7 +41,11 @@ impl SkillsState {
                 effects.push(Effect::Request(Request::Skills(Some(id))));
             }
         }
-        let close = Effect::Request(Request::Skills(None));
+        let close = if ids.is_empty() {
+            Effect::Request(Request::Results(false))
+        } else {
+            Effect::Request(Request::Skills(None))
+        };
         let page = self.page.max(1) as isize;
         let delta: Option<isize> = match action {
             Action::Up => Some(-1),
@@ -109,6 +115,11 @@ impl SkillsState {
         });
         if self.tab == 1 {
             self.session = step(self.session, n_steps, d);
+            return false;
+        }
+        if ids.is_empty() {
+            // The skills the trials saw: one scrolled list (drawing keeps it on the screen).
+            self.scroll = (self.scroll as isize).saturating_add(d).max(0) as usize;
             return false;
         }
         match self.focus {

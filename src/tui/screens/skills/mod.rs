@@ -1,4 +1,5 @@
-//! Skill browser: the run's learning spaces → a space's skills (origin: curated, learned, or
+//! Skill browser: on a run without learning spaces, the skills each condition's trials saw
+//! (curated included) with which trials used each; else the run's learning spaces → a space's skills (origin: curated, learned, or
 //! curated+learned) → a skill's files, with the selected file on the right — SKILL.md rendered as
 //! Markdown with learned SOP and Warning entries marked, or the diff curated → learned (`d`) — and
 //! the trials each skill came from. A second tab lists the space's sessions: every learn step in
@@ -27,7 +28,7 @@ use std::sync::Arc;
 
 use crate::tui::skilldoc::{self, DocLine};
 use crate::tui::theme::Theme;
-use crate::tui::worker::analysis::RubricData;
+use crate::tui::worker::analysis::{ResultsData, RubricData};
 use crate::tui::worker::{SkillBrowser, SkillEntry};
 
 /// Tabs of the skill browser.
@@ -100,6 +101,9 @@ pub struct SkillsState {
     pub doc_rows: usize,
     /// First drawn row of the skills, files and sessions lists, kept by drawing.
     pub tops: [usize; 3],
+    /// A run without learning spaces: the analysis whose skill exposure says which skills each
+    /// condition's trials saw and which trials used each (`None` until it arrives).
+    pub seen: Option<Arc<ResultsData>>,
 }
 
 impl SkillsState {
@@ -121,6 +125,7 @@ impl SkillsState {
             page: 20,
             doc_rows: 0,
             tops: Default::default(),
+            seen: None,
         }
     }
 

@@ -21,6 +21,10 @@ pub fn run_log(db: &Path, run: &str) -> PathBuf {
 /// from `/dev/null`: what a process does when its terminal is gone. Every line written after
 /// carries the time ([`crate::console::stamp_lines`]).
 ///
+/// What the standard output still buffers was meant for the terminal that is gone (the
+/// dashboard's last frame, whose write failed: escape sequences) and is flushed into
+/// `/dev/null` first, so none of it reaches the log.
+///
 /// # Errors
 /// The log cannot be opened.
 pub fn redirect_output(log: &Path) -> std::io::Result<()> {
@@ -30,8 +34,18 @@ pub fn redirect_output(log: &Path) -> std::io::Result<()> {
         .append(true)
         .open(log)?;
     let null = std::fs::File::open("/dev/null")?;
+    let sink = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
     unsafe {
         libc::dup2(null.as_raw_fd(), 0);
+        libc::dup2(sink.as_raw_fd(), 1);
+        libc::dup2(sink.as_raw_fd(), 2);
+    }
+    {
+        use std::io::Write;
+        let _ = std::io::stdout().flush();
+        let _ = std::io::stderr().flush();
+    }
+    unsafe {
         libc::dup2(file.as_raw_fd(), 1);
         libc::dup2(file.as_raw_fd(), 2);
     }

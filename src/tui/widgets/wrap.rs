@@ -79,9 +79,18 @@ pub fn wrap(line: &Line<'static>, width: usize) -> Vec<Line<'static>> {
 /// `head` (a label, say) and then `text` wrapped into the columns left of `width`, the rows after
 /// the first indented under the end of `head`: a long value read whole under its label.
 pub fn hanging(head: Vec<Span<'static>>, text: Span<'static>, width: usize) -> Vec<Line<'static>> {
+    hanging_line(head, Line::from(text), width)
+}
+
+/// [`hanging`] of a line of several styled spans.
+pub fn hanging_line(
+    head: Vec<Span<'static>>,
+    text: Line<'static>,
+    width: usize,
+) -> Vec<Line<'static>> {
     let head_w: usize = head.iter().map(|s| s.width()).sum();
     let room = width.saturating_sub(head_w).max(8);
-    wrap(&Line::from(text), room)
+    wrap(&text, room)
         .into_iter()
         .enumerate()
         .map(|(i, row)| {

@@ -231,19 +231,7 @@ fn cut_or_wrap(line: Line<'static>, width: usize, whole: bool) -> Vec<Line<'stat
     let rest: Vec<Span<'static>> = spans.collect();
     let room = width.saturating_sub(head_w).max(8);
     if whole {
-        return wrap::wrap(&Line::from(rest), room)
-            .into_iter()
-            .enumerate()
-            .map(|(i, row)| {
-                let mut out = vec![if i == 0 {
-                    head.clone()
-                } else {
-                    Span::raw(" ".repeat(head_w))
-                }];
-                out.extend(row.spans);
-                Line::from(out)
-            })
-            .collect();
+        return wrap::hanging_line(vec![head], Line::from(rest), width);
     }
     // Cut: the spans up to `room - 1` columns, then `…` in the last span's style.
     let mut out = vec![head];

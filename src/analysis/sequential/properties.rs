@@ -1,7 +1,8 @@
 //! Property tests of the sequential designs over random stage counts and information fractions
 //! (`proptest`):
 //!
-//! - O'Brien–Fleming efficacy bounds decrease from stage to stage;
+//! - O'Brien–Fleming efficacy bounds decrease from stage to stage over equal information
+//!   fractions (over unequal ones two close looks may raise the later bound), and are finite;
 //! - the cumulative α spent is increasing and never above α;
 //! - the type-I error of the design under the null, by the recursion, is α within 1e-6 (and the
 //!   futility bounds, being non-binding, do not change the efficacy bounds);
@@ -49,9 +50,16 @@ proptest! {
     fn designs_keep_their_invariants(t in fractions(), equal in any::<bool>(), futility in any::<bool>()) {
         let t = if equal { Design::equal_fractions(t.len()) } else { t };
         let d = Design::obrien_fleming(&t, 0.025, 0.2, futility).unwrap();
-        for w in d.efficacy.windows(2) {
-            prop_assert!(w[1] < w[0], "bounds not decreasing: {:?} at {:?}", d.efficacy, t);
+        // O'Brien–Fleming bounds fall look after look over equal fractions. Over unequal ones
+        // they need not: between two close looks the α spent grows like Δt while the chance of
+        // a first crossing at an unchanged bound grows like √Δt, so the later bound may be
+        // higher (t = [0.04, 0.31, 0.72, 0.76, 1] gives 2.395 then 2.411).
+        if equal {
+            for w in d.efficacy.windows(2) {
+                prop_assert!(w[1] < w[0], "bounds not decreasing: {:?} at {:?}", d.efficacy, t);
+            }
         }
+        prop_assert!(d.efficacy.iter().all(|b| b.is_finite() && *b > 0.0), "{:?}", d.efficacy);
         let mut last = 0.0;
         for a in &d.alpha_spent {
             prop_assert!(*a >= last && *a <= 0.025 + 1e-15, "{:?}", d.alpha_spent);

@@ -121,8 +121,18 @@ fn trials_where(
     clause: &str,
     p: impl rusqlite::Params,
 ) -> Result<Vec<TrialRow>, StoreError> {
+    trials_from(conn, "trials", clause, p)
+}
+
+/// [`trials_where`] over `from` (`trials`, or `trials INDEXED BY <index>`).
+fn trials_from(
+    conn: &Connection,
+    from: &str,
+    clause: &str,
+    p: impl rusqlite::Params,
+) -> Result<Vec<TrialRow>, StoreError> {
     let mut st = conn.prepare(&format!(
-        "SELECT {} FROM trials WHERE {clause}",
+        "SELECT {} FROM {from} WHERE {clause}",
         trial_cols()
     ))?;
     let rows = st.query_map(p, trial_from_row)?;
@@ -190,13 +200,15 @@ pub fn trial_folders(conn: &Connection, run_id: i64) -> Result<Vec<TrialFolder>,
 }
 
 /// The latest attempts of a run whose agent was flagged for tampering (`tamper` set), in task,
-/// condition, trial order.
+/// condition, trial order. They are few: the partial index `trials_tampered` holds only them,
+/// so the query reads no other row (the `(run_id, superseded)` indexes would visit every one).
 ///
 /// # Errors
 /// [`StoreError`] when the database fails.
 pub fn tampered_trials(conn: &Connection, run_id: i64) -> Result<Vec<TrialRow>, StoreError> {
-    trials_where(
+    trials_from(
         conn,
+        "trials INDEXED BY trials_tampered",
         "run_id = ?1 AND superseded = 0 AND tamper IS NOT NULL ORDER BY task_id, condition, trial_index",
         [run_id],
     )

@@ -91,30 +91,48 @@ pub fn skills_seen(
     condition: &str,
 ) -> Result<std::collections::BTreeMap<String, SkillsSeen>, StoreError> {
     let mut out: std::collections::BTreeMap<String, SkillsSeen> = Default::default();
+    // One row per (trial, skill use), or one with NULLs for a trial with no use: one probe of
+    // `skill_uses`' primary key per trial (two correlated sub-queries per trial cost 4× more at
+    // 10⁶ trials, issue 37). A trial shows skills when it kept a trajectory or used one.
     let mut st = conn.prepare_cached(
-        "SELECT t.task_id,
-                t.trajectory_path IS NOT NULL
-                  OR EXISTS (SELECT 1 FROM skill_uses WHERE trial_id = t.id),
-                (SELECT json_group_array(DISTINCT skill) FROM skill_uses WHERE trial_id = t.id)
-         FROM trials t
+        "SELECT t.id, t.task_id, t.trajectory_path IS NOT NULL, u.skill
+         FROM trials t LEFT JOIN skill_uses u ON u.trial_id = t.id
          WHERE t.run_id = ?1 AND t.condition = ?2 AND t.superseded = 0",
     )?;
-    let rows = st.query_map(params![run_id, condition], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, bool>(1)?,
-            r.get::<_, Option<String>>(2)?,
-        ))
-    })?;
-    for row in rows {
-        let (task, has, skills) = row?;
-        let e = out.entry(task).or_default();
-        e.with_trajectory += usize::from(has);
-        let names: Vec<String> = skills
-            .as_deref()
-            .and_then(|j| serde_json::from_str(j).ok())
-            .unwrap_or_default();
-        e.skills.extend(names);
+    // Per task, the ids of its attempts that show skills (an attempt has one row per use, so
+    // the same id can come more than once; counted after sorting).
+    let mut attempts: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    let mut rows = st.query(params![run_id, condition])?;
+    while let Some(r) = rows.next()? {
+        let id: i64 = r.get(0)?;
+        let decode = |e: rusqlite::types::FromSqlError| {
+            StoreError::Decode(format!("trials.task_id or skill_uses.skill: {e}"))
+        };
+        let task = r.get_ref(1)?.as_str().map_err(decode)?;
+        let trajectory: bool = r.get(2)?;
+        let skill = r.get_ref(3)?.as_str_or_null().map_err(decode)?;
+        let e = match out.get_mut(task) {
+            Some(e) => e,
+            None => out.entry(task.to_string()).or_default(),
+        };
+        if let Some(skill) = skill.filter(|s| !e.skills.contains(*s)) {
+            e.skills.insert(skill.to_string());
+        }
+        if trajectory || skill.is_some() {
+            match attempts.get_mut(task) {
+                Some(ids) => ids.push(id),
+                None => {
+                    attempts.insert(task.to_string(), vec![id]);
+                }
+            }
+        }
+    }
+    for (task, mut ids) in attempts {
+        ids.sort_unstable();
+        ids.dedup();
+        if let Some(e) = out.get_mut(&task) {
+            e.with_trajectory = ids.len();
+        }
     }
     Ok(out)
 }

@@ -139,4 +139,101 @@ mod tests {
         close_command(&c, id, false, "still queued").unwrap();
         assert!(pending_commands(&c, run.id).unwrap().is_empty());
     }
+
+    /// What each task's latest attempts show of skills: an attempt counts once whether it kept a
+    /// trajectory, recorded uses, or both (several uses of one skill included); an attempt with
+    /// neither is not counted; a superseded attempt and another condition are not read.
+    #[test]
+    fn skills_seen_counts_each_attempt_once_and_each_skill_once() {
+        let c = db();
+        let run = new_run(&c);
+        let add = |task: &str, cond: &str, i: u32, a: u32, superseded: bool, traj: bool| {
+            insert_trial(
+                &c,
+                &TrialRow {
+                    run_id: run.id,
+                    task_id: task.into(),
+                    condition: cond.into(),
+                    trial_index: i,
+                    attempt: a,
+                    superseded,
+                    trial_name: format!("{task}-{cond}-{i}-{a}"),
+                    trajectory_path: traj.then(|| "agent/trajectory.json".to_string()),
+                    ..Default::default()
+                },
+            )
+            .unwrap()
+        };
+        let uses = |names: &[(&str, &str)]| -> Vec<SkillUseRow> {
+            names
+                .iter()
+                .map(|(skill, kind)| SkillUseRow {
+                    skill: skill.to_string(),
+                    kind: kind.to_string(),
+                    first_step: Some(1),
+                    count: 1,
+                })
+                .collect()
+        };
+        let both = add("a", "curated", 1, 1, false, true);
+        let uses_only = add("a", "curated", 2, 1, false, false);
+        let _neither = add("a", "curated", 3, 1, false, false);
+        let old = add("b", "curated", 1, 1, true, true);
+        let _latest = add("b", "curated", 1, 2, false, false);
+        let other = add("a", "no-skills", 1, 1, false, true);
+        set_skill_uses(
+            &c,
+            both,
+            &uses(&[("pdf", "read"), ("pdf", "shell"), ("xlsx", "read")]),
+        )
+        .unwrap();
+        set_skill_uses(&c, uses_only, &uses(&[("pdf", "invoke")])).unwrap();
+        set_skill_uses(&c, old, &uses(&[("stale", "read")])).unwrap();
+        set_skill_uses(&c, other, &uses(&[("elsewhere", "read")])).unwrap();
+        let seen = crate::store::invocations::skills_seen(&c, run.id, "curated").unwrap();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen["a"].with_trajectory, 2);
+        assert_eq!(
+            seen["a"].skills.iter().collect::<Vec<_>>(),
+            vec!["pdf", "xlsx"]
+        );
+        assert_eq!(seen["b"].with_trajectory, 0);
+        assert!(seen["b"].skills.is_empty());
+    }
+
+    /// The flagged latest attempts, found through the partial index.
+    #[test]
+    fn tampered_trials_lists_only_flagged_latest_attempts() {
+        let c = db();
+        let run = new_run(&c);
+        let flag = Some(serde_json::json!({"flagged": 1, "paths": ["C /bin/sh"]}));
+        for (task, attempt, superseded, tamper) in [
+            ("b", 1, false, flag.clone()),
+            ("a", 1, true, flag.clone()),
+            ("a", 2, false, flag.clone()),
+            ("c", 1, false, None),
+        ] {
+            insert_trial(
+                &c,
+                &TrialRow {
+                    run_id: run.id,
+                    task_id: task.into(),
+                    condition: "curated".into(),
+                    trial_index: 1,
+                    attempt,
+                    superseded,
+                    trial_name: format!("{task}-{attempt}"),
+                    tamper,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        let got: Vec<(String, u32)> = tampered_trials(&c, run.id)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.task_id, t.attempt))
+            .collect();
+        assert_eq!(got, vec![("a".to_string(), 2), ("b".to_string(), 1)]);
+    }
 }

@@ -234,14 +234,20 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64, level: f64) -> Opt
     if n < 2 || resamples == 0 {
         return None;
     }
-    let mut means: Vec<f64> = Vec::with_capacity(resamples);
-    for_each_resample(n, resamples, seed, |draws| {
-        let mut sum = 0.0;
-        for i in draws {
-            sum += values[i];
+    let mut means: Vec<f64> = match memo_stream(n, resamples, seed) {
+        Some(stream) => stream_means(values, &stream),
+        None => {
+            let mut means = Vec::with_capacity(resamples);
+            for_each_resample(n, resamples, seed, |draws| {
+                let mut sum = 0.0;
+                for i in draws {
+                    sum += values[i];
+                }
+                means.push(sum / n as f64);
+            });
+            means
         }
-        means.push(sum / n as f64);
-    });
+    };
     means.sort_by(f64::total_cmp);
     Some(
         CiMethod {
@@ -251,6 +257,42 @@ pub fn bootstrap(values: &[f64], resamples: usize, seed: u64, level: f64) -> Opt
         }
         .interval(&means),
     )
+}
+
+/// The mean of `values` in each resample of a memoized `stream` (`values.len()` draws per
+/// resample), in resample order. Each mean sums its draws in order, exactly as
+/// [`for_each_resample`] would, so the means are the same bit for bit; a large stream (≥ 2²⁰
+/// draws: 10,000 resamples of 2,000 tasks is 2·10⁷) is split into contiguous runs of resamples,
+/// one per core (at most 4), and the runs are put back in order.
+fn stream_means(values: &[f64], stream: &[u16]) -> Vec<f64> {
+    let n = values.len();
+    let mean = |draws: &[u16]| {
+        let mut sum = 0.0;
+        for &i in draws {
+            sum += values[usize::from(i)];
+        }
+        sum / n as f64
+    };
+    let threads = if stream.len() < 1 << 20 {
+        1
+    } else {
+        std::thread::available_parallelism().map_or(1, |t| t.get().min(4))
+    };
+    if threads <= 1 {
+        return stream.chunks_exact(n).map(mean).collect();
+    }
+    let per_thread = (stream.len() / n).div_ceil(threads) * n;
+    let mean = &mean;
+    std::thread::scope(|s| {
+        let parts: Vec<_> = stream
+            .chunks(per_thread)
+            .map(|part| s.spawn(move || part.chunks_exact(n).map(mean).collect::<Vec<f64>>()))
+            .collect();
+        parts
+            .into_iter()
+            .flat_map(|p| p.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
 }
 
 /// Calls `each` once per resample, in order, with the `n` task indices it draws: `resamples`
@@ -406,6 +448,39 @@ pub fn mc_band(sorted: &[f64], q: f64) -> [f64; 2] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A memoized interval is the one drawn afresh, bit for bit, also when its stream is large
+    /// enough to be summed on several threads (2,000 tasks × 1,000 resamples = 2·10⁶ draws) and
+    /// when it is small; and the parallel means come back in resample order.
+    #[test]
+    fn memoized_and_threaded_intervals_equal_fresh_ones() {
+        let mut rng = ChaCha8Rng::seed_from_u64(5);
+        for (n, resamples) in [(2_000, 1_000), (7, 300)] {
+            let values: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1.0)).collect();
+            let fresh = bootstrap(&values, resamples, 42, 0.95).unwrap();
+            let (memo, again) = memoized(|| {
+                (
+                    bootstrap(&values, resamples, 42, 0.95).unwrap(),
+                    bootstrap(&values, resamples, 42, 0.95).unwrap(),
+                )
+            });
+            assert_eq!(fresh, memo);
+            assert_eq!(fresh, again);
+            let stream = memoized(|| memo_stream(n, resamples, 42).unwrap());
+            let mut sequential = Vec::new();
+            for_each_resample(n, resamples, 42, |draws| {
+                sequential.push(draws.map(|i| values[i]).sum::<f64>() / n as f64);
+            });
+            let threaded = stream_means(&values, &stream);
+            assert_eq!(threaded.len(), resamples);
+            assert!(
+                threaded
+                    .iter()
+                    .zip(&sequential)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+            );
+        }
+    }
 
     #[test]
     fn percentiles_interpolate_like_numpy() {

@@ -128,6 +128,46 @@ impl Provenance {
     }
 }
 
+impl Provenance {
+    /// What run `run` ran with, from its rows: its task set (`tasks`) with each task's digest
+    /// when the run began (`run_tasks.digest`) and every digest its current attempts `trials`
+    /// recorded, its agent and model with every attempt's agent settings, its conditions, and the
+    /// trials `plan` planned per task of its conditions (a task a condition
+    /// did not run is left out). Skill exposure is not compared.
+    pub fn of_run(
+        run: &super::RunRow,
+        tasks: &[super::RunTaskRow],
+        trials: &[super::TrialRow],
+        plan: &super::TrialPlan,
+    ) -> Provenance {
+        let mut digests: BTreeMap<String, BTreeSet<String>> = tasks
+            .iter()
+            .map(|t| (t.task_id.clone(), t.digest.iter().cloned().collect()))
+            .collect();
+        let mut p = Provenance::default();
+        p.harness.insert(run.agent.clone());
+        p.model.extend(run.model.clone());
+        for t in trials {
+            if let (Some(d), Some(set)) = (&t.task_digest, digests.get_mut(&t.task_id)) {
+                set.insert(d.clone());
+            }
+            if let Some(s) = &t.agent_settings {
+                p.add_agent_settings(s);
+            }
+        }
+        p.tasks = Some(digests);
+        p.trials = Some(
+            tasks
+                .iter()
+                .flat_map(|t| run.conditions.iter().map(|c| plan.of(&t.task_id, c)))
+                .filter(|&n| n > 0)
+                .collect(),
+        );
+        p.conditions = Some(run.conditions.clone());
+        p
+    }
+}
+
 /// One field that differs between a baseline (or comparison's second side) and the other side.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mismatch {

@@ -51,7 +51,10 @@ impl<'a> Pipeline<'a> {
         setup: &'a ExperimentSetup,
     ) -> Result<Pipeline<'a>, ExperimentError> {
         let name = setup.plan.name();
-        let r1 = format!("{name}-round1");
+        let r1 = match &setup.baseline {
+            Some(b) => b.run.clone(),
+            None => format!("{name}-round1"),
+        };
         let r2 = format!("{name}-round2");
         let ledger = ExperimentLedger::register(
             &x.store,
@@ -62,6 +65,14 @@ impl<'a> Pipeline<'a> {
         )
         .await?;
         let exp = ledger.experiment().clone();
+        if setup.baseline.is_some() && exp.round1_run != r1 {
+            return Err(ExperimentError::Baseline(format!(
+                "--baseline-from {r1}: experiment {name} already has round 1 as run {}; give the plan another name to reuse {r1}",
+                exp.round1_run
+            )));
+        }
+        // A resumed experiment keeps the round-1 run it was registered with.
+        let (r1, r2) = (exp.round1_run.clone(), exp.round2_run.clone());
         let mut p = Pipeline {
             x,
             setup,
@@ -93,6 +104,9 @@ impl<'a> Pipeline<'a> {
         let (name, r1) = (&self.name, &self.r1);
         let mut conditions = vec![Condition::NoSkills, Condition::Curated];
         conditions.extend(self.condition_c.clone());
+        if self.setup.baseline.is_some() || *r1 != format!("{name}-round1") {
+            return self.reuse_baseline(&conditions).await;
+        }
         let which = if conditions.len() == 3 {
             "A, B and C"
         } else {
@@ -106,6 +120,50 @@ impl<'a> Pipeline<'a> {
         if !self.x.round(req).await?.finished {
             return Ok(Step::Stopped);
         }
+        self.ledger.set_phase("learn", None).await?;
+        Ok(Step::Next)
+    }
+
+    /// Round 1 reused from the stored run the experiment was registered with
+    /// (`--baseline-from`): checked against the plan's round 1 ([`super::baseline::check`]),
+    /// recorded, and the experiment moves on to learning. Resumed without the flag, the run is
+    /// checked again with no drift accepted.
+    async fn reuse_baseline(&mut self, conditions: &[Condition]) -> Result<Step, ExperimentError> {
+        let (name, r1) = (self.name.clone(), self.r1.clone());
+        let from = self
+            .setup
+            .baseline
+            .clone()
+            .unwrap_or_else(|| super::baseline::BaselineFrom {
+                run: r1.clone(),
+                allow: Vec::new(),
+            });
+        let plan = super::baseline::planned(self.setup, conditions).await?;
+        let store = self.x.store.clone();
+        let checked = tokio::task::spawn_blocking(move || {
+            super::baseline::check(&store, &name, &from, &plan)
+        })
+        .await
+        .map_err(|e| ExperimentError::Plan(e.to_string()))??;
+        let accepted = if checked.accepted.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; drift accepted with --allow-drift: {}",
+                checked
+                    .accepted
+                    .iter()
+                    .map(|m| m.describe("run", "plan"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        };
+        let message = format!(
+            "{}: round 1 reused from run {} ({}, database {}) — not run again{accepted}",
+            self.name, checked.run, checked.source, checked.db
+        );
+        self.ledger.put_baseline(checked).await?;
+        self.x.say(&r1, "info", &message).await;
         self.ledger.set_phase("learn", None).await?;
         Ok(Step::Next)
     }

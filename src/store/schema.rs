@@ -393,6 +393,20 @@ CREATE TABLE experiments (
         // the whole record is the trial's `agent/tamper.json`). NULL: nothing flagged. A flagged
         // attempt is judged a failure of the agent.
         "ALTER TABLE trials ADD COLUMN tamper TEXT;",
+        // A reused baseline (issue 38): the stored run an experiment took round 1's conditions
+        // from (`experiment --baseline-from RUN`) instead of running them — its name and id,
+        // where it came from (`native`, or the import's source), the database it was read in,
+        // when it was checked, and the differences `--allow-drift FIELD` accepted (JSON array of
+        // `domain::provenance::Mismatch`).
+        "CREATE TABLE experiment_baselines (
+                 experiment  TEXT PRIMARY KEY,
+                 run         TEXT NOT NULL,
+                 run_id      INTEGER NOT NULL,
+                 source      TEXT NOT NULL,
+                 db          TEXT NOT NULL,
+                 checked_at  TEXT NOT NULL,
+                 accepted    TEXT NOT NULL DEFAULT '[]'
+             );",
 ];
 
 /// All migrations, oldest first ([`UP`]).

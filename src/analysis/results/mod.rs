@@ -218,6 +218,10 @@ pub struct Results {
     /// The trials flagged for tampering, per condition, and the rule they were scored by
     /// ([`super::tamper`]).
     pub tamper: super::tamper::Tampering,
+    /// The run an experiment reused as round 1 (`--baseline-from`) and the drift it accepted;
+    /// `None` when round 1 ran in the experiment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<lq::BaselineRow>,
 }
 
 /// An experiment's comparisons: round 1's own curated effect B vs A (the SkillsBench paper's
@@ -370,6 +374,11 @@ fn analyze_selection(
             _ => None,
         };
     let mut results = analyze_tasks(&loaded, scoring, round2_tasks.as_ref());
+    if let Some(b) = lq::find_baseline(conn, name)? {
+        let at = usize::from(results.interim.is_some()).min(results.notes.len());
+        results.notes.insert(at, baseline_note(&b, &results.conditions));
+        results.baseline = Some(b);
+    }
     results.hypotheses = super::hypotheses::answer(
         "all tasks",
         &measured(&results.conditions),
@@ -425,6 +434,41 @@ fn analyze_selection(
     subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
     attach_tamper(conn, &loaded, &mut results)?;
     Ok(results)
+}
+
+/// The note that marks an experiment's reused round-1 conditions and where they came from
+/// (`experiment --baseline-from`), with the differences `--allow-drift` accepted.
+fn baseline_note(b: &lq::BaselineRow, conditions: &[ConditionResult]) -> String {
+    let labels: Vec<&str> = conditions
+        .iter()
+        .filter(|c| c.run == b.run)
+        .map(|c| c.label.as_str())
+        .collect();
+    let accepted = if b.accepted.is_empty() {
+        "it matched the plan in every field checked".to_string()
+    } else {
+        format!(
+            "drift accepted with --allow-drift: {}",
+            b.accepted
+                .iter()
+                .map(|m| m.describe("run", "plan"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    format!(
+        "Reused baseline: condition(s) {} were not run by this experiment but taken from run {} (id {}, {}, database {}), checked against the plan on {}; {accepted}.",
+        if labels.is_empty() {
+            "of round 1".to_string()
+        } else {
+            labels.join(", ")
+        },
+        b.run,
+        b.run_id,
+        b.source,
+        b.db,
+        b.checked_at
+    )
 }
 
 /// Lists the trials of each condition flagged for tampering ([`super::tamper`]), over the
@@ -675,5 +719,6 @@ fn analyze_tasks(
         round2_skills: Vec::new(),
         exposure: Default::default(),
         tamper: Default::default(),
+        baseline: None,
     }
 }

@@ -173,7 +173,10 @@ pub fn check(
                 .map(|m| m.describe("run", "plan"))
                 .collect::<Vec<_>>()
                 .join("; "),
-            fields.into_iter().collect::<Vec<_>>().join(" --allow-drift ")
+            fields
+                .into_iter()
+                .collect::<Vec<_>>()
+                .join(" --allow-drift ")
         )));
     }
     Ok(BaselineRow {

@@ -355,6 +355,7 @@ fn analyze_selection(
         let mut results = analyze_tasks(&loaded, scoring, None);
         subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
         attach_tamper(conn, &loaded, &mut results)?;
+        attach_drift(&loaded, &mut results);
         return Ok(results);
     };
     let e = lq::find_experiment(conn, name)?
@@ -376,7 +377,9 @@ fn analyze_selection(
     let mut results = analyze_tasks(&loaded, scoring, round2_tasks.as_ref());
     if let Some(b) = lq::find_baseline(conn, name)? {
         let at = usize::from(results.interim.is_some()).min(results.notes.len());
-        results.notes.insert(at, baseline_note(&b, &results.conditions));
+        results
+            .notes
+            .insert(at, baseline_note(&b, &results.conditions));
         results.baseline = Some(b);
     }
     results.hypotheses = super::hypotheses::answer(
@@ -433,7 +436,57 @@ fn analyze_selection(
     }
     subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
     attach_tamper(conn, &loaded, &mut results)?;
+    attach_drift(&loaded, &mut results);
     Ok(results)
+}
+
+/// Fills each comparison's [`Comparison::drift`]: what its two sides' latest attempts ran with
+/// ([`tally::Ran`]: harness, version, model, sampling, each task's digest) and whether the
+/// harness's own skills were switched off ([`super::exposure`]), compared once
+/// ([`crate::domain::provenance::compare`]); the task sets are left out (a task one side did not
+/// run is listed as not run already).
+fn attach_drift(loaded: &Loaded, results: &mut Results) {
+    use crate::domain::provenance::{Field, Provenance, compare};
+    let of = |label: &str| -> Option<Provenance> {
+        let c = results.conditions.iter().find(|c| c.label == label)?;
+        let run = loaded.runs.iter().find(|r| r.name == c.run)?;
+        let mut p = loaded
+            .tally
+            .provenance
+            .get(&(run.id, c.condition.clone()))?
+            .provenance();
+        p.skill_exposure = results
+            .exposure
+            .conditions
+            .iter()
+            .find(|e| e.label == label)
+            .filter(|e| e.harness > 0)
+            .map(|e| {
+                let mut set = std::collections::BTreeSet::new();
+                if e.builtins_off > 0 {
+                    set.insert("harness skills off".to_string());
+                }
+                if e.with_builtins > 0 {
+                    set.insert("harness skills offered".to_string());
+                }
+                set
+            });
+        Some(p)
+    };
+    let drifts: Vec<Vec<crate::domain::provenance::Mismatch>> = results
+        .comparisons
+        .iter()
+        .map(|c| match (of(&c.with), of(&c.without)) {
+            (Some(w), Some(wo)) => compare(&w, &wo)
+                .into_iter()
+                .filter(|m| m.field != Field::Tasks)
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    for (c, d) in results.comparisons.iter_mut().zip(drifts) {
+        c.drift = d;
+    }
 }
 
 /// The note that marks an experiment's reused round-1 conditions and where they came from

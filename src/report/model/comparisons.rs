@@ -187,7 +187,8 @@ pub fn table(r: &Results) -> Table {
     let mut t = Table::new("comparisons", "comparison", columns);
     for c in &r.comparisons {
         let mut delta = Cell::pp(c.delta_pp, c.delta_undefined.as_deref());
-        let notes = r.exposure.notes_of(&c.name);
+        let mut notes = r.exposure.notes_of(&c.name).to_vec();
+        notes.extend(c.drift_note());
         if !notes.is_empty() && c.delta_pp.is_some() {
             delta = delta.noted(notes.join("; "));
         }

@@ -54,7 +54,10 @@ pub fn put_baseline(conn: &Connection, row: &BaselineRow) -> Result<(), StoreErr
 ///
 /// # Errors
 /// SQL errors; [`StoreError::Decode`] for an unreadable `accepted` list.
-pub fn find_baseline(conn: &Connection, experiment: &str) -> Result<Option<BaselineRow>, StoreError> {
+pub fn find_baseline(
+    conn: &Connection,
+    experiment: &str,
+) -> Result<Option<BaselineRow>, StoreError> {
     let row = conn
         .query_row(
             "SELECT experiment, run, run_id, source, db, checked_at, accepted

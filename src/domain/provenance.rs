@@ -104,7 +104,7 @@ pub struct Provenance {
     pub version: BTreeSet<String>,
     /// Models.
     pub model: BTreeSet<String>,
-    /// Sampling settings, each a JSON object's text.
+    /// Sampling settings, each a JSON object's text (`none` for an empty one).
     pub sampling: BTreeSet<String>,
     /// Trials per task and condition (distinct counts). `None`: not compared.
     pub trials: Option<BTreeSet<u32>>,
@@ -122,8 +122,12 @@ impl Provenance {
         self.harness.extend(text("harness"));
         self.version.extend(text("version"));
         self.model.extend(text("model"));
-        if let Some(s) = settings.get("sampling").filter(|s| s.is_object()) {
-            self.sampling.insert(s.to_string());
+        if let Some(s) = settings.get("sampling").and_then(|s| s.as_object()) {
+            self.sampling.insert(if s.is_empty() {
+                "none".to_string()
+            } else {
+                serde_json::Value::Object(s.clone()).to_string()
+            });
         }
     }
 }
@@ -191,6 +195,10 @@ impl Mismatch {
             Some(t) => format!("{} of {t}", self.field),
             None => self.field.to_string(),
         };
+        if self.field == Field::Trajectories {
+            // What the plan needs is a requirement, not a value.
+            return format!("{what}: {left} {}; {}", self.left, self.right);
+        }
         format!("{what}: {left} {} ≠ {right} {}", self.left, self.right)
     }
 }

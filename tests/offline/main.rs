@@ -9,6 +9,7 @@ mod acontext_export;
 mod analysis;
 mod arguments;
 mod baseline;
+mod drift;
 mod failure_categories;
 mod import;
 mod import_published;

@@ -183,6 +183,8 @@ pub fn table(r: &Results) -> Table {
             .short("not run")
             .priority(3)
             .csv(&[]),
+        // The other views note it beside Δ.
+        Column::text("drift", "Version drift").views(Views::of(&[View::Csv])),
     ]);
     let mut t = Table::new("comparisons", "comparison", columns);
     for c in &r.comparisons {
@@ -205,6 +207,7 @@ pub fn table(r: &Results) -> Table {
             Cell::count(c.degraded).tone(Tone::Loss),
             Cell::count(c.unchanged).tone(Tone::Dim),
             Cell::count(c.not_run_with.len() + c.not_run_without.len()),
+            Cell::text(c.drift_note().unwrap_or_default()),
         ]);
         t.push(Row::new(cells));
     }

@@ -157,6 +157,10 @@ async fn baseline_from_the_dry_runs_round_1_runs_round_2_only_and_refuses_a_chan
     assert!(recorded.accepted.is_empty());
     let report = std::fs::read_to_string(dir.path().join("reports/reuse/report.md")).unwrap();
     assert!(
+        report.contains(&format!("{baseline} (reused baseline)")),
+        "the conditions table marks the reused run: {report}"
+    );
+    assert!(
         report.contains(&format!(
             "Reused baseline: condition(s) A, B were not run by this experiment but taken from run {baseline}"
         )),

@@ -316,9 +316,15 @@ impl<'a> Pipeline<'a> {
         req.conditions = conditions;
         // Before round 2 is paid for: what it costs and what it can detect.
         self.x.say_forecast(setup, r1, 2).await;
-        // The budget is the experiment's: round 2 gets what round 1 left.
+        // The budget is the experiment's: round 2 gets what round 1 left (all of it when round 1
+        // was a reused baseline: this experiment spent nothing on it).
+        let reused = *r1 != format!("{name}-round1");
         if let Some(max) = req.settings.max_cost_usd {
-            let spent = self.ledger.run_cost(r1).await?;
+            let spent = if reused {
+                0.0
+            } else {
+                self.ledger.run_cost(r1).await?
+            };
             req.settings.max_cost_usd = Some((max - spent).max(0.0));
         }
         if !self.x.round(req).await?.finished {

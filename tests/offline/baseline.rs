@@ -303,3 +303,37 @@ async fn an_imported_job_without_trajectories_is_refused_with_the_reason() {
         "{err}"
     );
 }
+
+#[test]
+fn allow_drift_needs_a_baseline_and_a_known_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+            .args(args)
+            .current_dir(dir.path())
+            .env_remove("SKILLSCOPE_DB")
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    let out = run(&["experiment", "p.toml", "--allow-drift", "model"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--baseline-from <RUN>"), "{err}");
+    let out = run(&[
+        "experiment",
+        "p.toml",
+        "--baseline-from",
+        "r",
+        "--allow-drift",
+        "colour",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("unknown drift field \"colour\" (one of: tasks, task-digest,"),
+        "{err}"
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "nothing made: {left:?}");
+}

@@ -41,6 +41,9 @@ pub(super) struct Pipeline<'a> {
     split: Option<Split>,
     condition_c: Option<Condition>,
     learned: Vec<(String, LearnReport)>,
+    /// A new experiment's `--baseline-from` run, checked before it was registered (so a refused
+    /// run leaves no experiment behind).
+    prechecked: Option<crate::store::learning::BaselineRow>,
 }
 
 impl<'a> Pipeline<'a> {
@@ -56,6 +59,14 @@ impl<'a> Pipeline<'a> {
             None => format!("{name}-round1"),
         };
         let r2 = format!("{name}-round2");
+        let prechecked = match &setup.baseline {
+            Some(b) if Self::is_new(x, &name)? => {
+                let plan =
+                    super::baseline::planned(setup, &Self::round1_conditions(setup)?).await?;
+                Some(Self::check_baseline(x, &name, b.clone(), plan).await?)
+            }
+            _ => None,
+        };
         let ledger = ExperimentLedger::register(
             &x.store,
             name.clone(),
@@ -84,6 +95,7 @@ impl<'a> Pipeline<'a> {
             split: None,
             condition_c: None,
             learned: Vec::new(),
+            prechecked,
         };
         p.split = p.ensure_split().await?;
         p.condition_c = setup
@@ -91,6 +103,39 @@ impl<'a> Pipeline<'a> {
             .condition_c()
             .map_err(|e| ExperimentError::Plan(e.to_string()))?;
         Ok(p)
+    }
+
+    /// True when no experiment `name` is stored yet.
+    fn is_new(x: &Experiment, name: &str) -> Result<bool, ExperimentError> {
+        let conn = x.store.connect()?;
+        let stored =
+            crate::store::experiment_ledger::ExperimentReader::new(&conn).experiment(name)?;
+        Ok(stored.is_none())
+    }
+
+    /// Round 1's conditions: A and B, and C when the plan has `[self_generated]`.
+    fn round1_conditions(setup: &ExperimentSetup) -> Result<Vec<Condition>, ExperimentError> {
+        let mut conditions = vec![Condition::NoSkills, Condition::Curated];
+        conditions.extend(
+            setup
+                .plan
+                .condition_c()
+                .map_err(|e| ExperimentError::Plan(e.to_string()))?,
+        );
+        Ok(conditions)
+    }
+
+    /// [`super::baseline::check`] off the async threads.
+    async fn check_baseline(
+        x: &Experiment,
+        name: &str,
+        from: super::baseline::BaselineFrom,
+        plan: crate::domain::provenance::Provenance,
+    ) -> Result<crate::store::learning::BaselineRow, ExperimentError> {
+        let (store, name) = (x.store.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || super::baseline::check(&store, &name, &from, &plan))
+            .await
+            .map_err(|e| ExperimentError::Plan(e.to_string()))?
     }
 
     /// Reads the experiment's row again (after a step moved its phase).
@@ -138,13 +183,13 @@ impl<'a> Pipeline<'a> {
                 run: r1.clone(),
                 allow: Vec::new(),
             });
-        let plan = super::baseline::planned(self.setup, conditions).await?;
-        let store = self.x.store.clone();
-        let checked = tokio::task::spawn_blocking(move || {
-            super::baseline::check(&store, &name, &from, &plan)
-        })
-        .await
-        .map_err(|e| ExperimentError::Plan(e.to_string()))??;
+        let checked = match self.prechecked.take() {
+            Some(c) => c,
+            None => {
+                let plan = super::baseline::planned(self.setup, conditions).await?;
+                Self::check_baseline(self.x, &name, from, plan).await?
+            }
+        };
         let accepted = if checked.accepted.is_empty() {
             String::new()
         } else {

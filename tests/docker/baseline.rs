@@ -191,6 +191,10 @@ async fn baseline_from_the_dry_runs_round_1_runs_round_2_only_and_refuses_a_chan
         "{t}"
     );
     assert!(t.contains("--allow-drift task-digest"), "{t}");
+    assert!(
+        lq::find_experiment(&conn, "drift").unwrap().is_none(),
+        "a refused baseline registers no experiment"
+    );
     assert!(queries::find_run(&conn, "drift-round2").unwrap().is_none());
     assert!(queries::find_run(&conn, "drift-round1").unwrap().is_none());
 }

@@ -66,8 +66,9 @@ fn run(
     }
 }
 
-#[test]
-fn a_harness_upgrade_between_rounds_is_named_beside_every_delta_across_them() {
+/// An experiment `e` whose round 2 ran harness 2.1.0 (round 1: 2.0.1) and another digest of
+/// `t1`.
+fn drifted() -> (crate::support::common::Scratch, rusqlite::Connection) {
     let (scratch, conn) = empty_store();
     run(
         &conn,
@@ -93,6 +94,12 @@ fn a_harness_upgrade_between_rounds_is_named_beside_every_delta_across_them() {
         "e-round2",
     )
     .unwrap();
+    (scratch, conn)
+}
+
+#[test]
+fn a_harness_upgrade_between_rounds_is_named_beside_every_delta_across_them() {
+    let (scratch, conn) = drifted();
     let selection = Selection::Experiment("e".into());
     let r = analyze(&conn, &selection, &Scoring::default()).unwrap();
     let note = |name: &str| {
@@ -156,4 +163,38 @@ fn a_harness_upgrade_between_rounds_is_named_beside_every_delta_across_them() {
     };
     assert_eq!(of("A' vs A"), expected);
     assert_eq!(of("B vs A"), "");
+}
+
+/// The dashboard's Results view over the same experiment, watched from round 2: the note is
+/// beside the Δ of the comparisons across rounds.
+#[test]
+fn the_results_view_notes_the_drift_beside_its_delta() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use skillscope::tui::app::Mode;
+    use skillscope::tui::worker::Update;
+    let (_scratch, conn) = drifted();
+    let run = skillscope::store::queries::find_run(&conn, "e-round2")
+        .unwrap()
+        .unwrap();
+    let mut app = crate::support::dashboard::watching(
+        &conn,
+        run.id,
+        Mode::Watch,
+        "dark",
+        crate::support::dashboard::clock(),
+    );
+    app.on_key(KeyEvent::new(KeyCode::Char('a'), KeyModifiers::NONE));
+    app.on_update(Update::Results(std::sync::Arc::new(
+        skillscope::tui::worker::analysis::load_results(&conn, run.id).unwrap(),
+    )));
+    for (w, h) in [(120u16, 40u16), (80, 24)] {
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+        t.draw(|f| skillscope::tui::views::draw(f, &mut app))
+            .unwrap();
+        let screen = t.backend().to_string();
+        if w == 120 {
+            assert!(screen.contains("version drift"), "{screen}");
+        }
+        insta::assert_snapshot!(format!("results_drift_{w}x{h}"), screen);
+    }
 }

@@ -172,6 +172,24 @@ impl Provenance {
     }
 }
 
+/// The skill-exposure setting of a set of trials from what their exposure records counted:
+/// `harness` trials of a harness agent, of which `off` had the harness's own skills switched
+/// off and `offered` had them offered to the model. `None` when no trial was a harness's (the
+/// oracle's, an import's): nothing to compare.
+pub fn skill_exposure(harness: usize, off: usize, offered: usize) -> Option<BTreeSet<String>> {
+    if harness == 0 {
+        return None;
+    }
+    let mut set = BTreeSet::new();
+    if off > 0 {
+        set.insert("harness skills off".to_string());
+    }
+    if offered > 0 {
+        set.insert("harness skills offered".to_string());
+    }
+    Some(set)
+}
+
 /// One field that differs between a baseline (or comparison's second side) and the other side.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mismatch {
@@ -460,6 +478,29 @@ mod tests {
             e.contains("task-digest") && e.contains("harness-version"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn harness_skills_switched_off_on_one_side_only_is_drift() {
+        let mut a = side("1", "m", &[]);
+        let mut b = a.clone();
+        a.skill_exposure = skill_exposure(3, 3, 0);
+        b.skill_exposure = skill_exposure(3, 0, 3);
+        let ms = compare(&a, &b);
+        assert_eq!(ms.len(), 1);
+        assert_eq!(ms[0].field, Field::SkillExposure);
+        assert_eq!(
+            drift_note(&ms).unwrap(),
+            "skill-exposure harness skills off ≠ harness skills offered"
+        );
+        // Mixed on one side; no harness on the other: not compared.
+        b.skill_exposure = skill_exposure(4, 1, 3);
+        assert_eq!(
+            compare(&a, &b)[0].right,
+            "harness skills off + harness skills offered"
+        );
+        b.skill_exposure = skill_exposure(0, 0, 0);
+        assert_eq!(compare(&a, &b), vec![]);
     }
 
     #[test]

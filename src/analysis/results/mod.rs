@@ -460,16 +460,12 @@ fn attach_drift(loaded: &Loaded, results: &mut Results) {
             .conditions
             .iter()
             .find(|e| e.label == label)
-            .filter(|e| e.harness > 0)
-            .map(|e| {
-                let mut set = std::collections::BTreeSet::new();
-                if e.builtins_off > 0 {
-                    set.insert("harness skills off".to_string());
-                }
-                if e.with_builtins > 0 {
-                    set.insert("harness skills offered".to_string());
-                }
-                set
+            .and_then(|e| {
+                crate::domain::provenance::skill_exposure(
+                    e.harness,
+                    e.builtins_off,
+                    e.with_builtins,
+                )
             });
         Some(p)
     };

@@ -369,9 +369,24 @@ pub struct ExperimentArgs {
     /// Leave the mouse to the terminal (text selection) instead of clicks and the wheel.
     #[arg(long)]
     pub no_mouse: bool,
+    /// Reuse run RUN of the database (native, or an imported Harbor job with its trajectories)
+    /// as round 1 instead of running it, once it matches the plan: tasks and their digests,
+    /// harness and version, model, agent settings, trials per task, conditions.
+    #[arg(long, value_name = "RUN")]
+    pub baseline_from: Option<String>,
+    /// With --baseline-from: accept a difference in FIELD (tasks, task-digest, harness,
+    /// harness-version, model, agent-settings, trials, conditions, trajectories), recorded with
+    /// the experiment and in its report. Repeatable.
+    #[arg(long, value_name = "FIELD", requires = "baseline_from", value_parser = parse_drift_field)]
+    pub allow_drift: Vec<crate::domain::provenance::Field>,
     /// Acontext connection (over the plan's `[acontext]`).
     #[command(flatten)]
     pub acontext: AcontextArgs,
+}
+
+/// A drift field `--allow-drift` accepts ([`crate::domain::provenance::Field::parse`]).
+fn parse_drift_field(s: &str) -> Result<crate::domain::provenance::Field, String> {
+    crate::domain::provenance::Field::parse(s)
 }
 
 /// `skillscope preflight`.

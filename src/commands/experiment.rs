@@ -70,6 +70,12 @@ pub fn prepare(
             round1,
             exports_root,
             learn,
+            baseline: args.baseline_from.clone().map(|run| {
+                crate::experiment::baseline::BaselineFrom {
+                    run,
+                    allow: args.allow_drift.clone(),
+                }
+            }),
         },
         db,
         exp,

@@ -1,10 +1,12 @@
 //! The nouns every layer shares, on the bottom floor: a trial attempt's status and outcome
 //! ([`outcome`]), its row, key and plan ([`trial`]), a run and its tasks ([`run`]), an
-//! attempt's tamper flag ([`tamper`]) and the one timestamp format ([`time`]). Plain data: no
+//! attempt's tamper flag ([`tamper`]), what a set of trials ran with and how two differ
+//! ([`provenance`]) and the one timestamp format ([`time`]). Plain data: no
 //! I/O, no SQL. The store keeps them in SQLite, the runner reports them, Harbor's formats and
 //! the analysis read them — each from here, so the runner knows nothing of the store.
 
 pub mod outcome;
+pub mod provenance;
 pub mod run;
 pub mod tamper;
 pub mod time;

@@ -13,6 +13,10 @@
 //!    `round2 = "all"`);
 //! 5. `done` — the conditions scored with Method D and the plan's comparisons.
 //!
+//! With `--baseline-from RUN` ([`baseline`]), round 1 is a run already in the database: checked
+//! against the plan, recorded (`experiment_baselines`), and the experiment moves on to learning
+//! from its trials; the experiment's `round1_run` is that run.
+//!
 //! A split is computed once, before round 1, from the plan's seed, and stored with the experiment
 //! (`experiments.split`); the skills each task received in round 2 are stored in `round2_skills`.
 //!
@@ -21,6 +25,7 @@
 //! moves on only when it is complete: every trial done, every trial learned (or deliberately not
 //! learned), every space exported.
 
+pub mod baseline;
 pub mod dry_run;
 pub mod forecast;
 mod phases;
@@ -63,6 +68,8 @@ pub struct ExperimentSetup {
     /// Learning settings shared by both spaces (label, run, condition and curated are set per
     /// space).
     pub learn: LearnOptions,
+    /// Round 1 reused from a stored run instead of run (`--baseline-from`), when given.
+    pub baseline: Option<baseline::BaselineFrom>,
 }
 
 /// Errors that stop an experiment (its state is kept; running it again resumes).
@@ -87,6 +94,10 @@ pub enum ExperimentError {
     /// unreadable prompt file).
     #[error("plan: {0}")]
     Plan(String),
+    /// The run `--baseline-from` names cannot stand for round 1; the message names every
+    /// differing field with both values.
+    #[error("{0}")]
+    Baseline(String),
 }
 
 /// One condition of the results.

@@ -41,6 +41,9 @@ pub(super) struct Pipeline<'a> {
     split: Option<Split>,
     condition_c: Option<Condition>,
     learned: Vec<(String, LearnReport)>,
+    /// A new experiment's `--baseline-from` run, checked before it was registered (so a refused
+    /// run leaves no experiment behind).
+    prechecked: Option<crate::store::learning::BaselineRow>,
 }
 
 impl<'a> Pipeline<'a> {
@@ -51,8 +54,19 @@ impl<'a> Pipeline<'a> {
         setup: &'a ExperimentSetup,
     ) -> Result<Pipeline<'a>, ExperimentError> {
         let name = setup.plan.name();
-        let r1 = format!("{name}-round1");
+        let r1 = match &setup.baseline {
+            Some(b) => b.run.clone(),
+            None => format!("{name}-round1"),
+        };
         let r2 = format!("{name}-round2");
+        let prechecked = match &setup.baseline {
+            Some(b) if Self::is_new(x, &name)? => {
+                let plan =
+                    super::baseline::planned(setup, &Self::round1_conditions(setup)?).await?;
+                Some(Self::check_baseline(x, &name, b.clone(), plan).await?)
+            }
+            _ => None,
+        };
         let ledger = ExperimentLedger::register(
             &x.store,
             name.clone(),
@@ -62,6 +76,14 @@ impl<'a> Pipeline<'a> {
         )
         .await?;
         let exp = ledger.experiment().clone();
+        if setup.baseline.is_some() && exp.round1_run != r1 {
+            return Err(ExperimentError::Baseline(format!(
+                "--baseline-from {r1}: experiment {name} already has round 1 as run {}; give the plan another name to reuse {r1}",
+                exp.round1_run
+            )));
+        }
+        // A resumed experiment keeps the round-1 run it was registered with.
+        let (r1, r2) = (exp.round1_run.clone(), exp.round2_run.clone());
         let mut p = Pipeline {
             x,
             setup,
@@ -73,6 +95,7 @@ impl<'a> Pipeline<'a> {
             split: None,
             condition_c: None,
             learned: Vec::new(),
+            prechecked,
         };
         p.split = p.ensure_split().await?;
         p.condition_c = setup
@@ -80,6 +103,39 @@ impl<'a> Pipeline<'a> {
             .condition_c()
             .map_err(|e| ExperimentError::Plan(e.to_string()))?;
         Ok(p)
+    }
+
+    /// True when no experiment `name` is stored yet.
+    fn is_new(x: &Experiment, name: &str) -> Result<bool, ExperimentError> {
+        let conn = x.store.connect()?;
+        let stored =
+            crate::store::experiment_ledger::ExperimentReader::new(&conn).experiment(name)?;
+        Ok(stored.is_none())
+    }
+
+    /// Round 1's conditions: A and B, and C when the plan has `[self_generated]`.
+    fn round1_conditions(setup: &ExperimentSetup) -> Result<Vec<Condition>, ExperimentError> {
+        let mut conditions = vec![Condition::NoSkills, Condition::Curated];
+        conditions.extend(
+            setup
+                .plan
+                .condition_c()
+                .map_err(|e| ExperimentError::Plan(e.to_string()))?,
+        );
+        Ok(conditions)
+    }
+
+    /// [`super::baseline::check`] off the async threads.
+    async fn check_baseline(
+        x: &Experiment,
+        name: &str,
+        from: super::baseline::BaselineFrom,
+        plan: crate::domain::provenance::Provenance,
+    ) -> Result<crate::store::learning::BaselineRow, ExperimentError> {
+        let (store, name) = (x.store.clone(), name.to_string());
+        tokio::task::spawn_blocking(move || super::baseline::check(&store, &name, &from, &plan))
+            .await
+            .map_err(|e| ExperimentError::Plan(e.to_string()))?
     }
 
     /// Reads the experiment's row again (after a step moved its phase).
@@ -93,6 +149,9 @@ impl<'a> Pipeline<'a> {
         let (name, r1) = (&self.name, &self.r1);
         let mut conditions = vec![Condition::NoSkills, Condition::Curated];
         conditions.extend(self.condition_c.clone());
+        if self.setup.baseline.is_some() || *r1 != format!("{name}-round1") {
+            return self.reuse_baseline(&conditions).await;
+        }
         let which = if conditions.len() == 3 {
             "A, B and C"
         } else {
@@ -106,6 +165,50 @@ impl<'a> Pipeline<'a> {
         if !self.x.round(req).await?.finished {
             return Ok(Step::Stopped);
         }
+        self.ledger.set_phase("learn", None).await?;
+        Ok(Step::Next)
+    }
+
+    /// Round 1 reused from the stored run the experiment was registered with
+    /// (`--baseline-from`): checked against the plan's round 1 ([`super::baseline::check`]),
+    /// recorded, and the experiment moves on to learning. Resumed without the flag, the run is
+    /// checked again with no drift accepted.
+    async fn reuse_baseline(&mut self, conditions: &[Condition]) -> Result<Step, ExperimentError> {
+        let (name, r1) = (self.name.clone(), self.r1.clone());
+        let from = self
+            .setup
+            .baseline
+            .clone()
+            .unwrap_or_else(|| super::baseline::BaselineFrom {
+                run: r1.clone(),
+                allow: Vec::new(),
+            });
+        let checked = match self.prechecked.take() {
+            Some(c) => c,
+            None => {
+                let plan = super::baseline::planned(self.setup, conditions).await?;
+                Self::check_baseline(self.x, &name, from, plan).await?
+            }
+        };
+        let accepted = if checked.accepted.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; drift accepted with --allow-drift: {}",
+                checked
+                    .accepted
+                    .iter()
+                    .map(|m| m.describe("run", "plan"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            )
+        };
+        let message = format!(
+            "{}: round 1 reused from run {} ({}, database {}) — not run again{accepted}",
+            self.name, checked.run, checked.source, checked.db
+        );
+        self.ledger.put_baseline(checked).await?;
+        self.x.say(&r1, "info", &message).await;
         self.ledger.set_phase("learn", None).await?;
         Ok(Step::Next)
     }
@@ -258,9 +361,15 @@ impl<'a> Pipeline<'a> {
         req.conditions = conditions;
         // Before round 2 is paid for: what it costs and what it can detect.
         self.x.say_forecast(setup, r1, 2).await;
-        // The budget is the experiment's: round 2 gets what round 1 left.
+        // The budget is the experiment's: round 2 gets what round 1 left (all of it when round 1
+        // was a reused baseline: this experiment spent nothing on it).
+        let reused = *r1 != format!("{name}-round1");
         if let Some(max) = req.settings.max_cost_usd {
-            let spent = self.ledger.run_cost(r1).await?;
+            let spent = if reused {
+                0.0
+            } else {
+                self.ledger.run_cost(r1).await?
+            };
             req.settings.max_cost_usd = Some((max - spent).max(0.0));
         }
         if !self.x.round(req).await?.finished {

@@ -47,6 +47,8 @@ pub struct TrialFacts<'a> {
     pub missing_env: Option<&'a str>,
     /// CPU or memory requests cut to the host's (JSON).
     pub clamped: Option<&'a str>,
+    /// The task digest the attempt ran (`sha256:<hex>`), when recorded.
+    pub task_digest: Option<&'a str>,
 }
 
 /// The row ids that bound every attempt of run `run_id`: `None` when it has none. One index seek
@@ -96,7 +98,7 @@ pub fn for_each_trial(
     let mut stmt = conn.prepare_cached(
         "SELECT id, task_id, condition, trial_index, attempt, superseded, status, outcome, reward,
                 aggregated, failure_category, trial_dir, agent_exit_code, agent_settings,
-                missing_env, clamped
+                missing_env, clamped, task_digest
          FROM trials NOT INDEXED
          WHERE id BETWEEN ?2 AND ?3 AND run_id = ?1",
     )?;
@@ -133,6 +135,7 @@ pub fn for_each_trial(
             agent_settings: optional_text(r.get_ref(13)?)?,
             missing_env: optional_text(r.get_ref(14)?)?,
             clamped: optional_text(r.get_ref(15)?)?,
+            task_digest: optional_text(r.get_ref(16)?)?,
         })?;
     }
     Ok(())

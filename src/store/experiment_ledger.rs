@@ -127,6 +127,18 @@ impl ExperimentLedger {
             .await
     }
 
+    /// Records the experiment's reused baseline (`experiment_baselines`, replacing an earlier
+    /// record).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn put_baseline(&self, row: lq::BaselineRow) -> Result<(), StoreError> {
+        self.store
+            .writer()
+            .write(move |c| lq::put_baseline(c, &row))
+            .await
+    }
+
     /// The learning space `label` learned from run `run`.
     ///
     /// # Errors

@@ -396,6 +396,20 @@ CREATE TABLE experiments (
         // The few flagged attempts of a run, found without visiting the others (issue 37: the
         // report's tamper section read every latest attempt of the run to find none).
         "CREATE INDEX trials_tampered ON trials (run_id, superseded) WHERE tamper IS NOT NULL;",
+        // A reused baseline (issue 38): the stored run an experiment took round 1's conditions
+        // from (`experiment --baseline-from RUN`) instead of running them — its name and id,
+        // where it came from (`native`, or the import's source), the database it was read in,
+        // when it was checked, and the differences `--allow-drift FIELD` accepted (JSON array of
+        // `domain::provenance::Mismatch`).
+        "CREATE TABLE experiment_baselines (
+                 experiment  TEXT PRIMARY KEY,
+                 run         TEXT NOT NULL,
+                 run_id      INTEGER NOT NULL,
+                 source      TEXT NOT NULL,
+                 db          TEXT NOT NULL,
+                 checked_at  TEXT NOT NULL,
+                 accepted    TEXT NOT NULL DEFAULT '[]'
+             );",
 ];
 
 /// All migrations, oldest first ([`UP`]).

@@ -52,6 +52,7 @@ pub(crate) fn experiment(
         round1: request("ignored", tasks, &[], &dir.join("jobs"), 1),
         exports_root: dir.join("exports"),
         learn,
+        baseline: None,
     };
     let exp = Experiment {
         store: store.clone(),

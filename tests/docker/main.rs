@@ -7,6 +7,7 @@ mod support;
 mod acontext_experiment;
 mod acontext_learn;
 mod acontext_wait;
+mod baseline;
 mod cli;
 mod conditions;
 mod faults;

@@ -8,6 +8,8 @@ mod acontext_client;
 mod acontext_export;
 mod analysis;
 mod arguments;
+mod baseline;
+mod drift;
 mod failure_categories;
 mod import;
 mod import_published;

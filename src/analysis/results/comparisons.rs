@@ -60,9 +60,21 @@ pub struct Comparison {
     pub degraded: usize,
     /// Equal.
     pub unchanged: usize,
+    /// What differs between the two sides' trials — harness, its version, model, sampling
+    /// settings, a task's digest over the matched tasks, the harness's own skills switched off
+    /// or offered — `with` on the left ([`crate::domain::provenance::compare`]); empty when
+    /// both ran alike.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub drift: Vec<crate::domain::provenance::Mismatch>,
 }
 
 impl Comparison {
+    /// The version-drift note shown beside Δ (`version drift: harness-version 2.0.1 ≠ 2.1.0`),
+    /// when the two sides ran differently in something both recorded.
+    pub fn drift_note(&self) -> Option<String> {
+        crate::domain::provenance::drift_note(&self.drift).map(|n| format!("version drift: {n}"))
+    }
+
     /// True when it covers fewer tasks than the whole task set.
     pub fn is_partial(&self) -> bool {
         self.n_tasks < self.n_tasks_total
@@ -230,6 +242,7 @@ pub(super) fn compare(
         improved: 0,
         degraded: 0,
         unchanged: 0,
+        drift: Vec::new(),
     };
     match (p_with, p_without) {
         (Some(w), Some(wo)) => {

@@ -218,6 +218,10 @@ pub struct Results {
     /// The trials flagged for tampering, per condition, and the rule they were scored by
     /// ([`super::tamper`]).
     pub tamper: super::tamper::Tampering,
+    /// The run an experiment reused as round 1 (`--baseline-from`) and the drift it accepted;
+    /// `None` when round 1 ran in the experiment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<lq::BaselineRow>,
 }
 
 /// An experiment's comparisons: round 1's own curated effect B vs A (the SkillsBench paper's
@@ -351,6 +355,7 @@ fn analyze_selection(
         let mut results = analyze_tasks(&loaded, scoring, None);
         subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
         attach_tamper(conn, &loaded, &mut results)?;
+        attach_drift(&loaded, &mut results);
         return Ok(results);
     };
     let e = lq::find_experiment(conn, name)?
@@ -370,6 +375,13 @@ fn analyze_selection(
             _ => None,
         };
     let mut results = analyze_tasks(&loaded, scoring, round2_tasks.as_ref());
+    if let Some(b) = lq::find_baseline(conn, name)? {
+        let at = usize::from(results.interim.is_some()).min(results.notes.len());
+        results
+            .notes
+            .insert(at, baseline_note(&b, &results.conditions));
+        results.baseline = Some(b);
+    }
     results.hypotheses = super::hypotheses::answer(
         "all tasks",
         &measured(&results.conditions),
@@ -424,7 +436,88 @@ fn analyze_selection(
     }
     subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
     attach_tamper(conn, &loaded, &mut results)?;
+    attach_drift(&loaded, &mut results);
     Ok(results)
+}
+
+/// Fills each comparison's [`Comparison::drift`]: what its two sides' latest attempts ran with
+/// ([`tally::Ran`]: harness, version, model, sampling, each task's digest) and whether the
+/// harness's own skills were switched off ([`super::exposure`]), compared once
+/// ([`crate::domain::provenance::compare`]); the task sets are left out (a task one side did not
+/// run is listed as not run already).
+fn attach_drift(loaded: &Loaded, results: &mut Results) {
+    use crate::domain::provenance::{Field, Provenance, compare};
+    let of = |label: &str| -> Option<Provenance> {
+        let c = results.conditions.iter().find(|c| c.label == label)?;
+        let run = loaded.runs.iter().find(|r| r.name == c.run)?;
+        let mut p = loaded
+            .tally
+            .provenance
+            .get(&(run.id, c.condition.clone()))?
+            .provenance();
+        p.skill_exposure = results
+            .exposure
+            .conditions
+            .iter()
+            .find(|e| e.label == label)
+            .and_then(|e| {
+                crate::domain::provenance::skill_exposure(
+                    e.harness,
+                    e.builtins_off,
+                    e.with_builtins,
+                )
+            });
+        Some(p)
+    };
+    let drifts: Vec<Vec<crate::domain::provenance::Mismatch>> = results
+        .comparisons
+        .iter()
+        .map(|c| match (of(&c.with), of(&c.without)) {
+            (Some(w), Some(wo)) => compare(&w, &wo)
+                .into_iter()
+                .filter(|m| m.field != Field::Tasks)
+                .collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    for (c, d) in results.comparisons.iter_mut().zip(drifts) {
+        c.drift = d;
+    }
+}
+
+/// The note that marks an experiment's reused round-1 conditions and where they came from
+/// (`experiment --baseline-from`), with the differences `--allow-drift` accepted.
+fn baseline_note(b: &lq::BaselineRow, conditions: &[ConditionResult]) -> String {
+    let labels: Vec<&str> = conditions
+        .iter()
+        .filter(|c| c.run == b.run)
+        .map(|c| c.label.as_str())
+        .collect();
+    let accepted = if b.accepted.is_empty() {
+        "it matched the plan in every field checked".to_string()
+    } else {
+        format!(
+            "drift accepted with --allow-drift: {}",
+            b.accepted
+                .iter()
+                .map(|m| m.describe("run", "plan"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )
+    };
+    format!(
+        "Reused baseline: condition(s) {} were not run by this experiment but taken from run {} (id {}, {}, database {}), checked against the plan on {}; {accepted}.",
+        if labels.is_empty() {
+            "of round 1".to_string()
+        } else {
+            labels.join(", ")
+        },
+        b.run,
+        b.run_id,
+        b.source,
+        b.db,
+        b.checked_at
+    )
 }
 
 /// Lists the trials of each condition flagged for tampering ([`super::tamper`]), over the
@@ -675,5 +768,6 @@ fn analyze_tasks(
         round2_skills: Vec::new(),
         exposure: Default::default(),
         tamper: Default::default(),
+        baseline: None,
     }
 }

@@ -70,6 +70,35 @@ pub(super) struct Tally {
     pub categories: CategoryCounts,
     /// Per run, in the order of the runs.
     pub runs: Vec<RunFacts>,
+    /// Per (run, condition): what its latest attempts ran with — each task's digests and the
+    /// distinct agent settings — for the comparisons' drift notes.
+    pub provenance: HashMap<(i64, String), Ran>,
+}
+
+/// What a condition's latest attempts ran with, as the tally gathers it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Ran {
+    /// Task → the digests its attempts recorded (empty: none recorded).
+    pub digests: BTreeMap<String, std::collections::BTreeSet<String>>,
+    /// The distinct `agent_settings` JSON texts.
+    pub settings: std::collections::BTreeSet<String>,
+}
+
+impl Ran {
+    /// The provenance it amounts to ([`crate::domain::provenance::Provenance`]): the task
+    /// digests and the harness, version, model and sampling of its agent settings.
+    pub fn provenance(&self) -> crate::domain::provenance::Provenance {
+        let mut p = crate::domain::provenance::Provenance {
+            tasks: Some(self.digests.clone()),
+            ..Default::default()
+        };
+        for text in &self.settings {
+            if let Ok(v) = serde_json::from_str::<serde_json::Value>(text) {
+                p.add_agent_settings(&v);
+            }
+        }
+        p
+    }
 }
 
 /// A latest attempt within the plan's largest count, as the cell folds it.
@@ -112,6 +141,7 @@ pub(super) fn load(
         let mut aggregated: Vec<String> = Vec::new();
         let mut settings = AgentSettingsSeen::default();
         let mut environment = EnvironmentMarks::default();
+        let mut ran_by: Vec<(String, Ran)> = Vec::new();
         store::analysis::for_each_trial(conn, run.id, |r| {
             settings.add(&r);
             environment.add(&r);
@@ -120,6 +150,28 @@ pub(super) fn load(
             }
             if r.superseded {
                 return Ok(());
+            }
+            let at = match ran_by.iter().position(|(c, _)| c == r.condition) {
+                Some(i) => i,
+                None => {
+                    ran_by.push((r.condition.to_string(), Ran::default()));
+                    ran_by.len() - 1
+                }
+            };
+            let ran = &mut ran_by[at].1;
+            if let Some(text) = r.agent_settings
+                && !ran.settings.contains(text)
+            {
+                ran.settings.insert(text.to_string());
+            }
+            let digests = match ran.digests.get_mut(r.task) {
+                Some(d) => d,
+                None => ran.digests.entry(r.task.to_string()).or_default(),
+            };
+            if let Some(d) = r.task_digest
+                && !digests.contains(d)
+            {
+                digests.insert(d.to_string());
             }
             let s = match last
                 .filter(|&i| slots[i].task == r.task && slots[i].condition == r.condition)
@@ -168,6 +220,9 @@ pub(super) fn load(
             tally
                 .cells
                 .insert((run.id, slot.condition, slot.task), cell);
+        }
+        for (condition, ran) in ran_by {
+            tally.provenance.insert((run.id, condition), ran);
         }
         tally.runs.push(RunFacts {
             agent_settings: settings.into_texts(),

@@ -183,11 +183,14 @@ pub fn table(r: &Results) -> Table {
             .short("not run")
             .priority(3)
             .csv(&[]),
+        // The other views note it beside Δ.
+        Column::text("drift", "Version drift").views(Views::of(&[View::Csv])),
     ]);
     let mut t = Table::new("comparisons", "comparison", columns);
     for c in &r.comparisons {
         let mut delta = Cell::pp(c.delta_pp, c.delta_undefined.as_deref());
-        let notes = r.exposure.notes_of(&c.name);
+        let mut notes = r.exposure.notes_of(&c.name).to_vec();
+        notes.extend(c.drift_note());
         if !notes.is_empty() && c.delta_pp.is_some() {
             delta = delta.noted(notes.join("; "));
         }
@@ -204,6 +207,7 @@ pub fn table(r: &Results) -> Table {
             Cell::count(c.degraded).tone(Tone::Loss),
             Cell::count(c.unchanged).tone(Tone::Dim),
             Cell::count(c.not_run_with.len() + c.not_run_without.len()),
+            Cell::text(c.drift_note().unwrap_or_default()),
         ]);
         t.push(Row::new(cells));
     }

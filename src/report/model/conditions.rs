@@ -161,9 +161,14 @@ pub fn table(r: &Results) -> Table {
 /// One condition's row of [`table`].
 fn row(r: &Results, c: &ConditionResult) -> Row {
     let infra = c.infrastructure();
+    // A reused baseline's conditions say so (`--baseline-from`; the notes say from where).
+    let run = match &r.baseline {
+        Some(b) if b.run == c.run => Cell::text(&c.run).noted("reused baseline"),
+        _ => Cell::text(&c.run),
+    };
     let mut cells = vec![
         Cell::text(&c.label).tone(Tone::Accent),
-        Cell::text(&c.run),
+        run,
         Cell::text(condition_label(&c.condition)).tone(Tone::Dim),
         Cell::new(Value::Rate(c.pass_rate)).tone(Tone::Accent),
         Cell::ci(c.ci, Unit::Percent, c.ci_undefined.as_deref()),

@@ -1,9 +1,10 @@
 //! Rows and queries of the learning phase (schema migration 5): learning spaces, each trial's
 //! step in the learning pipeline, curated skills uploaded into a space, skill versions and their
 //! files (curated and learned, for diffs), which trials changed which skill, exports, and
-//! experiments — one file per table group. Timestamps are RFC 3339 UTC text; JSON columns hold
+//! experiments and their reused baselines — one file per table group. Timestamps are RFC 3339 UTC text; JSON columns hold
 //! arrays of strings.
 
+mod baselines;
 mod curated;
 mod experiments;
 mod exports;
@@ -13,6 +14,7 @@ mod skill_versions;
 mod spaces;
 mod steps;
 
+pub use baselines::*;
 pub use curated::*;
 pub use experiments::*;
 pub use exports::*;

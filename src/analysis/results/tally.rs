@@ -117,6 +117,20 @@ struct Slot {
     /// Trials it planned.
     plan: u32,
     rows: Vec<Latest>,
+    /// The distinct task digests its latest attempts recorded (usually one).
+    digests: Vec<String>,
+}
+
+/// The [`Ran`] of `condition` in `ran_by`, added when new.
+fn ran_of<'a>(ran_by: &'a mut Vec<(String, Ran)>, condition: &str) -> &'a mut Ran {
+    let at = match ran_by.iter().position(|(c, _)| c == condition) {
+        Some(i) => i,
+        None => {
+            ran_by.push((condition.to_string(), Ran::default()));
+            ran_by.len() - 1
+        }
+    };
+    &mut ran_by[at].1
 }
 
 /// The tally of `runs` (run `i` planned by `plans[i]`): one read of each run's trial rows.
@@ -151,27 +165,11 @@ pub(super) fn load(
             if r.superseded {
                 return Ok(());
             }
-            let at = match ran_by.iter().position(|(c, _)| c == r.condition) {
-                Some(i) => i,
-                None => {
-                    ran_by.push((r.condition.to_string(), Ran::default()));
-                    ran_by.len() - 1
+            if let Some(text) = r.agent_settings {
+                let ran = ran_of(&mut ran_by, r.condition);
+                if !ran.settings.contains(text) {
+                    ran.settings.insert(text.to_string());
                 }
-            };
-            let ran = &mut ran_by[at].1;
-            if let Some(text) = r.agent_settings
-                && !ran.settings.contains(text)
-            {
-                ran.settings.insert(text.to_string());
-            }
-            let digests = match ran.digests.get_mut(r.task) {
-                Some(d) => d,
-                None => ran.digests.entry(r.task.to_string()).or_default(),
-            };
-            if let Some(d) = r.task_digest
-                && !digests.contains(d)
-            {
-                digests.insert(d.to_string());
             }
             let s = match last
                 .filter(|&i| slots[i].task == r.task && slots[i].condition == r.condition)
@@ -181,6 +179,11 @@ pub(super) fn load(
             };
             last = Some(s);
             let slot = &mut slots[s];
+            if let Some(d) = r.task_digest
+                && !slot.digests.iter().any(|x| x == d)
+            {
+                slot.digests.push(d.to_string());
+            }
             // Trials beyond the plan's largest count are in no cell.
             if (1..=max).contains(&r.trial_index) {
                 slot.rows.push(Latest {
@@ -201,6 +204,14 @@ pub(super) fn load(
             }
             Ok(())
         })?;
+        // Every task a condition's latest attempts ran, with the digests they recorded.
+        for slot in &slots {
+            ran_of(&mut ran_by, &slot.condition)
+                .digests
+                .entry(slot.task.clone())
+                .or_default()
+                .extend(slot.digests.iter().cloned());
+        }
         for mut slot in slots.into_iter().filter(|s| !s.rows.is_empty()) {
             if !slot.rows.is_sorted_by_key(|l| l.order) {
                 slot.rows.sort_by_key(|l| l.order);
@@ -255,6 +266,7 @@ fn slot_of(
         condition: condition.to_string(),
         plan: plan.of(task, condition),
         rows: Vec::new(),
+        digests: Vec::new(),
     });
     by_condition[c].1.insert(task.to_string(), slots.len() - 1);
     slots.len() - 1

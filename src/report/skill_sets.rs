@@ -186,9 +186,12 @@ fn curated(
     c: &ConditionResult,
     folders: &Folders,
 ) -> Result<ConditionSkills, StoreError> {
+    // The trajectories' evidence is read only when some task's folder is missing here.
     let seen_in = match queries::find_run(conn, &c.run)? {
-        Some(r) => invocations::skills_seen(conn, r.id, &c.condition)?,
-        None => BTreeMap::new(),
+        Some(r) if results.tasks.iter().any(|t| !folders.present(&t.id)) => {
+            invocations::skills_seen(conn, r.id, &c.condition)?
+        }
+        _ => BTreeMap::new(),
     };
     let mut seen = BTreeSet::new();
     let mut all = Vec::new();

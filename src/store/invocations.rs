@@ -100,8 +100,11 @@ pub fn skills_seen(
          WHERE t.run_id = ?1 AND t.condition = ?2 AND t.superseded = 0",
     )?;
     // Per task, the ids of its attempts that show skills (an attempt has one row per use, so
-    // the same id can come more than once; counted after sorting).
-    let mut attempts: std::collections::BTreeMap<String, Vec<i64>> = Default::default();
+    // the same id can come more than once; counted after sorting and deduplicating).
+    // Rows of one task mostly come together: the task last seen is found without a look-up.
+    let mut by_task: Vec<(String, SkillsSeen, Vec<i64>)> = Vec::new();
+    let mut index: std::collections::HashMap<String, usize> = Default::default();
+    let mut last: Option<usize> = None;
     let mut rows = st.query(params![run_id, condition])?;
     while let Some(r) = rows.next()? {
         let id: i64 = r.get(0)?;
@@ -111,28 +114,31 @@ pub fn skills_seen(
         let task = r.get_ref(1)?.as_str().map_err(decode)?;
         let trajectory: bool = r.get(2)?;
         let skill = r.get_ref(3)?.as_str_or_null().map_err(decode)?;
-        let e = match out.get_mut(task) {
-            Some(e) => e,
-            None => out.entry(task.to_string()).or_default(),
+        let at = match last.filter(|&i| by_task[i].0 == task) {
+            Some(i) => i,
+            None => match index.get(task) {
+                Some(&i) => i,
+                None => {
+                    by_task.push((task.to_string(), SkillsSeen::default(), Vec::new()));
+                    index.insert(task.to_string(), by_task.len() - 1);
+                    by_task.len() - 1
+                }
+            },
         };
+        last = Some(at);
+        let (_, e, ids) = &mut by_task[at];
         if let Some(skill) = skill.filter(|s| !e.skills.contains(*s)) {
             e.skills.insert(skill.to_string());
         }
         if trajectory || skill.is_some() {
-            match attempts.get_mut(task) {
-                Some(ids) => ids.push(id),
-                None => {
-                    attempts.insert(task.to_string(), vec![id]);
-                }
-            }
+            ids.push(id);
         }
     }
-    for (task, mut ids) in attempts {
+    for (task, mut e, mut ids) in by_task {
         ids.sort_unstable();
         ids.dedup();
-        if let Some(e) = out.get_mut(&task) {
-            e.with_trajectory = ids.len();
-        }
+        e.with_trajectory = ids.len();
+        out.insert(task, e);
     }
     Ok(out)
 }

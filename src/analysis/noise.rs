@@ -14,8 +14,9 @@
 //! verifier's, clamped to [0, 1], 0 without one) are split at random into halves of ⌊n/2⌋ and
 //! ⌈n/2⌉ trials, and Δ is taken as the comparison takes it — paired over the tasks, the mean over
 //! tasks of (mean reward of one half − of the other). This is repeated for [`NoiseMethod::splits`]
-//! splits (ChaCha8, seeded per task from the seed, the condition's label and the task id, so the
-//! result does not depend on task order), and the **spread** is the half-width of the central
+//! splits (ChaCha8, seeded per task from the seed, the condition's label and the task id, each
+//! task's rewards taken in sorted order, so the result depends neither on task order nor on the
+//! order its trials were recorded in), and the **spread** is the half-width of the central
 //! `level` (95 %) of those Δs, in percentage points — the same percentile rule as the bootstrap
 //! CIs, so "Δ +4.5 pp; A/A noise ±3.1 pp" reads like an interval: trial noise alone moves Δ
 //! within ±3.1 pp in 95 % of replications.
@@ -103,8 +104,7 @@ impl FlipRate {
 
     /// Why the rate is undefined (`None` when it is defined).
     pub fn why_undefined(&self) -> Option<String> {
-        (self.tasks == 0)
-            .then(|| "no task has 2 or more trials with a pass/fail outcome".to_string())
+        (self.tasks == 0).then(|| "no task has 2+ trials with a verdict".to_string())
     }
 }
 
@@ -138,10 +138,7 @@ pub struct AaNoise {
 
 /// Why an A/A noise over `n_tasks` splittable tasks is undefined.
 fn why_undefined(n_tasks: usize) -> Option<String> {
-    (n_tasks == 0).then(|| {
-        "no task has 2 or more finished trials: no halves to compare (A/A needs 2+ trials per task)"
-            .to_string()
-    })
+    (n_tasks == 0).then(|| "no task has 2+ finished trials: no halves to compare".to_string())
 }
 
 /// The seed of `label`'s splits of `task`: FNV-1a of both, mixed with `seed`.
@@ -156,15 +153,27 @@ fn task_seed(seed: u64, label: &str, task: &str) -> u64 {
 
 /// Adds, for split `r` of every splittable task of `tasks`, its scaled half difference
 /// k·(mean of one half − mean of the other) to `sums[r]`; returns the tasks split.
-fn add_splits(label: &str, tasks: &[TaskTrials<'_>], m: &NoiseMethod, sums: &mut [f64]) -> usize {
+/// `at`: the trials per task of the full-size comparison (`None`: each task's own count).
+fn add_splits(
+    label: &str,
+    tasks: &[TaskTrials<'_>],
+    m: &NoiseMethod,
+    at: Option<u32>,
+    sums: &mut [f64],
+) -> usize {
     let mut used = 0;
     let mut idx: Vec<usize> = Vec::new();
     for t in tasks.iter().filter(|t| t.rewards.len() >= 2) {
         used += 1;
         let n = t.rewards.len();
         let (a, b) = (n / 2, n - n / 2);
-        let k = ((2.0 / n as f64) / (1.0 / a as f64 + 1.0 / b as f64)).sqrt();
-        let total: f64 = t.rewards.iter().sum();
+        let full = at.map_or(n as f64, f64::from);
+        let k = ((2.0 / full) / (1.0 / a as f64 + 1.0 / b as f64)).sqrt();
+        // Trials are exchangeable: split their rewards in sorted order, so the draws depend on the
+        // rewards and not on the order the trials were recorded in.
+        let mut rewards = t.rewards.to_vec();
+        rewards.sort_by(f64::total_cmp);
+        let total: f64 = rewards.iter().sum();
         let mut rng = ChaCha8Rng::seed_from_u64(task_seed(m.seed, label, t.task));
         idx.clear();
         idx.extend(0..n);
@@ -174,7 +183,7 @@ fn add_splits(label: &str, tasks: &[TaskTrials<'_>], m: &NoiseMethod, sums: &mut
             for j in 0..a {
                 let pick = rng.random_range(j..n);
                 idx.swap(j, pick);
-                first += t.rewards[idx[j]];
+                first += rewards[idx[j]];
             }
             *s += k * (first / a as f64 - (total - first) / b as f64);
         }
@@ -203,8 +212,20 @@ fn spread(mut sums: Vec<f64>, n: usize, scale: f64, m: &NoiseMethod) -> AaNoise 
 
 /// The A/A noise of condition `label` over `tasks` (module doc).
 pub fn aa_noise(label: &str, tasks: &[TaskTrials<'_>], m: &NoiseMethod) -> AaNoise {
+    aa_noise_at(label, tasks, m, None)
+}
+
+/// [`aa_noise`] scaled to a comparison of `at` trials per task instead of each task's own
+/// count (`plan`, before every planned trial ran): each task's half difference is multiplied by
+/// √((2/at) / (1/a + 1/b)), so it has the variance two runs of `at` trials would give.
+pub fn aa_noise_at(
+    label: &str,
+    tasks: &[TaskTrials<'_>],
+    m: &NoiseMethod,
+    at: Option<u32>,
+) -> AaNoise {
     let mut sums = vec![0.0; m.splits];
-    let n = add_splits(label, tasks, m, &mut sums);
+    let n = add_splits(label, tasks, m, at.filter(|&k| k > 0), &mut sums);
     spread(sums, n, 1.0, m)
 }
 
@@ -227,8 +248,8 @@ pub fn aa_noise_paired(
 ) -> AaNoise {
     let (w, wo) = (both_split(with.1, without.1), both_split(without.1, with.1));
     let mut sums = vec![0.0; m.splits];
-    let n = add_splits(with.0, &w, m, &mut sums);
-    add_splits(without.0, &wo, m, &mut sums);
+    let n = add_splits(with.0, &w, m, None, &mut sums);
+    add_splits(without.0, &wo, m, None, &mut sums);
     spread(sums, n, std::f64::consts::FRAC_1_SQRT_2, m)
 }
 
@@ -271,7 +292,7 @@ mod tests {
             flip_rate([(1, 0)])
                 .why_undefined()
                 .unwrap()
-                .contains("2 or more")
+                .contains("2+ trials")
         );
     }
 
@@ -281,7 +302,7 @@ mod tests {
         let n = aa_noise("A", &trials(&v), &method());
         assert_eq!(n.spread_pp, None);
         assert_eq!(n.n_tasks, 0);
-        assert!(n.undefined.unwrap().contains("2 or more finished trials"));
+        assert!(n.undefined.unwrap().contains("2+ finished trials"));
     }
 
     #[test]
@@ -314,6 +335,24 @@ mod tests {
         );
     }
 
+    #[test]
+    fn scaled_to_more_trials_the_noise_shrinks_by_the_square_root() {
+        let v: Vec<(String, Vec<f64>)> = (0..30)
+            .map(|i| (format!("t{i}"), vec![(i % 2) as f64, 1.0, 0.0, 0.5]))
+            .collect();
+        let m = method();
+        let own = aa_noise("A", &trials(&v), &m).spread_pp.unwrap();
+        let at16 = aa_noise_at("A", &trials(&v), &m, Some(16))
+            .spread_pp
+            .unwrap();
+        // Same draws, every difference × √(4/16).
+        assert!((at16 - own / 2.0).abs() < 1e-9, "{own} {at16}");
+        assert_eq!(
+            aa_noise_at("A", &trials(&v), &m, Some(4)).spread_pp,
+            Some(own)
+        );
+    }
+
     fn run() -> impl Strategy<Value = Vec<(String, Vec<f64>)>> {
         prop::collection::vec(
             prop::collection::vec(prop_oneof![Just(0.0), Just(1.0), 0.0..=1.0f64], 1..6),
@@ -339,7 +378,7 @@ mod tests {
             prop_assert_eq!(n.n_tasks, splittable);
             prop_assert_eq!(n.spread_pp.is_some(), splittable > 0);
             if let Some(s) = n.spread_pp {
-                prop_assert!(s >= 0.0 && s <= 100.0, "{}", s);
+                prop_assert!((0.0..=100.0).contains(&s), "{}", s);
             }
             // Task order does not matter.
             let mut rotated = v.clone();
@@ -349,6 +388,12 @@ mod tests {
                 (Some(a), Some(b)) => prop_assert!((a - b).abs() < 1e-9, "{} vs {}", a, b),
                 (a, b) => prop_assert_eq!(a, b),
             }
+            // Nor the order of a task's trials.
+            let reversed: Vec<(String, Vec<f64>)> = v
+                .iter()
+                .map(|(t, r)| (t.clone(), r.iter().rev().copied().collect()))
+                .collect();
+            prop_assert_eq!(aa_noise("A", &trials(&reversed), &m).spread_pp, n.spread_pp);
             // Flip rate in [0, 1], by the threshold `pass`/3.
             let t = pass as f64 / 3.0;
             let f = flip_rate(v.iter().map(|(_, r)| {

@@ -46,6 +46,8 @@ pub enum Value {
         /// Its unit.
         unit: Unit,
     },
+    /// A symmetric spread in percentage points (an A/A noise), shown `±3.1`.
+    Spread(f64),
     /// A number shown with `places` decimals (a rubric score `75.3`, skills per trial `1.5`).
     Decimal {
         /// The number.
@@ -202,6 +204,14 @@ impl Cell {
         }
     }
 
+    /// An A/A noise in percentage points (`±3.1`), or undefined with `why`.
+    pub fn spread(v: Option<f64>, why: Option<&str>) -> Cell {
+        match v {
+            Some(v) => Cell::new(Value::Spread(v)).tone(Tone::Dim),
+            None => Cell::new(Value::Undefined(why.map(String::from))).tone(Tone::Dim),
+        }
+    }
+
     /// Undefined, with `why`.
     pub fn undefined(why: Option<&str>) -> Cell {
         Cell::new(Value::Undefined(why.map(String::from))).tone(Tone::Dim)
@@ -247,6 +257,7 @@ impl Value {
                 Unit::Percent => value * 100.0,
                 Unit::Pp => *value,
             }),
+            Value::Spread(v) => format!("±{}", format::se(*v)),
             Value::Decimal { value, places } => format!("{value:.*}", *places as usize),
             Value::Number(v) => v.to_string(),
             Value::Percent(v) => format!("{v:.1}%"),
@@ -278,6 +289,7 @@ impl Value {
             | Value::Pp(v)
             | Value::Gain(v)
             | Value::Se { value: v, .. }
+            | Value::Spread(v)
             | Value::Decimal { value: v, .. }
             | Value::Number(v)
             | Value::Percent(v)
@@ -317,6 +329,7 @@ impl Value {
             | Value::Pp(v)
             | Value::Gain(v)
             | Value::Se { value: v, .. }
+            | Value::Spread(v)
             | Value::Decimal { value: v, .. }
             | Value::Number(v)
             | Value::Percent(v)

@@ -206,12 +206,14 @@ pub struct NoiseRow {
 }
 
 impl NoiseRow {
-    /// `A: flip rate 3 of 20 tasks (15.0%); A/A noise ±3.1 pp over 20 tasks`.
+    /// `A: flip rate 15.0% (3 of 20 tasks); A/A noise ±3.1 pp over 20 tasks`.
     pub fn line(&self) -> String {
         let flip = match self.flip.rate() {
-            Some(_) => format!(
-                "flip rate {} tasks",
-                crate::format::share(self.flip.flipped as u64, self.flip.tasks as u64)
+            Some(r) => format!(
+                "flip rate {} ({} of {} tasks)",
+                crate::format::rate(r),
+                self.flip.flipped,
+                self.flip.tasks
             ),
             None => format!(
                 "flip rate {}",

@@ -31,6 +31,12 @@
 //! tasks, not of two half runs. A task with fewer than 2 finished trials cannot be split and is
 //! left out (the number of tasks used is reported); with none the noise is undefined (—).
 //!
+//! A task with more than [`EXACT_MAX`] trials is not split trial by trial: its half difference is
+//! drawn from the normal law with the same permutation variance S²(1/a + 1/b) (Hájek's
+//! central limit theorem for sampling without replacement); such tasks' differences, independent
+//! normals, are drawn as their sum — one Box–Muller draw a split from a stream seeded by the seed
+//! and the label — so a split costs the same whatever the trials.
+//!
 //! **Beside a comparison** X vs Y: in each split the two sides' A/A Δs over the matched tasks both
 //! can split, a and b, are pooled as (a + b)/√2, whose variance (V_X + V_Y)/2 is the trial-noise
 //! variance of Δ(X − Y) when X and Y do not differ; its spread is the comparison's A/A noise. It
@@ -44,6 +50,11 @@ use super::ci::{CiMethod, percentile};
 
 /// A/A splits drawn per condition and per comparison.
 pub const DEFAULT_SPLITS: usize = 2_000;
+
+/// The most trials of a task split exactly (a random half drawn from its rewards); above, the
+/// half difference is drawn from its normal approximation, so a split costs the same whatever
+/// the trials (`bench analysis`: 250 trials per task).
+pub const EXACT_MAX: usize = 32;
 
 /// How the A/A noise is drawn (printed with every report).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -163,6 +174,7 @@ fn add_splits(
 ) -> usize {
     let mut used = 0;
     let mut idx: Vec<usize> = Vec::new();
+    let mut normal_var = 0.0;
     for t in tasks.iter().filter(|t| t.rewards.len() >= 2) {
         used += 1;
         let n = t.rewards.len();
@@ -174,6 +186,15 @@ fn add_splits(
         let mut rewards = t.rewards.to_vec();
         rewards.sort_by(f64::total_cmp);
         let total: f64 = rewards.iter().sum();
+        if n > EXACT_MAX {
+            // Many trials: the half difference is normal (the permutation CLT) with the
+            // permutation variance S²(1/a + 1/b); independent normals add up, so these tasks
+            // are drawn together below, one draw a split.
+            let mean = total / n as f64;
+            let s2 = rewards.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+            normal_var += k * k * s2 * (1.0 / a as f64 + 1.0 / b as f64);
+            continue;
+        }
         let mut rng = ChaCha8Rng::seed_from_u64(task_seed(m.seed, label, t.task));
         idx.clear();
         idx.extend(0..n);
@@ -186,6 +207,16 @@ fn add_splits(
                 first += rewards[idx[j]];
             }
             *s += k * (first / a as f64 - (total - first) / b as f64);
+        }
+    }
+    if normal_var > 0.0 {
+        // Seeded apart from every task (a task id is never empty).
+        let mut rng = ChaCha8Rng::seed_from_u64(task_seed(m.seed, label, ""));
+        let sd = normal_var.sqrt();
+        for s in sums.iter_mut() {
+            // Box–Muller: u₁ in (0, 1], u₂ in [0, 1).
+            let (u1, u2) = (1.0 - rng.random::<f64>(), rng.random::<f64>());
+            *s += sd * (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos();
         }
     }
     used
@@ -351,6 +382,31 @@ mod tests {
             aa_noise_at("A", &trials(&v), &m, Some(4)).spread_pp,
             Some(own)
         );
+    }
+
+    #[test]
+    fn many_trials_are_drawn_from_the_normal_approximation() {
+        // 30 tasks × 40 trials, half 1 and half 0: S² = 40·0.25/39, a full-size A/A Δ has SD
+        // √(2S²/40/30); the 95 % half-width is ≈ 1.96 of it, and reversing a task's trials or
+        // the tasks changes nothing.
+        let v: Vec<(String, Vec<f64>)> = (0..30)
+            .map(|i| {
+                let r: Vec<f64> = (0..40).map(|j| ((i + j) % 2) as f64).collect();
+                (format!("t{i}"), r)
+            })
+            .collect();
+        let m = method();
+        let s = aa_noise("A", &trials(&v), &m).spread_pp.unwrap();
+        let s2 = 40.0 * 0.25 / 39.0;
+        let want = 1.96 * (2.0 * s2 / 40.0 / 30.0f64).sqrt() * 100.0;
+        assert!((s - want).abs() < 0.12 * want, "{s} vs {want}");
+        let mut rev = v.clone();
+        rev.reverse();
+        let r = aa_noise("A", &trials(&rev), &m).spread_pp.unwrap();
+        assert!((r - s).abs() < 1e-9);
+        let flat: Vec<(String, Vec<f64>)> =
+            (0..3).map(|i| (format!("t{i}"), vec![0.5; 40])).collect();
+        assert_eq!(aa_noise("A", &trials(&flat), &m).spread_pp, Some(0.0));
     }
 
     fn run() -> impl Strategy<Value = Vec<(String, Vec<f64>)>> {

@@ -327,6 +327,29 @@ fn check(n: usize, round1: &RunSpec, round2: &RunSpec, threshold: f64) {
     for (label, spec, ci) in labels {
         noise_floor(res, label, spec, ci, n, threshold);
     }
+    // The CSVs carry each A/A noise with its splits and seed, as a CI its resamples and seed.
+    for file in ["conditions.csv", "comparisons.csv"] {
+        if file == "comparisons.csv" && res["comparisons"].as_array().unwrap().is_empty() {
+            continue; // no comparison, no file
+        }
+        let mut rd = csv::Reader::from_path(out.join(file)).unwrap();
+        let head = rd.headers().unwrap().clone();
+        let at = |h: &str| head.iter().position(|x| x == h).unwrap();
+        let (v, k, seed) = (
+            at("aa_noise_pp"),
+            at("aa_noise_splits"),
+            at("aa_noise_seed"),
+        );
+        for rec in rd.records() {
+            let rec = rec.unwrap();
+            if rec[v].is_empty() {
+                assert!(rec[k].is_empty() && rec[seed].is_empty(), "{file}: {rec:?}");
+            } else {
+                assert!(rec[v].parse::<f64>().unwrap() >= 0.0);
+                assert_eq!((&rec[k], &rec[seed]), ("2000", "20260212"), "{file}");
+            }
+        }
+    }
     for x in res["comparisons"].as_array().unwrap() {
         let a = &x["aa_noise"];
         match a["spread_pp"].as_f64() {

@@ -95,7 +95,7 @@ fn comparison_columns(r: &Results) -> Vec<Column> {
         Column::number("aa_noise", "A/A noise (pp)")
             .short("A/A ±pp")
             .priority(2)
-            .csv(&["aa_noise_pp"])
+            .csv(&["aa_noise_pp", "aa_noise_splits", "aa_noise_seed"])
             .reason("aa_noise_undefined"),
         Column::number("delta_ci", ci_title(r, ", pp"))
             .short("95% CI")
@@ -131,7 +131,7 @@ fn comparison_cells(c: &Comparison, delta: Cell) -> Vec<Cell> {
         Cell::rate(c.p_with, None),
         Cell::rate(c.p_without, None),
         delta,
-        Cell::spread(c.aa_noise.spread_pp, c.aa_noise.undefined.as_deref()),
+        Cell::spread(&c.aa_noise),
         ci_cell(c.delta_ci_pp, Unit::Pp, c.ci_undefined.as_deref()),
         Cell::se(c.delta_se_pp, Unit::Pp),
         Cell::gain(c.g, c.g_undefined.as_deref()),

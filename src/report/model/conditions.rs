@@ -126,7 +126,7 @@ pub fn table(r: &Results) -> Table {
             .short("A/A ±pp")
             .abbr("A/A")
             .priority(4)
-            .csv(&["aa_noise_pp"])
+            .csv(&["aa_noise_pp", "aa_noise_splits", "aa_noise_seed"])
             .reason("aa_noise_undefined")
             .except(View::Terminal),
     ];
@@ -211,7 +211,7 @@ fn row(r: &Results, c: &ConditionResult) -> Row {
             }),
             why => Cell::undefined(why.as_deref()),
         },
-        Cell::spread(c.aa_noise.spread_pp, c.aa_noise.undefined.as_deref()),
+        Cell::spread(&c.aa_noise),
     ];
     for m in FailureMode::ALL {
         let n = c.failures.get(&m).copied().unwrap_or(0);
@@ -234,10 +234,7 @@ fn row(r: &Results, c: &ConditionResult) -> Row {
                 d = d.noted(crate::format::count(x.n_tasks, "task", "tasks"));
             }
             cells.push(d);
-            cells.push(Cell::spread(
-                x.aa_noise.spread_pp,
-                x.aa_noise.undefined.as_deref(),
-            ));
+            cells.push(Cell::spread(&x.aa_noise));
             cells.push(Cell::gain(x.g, x.g_undefined.as_deref()));
         }
         None => {

@@ -188,6 +188,47 @@ pub struct PowerRow {
     pub source: String,
     /// The variance components used (fractions²).
     pub components: Components,
+    /// The A/A noise of its two sides pooled, √((h_with² + h_without²)/2), in percentage points at
+    /// this design's trials per task ([`crate::analysis::noise`]); `None` before a side has a task
+    /// with 2 or more finished trials, and for a share of the gap.
+    pub aa_noise_pp: Option<f64>,
+}
+
+/// A condition's noise floor measured from its trials so far (`plan`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct NoiseRow {
+    /// `A`, `B`, `C`, `A'`, `B'`.
+    pub label: String,
+    /// Its flip rate.
+    pub flip: crate::analysis::noise::FlipRate,
+    /// Its A/A noise, scaled to the plan's trials per task.
+    pub aa_noise: crate::analysis::noise::AaNoise,
+}
+
+impl NoiseRow {
+    /// `A: flip rate 15.0% (3 of 20 tasks); A/A noise ±3.1 pp over 20 tasks`.
+    pub fn line(&self) -> String {
+        let flip = match self.flip.rate() {
+            Some(r) => format!(
+                "flip rate {} ({} of {} tasks)",
+                crate::format::rate(r),
+                self.flip.flipped,
+                self.flip.tasks
+            ),
+            None => format!(
+                "flip rate {}",
+                crate::format::undefined(self.flip.why_undefined().as_deref())
+            ),
+        };
+        let aa = match self.aa_noise.spread_pp {
+            Some(h) => format!("A/A noise ±{h:.1} pp over {} tasks", self.aa_noise.n_tasks),
+            None => format!(
+                "A/A noise {}",
+                crate::format::undefined(self.aa_noise.undefined.as_deref())
+            ),
+        };
+        format!("{}: {flip}; {aa}", self.label)
+    }
 }
 
 /// The whole forecast.
@@ -201,6 +242,8 @@ pub struct Forecast {
     pub power: Vec<PowerRow>,
     /// Remarks (what is left out, what is assumed).
     pub notes: Vec<String>,
+    /// The noise floor of each condition with finished trials (round 1's, then round 2's).
+    pub noise: Vec<NoiseRow>,
 }
 
 /// Projects the cost and wall time of `conditions` from `estimates`: a row per condition, then
@@ -301,6 +344,7 @@ pub fn power_row(
         measured,
         source: source.to_string(),
         components: c,
+        aa_noise_pp: None,
     }
 }
 

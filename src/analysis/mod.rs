@@ -11,6 +11,7 @@ pub mod health_check;
 pub mod hypotheses;
 pub mod invocations;
 pub mod metrics;
+pub mod noise;
 pub mod paper;
 pub mod pass_at_k;
 pub mod power;

@@ -7,8 +7,12 @@
 use std::collections::BTreeMap;
 
 use super::plan::Plan;
-use crate::analysis::forecast::{self, ConditionPlan, Estimates, Forecast, PerTrial, PowerRow};
+use crate::analysis::forecast::{
+    self, ConditionPlan, Estimates, Forecast, NoiseRow, PerTrial, PowerRow,
+};
+use crate::analysis::noise::{self, NoiseMethod, TaskTrials};
 use crate::analysis::power::{self, Components};
+use crate::analysis::success::SuccessRule;
 use crate::domain::{Outcome, TrialRow, TrialStatus};
 use crate::engine::RunRequest;
 use crate::skillsbench::TaskSet;
@@ -53,6 +57,9 @@ struct Observed {
     seconds: BTreeMap<String, Vec<f64>>,
     done: BTreeMap<String, usize>,
     spent: BTreeMap<String, f64>,
+    /// Per label and task: (trials that succeeded, trials with a verdict that did not) — the
+    /// flip rate's counts ([`crate::analysis::noise::flip_rate`]).
+    outcomes: BTreeMap<String, BTreeMap<String, (usize, usize)>>,
 }
 
 fn seconds_between(a: Option<&str>, b: Option<&str>) -> Option<f64> {
@@ -78,6 +85,16 @@ impl Observed {
                     .or_default()
                     .push(t.reward.unwrap_or(0.0).clamp(0.0, 1.0));
                 *self.done.entry(label.clone()).or_default() += 1;
+                let success = t.reward.is_some_and(|r| SuccessRule::default().succeeds(r));
+                let failed = !success && crate::analysis::metrics::is_judged(t.outcome);
+                let o = self
+                    .outcomes
+                    .entry(label.clone())
+                    .or_default()
+                    .entry(t.task_id.clone())
+                    .or_default();
+                o.0 += usize::from(success);
+                o.1 += usize::from(failed);
             }
             if let Some(c) = t.cost_usd {
                 self.costs.entry(label.clone()).or_default().push(c);
@@ -87,6 +104,28 @@ impl Observed {
                 self.seconds.entry(label).or_default().push(s);
             }
         }
+    }
+
+    /// The noise floor of `label` at `k` trials per task; `None` without a finished trial.
+    fn noise_row(&self, label: &str, k: u32, m: &NoiseMethod) -> Option<NoiseRow> {
+        let per_task = self.per_task.get(label)?;
+        let trials: Vec<TaskTrials<'_>> = per_task
+            .iter()
+            .map(|(t, r)| TaskTrials {
+                task: t,
+                rewards: r,
+            })
+            .collect();
+        Some(NoiseRow {
+            label: label.to_string(),
+            flip: noise::flip_rate(
+                self.outcomes
+                    .get(label)
+                    .into_iter()
+                    .flat_map(|o| o.values().copied()),
+            ),
+            aa_noise: noise::aa_noise_at(label, &trials, m, Some(k)),
+        })
     }
 
     /// Variance components of `y` against `x` over the tasks both ran.
@@ -201,7 +240,8 @@ pub fn forecast(
     };
     let estimates = estimates(plan, &tasks, req, &observed, &imported, &mut notes);
     let rows = forecast::project(&plans, &estimates);
-    let power = power_rows(plan, &observed, &imported, n1, n2, inputs.effect_pp);
+    let mut power = power_rows(plan, &observed, &imported, n1, n2, inputs.effect_pp);
+    let noise = noise_floor(&observed, k, &mut power, &mut notes);
     notes.push(
         "learning and export are not included: their time depends on the Acontext server".into(),
     );
@@ -210,6 +250,7 @@ pub fn forecast(
         estimates,
         power,
         notes,
+        noise,
     })
 }
 
@@ -488,6 +529,65 @@ fn within_of(observed: &Observed, label: &str) -> Option<f64> {
     crate::analysis::spend::mean_sd(&vars).map(|(m, _)| m)
 }
 
+/// The noise floor of every condition with finished trials, at `k` trials per task; sets each
+/// comparison's pooled A/A noise and notes a planned effect within it.
+///
+/// A comparison's noise pools its sides, √((h_x² + h_y²)/2) — the normal approximation of the
+/// report's per-split pooling — with a round-2 side not measured yet borrowing its round-1
+/// counterpart's (A' from A, B' from B, as the power rows borrow its trial variance), and scaled
+/// from the tasks it was measured over to the comparison's as √(measured / compared) (a mean over
+/// more tasks is less noisy).
+fn noise_floor(
+    observed: &Observed,
+    k: u32,
+    power: &mut [PowerRow],
+    notes: &mut Vec<String>,
+) -> Vec<NoiseRow> {
+    let m = NoiseMethod::from(&crate::analysis::ci::CiMethod::default());
+    let rows: Vec<NoiseRow> = ["A", "B", "C", "A'", "B'"]
+        .iter()
+        .filter_map(|l| observed.noise_row(l, k, &m))
+        .collect();
+    let at = |l: &str| {
+        rows.iter()
+            .find(|r| r.label == l)
+            .and_then(|r| Some((r.aa_noise.spread_pp?, r.aa_noise.n_tasks)))
+    };
+    let side = |l: &str| {
+        at(l).or_else(|| match l {
+            "A'" => at("A"),
+            "B'" => at("B"),
+            _ => None,
+        })
+    };
+    for p in power.iter_mut().filter(|p| p.unit == "pp") {
+        let (x, y) = if p.hypothesis.starts_with("B − A") {
+            ("B", "A")
+        } else if p.hypothesis.starts_with("H1") {
+            ("A'", "A")
+        } else if p.hypothesis.starts_with("H3") {
+            ("B'", "B")
+        } else if p.hypothesis.starts_with("A' − C") {
+            ("A'", "C")
+        } else {
+            continue;
+        };
+        let (Some((hx, nx)), Some((hy, ny))) = (side(x), side(y)) else {
+            continue;
+        };
+        let scale = |h: f64, n: usize| h * (n as f64 / p.n_tasks.max(1) as f64).sqrt();
+        let h = ((scale(hx, nx).powi(2) + scale(hy, ny).powi(2)) / 2.0).sqrt();
+        p.aa_noise_pp = Some(h);
+        if p.effect.abs() <= h {
+            notes.push(format!(
+                "{}: the planned effect {:+.1} pp is within the A/A noise ±{h:.1} pp — a Δ that size is what rerunning one condition gives at {} tasks × {} trials; plan a larger effect, more trials per task or more tasks",
+                p.hypothesis, p.effect, p.n_tasks, p.trials
+            ));
+        }
+    }
+    rows
+}
+
 /// The plan's comparisons: the curated effect in round 1, then the hypotheses of round 2.
 fn power_rows(
     plan: &Plan,
@@ -605,8 +705,10 @@ pub fn round_lines(f: &Forecast, round: u8) -> Vec<String> {
     )];
     out.extend(f.power.iter().map(|p| {
         format!(
-            "minimum detectable effect (80% power, α 0.05): {}",
-            p.line()
+            "minimum detectable effect (80% power, α 0.05): {}{}",
+            p.line(),
+            p.aa_noise_pp
+                .map_or_else(String::new, |h| format!("; A/A noise ±{h:.1} pp"))
         )
     }));
     out

@@ -942,3 +942,176 @@ fn imported_metadata_is_sanitized_and_links_out_are_refused() {
     );
     assert_eq!(trials[0].task_id, "task-a");
 }
+
+/// `v` as the noise floor reads it.
+fn as_trials(v: &[(String, Vec<f64>)]) -> Vec<skillscope::analysis::noise::TaskTrials<'_>> {
+    v.iter()
+        .map(|(t, r)| skillscope::analysis::noise::TaskTrials {
+            task: t,
+            rewards: r,
+        })
+        .collect()
+}
+
+/// Per condition and task the rewards of the trials in Harbor job folders, straight from their
+/// `result.json` files: condition `no-skills` when the job's name says `noskills`, else
+/// `curated`.
+fn rewards_by_hand(root: &Path) -> BTreeMap<String, BTreeMap<String, Vec<f64>>> {
+    let mut files = Vec::new();
+    files_named(root, "result.json", &mut files);
+    let mut out: BTreeMap<String, BTreeMap<String, Vec<f64>>> = BTreeMap::new();
+    for f in files {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let Some(task) = v["task_name"].as_str() else {
+            continue; // the job's own result.json
+        };
+        let cond = if f.to_string_lossy().contains("noskills") {
+            "no-skills"
+        } else {
+            "curated"
+        };
+        out.entry(cond.into())
+            .or_default()
+            .entry(task.into())
+            .or_default()
+            .push(v["verifier_result"]["rewards"]["reward"].as_f64().unwrap());
+    }
+    out
+}
+
+/// The noise floor recomputed from the raw trial folders: the flip rate counted by hand from the
+/// rewards in `result.json` (reward ≥ 1 succeeds; every trial here has a verdict), and the A/A
+/// noise of each condition and of the comparison drawn from the files' rewards — equal to what
+/// the report computes from the store.
+#[test]
+fn the_noise_floor_is_recomputed_from_the_trial_folders() {
+    use skillscope::analysis::ci::CiMethod;
+    use skillscope::analysis::noise::{self, NoiseMethod, TaskTrials};
+    use skillscope::analysis::results::{Scoring, Selection, analyze};
+
+    let jobs = tempfile::tempdir().unwrap();
+    let tasks = ["t1", "t2", "t3", "t4", "t5"];
+    // 4 trials planned per task; t5 holds one trial only (no halves, no flip).
+    oracle_job(
+        jobs.path(),
+        "oracle-noskills-01",
+        4,
+        &tasks,
+        &[
+            ("t1", 1.0),
+            ("t1", 1.0),
+            ("t1", 1.0),
+            ("t1", 1.0),
+            ("t2", 1.0),
+            ("t2", 0.0),
+            ("t2", 1.0),
+            ("t2", 0.0),
+            ("t3", 0.5),
+            ("t3", 1.0),
+            ("t3", 0.0),
+            ("t3", 0.25),
+            ("t4", 0.0),
+            ("t4", 0.0),
+            ("t4", 0.0),
+            ("t4", 0.0),
+            ("t5", 1.0),
+        ],
+    );
+    oracle_job(
+        jobs.path(),
+        "oracle-curated-01",
+        4,
+        &tasks,
+        &[
+            ("t1", 1.0),
+            ("t1", 0.0),
+            ("t1", 1.0),
+            ("t1", 1.0),
+            ("t2", 1.0),
+            ("t2", 1.0),
+            ("t2", 1.0),
+            ("t2", 1.0),
+            ("t3", 0.75),
+            ("t3", 0.75),
+            ("t3", 0.5),
+            ("t3", 0.75),
+            ("t4", 1.0),
+            ("t4", 0.0),
+            ("t5", 1.0),
+            ("t5", 0.0),
+        ],
+    );
+    let by_hand = rewards_by_hand(jobs.path());
+
+    let db = tempfile::tempdir().unwrap();
+    let store = Store::open(&db.path().join("n.db")).unwrap();
+    let mut o = opts(vec![jobs.path().to_path_buf()]);
+    o.run = Some("noise".into());
+    let report = import(&store, &o).unwrap();
+    assert_eq!(report.imported, 33, "{report:?}");
+    let conn = store.connect().unwrap();
+    let r = analyze(
+        &conn,
+        &Selection::Runs(report.runs.clone()),
+        &Scoring::default(),
+    )
+    .unwrap();
+    let m = NoiseMethod::from(&CiMethod::default());
+    let mut checked = 0;
+    for c in &r.conditions {
+        let per_task = &by_hand[&c.condition];
+        // Flip rate: tasks with 2+ trials whose rewards fall on both sides of 1.0.
+        let eligible: Vec<&Vec<f64>> = per_task.values().filter(|v| v.len() >= 2).collect();
+        let flipped = eligible
+            .iter()
+            .filter(|v| v.iter().any(|&x| x >= 1.0) && v.iter().any(|&x| x < 1.0))
+            .count();
+        assert_eq!(
+            (c.flip.flipped, c.flip.tasks),
+            (flipped, eligible.len()),
+            "{}",
+            c.label
+        );
+        // A/A noise from the files' rewards.
+        let trials: Vec<TaskTrials<'_>> = per_task
+            .iter()
+            .map(|(t, v)| TaskTrials {
+                task: t,
+                rewards: v,
+            })
+            .collect();
+        let want = noise::aa_noise(&c.label, &trials, &m);
+        assert_eq!(c.aa_noise.n_tasks, eligible.len());
+        let (got, want) = (c.aa_noise.spread_pp.unwrap(), want.spread_pp.unwrap());
+        assert!((got - want).abs() < 1e-9, "{}: {got} vs {want}", c.label);
+        assert!(got > 0.0);
+        checked += 1;
+    }
+    assert_eq!(checked, 2);
+    // no-skills: t2 and t3 flip of t1–t4; curated: t1, t4 and t5 of all five (t3 never reaches 1).
+    let by = |cond: &str| r.conditions.iter().find(|c| c.condition == cond).unwrap();
+    assert_eq!(
+        (by("no-skills").flip.flipped, by("no-skills").flip.tasks),
+        (2, 4)
+    );
+    assert_eq!(
+        (by("curated").flip.flipped, by("curated").flip.tasks),
+        (3, 5)
+    );
+
+    // The comparison pools both sides over the tasks both can split (t1–t4).
+    let x = &r.comparisons[0];
+    let side = |label: &str| {
+        let c = r.conditions.iter().find(|c| c.label == label).unwrap();
+        by_hand[&c.condition]
+            .iter()
+            .map(|(t, v)| (t.clone(), v.clone()))
+            .collect::<Vec<_>>()
+    };
+    let (w, wo) = (side(&x.with), side(&x.without));
+    let want = noise::aa_noise_paired((&x.with, &as_trials(&w)), (&x.without, &as_trials(&wo)), &m);
+    assert_eq!(x.aa_noise.n_tasks, 4);
+    assert!((x.aa_noise.spread_pp.unwrap() - want.spread_pp.unwrap()).abs() < 1e-9);
+    store.writer().stop();
+}

@@ -428,3 +428,145 @@ fn an_absurd_number_of_trials_is_refused_and_a_large_one_warned_of() {
     let t = String::from_utf8_lossy(&out.stdout);
     assert!(t.contains("trials = 40 per task and condition"), "{t}");
 }
+
+/// With round 1 in the store, `plan` prints each condition's noise floor — the flip rate counted
+/// from the trials and the A/A noise drawn from the same rewards at the plan's trials per task —
+/// puts the pooled A/A noise beside each comparison's MDE, and notes a planned effect within it.
+#[test]
+fn plan_prints_the_noise_floor_of_round_1_and_warns_of_an_effect_within_it() {
+    use skillscope::analysis::ci::CiMethod;
+    use skillscope::analysis::noise::{self, NoiseMethod, TaskTrials};
+
+    let (scratch, conn) = empty_store();
+    let tasks: Vec<(&str, &str, &str)> = TASKS.iter().map(|t| (*t, "Testing", "easy")).collect();
+    let run = PlannedRun::new(
+        &conn,
+        &RunPlan {
+            name: "noisy-round1",
+            agent: "claude-code",
+            model: Some("claude-opus-4-6"),
+            n_trials: 4,
+            conditions: &["no-skills", "curated"],
+            tasks: &tasks,
+        },
+    );
+    // Per condition and task: 4 rewards, some flipping, one partial.
+    let mut rewards: BTreeMap<(&str, &str), Vec<f64>> = BTreeMap::new();
+    for (ti, task) in TASKS.iter().enumerate() {
+        for (ci, cond) in ["no-skills", "curated"].iter().enumerate() {
+            for i in 1..=4u32 {
+                let reward = match (ti + ci + i as usize) % 4 {
+                    0 => 0.0,
+                    1 if ti == 4 => 0.5,
+                    _ => 1.0,
+                };
+                let reward = if ti == 1 { 0.0 } else { reward };
+                run.finish(
+                    &conn,
+                    task,
+                    cond,
+                    i,
+                    &TrialPatch {
+                        status: Some(TrialStatus::Done),
+                        outcome: Some(if reward >= 1.0 {
+                            Outcome::Pass
+                        } else {
+                            Outcome::Fail
+                        }),
+                        reward: Some(reward),
+                        ..Default::default()
+                    },
+                );
+                rewards.entry((cond, task)).or_default().push(reward);
+            }
+        }
+    }
+    drop(conn);
+    let plan = scratch.dir.path().join("noisy.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "name = \"noisy\"\nagent = \"claude-code\"\nmodel = \"claude-opus-4-6\"\ntrials = 4\nconcurrency = 3\ntasks = \"{}\"\ntask = [{}]\n",
+            fixtures().display(),
+            TASKS.map(|t| format!("\"{t}\"")).join(", ")
+        ),
+    )
+    .unwrap();
+    let plan_out = |extra: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+            .arg("plan")
+            .arg(&plan)
+            .args(extra)
+            .arg("--db")
+            .arg(scratch.db())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let v: serde_json::Value = serde_json::from_str(&plan_out(&["--json"])).unwrap();
+    let f = &v["forecast"];
+    let m = NoiseMethod::from(&CiMethod::default());
+    let mut spread = BTreeMap::new();
+    for (label, cond) in [("A", "no-skills"), ("B", "curated")] {
+        let row = f["noise"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["label"] == label)
+            .unwrap_or_else(|| panic!("no noise row {label}: {f:#}"));
+        // Flip rate by hand: a task flips when some reward is 1 and some below.
+        let per: Vec<(&str, &Vec<f64>)> =
+            TASKS.iter().map(|t| (*t, &rewards[&(cond, *t)])).collect();
+        let flipped = per
+            .iter()
+            .filter(|(_, r)| r.iter().any(|&x| x >= 1.0) && r.iter().any(|&x| x < 1.0))
+            .count();
+        assert_eq!(
+            row["flip"]["flipped"].as_u64().unwrap() as usize,
+            flipped,
+            "{label}"
+        );
+        assert_eq!(row["flip"]["tasks"].as_u64().unwrap(), 6);
+        assert!(flipped > 0 && flipped < 6, "{flipped}");
+        // A/A noise from the same rewards, at the plan's 4 trials.
+        let trials: Vec<TaskTrials<'_>> = per
+            .iter()
+            .map(|(t, r)| TaskTrials {
+                task: t,
+                rewards: r,
+            })
+            .collect();
+        let want = noise::aa_noise_at(label, &trials, &m, Some(4))
+            .spread_pp
+            .unwrap();
+        let got = row["aa_noise"]["spread_pp"].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-9, "{label}: {got} vs {want}");
+        assert!(got > 0.0);
+        spread.insert(label, got);
+    }
+    // Beside B − A's MDE: both sides pooled; H1 borrows A for A' (not run yet).
+    let pooled = ((spread["A"].powi(2) + spread["B"].powi(2)) / 2.0).sqrt();
+    let b_a = f["power"][0]["aa_noise_pp"].as_f64().unwrap();
+    assert!((b_a - pooled).abs() < 1e-9, "{b_a} vs {pooled}");
+    let h1 = f["power"][1]["aa_noise_pp"].as_f64().unwrap();
+    assert!((h1 - spread["A"]).abs() < 1e-9, "{h1}");
+    assert!(f["power"][2]["aa_noise_pp"].is_null(), "a share has none");
+
+    // In words: the floor, and a note for an effect within the noise — none for one above it.
+    let small = plan_out(&["--effect", "1"]);
+    for want in [
+        "noise floor of the trials so far",
+        "A: flip rate ",
+        "A/A noise ±",
+        "the planned effect +1.0 pp is within the A/A noise",
+    ] {
+        assert!(small.contains(want), "{want:?} in {small}");
+    }
+    let large = plan_out(&["--effect", "95"]);
+    assert!(!large.contains("is within the A/A noise"), "{large}");
+}

@@ -173,6 +173,72 @@ fn write_run(conn: &Connection, name: &str, conds: &[&str], n: usize, spec: &Run
 /// and pass@1 `None` when the condition did not run the task.
 type Rows = BTreeMap<(String, String), (Option<f64>, Option<f64>, f64, f64)>;
 
+/// The noise floor of condition `label` (column `ci` of `spec`) in the report's JSON against the
+/// generated trials: the flip counts by hand (successes by `threshold`; failures with a verdict:
+/// fail and the timeouts), the A/A noise over the tasks with 2+ finished trials (not cancelled,
+/// not unfinished), ≥ 0, and 0 when every task's finished trials have one reward.
+fn noise_floor(res: &Value, label: &str, spec: &RunSpec, ci: usize, n: usize, threshold: f64) {
+    let Some(c) = res["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["label"] == label)
+    else {
+        return; // it ran none of the tasks
+    };
+    let (mut flipped, mut eligible, mut splittable, mut flat) = (0, 0, 0, true);
+    for cell in spec.cells[..n].iter().filter_map(|t| t[ci].as_ref()) {
+        let ok = |e: &Ending| e.reward().is_some_and(|r| r >= threshold - 1e-9);
+        let succeeded = cell.iter().filter(|e| ok(e)).count();
+        let failed = cell
+            .iter()
+            .filter(|e| {
+                !ok(e)
+                    && matches!(
+                        e,
+                        Ending::Pass
+                            | Ending::Fail(_)
+                            | Ending::AgentTimeout(_)
+                            | Ending::VerifierTimeout(_)
+                    )
+            })
+            .count();
+        if succeeded + failed >= 2 {
+            eligible += 1;
+            flipped += usize::from(succeeded > 0 && failed > 0);
+        }
+        let finished: Vec<f64> = cell
+            .iter()
+            .filter(|e| !matches!(e, Ending::Cancelled | Ending::Unfinished))
+            .map(|e| e.reward().unwrap_or(0.0))
+            .collect();
+        if finished.len() >= 2 {
+            splittable += 1;
+            flat &= finished.iter().all(|r| *r == finished[0]);
+        }
+    }
+    let f = &c["flip"];
+    assert_eq!(
+        (f["flipped"].as_u64().unwrap(), f["tasks"].as_u64().unwrap()),
+        (flipped as u64, eligible as u64),
+        "{label} flips"
+    );
+    let a = &c["aa_noise"];
+    assert_eq!(a["n_tasks"].as_u64().unwrap(), splittable as u64, "{label}");
+    match a["spread_pp"].as_f64() {
+        Some(h) => {
+            assert!(splittable > 0 && h >= 0.0, "{label}: {a}");
+            if flat {
+                assert!(h.abs() < 1e-9, "{label}: equal rewards, spread {h}");
+            }
+        }
+        None => assert!(
+            splittable == 0 && a["undefined"].is_string(),
+            "{label}: {a}"
+        ),
+    }
+}
+
 /// Chen et al. 2021 eq. 1 for k = 2, written again: 1 − C(n − c, 2) / C(n, 2).
 fn chen2(n: f64, c: f64) -> f64 {
     1.0 - ((n - c) * (n - c - 1.0)) / (n * (n - 1.0))
@@ -258,6 +324,39 @@ fn check(n: usize, round1: &RunSpec, round2: &RunSpec, threshold: f64) {
         ("A'", round2, 0),
         ("B'", round2, 1),
     ];
+    for (label, spec, ci) in labels {
+        noise_floor(res, label, spec, ci, n, threshold);
+    }
+    // The CSVs carry each A/A noise with its splits and seed, as a CI its resamples and seed.
+    for file in ["conditions.csv", "comparisons.csv"] {
+        if file == "comparisons.csv" && res["comparisons"].as_array().unwrap().is_empty() {
+            continue; // no comparison, no file
+        }
+        let mut rd = csv::Reader::from_path(out.join(file)).unwrap();
+        let head = rd.headers().unwrap().clone();
+        let at = |h: &str| head.iter().position(|x| x == h).unwrap();
+        let (v, k, seed) = (
+            at("aa_noise_pp"),
+            at("aa_noise_splits"),
+            at("aa_noise_seed"),
+        );
+        for rec in rd.records() {
+            let rec = rec.unwrap();
+            if rec[v].is_empty() {
+                assert!(rec[k].is_empty() && rec[seed].is_empty(), "{file}: {rec:?}");
+            } else {
+                assert!(rec[v].parse::<f64>().unwrap() >= 0.0);
+                assert_eq!((&rec[k], &rec[seed]), ("2000", "20260212"), "{file}");
+            }
+        }
+    }
+    for x in res["comparisons"].as_array().unwrap() {
+        let a = &x["aa_noise"];
+        match a["spread_pp"].as_f64() {
+            Some(h) => assert!(h >= 0.0 && a["n_tasks"].as_u64().unwrap() > 0, "{x}"),
+            None => assert!(a["undefined"].is_string() && a["n_tasks"] == 0, "{x}"),
+        }
+    }
     for (label, spec, ci) in labels {
         for (ti, (task, _, _)) in TASKS[..n].iter().enumerate() {
             // A condition that ran none of the tasks has no rows at all.

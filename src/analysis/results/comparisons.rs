@@ -5,9 +5,11 @@
 
 use serde::Serialize;
 
+use super::conditions::task_trials;
 use super::{ConditionResult, EXPERIMENT_COMPARISONS, TaskInfo, mean_of};
 use crate::analysis::ci::{self, Ci, CiMethod};
 use crate::analysis::metrics::{delta_pp, normalized_gain};
+use crate::analysis::noise::{self, AaNoise, NoiseMethod};
 use crate::domain::RunRow;
 
 /// A comparison of two conditions over the tasks both ran.
@@ -54,6 +56,9 @@ pub struct Comparison {
     /// The part of Δ those tasks contribute (their per-task differences over the matched
     /// tasks), percentage points.
     pub delta_pp_flaky: f64,
+    /// The A/A noise beside Δ: the spread of Δ that trial noise alone gives, both sides pooled
+    /// over the matched tasks both can split ([`crate::analysis::noise::aa_noise_paired`]).
+    pub aa_noise: AaNoise,
     /// Matched tasks better / worse / unchanged.
     pub improved: usize,
     /// Worse.
@@ -239,6 +244,11 @@ pub(super) fn compare(
         delta_pp_judged: judged_delta(cw, cwo, &idx),
         n_flaky: 0,
         delta_pp_flaky: 0.0,
+        aa_noise: noise::aa_noise_paired(
+            (&cw.label, &task_trials(cw, tasks, &idx)),
+            (&cwo.label, &task_trials(cwo, tasks, &idx)),
+            &NoiseMethod::from(method),
+        ),
         improved: 0,
         degraded: 0,
         unchanged: 0,

@@ -9,6 +9,7 @@ use super::tally::{CategoryCounts, Cells};
 use super::{FailureMode, Scoring, TaskInfo, mean_of};
 use crate::analysis::ci::{self, Ci};
 use crate::analysis::failure_category::FailureCategory;
+use crate::analysis::noise::{self, AaNoise, FlipRate, NoiseMethod, TaskTrials};
 use crate::domain::{RunRow, TrialPlan};
 use crate::skillsbench::condition::condition_label;
 
@@ -73,6 +74,14 @@ pub struct ConditionResult {
     /// Judged failures by the plan's failure category ([`FailureCategory`]): stored with the
     /// trial, or decided now from its folder for trials recorded before categories existed.
     pub categories: BTreeMap<FailureCategory, usize>,
+    /// Per task: the rewards of its finished trials in trial-index order (empty when not run).
+    #[serde(skip)]
+    pub per_task_rewards: Vec<Vec<f64>>,
+    /// Its flip rate: tasks whose trials disagree ([`crate::analysis::noise`]).
+    pub flip: FlipRate,
+    /// Its A/A noise: the spread of Δ between random halves of its trials, scaled to a
+    /// full-size comparison ([`crate::analysis::noise`]).
+    pub aa_noise: AaNoise,
 }
 
 impl ConditionResult {
@@ -100,6 +109,21 @@ impl ConditionResult {
     pub fn is_flaky(&self, i: usize) -> bool {
         self.per_task_passed[i] > 0 && self.per_task_judged_failed[i] > 0
     }
+}
+
+/// The finished trials of `c` on the tasks `idx` (indices into `tasks`, the tasks `c` was
+/// scored over), for the noise floor.
+pub(super) fn task_trials<'a>(
+    c: &'a ConditionResult,
+    tasks: &'a [TaskInfo],
+    idx: &[usize],
+) -> Vec<TaskTrials<'a>> {
+    idx.iter()
+        .map(|&i| TaskTrials {
+            task: &tasks[i].id,
+            rewards: &c.per_task_rewards[i],
+        })
+        .collect()
 }
 
 /// The label of condition `ci` of run `ri`: `A`, `B`, `C`, `A'`, `B'` in an experiment; else the
@@ -135,14 +159,21 @@ pub(super) fn score(
             if c.n_tasks == 0 {
                 continue;
             }
-            out.push(ConditionResult {
+            let mut c = ConditionResult {
                 label: label(experiment, many, run, ri, ci),
                 categories: categories
                     .get(&(run.id, cond.clone()))
                     .cloned()
                     .unwrap_or_default(),
                 ..c
-            });
+            };
+            let ran: Vec<usize> = (0..tasks.len()).filter(|&i| c.ran(i)).collect();
+            c.aa_noise = noise::aa_noise(
+                &c.label,
+                &task_trials(&c, tasks, &ran),
+                &NoiseMethod::from(&scoring.ci),
+            );
+            out.push(c);
         }
     }
     out
@@ -183,6 +214,9 @@ fn one(
         per_task_judged_failed: vec![0; n],
         per_task_judged_mean: vec![None; n],
         categories: BTreeMap::new(),
+        per_task_rewards: vec![Vec::new(); n],
+        flip: FlipRate::default(),
+        aa_noise: noise::aa_noise(cond, &[], &NoiseMethod::from(&scoring.ci)),
     };
     for (i, t) in tasks.iter().enumerate() {
         let n_planned = plan.of(&t.id, cond);
@@ -198,6 +232,7 @@ fn one(
         c.per_task_passed[i] = cell.passed;
         c.per_task_judged[i] = cell.judged;
         c.per_task_judged_failed[i] = cell.judged_failed;
+        c.per_task_rewards[i] = cell.rewards.clone();
         c.planned += n_planned as usize;
         c.done += cell.done;
         c.passed += cell.passed;
@@ -229,6 +264,11 @@ fn one(
     c.ci = scoring.ci.mean(&ran);
     c.ci_undefined = ci::why_undefined(ran.len());
     c.se = crate::analysis::power::se_of_mean(&ran);
+    c.flip = noise::flip_rate(
+        (0..n)
+            .filter(|&i| c.ran(i))
+            .map(|i| (c.per_task_passed[i], c.per_task_judged_failed[i])),
+    );
     let judged: Vec<f64> = c.per_task_judged_mean.iter().flatten().copied().collect();
     c.pass_rate_judged = (!judged.is_empty()).then(|| mean_of(&judged));
     c

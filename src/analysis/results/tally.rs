@@ -41,6 +41,9 @@ pub(super) struct Cell {
     pub judged_failed: usize,
     /// Trials from published aggregates.
     pub aggregated: bool,
+    /// The rewards of its finished trials (not cancelled or interrupted; 0 without a reward), in
+    /// trial-index order: what the A/A noise splits ([`crate::analysis::noise`]).
+    pub rewards: Vec<f64>,
 }
 
 /// (run id, condition, task) → [`Cell`].
@@ -322,6 +325,7 @@ impl Cell {
         let success = reward.is_some_and(|r| rule.succeeds(r));
         if counts {
             self.done += 1;
+            self.rewards.push(reward.unwrap_or(0.0));
         }
         if done {
             self.reward += reward.unwrap_or(0.0);

@@ -60,6 +60,10 @@ pub fn power_table(f: &Forecast) -> Fitted {
             right(format!("{} × {}", p.n_tasks, p.trials)),
             right(format!("{:.1}", p.se_pp)),
             right(fmt(p.mde)),
+            right(
+                p.aa_noise_pp
+                    .map_or_else(|| "—".into(), |h| format!("±{h:.1}")),
+            ),
             right(p.measured.map_or_else(|| "—".into(), fmt)),
             right(fmt(p.effect)),
             right(p.tasks_needed.map_or_else(|| "—".into(), |n| n.to_string())),
@@ -74,6 +78,7 @@ pub fn power_table(f: &Forecast) -> Fitted {
         Column::new("tasks × trials").short("n×K"),
         Column::new("SE pp").short("SE"),
         Column::new("MDE"),
+        Column::new("A/A noise").short("A/A"),
         Column::new("measured").short("meas"),
         Column::new("effect").short("eff"),
         Column::new("tasks needed").short("tasks"),
@@ -107,6 +112,19 @@ pub fn print_lines(f: &Forecast) -> Vec<String> {
         "MDE = 2.80·√((ω² + (σ²_with + σ²_without)/K)/n): ω² the between-task variance of the paired differences, σ² the within-task variance of trials; tasks/trials needed: the same solved for n or K at the effect (none: more trials cannot reach it, more tasks can)"
             .into(),
     );
+    if !f.noise.is_empty() {
+        out.push(format!(
+            "noise floor of the trials so far (flip rate: tasks whose trials disagree; A/A noise: the spread of Δ between random halves of a condition's own trials, scaled to {} trials per task; {}):",
+            f.power.first().map_or(0, |p| p.trials),
+            crate::analysis::noise::NoiseMethod::from(&crate::analysis::ci::CiMethod::default())
+                .describe()
+        ));
+        out.extend(f.noise.iter().map(|r| format!("  {}", r.line())));
+        out.push(
+            "A/A noise beside the MDE: both sides' pooled, √((h₁² + h₂²)/2), a round-2 side not yet run borrowing its round-1 counterpart's; an effect within it is what rerunning one condition gives"
+                .into(),
+        );
+    }
     out.extend(f.notes.iter().map(|n| format!("note: {n}")));
     out
 }

@@ -46,6 +46,16 @@ pub enum Value {
         /// Its unit.
         unit: Unit,
     },
+    /// A symmetric spread in percentage points (an A/A noise), shown `±3.1`, with how it was
+    /// drawn (written to CSV beside it, as a CI's resamples and seed are).
+    Spread {
+        /// The half-width, percentage points.
+        value: f64,
+        /// Random splits drawn.
+        splits: usize,
+        /// Their seed.
+        seed: u64,
+    },
     /// A number shown with `places` decimals (a rubric score `75.3`, skills per trial `1.5`).
     Decimal {
         /// The number.
@@ -202,6 +212,20 @@ impl Cell {
         }
     }
 
+    /// An A/A noise in percentage points (`±3.1`; CSV: spread, splits, seed), or undefined with
+    /// its reason.
+    pub fn spread(n: &crate::analysis::noise::AaNoise) -> Cell {
+        match n.spread_pp {
+            Some(value) => Cell::new(Value::Spread {
+                value,
+                splits: n.method.splits,
+                seed: n.method.seed,
+            })
+            .tone(Tone::Dim),
+            None => Cell::new(Value::Undefined(n.undefined.clone())).tone(Tone::Dim),
+        }
+    }
+
     /// Undefined, with `why`.
     pub fn undefined(why: Option<&str>) -> Cell {
         Cell::new(Value::Undefined(why.map(String::from))).tone(Tone::Dim)
@@ -247,6 +271,7 @@ impl Value {
                 Unit::Percent => value * 100.0,
                 Unit::Pp => *value,
             }),
+            Value::Spread { value, .. } => format!("±{}", format::se(*value)),
             Value::Decimal { value, places } => format!("{value:.*}", *places as usize),
             Value::Number(v) => v.to_string(),
             Value::Percent(v) => format!("{v:.1}%"),
@@ -278,6 +303,7 @@ impl Value {
             | Value::Pp(v)
             | Value::Gain(v)
             | Value::Se { value: v, .. }
+            | Value::Spread { value: v, .. }
             | Value::Decimal { value: v, .. }
             | Value::Number(v)
             | Value::Percent(v)
@@ -306,7 +332,8 @@ impl Value {
     }
 
     /// The value for a machine (CSV): full precision, `slots` fields — one for most values; a CI
-    /// gives low, high, resamples and seed (as many as there are slots); an `Of` and a
+    /// gives low, high, resamples and seed, a spread its value, splits and seed (as many as
+    /// there are slots); an `Of` and a
     /// `TasksCompared` give the part and the whole. Undefined values are empty fields (their
     /// reason goes to the column's reason field, [`super::Column::reason`]).
     pub fn machine(&self, slots: usize) -> Vec<String> {
@@ -321,6 +348,11 @@ impl Value {
             | Value::Number(v)
             | Value::Percent(v)
             | Value::Reward(v) => vec![v.to_string()],
+            Value::Spread {
+                value,
+                splits,
+                seed,
+            } => vec![value.to_string(), splits.to_string(), seed.to_string()],
             Value::List(items) => vec![crate::sanitize::one_line(&items.join("; "))],
             Value::Share { n, total } => vec![n.to_string(), total.to_string()],
             Value::Ci { ci, .. } => vec![

@@ -92,6 +92,11 @@ fn comparison_columns(r: &Results) -> Vec<Column> {
         Column::number("delta_pp", "Δ (pp)")
             .short("Δ pp")
             .reason("delta_undefined"),
+        Column::number("aa_noise", "A/A noise (pp)")
+            .short("A/A ±pp")
+            .priority(2)
+            .csv(&["aa_noise_pp", "aa_noise_splits", "aa_noise_seed"])
+            .reason("aa_noise_undefined"),
         Column::number("delta_ci", ci_title(r, ", pp"))
             .short("95% CI")
             .csv(&[
@@ -126,6 +131,7 @@ fn comparison_cells(c: &Comparison, delta: Cell) -> Vec<Cell> {
         Cell::rate(c.p_with, None),
         Cell::rate(c.p_without, None),
         delta,
+        Cell::spread(&c.aa_noise),
         ci_cell(c.delta_ci_pp, Unit::Pp, c.ci_undefined.as_deref()),
         Cell::se(c.delta_se_pp, Unit::Pp),
         Cell::gain(c.g, c.g_undefined.as_deref()),
@@ -225,7 +231,16 @@ pub fn comparisons(r: &Results) -> Vec<Block> {
         Block::text(
             "Each comparison is paired over the tasks both conditions ran (*Tasks compared*; `all N` when that is every task): the pass rates in the row, Δ, its CI (a paired bootstrap over those tasks), its standard error and g are over them, and improved / degraded / unchanged count them by their mean reward. A task only one side ran is not run on the other — listed under Task-level changes, never counted 0. *SE* is the standard error beside the bootstrap CI: of Δ, sd of the paired per-task differences / √n; of a pass rate, sd of the per-task means / √n — the clustered standard errors of Miller 2024 (arXiv:2411.00640), tasks as clusters; ±1.96·SE is the normal approximation of the same interval.",
         ),
+        Block::text(noise_note(r)),
     ]
+}
+
+/// What *A/A noise* beside Δ means, with how it was drawn.
+fn noise_note(r: &Results) -> String {
+    format!(
+        "*A/A noise* is the spread of Δ that trial noise alone gives — two runs of the same condition compared: each task's finished trials are split at random into two halves, Δ is taken between the halves as above (paired over tasks), each task's half difference scaled to full size (× √((2/n)/(1/⌊n/2⌋ + 1/⌈n/2⌉)), the halves holding half the trials), and ±h is the half-width of the central 95% of those Δs ({}); the two sides are pooled, (a + b)/√2 per split, over the compared tasks both ran with 2 or more finished trials. A Δ inside it is what rerunning one condition gives; it leaves out the sampling of tasks, which the CI holds. Undefined (—) with fewer than 2 finished trials per task.",
+        crate::analysis::noise::NoiseMethod::from(&r.ci_method).describe()
+    )
 }
 
 /// The columns of a pass@2-adaptive table; `group` names the grouping column when the rows are

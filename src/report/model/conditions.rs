@@ -37,9 +37,10 @@ fn mode_short(m: FailureMode) -> (&'static str, &'static str) {
 /// Columns in every renderer unless said: label, run (report files), skills (the condition; on
 /// screens only in an experiment, where labels are A, B, …), pass rate, its CI, SE (report
 /// files), pass@1, tasks, done / planned, passed, of which after an agent timeout, infrastructure
-/// failures, Method D over judged trials, aggregated (CSV), one column per failure mode (CSV;
-/// screens show the modes that occurred), then Δ and g against the baseline condition (the
-/// terminal's one table).
+/// failures, Method D over judged trials, aggregated (CSV), partial credit, tasks that flip and
+/// the A/A noise (not the terminal), one column per failure mode (CSV; screens show the modes
+/// that occurred), then Δ, its A/A noise and g against the baseline condition (the terminal's
+/// one table).
 pub fn table(r: &Results) -> Table {
     let rule = &r.success_description;
     let screens = Views::of(&[View::Terminal, View::Dashboard]);
@@ -115,6 +116,19 @@ pub fn table(r: &Results) -> Table {
             } else {
                 Views::of(&[View::Csv])
             }),
+        Column::number("flip_rate", "Tasks that flip (of those with 2+ verdicts)")
+            .short("flips")
+            .priority(5)
+            .csv(&["flipped_tasks", "flip_tasks"])
+            .reason("flip_undefined")
+            .except(View::Terminal),
+        Column::number("aa_noise", "A/A noise (pp)")
+            .short("A/A ±pp")
+            .abbr("A/A")
+            .priority(4)
+            .csv(&["aa_noise_pp", "aa_noise_splits", "aa_noise_seed"])
+            .reason("aa_noise_undefined")
+            .except(View::Terminal),
     ];
     // One column per failure mode: CSV always; screens the modes that occurred.
     let modes_seen: Vec<FailureMode> = FailureMode::ALL
@@ -146,6 +160,10 @@ pub fn table(r: &Results) -> Table {
     columns.extend([
         Column::number("delta_pp", "Δ (pp) against the baseline")
             .short("Δ pp")
+            .views(Views::of(&[View::Terminal])),
+        Column::number("delta_aa_noise", "A/A noise of that Δ (pp)")
+            .short("A/A ±pp")
+            .abbr("A/A")
             .views(Views::of(&[View::Terminal])),
         Column::number("g", "g against the baseline")
             .short("g")
@@ -191,6 +209,14 @@ fn row(r: &Results, c: &ConditionResult) -> Row {
         Cell::rate(c.pass_rate_judged, None),
         Cell::text(c.aggregated.to_string()),
         Cell::count(c.partial).tone(zero_dim(c.partial)),
+        match c.flip.why_undefined() {
+            None => Cell::new(Value::Of {
+                n: c.flip.flipped as u64,
+                total: c.flip.tasks as u64,
+            }),
+            why => Cell::undefined(why.as_deref()),
+        },
+        Cell::spread(&c.aa_noise),
     ];
     for m in FailureMode::ALL {
         let n = c.failures.get(&m).copied().unwrap_or(0);
@@ -213,9 +239,11 @@ fn row(r: &Results, c: &ConditionResult) -> Row {
                 d = d.noted(crate::format::count(x.n_tasks, "task", "tasks"));
             }
             cells.push(d);
+            cells.push(Cell::spread(&x.aa_noise));
             cells.push(Cell::gain(x.g, x.g_undefined.as_deref()));
         }
         None => {
+            cells.push(Cell::undefined(None));
             cells.push(Cell::undefined(None));
             cells.push(Cell::undefined(None));
         }
@@ -238,7 +266,8 @@ pub fn conditions(r: &Results) -> Vec<Block> {
         },
         Block::table(table(r)),
         Block::text(format!(
-            "Method D is the mean reward (partial credit counts fractionally); pass@1 is the share of planned trials that succeeded ({rule}), per task, then the mean over tasks — where they differ, partial rewards or the threshold make the difference. *Passed* counts successes whatever the agent's outcome; *of which after an agent timeout* are agent timeouts whose verifier still gave the reward. Infrastructure failures are trials that ended without a verdict: no reward, a build error or a runtime error. Method D counts them 0 (the paper's rule); the last column is Method D with them left out — a mean of per-task means over each task's judged trials, not a share of trials."
+            "Method D is the mean reward (partial credit counts fractionally); pass@1 is the share of planned trials that succeeded ({rule}), per task, then the mean over tasks — where they differ, partial rewards or the threshold make the difference. *Passed* counts successes whatever the agent's outcome; *of which after an agent timeout* are agent timeouts whose verifier still gave the reward. Infrastructure failures are trials that ended without a verdict: no reward, a build error or a runtime error. Method D counts them 0 (the paper's rule); the last column is Method D with them left out — a mean of per-task means over each task's judged trials, not a share of trials. *Tasks that flip*: the tasks whose trials disagree (some succeed, some with a verdict fail) of the tasks with 2 or more such trials — the flip rate, `2/8` = 25%. *A/A noise*: the spread (±, central 95%) of Δ between two random halves of the condition's own trials, scaled to a comparison of two full runs ({}) — what a Δ against itself would show; see Comparisons.",
+            crate::analysis::noise::NoiseMethod::from(&r.ci_method).describe()
         )),
     ]
 }

@@ -115,7 +115,7 @@ impl FlipRate {
 
     /// Why the rate is undefined (`None` when it is defined).
     pub fn why_undefined(&self) -> Option<String> {
-        (self.tasks == 0).then(|| "no task has 2+ trials with a verdict".to_string())
+        (self.tasks == 0).then(|| "no task judged twice".to_string())
     }
 }
 
@@ -149,7 +149,7 @@ pub struct AaNoise {
 
 /// Why an A/A noise over `n_tasks` splittable tasks is undefined.
 fn why_undefined(n_tasks: usize) -> Option<String> {
-    (n_tasks == 0).then(|| "no task has 2+ finished trials: no halves to compare".to_string())
+    (n_tasks == 0).then(|| "no task ran twice".to_string())
 }
 
 /// The seed of `label`'s splits of `task`: FNV-1a of both, mixed with `seed`.
@@ -323,7 +323,7 @@ mod tests {
             flip_rate([(1, 0)])
                 .why_undefined()
                 .unwrap()
-                .contains("2+ trials")
+                .contains("judged twice")
         );
     }
 
@@ -333,7 +333,7 @@ mod tests {
         let n = aa_noise("A", &trials(&v), &method());
         assert_eq!(n.spread_pp, None);
         assert_eq!(n.n_tasks, 0);
-        assert!(n.undefined.unwrap().contains("2+ finished trials"));
+        assert!(n.undefined.unwrap().contains("ran twice"));
     }
 
     #[test]

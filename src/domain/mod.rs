@@ -6,6 +6,7 @@
 
 pub mod outcome;
 pub mod run;
+pub mod sequential;
 pub mod tamper;
 pub mod time;
 pub mod trial;

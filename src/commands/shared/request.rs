@@ -123,6 +123,7 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
             },
             allow_drift: args.allow_drift,
         },
+        sequential: None,
     };
     Ok((req, db))
 }

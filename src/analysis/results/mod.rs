@@ -218,6 +218,9 @@ pub struct Results {
     /// The trials flagged for tampering, per condition, and the rule they were scored by
     /// ([`super::tamper`]).
     pub tamper: super::tamper::Tampering,
+    /// Each run's group-sequential design, looks and early stops (issue 38), by run name, for
+    /// runs that applied one.
+    pub sequential: Vec<(String, crate::domain::sequential::SequentialRecord)>,
 }
 
 /// An experiment's comparisons: round 1's own curated effect B vs A (the SkillsBench paper's
@@ -424,6 +427,11 @@ fn analyze_selection(
     }
     subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
     attach_tamper(conn, &loaded, &mut results)?;
+    for run in &loaded.runs {
+        if let Some(rec) = crate::store::queries::sequential_record(conn, run.id)? {
+            results.sequential.push((run.name.clone(), rec));
+        }
+    }
     Ok(results)
 }
 
@@ -675,5 +683,6 @@ fn analyze_tasks(
         round2_skills: Vec::new(),
         exposure: Default::default(),
         tamper: Default::default(),
+        sequential: Vec::new(),
     }
 }

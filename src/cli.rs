@@ -372,9 +372,10 @@ pub struct ExperimentArgs {
     /// Acontext connection (over the plan's `[acontext]`).
     #[command(flatten)]
     pub acontext: AcontextArgs,
-    /// Stages (looks) of each round's group-sequential design (over the plan's `[sequential]
-    /// stages`; default 3, at most the trials per task): a comparison is judged at every task's
-    /// trials ⌊s·n/K⌋, and a condition whose questions are answered stops (docs/scoring.md).
+    /// Apply a group-sequential design of N stages (looks) to each round (over the plan's
+    /// `[sequential] stages`; without either, the fixed design): a comparison is judged at every
+    /// task's trials ⌊s·n/K⌋, and a round-2 condition whose questions are answered stops
+    /// (docs/scoring.md, "Sequential designs").
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub stages: Option<u32>,
     /// No early stopping: the fixed design runs every planned trial.

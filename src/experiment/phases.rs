@@ -470,12 +470,14 @@ fn outcome(
 
 /// Round 1's sequential design: B − A (and C − A when C runs) looked at and recorded at each
 /// stage boundary; nothing stops, since learning learns from every trial of A and B and round 2
-/// compares against them (`None` without early stopping in the plan).
+/// compares against them (`None` without a design: no `[sequential] stages` in the plan and no
+/// `--stages`).
 fn sequential_round1(
     plan: &super::plan::Plan,
     conditions: &[Condition],
 ) -> Option<crate::domain::sequential::SequentialPlan> {
     use crate::domain::sequential::{Comparison, SequentialPlan};
+    plan.sequential.stages?;
     let a = Condition::NoSkills.key();
     let mut comparisons = vec![Comparison {
         label: "B-A".into(),
@@ -512,6 +514,7 @@ fn sequential_round2(
     r1: &str,
 ) -> Option<crate::domain::sequential::SequentialPlan> {
     use crate::domain::sequential::{Comparison, SequentialPlan};
+    plan.sequential.stages?;
     let [a2, b2] = conditions else {
         return None;
     };

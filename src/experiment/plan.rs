@@ -133,7 +133,8 @@ pub struct SelfGeneratedPlan {
 #[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
 #[serde(deny_unknown_fields)]
 pub struct SequentialTable {
-    /// Stages (looks) per comparison [default: 3].
+    /// Stages (looks) per comparison; set (here or by `experiment --stages`), the rounds apply
+    /// a group-sequential design; unset, the fixed design.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stages: Option<u32>,
     /// `false`: the fixed design, every planned trial runs.
@@ -145,7 +146,8 @@ impl SequentialTable {
     /// Stages when nothing says otherwise.
     pub const DEFAULT_STAGES: u32 = 3;
 
-    /// Stages K over `trials` per task and condition: as written, else 3 (at most `trials`).
+    /// Stages K over `trials` per task and condition: as written, else 3 (at most `trials`; what
+    /// `plan` prints by default).
     pub fn stages(&self, trials: u32) -> u32 {
         self.stages
             .unwrap_or(Self::DEFAULT_STAGES.min(trials.max(1)))

@@ -125,3 +125,120 @@ pub fn blocks(r: &Results) -> Vec<Block> {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use crate::analysis::results::{Scoring, Selection};
+    use crate::domain::sequential::EarlyStopRow;
+    use crate::perf::synthetic::{SyntheticRun, fill_store};
+    use crate::store::queries;
+
+    /// Acceptance (issue 38): a run whose condition stopped early at stage `k` — with trials of
+    /// the next stage already finished when it stopped and the rest of its queue not run — has a
+    /// per_task.csv with the same planned trials for every task of each condition (`k` for the
+    /// stopped one), and each task's mean reward is over its trials with index ≤ `k` only.
+    fn stopped_run_is_balanced(tasks: usize, trials: u32, keep: u32, extra: usize, seed: u64) {
+        let mut conn = rusqlite::Connection::open_in_memory().unwrap();
+        crate::store::schema::migrations()
+            .to_latest(&mut conn)
+            .unwrap();
+        let conditions = vec!["no-skills".to_string(), "curated".to_string()];
+        // Finished: every trial of index ≤ keep in both conditions, plus `extra` of the next.
+        let per_stage = tasks * conditions.len();
+        let total = per_stage * trials as usize;
+        let done = (per_stage * keep as usize + extra).min(total);
+        let run = fill_store(
+            &conn,
+            &SyntheticRun {
+                name: "seq".into(),
+                tasks,
+                conditions: conditions.clone(),
+                trials,
+                done_fraction: done as f64 / total as f64,
+                seed,
+            },
+        )
+        .unwrap();
+        let stop = EarlyStopRow {
+            condition: "curated".into(),
+            trials: keep,
+            comparison: "B-A".into(),
+            stage: 1,
+            not_run: 0,
+            at: crate::domain::now_rfc3339(),
+        };
+        let not_run = queries::stop_condition(&conn, run.id, &stop).unwrap();
+        for id in &not_run {
+            let t = queries::get_trial(&conn, *id).unwrap();
+            assert!(t.trial_index > keep && t.outcome.is_none());
+        }
+        let report = crate::report::build(
+            &conn,
+            &Selection::Runs(vec!["seq".into()]),
+            &Scoring::default(),
+        )
+        .unwrap();
+        let (_, csv) = crate::report::csv::tables(&report)
+            .into_iter()
+            .find(|(n, _)| n == "per_task.csv")
+            .unwrap();
+        let mut rd = csv::Reader::from_reader(csv.as_bytes());
+        let head = rd.headers().unwrap().clone();
+        let col = |n: &str| head.iter().position(|h| h == n).unwrap();
+        let (c_cond, c_planned, c_mean, c_task) =
+            (col("condition"), col("planned"), col("mean_reward"), col("task"));
+        let current = queries::current_trials(&conn, run.id).unwrap();
+        let mut planned: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
+        for rec in rd.records() {
+            let rec = rec.unwrap();
+            let cond_label = rec[c_cond].to_string();
+            let n: u32 = rec[c_planned].parse().unwrap();
+            planned.entry(cond_label.clone()).or_default().push(n);
+            // Recompute the stopped condition's task mean from the store's rows with index ≤ n.
+            let key = report
+                .results
+                .conditions
+                .iter()
+                .find(|c| c.label == cond_label)
+                .unwrap()
+                .condition
+                .clone();
+            let sum: f64 = current
+                .iter()
+                .filter(|t| t.condition == key && t.task_id == rec[c_task] && t.trial_index <= n)
+                .map(crate::analysis::metrics::trial_reward)
+                .sum();
+            let mean: f64 = rec[c_mean].parse().unwrap();
+            assert!((mean - sum / f64::from(n)).abs() < 1e-9, "{rec:?}");
+        }
+        assert_eq!(planned.len(), 2);
+        for (cond, ns) in &planned {
+            assert_eq!(ns.len(), tasks, "{cond}");
+            assert!(ns.iter().all(|n| *n == ns[0]), "{cond}: {ns:?}");
+        }
+        let stopped = report
+            .results
+            .conditions
+            .iter()
+            .find(|c| c.condition == "curated")
+            .unwrap();
+        assert!(planned[&stopped.label].iter().all(|n| *n == keep));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(24))]
+        #[test]
+        fn a_stopped_runs_per_task_csv_has_equal_trials_per_task_and_condition(
+            tasks in 2usize..6,
+            trials in 2u32..5,
+            keep_frac in 0.0f64..1.0,
+            extra in 0usize..4,
+            seed in 0u64..1000,
+        ) {
+            let keep = 1 + ((trials - 1) as f64 * keep_frac) as u32;
+            stopped_run_is_balanced(tasks, trials, keep.min(trials - 1), extra, seed);
+        }
+    }
+}

@@ -26,9 +26,9 @@ use super::hosts::{Health, HostPool, HostSlot, Probe, Transition};
 use super::prebuild::Prebuilds;
 use super::schedule::{Capacity, Decision, Ended, Event, HostState, Need, Next, Schedule, Wait};
 use super::stopping::Stopping;
+use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
 use crate::analysis::sequential::design::{ContinueReason, Decision as Look, Design};
 use crate::domain::sequential::{DesignRow, EarlyStopRow, LookDecision, LookRow};
-use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
 use crate::domain::{TrialRow, TrialStatus};
 use crate::runner::container::{remove_labeled, remove_labeled_older_than};
 use crate::runner::{Agent, Fault, TrialCancel, labels};
@@ -380,12 +380,14 @@ impl Dispatcher {
             return Ok(());
         };
         let n = self.ledger.run().n_trials;
-        let (design, ks) = match crate::analysis::sequential::live::engine_design(n, plan.stages)
-        {
+        let (design, ks) = match crate::analysis::sequential::live::engine_design(n, plan.stages) {
             Ok(d) => d,
             Err(e) => {
                 return self
-                    .event("warn", format!("no early stopping: {e}; every planned trial runs"))
+                    .event(
+                        "warn",
+                        format!("no early stopping: {e}; every planned trial runs"),
+                    )
                     .await;
             }
         };
@@ -427,11 +429,12 @@ impl Dispatcher {
             .iter()
             .flat_map(|p| p.comparisons.iter().filter_map(|c| c.without_run.clone()))
             .collect();
+        let mut runs = runs;
+        runs.sort();
+        runs.dedup();
         for run in runs {
-            if !baselines.contains_key(&run) {
-                let rows = self.ledger.briefs_of(run.clone()).await?;
-                baselines.insert(run, rows);
-            }
+            let rows = self.ledger.briefs_of(run.clone()).await?;
+            baselines.insert(run, rows);
         }
         loop {
             let rows = self.ledger.current().await?;
@@ -440,10 +443,12 @@ impl Dispatcher {
                 break;
             }
             for d in due {
-                let l = crate::analysis::sequential::live::look(&design, d.stage, d.trials, &d.rewards);
+                let l =
+                    crate::analysis::sequential::live::look(&design, d.stage, d.trials, &d.rewards);
                 let row = look_row(&d.label, &l, design.stages());
                 self.ledger.look(row.clone()).await?;
-                self.event("info", describe_look(&row, design.stages())).await?;
+                self.event("info", describe_look(&row, design.stages()))
+                    .await?;
                 for (condition, keep) in stopping.looked(&d.label, d.stage, l.decision.stops()) {
                     let stop = EarlyStopRow {
                         condition: condition.clone(),
@@ -1075,21 +1080,31 @@ fn look_row(
         Look::StopEfficacy { bound } => (
             LookDecision::Efficacy,
             Some(bound),
-            format!("Z = {:.2} ≥ efficacy bound {bound:.2}: the effect is shown", l.z),
+            format!(
+                "Z = {:.2} ≥ efficacy bound {bound:.2}: the effect is shown",
+                l.z
+            ),
         ),
         Look::StopFutility { bound } if l.stage + 1 == stages => (
             LookDecision::Futility,
             Some(bound),
             if l.z.is_nan() {
-                "the statistic is undefined at the last stage (fewer than 2 tasks): no effect shown".to_string()
+                "the statistic is undefined at the last stage (fewer than 2 tasks): no effect shown"
+                    .to_string()
             } else {
-                format!("Z = {:.2} < {bound:.2} at the last stage: no effect shown", l.z)
+                format!(
+                    "Z = {:.2} < {bound:.2} at the last stage: no effect shown",
+                    l.z
+                )
             },
         ),
         Look::StopFutility { bound } => (
             LookDecision::Futility,
             Some(bound),
-            format!("Z = {:.2} ≤ futility bound {bound:.2}: no effect worth going on for", l.z),
+            format!(
+                "Z = {:.2} ≤ futility bound {bound:.2}: no effect worth going on for",
+                l.z
+            ),
         ),
         Look::Continue {
             reason,
@@ -1100,7 +1115,8 @@ fn look_row(
             Some(efficacy),
             match (reason, futility) {
                 (ContinueReason::Undefined, _) => {
-                    "the statistic is undefined (fewer than 2 tasks with rewards on both sides)".to_string()
+                    "the statistic is undefined (fewer than 2 tasks with rewards on both sides)"
+                        .to_string()
                 }
                 (_, Some(f)) => format!(
                     "Z = {:.2} between the futility bound {f:.2} and the efficacy bound {efficacy:.2}",

@@ -412,7 +412,12 @@ impl Engine {
                 .await
                 .ok()
                 .flatten()
-                .map(|r| r.stops.into_iter().map(|s| (s.condition, s.trials)).collect())
+                .map(|r| {
+                    r.stops
+                        .into_iter()
+                        .map(|s| (s.condition, s.trials))
+                        .collect()
+                })
                 .unwrap_or_default(),
         };
         let n_trials = ledger.run().n_trials;

@@ -1397,7 +1397,13 @@ mod tests {
     #[test]
     fn an_early_stop_takes_the_conditions_later_trials_out_of_the_queue() {
         let mut s = schedule(&[1], &[], None);
-        s.on(Event::Host { host: 0, state: CPUS_4 }, Instant::now());
+        s.on(
+            Event::Host {
+                host: 0,
+                state: CPUS_4,
+            },
+            Instant::now(),
+        );
         let mut id = 0;
         let mut rows = Vec::new();
         for i in 1..=3 {
@@ -1432,7 +1438,10 @@ mod tests {
                 ids: vec![7]
             }]
         );
-        assert!(s.on(Event::Queued(row(8, "u", "a2", 1)), Instant::now()).is_empty());
+        assert!(
+            s.on(Event::Queued(row(8, "u", "a2", 1)), Instant::now())
+                .is_empty()
+        );
         // The running a2 trial 1 ends with a provider failure's retry: within the stage, queued.
         let retry = Ended::Judged {
             provider: None,

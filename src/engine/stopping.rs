@@ -54,12 +54,7 @@ pub(super) struct Stopping {
 
 /// What one side of a comparison holds at trial index ≤ k: `Some(rewards per task)` when every
 /// trial has a verdict or was cancelled, else `None`.
-fn side(
-    tasks: &[String],
-    rows: &[TrialBrief],
-    condition: &str,
-    k: u32,
-) -> Option<Vec<Vec<f64>>> {
+fn side(tasks: &[String], rows: &[TrialBrief], condition: &str, k: u32) -> Option<Vec<Vec<f64>>> {
     let mut by: HashMap<(&str, u32), &TrialBrief> = HashMap::new();
     for r in rows
         .iter()
@@ -217,7 +212,14 @@ mod tests {
     use super::*;
     use crate::domain::sequential::{EarlyStopRow, LookDecision, LookRow};
 
-    fn brief(id: i64, task: &str, cond: &str, i: u32, outcome: Option<Outcome>, r: f64) -> TrialBrief {
+    fn brief(
+        id: i64,
+        task: &str,
+        cond: &str,
+        i: u32,
+        outcome: Option<Outcome>,
+        r: f64,
+    ) -> TrialBrief {
         TrialBrief {
             id,
             task_id: task.into(),
@@ -289,7 +291,10 @@ mod tests {
         let due = s.due(&tasks(), &rows, &base);
         assert_eq!(due.len(), 1, "{due:?}");
         assert_eq!(due[0].label, "B'-B");
-        assert_eq!(due[0].rewards, vec![(vec![1.0], vec![1.0]), (vec![0.0], vec![1.0])]);
+        assert_eq!(
+            due[0].rewards,
+            vec![(vec![1.0], vec![1.0]), (vec![0.0], vec![1.0])]
+        );
         // Its new attempt ends in a verdict: the boundary is reached.
         rows[1] = brief(5, "t2", "a2", 1, Some(Outcome::NoReward), 0.0);
         let due = s.due(&tasks(), &rows, &base);
@@ -297,7 +302,10 @@ mod tests {
         assert_eq!(due[0].rewards[1], (vec![0.0], vec![0.0]));
         // A cancelled trial has no reward: left out of its task's mean.
         rows[1] = brief(5, "t2", "a2", 1, Some(Outcome::Cancelled), 0.0);
-        assert_eq!(s.due(&tasks(), &rows, &base)[0].rewards[1], (vec![], vec![0.0]));
+        assert_eq!(
+            s.due(&tasks(), &rows, &base)[0].rewards[1],
+            (vec![], vec![0.0])
+        );
         // Without the baseline run, nothing is due for its comparisons.
         assert!(s.due(&tasks(), &rows, &HashMap::new()).is_empty());
     }
@@ -307,7 +315,11 @@ mod tests {
         let mut s = Stopping::new(plan(&["a2", "b2"], true), vec![1, 2, 3], None);
         assert!(s.looked("A'-A", 0, false).is_empty());
         assert_eq!(s.looked("A'-A", 1, true), vec![("a2".to_string(), 2)]);
-        assert!(s.due(&tasks(), &[], &round1()).iter().all(|d| d.label != "A'-A"));
+        assert!(
+            s.due(&tasks(), &[], &round1())
+                .iter()
+                .all(|d| d.label != "A'-A")
+        );
         assert_eq!(s.looked("B'-B", 2, true), vec![("b2".to_string(), 3)]);
         // Not stoppable (round 1's A and B feed learning and round 2): looks only.
         let mut kept = Stopping::new(plan(&[], true), vec![1, 2, 3], None);
@@ -405,6 +417,9 @@ mod tests {
         // B'-B's next look is stage 2 (0-based 1); A'-A is answered.
         let due = s.due(&tasks(), &rows, &round1());
         assert_eq!(due.len(), 1);
-        assert_eq!((due[0].label.as_str(), due[0].stage, due[0].trials), ("B'-B", 1, 2));
+        assert_eq!(
+            (due[0].label.as_str(), due[0].stage, due[0].trials),
+            ("B'-B", 1, 2)
+        );
     }
 }

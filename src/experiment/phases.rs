@@ -256,8 +256,7 @@ impl<'a> Pipeline<'a> {
         let message = format!("{name}: round 2 (conditions A' and B'{tasks}) as run {r2}");
         self.x.say(r2, "info", &message).await;
         req.name = Some(r2.clone());
-        req.sequential =
-            sequential_round2(&setup.plan, &conditions, self.condition_c.as_ref(), r1);
+        req.sequential = sequential_round2(&setup.plan, &conditions, self.condition_c.as_ref(), r1);
         req.conditions = conditions;
         // Before round 2 is paid for: what it costs and what it can detect.
         self.x.say_forecast(setup, r1, 2).await;

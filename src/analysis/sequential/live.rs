@@ -42,7 +42,10 @@ pub fn engine_design(n_trials: u32, stages: usize) -> Result<(Design, Vec<u32>),
             "{stages} stages need at least {stages} trials per task and condition, the run has {n_trials}"
         ));
     }
-    let t: Vec<f64> = ks.iter().map(|k| f64::from(*k) / f64::from(n_trials)).collect();
+    let t: Vec<f64> = ks
+        .iter()
+        .map(|k| f64::from(*k) / f64::from(n_trials))
+        .collect();
     let design = Design::obrien_fleming(&t, ALPHA, BETA, true).map_err(|e| e.to_string())?;
     Ok((design, ks))
 }

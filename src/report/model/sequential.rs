@@ -187,8 +187,12 @@ mod tests {
         let mut rd = csv::Reader::from_reader(csv.as_bytes());
         let head = rd.headers().unwrap().clone();
         let col = |n: &str| head.iter().position(|h| h == n).unwrap();
-        let (c_cond, c_planned, c_mean, c_task) =
-            (col("condition"), col("planned"), col("mean_reward"), col("task"));
+        let (c_cond, c_planned, c_mean, c_task) = (
+            col("condition"),
+            col("planned"),
+            col("mean_reward"),
+            col("task"),
+        );
         let current = queries::current_trials(&conn, run.id).unwrap();
         let mut planned: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
         for rec in rd.records() {

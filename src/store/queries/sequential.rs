@@ -225,10 +225,7 @@ pub fn sequential_record(
 ///
 /// # Errors
 /// [`StoreError`] when the database fails.
-pub fn early_stop_trials(
-    conn: &Connection,
-    run_id: i64,
-) -> Result<Vec<(String, u32)>, StoreError> {
+pub fn early_stop_trials(conn: &Connection, run_id: i64) -> Result<Vec<(String, u32)>, StoreError> {
     let mut st = conn.prepare_cached(
         "SELECT condition, trials FROM early_stops WHERE run_id = ?1 ORDER BY condition",
     )?;

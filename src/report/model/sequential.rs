@@ -34,7 +34,12 @@ pub fn lines(rec: &SequentialRecord, label: &dyn Fn(&str) -> String) -> Vec<Stri
         out.push(format!("note: {}", one_line(n)));
     }
     for c in &d.comparisons {
-        let name = format!("{} − {}", label(&c.with), label(&c.without));
+        let name = format!(
+            "{} ({} − {})",
+            one_line(&c.label),
+            label(&c.with),
+            label(&c.without)
+        );
         let Some(l) = rec.last_look(&c.label) else {
             out.push(format!(
                 "{name}: no stage boundary reached yet (every task's trial 1 in both conditions first)"
@@ -55,9 +60,9 @@ pub fn lines(rec: &SequentialRecord, label: &dyn Fn(&str) -> String) -> Vec<Stri
             )),
             LookDecision::Efficacy | LookDecision::Futility => {
                 let what = if l.decision == LookDecision::Efficacy {
-                    "stopped for efficacy"
+                    "answered: efficacy, the effect is shown"
                 } else {
-                    "stopped for futility"
+                    "answered: futility, no effect shown"
                 };
                 let adjusted = match (l.adjusted, l.ci) {
                     (Some(a), Some((lo, hi))) => format!(

@@ -125,7 +125,7 @@ pub struct LookRow {
 }
 
 /// A condition stopped early (`early_stops`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct EarlyStopRow {
     /// Its condition key.
     pub condition: String,
@@ -137,6 +137,9 @@ pub struct EarlyStopRow {
     pub stage: usize,
     /// Queued trials that left the queue, not run.
     pub not_run: usize,
+    /// Projected cost of those trials, USD: `not_run` × the condition's mean cost per finished
+    /// trial at the stop (None when no finished trial of it had a cost).
+    pub cost_saved_usd: Option<f64>,
     /// When (RFC 3339).
     pub at: String,
 }

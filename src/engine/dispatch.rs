@@ -456,9 +456,15 @@ impl Dispatcher {
                         comparison: d.label.clone(),
                         stage: d.stage + 1,
                         not_run: 0,
+                        cost_saved_usd: None,
                         at: crate::domain::now_rfc3339(),
                     };
-                    let ids = self.ledger.stop_condition(stop).await?;
+                    let mean_cost = self
+                        .finished_costs
+                        .get(&condition)
+                        .filter(|c| !c.is_empty())
+                        .map(|c| c.iter().sum::<f64>() / c.len() as f64);
+                    let ids = self.ledger.stop_condition(stop, mean_cost).await?;
                     self.event(
                         "info",
                         format!(

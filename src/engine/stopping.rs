@@ -403,6 +403,7 @@ mod tests {
                 comparison: "A'-A".into(),
                 stage: 2,
                 not_run: 2,
+                cost_saved_usd: None,
                 at: String::new(),
             }],
         };

@@ -213,18 +213,20 @@ impl RunLedger {
     }
 
     /// Stops a condition early: its queued trials beyond the stage it keeps leave the queue, not
-    /// run ([`queries::stop_condition`]); returns their attempt ids.
+    /// run ([`queries::stop_condition`], `mean_cost` USD per finished trial for the cost saved);
+    /// returns their attempt ids.
     ///
     /// # Errors
     /// Database errors.
     pub async fn stop_condition(
         &self,
         stop: crate::domain::sequential::EarlyStopRow,
+        mean_cost: Option<f64>,
     ) -> Result<Vec<i64>, StoreError> {
         let id = self.run.id;
         self.store
             .writer()
-            .write(move |c| queries::stop_condition(c, id, &stop))
+            .write(move |c| queries::stop_condition(c, id, &stop, mean_cost))
             .await
     }
 

@@ -436,6 +436,7 @@ CREATE TABLE experiments (
                  comparison  TEXT NOT NULL,        -- the look that answered its last question
                  stage       INTEGER NOT NULL,
                  not_run     INTEGER NOT NULL,     -- queued trials that left the queue
+                 cost_saved  REAL,                 -- USD: not_run × the condition's mean finished-trial cost (NULL: none priced)
                  at          TEXT NOT NULL,
                  PRIMARY KEY (run_id, condition)
              );",

@@ -892,8 +892,10 @@ fn overview_of_a_run_stopped_early() {
             comparison: "A'-A".into(),
             stage: 2,
             not_run: 0,
+            cost_saved_usd: None,
             at: "2026-11-22T11:58:00Z".into(),
         },
+        Some(0.5),
     )
     .unwrap();
     let mut app = dashboard::watching(&l.conn, l.run.id, Mode::Watch, "dark", now());

@@ -81,17 +81,28 @@ pub fn lines(rec: &SequentialRecord, label: &dyn Fn(&str) -> String) -> Vec<Stri
     }
     for s in &rec.stops {
         out.push(format!(
-            "early stop: {} keeps {} trials per task ({} − stage {}); {} queued trials not run",
+            "early stop: {} keeps {} trials per task ({}, stage {}); {} queued trials not run{}",
             label(&s.condition),
             s.trials,
-            s.comparison,
+            one_line(&s.comparison),
             s.stage,
-            s.not_run
+            s.not_run,
+            s.cost_saved_usd
+                .map(|c| format!(", projected ${c:.2} saved"))
+                .unwrap_or_default()
         ));
     }
     let saved: usize = rec.stops.iter().map(|s| s.not_run).sum();
     if d.early_stop {
-        out.push(format!("trials saved by early stops: {saved}"));
+        let costs: Vec<f64> = rec.stops.iter().filter_map(|s| s.cost_saved_usd).collect();
+        let cost = if saved == 0 {
+            String::new()
+        } else if costs.is_empty() {
+            " (no cost: no finished trial of a stopped condition was priced)".to_string()
+        } else {
+            format!("; projected cost saved ${:.2}", costs.iter().sum::<f64>())
+        };
+        out.push(format!("trials saved by early stops: {saved}{cost}"));
     }
     out
 }
@@ -172,9 +183,35 @@ mod tests {
             comparison: "B-A".into(),
             stage: 1,
             not_run: 0,
+            cost_saved_usd: None,
             at: crate::domain::now_rfc3339(),
         };
-        let not_run = queries::stop_condition(&conn, run.id, &stop).unwrap();
+        let not_run = queries::stop_condition(&conn, run.id, &stop, Some(0.25)).unwrap();
+        let (cond, kept) = &queries::early_stop_trials(&conn, run.id).unwrap()[0];
+        assert_eq!((cond.as_str(), *kept), ("curated", keep));
+        queries::put_design(
+            &conn,
+            &crate::domain::sequential::DesignRow {
+                run_id: run.id,
+                stages: trials as usize,
+                alpha: 0.025,
+                beta: 0.2,
+                stage_trials: (1..=trials).collect(),
+                efficacy: Vec::new(),
+                futility: Vec::new(),
+                comparisons: Vec::new(),
+                early_stop: true,
+                note: None,
+            },
+        )
+        .unwrap();
+        let rec = queries::sequential_record(&conn, run.id).unwrap().unwrap();
+        assert_eq!(rec.stops[0].not_run, not_run.len());
+        // The cost saved: 0.25 USD per trial not run.
+        assert_eq!(
+            rec.stops[0].cost_saved_usd,
+            Some(0.25 * not_run.len() as f64)
+        );
         for id in &not_run {
             let t = queries::get_trial(&conn, *id).unwrap();
             assert!(t.trial_index > keep && t.outcome.is_none());

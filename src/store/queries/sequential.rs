@@ -78,7 +78,8 @@ pub fn insert_look(conn: &Connection, run_id: i64, l: &LookRow) -> Result<(), St
 /// Stops `condition` of run `run_id` early at `s.trials` trials per task: records the stop and
 /// marks its queued latest attempts of a later trial index superseded — they leave the queue,
 /// not run (never a failure: no outcome, no reward, outside the trials the run keeps). Returns
-/// the ids of the attempts taken out. Attempts already running are left to finish.
+/// the ids of the attempts taken out. Attempts already running are left to finish. The cost
+/// saved is `mean_cost` (USD per finished trial of the condition, when known) × those trials.
 ///
 /// # Errors
 /// [`StoreError`] when the database fails.
@@ -86,6 +87,7 @@ pub fn stop_condition(
     conn: &Connection,
     run_id: i64,
     s: &EarlyStopRow,
+    mean_cost: Option<f64>,
 ) -> Result<Vec<i64>, StoreError> {
     let mut st = conn.prepare(
         "SELECT id FROM trials WHERE run_id = ?1 AND condition = ?2 AND trial_index > ?3
@@ -99,8 +101,8 @@ pub fn stop_condition(
         up.execute([id])?;
     }
     conn.execute(
-        "INSERT INTO early_stops (run_id, condition, trials, comparison, stage, not_run, at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+        "INSERT INTO early_stops (run_id, condition, trials, comparison, stage, not_run, cost_saved, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
          ON CONFLICT (run_id, condition) DO UPDATE SET not_run = not_run + excluded.not_run",
         params![
             run_id,
@@ -109,6 +111,7 @@ pub fn stop_condition(
             s.comparison,
             s.stage as i64,
             ids.len() as i64,
+            mean_cost.map(|c| c * ids.len() as f64),
             s.at
         ],
     )?;
@@ -199,7 +202,7 @@ pub fn sequential_record(
         })?
         .collect::<Result<Vec<_>, _>>()?;
     let mut st = conn.prepare(
-        "SELECT condition, trials, comparison, stage, not_run, at FROM early_stops
+        "SELECT condition, trials, comparison, stage, not_run, cost_saved, at FROM early_stops
          WHERE run_id = ?1 ORDER BY at, condition",
     )?;
     let stops = st
@@ -210,7 +213,8 @@ pub fn sequential_record(
                 comparison: r.get(2)?,
                 stage: r.get::<_, i64>(3)?.max(0) as usize,
                 not_run: r.get::<_, i64>(4)?.max(0) as usize,
-                at: r.get(5)?,
+                cost_saved_usd: r.get(5)?,
+                at: r.get(6)?,
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;

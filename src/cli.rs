@@ -211,6 +211,14 @@ pub struct RunArgs {
     /// resume); what differed is recorded with the run and in its events.
     #[arg(long)]
     pub allow_drift: bool,
+    /// With two conditions, apply a group-sequential design of N stages (looks) to the second
+    /// against the first: judged at every task's trials ⌊s·n/K⌋, both stop once it is answered
+    /// (docs/scoring.md, "Sequential designs"). Without it, the fixed design.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub stages: Option<u32>,
+    /// With --stages: record the looks but run every planned trial.
+    #[arg(long)]
+    pub no_early_stop: bool,
 }
 
 /// `skillscope stop`.
@@ -382,6 +390,15 @@ pub struct ExperimentArgs {
     /// Acontext connection (over the plan's `[acontext]`).
     #[command(flatten)]
     pub acontext: AcontextArgs,
+    /// Apply a group-sequential design of N stages (looks) to each round (over the plan's
+    /// `[sequential] stages`; without either, the fixed design): a comparison is judged at every
+    /// task's trials ⌊s·n/K⌋, and a round-2 condition whose questions are answered stops
+    /// (docs/scoring.md, "Sequential designs").
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub stages: Option<u32>,
+    /// No early stopping: the fixed design runs every planned trial.
+    #[arg(long)]
+    pub no_early_stop: bool,
 }
 
 /// A drift field `--allow-drift` accepts ([`crate::domain::provenance::Field::parse`]).

@@ -24,9 +24,17 @@ use crate::tui::TuiEnd;
 /// A bad plan, settings or database.
 pub fn prepare(
     args: &ExperimentArgs,
-    plan: Plan,
+    mut plan: Plan,
     dry: Option<&DryRun>,
 ) -> Result<(ExperimentSetup, PathBuf, Experiment)> {
+    // The design flags over the plan's `[sequential]` table.
+    if let Some(k) = args.stages {
+        plan.sequential.stages = Some(k);
+    }
+    if args.no_early_stop {
+        plan.sequential.early_stop = Some(false);
+    }
+    plan.check().map_err(|m| color_eyre::eyre::eyre!("{m}"))?;
     let db_flag = if dry.is_some() { None } else { args.db.clone() };
     let round1_args = run_args(&plan, db_flag);
     let file = crate::config::FileConfig::load(round1_args.config.as_deref())?;

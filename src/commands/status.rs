@@ -129,6 +129,18 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         }
         let results = super::shared::table::run_results(conn, &s.run.name)?;
         println!("{}", conditions_table(&results));
+        if let Some(rec) = queries::sequential_record(conn, s.run.id)? {
+            let label = |key: &str| {
+                results
+                    .conditions
+                    .iter()
+                    .find(|c| c.condition == key)
+                    .map_or_else(|| clean(key), |c| c.label.clone())
+            };
+            for l in crate::report::model::sequential::lines(&rec, &label) {
+                println!("sequential {l}");
+            }
+        }
         for n in super::shared::table::condition_notes(&results) {
             if !notes.contains(&n) {
                 notes.push(n);

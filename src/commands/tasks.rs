@@ -201,6 +201,8 @@ async fn check(args: TasksArgs) -> Result<i32> {
         allow_missing_env: c.allow_missing_env,
         task_set: None,
         allow_drift: false,
+        stages: None,
+        no_early_stop: false,
     };
     let (mut req, db) = super::shared::request::build_request(
         &run_args,

@@ -8,6 +8,7 @@
 pub mod outcome;
 pub mod provenance;
 pub mod run;
+pub mod sequential;
 pub mod tamper;
 pub mod time;
 pub mod trial;

@@ -30,6 +30,7 @@ pub mod hosts;
 mod prebuild;
 mod register;
 mod schedule;
+mod stopping;
 
 use std::path::PathBuf;
 
@@ -127,6 +128,10 @@ pub struct RunRequest {
     pub resume_command: Option<String>,
     /// The pinned task set the tasks folder is checked against before anything runs.
     pub pin: Pinning,
+    /// The group-sequential design the run applies at its stage boundaries (issue 38): looks
+    /// recorded in the store, conditions whose questions are answered stopped early. `None`:
+    /// the fixed design.
+    pub sequential: Option<crate::domain::sequential::SequentialPlan>,
 }
 
 /// Something changed (for UIs in the same process).
@@ -398,11 +403,40 @@ impl Engine {
             .register(&req, &name, &taskset, &jobs_dir, pinned)
             .await?;
         let end = dispatch::drive(self, &req, &ledger, taskset, agent, jobs_dir, shutdown).await;
+        // A condition stopped early by the run's sequential design planned the trials per task it
+        // keeps; its trials beyond them (running at the stop) are kept but outside the plan.
+        let kept: std::collections::HashMap<String, u32> = match &end.error {
+            Some(EngineError::Store(_)) => Default::default(),
+            _ => ledger
+                .sequential()
+                .await
+                .ok()
+                .flatten()
+                .map(|r| {
+                    r.stops
+                        .into_iter()
+                        .map(|s| (s.condition, s.trials))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        };
+        let n_trials = ledger.run().n_trials;
+        let plan_of = |c: &str| kept.get(c).copied().unwrap_or(n_trials);
         let judged = match &end.error {
             Some(EngineError::Store(_)) => None,
-            _ => ledger.current().await.ok(),
+            _ => ledger.current().await.ok().map(|rows| {
+                rows.into_iter()
+                    .filter(|t| t.trial_index <= plan_of(&t.condition))
+                    .collect::<Vec<_>>()
+            }),
         };
-        let planned = ledger.run().n_trials as usize * ledger.run().conditions.len() * end.n_tasks;
+        let planned = ledger
+            .run()
+            .conditions
+            .iter()
+            .map(|c| plan_of(c) as usize)
+            .sum::<usize>()
+            * end.n_tasks;
         let unjudged: Vec<Outcome> = judged
             .iter()
             .flatten()

@@ -31,6 +31,12 @@
 //! order trials come back in during the run, they start in stage order. The head of the queue
 //! waits for a host that can take it — no later trial is placed around it — so the order stays
 //! strict, at the cost of a slot left idle while a task needing more CPUs than are free waits.
+//!
+//! **Early stop.** When the run's group-sequential design has answered every question of a
+//! condition (`stopping.rs`), [`Event::EarlyStop`] takes its queued trials beyond the stage it
+//! keeps out of the queue and turns away any queued for it later ([`Decision::NotRun`]); its
+//! running trials finish. Every task keeps the same trials of that condition: the run stays
+//! balanced.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
@@ -129,6 +135,15 @@ pub(super) enum Event {
     Stop(Option<StopReason>),
     /// Time passed (the dispatcher's health tick).
     Tick,
+    /// The group-sequential design answered every question of `condition` (see `stopping.rs`):
+    /// its queued trials of a later trial index than `keep` leave the queue, not run, and any
+    /// queued later for it ([`Decision::NotRun`]); its running ones finish.
+    EarlyStop {
+        /// The condition key.
+        condition: String,
+        /// Trials per task it keeps.
+        keep: u32,
+    },
 }
 
 /// How an attempt ended, as the schedule needs to know it.
@@ -218,6 +233,14 @@ pub(super) enum Decision {
     },
     /// Interrupt every running attempt and start none: the run stops.
     StopAll,
+    /// Queued attempts `ids` of a condition stopped early left the queue: record them as not run
+    /// (never a failure).
+    NotRun {
+        /// The condition.
+        condition: String,
+        /// The attempts, ascending.
+        ids: Vec<i64>,
+    },
 }
 
 /// What the scheduling loop does next ([`Schedule::next`]).
@@ -342,6 +365,8 @@ pub(super) struct Schedule {
     budget_reached: bool,
     /// Since when trials have waited with no host up.
     waiting: Option<Instant>,
+    /// Conditions stopped early, with the trials per task each keeps.
+    early_stopped: HashMap<String, u32>,
 }
 
 impl Schedule {
@@ -379,18 +404,14 @@ impl Schedule {
             stop: None,
             budget_reached: false,
             waiting: None,
+            early_stopped: HashMap::new(),
         }
     }
 
     /// Applies `event`, which happened at `now`; returns what to do about it, in order.
     pub fn on(&mut self, event: Event, now: Instant) -> Vec<Decision> {
         match event {
-            Event::Queued(row) => {
-                if !self.stopping {
-                    self.queue.insert(stage_order(&row), row);
-                }
-                Vec::new()
-            }
+            Event::Queued(row) => self.enqueue(row).into_iter().collect(),
             Event::Ended { id, how } => self.ended(id, how, now),
             Event::Host { host, state } => self.host(host, state),
             Event::Retry(current) => vec![self.retry(&current)],
@@ -405,7 +426,45 @@ impl Schedule {
                 vec![Decision::StopAll]
             }
             Event::Tick => self.interrupt_on_down_hosts(now),
+            Event::EarlyStop { condition, keep } => {
+                self.early_stopped.insert(condition.clone(), keep);
+                let ids: Vec<i64> = self
+                    .queue
+                    .values()
+                    .filter(|r| r.condition == condition && r.trial_index > keep)
+                    .map(|r| r.id)
+                    .collect();
+                self.queue
+                    .retain(|_, r| !(r.condition == condition && r.trial_index > keep));
+                let mut ids = ids;
+                ids.sort_unstable();
+                if ids.is_empty() {
+                    Vec::new()
+                } else {
+                    vec![Decision::NotRun { condition, ids }]
+                }
+            }
         }
+    }
+
+    /// Puts `row` in the queue in its stage's place — unless the run is stopping (ignored) or
+    /// its condition stopped early before its trial index ([`Decision::NotRun`]).
+    fn enqueue(&mut self, row: TrialRow) -> Option<Decision> {
+        if self.stopping {
+            return None;
+        }
+        if self
+            .early_stopped
+            .get(&row.condition)
+            .is_some_and(|keep| row.trial_index > *keep)
+        {
+            return Some(Decision::NotRun {
+                condition: row.condition.clone(),
+                ids: vec![row.id],
+            });
+        }
+        self.queue.insert(stage_order(&row), row);
+        None
     }
 
     /// Starts queued attempts, head first, on hosts that can take them: while the provider's
@@ -576,15 +635,13 @@ impl Schedule {
         match how {
             Ended::Failed => Vec::new(),
             Ended::Judged { provider, retry } => {
-                let out = self
+                let mut out: Vec<Decision> = self
                     .adapt_provider_limit(provider, now)
                     .into_iter()
                     .collect();
                 self.faults.remove(&placed.key);
-                if let Some(retry) = retry
-                    && !self.stopping
-                {
-                    self.queue.insert(stage_order(&retry), *retry);
+                if let Some(retry) = retry {
+                    out.extend(self.enqueue(*retry));
                 }
                 out
             }
@@ -1333,6 +1390,67 @@ mod tests {
 
     /// Every task's trial 1 in every condition starts before any trial 2, whatever order the
     /// trials were queued in (a resume reads them from the store in its own order).
+    /// An early stop takes the condition's queued trials beyond the stage it keeps out of the
+    /// queue (not run), leaves its running ones and its earlier trials alone, and turns away a
+    /// later trial of it queued afterwards — a resume's re-queue or a provider failure's retry —
+    /// while a trial within the kept stage still runs.
+    #[test]
+    fn an_early_stop_takes_the_conditions_later_trials_out_of_the_queue() {
+        let mut s = schedule(&[1], &[], None);
+        s.on(
+            Event::Host {
+                host: 0,
+                state: CPUS_4,
+            },
+            Instant::now(),
+        );
+        let mut id = 0;
+        let mut rows = Vec::new();
+        for i in 1..=3 {
+            for c in ["a2", "b2"] {
+                id += 1;
+                rows.push(row(id, "t", c, i));
+            }
+        }
+        queue(&mut s, rows);
+        // a2's trial 1 runs (one slot).
+        assert_eq!(place(&mut s), vec![(1, 0)]);
+        let d = s.on(
+            Event::EarlyStop {
+                condition: "a2".into(),
+                keep: 1,
+            },
+            Instant::now(),
+        );
+        assert_eq!(
+            d,
+            vec![Decision::NotRun {
+                condition: "a2".into(),
+                ids: vec![3, 5]
+            }]
+        );
+        assert_eq!(queued_ids(&s), vec![2, 4, 6]);
+        // A later a2 trial queued again is turned away; b2's and a2's trial 1 are not.
+        assert_eq!(
+            s.on(Event::Queued(row(7, "t", "a2", 2)), Instant::now()),
+            vec![Decision::NotRun {
+                condition: "a2".into(),
+                ids: vec![7]
+            }]
+        );
+        assert!(
+            s.on(Event::Queued(row(8, "u", "a2", 1)), Instant::now())
+                .is_empty()
+        );
+        // The running a2 trial 1 ends with a provider failure's retry: within the stage, queued.
+        let retry = Ended::Judged {
+            provider: None,
+            retry: Some(Box::new(row(9, "t", "a2", 1))),
+        };
+        assert!(end(&mut s, 1, retry).is_empty());
+        assert_eq!(queued_ids(&s), vec![9, 2, 8, 4, 6]);
+    }
+
     #[test]
     fn trials_start_trial_index_first_across_tasks_and_conditions() {
         let mut s = schedule(&[1], &[], None);

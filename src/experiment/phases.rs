@@ -161,6 +161,7 @@ impl<'a> Pipeline<'a> {
         self.x.say(r1, "info", &message).await;
         let mut req = self.setup.round1.clone();
         req.name = Some(r1.clone());
+        req.sequential = sequential_round1(&self.setup.plan, &conditions);
         req.conditions = conditions;
         if !self.x.round(req).await?.finished {
             return Ok(Step::Stopped);
@@ -358,6 +359,7 @@ impl<'a> Pipeline<'a> {
         let message = format!("{name}: round 2 (conditions A' and B'{tasks}) as run {r2}");
         self.x.say(r2, "info", &message).await;
         req.name = Some(r2.clone());
+        req.sequential = sequential_round2(&setup.plan, &conditions, self.condition_c.as_ref(), r1);
         req.conditions = conditions;
         // Before round 2 is paid for: what it costs and what it can detect.
         self.x.say_forecast(setup, r1, 2).await;
@@ -571,5 +573,77 @@ fn outcome(
         adaptive,
         hypotheses,
         analysis,
+    })
+}
+
+/// Round 1's sequential design: B − A (and C − A when C runs) looked at and recorded at each
+/// stage boundary; nothing stops, since learning learns from every trial of A and B and round 2
+/// compares against them (`None` without a design: no `[sequential] stages` in the plan and no
+/// `--stages`).
+fn sequential_round1(
+    plan: &super::plan::Plan,
+    conditions: &[Condition],
+) -> Option<crate::domain::sequential::SequentialPlan> {
+    use crate::domain::sequential::{Comparison, SequentialPlan};
+    plan.sequential.stages?;
+    let a = Condition::NoSkills.key();
+    let mut comparisons = vec![Comparison {
+        label: "B-A".into(),
+        with: Condition::Curated.key(),
+        without: a.clone(),
+        without_run: None,
+    }];
+    if let Some(c) = conditions.get(2) {
+        comparisons.push(Comparison {
+            label: "C-A".into(),
+            with: c.key(),
+            without: a,
+            without_run: None,
+        });
+    }
+    Some(SequentialPlan {
+        stages: plan.sequential.stages(plan.trials) as usize,
+        comparisons,
+        stoppable: Vec::new(),
+        early_stop: plan.sequential.early_stop(),
+        note: Some(
+            "round 1's conditions run every trial: learning learns from them and round 2 compares against them".into(),
+        ),
+    })
+}
+
+/// Round 2's sequential design: A′ − A and B′ − B against round 1's A and B (run `r1`) over the
+/// same trial indices, and A′ − C when C ran; A′ stops once its comparisons are answered, B′ once
+/// B′ − B is.
+fn sequential_round2(
+    plan: &super::plan::Plan,
+    conditions: &[Condition],
+    c: Option<&Condition>,
+    r1: &str,
+) -> Option<crate::domain::sequential::SequentialPlan> {
+    use crate::domain::sequential::{Comparison, SequentialPlan};
+    plan.sequential.stages?;
+    let [a2, b2] = conditions else {
+        return None;
+    };
+    let against = |label: &str, with: &Condition, without: String| Comparison {
+        label: label.into(),
+        with: with.key(),
+        without,
+        without_run: Some(r1.to_string()),
+    };
+    let mut comparisons = vec![
+        against("A'-A", a2, Condition::NoSkills.key()),
+        against("B'-B", b2, Condition::Curated.key()),
+    ];
+    if let Some(c) = c {
+        comparisons.push(against("A'-C", a2, c.key()));
+    }
+    Some(SequentialPlan {
+        stages: plan.sequential.stages(plan.trials) as usize,
+        comparisons,
+        stoppable: vec![a2.key(), b2.key()],
+        early_stop: plan.sequential.early_stop(),
+        note: None,
     })
 }

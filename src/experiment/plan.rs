@@ -127,6 +127,38 @@ pub struct SelfGeneratedPlan {
     pub skill_creator: Option<PathBuf>,
 }
 
+/// The plan's `[sequential]` table: the group-sequential design the experiment's rounds apply
+/// (docs/scoring.md, "Sequential designs"; `experiment --stages N` and `--no-early-stop` override
+/// it).
+#[derive(Debug, Clone, Deserialize, Serialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SequentialTable {
+    /// Stages (looks) per comparison; set (here or by `experiment --stages`), the rounds apply
+    /// a group-sequential design; unset, the fixed design.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages: Option<u32>,
+    /// `false`: the fixed design, every planned trial runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_stop: Option<bool>,
+}
+
+impl SequentialTable {
+    /// Stages when nothing says otherwise.
+    pub const DEFAULT_STAGES: u32 = 3;
+
+    /// Stages K over `trials` per task and condition: as written, else 3 (at most `trials`; what
+    /// `plan` prints by default).
+    pub fn stages(&self, trials: u32) -> u32 {
+        self.stages
+            .unwrap_or(Self::DEFAULT_STAGES.min(trials.max(1)))
+    }
+
+    /// Whether conditions stop early (on unless `early_stop = false`).
+    pub fn early_stop(&self) -> bool {
+        self.early_stop.unwrap_or(true)
+    }
+}
+
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
     *v == T::default()
 }
@@ -179,6 +211,9 @@ pub struct Plan {
     /// Which skills of an export each task gets in round 2.
     #[serde(default, skip_serializing_if = "is_default")]
     pub round2_skills: Round2Skills,
+    /// The group-sequential design of the rounds (early stopping).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub sequential: SequentialTable,
 }
 
 impl Plan {
@@ -254,6 +289,15 @@ impl Plan {
         if self.trials > MAX_TRIALS {
             problems.push(format!(
                 "trials = {} per task and condition is beyond any evaluation (the SkillsBench paper ran 5; at most {MAX_TRIALS})",
+                self.trials
+            ));
+        }
+        let stages = self.sequential.stages(self.trials);
+        if !(1..=20).contains(&stages) {
+            problems.push(format!("[sequential] stages = {stages} must be 1 to 20"));
+        } else if self.sequential.early_stop() && stages > self.trials {
+            problems.push(format!(
+                "[sequential] stages = {stages} needs at least {stages} trials per task and condition (trials = {}); lower stages or set early_stop = false",
                 self.trials
             ));
         }

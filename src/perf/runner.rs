@@ -104,6 +104,7 @@ async fn timed_run(
         stay_alive: None,
         resume_command: None,
         pin: Default::default(),
+        sequential: None,
     };
     let (wall, rows, steps) = run_with_steps(store, req).await?;
     if let Some(bad) = rows
@@ -256,6 +257,7 @@ pub(crate) async fn runner(
             stay_alive: None,
             resume_command: None,
             pin: Default::default(),
+            sequential: None,
         };
         println!("real task {id}: warming up (builds the image if needed)…");
         Engine::new(store.clone())

@@ -172,6 +172,91 @@ impl RunLedger {
             .await
     }
 
+    /// Records the run's group-sequential design.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn put_design(
+        &self,
+        design: crate::domain::sequential::DesignRow,
+    ) -> Result<(), StoreError> {
+        self.store
+            .writer()
+            .write(move |c| queries::put_design(c, &design))
+            .await
+    }
+
+    /// The run's design, looks and early stops (`None` without a design).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn sequential(
+        &self,
+    ) -> Result<Option<crate::domain::sequential::SequentialRecord>, StoreError> {
+        let id = self.run.id;
+        self.store
+            .writer()
+            .write(move |c| queries::sequential_record(c, id))
+            .await
+    }
+
+    /// Records a look at a stage boundary.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn look(&self, look: crate::domain::sequential::LookRow) -> Result<(), StoreError> {
+        let id = self.run.id;
+        self.store
+            .writer()
+            .write(move |c| queries::insert_look(c, id, &look))
+            .await
+    }
+
+    /// Stops a condition early: its queued trials beyond the stage it keeps leave the queue, not
+    /// run ([`queries::stop_condition`], `mean_cost` USD per finished trial for the cost saved);
+    /// returns their attempt ids.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn stop_condition(
+        &self,
+        stop: crate::domain::sequential::EarlyStopRow,
+        mean_cost: Option<f64>,
+    ) -> Result<Vec<i64>, StoreError> {
+        let id = self.run.id;
+        self.store
+            .writer()
+            .write(move |c| queries::stop_condition(c, id, &stop, mean_cost))
+            .await
+    }
+
+    /// Takes queued attempt `attempt` of a condition stopped early out of the queue, not run.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn not_run(&self, condition: String, attempt: i64) -> Result<(), StoreError> {
+        let id = self.run.id;
+        self.store
+            .writer()
+            .write(move |c| queries::not_run(c, id, &condition, attempt))
+            .await
+    }
+
+    /// The latest attempts of the run named `name`, brief (empty when there is none): a
+    /// comparison's baseline held by another run.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub async fn briefs_of(&self, name: String) -> Result<Vec<TrialBrief>, StoreError> {
+        self.store
+            .writer()
+            .write(move |c| match queries::find_run(c, &name)? {
+                Some(run) => queries::current_briefs(c, run.id),
+                None => Ok(Vec::new()),
+            })
+            .await
+    }
+
     /// The latest attempt of every trial, brief.
     ///
     /// # Errors

@@ -410,6 +410,53 @@ CREATE TABLE experiments (
                  checked_at  TEXT NOT NULL,
                  accepted    TEXT NOT NULL DEFAULT '[]'
              );",
+        // Early stopping (issue 38): a run's group-sequential design (`sequential_designs`), each
+        // look at a stage boundary (`sequential_looks`: the comparison, the stage, Z, the bound
+        // crossed or not, the decision and why, the stopping-adjusted estimate) and each condition
+        // stopped by one (`early_stops`: the trials per task it keeps, the trials not run).
+        "CREATE TABLE sequential_designs (
+                 run_id        INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+                 stages        INTEGER NOT NULL,
+                 alpha         REAL NOT NULL,
+                 beta          REAL NOT NULL,
+                 stage_trials  TEXT NOT NULL,      -- JSON array: trials per task at each stage
+                 efficacy      TEXT NOT NULL,      -- JSON array: efficacy bounds, z
+                 futility      TEXT NOT NULL,      -- JSON array: futility bounds, z (none at the last)
+                 comparisons   TEXT NOT NULL,      -- JSON array of engine::stopping::Comparison
+                 early_stop    INTEGER NOT NULL,   -- 0: --no-early-stop, looks recorded only
+                 note          TEXT                -- why some conditions never stop
+             );
+             CREATE TABLE sequential_looks (
+                 id          INTEGER PRIMARY KEY,
+                 run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                 comparison  TEXT NOT NULL,        -- e.g. A'-A
+                 stage       INTEGER NOT NULL,     -- 1-based
+                 trials      INTEGER NOT NULL,     -- trials per task and condition used
+                 n_tasks     INTEGER NOT NULL,
+                 mean_diff   REAL,                 -- fraction
+                 se          REAL,
+                 z           REAL,                 -- NULL: undefined (fewer than 2 tasks)
+                 bound       REAL,                 -- the bound crossed, or the efficacy bound not reached
+                 decision    TEXT NOT NULL,        -- continue | efficacy | futility
+                 reason      TEXT NOT NULL,
+                 adjusted    REAL,                 -- median-unbiased estimate, fraction
+                 ci_low      REAL,
+                 ci_high     REAL,
+                 p_value     REAL,
+                 at          TEXT NOT NULL,
+                 UNIQUE (run_id, comparison, stage)
+             );
+             CREATE TABLE early_stops (
+                 run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                 condition   TEXT NOT NULL,
+                 trials      INTEGER NOT NULL,     -- trials per task it keeps
+                 comparison  TEXT NOT NULL,        -- the look that answered its last question
+                 stage       INTEGER NOT NULL,
+                 not_run     INTEGER NOT NULL,     -- queued trials that left the queue
+                 cost_saved  REAL,                 -- USD: not_run × the condition's mean finished-trial cost (NULL: none priced)
+                 at          TEXT NOT NULL,
+                 PRIMARY KEY (run_id, condition)
+             );",
 ];
 
 /// All migrations, oldest first ([`UP`]).

@@ -1101,6 +1101,7 @@ mod tests {
             owner_alive: None,
             hosts: vec![],
             plan: crate::domain::TrialPlan::uniform(2),
+            sequential: None,
         }
     }
 

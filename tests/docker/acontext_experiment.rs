@@ -83,6 +83,7 @@ fn request(name: &str, tasks: &Path, filter: &[&str], jobs: &Path, trials: u32) 
         stay_alive: None,
         resume_command: None,
         pin: Default::default(),
+        sequential: None,
     }
 }
 

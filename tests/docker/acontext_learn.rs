@@ -55,6 +55,7 @@ fn round1_template() -> &'static Path {
                     stay_alive: None,
                     resume_command: None,
                     pin: Default::default(),
+                    sequential: None,
                 };
                 let out = Engine::new(store.clone())
                     .run(req, CancellationToken::new())

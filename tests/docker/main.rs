@@ -21,5 +21,6 @@ mod preflight;
 mod read_only;
 mod resume;
 mod self_generated;
+mod sequential;
 mod skill_exposure;
 mod tui_hostile;

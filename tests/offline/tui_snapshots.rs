@@ -828,6 +828,88 @@ fn overview_with_an_experiment_learning() {
     assert!(screen.contains("learn"), "{screen}");
 }
 
+/// A run with a group-sequential design (issue 38): the overview says where each comparison
+/// stands — answered at a stage with Z against the bound, or going on — and the trials the early
+/// stop took out of the queue.
+#[test]
+fn overview_of_a_run_stopped_early() {
+    use skillscope::domain::sequential::{
+        Comparison, DesignRow, EarlyStopRow, LookDecision, LookRow,
+    };
+    use skillscope::store::queries;
+    let l = learning_fixture::learning();
+    let cmp = |label: &str, with: &str, without: &str| Comparison {
+        label: label.into(),
+        with: with.into(),
+        without: without.into(),
+        without_run: Some("round1".into()),
+    };
+    queries::put_design(
+        &l.conn,
+        &DesignRow {
+            run_id: l.run.id,
+            stages: 5,
+            alpha: 0.025,
+            beta: 0.2,
+            stage_trials: vec![1, 2, 3, 4, 5],
+            efficacy: vec![4.877, 3.357, 2.680, 2.290, 2.031],
+            futility: vec![-1.29, 0.17, 0.9, 1.5],
+            comparisons: vec![cmp("A'-A", "a2", "a"), cmp("B'-B", "b2", "b")],
+            early_stop: true,
+            note: None,
+        },
+    )
+    .unwrap();
+    let look = |c: &str, stage: usize, z: f64, bound: f64, decision| LookRow {
+        comparison: c.into(),
+        stage,
+        trials: stage as u32,
+        n_tasks: 12,
+        mean_diff: Some(0.25),
+        se: Some(0.06),
+        z: Some(z),
+        bound: Some(bound),
+        decision,
+        reason: "fixture".into(),
+        adjusted: None,
+        ci: None,
+        p_value: None,
+        at: "2026-11-22T11:58:00Z".into(),
+    };
+    for l2 in [
+        look("A'-A", 1, 2.1, 4.877, LookDecision::Continue),
+        look("B'-B", 1, 0.4, 4.877, LookDecision::Continue),
+        look("A'-A", 2, 4.02, 3.357, LookDecision::Efficacy),
+    ] {
+        queries::insert_look(&l.conn, l.run.id, &l2).unwrap();
+    }
+    queries::stop_condition(
+        &l.conn,
+        l.run.id,
+        &EarlyStopRow {
+            condition: "a2".into(),
+            trials: 2,
+            comparison: "A'-A".into(),
+            stage: 2,
+            not_run: 0,
+            cost_saved_usd: None,
+            at: "2026-11-22T11:58:00Z".into(),
+        },
+        Some(0.5),
+    )
+    .unwrap();
+    let mut app = dashboard::watching(&l.conn, l.run.id, Mode::Watch, "dark", now());
+    snap("sequential_overview", &mut app);
+    let wide = render(&mut app, (120, 40));
+    assert!(
+        wide.contains("A'-A efficacy at 2/5 (Z 4.02 ≥ 3.36)"),
+        "{wide}"
+    );
+    assert!(wide.contains("B'-B goes on after 1/5"), "{wide}");
+    let small = render(&mut app, (80, 24));
+    assert!(small.contains("A'-A eff 2/5"), "{small}");
+}
+
 /// Acontext away during learning: the overview's title says since when, each waiting space its
 /// next retry — one state, not a line per request.
 #[test]

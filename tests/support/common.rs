@@ -83,6 +83,7 @@ impl Scratch {
             stay_alive: None,
             resume_command: None,
             pin: Default::default(),
+            sequential: None,
         }
     }
 

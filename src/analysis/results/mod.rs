@@ -222,6 +222,9 @@ pub struct Results {
     /// `None` when round 1 ran in the experiment.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<lq::BaselineRow>,
+    /// Each run's group-sequential design, looks and early stops (issue 38), by run name, for
+    /// runs that applied one.
+    pub sequential: Vec<(String, crate::domain::sequential::SequentialRecord)>,
 }
 
 /// An experiment's comparisons: round 1's own curated effect B vs A (the SkillsBench paper's
@@ -437,6 +440,11 @@ fn analyze_selection(
     subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
     attach_tamper(conn, &loaded, &mut results)?;
     attach_drift(&loaded, &mut results);
+    for run in &loaded.runs {
+        if let Some(rec) = crate::store::queries::sequential_record(conn, run.id)? {
+            results.sequential.push((run.name.clone(), rec));
+        }
+    }
     Ok(results)
 }
 
@@ -769,5 +777,6 @@ fn analyze_tasks(
         exposure: Default::default(),
         tamper: Default::default(),
         baseline: None,
+        sequential: Vec::new(),
     }
 }

@@ -7,6 +7,7 @@
 //! - [`boundaries`]: efficacy bounds, non-binding futility bounds, power, stopping probabilities.
 //! - [`design`]: a design, the paired statistic and the decision at a look ([`design::evaluate`]).
 //! - [`estimate`]: the median-unbiased estimate and stage-wise-ordering interval after stopping.
+//! - [`live`]: the design the engine applies during a run, and its look at a stage boundary.
 //! - [`planned`]: the design `plan` prints for a comparison, with its bounds in pp.
 //! - [`replay`]: a design applied to finished data stage by stage, and simulated.
 //! - [`normal`], [`roots`]: the normal distribution and Brent's root finder they rest on.
@@ -14,6 +15,7 @@
 pub mod boundaries;
 pub mod design;
 pub mod estimate;
+pub mod live;
 pub mod normal;
 pub mod planned;
 pub mod recursion;

@@ -42,6 +42,8 @@ pub fn run_args(plan: &Plan, db: Option<PathBuf>) -> RunArgs {
         allow_missing_env: false,
         task_set: None,
         allow_drift: false,
+        stages: None,
+        no_early_stop: false,
     }
 }
 

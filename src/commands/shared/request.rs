@@ -94,6 +94,15 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
     if args.trials == 0 {
         return Err(eyre!("--trials must be at least 1"));
     }
+    let sequential = match args.stages {
+        None => None,
+        Some(k) => Some(sequential_of(
+            &conditions,
+            k,
+            args.trials,
+            !args.no_early_stop,
+        )?),
+    };
     let db = args
         .db
         .clone()
@@ -123,6 +132,7 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
             },
             allow_drift: args.allow_drift,
         },
+        sequential,
     };
     Ok((req, db))
 }
@@ -180,4 +190,57 @@ pub fn self_generation(
         .into_iter()
         .map(|c| c.with_self_generation(text.as_deref(), creator.as_deref()))
         .collect())
+}
+
+/// `run --stages K`'s design: the second condition against the first (`B-A`), both stopping
+/// once it is answered.
+///
+/// # Errors
+/// Not exactly two conditions, or more stages than trials per task.
+fn sequential_of(
+    conditions: &[crate::skillsbench::Condition],
+    stages: u32,
+    trials: u32,
+    early_stop: bool,
+) -> Result<crate::domain::sequential::SequentialPlan> {
+    let [a, b] = conditions else {
+        return Err(eyre!(
+            "--stages needs exactly two conditions (the second is judged against the first), not {}",
+            conditions.len()
+        ));
+    };
+    if stages > trials {
+        return Err(eyre!(
+            "--stages {stages} needs at least {stages} trials per task and condition (--trials {trials})"
+        ));
+    }
+    Ok(crate::domain::sequential::SequentialPlan {
+        stages: stages as usize,
+        comparisons: vec![crate::domain::sequential::Comparison {
+            label: "B-A".into(),
+            with: b.key(),
+            without: a.key(),
+            without_run: None,
+        }],
+        stoppable: vec![a.key(), b.key()],
+        early_stop,
+        note: None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stages_judge_the_second_condition_against_the_first() {
+        let two = Condition::parse_list("no-skills,curated").unwrap();
+        let p = sequential_of(&two, 3, 5, true).unwrap();
+        assert_eq!(p.comparisons[0].with, "curated");
+        assert_eq!(p.comparisons[0].without, "no-skills");
+        assert_eq!(p.stoppable, vec!["no-skills", "curated"]);
+        assert!(sequential_of(&two, 6, 5, true).is_err());
+        let one = Condition::parse_list("no-skills").unwrap();
+        assert!(sequential_of(&one, 2, 5, true).is_err());
+    }
 }

@@ -12,7 +12,7 @@
 //! categories, per task), [`comparisons`] (comparisons, hypotheses, held-out transfer,
 //! pass@2-adaptive, the paper's numbers, flaky tasks, task-level changes), [`breakdowns`] (by
 //! domain and difficulty, learning efficiency), [`exposure`] (which skills the trials saw and
-//! used), [`tamper`] (trials whose agent was flagged for tampering) and [`skills`] (skill content, round-2 skills, self-generated skills, the rubric).
+//! used), [`sequential`] (the group-sequential design and its early stops), [`tamper`] (trials whose agent was flagged for tampering) and [`skills`] (skill content, round-2 skills, self-generated skills, the rubric).
 
 pub mod breakdowns;
 pub mod cell;
@@ -20,6 +20,7 @@ pub mod comparisons;
 pub mod conditions;
 pub mod exposure;
 pub mod overview;
+pub mod sequential;
 pub mod skills;
 pub mod table;
 pub mod tamper;
@@ -159,6 +160,7 @@ pub fn document(report: &Report) -> Document {
     blocks.extend(tamper::blocks(&r.tamper));
     blocks.extend(comparisons::hypotheses(r));
     blocks.extend(comparisons::comparisons(r));
+    blocks.extend(sequential::blocks(r));
     blocks.extend(comparisons::held_out(r));
     blocks.extend(comparisons::adaptive(r));
     blocks.extend(comparisons::paper(r));

@@ -9,7 +9,8 @@ use crate::store::model::*;
 /// condition with `trial_plans` rows, the sum of their counts, never fewer than the latest attempts
 /// recorded; elsewhere the run's `n_trials`. A run with `trial_plans` rows (an import) has an
 /// explicit plan: a task and condition without rows planned what it holds — its latest attempts
-/// (a store imported before plans were recorded), else nothing.
+/// (a store imported before plans were recorded), else nothing. A condition stopped early by
+/// the run's group-sequential design (`early_stops`) planned the trials per task it keeps.
 ///
 /// # Errors
 /// SQL errors.
@@ -54,6 +55,18 @@ pub fn trial_plan(conn: &Connection, run: &RunRow) -> Result<TrialPlan, StoreErr
             plan.per_task
                 .entry((task, cond))
                 .or_insert(have.clamp(0, u32::MAX as i64) as u32);
+        }
+    }
+    let stops = super::early_stop_trials(conn, run.id)?;
+    if !stops.is_empty() {
+        let mut st = conn.prepare_cached("SELECT task_id FROM run_tasks WHERE run_id = ?1")?;
+        let tasks: Vec<String> = st
+            .query_map([run.id], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for (cond, kept) in stops {
+            for t in &tasks {
+                plan.per_task.insert((t.clone(), cond.clone()), kept);
+            }
         }
     }
     Ok(plan)

@@ -2,7 +2,9 @@
 //! throughput, elapsed time, ETA, running containers; tokens and cost so far, the burn rate, the
 //! projected total cost ± its 95 % interval, the budget and the provider limit; and, when the run is part
 //! of learning, the experiment's phase strip and one line per learning space (state, trials
-//! learned, status mode, the trial being learned, mislabeled trials — loudly — and the export).
+//! learned, status mode, the trial being learned, mislabeled trials — loudly — and the export);
+//! for a run with a group-sequential design, where each comparison stands and the trials early
+//! stops saved.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -25,7 +27,101 @@ pub const MAX_SPACES: usize = 4;
 /// Lines the learning part adds to the overview: the phase strip when the run belongs to an
 /// experiment, and one per space (at most [`MAX_SPACES`]).
 pub fn learning_rows(s: &Snapshot) -> u16 {
-    (s.experiment.is_some() as usize + s.spaces.len().min(MAX_SPACES)) as u16
+    (s.experiment.is_some() as usize
+        + s.sequential.is_some() as usize
+        + s.spaces.len().min(MAX_SPACES)) as u16
+}
+
+/// The run's group-sequential design in one line: its stages, then per comparison where it
+/// stands — answered (efficacy or futility) at a stage with Z against the bound, or going on
+/// from its last look — and the queued trials early stops took out of the queue.
+pub fn sequential_line(
+    t: &Theme,
+    rec: &crate::domain::sequential::SequentialRecord,
+    width: usize,
+) -> Line<'static> {
+    use crate::domain::sequential::LookDecision;
+    let d = &rec.design;
+    let wide = width >= 100;
+    let mut spans = vec![Span::styled(
+        if wide {
+            format!("sequential {} stages", d.stages)
+        } else {
+            format!("seq {}st", d.stages)
+        },
+        t.dim,
+    )];
+    if !d.early_stop {
+        spans.push(Span::styled(" (no early stop)", t.dim));
+    }
+    for c in &d.comparisons {
+        let label = crate::sanitize::one_line(&c.label);
+        spans.push(Span::styled(" · ", t.dim));
+        let (text, style) = match rec.last_look(&c.label) {
+            None => (format!("{label} waits for stage 1"), t.dim),
+            Some(l) => {
+                let z = l.z.map_or("—".to_string(), |z| format!("{z:.2}"));
+                let bound = l.bound.map_or("—".to_string(), |b| format!("{b:.2}"));
+                match l.decision {
+                    LookDecision::Efficacy => (
+                        if wide {
+                            format!(
+                                "{label} efficacy at {}/{} (Z {z} ≥ {bound})",
+                                l.stage, d.stages
+                            )
+                        } else {
+                            format!("{label} eff {}/{}", l.stage, d.stages)
+                        },
+                        t.pass,
+                    ),
+                    LookDecision::Futility => (
+                        if wide {
+                            format!(
+                                "{label} futility at {}/{} (Z {z} vs {bound})",
+                                l.stage, d.stages
+                            )
+                        } else {
+                            format!("{label} fut {}/{}", l.stage, d.stages)
+                        },
+                        t.warn,
+                    ),
+                    LookDecision::Continue => (
+                        if wide {
+                            format!(
+                                "{label} goes on after {}/{} (Z {z} < {bound})",
+                                l.stage, d.stages
+                            )
+                        } else {
+                            format!("{label} on {}/{}", l.stage, d.stages)
+                        },
+                        t.running,
+                    ),
+                }
+            }
+        };
+        spans.push(Span::styled(text, style));
+    }
+    let saved: usize = rec.stops.iter().map(|s| s.not_run).sum();
+    if saved > 0 {
+        spans.push(Span::styled(
+            if wide {
+                format!(" · {saved} trials not run")
+            } else {
+                format!(" · {saved} saved")
+            },
+            t.accent,
+        ));
+    }
+    // Fit the line: drop spans from the end until it fits, marking the cut.
+    let mut used: usize = spans.iter().map(|s| s.width()).sum();
+    if used > width {
+        while used + 1 > width && spans.len() > 1 {
+            let s = spans.pop().expect("a span");
+            used -= s.width();
+        }
+        spans.push(Span::styled("…", t.dim));
+    }
+    Line::from(spans)
 }
 
 /// The experiment's phases: finished ones marked with the pass glyph, the current one
@@ -216,6 +312,9 @@ pub fn learning_lines(t: &Theme, s: &Snapshot, width: usize) -> Vec<Line<'static
     let mut lines = Vec::new();
     if let Some(e) = &s.experiment {
         lines.push(phase_line(t, e, width));
+    }
+    if let Some(rec) = &s.sequential {
+        lines.push(sequential_line(t, rec, width));
     }
     let n = s.spaces.len();
     for (i, p) in s.spaces.iter().take(MAX_SPACES).enumerate() {

@@ -61,6 +61,8 @@ pub struct Snapshot {
     pub hosts: Vec<crate::store::HostRow>,
     /// Trials planned per task and condition (uneven for imported runs).
     pub plan: TrialPlan,
+    /// The run's group-sequential design, its looks and early stops, when it applies one.
+    pub sequential: Option<crate::domain::sequential::SequentialRecord>,
 }
 
 /// The experiment of run `run` and the learning spaces relevant to it (see [`Snapshot::spaces`]),
@@ -231,6 +233,7 @@ pub fn load_snapshot_with(
         owner_alive: crate::store::owner_alive_here(&run, &crate::store::owner::host_name()),
         hosts: queries::run_hosts(&tx, run_id)?,
         plan: queries::trial_plan(&tx, &run)?,
+        sequential: queries::sequential_record(&tx, run_id)?,
         run,
         experiment,
         spaces,

@@ -39,6 +39,7 @@ fn setup(tasks: &Path, model: Option<&str>) -> ExperimentSetup {
             stay_alive: None,
             resume_command: None,
             pin: Default::default(),
+            sequential: None,
         },
         exports_root: tasks.join("../exports"),
         learn: LearnOptions::new("", "", ""),

@@ -129,7 +129,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         }
         let results = super::shared::table::run_results(conn, &s.run.name)?;
         println!("{}", conditions_table(&results));
-        if let Some(rec) = queries::sequential_record(conn, s.run.id)? {
+        if let Some(rec) = &s.sequential {
             let label = |key: &str| {
                 results
                     .conditions
@@ -137,7 +137,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                     .find(|c| c.condition == key)
                     .map_or_else(|| clean(key), |c| c.label.clone())
             };
-            for l in crate::report::model::sequential::lines(&rec, &label) {
+            for l in crate::report::model::sequential::lines(rec, &label) {
                 println!("sequential {l}");
             }
         }

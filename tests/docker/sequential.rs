@@ -115,6 +115,28 @@ async fn sequential_a_planted_effect_stops_round_2_at_stage_2_of_5() {
     ] {
         assert!(st.contains(want), "{want:?} in {st}");
     }
+    // `status --json` carries the same record: both round-2 conditions stopped at stage 2.
+    let json = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(["status", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .expect("skillscope status --json");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("status --json");
+    let stops: Vec<(String, u64)> = v["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["sequential"]["stops"].as_array())
+        .flatten()
+        .map(|s| {
+            (
+                s["condition"].as_str().unwrap().to_string(),
+                s["stage"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(stops.len(), 2, "{stops:?}");
+    assert!(stops.iter().all(|(_, stage)| *stage == 2), "{stops:?}");
     // Both round-2 comparisons stopped at stage 2.
     assert_eq!(
         st.matches("stage 2 of 5 (2 trials per task, 2 tasks) — answered: efficacy")

@@ -47,6 +47,9 @@ pub struct RunStatus {
     /// Trials flagged for tampering, per condition, and the rule they are scored by
     /// ([`crate::analysis::tamper`]).
     pub tampered: crate::analysis::tamper::Tampering,
+    /// The run's group-sequential design, its looks at stage boundaries and its early stops;
+    /// `None` when the run applied none.
+    pub sequential: Option<crate::domain::sequential::SequentialRecord>,
 }
 
 /// The costs of a run's attempts by condition (finished, running, queued), for
@@ -115,6 +118,7 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
         .map(|s| lq::space_progress(conn, s))
         .collect::<Result<Vec<_>, _>>()?;
     Ok(RunStatus {
+        sequential: queries::sequential_record(conn, run.id)?,
         n_tasks: ids.len(),
         conditions,
         pending_commands,

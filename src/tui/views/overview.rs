@@ -62,41 +62,21 @@ pub fn sequential_line(
             Some(l) => {
                 let z = l.z.map_or("—".to_string(), |z| format!("{z:.2}"));
                 let bound = l.bound.map_or("—".to_string(), |b| format!("{b:.2}"));
-                match l.decision {
-                    LookDecision::Efficacy => (
-                        if wide {
-                            format!(
-                                "{label} efficacy at {}/{} (Z {z} ≥ {bound})",
-                                l.stage, d.stages
-                            )
-                        } else {
-                            format!("{label} eff {}/{}", l.stage, d.stages)
-                        },
-                        t.pass,
-                    ),
-                    LookDecision::Futility => (
-                        if wide {
-                            format!(
-                                "{label} futility at {}/{} (Z {z} vs {bound})",
-                                l.stage, d.stages
-                            )
-                        } else {
-                            format!("{label} fut {}/{}", l.stage, d.stages)
-                        },
-                        t.warn,
-                    ),
-                    LookDecision::Continue => (
-                        if wide {
-                            format!(
-                                "{label} goes on after {}/{} (Z {z} < {bound})",
-                                l.stage, d.stages
-                            )
-                        } else {
-                            format!("{label} on {}/{}", l.stage, d.stages)
-                        },
-                        t.running,
-                    ),
-                }
+                // (wide verb, narrow verb, how Z stands to the bound, colour) per decision.
+                let (long, short, relation, style) = match l.decision {
+                    LookDecision::Efficacy => ("efficacy at", "eff", "≥", t.pass),
+                    LookDecision::Futility => ("futility at", "fut", "vs", t.warn),
+                    LookDecision::Continue => ("goes on after", "on", "<", t.running),
+                };
+                let text = if wide {
+                    format!(
+                        "{label} {long} {}/{} (Z {z} {relation} {bound})",
+                        l.stage, d.stages
+                    )
+                } else {
+                    format!("{label} {short} {}/{}", l.stage, d.stages)
+                };
+                (text, style)
             }
         };
         spans.push(Span::styled(text, style));

@@ -29,62 +29,11 @@
 
 use std::path::Path;
 
-use serde::{Deserialize, Serialize};
-
 use crate::domain::Outcome;
 use crate::harbor::atif::{Step, Trajectory, looks_failed};
 use crate::harbor::ctrf;
 
-/// A failure category.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FailureCategory {
-    /// The agent or the verifier overran its time limit.
-    Timeout,
-    /// The agent's own commands or tool calls failed and it did not recover, or it crashed.
-    Execution,
-    /// The agent stopped without doing what was asked.
-    Coherence,
-    /// Outputs were produced and failed the verifier's assertions.
-    Verification,
-    /// What the trial left does not decide it.
-    Unclassified,
-}
-
-impl FailureCategory {
-    /// Every category, in report order.
-    pub const ALL: [FailureCategory; 5] = [
-        FailureCategory::Timeout,
-        FailureCategory::Execution,
-        FailureCategory::Coherence,
-        FailureCategory::Verification,
-        FailureCategory::Unclassified,
-    ];
-
-    /// Stored text.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            FailureCategory::Timeout => "timeout",
-            FailureCategory::Execution => "execution",
-            FailureCategory::Coherence => "coherence",
-            FailureCategory::Verification => "verification",
-            FailureCategory::Unclassified => "unclassified",
-        }
-    }
-
-    /// Parses stored text.
-    pub fn parse(s: &str) -> Option<FailureCategory> {
-        FailureCategory::ALL.into_iter().find(|c| c.as_str() == s)
-    }
-
-    /// True for the outcomes that get a category: the judged failures.
-    pub fn applies_to(outcome: Outcome) -> bool {
-        matches!(
-            outcome,
-            Outcome::Fail | Outcome::AgentTimeout | Outcome::VerifierTimeout
-        )
-    }
-}
+pub use crate::domain::FailureCategory;
 
 /// What the verifier's test report says.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -1,163 +1,44 @@
 //! The SQL of the analysis (`analysis::results`) and the report: every trial row of a run as
-//! typed facts, read in one sequential pass over the run's rows of the table; the agent settings
-//! and environment marks that pass gathers; the newest skill invocation of a set of runs. Reads
-//! only.
+//! typed facts ([`for_each_trial`]: from the packed facts of [`super::slot_facts`] and the table
+//! rows of [`super::trial_facts`]); the agent settings and environment marks that pass gathers;
+//! the newest skill invocation of a set of runs. Reads only.
 
 use rusqlite::Connection;
-use rusqlite::types::ValueRef;
 
+use super::StoreError;
 use super::queries::EnvironmentMark;
-use super::{Outcome, StoreError, TrialStatus};
+pub use super::trial_facts::TrialFacts;
 
-/// One trial row (any attempt) as the analysis's single pass reads it, borrowed from the row
-/// being read.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct TrialFacts<'a> {
-    /// Row id.
-    pub id: i64,
-    /// Task id.
-    pub task: &'a str,
-    /// Condition key.
-    pub condition: &'a str,
-    /// Trial index (1-based).
-    pub trial_index: i64,
-    /// Attempt number.
-    pub attempt: i64,
-    /// True for an attempt a retry replaced (only the latest attempt counts).
-    pub superseded: bool,
-    /// Status text (`done`, `queued`, …).
-    pub status: &'a str,
-    /// Whether the trial finished (status `done`).
-    pub done: bool,
-    /// Its outcome, when recorded and known.
-    pub outcome: Option<Outcome>,
-    /// Verifier reward clamped to [0, 1]; `None` when there is none.
-    pub reward: Option<f64>,
-    /// From a published aggregate rather than a trial folder.
-    pub aggregated: bool,
-    /// The stored failure category.
-    pub failure_category: Option<&'a str>,
-    /// Trial folder, when kept.
-    pub trial_dir: Option<&'a str>,
-    /// The agent's exit code.
-    pub agent_exit_code: Option<i64>,
-    /// The agent settings it recorded (JSON text).
-    pub agent_settings: Option<&'a str>,
-    /// Environment values left empty (JSON list of names).
-    pub missing_env: Option<&'a str>,
-    /// CPU or memory requests cut to the host's (JSON).
-    pub clamped: Option<&'a str>,
-    /// The task digest the attempt ran (`sha256:<hex>`), when recorded.
-    pub task_digest: Option<&'a str>,
-}
-
-/// The row ids that bound every attempt of run `run_id`: `None` when it has none. One index seek
-/// per status and superseded flag (`trials_by_run_state` ends in the row id), so it costs no
-/// scan; rows of a status outside [`TrialStatus::ALL`] are outside it (and count as not run, as
-/// a missing row does).
+/// Calls `each` with every trial row (every attempt, superseded ones too) of run `run_id`: the
+/// results' single pass — the tally, the judged failures' categories, the agent settings and
+/// the environment marks all come from it.
 ///
-/// # Errors
-/// [`StoreError`] from SQLite.
-pub(crate) fn row_range(conn: &Connection, run_id: i64) -> Result<Option<(i64, i64)>, StoreError> {
-    let mut first = conn.prepare_cached(
-        "SELECT min(id) FROM trials WHERE run_id = ?1 AND superseded = ?2 AND status = ?3",
-    )?;
-    let mut last = conn.prepare_cached(
-        "SELECT max(id) FROM trials WHERE run_id = ?1 AND superseded = ?2 AND status = ?3",
-    )?;
-    let mut range: Option<(i64, i64)> = None;
-    for superseded in [0, 1] {
-        for status in TrialStatus::ALL {
-            let args = rusqlite::params![run_id, superseded, status.as_str()];
-            let lo: Option<i64> = first.query_row(args, |r| r.get(0))?;
-            let hi: Option<i64> = last.query_row(args, |r| r.get(0))?;
-            if let (Some(lo), Some(hi)) = (lo, hi) {
-                range = Some(range.map_or((lo, hi), |(a, b)| (a.min(lo), b.max(hi))));
-            }
-        }
-    }
-    Ok(range)
-}
-
-/// Calls `each` with every trial row (every attempt, superseded ones too) of run `run_id`, in
-/// row-id order: one sequential read of the run's rows of the table, bounded by their first and
-/// last row id — no index lookup per row, no sort. The results' single pass: the tally, the
-/// judged failures' categories, the agent settings and the environment marks all come from it.
+/// Rows come grouped by (task, condition), in row-id order within each group; the groups in no
+/// set order. Everything is read in one read transaction (when `conn` is not already in one):
+/// the packed facts of the (task, condition)s whose rows did not change since they were packed
+/// ([`super::slot_facts`]), and the rows of the others from the table. When most changed, or
+/// the packed facts cannot be used (a database this binary could not migrate), it is one
+/// sequential read of the run's rows, bounded by their first and last row id — no index lookup
+/// per row, no sort. Either way `each` sees the same rows with the same facts.
 ///
 /// # Errors
 /// [`StoreError`] from SQLite or from `each`; [`StoreError::Decode`] when a task, condition or
-/// other text column is not text.
+/// other text column is not text, or packed facts do not decode.
 pub fn for_each_trial(
     conn: &Connection,
     run_id: i64,
     mut each: impl FnMut(TrialFacts<'_>) -> Result<(), StoreError>,
 ) -> Result<(), StoreError> {
-    let Some((lo, hi)) = row_range(conn, run_id)? else {
-        return Ok(());
+    // One snapshot for the packed facts, the changed groups' rows and the counts that check them.
+    let _snapshot = if conn.is_autocommit() {
+        Some(conn.unchecked_transaction()?)
+    } else {
+        None
     };
-    let mut stmt = conn.prepare_cached(
-        "SELECT id, task_id, condition, trial_index, attempt, superseded, status, outcome, reward,
-                aggregated, failure_category, trial_dir, agent_exit_code, agent_settings,
-                missing_env, clamped, task_digest
-         FROM trials NOT INDEXED
-         WHERE id BETWEEN ?2 AND ?3 AND run_id = ?1",
-    )?;
-    let done_str = TrialStatus::Done.as_str();
-    let mut rows = stmt.query(rusqlite::params![run_id, lo, hi])?;
-    while let Some(r) = rows.next()? {
-        let outcome = match r.get_ref(7)? {
-            ValueRef::Text(s) => Outcome::ALL
-                .into_iter()
-                .find(|o| o.as_str().as_bytes() == s),
-            _ => None,
-        };
-        let reward = match r.get_ref(8)? {
-            ValueRef::Real(v) => Some(v.clamp(0.0, 1.0)),
-            ValueRef::Integer(v) => Some((v as f64).clamp(0.0, 1.0)),
-            _ => None,
-        };
-        let status = text(r.get_ref(6)?)?;
-        each(TrialFacts {
-            id: r.get(0)?,
-            task: text(r.get_ref(1)?)?,
-            condition: text(r.get_ref(2)?)?,
-            trial_index: r.get(3)?,
-            attempt: r.get(4)?,
-            superseded: r.get::<_, i64>(5)? != 0,
-            status,
-            done: status == done_str,
-            outcome,
-            reward,
-            aggregated: r.get::<_, i64>(9)? != 0,
-            failure_category: optional_text(r.get_ref(10)?)?,
-            trial_dir: optional_text(r.get_ref(11)?)?,
-            agent_exit_code: r.get(12)?,
-            agent_settings: optional_text(r.get_ref(13)?)?,
-            missing_env: optional_text(r.get_ref(14)?)?,
-            clamped: optional_text(r.get_ref(15)?)?,
-            task_digest: optional_text(r.get_ref(16)?)?,
-        })?;
+    if super::slot_facts::for_each_trial(conn, run_id, &mut each)? {
+        return Ok(());
     }
-    Ok(())
-}
-
-/// A text cell as text (`""` for NULL).
-fn text(v: ValueRef<'_>) -> Result<&str, StoreError> {
-    Ok(optional_text(v)?.unwrap_or(""))
-}
-
-/// A text cell as text (`None` for NULL).
-fn optional_text(v: ValueRef<'_>) -> Result<Option<&str>, StoreError> {
-    match v {
-        ValueRef::Null => Ok(None),
-        ValueRef::Text(t) => std::str::from_utf8(t)
-            .map(Some)
-            .map_err(|e| StoreError::Decode(format!("trial text column not UTF-8: {e}"))),
-        other => Err(StoreError::Decode(format!(
-            "expected text, got {:?}",
-            other.data_type()
-        ))),
-    }
+    super::trial_facts::scan_trials(conn, run_id, &mut each)
 }
 
 /// The distinct agent settings of a run's trials (every attempt), gathered from

@@ -108,7 +108,7 @@ pub fn trial_skills(
     // the run recorded none), never by probing them once per trial of the run.
     const FROM: &str = "FROM trial_exposures e CROSS JOIN trials t ON t.id = e.trial_id";
     const WHERE: &str = "WHERE e.trial_id BETWEEN ?2 AND ?3 AND t.run_id = ?1 AND t.superseded = 0";
-    let (lo, hi) = crate::store::analysis::row_range(conn, run_id)?.unwrap_or((1, 0));
+    let (lo, hi) = crate::store::trial_facts::row_range(conn, run_id)?.unwrap_or((1, 0));
     let mut out: Vec<TrialSkills> = super::learning::all(
         conn,
         &format!(

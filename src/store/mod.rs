@@ -17,6 +17,8 @@ pub mod owner;
 pub mod queries;
 pub mod readonly;
 pub mod schema;
+pub mod slot_facts;
+pub mod trial_facts;
 pub mod writer;
 
 use std::path::{Path, PathBuf};

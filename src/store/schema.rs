@@ -457,11 +457,70 @@ CREATE TABLE experiments (
                  at          TEXT NOT NULL,
                  PRIMARY KEY (run_id, condition)
              );",
+        // Each (run, task, condition)'s trial facts packed for the analysis (issue 37:
+        // `store/slot_facts.rs`): the packed rows, the groups marked for repacking, and the
+        // triggers that mark them (their `UPDATE OF` list is `trial_facts::PASS_COLUMNS` and
+        // `run_id`; a test holds the two together). Every group already in the store starts
+        // marked. `INSERT … WHERE NOT EXISTS`, not `INSERT OR IGNORE`: an outer statement's
+        // conflict clause would override a trigger's own.
+        "CREATE TABLE slot_facts (
+                 id          INTEGER PRIMARY KEY,
+                 run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                 task_id     TEXT NOT NULL,
+                 condition   TEXT NOT NULL,
+                 trials      INTEGER NOT NULL,   -- its rows in `trials` when packed
+                 format      INTEGER NOT NULL,   -- slot_facts::FORMAT; 0: read from the table
+                 facts       BLOB,
+                 UNIQUE (run_id, task_id, condition)
+             );
+             CREATE TABLE slot_facts_dirty (
+                 run_id      INTEGER NOT NULL,
+                 task_id     TEXT NOT NULL,
+                 condition   TEXT NOT NULL,
+                 PRIMARY KEY (run_id, task_id, condition)
+             ) WITHOUT ROWID;
+             INSERT INTO slot_facts_dirty (run_id, task_id, condition)
+                 SELECT DISTINCT run_id, task_id, condition FROM trials;
+             CREATE TRIGGER trials_mark_slot_insert AFTER INSERT ON trials BEGIN
+                 INSERT INTO slot_facts_dirty (run_id, task_id, condition)
+                 SELECT NEW.run_id, NEW.task_id, NEW.condition
+                 WHERE NOT EXISTS (SELECT 1 FROM slot_facts_dirty
+                                   WHERE run_id = NEW.run_id AND task_id = NEW.task_id
+                                     AND condition = NEW.condition);
+             END;
+             CREATE TRIGGER trials_mark_slot_delete AFTER DELETE ON trials BEGIN
+                 INSERT INTO slot_facts_dirty (run_id, task_id, condition)
+                 SELECT OLD.run_id, OLD.task_id, OLD.condition
+                 WHERE NOT EXISTS (SELECT 1 FROM slot_facts_dirty
+                                   WHERE run_id = OLD.run_id AND task_id = OLD.task_id
+                                     AND condition = OLD.condition);
+             END;
+             CREATE TRIGGER trials_mark_slot_update AFTER UPDATE OF
+                 id, run_id, task_id, condition, trial_index, attempt, superseded, status, outcome,
+                 reward, aggregated, failure_category, trial_dir, agent_exit_code, agent_settings,
+                 missing_env, clamped, task_digest
+             ON trials BEGIN
+                 INSERT INTO slot_facts_dirty (run_id, task_id, condition)
+                 SELECT g.r, g.t, g.c
+                 FROM (SELECT OLD.run_id AS r, OLD.task_id AS t, OLD.condition AS c
+                       UNION SELECT NEW.run_id, NEW.task_id, NEW.condition) AS g
+                 WHERE NOT EXISTS (SELECT 1 FROM slot_facts_dirty AS d
+                                   WHERE d.run_id = g.r AND d.task_id = g.t
+                                     AND d.condition = g.c);
+             END;",
 ];
 
 /// All migrations, oldest first ([`UP`]).
 pub fn migrations() -> Migrations<'static> {
     Migrations::new(UP.iter().map(|sql| M::up(sql)).collect())
+}
+
+/// A new in-memory database at the latest schema, for unit tests.
+#[cfg(test)]
+pub(crate) fn migrated_in_memory() -> rusqlite::Connection {
+    let mut c = rusqlite::Connection::open_in_memory().unwrap();
+    migrations().to_latest(&mut c).unwrap();
+    c
 }
 
 #[cfg(test)]

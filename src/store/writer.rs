@@ -1,7 +1,9 @@
 //! The single writer: one thread owns the write connection and applies queued jobs in batched
 //! transactions (one `BEGIN IMMEDIATE … COMMIT` per batch, a savepoint per job so one failing job
 //! never undoes the others). Callers learn a job's result only after its batch committed, so an
-//! acknowledged write is on disk.
+//! acknowledged write is on disk. When no job has come for [`REPACK_IDLE`], it repacks the trial
+//! facts the jobs changed ([`super::slot_facts`]), a chunk per transaction, and on stopping for
+//! up to [`REPACK_ON_STOP`].
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
@@ -123,10 +125,37 @@ impl Writer {
     }
 }
 
+/// Groups of packed trial facts ([`super::slot_facts`]) repacked per idle transaction: a few
+/// milliseconds of holding the write lock.
+const REPACK_CHUNK: usize = 64;
+
+/// How long the writer waits for a job before it repacks: a stream of jobs (an import, a burst
+/// of finishing trials) is not interrupted, and a group is packed once its rows settle.
+const REPACK_IDLE: Duration = Duration::from_millis(50);
+
+/// How long a stopping writer keeps repacking marked groups before it exits; what is left stays
+/// marked, and readers read those groups from the table.
+const REPACK_ON_STOP: Duration = Duration::from_secs(2);
+
 fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>) {
     let mut stop = false;
+    // Groups may be marked from before this process: look once idle.
+    let mut marked = true;
     while !stop {
-        let Ok(first) = rx.recv() else { break };
+        // Jobs first; once idle, repack what the jobs marked, a chunk at a time.
+        let first = if marked {
+            match rx.recv_timeout(REPACK_IDLE) {
+                Ok(m) => m,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    marked = repack(&conn);
+                    continue;
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => break,
+            }
+        } else {
+            let Ok(first) = rx.recv() else { break };
+            first
+        };
         let mut jobs = Vec::new();
         match first {
             Msg::Job(j) => jobs.push(j),
@@ -144,8 +173,44 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>) {
         }
         if !jobs.is_empty() {
             apply_batch(&mut conn, jobs);
+            marked = true;
         }
     }
+    let until = Instant::now() + REPACK_ON_STOP;
+    while marked && Instant::now() < until {
+        marked = repack(&conn);
+    }
+}
+
+/// One transaction of repacking marked groups ([`super::slot_facts::refresh`]); whether groups
+/// may remain marked. A busy database (another process writing) or any error ends repacking
+/// until the next batch: the packed facts only speed reading, readers never depend on them.
+fn repack(conn: &Connection) -> bool {
+    let any = conn.query_row("SELECT EXISTS (SELECT 1 FROM slot_facts_dirty)", [], |r| {
+        r.get::<_, bool>(0)
+    });
+    if !matches!(any, Ok(true)) {
+        return false;
+    }
+    let _ = conn.busy_timeout(Duration::from_millis(100));
+    let repacked = conn
+        .execute_batch("BEGIN IMMEDIATE")
+        .map_err(StoreError::from)
+        .and_then(|()| {
+            let n = super::slot_facts::refresh(conn, REPACK_CHUNK);
+            match n {
+                Ok(n) => conn
+                    .execute_batch("COMMIT")
+                    .map(|()| n)
+                    .map_err(StoreError::from),
+                Err(e) => Err(e),
+            }
+        });
+    if repacked.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
+    }
+    let _ = conn.busy_timeout(BUSY_TIMEOUT);
+    matches!(repacked, Ok(n) if n == REPACK_CHUNK)
 }
 
 /// How long the writer waits for a database another process holds locked (a backup, a `sqlite3`

@@ -30,11 +30,7 @@ mod tests {
     use rusqlite::Connection;
 
     fn db() -> Connection {
-        let mut c = Connection::open_in_memory().unwrap();
-        crate::store::schema::migrations()
-            .to_latest(&mut c)
-            .unwrap();
-        c
+        crate::store::schema::migrated_in_memory()
     }
 
     fn new_run(c: &Connection) -> RunRow {

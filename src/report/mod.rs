@@ -213,9 +213,13 @@ pub enum ReportError {
 /// The rubric's 30-day window is anchored at the selection's latest invocation, so a report on an
 /// old run shows its skills; with no invocation it is anchored at now.
 ///
-/// When `conn` is a file database, a second read-only connection does the analysis and the
-/// per-skill report while `conn` runs the rubric's dashboard queries (after the scores are
-/// committed: a reader beside the scoring transaction slowed it threefold).
+/// When `conn` is a file database, a second read-only connection does what does not read the
+/// scores (the analysis, the skill content, the trial folders) while `conn` scores, then the
+/// rubric's per-skill report and leaderboard while `conn` runs its distribution and
+/// opportunities. (A reader beside the scoring once slowed it threefold: both were reading
+/// `trials` pages, the scoring for a foreign-key check per invocation, which it no longer makes —
+/// [`crate::store::invocations::without_parent_checks`]. First report at 10⁶ trials: 3.8 s →
+/// 2.6 s, docs/performance.md.)
 ///
 /// # Errors
 /// Unknown runs or experiment ([`StoreError::NotFound`]); SQL errors.
@@ -227,71 +231,92 @@ pub fn build(
     let run_ids = selected_runs(conn, selection)?;
     // Scoring touches a few hundred thousand rows at scale: a larger page cache than SQLite's
     // 2 MB default keeps them in memory (connection-local).
-    conn.pragma_update(None, "cache_size", -131_072)?;
-    let table = CategoryTable::default();
-    let mut scored = 0;
-    for id in &run_ids {
-        scored += invocations::score_run(conn, *id, &table)?;
-    }
-    let latest = crate::store::analysis::latest_invocation(conn, &run_ids)?;
-    let window = match latest {
-        Some(t) => Window::at(&t, &run_ids),
-        None => Window {
-            runs: run_ids.clone(),
-            ..Window::rubric()
-        },
-    };
-    type Dashboard = (
-        Vec<LeaderboardRow>,
-        Vec<DistributionRow>,
-        Vec<OpportunityRow>,
-    );
-    let dashboard = |c: &Connection, w: &Window| -> Result<Dashboard, StoreError> {
-        Ok((
-            invocations::leaderboard(c, w)?,
-            invocations::quality_distribution(c, w)?,
-            invocations::improvement_opportunities(c, w)?,
-        ))
-    };
-    // Once the scores are committed: the analysis and the rubric's per-skill report on a second
-    // connection, beside the rubric's dashboard queries on this one.
-    let ((results, scores), (leaderboard, distribution, opportunities)) =
-        match second_connection(conn) {
-            Some(c2) => std::thread::scope(|s| {
+    conn.pragma_update(None, "cache_size", REPORT_CACHE_KIB)?;
+    let second = second_connection(conn);
+    std::thread::scope(|s| {
+        // What does not read the scores — the analysis, the skill content, the trial folders —
+        // on the second connection while this one scores the invocations (mostly one core).
+        let early = second.map(|c2| {
+            let run_ids = &run_ids;
+            s.spawn(move || {
+                let got = beside_scoring(&c2, run_ids, selection, scoring);
+                (c2, got)
+            })
+        });
+        let table = CategoryTable::default();
+        let mut scored = 0;
+        for id in &run_ids {
+            scored += invocations::score_run(conn, *id, &table)?;
+        }
+        let latest = crate::store::analysis::latest_invocation(conn, &run_ids)?;
+        let window = match latest {
+            Some(t) => Window::at(&t, &run_ids),
+            None => Window {
+                runs: run_ids.clone(),
+                ..Window::rubric()
+            },
+        };
+        let (second, (results, skill_content, trials)) = match early {
+            Some(h) => {
+                let (c2, got) = h.join().map_err(|_| thread_died())?;
+                (Some(c2), got?)
+            }
+            None => (None, beside_scoring(conn, &run_ids, selection, scoring)?),
+        };
+        // Once the scores are committed: the rubric's per-skill report and leaderboard on the
+        // second connection, beside its distribution and opportunities on this one.
+        let (scores, leaderboard, distribution, opportunities) = match second {
+            Some(c2) => {
                 let w2 = window.clone();
                 let other = s.spawn(move || -> Result<_, StoreError> {
                     Ok((
-                        results::analyze(&c2, selection, scoring)?,
                         invocations::skill_report(&c2, &w2)?,
+                        invocations::leaderboard(&c2, &w2)?,
                     ))
                 });
-                let d = dashboard(conn, &window);
-                let o = other.join().map_err(|_| thread_died())?;
-                Ok::<_, StoreError>((o?, d?))
-            })?,
+                let distribution = invocations::quality_distribution(conn, &window)?;
+                let opportunities = invocations::improvement_opportunities(conn, &window)?;
+                let (scores, leaderboard) = other.join().map_err(|_| thread_died())??;
+                (scores, leaderboard, distribution, opportunities)
+            }
             None => (
-                (
-                    results::analyze(conn, selection, scoring)?,
-                    invocations::skill_report(conn, &window)?,
-                ),
-                dashboard(conn, &window)?,
+                invocations::skill_report(conn, &window)?,
+                invocations::leaderboard(conn, &window)?,
+                invocations::quality_distribution(conn, &window)?,
+                invocations::improvement_opportunities(conn, &window)?,
             ),
         };
-    let skill_content = skill_sets::skill_content_of(conn, &results)?;
-    let trials = trial_links(conn, &run_ids, &results)?;
-    Ok(Report {
-        skill_content,
-        trials,
-        skills: SkillSection {
-            invocations: scored,
-            scores,
-            leaderboard,
-            distribution,
-            opportunities,
-            window,
-        },
-        results,
+        Ok(Report {
+            skill_content,
+            trials,
+            skills: SkillSection {
+                invocations: scored,
+                scores,
+                leaderboard,
+                distribution,
+                opportunities,
+                window,
+            },
+            results,
+        })
     })
+}
+
+/// The parts of the report that do not read the invocations' scores: the analysis, the skill
+/// content of its conditions and the trial folders.
+///
+/// # Errors
+/// As [`build`].
+fn beside_scoring(
+    conn: &Connection,
+    run_ids: &[i64],
+    selection: &Selection,
+    scoring: &Scoring,
+) -> Result<(Results, SkillContentSection, Vec<TrialLink>), StoreError> {
+    let results = results::analyze(conn, selection, scoring)?;
+    let skill_content = skill_sets::skill_content_of(conn, &results)?;
+    let trials = trial_links(conn, run_ids, &results)?;
+    Ok((results, skill_content, trials))
 }
 
 /// The latest attempt's folder of every trial of the runs `run_ids`, labelled as `results`
@@ -338,8 +363,15 @@ fn second_connection(conn: &Connection) -> Option<Connection> {
     )
     .ok()?;
     c.busy_timeout(std::time::Duration::from_secs(10)).ok()?;
+    // Its rubric queries sort every invocation of the window: with SQLite's 2 MB default the
+    // sorter spilled to temporary files.
+    c.pragma_update(None, "cache_size", REPORT_CACHE_KIB).ok()?;
     Some(c)
 }
+
+/// The report's connections' page cache, as `PRAGMA cache_size` takes it: negative, in KiB
+/// (128 MiB; SQLite's sorter also stays in memory up to this).
+const REPORT_CACHE_KIB: i64 = -131_072;
 
 /// Row ids of the runs `selection` names (an experiment: its round-1 and round-2 runs that
 /// exist).

@@ -21,7 +21,7 @@
 
 use std::collections::HashSet;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 
 use super::trial_facts::{TrialFacts, decode_row, pass_select};
@@ -340,6 +340,21 @@ pub fn refresh(conn: &Connection, max_groups: usize) -> Result<usize, StoreError
     Ok(marked.len())
 }
 
+/// Whether any group is marked for repacking (`false` on a database without the table): what
+/// the writer asks before it opens a transaction to repack.
+///
+/// # Errors
+/// [`StoreError`] from SQLite.
+pub fn any_marked(conn: &Connection) -> Result<bool, StoreError> {
+    match conn.query_row("SELECT EXISTS (SELECT 1 FROM slot_facts_dirty)", [], |r| {
+        r.get(0)
+    }) {
+        Ok(any) => Ok(any),
+        Err(e) if no_such_table(&e) => Ok(false),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// How many groups are marked for repacking (0 on a database without the table).
 ///
 /// # Errors
@@ -353,8 +368,8 @@ pub fn marked(conn: &Connection) -> Result<i64, StoreError> {
 }
 
 /// Repacks every marked group, `chunk` groups per transaction, on a connection with no open
-/// transaction; returns how many it repacked. What `bench analysis` and a command that wrote
-/// many trials outside the writer call.
+/// transaction; returns how many it repacked. What `bench analysis` calls to pack a generated
+/// store at once (the writer packs as it goes).
 ///
 /// # Errors
 /// [`StoreError`] from SQLite.
@@ -372,31 +387,32 @@ pub fn refresh_all(conn: &Connection, chunk: usize) -> Result<usize, StoreError>
     }
 }
 
-/// The packed row of one group, if any: (trials, format). For tests and `status`.
-///
-/// # Errors
-/// [`StoreError`] from SQLite.
-pub fn packed_row(
-    conn: &Connection,
-    run_id: i64,
-    task: &str,
-    condition: &str,
-) -> Result<Option<(i64, i64)>, StoreError> {
-    Ok(conn
-        .query_row(
-            "SELECT trials, format FROM slot_facts
-             WHERE run_id = ?1 AND task_id = ?2 AND condition = ?3",
-            params![run_id, task, condition],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .optional()?)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::trial_facts::{PASS_COLUMNS, scan_trials};
     use proptest::prelude::*;
+    use rusqlite::OptionalExtension;
+
+    /// The packed row of one group, if any: (trials, format).
+    ///
+    /// # Errors
+    /// [`StoreError`] from SQLite.
+    fn packed_row(
+        conn: &Connection,
+        run_id: i64,
+        task: &str,
+        condition: &str,
+    ) -> Result<Option<(i64, i64)>, StoreError> {
+        Ok(conn
+            .query_row(
+                "SELECT trials, format FROM slot_facts
+                 WHERE run_id = ?1 AND task_id = ?2 AND condition = ?3",
+                params![run_id, task, condition],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
 
     fn db() -> Connection {
         let c = crate::store::schema::migrated_in_memory();
@@ -698,5 +714,27 @@ mod tests {
         let (packed, table) = both(&reader, 1);
         assert!(table.iter().any(|t| t.contains("reward: Some(0.25)")));
         assert_eq!(packed, Some(table));
+    }
+
+    #[test]
+    fn without_the_tables_the_reader_reads_the_table() {
+        let c = db();
+        for i in 0..3u8 {
+            insert(&c, 1, &[i, i, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        }
+        refresh_all(&c, 8).unwrap();
+        // A database this binary could not migrate (read-only, older): no packed facts.
+        c.execute_batch("DROP TABLE slot_facts; DROP TABLE slot_facts_dirty;")
+            .unwrap();
+        assert!(!any_marked(&c).unwrap());
+        let (packed, table) = both(&c, 1);
+        assert_eq!(packed, None);
+        let mut given = 0;
+        crate::store::analysis::for_each_trial(&c, 1, |_| {
+            given += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!((given, table.len()), (3, 3));
     }
 }

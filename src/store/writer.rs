@@ -186,10 +186,7 @@ fn writer_loop(mut conn: Connection, rx: mpsc::Receiver<Msg>) {
 /// may remain marked. A busy database (another process writing) or any error ends repacking
 /// until the next batch: the packed facts only speed reading, readers never depend on them.
 fn repack(conn: &Connection) -> bool {
-    let any = conn.query_row("SELECT EXISTS (SELECT 1 FROM slot_facts_dirty)", [], |r| {
-        r.get::<_, bool>(0)
-    });
-    if !matches!(any, Ok(true)) {
+    if !matches!(super::slot_facts::any_marked(conn), Ok(true)) {
         return false;
     }
     let _ = conn.busy_timeout(Duration::from_millis(100));

@@ -37,7 +37,7 @@ use crate::analysis::invocations::{
 };
 use crate::analysis::results::{self, Results, Scoring, Selection};
 use crate::analysis::skill_content;
-use crate::store::{StoreError, queries};
+use crate::store::{StoreError, bulk_read, queries};
 
 /// A report's data: the results, the skill rubric section and the skill content analysis.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -229,10 +229,10 @@ pub fn build(
     scoring: &Scoring,
 ) -> Result<Report, StoreError> {
     let run_ids = selected_runs(conn, selection)?;
-    // Scoring touches a few hundred thousand rows at scale: a larger page cache than SQLite's
-    // 2 MB default keeps them in memory (connection-local).
-    conn.pragma_update(None, "cache_size", REPORT_CACHE_KIB)?;
-    let second = second_connection(conn);
+    // Scoring and the rubric's sorts touch a few hundred thousand rows at scale: a larger page
+    // cache and the file memory-mapped, until the report is built.
+    let _tuned = bulk_read::tune(conn)?;
+    let second = bulk_read::second_reader(conn);
     std::thread::scope(|s| {
         // What does not read the scores — the analysis, the skill content, the trial folders —
         // on the second connection while this one scores the invocations (mostly one core).
@@ -352,26 +352,6 @@ fn trial_links(
 fn thread_died() -> StoreError {
     StoreError::Sql("a report worker thread panicked".into())
 }
-
-/// A read-only connection to `conn`'s database file; `None` for an in-memory database or when
-/// it cannot be opened (the work then runs on `conn` alone).
-fn second_connection(conn: &Connection) -> Option<Connection> {
-    let path = conn.path().filter(|p| !p.is_empty())?;
-    let c = Connection::open_with_flags(
-        path,
-        rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-    )
-    .ok()?;
-    c.busy_timeout(std::time::Duration::from_secs(10)).ok()?;
-    // Its rubric queries sort every invocation of the window: with SQLite's 2 MB default the
-    // sorter spilled to temporary files.
-    c.pragma_update(None, "cache_size", REPORT_CACHE_KIB).ok()?;
-    Some(c)
-}
-
-/// The report's connections' page cache, as `PRAGMA cache_size` takes it: negative, in KiB
-/// (128 MiB; SQLite's sorter also stays in memory up to this).
-const REPORT_CACHE_KIB: i64 = -131_072;
 
 /// Row ids of the runs `selection` names (an experiment: its round-1 and round-2 runs that
 /// exist).

@@ -6,6 +6,7 @@
 
 pub mod analysis;
 pub mod attempt;
+pub mod bulk_read;
 pub mod experiment_ledger;
 pub mod exposure;
 pub mod import_ledger;

@@ -339,16 +339,46 @@ pub fn run_evidence(
     run_id: i64,
     skill_free_condition: &str,
 ) -> Result<Vec<TrialEvidence>, StoreError> {
-    let domains: std::collections::HashMap<String, String> = {
+    let mut out = Vec::new();
+    for_each_evidence(conn, run_id, skill_free_condition, usize::MAX, |chunk| {
+        out.append(chunk);
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// The invocations of [`run_evidence`], given to `each` in order, at most `chunk` at a time (at
+/// least one); `each` may take them out of the vector it is given. One query: the statement
+/// stays open across the calls, so `each` may write to other tables on `conn` (the scoring
+/// writes `skill_invocations` as it goes) but must not change `trials`, `skill_uses` or
+/// `run_tasks`.
+///
+/// Streaming keeps a run's evidence out of memory at once: 400,024 invocations collected in one
+/// vector (about 340 bytes each) spent a quarter of their reading time growing it — copies and
+/// fresh pages (`perf`, issue 37).
+///
+/// # Errors
+/// Database errors; `each`'s error, which ends the reading.
+pub fn for_each_evidence(
+    conn: &Connection,
+    run_id: i64,
+    skill_free_condition: &str,
+    chunk: usize,
+    mut each: impl FnMut(&mut Vec<TrialEvidence>) -> Result<(), StoreError>,
+) -> Result<(), StoreError> {
+    let domains: HashMap<String, String> = {
         let mut st =
             conn.prepare_cached("SELECT task_id, domain FROM run_tasks WHERE run_id = ?1")?;
         let rows = st.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
         rows.collect::<Result<_, _>>()?
     };
+    let chunk = chunk.max(1);
     let mut st = conn.prepare_cached(EVIDENCE_SQL)?;
-    let rows = st.query_map(params![run_id, skill_free_condition], |r| {
+    let mut rows = st.query(params![run_id, skill_free_condition])?;
+    let mut buf: Vec<TrialEvidence> = Vec::with_capacity(chunk.min(1 << 16));
+    while let Some(r) = rows.next()? {
         let task_id: String = r.get(3)?;
-        Ok(TrialEvidence {
+        buf.push(TrialEvidence {
             trial_id: r.get(0)?,
             run_id: r.get(1)?,
             skill_name: r.get(2)?,
@@ -368,9 +398,16 @@ pub fn run_evidence(
             started_at: r.get(15)?,
             finished_at: r.get(16)?,
             queued_at: r.get(17)?,
-        })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        });
+        if buf.len() >= chunk {
+            each(&mut buf)?;
+            buf.clear();
+        }
+    }
+    if !buf.is_empty() {
+        each(&mut buf)?;
+    }
+    Ok(())
 }
 
 /// One `skill_invocations` row as written: a scored (trial, skill) of a run.
@@ -450,9 +487,101 @@ pub fn write_invocations<'a>(
     Ok(())
 }
 
-/// Brings run `run_id`'s `skill_invocations` rows in line with `rows` (its invocations now):
-/// rows that no longer exist are deleted, new or changed ones written, identical ones left alone,
-/// and `marker` recorded as what they were computed from. Run it inside a transaction.
+/// A stored invocation's values: timestamp, scores, errored.
+type Stored = (String, [i64; 5], bool);
+
+/// Brings run `run_id`'s `skill_invocations` rows in line with its invocations now, given in
+/// chunks: rows that no longer exist are deleted, new or changed ones written, identical ones left
+/// alone, and a marker recorded as what they were computed from. Run it inside a transaction:
+/// [`InvocationSync::begin`], [`InvocationSync::apply`] per chunk, [`InvocationSync::finish`].
+#[derive(Debug)]
+pub struct InvocationSync<'c> {
+    conn: &'c Connection,
+    run_id: i64,
+    /// The run's stored rows not yet seen among the new ones, by trial, then skill (a trial has
+    /// one or a few skills: found without building a key per row).
+    stored: HashMap<i64, Vec<(String, Stored)>>,
+}
+
+impl<'c> InvocationSync<'c> {
+    /// Reads run `run_id`'s stored rows.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub fn begin(conn: &'c Connection, run_id: i64) -> Result<Self, StoreError> {
+        let mut stored: HashMap<i64, Vec<(String, Stored)>> = HashMap::new();
+        let mut st = conn.prepare_cached(
+            "SELECT trial_id, skill_name, timestamp, completion_score, efficiency_score,
+                    quality_score_component, satisfaction_score, quality_score, errored
+             FROM skill_invocations WHERE run_id = ?1",
+        )?;
+        let mut rows = st.query([run_id])?;
+        while let Some(r) = rows.next()? {
+            stored.entry(r.get(0)?).or_default().push((
+                r.get(1)?,
+                (
+                    r.get(2)?,
+                    [r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?],
+                    r.get(8)?,
+                ),
+            ));
+        }
+        Ok(InvocationSync {
+            conn,
+            run_id,
+            stored,
+        })
+    }
+
+    /// Writes the rows of `rows` that are new or changed (rows of the run `begin` was given).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub fn apply(&mut self, rows: &[InvocationRow]) -> Result<(), StoreError> {
+        if self.stored.is_empty() {
+            return write_invocations(self.conn, rows);
+        }
+        let changed = rows.iter().filter(|r| {
+            let Some(skills) = self.stored.get_mut(&r.trial_id) else {
+                return true;
+            };
+            let Some(at) = skills.iter().position(|(s, _)| *s == r.skill_name) else {
+                return true;
+            };
+            let (_, (timestamp, scores, errored)) = skills.swap_remove(at);
+            if skills.is_empty() {
+                self.stored.remove(&r.trial_id);
+            }
+            !(timestamp == r.timestamp && scores == r.scores && errored == r.errored)
+        });
+        let changed: Vec<&InvocationRow> = changed.collect();
+        write_invocations(self.conn, changed)
+    }
+
+    /// Deletes the stored rows no chunk had, and records `marker`.
+    ///
+    /// # Errors
+    /// Database errors.
+    pub fn finish(self, marker: &str) -> Result<(), StoreError> {
+        let mut delete = self.conn.prepare_cached(
+            "DELETE FROM skill_invocations WHERE run_id = ?1 AND trial_id = ?2 AND skill_name = ?3",
+        )?;
+        for (trial, skills) in &self.stored {
+            for (skill, _) in skills {
+                delete.execute(params![self.run_id, trial, skill])?;
+            }
+        }
+        self.conn.execute(
+            "INSERT INTO skill_scoring (run_id, marker) VALUES (?1, ?2)
+             ON CONFLICT (run_id) DO UPDATE SET marker = excluded.marker",
+            params![self.run_id, marker],
+        )?;
+        Ok(())
+    }
+}
+
+/// Brings run `run_id`'s `skill_invocations` rows in line with `rows` (its invocations now), as
+/// [`InvocationSync`] does with one chunk. Run it inside a transaction.
 ///
 /// # Errors
 /// Database errors.
@@ -462,47 +591,9 @@ pub fn sync_invocations(
     rows: &[InvocationRow],
     marker: &str,
 ) -> Result<(), StoreError> {
-    type Stored = (String, [i64; 5], bool);
-    let mut stored: HashMap<(i64, String), Stored> = {
-        let mut st = conn.prepare_cached(
-            "SELECT trial_id, skill_name, timestamp, completion_score, efficiency_score,
-                    quality_score_component, satisfaction_score, quality_score, errored
-             FROM skill_invocations WHERE run_id = ?1",
-        )?;
-        let rows = st.query_map([run_id], |r| {
-            Ok((
-                (r.get::<_, i64>(0)?, r.get::<_, String>(1)?),
-                (
-                    r.get::<_, String>(2)?,
-                    [r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?, r.get(7)?],
-                    r.get::<_, bool>(8)?,
-                ),
-            ))
-        })?;
-        rows.collect::<Result<_, _>>()?
-    };
-    let changed: Vec<&InvocationRow> = rows
-        .iter()
-        .filter(|r| {
-            let now: Stored = (r.timestamp.clone(), r.scores, r.errored);
-            stored.remove(&(r.trial_id, r.skill_name.clone())).as_ref() != Some(&now)
-        })
-        .collect();
-    write_invocations(conn, changed)?;
-    {
-        let mut delete = conn.prepare_cached(
-            "DELETE FROM skill_invocations WHERE run_id = ?1 AND trial_id = ?2 AND skill_name = ?3",
-        )?;
-        for (trial, skill) in stored.keys() {
-            delete.execute(params![run_id, trial, skill])?;
-        }
-    }
-    conn.execute(
-        "INSERT INTO skill_scoring (run_id, marker) VALUES (?1, ?2)
-         ON CONFLICT (run_id) DO UPDATE SET marker = excluded.marker",
-        params![run_id, marker],
-    )?;
-    Ok(())
+    let mut sync = InvocationSync::begin(conn, run_id)?;
+    sync.apply(rows)?;
+    sync.finish(marker)
 }
 
 /// The marker recorded by the last [`sync_invocations`] of run `run_id`, if any.
@@ -628,4 +719,98 @@ ORDER BY skill_name, timestamp, trial_id"
         ))
     })?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A database at the latest schema (foreign keys off: no trials or runs needed).
+    fn db() -> Connection {
+        let mut c = Connection::open_in_memory().unwrap();
+        super::super::schema::migrations()
+            .to_latest(&mut c)
+            .unwrap();
+        c.pragma_update(None, "foreign_keys", false).unwrap();
+        c
+    }
+
+    fn rows_of(conn: &Connection, run_id: i64) -> Vec<(i64, String, String, i64, bool)> {
+        let mut st = conn
+            .prepare(
+                "SELECT trial_id, skill_name, timestamp, quality_score, errored
+                 FROM skill_invocations WHERE run_id = ?1 ORDER BY trial_id, skill_name",
+            )
+            .unwrap();
+        st.query_map([run_id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+    }
+
+    /// Invocation rows of run `run_id`: one per distinct (trial, skill) of `keys`, with a score.
+    fn rows(run_id: i64, keys: &[(i64, u8, i64)]) -> Vec<InvocationRow> {
+        let mut seen = std::collections::HashSet::new();
+        keys.iter()
+            .filter(|(t, s, _)| seen.insert((*t, *s)))
+            .map(|&(trial_id, skill, total)| InvocationRow {
+                trial_id,
+                skill_name: format!("skill-{skill}"),
+                run_id,
+                timestamp: "2026-11-21 10:00:00".into(),
+                scores: [1, 2, 3, 4, total],
+                errored: total % 2 == 0,
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// Syncing in chunks of any size leaves the run's rows equal to the new rows — changed
+        /// ones rewritten, missing ones deleted — and touches no other run.
+        #[test]
+        fn chunked_sync_leaves_the_new_rows(
+            before in proptest::collection::vec((0i64..12, 0u8..3, 0i64..4), 0..30),
+            after in proptest::collection::vec((0i64..12, 0u8..3, 0i64..4), 0..30),
+            chunk in 1usize..8,
+        ) {
+            let conn = db();
+            let other = rows(2, &[(1, 0, 1), (5, 1, 2)]);
+            sync_invocations(&conn, 2, &other, "other").unwrap();
+            sync_invocations(&conn, 1, &rows(1, &before), "before").unwrap();
+            let now = rows(1, &after);
+            let mut sync = InvocationSync::begin(&conn, 1).unwrap();
+            for c in now.chunks(chunk) {
+                sync.apply(c).unwrap();
+            }
+            sync.finish("after").unwrap();
+            let mut want: Vec<_> = now
+                .iter()
+                .map(|r| (r.trial_id, r.skill_name.clone(), r.timestamp.clone(), r.scores[4], r.errored))
+                .collect();
+            want.sort();
+            prop_assert_eq!(rows_of(&conn, 1), want);
+            prop_assert_eq!(rows_of(&conn, 2).len(), 2);
+            prop_assert_eq!(scoring_marker_of(&conn, 1).unwrap(), Some("after".to_string()));
+        }
+    }
+
+    #[test]
+    fn identical_rows_are_not_written_again() {
+        let conn = db();
+        let r = rows(1, &[(1, 0, 1), (2, 0, 3), (2, 1, 2)]);
+        sync_invocations(&conn, 1, &r, "m").unwrap();
+        let before = conn.total_changes();
+        let mut sync = InvocationSync::begin(&conn, 1).unwrap();
+        sync.apply(&r[..1]).unwrap();
+        sync.apply(&r[1..]).unwrap();
+        assert_eq!(
+            conn.total_changes(),
+            before,
+            "nothing changed, nothing written"
+        );
+        sync.finish("m").unwrap();
+    }
 }

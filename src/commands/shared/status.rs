@@ -53,21 +53,28 @@ pub struct RunStatus {
 }
 
 /// The costs of a run's attempts by condition (finished, running, queued), for
-/// [`crate::analysis::spend`].
+/// [`crate::analysis::spend`]: every attempt, superseded ones included.
+///
+/// # Errors
+/// Database errors.
 pub fn run_costs(
-    trials: &[crate::domain::TrialRow],
-) -> std::collections::BTreeMap<String, crate::analysis::spend::ConditionCosts> {
+    conn: &rusqlite::Connection,
+    run_id: i64,
+) -> Result<std::collections::BTreeMap<String, crate::analysis::spend::ConditionCosts>> {
     let mut out: std::collections::BTreeMap<String, crate::analysis::spend::ConditionCosts> =
         Default::default();
-    for t in trials {
-        let c = out.entry(t.condition.clone()).or_default();
-        match t.status {
-            crate::domain::TrialStatus::Done => c.finished.extend(t.cost_usd),
+    queries::for_each_attempt_cost(conn, run_id, |condition, status, cost| {
+        let c = match out.get_mut(condition) {
+            Some(c) => c,
+            None => out.entry(condition.to_string()).or_default(),
+        };
+        match status {
+            crate::domain::TrialStatus::Done => c.finished.extend(cost),
             crate::domain::TrialStatus::Queued => c.queued += 1,
-            _ => c.running.push(t.cost_usd.unwrap_or(0.0)),
+            _ => c.running.push(cost.unwrap_or(0.0)),
         }
-    }
-    out
+    })?;
+    Ok(out)
 }
 
 /// Collects the status of one run.
@@ -81,10 +88,7 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
     let plan = queries::trial_plan(conn, &run)?;
     let conditions = summarize_planned(&ids, &plan, &run.conditions, &trials);
     let planned = conditions.iter().map(|c| c.n_planned).sum();
-    let active: Vec<crate::domain::TrialRow> = queries::current_trials(conn, run.id)?
-        .into_iter()
-        .filter(|t| t.status.is_active())
-        .collect();
+    let active = queries::active_trials(conn, run.id)?;
     let scored: Vec<crate::analysis::exposure::Scored<'_>> = conditions
         .iter()
         .map(|c| crate::analysis::exposure::Scored {
@@ -125,7 +129,7 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
         spaces,
         liveness: Liveness::of(&run, chrono::Utc::now(), &crate::store::owner::host_name()),
         hosts: queries::run_hosts(conn, run.id)?,
-        cost: crate::analysis::spend::project(&run_costs(&queries::all_trials(conn, run.id)?)),
+        cost: crate::analysis::spend::project(&run_costs(conn, run.id)?),
         unpriced: queries::run_spend(conn, run.id)?
             .iter()
             .map(|c| c.unpriced)

@@ -96,6 +96,66 @@ mod tests {
     }
 
     #[test]
+    fn narrow_reads_agree_with_the_whole_rows() {
+        let c = db();
+        let run = new_run(&c);
+        let tasks: Vec<String> = ["a", "b", "c"].iter().map(|t| t.to_string()).collect();
+        plan_trials(&c, &run, &tasks, &name).unwrap();
+        // Every status on some trial, costs on some, and a superseded attempt.
+        let queued = queued_trials(&c, run.id).unwrap();
+        for (i, t) in queued.iter().enumerate() {
+            patch_trial(
+                &c,
+                t.id,
+                &TrialPatch {
+                    status: Some(TrialStatus::ALL[i % TrialStatus::ALL.len()]),
+                    cost_usd: (i % 3 != 0).then_some(i as f64 / 10.0),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        requeue_active(&c, run.id, &name).unwrap();
+        let requeued = queued_trials(&c, run.id).unwrap();
+        for (t, status) in requeued
+            .iter()
+            .zip([TrialStatus::Verifying, TrialStatus::Building])
+        {
+            patch_trial(
+                &c,
+                t.id,
+                &TrialPatch {
+                    status: Some(status),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        }
+        let whole: Vec<TrialRow> = current_trials(&c, run.id)
+            .unwrap()
+            .into_iter()
+            .filter(|t| t.status.is_active())
+            .collect();
+        assert!(!whole.is_empty());
+        assert_eq!(active_trials(&c, run.id).unwrap(), whole);
+        let mut costs = Vec::new();
+        for_each_attempt_cost(&c, run.id, |cond, status, cost| {
+            costs.push((cond.to_string(), status, cost));
+        })
+        .unwrap();
+        let want: Vec<_> = all_trials(&c, run.id)
+            .unwrap()
+            .into_iter()
+            .map(|t| (t.condition, t.status, t.cost_usd))
+            .collect();
+        assert!(
+            want.len() > tasks.len() * 4,
+            "superseded attempts are counted"
+        );
+        assert_eq!(costs, want);
+    }
+
+    #[test]
     fn claim_refuses_live_owner() {
         let c = db();
         let run = new_run(&c);

@@ -212,9 +212,6 @@ pub fn import(store: &Store, opts: &ImportOptions) -> Result<ImportReport, Impor
     }
     let loose = jobs::import_folders(store, opts, &folders, &mut report)?;
     for path in loose {
-        if jobs::in_harbor_folder(&path, &folders) {
-            continue;
-        }
         match detect::detect(&path) {
             Ok(_) if opts.condition.is_some() => report.skipped.push((
                 path,

@@ -538,10 +538,12 @@ pub struct SkillScore {
 /// Database errors.
 pub fn skill_report(conn: &Connection, window: &Window) -> Result<Vec<SkillScore>, StoreError> {
     let mut by_skill: BTreeMap<String, (Vec<Scores>, u64)> = BTreeMap::new();
-    for (skill, [completion, efficiency, quality, satisfaction, total], errored) in
-        inv::invocation_scores(conn, window)?
-    {
-        let e = by_skill.entry(skill).or_default();
+    inv::for_each_invocation_score(conn, window, |skill, scores, errored| {
+        let [completion, efficiency, quality, satisfaction, total] = scores;
+        let e = match by_skill.get_mut(skill) {
+            Some(e) => e,
+            None => by_skill.entry(skill.to_string()).or_default(),
+        };
         e.0.push(Scores {
             completion,
             efficiency,
@@ -550,7 +552,7 @@ pub fn skill_report(conn: &Connection, window: &Window) -> Result<Vec<SkillScore
             total,
         });
         e.1 += u64::from(errored);
-    }
+    })?;
     let mut out: Vec<SkillScore> = by_skill
         .into_iter()
         .map(|(skill_name, (scores, errored))| {

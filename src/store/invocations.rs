@@ -693,15 +693,17 @@ pub fn opportunity_rows(
     Ok(rows.collect::<Result<_, _>>()?)
 }
 
-/// Every invocation in the window ordered by skill, timestamp and trial: (skill, scores as in
-/// [`InvocationRow::scores`], errored).
+/// Calls `each` with every invocation in the window, ordered by skill, timestamp and trial:
+/// (skill, scores as in [`InvocationRow::scores`], errored). The skill is borrowed from the row:
+/// no text is built per invocation (400,024 of them at 10⁶ trials).
 ///
 /// # Errors
-/// Database errors.
-pub fn invocation_scores(
+/// Database errors; [`StoreError::Decode`] for a skill name that is not text.
+pub fn for_each_invocation_score(
     conn: &Connection,
     window: &Window,
-) -> Result<Vec<(String, [i64; 5], bool)>, StoreError> {
+    mut each: impl FnMut(&str, [i64; 5], bool),
+) -> Result<(), StoreError> {
     let (r, d, runs) = window.params();
     let mut st = conn.prepare_cached(&format!(
         "{SCOPE}
@@ -711,14 +713,19 @@ FROM skill_invocations
 WHERE timestamp > datetime(?1, ?2)
 ORDER BY skill_name, timestamp, trial_id"
     ))?;
-    let rows = st.query_map(params![r, d, runs], |r| {
-        Ok((
-            r.get(0)?,
+    let mut rows = st.query(params![r, d, runs])?;
+    while let Some(r) = rows.next()? {
+        let skill = r
+            .get_ref(0)?
+            .as_str()
+            .map_err(|e| StoreError::Decode(format!("skill_invocations.skill_name: {e}")))?;
+        each(
+            skill,
             [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?],
             r.get(6)?,
-        ))
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -436,6 +436,20 @@ fn invocations_scores_queries_and_report_by_hand() {
     // minute 30) used no skill.
     let (zeta, zeta_ts) = b.trial(&P1, "curated", min(29), &[("zeta", READ)]);
 
+    // The evidence read in chunks of any size is the evidence read at once, in order.
+    let whole = skillscope::store::invocations::run_evidence(&conn, run_id, "no-skills").unwrap();
+    assert_eq!(whole.len(), 42);
+    for chunk in [1, 5, 41, 42, 1000] {
+        let mut parts = Vec::new();
+        skillscope::store::invocations::for_each_evidence(&conn, run_id, "no-skills", chunk, |c| {
+            assert!(c.len() <= chunk);
+            parts.append(c);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(parts, whole, "chunks of {chunk}");
+    }
+
     // First scoring: 41 invocations + zeta's.
     assert_eq!(
         score_run(&conn, run_id, &CategoryTable::default()).unwrap(),

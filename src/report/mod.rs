@@ -218,8 +218,8 @@ pub enum ReportError {
 /// rubric's per-skill report and distribution while `conn` runs its opportunities and
 /// leaderboard. (A reader beside the scoring once slowed it threefold: both were reading
 /// `trials` pages, the scoring for a foreign-key check per invocation, which it no longer makes —
-/// [`crate::store::invocations::without_parent_checks`]. First report at 10⁶ trials: 3.80–3.87
-/// s before, 2.59–3.85 s after as the machine's speed varied; docs/performance.md.)
+/// [`crate::store::invocations::without_parent_checks`].) Both connections read the file
+/// memory-mapped ([`bulk_read`]). First report at 10⁶ trials: 1.85–2.21 s (docs/performance.md).
 ///
 /// # Errors
 /// Unknown runs or experiment ([`StoreError::NotFound`]); SQL errors.

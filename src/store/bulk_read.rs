@@ -47,12 +47,14 @@ pub fn tune(conn: &Connection) -> Result<Tuned<'_>, StoreError> {
         .query_row("PRAGMA mmap_size", [], |r| r.get(0))
         .optional()?
         .unwrap_or(0);
-    set(conn, CACHE_KIB, MMAP_BYTES)?;
-    Ok(Tuned {
+    // The guard first: should the second setting fail, dropping it restores the first.
+    let tuned = Tuned {
         conn,
         cache_size,
         mmap_size,
-    })
+    };
+    set(conn, CACHE_KIB, MMAP_BYTES)?;
+    Ok(tuned)
 }
 
 impl Drop for Tuned<'_> {

@@ -340,8 +340,13 @@ pub fn run_evidence(
     skill_free_condition: &str,
 ) -> Result<Vec<TrialEvidence>, StoreError> {
     let mut out = Vec::new();
+    // One chunk of everything: taken whole, not copied.
     for_each_evidence(conn, run_id, skill_free_condition, usize::MAX, |chunk| {
-        out.append(chunk);
+        if out.is_empty() {
+            std::mem::swap(&mut out, chunk);
+        } else {
+            out.append(chunk);
+        }
         Ok(())
     })?;
     Ok(out)
@@ -375,7 +380,7 @@ pub fn for_each_evidence(
     let chunk = chunk.max(1);
     let mut st = conn.prepare_cached(EVIDENCE_SQL)?;
     let mut rows = st.query(params![run_id, skill_free_condition])?;
-    let mut buf: Vec<TrialEvidence> = Vec::with_capacity(chunk.min(1 << 16));
+    let mut buf: Vec<TrialEvidence> = Vec::with_capacity(chunk.min(4096));
     while let Some(r) = rows.next()? {
         let task_id: String = r.get(3)?;
         buf.push(TrialEvidence {

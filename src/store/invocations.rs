@@ -585,23 +585,7 @@ impl<'c> InvocationSync<'c> {
     }
 }
 
-/// Brings run `run_id`'s `skill_invocations` rows in line with `rows` (its invocations now), as
-/// [`InvocationSync`] does with one chunk. Run it inside a transaction.
-///
-/// # Errors
-/// Database errors.
-pub fn sync_invocations(
-    conn: &Connection,
-    run_id: i64,
-    rows: &[InvocationRow],
-    marker: &str,
-) -> Result<(), StoreError> {
-    let mut sync = InvocationSync::begin(conn, run_id)?;
-    sync.apply(rows)?;
-    sync.finish(marker)
-}
-
-/// The marker recorded by the last [`sync_invocations`] of run `run_id`, if any.
+/// The marker recorded by the last [`InvocationSync::finish`] of run `run_id`, if any.
 ///
 /// # Errors
 /// Database errors.
@@ -737,6 +721,18 @@ ORDER BY skill_name, timestamp, trial_id"
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// [`InvocationSync`] with one chunk: the whole of a run's rows at once.
+    fn sync_invocations(
+        conn: &Connection,
+        run_id: i64,
+        rows: &[InvocationRow],
+        marker: &str,
+    ) -> Result<(), StoreError> {
+        let mut sync = InvocationSync::begin(conn, run_id)?;
+        sync.apply(rows)?;
+        sync.finish(marker)
+    }
 
     /// A database at the latest schema (foreign keys off: no trials or runs needed).
     fn db() -> Connection {

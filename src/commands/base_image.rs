@@ -2,16 +2,14 @@
 
 use color_eyre::eyre::Result;
 
-use crate::runner::DockerHost;
-use crate::runner::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+use crate::runner::docker::{BUSYBOX_IMAGE, ensure_base_image};
 
 /// Runs `skillscope base-image`.
 ///
 /// # Errors
 /// An unreachable daemon or no way to get busybox.
 pub async fn execute() -> Result<()> {
-    let host = DockerHost::connect(None, 1).await?;
-    ensure_busybox(&host.docker).await?;
-    println!("{BUSYBOX_IMAGE} is ready on {}", host.name);
+    let host = ensure_base_image().await?;
+    println!("{BUSYBOX_IMAGE} is ready on {host}");
     Ok(())
 }

@@ -198,7 +198,8 @@ pub fn execute(args: StatusArgs) -> Result<()> {
                     crate::sanitize::text(
                         &crate::domain::TamperFlag {
                             flagged: t.flagged,
-                            paths: t.paths.clone()
+                            paths: t.paths.clone(),
+                            ..Default::default()
                         }
                         .describe()
                     )

@@ -23,7 +23,7 @@ use crate::analysis::health_check::{
 };
 use crate::cli::{RunArgs, TasksArgs, exit_code};
 use crate::engine::{Engine, default_run_name};
-use crate::runner::DockerHost;
+use crate::runner::Host;
 use crate::skillsbench::TaskSet;
 use crate::skillsbench::dockerfile::parse_instructions;
 use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
@@ -218,7 +218,7 @@ async fn check(args: TasksArgs) -> Result<i32> {
         .clone()
         .unwrap_or_else(|| format!("check-{}", default_run_name(&req)));
     req.name = Some(name);
-    let first_host = req.settings.docker_hosts.first().cloned();
+    let backend = crate::engine::backend_of(&req.settings);
     let env_given = req.settings.container_env();
     let store = Store::open(&db)?;
     let engine = Engine::new(store.clone());
@@ -228,8 +228,14 @@ async fn check(args: TasksArgs) -> Result<i32> {
     drop(engine);
     let _ = progress.await;
     let outcome = result?;
-    let host = DockerHost::connect(first_host.as_deref(), 1).await?;
-    let rows = readiness_rows(&store, &outcome.run, &host, &EnvValues::new(&env_given)).await?;
+    let host = backend.connect(0, None).await?;
+    let rows = readiness_rows(
+        &store,
+        &outcome.run,
+        host.as_ref(),
+        &EnvValues::new(&env_given),
+    )
+    .await?;
     let counts = health_check::counts(&outcome.run.conditions, &rows);
     // The file is read at any width: its table is not fitted to this terminal.
     let file_table = readiness_table(&outcome.run.conditions, &rows, None);
@@ -292,7 +298,7 @@ async fn check(args: TasksArgs) -> Result<i32> {
 pub async fn readiness_rows(
     store: &Store,
     run: &crate::domain::RunRow,
-    host: &DockerHost,
+    host: &dyn Host,
     values: &EnvValues,
 ) -> Result<Vec<TaskReadiness>> {
     let conn = store.connect()?;
@@ -449,7 +455,7 @@ fn evidence(row: crate::domain::TrialRow) -> TrialEvidence {
 /// that are missing (each with its Dockerfile and line), and the environment values the task
 /// names and which of them are not set (for the oracle: its `[solution] env` counts).
 async fn task_facts(
-    host: &DockerHost,
+    host: &dyn Host,
     task_dir: &Path,
     problems: &[String],
     values: &EnvValues,
@@ -509,9 +515,9 @@ async fn task_facts(
                     let known = image == "scratch"
                         || image.contains('$')
                         || stages.contains(&image.to_ascii_lowercase())
-                        || crate::runner::base_image::is_own_base_image(&image)
+                        || crate::runner::docker::base_image::is_own_base_image(&image)
                         || facts.missing_images.iter().any(|m| m.name == image);
-                    if !known && host.docker.inspect_image(&image).await.is_err() {
+                    if !known && !host.has_image(&image).await {
                         facts.missing_images.push(Located { name: image, at });
                     }
                 }

@@ -16,6 +16,6 @@ pub mod trial;
 pub(crate) use outcome::text_enum;
 pub use outcome::{FailureCategory, Outcome, ParseEnumError, TrialStatus};
 pub use run::{RunRow, RunTaskRow, TaskDrift, TaskSetPin, describe_drift};
-pub use tamper::{TAMPER_RULE, TamperFlag};
+pub use tamper::{CONTRADICTION_RULE, FlagKind, TAMPER_RULE, TamperFlag};
 pub use time::now_rfc3339;
 pub use trial::{SkillUseRow, TrialBrief, TrialKey, TrialPlan, TrialRow};

@@ -1,11 +1,14 @@
-//! Tamper evidence of one attempt, as the store, `status`, the dashboard and the report carry it:
-//! what its agent changed where a task's work never goes (the verifier's folders, the skill
-//! folders, shells, interpreters and libraries; the rules are in docs/scoring.md and
-//! `runner::tamper`). The whole record is the trial's `agent/tamper.json`; this is its summary.
+//! Integrity flags of one attempt, as the store, `status`, the dashboard and the report carry
+//! them: **tampered** — what its agent changed where a task's work never goes (the verifier's
+//! folders, the skill folders, shells, interpreters and libraries; the rules are in
+//! docs/scoring.md and `runner::tamper`; the whole record is the trial's `agent/tamper.json`) —
+//! or **verdict contradicted** — its verifier's evidence disagrees with its reward (a test report
+//! with no test or a failure beside a passing reward, a report the test command asked for and
+//! that is missing, `reward.json` and `reward.txt` that disagree).
 //!
 //! A flagged attempt is judged a failure of the agent: outcome `fail`, reward 0, whatever its
 //! verifier said (kept for audit in its rewards as `verifier.<key>`), and it is never sent to
-//! learning as a success ([`TAMPER_RULE`]).
+//! learning as a success ([`TAMPER_RULE`], [`CONTRADICTION_RULE`]).
 
 use serde::{Deserialize, Serialize};
 
@@ -15,14 +18,53 @@ pub const SUMMARY_PATHS: usize = 10;
 /// The scoring rule for flagged attempts, as the report states it.
 pub const TAMPER_RULE: &str = "A trial whose agent changed what a task's work never touches (the verifier's folders, the skill folders, shells, interpreters, libraries; docs/scoring.md) is flagged and judged a failure of the agent: outcome fail, reward 0 whatever its verifier said (the verifier's own reward is kept in its rewards as verifier.<key>), counted as 0 in every pass rate, and never sent to learning as a success.";
 
-/// The summary of an attempt's flagged changes (`trials.tamper`, JSON).
+/// The scoring rule for attempts whose verdict the evidence contradicts, as the report states it.
+pub const CONTRADICTION_RULE: &str = "A trial whose verifier's evidence contradicts its reward (a test report with no test, a failure or an error beside a passing reward; a report its test command asks for that is missing; reward.json and reward.txt that disagree; docs/scoring.md) is recorded as verdict contradicted: outcome fail, reward 0 whatever its verifier said (kept in its rewards as verifier.<key>), counted as 0 in every pass rate, and never sent to learning as a success.";
+
+/// Which flag an attempt carries.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlagKind {
+    /// Its agent changed what a task's work never touches.
+    #[default]
+    Tampered,
+    /// Its verifier's evidence contradicts its reward.
+    Contradicted,
+}
+
+impl FlagKind {
+    /// `tampered` or `verdict contradicted`.
+    pub fn label(self) -> &'static str {
+        match self {
+            FlagKind::Tampered => "tampered",
+            FlagKind::Contradicted => "verdict contradicted",
+        }
+    }
+}
+
+/// The summary of an attempt's flag (`trials.tamper`, JSON).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TamperFlag {
-    /// How many changes were flagged.
+    /// Which flag (rows stored before contradictions existed read as tampered).
+    #[serde(default)]
+    pub kind: FlagKind,
+    /// How many changes (or contradictions) were flagged.
     pub flagged: usize,
     /// The first [`SUMMARY_PATHS`] of them, `"<kind> <path>"` (`C` changed, `A` added, `D`
-    /// deleted), as the container named them (untrusted: sanitize before drawing).
+    /// deleted), as the container named them (untrusted: sanitize before drawing); for a
+    /// contradiction, the evidence that disagrees.
     pub paths: Vec<String>,
+}
+
+impl TamperFlag {
+    /// A verdict contradicted, for `reasons` (one line each).
+    pub fn contradicted(reasons: Vec<String>) -> TamperFlag {
+        TamperFlag {
+            kind: FlagKind::Contradicted,
+            flagged: reasons.len(),
+            paths: reasons.into_iter().take(SUMMARY_PATHS).collect(),
+        }
+    }
 }
 
 impl TamperFlag {
@@ -54,6 +96,7 @@ mod tests {
     #[test]
     fn the_summary_names_its_paths_and_how_many_more() {
         let f = TamperFlag {
+            kind: FlagKind::Tampered,
             flagged: 12,
             paths: vec!["C /bin/sh".into(), "A /tests/test.sh".into()],
         };
@@ -61,5 +104,8 @@ mod tests {
         let back = TamperFlag::of_json(&serde_json::to_value(&f).unwrap()).unwrap();
         assert_eq!(back, f);
         assert_eq!(TamperFlag::of_json(&serde_json::json!([1])), None);
+        // A row stored before contradictions existed reads as tampered.
+        let old = serde_json::json!({"flagged": 1, "paths": ["C /bin/sh"]});
+        assert_eq!(TamperFlag::of_json(&old).unwrap().kind, FlagKind::Tampered);
     }
 }

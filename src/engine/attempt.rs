@@ -12,12 +12,11 @@ use async_trait::async_trait;
 use super::{Engine, EngineError, EngineEvent, RunRequest};
 use crate::domain::{Outcome, TrialRow};
 use crate::harbor::jobdir::{self, JobSpec, TrialFacts};
-use crate::runner::container::Reaper;
+use crate::runner::backend::Mount;
 use crate::runner::events::Live;
-use crate::runner::image::ImageSettings;
+use crate::runner::sandbox::Reaper;
 use crate::runner::{
-    Agent, DockerHost, Fault, ImageCache, Step, TrialCancel, TrialEnv, TrialEvent, TrialEvents,
-    TrialJob, run_trial,
+    Agent, Fault, Host, Step, TrialCancel, TrialEnv, TrialEvent, TrialEvents, TrialJob, run_trial,
 };
 use crate::skillsbench::{Condition, Task, TaskSet};
 use crate::store::{AttemptRecord, AttemptVerdict, LiveActivity, RunLedger, Tokens};
@@ -70,11 +69,10 @@ pub(super) struct Attempts {
     pub conditions: HashMap<String, Condition>,
     pub jobs: JobSpec,
     pub agent: Arc<dyn Agent>,
-    pub images: Arc<ImageCache>,
     pub reaper: Arc<Reaper>,
     pub copy_logs: bool,
     pub extra_env: Vec<String>,
-    pub binds: Vec<String>,
+    pub binds: Vec<Mount>,
     pub settings_json: serde_json::Value,
     /// Provider-failure retries and back-off.
     pub retry: crate::config::HarnessSettings,
@@ -294,10 +292,6 @@ impl Attempts {
                 .collect(),
             jobs,
             agent,
-            images: Arc::new(ImageCache::new(ImageSettings {
-                ca_bundle: req.settings.ca_bundle.clone(),
-                work_dir: None,
-            })),
             reaper: Arc::new({
                 let engine = engine.clone();
                 Reaper::timed(Arc::new(move |took| {
@@ -306,7 +300,12 @@ impl Attempts {
             }),
             copy_logs: req.settings.copy_logs,
             extra_env: req.settings.container_env(),
-            binds: req.settings.mounts.clone(),
+            binds: req
+                .settings
+                .mounts
+                .iter()
+                .filter_map(|m| Mount::parse_bind(m))
+                .collect(),
             settings_json: req.settings.public_json(),
             retry: req.settings.harness.clone(),
             checksums: Mutex::new(HashMap::new()),
@@ -386,7 +385,7 @@ impl Attempts {
     pub async fn run_one(
         self: &Arc<Self>,
         row: TrialRow,
-        host: Arc<DockerHost>,
+        host: Arc<dyn Host>,
         cancel: TrialCancel,
     ) -> Result<AttemptEnd, EngineError> {
         let id = row.id;
@@ -418,7 +417,8 @@ impl Attempts {
         let _ = std::fs::create_dir_all(&trial_dir);
         // The config says what the container gets: a request above the host's is cut and marked.
         let planned = TrialRow {
-            clamped: crate::runner::limits::Limits::on(&task.config.environment, &host).clamped(),
+            clamped: crate::runner::limits::Limits::on(&task.config.environment, host.capacity())
+                .clamped(),
             ..row.clone()
         };
         // Harbor writes the lock first, at the trial's start: its resolved inputs.
@@ -455,7 +455,6 @@ impl Attempts {
         };
         let env = TrialEnv {
             host: host.clone(),
-            images: self.images.clone(),
             agent: self.agent.clone(),
             extra_env: self.extra_env.clone(),
             binds: self.binds.clone(),
@@ -537,7 +536,7 @@ impl Attempts {
         }
         if outcome == Some(Outcome::Interrupted) {
             let host_answered = match end.fault {
-                Some(_) => tokio::time::timeout(FAULT_PING, host.docker.ping())
+                Some(_) => tokio::time::timeout(FAULT_PING, host.ping())
                     .await
                     .is_ok_and(|r| r.is_ok()),
                 None => true,

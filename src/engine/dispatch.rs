@@ -30,8 +30,8 @@ use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
 use crate::analysis::sequential::design::{ContinueReason, Decision as Look, Design};
 use crate::domain::sequential::{DesignRow, EarlyStopRow, LookDecision, LookRow};
 use crate::domain::{TrialRow, TrialStatus};
-use crate::runner::container::{remove_labeled, remove_labeled_older_than};
-use crate::runner::{Agent, Fault, TrialCancel, labels};
+use crate::runner::backend::{Backend, Sweep};
+use crate::runner::{Agent, Fault, TrialCancel};
 use crate::skillsbench::TaskSet;
 use crate::store::{CommandKind, RunLedger};
 
@@ -65,10 +65,11 @@ pub(super) async fn drive(
     taskset: TaskSet,
     agent: Arc<dyn Agent>,
     jobs_dir: PathBuf,
+    backend: Arc<dyn Backend>,
     shutdown: CancellationToken,
 ) -> DriveEnd {
     let n_tasks = taskset.tasks.len();
-    let mut d = Dispatcher::new(engine, req, ledger, taskset, agent, jobs_dir);
+    let mut d = Dispatcher::new(engine, req, ledger, taskset, agent, jobs_dir, backend);
     let result = d.run(shutdown).await;
     d.clean_stop().await;
     match result {
@@ -91,6 +92,8 @@ type Running = JoinSet<TrialTask>;
 
 struct Dispatcher {
     engine: Engine,
+    /// Where trials run.
+    backend: Arc<dyn Backend>,
     ledger: RunLedger,
     attempts: Arc<Attempts>,
     pool: HostPool,
@@ -135,8 +138,8 @@ fn now() -> std::time::Instant {
 fn host_state(h: &HostSlot) -> HostState {
     match (&h.health, &h.conn) {
         (Health::Up { .. }, Some(c)) => HostState::Up(Capacity {
-            cpus: c.ncpu as f64,
-            memory_mb: (c.mem_total.max(0) as u64) / (1024 * 1024),
+            cpus: c.capacity().cpus as f64,
+            memory_mb: (c.capacity().memory_bytes.max(0) as u64) / (1024 * 1024),
         }),
         (Health::Down { at, .. }, _) => HostState::Down {
             since: at.into_std(),
@@ -154,6 +157,7 @@ impl Dispatcher {
         taskset: TaskSet,
         agent: Arc<dyn Agent>,
         jobs_dir: PathBuf,
+        backend: Arc<dyn Backend>,
     ) -> Dispatcher {
         let run = ledger.run().clone();
         let task_ids = taskset.ids();
@@ -162,18 +166,15 @@ impl Dispatcher {
             .iter()
             .map(|t| (t.id.clone(), Need::of(t)))
             .collect();
-        let capacity = req.settings.concurrency.max(1) * req.settings.docker_hosts.len().max(1);
         let provider = agent.provider().map(str::to_string);
-        let pool = HostPool::new(
-            &req.settings.docker_hosts,
-            req.settings.concurrency,
-            &run.uid,
-        );
+        let pool = HostPool::new(backend.clone(), &run.uid);
+        let capacity: usize = pool.hosts.iter().map(|h| h.slots).sum();
         let slots: Vec<usize> = pool.hosts.iter().map(|h| h.slots).collect();
         let sched = Schedule::new(&slots, needs, provider.as_ref().map(|_| capacity), now());
         let attempts = Arc::new(Attempts::new(engine, req, ledger, taskset, agent, jobs_dir));
         Dispatcher {
             engine: engine.clone(),
+            backend,
             ledger: ledger.clone(),
             attempts,
             pool,
@@ -524,7 +525,7 @@ impl Dispatcher {
                 {
                     cancel.cancel_for_fault(
                         Fault::DaemonUnreachable,
-                        &format!("Docker host {} is down: {error}", h.name),
+                        &format!("host {} is down: {error}", h.name),
                     );
                 }
             }
@@ -561,40 +562,30 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Removes this run's containers on host `i` but those of attempts `keep` (all of them at
-    /// the start of a run), and, at the start, helpers a killed process left on it.
+    /// Removes this run's environments on host `i` but those of attempts `keep` (all of them
+    /// at the start of a run), and, at the start, helpers a killed process left on it.
     async fn sweep(&mut self, i: usize, keep: &[i64], at_start: bool) -> Result<(), EngineError> {
         let Some(host) = self.pool.hosts[i].conn.clone() else {
             return Ok(());
         };
-        let keep: Vec<String> = keep.iter().map(i64::to_string).collect();
         let uid = self.ledger.run().uid.clone();
-        let mut n = if keep.is_empty() {
-            remove_labeled(&host.docker, labels::RUN_UID, &uid)
-                .await
-                .unwrap_or(0)
-        } else {
-            crate::runner::container::remove_labeled_except(
-                &host.docker,
-                labels::RUN_UID,
-                &uid,
-                labels::ATTEMPT_ID,
-                &keep,
-            )
-            .await
-            .unwrap_or(0)
+        let run = Sweep::Run {
+            uid,
+            keep: keep.to_vec(),
         };
+        let mut n = host.sweep(&run).await.unwrap_or(0);
         if at_start {
             // Helpers of any run this old were left by a killed process. Best effort: a failed
             // sweep costs only disk.
-            n += remove_labeled_older_than(&host.docker, labels::HELPER, HELPER_STALE)
+            n += host
+                .sweep(&Sweep::StaleHelpers(HELPER_STALE))
                 .await
                 .unwrap_or(0);
         }
         if n > 0 {
             self.event(
                 "info",
-                format!("removed {n} leftover containers on {}", host.name),
+                format!("removed {n} leftover environments on {}", host.name()),
             )
             .await?;
         }
@@ -963,7 +954,7 @@ impl Dispatcher {
         Ok(match d {
             Decision::Refuse(note) => (false, note),
             Decision::Requeue { id } => {
-                self.attempts.images.forget_failures().await;
+                self.backend.forget_build_failures().await;
                 let new = self.ledger.requeue(id).await?;
                 let note = format!("attempt {} queued", new.attempt);
                 self.engine.send(EngineEvent::TrialProgress {
@@ -1023,11 +1014,11 @@ impl Dispatcher {
         for h in &self.pool.hosts {
             if let (Some(host), Health::Up { .. } | Health::Draining { .. }) = (&h.conn, &h.health)
             {
-                let _ = tokio::time::timeout(
-                    CLEANUP_TIMEOUT,
-                    remove_labeled(&host.docker, labels::RUN_UID, &uid),
-                )
-                .await;
+                let sweep = Sweep::Run {
+                    uid: uid.clone(),
+                    keep: Vec::new(),
+                };
+                let _ = tokio::time::timeout(CLEANUP_TIMEOUT, host.sweep(&sweep)).await;
             }
         }
         self.attempts.write_job_files(true).await;

@@ -1,6 +1,6 @@
-//! Docker hosts and their health. Each configured host is `up`, `down` (since when, the last
-//! error) or `draining` (answering, but not to be given new trials for a while — its disk or image
-//! store failed). A probe (connect, then `/_ping`) runs for each host on its own schedule: every
+//! The backend's hosts and their health. Each configured host is `up`, `down` (since when, the
+//! last error) or `draining` (answering, but not to be given new trials for a while — its disk or
+//! image store failed). A probe (connect, then ping) runs for each host on its own schedule: every
 //! few seconds while it is up, with a doubling back-off while it is not. The dispatcher tells the
 //! schedule each host's state (the schedule places trials only on hosts that are up, and counts
 //! what runs on each) and asks for an early probe whenever an attempt meets a fault that suspects
@@ -12,7 +12,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::domain::now_rfc3339;
-use crate::runner::{DockerHost, Fault, RunnerError};
+use crate::runner::backend::{Backend, Place};
+use crate::runner::{Fault, Host};
 use crate::store::HostRow;
 
 /// How often a host that is up is pinged.
@@ -66,16 +67,14 @@ impl Health {
     }
 }
 
-/// One configured Docker host.
+/// One configured host.
 pub struct HostSlot {
-    /// Endpoint as configured (`None` = the default: `DOCKER_HOST` or the local socket).
-    pub endpoint: Option<String>,
-    /// Endpoint name for labels, tables and events.
+    /// Its name for labels, tables and events.
     pub name: String,
     /// Trials it may run at once.
     pub slots: usize,
     /// The connection, once the host has answered.
-    pub conn: Option<Arc<DockerHost>>,
+    pub conn: Option<Arc<dyn Host>>,
     /// Its health.
     pub health: Health,
     /// When the next probe is due.
@@ -93,7 +92,7 @@ pub struct Probe {
     /// Which host.
     pub index: usize,
     /// The connection, or why the host does not answer.
-    pub result: Result<Arc<DockerHost>, String>,
+    pub result: Result<Arc<dyn Host>, String>,
 }
 
 /// What a probe changed, for events.
@@ -109,25 +108,22 @@ pub enum Transition {
 pub struct HostPool {
     /// The hosts, in configuration order.
     pub hosts: Vec<HostSlot>,
-    /// The run's uid: helper containers made through these connections carry it.
+    /// The run's uid: helpers made through these connections carry it.
     run_uid: String,
+    /// Where the hosts come from.
+    backend: Arc<dyn Backend>,
 }
 
 impl HostPool {
-    /// The hosts of `endpoints` (the default host when empty), `slots` trials each, none probed
-    /// yet (all due now, counted as down until they answer).
-    pub fn new(endpoints: &[String], slots: usize, run_uid: &str) -> HostPool {
-        let endpoints: Vec<Option<String>> = if endpoints.is_empty() {
-            vec![None]
-        } else {
-            endpoints.iter().cloned().map(Some).collect()
-        };
+    /// The places of `backend`, none probed yet (all due now, counted as down until they
+    /// answer).
+    pub fn new(backend: Arc<dyn Backend>, run_uid: &str) -> HostPool {
         let now = Instant::now();
-        let hosts = endpoints
+        let hosts = backend
+            .places()
             .into_iter()
-            .map(|endpoint| HostSlot {
-                name: DockerHost::endpoint_name(endpoint.as_deref()),
-                endpoint,
+            .map(|Place { name, slots }| HostSlot {
+                name,
                 slots: slots.max(1),
                 conn: None,
                 health: Health::Down {
@@ -144,6 +140,7 @@ impl HostPool {
         HostPool {
             hosts,
             run_uid: run_uid.to_string(),
+            backend,
         }
     }
 
@@ -205,25 +202,18 @@ impl HostPool {
 
     /// Probes host `i`: connects when it has never answered, else pings the connection.
     pub fn probe(&self, i: usize) -> impl std::future::Future<Output = Probe> + Send + 'static {
-        let h = &self.hosts[i];
-        let (endpoint, conn, slots, uid) = (
-            h.endpoint.clone(),
-            h.conn.clone(),
-            h.slots,
+        let (conn, uid, backend) = (
+            self.hosts[i].conn.clone(),
             self.run_uid.clone(),
+            self.backend.clone(),
         );
         async move {
             let attempt = async {
                 match conn {
-                    Some(c) => c
-                        .docker
-                        .ping()
+                    Some(c) => c.ping().await.map(|()| c).map_err(|e| e.to_string()),
+                    None => backend
+                        .connect(i, Some(&uid))
                         .await
-                        .map(|_| c.clone())
-                        .map_err(|e| RunnerError::docker("ping", e).to_string()),
-                    None => DockerHost::connect(endpoint.as_deref(), slots)
-                        .await
-                        .map(|h| Arc::new(h.for_run(&uid)))
                         .map_err(|e| e.to_string()),
                 }
             };
@@ -323,8 +313,8 @@ mod tests {
     use super::*;
 
     fn pool(n: usize) -> HostPool {
-        let eps: Vec<String> = (0..n).map(|i| format!("tcp://h{i}:2375")).collect();
-        HostPool::new(&eps, 2, "uid")
+        let backend = crate::runner::fake::FakeBackend::new(n, 2);
+        HostPool::new(Arc::new(backend), "uid")
     }
 
     /// (That nothing is placed meanwhile is the schedule's test of the same name.)

@@ -33,13 +33,14 @@ mod schedule;
 mod stopping;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RunSettings;
 use crate::domain::{Outcome, RunRow, TrialKey, TrialRow, TrialStatus};
-use crate::runner::{RunnerError, agent_by_name};
+use crate::runner::{Backend, RunnerError, agent_by_name};
 use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
 use crate::skillsbench::{Catalog, Condition, TaskSet};
 use crate::store::{Store, StoreError};
@@ -358,7 +359,21 @@ impl Engine {
         req: RunRequest,
         shutdown: CancellationToken,
     ) -> Result<RunOutcome, EngineError> {
-        let result = self.run_inner(req, shutdown).await;
+        let backend = backend_of(&req.settings);
+        self.run_on(req, backend, shutdown).await
+    }
+
+    /// [`Engine::run`] on `backend` (the fake one in offline tests).
+    ///
+    /// # Errors
+    /// As [`Engine::run`].
+    pub async fn run_on(
+        &self,
+        req: RunRequest,
+        backend: Arc<dyn Backend>,
+        shutdown: CancellationToken,
+    ) -> Result<RunOutcome, EngineError> {
+        let result = self.run_inner(req, backend, shutdown).await;
         if let Err(e) = &result {
             self.notice("error", e.to_string());
             self.send(EngineEvent::Stopped { finished: false });
@@ -369,6 +384,7 @@ impl Engine {
     async fn run_inner(
         &self,
         req: RunRequest,
+        backend: Arc<dyn Backend>,
         shutdown: CancellationToken,
     ) -> Result<RunOutcome, EngineError> {
         let tasks_dir = req.tasks_dir.clone();
@@ -381,13 +397,8 @@ impl Engine {
         // Pinned tasks checked and every task's digest computed, before anything is spent.
         let (taskset, pinned) = register::pin_tasks(&req, taskset).await?;
         let agent = agent_by_name(&req.agent, req.model.as_deref(), &req.settings.harness)?;
-        let endpoints: Vec<String> = if req.settings.docker_hosts.is_empty() {
-            vec![crate::runner::DockerHost::endpoint_name(None)]
-        } else {
-            req.settings.docker_hosts.clone()
-        };
-        for e in &endpoints {
-            agent.check_host(e, e.starts_with("unix://"))?;
+        for p in backend.places() {
+            agent.check_host(&p.name, p.name.starts_with("unix://"))?;
         }
         // Refused before anything is spent: tasks that could only score 0 for a missing key.
         if req.settings.missing_env == MissingEnvPolicy::RefuseRun {
@@ -402,7 +413,10 @@ impl Engine {
         let ledger = self
             .register(&req, &name, &taskset, &jobs_dir, pinned)
             .await?;
-        let end = dispatch::drive(self, &req, &ledger, taskset, agent, jobs_dir, shutdown).await;
+        let end = dispatch::drive(
+            self, &req, &ledger, taskset, agent, jobs_dir, backend, shutdown,
+        )
+        .await;
         // A condition stopped early by the run's sequential design planned the trials per task it
         // keeps; its trials beyond them (running at the stop) are kept but outside the plan.
         let kept: std::collections::HashMap<String, u32> = match &end.error {
@@ -481,6 +495,19 @@ impl Engine {
             cancelled: if finished { cancelled } else { 0 },
         })
     }
+}
+
+/// The backend `settings` name: Docker daemons (`--docker-host`, else the default one),
+/// `concurrency` trials each, images built with the run's CA bundle.
+pub fn backend_of(settings: &crate::config::RunSettings) -> Arc<dyn Backend> {
+    Arc::new(crate::runner::docker::DockerBackend::new(
+        &settings.docker_hosts,
+        settings.concurrency,
+        crate::runner::docker::image::ImageSettings {
+            ca_bundle: settings.ca_bundle.clone(),
+            work_dir: None,
+        },
+    ))
 }
 
 /// The note of a run that finished with `n` trials the operator cancelled: `finished with 2

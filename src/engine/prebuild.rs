@@ -3,7 +3,7 @@
 //! is placed — on a host of two CPUs, a task asking for two runs alone — so without building
 //! ahead, every later trial's build waits behind it. Builds ahead share the image cache with the
 //! trials (an image is built once whoever asks first) and its per-host build permits, one per CPU
-//! ([`crate::runner::ImageCache`]), so builds stay within the host's CPUs. A failed build ahead is
+//! (the backend's image cache), so builds stay within the host's CPUs. A failed build ahead is
 //! not an event: the trial meets the same failure when it runs.
 
 use std::collections::HashSet;
@@ -13,7 +13,7 @@ use tokio::task::JoinSet;
 
 use super::attempt::Attempts;
 use crate::domain::TrialRow;
-use crate::runner::DockerHost;
+use crate::runner::Host;
 use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
 
 /// Builds ahead of the queue.
@@ -32,12 +32,12 @@ impl Prebuilds {
         &mut self,
         queue: impl Iterator<Item = &'a TrialRow>,
         attempts: &Arc<Attempts>,
-        host: Option<Arc<DockerHost>>,
+        host: Option<Arc<dyn Host>>,
     ) {
         let Some(host) = host else {
             return;
         };
-        let limit = host.ncpu.max(1) as usize;
+        let limit = host.capacity().cpus.max(1) as usize;
         let values = EnvValues::new(&attempts.extra_env);
         for row in queue {
             if self.running.len() >= limit {
@@ -61,10 +61,10 @@ impl Prebuilds {
             if !self.asked.insert(key) {
                 continue;
             }
-            let (images, host) = (attempts.images.clone(), host.clone());
+            let host = host.clone();
             self.running.spawn(async move {
-                let _ = images
-                    .ensure(&host, &task, &condition, task.build_timeout())
+                let _ = host
+                    .prepare_image(&task, &condition, task.build_timeout())
                     .await;
             });
         }

@@ -1,7 +1,8 @@
 //! Harbor interop: the job/trial folder layout and its JSON files, ATIF trajectories, CTRF test
-//! reports, the verifier's reward files, and what is read out of trajectories (summaries for the
+//! reports and the evidence a reward must agree with, the verifier's reward files, and what is read out of trajectories (summaries for the
 //! learning phase, skill use). Importing Harbor job folders into the store is [`crate::import`].
 
+pub mod agreement;
 pub mod atif;
 pub mod ctrf;
 pub mod error_policy;

@@ -204,7 +204,7 @@ pub(crate) async fn runner(
         ),
     ]);
     t.push(vec![
-        "ratio: skillscope wall/trial ÷ floor mean (target ≤ 1.1)".to_string(),
+        "ratio: skillscope wall/trial ÷ floor mean (target ≤ 2.0)".to_string(),
         format!("{:.2}×", serial_per / mean(&floor)),
     ]);
     t.push(vec![
@@ -320,121 +320,8 @@ pub(crate) async fn runner(
             )
         );
     }
-    println!("{}", isolation(&image, trials.clamp(3, 10)).await?);
     store.writer().stop();
     Ok(())
-}
-
-/// The cost of getting from the agent's container to a clean verifier, both ways measured on
-/// containers of the trivial image with two leftover background processes, `reps` times each:
-/// the way skillscope goes (SIGKILL to the container through the daemon and its stop confirmed,
-/// the diff read, the filesystem committed, the verifier's container created and started from
-/// the commit with empty volumes on `/tests` and `/logs/verifier`), and the alternative of
-/// staying in the same container (`kill -9 -1` from the read-only static shell, `docker top`
-/// until only PID 1 is left, `/tests` and `/logs/verifier` emptied by the static shell).
-async fn isolation(image: &str, reps: u32) -> Result<crate::console::table::Fitted> {
-    use crate::runner::container::{ContainerCmd, ContainerSpec, TrialContainer, remove_image};
-    use crate::runner::static_shell::{self, STATIC_SHELL_DIR};
-    let host = crate::runner::DockerHost::connect(None, 1).await?;
-    let shell = static_shell::ensure(&host).await?;
-    let spec = |name: String| ContainerSpec {
-        image: image.to_string(),
-        name,
-        hardened: true,
-        pids_limit: Some(1024),
-        network_none: true,
-        binds: vec![shell.clone()],
-        labels: std::collections::HashMap::from([(
-            crate::runner::labels::MANAGED.to_string(),
-            "1".to_string(),
-        )]),
-        ..Default::default()
-    };
-    let never = CancellationToken::new();
-    let leftovers = |c: &TrialContainer| {
-        let c = c.clone();
-        async move {
-            c.sh_output(
-                "(sleep 300 &) ; (sleep 300 &) ; true",
-                Duration::from_secs(30),
-            )
-            .await
-        }
-    };
-    let (mut same, mut fresh) = (Vec::new(), Vec::new());
-    for _ in 0..reps {
-        let tag = uuid::Uuid::new_v4().simple().to_string();
-        // The alternative: the same container.
-        let c = TrialContainer::start(&host.docker, &spec(format!("skillscope-bench-same-{tag}")))
-            .await?
-            .with_static_shell(STATIC_SHELL_DIR);
-        leftovers(&c).await?;
-        let t0 = Instant::now();
-        let mut req = c.own_sh("kill -9 -1 2>/dev/null; true", &never);
-        req.user = Some("0".into());
-        let _ = c.exec(req).await;
-        let until = Instant::now() + Duration::from_secs(30);
-        loop {
-            let top = host
-                .docker
-                .top_processes(&c.id, None::<bollard::query_parameters::TopOptions>)
-                .await?;
-            if top.processes.unwrap_or_default().len() <= 1 {
-                break;
-            }
-            if Instant::now() > until {
-                color_eyre::eyre::bail!("processes left in {} after kill -9 -1", c.id);
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        c.sh_output(
-            "rm -rf /tests /logs/verifier; mkdir -p /tests /logs/verifier",
-            Duration::from_secs(30),
-        )
-        .await?;
-        same.push(t0.elapsed().as_secs_f64());
-        c.remove().await;
-        // skillscope's way: a fresh container from a commit.
-        let c = TrialContainer::start(&host.docker, &spec(format!("skillscope-bench-agent-{tag}")))
-            .await?;
-        leftovers(&c).await?;
-        let t0 = Instant::now();
-        c.kill_and_confirm(Duration::from_secs(30)).await?;
-        let _ = c.changes().await?;
-        let commit = c.commit(&Default::default()).await?;
-        let mut v = spec(format!("skillscope-bench-verifier-{tag}"));
-        v.image = commit.clone();
-        v.cmd = ContainerCmd::Args(vec![
-            format!("{STATIC_SHELL_DIR}/busybox"),
-            "sleep".into(),
-            "infinity".into(),
-        ]);
-        v.empty_volumes = vec!["/tests".into(), "/logs/verifier".into()];
-        let verifier = TrialContainer::start(&host.docker, &v).await?;
-        fresh.push(t0.elapsed().as_secs_f64());
-        verifier.remove().await;
-        c.remove().await;
-        remove_image(&host.docker, &commit).await;
-    }
-    let rows = vec![
-        vec![
-            format!("same container: kill -9 -1 (static shell), top, fresh dirs (×{reps})"),
-            format!("mean {:.3}s · median {:.3}s", mean(&same), median(&same)),
-        ],
-        vec![
-            format!("fresh container: kill + confirm, diff, commit, verifier container (×{reps})"),
-            format!("mean {:.3}s · median {:.3}s", mean(&fresh), median(&fresh)),
-        ],
-        vec![
-            "isolation's extra cost per trial (fresh − same)".to_string(),
-            format!("{:.3}s", mean(&fresh) - mean(&same)),
-        ],
-    ];
-    let columns = [
-        Column::new("verifier isolation (trivial image)").text(),
-        Column::new("value").text(),
-    ];
-    Ok(fit(&columns, rows, terminal_width()))
 }
 
 /// Where a serial trivial trial's time goes, step by step (mean seconds per trial and share of

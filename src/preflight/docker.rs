@@ -6,7 +6,7 @@ use std::path::Path;
 use super::{Check, timed};
 use crate::engine::RunRequest;
 use crate::fs::{file_system, file_system_of_nearest, human_bytes};
-use crate::runner::DockerHost;
+use crate::runner::Host;
 
 /// Below this much free space a build or a trial fails on a full disk.
 pub const MIN_FREE: u64 = 2 << 30;
@@ -21,27 +21,32 @@ pub const MIN_FREE_HERE: u64 = 1 << 30;
 
 /// The Docker and disk checks of `run`, whose database is `db`.
 pub async fn checks(run: &RunRequest, db: &Path) -> Vec<Check> {
-    let endpoints: Vec<Option<String>> = if run.settings.docker_hosts.is_empty() {
-        vec![None]
-    } else {
-        run.settings
-            .docker_hosts
-            .iter()
-            .cloned()
-            .map(Some)
-            .collect()
-    };
+    let backend = crate::engine::backend_of(&run.settings);
     let n_tasks = count_tasks(run);
-    let hosts = endpoints.into_iter().map(|ep| async move {
-        let name = DockerHost::endpoint_name(ep.as_deref());
-        let what = format!("Docker host {name}");
-        timed(
-            "docker",
-            &what,
-            "start dockerd (scripts/docker-up.sh) or fix --docker-host / [run] docker_hosts",
-            host_check(ep, what.clone(), n_tasks),
-        )
-        .await
+    let places = backend.places();
+    let hosts = places.into_iter().enumerate().map(|(i, p)| {
+        let backend = backend.clone();
+        async move {
+            let what = format!("Docker host {}", p.name);
+            let connect = async {
+                match backend.connect(i, None).await {
+                    Ok(h) => host_check(h.as_ref(), what.clone(), n_tasks).await,
+                    Err(e) => Check::fail(
+                        "docker",
+                        what.clone(),
+                        crate::sanitize::text(&e.to_string()),
+                        "start dockerd (scripts/docker-up.sh) or fix --docker-host / [run] docker_hosts",
+                    ),
+                }
+            };
+            timed(
+                "docker",
+                &what,
+                "start dockerd (scripts/docker-up.sh) or fix --docker-host / [run] docker_hosts",
+                connect,
+            )
+            .await
+        }
     });
     let mut out = futures_util::future::join_all(hosts).await;
     for (what, path) in [
@@ -67,36 +72,20 @@ fn count_tasks(run: &RunRequest) -> u64 {
         .unwrap_or(0)
 }
 
-async fn host_check(endpoint: Option<String>, what: String, n_tasks: u64) -> Check {
-    let host = match DockerHost::connect(endpoint.as_deref(), 1).await {
-        Ok(h) => h,
-        Err(e) => {
-            return Check::fail(
-                "docker",
-                what,
-                crate::sanitize::text(&e.to_string()),
-                "start dockerd (scripts/docker-up.sh) or fix --docker-host / [run] docker_hosts",
-            );
-        }
-    };
+async fn host_check(host: &dyn Host, what: String, n_tasks: u64) -> Check {
+    let capacity = host.capacity();
     let facts = format!(
         "Docker {}, {} CPUs, {} memory",
-        host.server_version,
-        host.ncpu,
-        human_bytes(host.mem_total.max(0) as u64)
+        host.version(),
+        capacity.cpus,
+        human_bytes(capacity.memory_bytes.max(0) as u64)
     );
-    if !host.local {
+    let Some(root) = host.data_root().map(str::to_string) else {
         return Check::ok(
             "docker",
             what,
             format!("{facts}; its disk is not measured from here (a remote host)"),
         );
-    }
-    let root = match host.docker.info().await {
-        Ok(i) => i
-            .docker_root_dir
-            .unwrap_or_else(|| "/var/lib/docker".into()),
-        Err(_) => "/var/lib/docker".into(),
     };
     let Some(fs) = file_system(Path::new(&root)) else {
         return Check::ok(

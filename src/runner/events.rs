@@ -89,63 +89,65 @@ pub enum TrialEvent {
 /// The steps an attempt's time is spent in, in the order they happen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Step {
-    /// The image built or found (`ImageCache::ensure`).
+    /// The image built or found.
     Image,
+    /// What the image holds read (its files by content and search paths; once per image).
+    Facts,
     /// The agent prepared (a harness CLI's volume, …).
     PrepareAgent,
-    /// A compose task's services started.
-    Services,
-    /// An `allow_internet` trial's own network created.
-    Network,
-    /// The main container created.
-    Create,
-    /// The main container started.
+    /// The trial's site opened: a compose task's services, an `allow_internet` trial's own
+    /// network.
+    Site,
+    /// The agent's environment created and started.
     Start,
-    /// The skills visible to the agent read in the container: an exec of its own, or (an agent
-    /// that takes it as its exec's prelude) this side's reading of what that exec found.
+    /// The skills visible to the agent read in its environment: an exec of its own, or (an
+    /// agent that takes it as its exec's prelude) this side's reading of what that exec found.
     Exposure,
     /// The agent's session (its execs).
     Agent,
-    /// The agent's container stopped through the daemon (SIGKILL to its PID 1) and confirmed
-    /// stopped.
+    /// Every process of the agent ended (`kill -9 -1` from skillscope's shell) and confirmed.
     Kill,
-    /// What the agent left copied out (`/logs/agent`), its container inspected and its
-    /// filesystem diff read into `agent/tamper.json`.
+    /// What the agent changed read by content and sorted (work, toolchain).
+    Collect,
+    /// `/logs/agent` copied out and `agent/tamper.json` written.
     Evidence,
-    /// The agent's filesystem committed for the verifier's container.
-    Commit,
-    /// The verifier's container created and started from the commit.
+    /// The verifier's environment created and started from the task's image.
     VerifierStart,
-    /// The verifier's copies of skills uploaded.
+    /// The agent's work carried into the verifier's environment.
+    Carry,
+    /// The verifier's copies of skills and the tests uploaded.
     Upload,
     /// The verifier (its execs).
     Verifier,
+    /// What the tests left running ended (and noted).
+    Sweep,
     /// The verifier's `/logs/verifier` and `/logs/artifacts` copied out.
     Download,
     /// The run's ledger written (progress and the end).
     Store,
-    /// The container (and a compose task's services) removed, in the background after the
-    /// attempt.
+    /// The trial's environments (and a compose task's services) removed, in the background
+    /// after the attempt.
     Remove,
 }
 
 impl Step {
     /// Every step, in order.
-    pub const ALL: [Step; 17] = [
+    pub const ALL: [Step; 18] = [
         Step::Image,
+        Step::Facts,
         Step::PrepareAgent,
-        Step::Services,
-        Step::Network,
-        Step::Create,
+        Step::Site,
         Step::Start,
         Step::Exposure,
         Step::Agent,
         Step::Kill,
+        Step::Collect,
         Step::Evidence,
-        Step::Commit,
         Step::VerifierStart,
+        Step::Carry,
         Step::Upload,
         Step::Verifier,
+        Step::Sweep,
         Step::Download,
         Step::Store,
         Step::Remove,
@@ -155,19 +157,20 @@ impl Step {
     pub fn as_str(self) -> &'static str {
         match self {
             Step::Image => "image",
+            Step::Facts => "image facts",
             Step::PrepareAgent => "prepare agent",
-            Step::Services => "services",
-            Step::Network => "trial network",
-            Step::Create => "create",
-            Step::Start => "start",
+            Step::Site => "site (services, network)",
+            Step::Start => "agent environment",
             Step::Exposure => "exposure scan",
             Step::Agent => "agent exec",
-            Step::Kill => "kill agent container",
-            Step::Evidence => "copy out + diff",
-            Step::Commit => "commit",
-            Step::VerifierStart => "verifier container",
+            Step::Kill => "end agent processes",
+            Step::Collect => "read changes",
+            Step::Evidence => "copy out + record",
+            Step::VerifierStart => "verifier environment",
+            Step::Carry => "carry work",
             Step::Upload => "uploads",
             Step::Verifier => "verifier exec",
+            Step::Sweep => "end test leftovers",
             Step::Download => "download /logs",
             Step::Store => "store writes",
             Step::Remove => "remove (background)",

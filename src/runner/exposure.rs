@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 
-use super::TrialContainer;
+use super::Sandbox;
 use super::selfgen::quoted;
 use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
 use crate::skillsbench::exposure::{
@@ -66,11 +66,11 @@ struct Found {
 
 /// Reads the skills visible in `container` now. Never fails: what could not be read is named in
 /// [`SkillExposure::error`].
-pub async fn capture(container: &TrialContainer, input: ScanInput<'_>) -> SkillExposure {
+pub async fn capture(container: &Sandbox, input: ScanInput<'_>) -> SkillExposure {
     let t0 = std::time::Instant::now();
     let x = scan(container, input).await;
     tracing::debug!(
-        container = %container.name,
+        container = %container.name(),
         skills = x.skills.len(),
         ms = t0.elapsed().as_millis() as u64,
         "skill exposure read"
@@ -78,7 +78,7 @@ pub async fn capture(container: &TrialContainer, input: ScanInput<'_>) -> SkillE
     x
 }
 
-async fn scan(container: &TrialContainer, input: ScanInput<'_>) -> SkillExposure {
+async fn scan(container: &Sandbox, input: ScanInput<'_>) -> SkillExposure {
     let mut errors: Vec<String> = Vec::new();
     let read = list_and_read(container, &builtin_folders(&input), &mut errors).await;
     assemble(&input, read, errors).await
@@ -227,7 +227,7 @@ impl<'a> ExposureScan<'a> {
 }
 
 #[async_trait::async_trait]
-impl super::container::Prelude for ExposureScan<'_> {
+impl super::sandbox::Prelude for ExposureScan<'_> {
     fn script(&self) -> String {
         listing_script(&builtin_folders(&self.input))
     }
@@ -242,7 +242,7 @@ impl super::container::Prelude for ExposureScan<'_> {
 
     async fn ended(
         &self,
-        container: &TrialContainer,
+        container: &Sandbox,
         exit_code: Option<i64>,
     ) -> Result<(), super::RunnerError> {
         let t0 = std::time::Instant::now();
@@ -257,7 +257,7 @@ impl super::container::Prelude for ExposureScan<'_> {
         .await;
         let x = assemble(&self.input, read, errors).await;
         tracing::debug!(
-            container = %container.name,
+            container = %container.name(),
             skills = x.skills.len(),
             ms = t0.elapsed().as_millis() as u64,
             "skill exposure read before the agent"
@@ -352,10 +352,10 @@ fn listing_script(builtin: &[String]) -> String {
 
 /// Runs the script of [`listing_script`] in the container: the listing, and the files of every
 /// folder found — through the image's `tar`, or when that fails (no `tar`, an unreadable file,
-/// more than [`super::container::MAX_OUTPUT_BYTES`]) through the Docker API folder by folder
+/// more than [`super::sandbox::MAX_OUTPUT_BYTES`]) through the Docker API folder by folder
 /// (bind mounts included either way; a folder that cannot be read is added to `errors`).
 async fn list_and_read(
-    container: &TrialContainer,
+    container: &Sandbox,
     builtin: &[String],
     errors: &mut Vec<String>,
 ) -> Result<(Listing, Files), String> {
@@ -375,7 +375,7 @@ async fn list_and_read(
 /// usable when it exited with `exit_code` 0 — or, when the archive is not, the folders read
 /// through the Docker API.
 async fn read_listed(
-    container: &TrialContainer,
+    container: &Sandbox,
     exit_code: Option<i64>,
     out: &Path,
     listed: &Path,
@@ -386,7 +386,7 @@ async fn read_listed(
         &std::fs::read(listed).map_err(|e| what(e.to_string()))?,
     ));
     let size = std::fs::metadata(out).map(|m| m.len()).unwrap_or(0);
-    if exit_code == Some(0) && size < super::container::MAX_OUTPUT_BYTES {
+    if exit_code == Some(0) && size < super::sandbox::MAX_OUTPUT_BYTES {
         let out = out.to_path_buf();
         let parsed = tokio::task::spawn_blocking(move || {
             let mut files = Files::default();
@@ -401,7 +401,7 @@ async fn read_listed(
             Err(e) => tracing::debug!(error = %e, "the container's tar wrote no readable archive"),
         }
     }
-    tracing::debug!(container = %container.name, exit = ?exit_code, size, "reading the skill folders through the API");
+    tracing::debug!(container = %container.name(), exit = ?exit_code, size, "reading the skill folders through the API");
     let reals: Vec<String> = listing
         .folders
         .iter()
@@ -501,11 +501,7 @@ impl Files {
 }
 
 /// Copies folder `real` out through the Docker API and adds its files to `files`.
-async fn read_folder(
-    container: &TrialContainer,
-    real: &str,
-    files: &mut Files,
-) -> Result<(), String> {
+async fn read_folder(container: &Sandbox, real: &str, files: &mut Files) -> Result<(), String> {
     let what = |e: String| format!("cannot read skill folder {real}: {e}");
     let spool = tempfile::NamedTempFile::new().map_err(|e| what(e.to_string()))?;
     let mut file = tokio::fs::File::from_std(

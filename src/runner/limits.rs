@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use super::DockerHost;
+use super::backend::Capacity;
 pub use crate::skillsbench::task::DEFAULT_PIDS_LIMIT;
 use crate::skillsbench::task::EnvironmentSection;
 
@@ -73,9 +73,9 @@ impl Limits {
         }
     }
 
-    /// The limits of a task on `host`.
-    pub fn on(env: &EnvironmentSection, host: &DockerHost) -> Limits {
-        Limits::of(env, host.ncpu, host.mem_total)
+    /// The limits of a task on a host offering `capacity`.
+    pub fn on(env: &EnvironmentSection, capacity: Capacity) -> Limits {
+        Limits::of(env, capacity.cpus, capacity.memory_bytes)
     }
 
     /// What was cut, as stored in `trials.clamped` and the trial's `config.json`:

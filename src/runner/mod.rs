@@ -1,48 +1,54 @@
-//! The container runner: Docker hosts, images, containers, agents, the verifier and one trial's
-//! life from build to teardown. Everything here talks to Docker through bollard.
+//! The trial runner: one trial's life from image to teardown ([`trial`]), the agents, the
+//! verifier, and the machines that run them behind one seam ([`backend`]): Docker daemons
+//! ([`docker`]), the in-memory fake of offline tests ([`fake`]). Nothing outside [`docker`]
+//! talks to Docker.
 
 pub mod agents;
-pub mod base_image;
-pub mod container;
+pub mod backend;
 pub mod docker;
 pub mod events;
 pub mod exposure;
+pub mod fake;
 pub mod fault;
 pub mod image;
 pub mod limits;
-pub mod network;
 pub mod proxy;
+pub mod sandbox;
 pub mod secrets;
 pub mod selfgen;
-pub mod services;
-pub mod static_shell;
 pub mod tamper;
 pub mod trial;
 pub mod verifier;
+pub mod work;
 
 use std::path::PathBuf;
 
 pub use agents::{Agent, AgentContext, AgentRun, agent_by_name};
-pub use container::{ContainerSpec, ExecEnd, ExecRequest, ExecResult, TrialContainer};
-pub use docker::DockerHost;
+pub use backend::{Backend, BackendKind, Host};
 pub use events::{Step, TrialEvent, TrialEvents};
 pub use fault::Fault;
-pub use image::{ImageCache, ImageSettings};
+pub use sandbox::{ExecEnd, ExecRequest, ExecResult, Sandbox};
 pub use trial::{TrialCancel, TrialEnd, TrialEnv, TrialJob, Verdict, run_trial};
 
 /// Errors of the runner. Trial-level failures never surface as errors of the run: they become
 /// outcomes (see [`crate::domain::Outcome`]).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RunnerError {
-    /// A Docker API call failed.
+    /// A call to the backend (a Docker daemon, a cluster's API server) failed.
     #[error("{context}: {message}")]
-    Docker {
-        /// What skillscope was doing (names the endpoint, image or container).
+    Backend {
+        /// What skillscope was doing (names the endpoint, image or environment).
         context: String,
-        /// The daemon's message.
+        /// The backend's message.
         message: String,
-        /// Which infrastructure fault it was (see [`Fault::of_docker`]).
+        /// Which infrastructure fault it was.
         fault: Fault,
+    },
+    /// A path asked for does not exist in the environment.
+    #[error("{path}: no such file or folder")]
+    NotFound {
+        /// The path.
+        path: String,
     },
     /// The image could not be built.
     #[error("image build failed: {message}")]
@@ -86,32 +92,25 @@ impl RunnerError {
         )
     }
 
-    /// A Docker API error with what was being done, classified by [`Fault::of_docker`].
-    pub fn docker(context: impl Into<String>, e: bollard::errors::Error) -> RunnerError {
-        RunnerError::Docker {
-            context: context.into(),
-            fault: Fault::of_docker(&e),
-            message: e.to_string(),
-        }
-    }
-
-    /// A Docker failure known only by its text (a stream's message, a protocol surprise),
+    /// A backend failure known only by its text (a stream's message, a protocol surprise),
     /// classified by [`Fault::of_message`] or else as [`Fault::DaemonError`].
-    pub fn docker_text(context: impl Into<String>, message: impl Into<String>) -> RunnerError {
+    pub fn backend_text(context: impl Into<String>, message: impl Into<String>) -> RunnerError {
         let message = message.into();
-        RunnerError::Docker {
+        RunnerError::Backend {
             context: context.into(),
             fault: Fault::of_message(&message).unwrap_or(Fault::DaemonError),
             message,
         }
     }
 
-    /// The infrastructure fault this error is, when it is one: every Docker error, a full disk,
-    /// an unwritable local file. `None` for [`RunnerError::Task`] and [`RunnerError::Build`]
-    /// (the task's own definition or Dockerfile failed).
+    /// The infrastructure fault this error is, when it is one: every backend error (a path
+    /// skillscope expected and did not find too), a full disk, an unwritable local file. `None`
+    /// for [`RunnerError::Task`] and [`RunnerError::Build`] (the task's own definition or
+    /// Dockerfile failed).
     pub fn fault(&self) -> Option<Fault> {
         match self {
-            RunnerError::Docker { fault, .. } => Some(*fault),
+            RunnerError::Backend { fault, .. } => Some(*fault),
+            RunnerError::NotFound { .. } => Some(Fault::Refused),
             RunnerError::Io {
                 disk_full: true, ..
             } => Some(Fault::DiskFull),
@@ -127,7 +126,7 @@ pub fn is_disk_full(e: &std::io::Error) -> bool {
         || matches!(e.raw_os_error(), Some(libc::ENOSPC) | Some(libc::EDQUOT))
 }
 
-/// Labels put on every container skillscope creates.
+/// Labels put on every environment (container, pod) skillscope creates.
 pub mod labels {
     /// Marks containers as skillscope's.
     pub const MANAGED: &str = "skillscope.managed";
@@ -148,9 +147,6 @@ pub mod labels {
     /// Compose service name, on a compose task's service containers (they also carry the trial's
     /// labels; its networks carry the trial's labels too).
     pub const SERVICE: &str = "skillscope.service";
-    /// Marks an image committed from an agent's container for its verifier's container (it also
-    /// carries the trial's labels); removed with the trial, or by the run's sweep.
-    pub const COMMIT: &str = "skillscope.commit";
-    /// What a trial's container is for: `agent` or `verifier`.
+    /// What a trial's environment is for: `agent` or `verifier`.
     pub const ROLE: &str = "skillscope.role";
 }

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use super::{RunnerError, TrialContainer};
+use super::{RunnerError, Sandbox};
 use crate::acontext::export::{ExportError, ExportLimits, import_skills_tar};
 use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
 use crate::skillsbench::selfgen::{
@@ -29,13 +29,6 @@ pub(crate) fn quoted(path: &str) -> String {
     format!("'{}'", path.replace('\'', r"'\''"))
 }
 
-/// The agent's working directory (the container's `WORKDIR`, where execs start), as the daemon
-/// has it: nothing of the container's own is run to learn it, so it works on a stopped container
-/// and whatever the agent did to the image's binaries.
-async fn workdir(container: &TrialContainer) -> Result<String, RunnerError> {
-    Ok(container.facts().await?.working_dir)
-}
-
 /// Reads the skills the agent wrote (`environment/skills/` under its working directory) out of
 /// `container` into `<trial_dir>/agent/generated-skills/`, keeping only those that pass the export
 /// checks ([`import_skills_tar`]: frontmatter, paths, entry types, sizes); writes the record to
@@ -43,18 +36,19 @@ async fn workdir(container: &TrialContainer) -> Result<String, RunnerError> {
 /// empty set.
 ///
 /// # Errors
-/// [`RunnerError::Docker`] when the container cannot be read (an infrastructure fault);
+/// [`RunnerError::Backend`] when the container cannot be read (an infrastructure fault);
 /// [`RunnerError::Io`] when the trial folder cannot be written.
 pub async fn capture(
-    container: &TrialContainer,
+    container: &Sandbox,
+    workdir: &str,
     trial_dir: &Path,
     generation: &SelfGeneration,
 ) -> Result<GeneratedSkills, RunnerError> {
-    let wd = workdir(container).await?;
+    let wd = workdir;
     let src = format!("{}/{GENERATED_SKILLS_PATH}", wd.trim_end_matches('/'));
     let (tar, truncated) = match container.download_tar(&src, MAX_GENERATED_BYTES).await {
         Ok(t) => t,
-        Err(e) if super::container::is_missing_path(&e) => (empty_tar(), false),
+        Err(RunnerError::NotFound { .. }) => (empty_tar(), false),
         Err(e) => return Err(e),
     };
     let out = trial_dir.join(TRIAL_GENERATED_DIR);
@@ -133,7 +127,7 @@ fn empty_tar() -> Vec<u8> {
 }
 
 /// Empties every skills folder a harness reads ([`SKILL_DESTINATIONS`]).
-async fn clear_destinations(container: &TrialContainer) -> Result<(), RunnerError> {
+async fn clear_destinations(container: &Sandbox) -> Result<(), RunnerError> {
     let dests: Vec<String> = SKILL_DESTINATIONS.iter().map(|d| quoted(d)).collect();
     let (r, out) = container
         .sh_output(&format!("rm -rf {} 2>&1", dests.join(" ")), HELPER_TIMEOUT)
@@ -150,7 +144,7 @@ async fn clear_destinations(container: &TrialContainer) -> Result<(), RunnerErro
 /// Copies host folder `src` to `<dest>/<name>` for every skills folder a harness reads
 /// (one upload, then copies inside the container).
 async fn put_everywhere(
-    container: &TrialContainer,
+    container: &Sandbox,
     src: &Path,
     name: Option<&str>,
 ) -> Result<(), RunnerError> {
@@ -194,7 +188,7 @@ async fn put_everywhere(
 /// # Errors
 /// [`RunnerError::Task`] when the folder is missing; Docker errors of the upload.
 pub async fn install_skill_creator(
-    container: &TrialContainer,
+    container: &Sandbox,
     skill_creator: &Path,
 ) -> Result<(), RunnerError> {
     if !skill_creator.is_dir() {
@@ -214,12 +208,13 @@ pub async fn install_skill_creator(
 /// # Errors
 /// Docker errors; [`RunnerError::Task`] when a helper command fails.
 pub async fn install_generated(
-    container: &TrialContainer,
+    container: &Sandbox,
+    workdir: &str,
     trial_dir: &Path,
     record: &GeneratedSkills,
 ) -> Result<Vec<String>, RunnerError> {
     clear_destinations(container).await?;
-    let wd = workdir(container).await?;
+    let wd = workdir;
     let staged = format!("{}/{GENERATED_SKILLS_PATH}", wd.trim_end_matches('/'));
     let (r, out) = container
         .sh_output(

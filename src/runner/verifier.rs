@@ -1,8 +1,8 @@
 //! The verifier: copy `tests/` to `/tests`, run `tests/test.sh`, read the reward.
 //!
-//! Follows Harbor's `verifier/verifier.py`, in the verifier's own container
-//! ([`crate::runner::trial`]'s handover: a fresh container from a commit of the agent's, with an
-//! empty volume of its own on `/tests` and `/logs/verifier`): `tests/` is uploaded after the
+//! Follows Harbor's `verifier/verifier.py`, in the verifier's own environment
+//! ([`crate::runner::trial`]'s handover: fresh from the task's image with the agent's work
+//! carried in, an empty `/tests` and `/logs/verifier` of its own): `tests/` is uploaded after the
 //! agent is gone; `chmod +x /tests/test.sh; (/tests/test.sh)` runs with the task's `[verifier]
 //! env` in this exec only, started by skillscope's static shell (never the image's `sh`), output
 //! to `verifier/test-stdout.txt`; the script's exit code is recorded but does not decide the
@@ -15,19 +15,17 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use super::RunnerError;
-use super::container::{ExecRequest, ExecResult, TrialContainer};
-use super::static_shell::STATIC_SHELL_DIR;
+use super::sandbox::{ExecRequest, ExecResult, STATIC_SHELL_DIR, Sandbox};
 use crate::skillsbench::Task;
 use crate::skillsbench::env::EnvValues;
 
-/// Uploads `tests/` and runs the verifier in `container` (the verifier's own, with the static
-/// shell mounted), streaming its output to `verifier_dir/test-stdout.txt`. `[verifier] env` is
+/// Uploads `tests/` and runs the verifier in `container` (the verifier's own), streaming its output to `verifier_dir/test-stdout.txt`. `[verifier] env` is
 /// resolved from `values` ([`EnvValues::resolve`]) and given to this exec alone.
 ///
 /// # Errors
 /// [`RunnerError`] when the tests cannot be copied in or the exec cannot start.
 pub async fn run_verifier(
-    container: &TrialContainer,
+    container: &Sandbox,
     task: &Task,
     verifier_dir: &Path,
     timeout: Duration,

@@ -765,8 +765,9 @@ async fn sighup_under_the_dashboard_goes_headless_and_watch_reattaches() {
 /// step that fails (the task's error, not a fault), and an exec stream cut by the daemon's death.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_docker_errors_are_classified() {
-    use skillscope::runner::base_image::{BUSYBOX_IMAGE, ensure_busybox};
-    use skillscope::runner::{ContainerSpec, ExecRequest, Fault, RunnerError, TrialContainer};
+    use skillscope::runner::docker::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+    use skillscope::runner::docker::{fault_of, start_helper};
+    use skillscope::runner::{ExecRequest, Fault, RunnerError};
 
     let mut daemon = start_daemon(None).await;
     let docker = daemon.docker();
@@ -780,7 +781,7 @@ async fn real_docker_errors_are_classified() {
         bollard::API_DEFAULT_VERSION,
     )
     .unwrap_err();
-    assert_eq!(Fault::of_docker(&e), Fault::DaemonUnreachable, "{e:?}");
+    assert_eq!(fault_of(&e), Fault::DaemonUnreachable, "{e:?}");
     let dead = s.dir.path().join("dead.sock");
     drop(std::os::unix::net::UnixListener::bind(&dead).unwrap());
     let nobody = bollard::Docker::connect_with_unix(
@@ -790,31 +791,35 @@ async fn real_docker_errors_are_classified() {
     )
     .unwrap();
     let e = nobody.ping().await.unwrap_err();
-    assert_eq!(Fault::of_docker(&e), Fault::DaemonUnreachable, "{e:?}");
+    assert_eq!(fault_of(&e), Fault::DaemonUnreachable, "{e:?}");
 
     // A container that does not exist (what a restarted daemon answers about a removed one).
     let e = docker
         .inspect_container("no-such-container-ss", None)
         .await
         .unwrap_err();
-    assert_eq!(Fault::of_docker(&e), Fault::ContainerGone, "{e:?}");
+    assert_eq!(fault_of(&e), Fault::ContainerGone, "{e:?}");
 
     // An exec in a container that stopped (a daemon restart stops every container).
-    let spec = ContainerSpec {
-        network_none: true,
-        ..ContainerSpec::helper(BUSYBOX_IMAGE, "fault-probe")
-    };
-    let c = TrialContainer::start(&docker, &spec).await.unwrap();
+    let c = start_helper(
+        &docker,
+        &uuid::Uuid::new_v4().to_string(),
+        BUSYBOX_IMAGE,
+        "fault-probe",
+        false,
+    )
+    .await
+    .unwrap();
     docker
         .stop_container(
-            &c.id,
+            c.id(),
             None::<bollard::query_parameters::StopContainerOptions>,
         )
         .await
         .unwrap();
     let never = tokio_util::sync::CancellationToken::new();
     match c.exec(ExecRequest::sh("true", &never)).await {
-        Err(RunnerError::Docker { fault, message, .. }) => {
+        Err(RunnerError::Backend { fault, message, .. }) => {
             assert_eq!(fault, Fault::ContainerGone, "{message}")
         }
         other => panic!("exec in a stopped container: {other:?}"),
@@ -861,7 +866,15 @@ async fn real_docker_errors_are_classified() {
     }
 
     // The daemon dies under a running exec: its stream ends, and the end is not taken for an exit.
-    let c = TrialContainer::start(&docker, &spec).await.unwrap();
+    let c = start_helper(
+        &docker,
+        &uuid::Uuid::new_v4().to_string(),
+        BUSYBOX_IMAGE,
+        "fault-probe",
+        false,
+    )
+    .await
+    .unwrap();
     let cancel = tokio_util::sync::CancellationToken::new();
     let exec = {
         let c = c.clone();
@@ -882,7 +895,7 @@ async fn real_docker_errors_are_classified() {
         .expect("the exec did not notice the daemon's death")
         .unwrap();
     match r {
-        Err(RunnerError::Docker { fault, message, .. }) => assert!(
+        Err(RunnerError::Backend { fault, message, .. }) => assert!(
             matches!(
                 fault,
                 Fault::ConnectionLost | Fault::DaemonUnreachable | Fault::ContainerGone

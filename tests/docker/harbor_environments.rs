@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use common::{Scratch, containers_of_run, fixtures, one, require_docker, skillscope};
-use skillscope::runner::image::{ImageSettings, prepare_context};
+use skillscope::runner::docker::image::{ImageSettings, prepare_context};
 use skillscope::skillsbench::{Condition, Task};
 use skillscope::store::Outcome;
 

@@ -553,15 +553,12 @@ async fn reaches_this_machine(
     let address = container_gateway::host_address(&docker).await;
     let model = ScriptedModel::start_on(daemon.listen(), solving_script(&CLAUDE));
     let url = format!("{}/probe", model.base_url(&address));
-    let c = skillscope::runner::TrialContainer::start(
+    let c = skillscope::runner::docker::start_helper(
         &docker,
-        &skillscope::runner::ContainerSpec {
-            network_none: false,
-            ..skillscope::runner::ContainerSpec::helper(
-                skillscope::runner::base_image::BUSYBOX_IMAGE,
-                "reach-probe",
-            )
-        },
+        &uuid::Uuid::new_v4().to_string(),
+        skillscope::runner::docker::BUSYBOX_IMAGE,
+        "reach-probe",
+        true,
     )
     .await
     .expect("a container on the private daemon");

@@ -347,7 +347,7 @@ async fn a_huge_log_is_copied_out_capped() {
     let t = one(&rows, "big-log", "no-skills");
     assert_not_forged(t);
     let agent = trial_dir(t).join("agent");
-    let cap = skillscope::runner::container::MAX_DOWNLOAD_BYTES;
+    let cap = skillscope::runner::sandbox::MAX_DOWNLOAD_BYTES;
     let big = std::fs::metadata(agent.join("big.bin")).map_or(0, |m| m.len());
     assert!(big < cap, "{big} bytes of big.bin copied, cap {cap}");
     // The rest of the folder is skillscope's own records (a few KiB).

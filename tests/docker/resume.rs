@@ -547,8 +547,8 @@ async fn a_full_disk_stops_the_run_without_failing_trials() {
 /// create and start) is swept by age; a fresh one, which a live process may be using, is spared.
 #[tokio::test(flavor = "multi_thread")]
 async fn leftover_containers_are_swept_by_age_and_fresh_ones_spared() {
-    use skillscope::runner::base_image::{BUSYBOX_IMAGE, ensure_busybox};
-    use skillscope::runner::container::remove_labeled_older_than;
+    use skillscope::runner::docker::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+    use skillscope::runner::docker::remove_labeled_older_than;
     use skillscope::runner::labels;
 
     require_docker().await;

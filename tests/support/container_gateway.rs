@@ -14,8 +14,8 @@ use std::net::Ipv4Addr;
 use std::time::Duration;
 
 use bollard::Docker;
-use skillscope::runner::base_image::{BUSYBOX_IMAGE, ensure_busybox};
-use skillscope::runner::{ContainerSpec, ExecEnd, TrialContainer};
+use skillscope::runner::ExecEnd;
+use skillscope::runner::docker::base_image::{BUSYBOX_IMAGE, ensure_busybox};
 
 /// The IPv4 gateway of the default route in a `/proc/net/route` table (hex fields in host byte
 /// order, little-endian here), or `None` when the table has no default route.
@@ -37,13 +37,16 @@ pub fn default_gateway(route_table: &str) -> Option<Ipv4Addr> {
 /// the tests that need this cannot run without it.
 pub async fn host_address(docker: &Docker) -> String {
     ensure_busybox(docker).await.expect("busybox base image");
-    let spec = ContainerSpec {
-        network_none: false,
-        ..ContainerSpec::helper(BUSYBOX_IMAGE, "gateway-probe")
-    };
-    let c = TrialContainer::start(docker, &spec)
-        .await
-        .expect("start a probe container on the default bridge");
+    let daemon = uuid::Uuid::new_v4().to_string();
+    let c = skillscope::runner::docker::start_helper(
+        docker,
+        &daemon,
+        BUSYBOX_IMAGE,
+        "gateway-probe",
+        true,
+    )
+    .await
+    .expect("start a probe container on the default bridge");
     let read = c
         .sh_output("cat /proc/net/route", Duration::from_secs(30))
         .await;

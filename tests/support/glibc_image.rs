@@ -6,8 +6,8 @@
 use std::path::Path;
 
 use bollard::Docker;
-use bollard::query_parameters::{CommitContainerOptions, RemoveContainerOptions};
-use skillscope::runner::base_image::ensure_busybox;
+use bollard::query_parameters::CommitContainerOptions;
+use skillscope::runner::docker::base_image::{BUSYBOX_IMAGE, ensure_busybox};
 
 /// The image reference the harness fixture tasks build `FROM`.
 pub const GLIBC_IMAGE: &str = "skillscope-test/glibc:1";
@@ -40,14 +40,15 @@ pub async fn ensure_glibc_image() {
         std::fs::copy(Path::new(f), &dest)
             .unwrap_or_else(|e| panic!("copying {f} from this machine into the test image: {e}"));
     }
-    let spec = skillscope::runner::ContainerSpec {
-        image: skillscope::runner::base_image::BUSYBOX_IMAGE.into(),
-        name: format!("skillscope-test-glibc-{}", uuid::Uuid::new_v4().simple()),
-        ..Default::default()
-    };
-    let c = skillscope::runner::TrialContainer::start(&docker, &spec)
-        .await
-        .expect("start a busybox container");
+    let c = skillscope::runner::docker::start_helper(
+        &docker,
+        "default",
+        BUSYBOX_IMAGE,
+        "glibc-image",
+        false,
+    )
+    .await
+    .expect("start a busybox container");
     c.upload_dir(staging.path(), "/")
         .await
         .expect("copy glibc in");
@@ -55,24 +56,16 @@ pub async fn ensure_glibc_image() {
     docker
         .commit_container(
             CommitContainerOptions {
-                container: Some(c.id.clone()),
+                container: Some(c.id().to_string()),
                 repo: Some(repo.into()),
                 tag: Some(tag.into()),
                 pause: true,
-                changes: Some("CMD [\"sh\"]".into()),
+                changes: Some("CMD [\"sh\"]\nENTRYPOINT []".into()),
                 ..Default::default()
             },
             bollard::models::ContainerConfig::default(),
         )
         .await
         .expect("commit the glibc test image");
-    let _ = docker
-        .remove_container(
-            &c.id,
-            Some(RemoveContainerOptions {
-                force: true,
-                ..Default::default()
-            }),
-        )
-        .await;
+    c.remove().await;
 }

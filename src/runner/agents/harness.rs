@@ -18,14 +18,15 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 pub use super::kit::{Harness, Kit};
-use super::{Activity, Agent, AgentContext, AgentRun, builtins, kit, volume};
+use super::{Activity, Agent, AgentContext, AgentRun, builtins, kit};
 use crate::agent_logs::pricing::PriceTable;
 use crate::agent_logs::provider::ProviderFailure;
 use crate::agent_logs::{NativeLog, TrajectoryOptions, claude_code, codex, gemini_cli};
 use crate::config::HarnessSettings;
 use crate::harbor::atif::Trajectory;
-use crate::runner::container::{ExecEnd, ExecRequest};
-use crate::runner::{DockerHost, RunnerError};
+use crate::runner::backend::Mount;
+use crate::runner::sandbox::{ExecEnd, ExecRequest};
+use crate::runner::{Host, RunnerError};
 
 /// Environment variables each harness reads from the operator's environment: API keys first,
 /// then base URLs.
@@ -107,12 +108,8 @@ pub struct CliAgent {
     settings: HarnessSettings,
     access: ProviderAccess,
     kit: tokio::sync::OnceCell<Kit>,
-    /// Kit volume per remote Docker host (host name → volume name), filled once per host; the
-    /// lock makes concurrent trials on a host wait for the one copy.
-    volumes: tokio::sync::Mutex<HashMap<String, String>>,
-    /// Relays to model proxies on this machine's loopback (see [`super::proxy`]).
-    relays: crate::runner::proxy::Relays,
-    /// Per local Docker host: the base-URL variables rewritten to reach those relays.
+    /// Per host: the base-URL variables rewritten to reach its relays to model proxies on this
+    /// machine's loopback (see [`crate::runner::proxy`]).
     rewrites: std::sync::Mutex<HashMap<String, Vec<(String, String)>>>,
     /// Gemini CLI: the names of the built-in skills in its kit, read once it is fetched.
     builtin_names: std::sync::OnceLock<Vec<String>>,
@@ -142,8 +139,6 @@ impl CliAgent {
             settings: settings.clone(),
             access,
             kit: tokio::sync::OnceCell::new(),
-            volumes: tokio::sync::Mutex::new(HashMap::new()),
-            relays: crate::runner::proxy::Relays::default(),
             rewrites: std::sync::Mutex::new(HashMap::new()),
             builtin_names: std::sync::OnceLock::new(),
         })
@@ -382,30 +377,26 @@ impl Agent for CliAgent {
         }
     }
 
-    async fn prepare(&self, host: &DockerHost) -> Result<Vec<String>, RunnerError> {
+    async fn prepare(&self, host: &dyn Host) -> Result<Vec<Mount>, RunnerError> {
         let loopback: Vec<(String, String, std::net::SocketAddr)> = self
             .loopback_urls()
             .into_iter()
             .map(|(k, v, t)| (k.to_string(), v.to_string(), t))
             .collect();
         if !loopback.is_empty() {
-            self.check_host(&host.name, host.local)?;
+            self.check_host(host.name(), host.local())?;
             let mut rewritten = Vec::new();
             for (var, url, target) in loopback {
-                let relay = self.relays.relay_to(&host.docker, target).await?;
+                let (alias, relay) = host.relay(target).await?;
                 rewritten.push((
                     var,
-                    crate::runner::proxy::rewrite_host(
-                        &url,
-                        crate::runner::proxy::HOST_ALIAS,
-                        relay.port(),
-                    ),
+                    crate::runner::proxy::rewrite_host(&url, &alias, relay.port()),
                 ));
             }
             self.rewrites
                 .lock()
                 .expect("lock")
-                .insert(host.name.clone(), rewritten);
+                .insert(host.name().to_string(), rewritten);
         }
         let kit = self
             .kit
@@ -414,21 +405,8 @@ impl Agent for CliAgent {
         let _ = self
             .builtin_names
             .get_or_init(|| builtins::gemini_builtin_names(kit));
-        // A local daemon mounts the kit folder; a remote one gets a copy in a named volume.
-        let source = if host.local {
-            kit.dir.display().to_string()
-        } else {
-            let mut volumes = self.volumes.lock().await;
-            match volumes.get(&host.name) {
-                Some(v) => v.clone(),
-                None => {
-                    let v = volume::ensure_kit_volume(host, kit).await?.name;
-                    volumes.insert(host.name.clone(), v.clone());
-                    v
-                }
-            }
-        };
-        Ok(vec![format!("{source}:{}:ro", self.harness.mount_path())])
+        // A local host mounts the kit folder; a remote one gets a copy made once.
+        Ok(vec![host.kit_mount(kit, &self.harness.mount_path()).await?])
     }
 
     async fn run(&self, ctx: &AgentContext<'_>) -> Result<AgentRun, RunnerError> {
@@ -436,7 +414,7 @@ impl Agent for CliAgent {
         let err = ctx.agent_dir.join(self.stderr_name());
         let req = ExecRequest {
             cmd: vec!["sh".into(), "-c".into(), self.script()],
-            env: self.exec_env(ctx.instruction, &ctx.host.name, ctx.logs, ctx.skills),
+            env: self.exec_env(ctx.instruction, ctx.host.name(), ctx.logs, ctx.skills),
             user: None,
             timeout: Some(ctx.timeout),
             cancel: ctx.cancel,
@@ -450,7 +428,7 @@ impl Agent for CliAgent {
             .download_dir(
                 ctx.logs,
                 ctx.agent_dir,
-                crate::runner::container::MAX_DOWNLOAD_BYTES,
+                crate::runner::sandbox::MAX_DOWNLOAD_BYTES,
             )
             .await?;
         let (log, stderr) = self.read_log(ctx.agent_dir);

@@ -7,7 +7,6 @@ pub mod harness;
 pub mod kit;
 pub mod nop;
 pub mod oracle;
-pub mod volume;
 
 pub use nop::NopAgent;
 pub use oracle::{ORACLE_MOUNT, OracleAgent};
@@ -20,17 +19,18 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 
 use super::RunnerError;
-use super::container::{ExecEnd, TrialContainer};
+use super::backend::Mount;
+use super::sandbox::{ExecEnd, Sandbox};
 use crate::agent_logs::convert::text_step;
 use crate::harbor::atif::{AgentRef, FinalMetrics, Step, Trajectory, WRITE_VERSION};
 use crate::skillsbench::Task;
 
 /// What an agent gets for one trial.
 pub struct AgentContext<'a> {
-    /// The trial's running container.
-    pub container: &'a TrialContainer,
-    /// The Docker host it runs on.
-    pub host: &'a super::DockerHost,
+    /// The trial's running environment.
+    pub container: &'a Sandbox,
+    /// The host it runs on.
+    pub host: &'a dyn super::Host,
     /// The task.
     pub task: &'a Task,
     /// `instruction.md`.
@@ -56,7 +56,7 @@ pub struct AgentContext<'a> {
     pub skills: &'a [String],
     /// What the agent's exec runs first when the agent takes one ([`Agent::takes_prelude`]): the
     /// skill-exposure scan, read before the agent's own command starts. `skills` is then empty.
-    pub prelude: Option<&'a dyn super::container::Prelude>,
+    pub prelude: Option<&'a dyn super::sandbox::Prelude>,
 }
 
 /// The container folder of the agent's logs (Harbor's `/logs/agent`).
@@ -208,13 +208,12 @@ pub trait Agent: Send + Sync {
     fn local_mounts(&self, _task: &Task) -> Vec<(std::path::PathBuf, String)> {
         Vec::new()
     }
-    /// Gets the agent ready on `host` before a trial's container is created (an LLM harness
-    /// fetches its pinned kit once) and returns extra bind mounts for the container
-    /// (`host:container:ro`).
+    /// Gets the agent ready on `host` before a trial's environment is created (an LLM harness
+    /// fetches its pinned kit once) and returns extra read-only mounts for it.
     ///
     /// # Errors
     /// [`RunnerError`] when the agent cannot be made ready (recorded as a runtime error).
-    async fn prepare(&self, _host: &super::DockerHost) -> Result<Vec<String>, RunnerError> {
+    async fn prepare(&self, _host: &dyn super::Host) -> Result<Vec<Mount>, RunnerError> {
         Ok(Vec::new())
     }
     /// Attempts the task; returns when the agent exits, overruns `ctx.timeout` or is cancelled.

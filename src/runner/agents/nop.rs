@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::{Agent, AgentContext, AgentRun, instruction_step, trajectory_of};
 use crate::harbor::atif::{Content, Step, Trajectory};
 use crate::runner::RunnerError;
-use crate::runner::container::ExecEnd;
+use crate::runner::sandbox::ExecEnd;
 
 /// Does nothing (the no-op baseline: the verifier sees the untouched environment).
 pub struct NopAgent;

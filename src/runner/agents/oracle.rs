@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use super::{Agent, AgentContext, AgentRun, instruction_step, trajectory_of};
 use crate::harbor::atif::{Content, Observation, ObservationResult, Step, ToolCall, Trajectory};
 use crate::runner::RunnerError;
-use crate::runner::container::{ExecEnd, ExecRequest};
+use crate::runner::sandbox::{ExecEnd, ExecRequest};
 use crate::skillsbench::Task;
 
 /// Runs `solution/solve.sh`: puts `solution/` at `/solution`, then

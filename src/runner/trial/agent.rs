@@ -12,31 +12,32 @@ use super::evidence::{
 };
 use super::generation::skill_writing_session;
 use super::handover::{self, VerifierPlan};
-use super::teardown::Teardown;
 use super::verifier::{tampered, verify};
 use super::{Done, Failed, Scope, TrialEnv, write_instruction};
 use crate::domain::{Outcome, now_rfc3339};
+use crate::runner::Sandbox;
 use crate::runner::agents::{AGENT_LOGS, AgentContext};
-use crate::runner::container::{Change, ExecEnd, Prelude, TrialContainer};
 use crate::runner::events::{Live, Step, TrialEvent};
+use crate::runner::sandbox::{ExecEnd, Prelude};
 use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
 
-/// The attempt in its started container: the agent (after a two-phase trial's skill-writing
-/// session, with what it can see of skills read just before), its container stopped, then the
-/// verifier in its own.
+/// The attempt in its started environment: the agent (after a two-phase trial's skill-writing
+/// session, with what it can see of skills read just before), every process of it ended, what
+/// it changed read, then the verifier in an environment of its own with the agent's work.
 pub(super) async fn in_container(
     scope: &Scope<'_>,
     evidence: &mut Evidence,
-    container: &TrialContainer,
+    container: &Sandbox,
     mount_agent_files: bool,
     plan: &VerifierPlan<'_>,
-    teardown: &mut Teardown,
 ) -> Result<Done, Failed> {
     let Scope {
         job, env, cancel, ..
     } = *scope;
     let task = &job.task;
     let dir = &job.trial_dir;
+    // The agent's changes are those since now (by the kernel's ctime; see `work::collect`).
+    let started_at = std::time::SystemTime::now();
     let agent_started = now_rfc3339();
     scope
         .tell(TrialEvent::AgentStarted {
@@ -49,24 +50,33 @@ pub(super) async fn in_container(
     let generation = job.condition.self_generation();
     // Two-phase self-generation: a session of its own writes the skills first.
     let mut first_session = None;
-    // What skillscope itself changed in the skill folders (the generated skills it installed).
-    let mut installed: Vec<Change> = Vec::new();
+    // Where skillscope itself put skills between the sessions (the generated skills).
+    let mut installed: Vec<String> = Vec::new();
     if let Some(g) = generation.filter(|g| g.two_phase) {
-        let (record, totals) =
-            skill_writing_session(scope, container, g, &task_instruction).await?;
-        scope.tell(TrialEvent::GeneratedSkills(record)).await;
-        first_session = Some(totals);
-        installed = container
-            .changes()
-            .await
-            .map_err(|e| Failed::runner(e, "reading the installed skills"))?
-            .into_iter()
-            .filter(|c| {
-                SKILL_DESTINATIONS
+        let (record, totals) = skill_writing_session(
+            scope,
+            container,
+            g,
+            &task_instruction,
+            &plan.facts.working_dir,
+        )
+        .await?;
+        installed = SKILL_DESTINATIONS
+            .iter()
+            .flat_map(|d| {
+                record
+                    .installed
                     .iter()
-                    .any(|d| c.path == *d || c.path.starts_with(&format!("{d}/")))
+                    .map(|n| format!("{d}/{n}"))
+                    .chain([format!(
+                        "{d}/{}",
+                        crate::runner::selfgen::SKILL_CREATOR_NAME
+                    )])
+                    .collect::<Vec<_>>()
             })
             .collect();
+        scope.tell(TrialEvent::GeneratedSkills(record)).await;
+        first_session = Some(totals);
     }
     let instruction = match generation {
         Some(g) if !g.two_phase => g.generation_instruction(&task_instruction),
@@ -82,7 +92,7 @@ pub(super) async fn in_container(
     };
     let ctx = AgentContext {
         container,
-        host: &env.host,
+        host: env.host.as_ref(),
         task,
         instruction: &instruction,
         agent_dir: &agent_dir,
@@ -112,7 +122,7 @@ pub(super) async fn in_container(
     let stopped = handover::stop_agent(scope, container).await;
     let run = run.map_err(|e| Failed::runner(e, &format!("agent {}", env.agent.name())))?;
     exposure_kept?;
-    let facts = stopped?;
+    stopped?;
     scope.tell(TrialEvent::AgentExit(run.exit_code)).await;
     let times = (agent_started.as_str(), agent_finished.as_str());
     let traced = record_trajectory(scope, &ctx, &run, times, &mut evidence.skill_uses).await;
@@ -133,7 +143,7 @@ pub(super) async fn in_container(
     // One-pass self-generation: the skills the agent wrote (and used) are read out before the
     // verifier runs.
     if let Some(g) = generation.filter(|g| !g.two_phase) {
-        let record = crate::runner::selfgen::capture(container, dir, g)
+        let record = crate::runner::selfgen::capture(container, &plan.facts.working_dir, dir, g)
             .await
             .map_err(|e| Failed::runner(e, "copying the generated skills out"))?;
         // The skills the agent wrote are its own: its use of them counts.
@@ -160,16 +170,32 @@ pub(super) async fn in_container(
         None => (Vec::new(), Vec::new()),
     };
     let agent_timed_out = run.end == ExecEnd::TimedOut;
-    let verifier = handover::start_verifier(scope, container, &facts, plan, teardown).await?;
-    // The agent's diff (0.5–0.8 s on a Debian-sized image: the daemon holds the stopped
-    // container while it reads it) is read while the verifier runs in its own container.
-    let (tamper, judged) = tokio::join!(
-        handover::record_tamper(scope, container, &facts, &folders, &exempt, &installed),
-        verify(scope, &verifier, plan.files, agent_timed_out)
-    );
-    let tamper = tamper?;
-    evidence.tamper = Some(tamper.clone());
-    tampered(&tamper, judged)
+    let skills = handover::Skills {
+        folders: &folders,
+        exempt: &exempt,
+        installed: &installed,
+    };
+    let (verifier, tamper) =
+        handover::to_verifier(scope, container, plan, &skills, started_at).await?;
+    evidence.tamper = Some(tamper);
+    let judged = verify(scope, &verifier, plan.files, agent_timed_out).await;
+    let judged = match judged {
+        Ok(v) => v,
+        Err(f) => return tampered(evidence.tamper.as_ref(), &None, Err(f)),
+    };
+    let super::verifier::Verified {
+        done,
+        outlived,
+        contradiction,
+    } = judged;
+    if let (Some(t), Some(o)) = (evidence.tamper.as_mut(), outlived) {
+        t.add("?", "(process)", &o);
+        if let Err(e) = t.write(dir) {
+            tracing::warn!(error = %e, "cannot rewrite agent/tamper.json");
+        }
+    }
+    evidence.contradiction = contradiction.clone();
+    tampered(evidence.tamper.as_ref(), &contradiction, done)
 }
 
 /// Runs the agent, reporting what it does every [`TrialEnv::live_every`] while it runs and once

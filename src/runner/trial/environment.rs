@@ -1,24 +1,26 @@
-//! The environment phase: the trial folder, the task's checks, the image (built or reused), the
-//! agent's preparation, the compose services, the trial's own network and the started agent
-//! container — then the attempt in it ([`super::agent`]) and its teardown handed to the reaper.
+//! The environment phase: the trial folder, the task's checks, the image (built or reused) and
+//! what it holds (read once per image), the agent's preparation, the trial's site (a compose
+//! task's services, an `allow_internet` trial's own network) and the agent's started environment
+//! — then the attempt in it ([`super::agent`]) and the site handed to the reaper.
 //!
-//! Nothing of this machine's trial folder is mounted into the container: `/logs` is copied out
-//! through the Docker API ([`super::handover`]), so the container can neither see the folder's
-//! path nor write into it. The agent container is kept to itself ([`ContainerSpec::hardened`],
-//! the process and memory limits of [`crate::runner::limits`]), and the trial's environment
-//! values reach it only through each exec ([`TrialContainer::with_env`]).
+//! Nothing of this machine's trial folder is mounted into an environment: `/logs` is copied out
+//! through the backend ([`super::handover`]), so the agent can neither see the folder's path nor
+//! write into it. The agent's environment is kept to itself (the process and memory limits of
+//! [`crate::runner::limits`], the capabilities of
+//! [`crate::runner::backend::KEPT_CAPABILITIES`]), and the trial's environment values reach it
+//! only through each exec ([`crate::runner::Sandbox::with_env`]) — never a value only the
+//! verifier's `[verifier] env` names ([`agent_env`]).
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 
 use super::agent::in_container;
 use super::evidence::Evidence;
-use super::teardown::Teardown;
 use super::{Done, Failed, Scope};
 use crate::domain::Outcome;
-use crate::runner::container::{ContainerSpec, TrialContainer};
+use crate::runner::Sandbox;
+use crate::runner::backend::{EnvironmentSpec, Mount, MountSource, Role, SiteError, SiteSpec};
 use crate::runner::events::{Step, TrialEvent};
-use crate::runner::network::TrialNetwork;
-use crate::runner::{labels, services};
+use crate::runner::labels;
 use crate::skillsbench::Task;
 use crate::skillsbench::env::{self as task_env, EnvValues, MissingEnvPolicy};
 
@@ -30,13 +32,10 @@ pub(super) fn note_file(path: &std::path::Path, text: &str) {
     }
 }
 
-pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Result<Done, Failed> {
+/// The trial folder's own subfolders, the task's checks: `Err` when the attempt cannot start.
+async fn checks(scope: &Scope<'_>) -> Result<(), Failed> {
     let Scope {
-        job,
-        env,
-        cancel,
-        values,
-        ..
+        job, env, values, ..
     } = *scope;
     let task = &job.task;
     let dir = &job.trial_dir;
@@ -52,34 +51,52 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
     }
     // Values the task needs and nobody set: refused before anything is spent, or marked.
     let missing = task_env::missing(task, env.agent.runs_solution(), values);
-    if !missing.is_empty() {
-        scope
-            .tell(TrialEvent::MissingEnv(
-                missing.iter().map(|m| m.variable.clone()).collect(),
-            ))
-            .await;
-        let what: Vec<String> = missing.iter().map(task_env::MissingEnv::describe).collect();
-        if env.missing_env == MissingEnvPolicy::Allow {
-            note_file(
-                &dir.join("environment/missing-env.txt"),
-                &format!(
-                    "run with --allow-missing-env: these values are empty in this trial: {}\n",
-                    what.join("; ")
-                ),
-            );
-        } else {
-            let msg = format!(
-                "refused: task {} needs environment values that are not set: {} (pass them with --env, or run with --allow-missing-env)",
-                task.id,
-                what.join("; ")
-            );
-            note_file(&build_log, &format!("{msg}\n"));
-            return Err(Failed::new(Outcome::BuildError, msg));
-        }
+    if missing.is_empty() {
+        return Ok(());
     }
+    scope
+        .tell(TrialEvent::MissingEnv(
+            missing.iter().map(|m| m.variable.clone()).collect(),
+        ))
+        .await;
+    let what: Vec<String> = missing.iter().map(task_env::MissingEnv::describe).collect();
+    if env.missing_env == MissingEnvPolicy::Allow {
+        note_file(
+            &dir.join("environment/missing-env.txt"),
+            &format!(
+                "run with --allow-missing-env: these values are empty in this trial: {}\n",
+                what.join("; ")
+            ),
+        );
+        return Ok(());
+    }
+    let msg = format!(
+        "refused: task {} needs environment values that are not set: {} (pass them with --env, or run with --allow-missing-env)",
+        task.id,
+        what.join("; ")
+    );
+    note_file(&build_log, &format!("{msg}\n"));
+    Err(Failed::new(Outcome::BuildError, msg))
+}
+
+/// The image of the trial, built or found, and what it holds.
+async fn image(
+    scope: &Scope<'_>,
+) -> Result<
+    (
+        crate::runner::image::ReadyImage,
+        std::sync::Arc<crate::runner::image::ImageFacts>,
+    ),
+    Failed,
+> {
+    let Scope {
+        job, env, cancel, ..
+    } = *scope;
+    let task = &job.task;
+    let build_log = job.trial_dir.join("environment/build.log");
     let t0 = std::time::Instant::now();
     let image = tokio::select! {
-        r = env.images.ensure(&env.host, task, &job.condition, task.build_timeout()) => r,
+        r = env.host.prepare_image(task, &job.condition, task.build_timeout()) => r,
         _ = cancel.token.cancelled() => return Err(cancel.failed("stopped while building")),
     };
     scope.took(Step::Image, t0).await;
@@ -102,141 +119,158 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
             builds: serde_json::to_value(&image.builds).ok(),
         })
         .await;
-    // With a local daemon the agent's own read-only folders (the oracle's solution, a harness
-    // kit) are mounted; a remote daemon gets copies. Never the trial folder.
-    let mount_agent_files = env.host.local && !env.copy_logs;
-    let mut agent_binds: Vec<String> = Vec::new();
+    let t0 = std::time::Instant::now();
+    let facts = tokio::select! {
+        r = env.host.image_facts(&image.tag) => r,
+        _ = cancel.token.cancelled() => return Err(cancel.failed("stopped while the image was read")),
+    };
+    scope.took(Step::Facts, t0).await;
+    let facts = facts.map_err(|e| Failed::runner(e, "reading what the image holds"))?;
+    Ok((image, facts))
+}
+
+pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Result<Done, Failed> {
+    let Scope {
+        job,
+        env,
+        cancel,
+        values,
+        ..
+    } = *scope;
+    let task = &job.task;
+    let dir = &job.trial_dir;
+    checks(scope).await?;
+    let (image, facts) = image(scope).await?;
+    // On a local host the agent's own read-only folders (the oracle's solution, a harness kit)
+    // are mounted; a remote one gets copies. Never the trial folder.
+    let mount_agent_files = env.host.local() && !env.copy_logs;
+    let mut agent_mounts: Vec<Mount> = Vec::new();
     if mount_agent_files {
-        for (host, cont) in env.agent.local_mounts(task) {
-            agent_binds.push(format!("{}:{cont}:ro", host.display()));
+        for (host, target) in env.agent.local_mounts(task) {
+            agent_mounts.push(Mount {
+                source: MountSource::HostDir(host),
+                target,
+                read_only: true,
+            });
         }
     }
-
     let t0 = std::time::Instant::now();
     let prepared = tokio::select! {
-        r = env.agent.prepare(&env.host) => r,
+        r = env.agent.prepare(env.host.as_ref()) => r,
         _ = cancel.token.cancelled() => return Err(cancel.failed("stopped while the agent was prepared")),
     };
     scope.took(Step::PrepareAgent, t0).await;
-    agent_binds.extend(
+    agent_mounts.extend(
         prepared
             .map_err(|e| Failed::runner(e, &format!("preparing agent {}", env.agent.name())))?,
     );
 
     let env_cfg = &task.config.environment;
     // A request above the host's is cut to it, and the trial says so.
-    let limits = crate::runner::limits::Limits::on(env_cfg, &env.host);
+    let limits = crate::runner::limits::Limits::on(env_cfg, env.host.capacity());
     scope.tell(TrialEvent::Clamped(limits.clamped())).await;
-    let mut spec = ContainerSpec {
+    let name = format!(
+        "ss-{}-{}",
+        crate::skillsbench::condition::docker_safe_name(&job.row.trial_name.replace("__", "-")),
+        job.row.id
+    );
+    let labels = BTreeMap::from([
+        (labels::MANAGED.to_string(), "1".to_string()),
+        (labels::RUN.to_string(), job.run_name.clone()),
+        (labels::RUN_UID.to_string(), job.run_uid.clone()),
+        (labels::TRIAL.to_string(), job.row.trial_name.clone()),
+        (labels::ATTEMPT_ID.to_string(), job.row.id.to_string()),
+        (labels::CONTENT_HASH.to_string(), image.hash.clone()),
+    ]);
+    let t0 = std::time::Instant::now();
+    let site = env
+        .host
+        .open_site(&SiteSpec {
+            task,
+            trial_dir: dir,
+            labels: labels.clone(),
+            name: name.clone(),
+            env_values: values,
+            main_image: &image.tag,
+            cancel: &cancel.token,
+        })
+        .await;
+    scope.took(Step::Site, t0).await;
+    let site = site.map_err(|e| match e {
+        SiteError::Task(m) => Failed::new(Outcome::BuildError, m),
+        SiteError::Runner(e) => Failed::runner(e, "starting the task's services"),
+        SiteError::Cancelled => cancel.failed("stopped while the task's services started"),
+    })?;
+    let base = EnvironmentSpec {
         image: image.tag.clone(),
-        name: format!(
-            "ss-{}-{}",
-            crate::skillsbench::condition::docker_safe_name(&job.row.trial_name.replace("__", "-")),
-            job.row.id
-        ),
-        labels: HashMap::from([
-            (labels::MANAGED.to_string(), "1".to_string()),
-            (labels::RUN.to_string(), job.run_name.clone()),
-            (labels::RUN_UID.to_string(), job.run_uid.clone()),
-            (labels::TRIAL.to_string(), job.row.trial_name.clone()),
-            (labels::ATTEMPT_ID.to_string(), job.row.id.to_string()),
-            (labels::CONTENT_HASH.to_string(), image.hash.clone()),
-        ]),
-        env: container_env(&env.extra_env, task, values),
-        binds: env.binds.clone(),
+        name,
+        labels,
         cpus: limits.cpus,
         memory_bytes: limits.memory_mb.map(|m| (m as i64) * 1024 * 1024),
         pids_limit: Some(limits.pids_limit as i64),
-        hardened: true,
-        network_none: !env_cfg.allow_internet,
-        extra_hosts: env.agent.extra_hosts(),
+        mounts: env.binds.clone(),
         ..Default::default()
     };
-    // A compose task's services start first (none for a task without a compose file).
-    let service_input = services::ServicesInput {
-        host: &env.host,
-        images: &env.images,
-        task,
-        trial_dir: dir,
-        env_values: values,
-        main_image: &image.tag,
-        cancel: &cancel.token,
-    };
-    let t0 = std::time::Instant::now();
-    let services = services::start(&service_input, &mut spec).await;
-    scope.took(Step::Services, t0).await;
-    let services = services.map_err(|e| match e {
-        services::ServiceError::Task(m) => Failed::new(Outcome::BuildError, m),
-        services::ServiceError::Runner(e) => Failed::runner(e, "starting the task's services"),
-        services::ServiceError::Cancelled => {
-            cancel.failed("stopped while the task's services started")
-        }
-    })?;
-    let mut teardown = Teardown::default();
-    // A task on the internet without networks of its own gets a bridge of its own.
-    if !spec.network_none && spec.networks.is_empty() && services.is_empty() {
-        let name = format!("{}-net", spec.name);
-        let t0 = std::time::Instant::now();
-        let created = TrialNetwork::create(&env.host.docker, &name, &spec.labels).await;
-        scope.took(Step::Network, t0).await;
-        match created {
-            Ok(n) => {
-                spec.networks = vec![(n.name.clone(), Vec::new())];
-                teardown.network = Some(n);
-            }
-            Err(e) => {
-                services.remove().await;
-                return Err(Failed::runner(e, ""));
-            }
-        }
+    let mut agent_spec = base.clone();
+    agent_spec.mounts.extend(agent_mounts);
+    agent_spec.extra_hosts = env.agent.extra_hosts();
+    agent_spec.role = Some(Role::Agent);
+    agent_spec
+        .labels
+        .insert(labels::ROLE.to_string(), Role::Agent.as_str().into());
+    if !facts.entrypoint.is_empty() {
+        // Harbor keeps the image's ENTRYPOINT (with `sleep infinity` as its command).
+        agent_spec.image_entry = facts.entrypoint.clone();
+        agent_spec
+            .image_entry
+            .extend(["sleep".into(), "infinity".into()]);
     }
-    // The environment values go to each exec, never into the container's configuration.
-    let exec_env = std::mem::take(&mut spec.env);
-    let verifier_spec = spec.clone();
-    spec.binds.extend(agent_binds);
-    spec.labels
-        .insert(labels::ROLE.to_string(), "agent".to_string());
-    let mut times = crate::runner::container::StartTimes::default();
-    let container = match TrialContainer::start_timed(&env.host.docker, &spec, &mut times).await {
-        Ok(c) => c
-            .with_env(exec_env.clone())
-            .with_secrets(scope.secrets.clone()),
+    let t0 = std::time::Instant::now();
+    let started = site.start(&agent_spec).await;
+    scope.took(Step::Start, t0).await;
+    let environment = match started {
+        Ok(e) => e,
         Err(e) => {
-            teardown.reap(&env.reaper, services, env.host.docker.clone());
+            env.reaper.spawn(site.close());
             return Err(Failed::runner(e, ""));
         }
     };
-    teardown.containers.push(container.clone());
-    scope
-        .tell(TrialEvent::Step(Step::Create, times.create))
-        .await;
-    scope.tell(TrialEvent::Step(Step::Start, times.start)).await;
+    let exec_env = container_env(&env.extra_env, task, values);
+    let container = Sandbox::new(environment)
+        .with_env(agent_env(&exec_env, task))
+        .with_secrets(scope.secrets.clone());
     scope
         .tell(TrialEvent::ContainerStarted {
-            id: container.id.clone(),
+            id: container.id().to_string(),
         })
         .await;
-    let verifier_files = image.verifier_files.clone();
+    let mut verifier_spec = base;
+    verifier_spec.name = format!("{}-verifier", verifier_spec.name);
+    verifier_spec.role = Some(Role::Verifier);
+    verifier_spec
+        .labels
+        .insert(labels::ROLE.to_string(), Role::Verifier.as_str().into());
+    verifier_spec.empty_dirs = vec!["/tests".into(), "/logs/verifier".into()];
     let plan = super::handover::VerifierPlan {
         spec: verifier_spec,
         env: exec_env,
-        files: verifier_files.as_deref(),
+        files: image.verifier_files.as_deref(),
+        facts: &facts,
+        site: site.as_ref(),
+        mounts: env
+            .agent
+            .local_mounts(task)
+            .into_iter()
+            .map(|(_, t)| t)
+            .collect(),
     };
-    let result = in_container(
-        scope,
-        evidence,
-        &container,
-        mount_agent_files,
-        &plan,
-        &mut teardown,
-    )
-    .await;
-    teardown.reap(&env.reaper, services, env.host.docker.clone());
+    let result = in_container(scope, evidence, &container, mount_agent_files, &plan).await;
+    env.reaper.spawn(site.close());
     result
 }
 
-/// The main container's environment: the operator's `--env` values, then the task's resolved
-/// `[environment] env` (which wins for a name both set).
+/// The environment of every exec of the trial: the operator's `--env` values, then the task's
+/// resolved `[environment] env` (which wins for a name both set).
 fn container_env(extra: &[String], task: &Task, values: &EnvValues) -> Vec<String> {
     let table = &task.config.environment.env;
     let mut out: Vec<String> = extra
@@ -249,4 +283,32 @@ fn container_env(extra: &[String], task: &Task, values: &EnvValues) -> Vec<Strin
         .collect();
     out.extend(values.resolve(table));
     out
+}
+
+/// The agent's share of `exec_env`: without the variables only the verifier's `[verifier] env`
+/// names — its keys and the `${NAME}`s its values read — so the verifier's secrets stay the
+/// verifier's, also when their value came from `--env`. A name `[environment] env` or
+/// `[solution] env` uses too stays.
+pub(super) fn agent_env(exec_env: &[String], task: &Task) -> Vec<String> {
+    let names = |table: &BTreeMap<String, String>| -> std::collections::BTreeSet<String> {
+        table
+            .iter()
+            .flat_map(|(k, v)| {
+                std::iter::once(k.clone())
+                    .chain(task_env::references(v, false).into_iter().map(|r| r.name))
+            })
+            .collect()
+    };
+    let c = &task.config;
+    let shared: std::collections::BTreeSet<String> = names(&c.environment.env)
+        .into_iter()
+        .chain(names(&c.solution.env))
+        .collect();
+    let verifier: std::collections::BTreeSet<String> = names(&c.verifier.env);
+    let verifier_only = |k: &str| verifier.contains(k) && !shared.contains(k);
+    exec_env
+        .iter()
+        .filter(|e| !e.split_once('=').is_some_and(|(k, _)| verifier_only(k)))
+        .cloned()
+        .collect()
 }

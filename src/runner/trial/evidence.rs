@@ -3,8 +3,8 @@
 
 use super::{Failed, Scope, TrialEnv};
 use crate::domain::SkillUseRow;
+use crate::runner::Sandbox;
 use crate::runner::agents::AgentContext;
-use crate::runner::container::TrialContainer;
 use crate::runner::events::{SessionTotals, Step, TrajectoryFacts, TrialEvent};
 use crate::runner::exposure::{self, ExposureScan, ScanInput};
 use crate::skillsbench::exposure::SkillExposure;
@@ -64,6 +64,8 @@ pub(super) struct Evidence {
     pub(super) exposure: Option<SkillExposure>,
     /// What the agent changed where a task's work never goes (`agent/tamper.json`).
     pub(super) tamper: Option<crate::runner::tamper::TamperRecord>,
+    /// How the verifier's evidence contradicted its reward, when it did.
+    pub(super) contradiction: Option<crate::domain::TamperFlag>,
 }
 
 impl Evidence {
@@ -101,7 +103,7 @@ fn scan_input<'a>(scope: &Scope<'a>) -> ScanInput<'a> {
 /// visible skills that are not the harness's own.
 pub(super) async fn read_exposure(
     scope: &Scope<'_>,
-    container: &TrialContainer,
+    container: &Sandbox,
     evidence: &mut Evidence,
 ) -> Result<Vec<String>, Failed> {
     let t0 = std::time::Instant::now();
@@ -129,7 +131,7 @@ pub(super) fn exposure_prelude<'a>(scope: &Scope<'a>) -> Option<ExposureScan<'a>
 /// the container changed), reads it now.
 pub(super) async fn keep_exposure(
     scope: &Scope<'_>,
-    container: &TrialContainer,
+    container: &Sandbox,
     evidence: &mut Evidence,
     prelude: &ExposureScan<'_>,
 ) -> Result<(), Failed> {

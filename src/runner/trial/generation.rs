@@ -3,9 +3,10 @@
 
 use super::{Failed, Scope, write_instruction};
 use crate::domain::{Outcome, now_rfc3339};
+use crate::runner::Sandbox;
 use crate::runner::agents::AgentContext;
-use crate::runner::container::{ExecEnd, TrialContainer};
 use crate::runner::events::SessionTotals;
+use crate::runner::sandbox::ExecEnd;
 use crate::skillsbench::selfgen::{GeneratedSkills, SelfGeneration, TRIAL_GENERATION_SESSION};
 
 /// The container folder of the skill-writing session's logs (not the mounted `/logs/agent`: the
@@ -19,9 +20,10 @@ const GENERATION_LOGS: &str = "/tmp/skillscope-skill-generation";
 /// creator and the agent's own folder removed). A timed-out session still has its skills read.
 pub(super) async fn skill_writing_session(
     scope: &Scope<'_>,
-    container: &TrialContainer,
+    container: &Sandbox,
     generation: &SelfGeneration,
     task_instruction: &str,
+    workdir: &str,
 ) -> Result<(GeneratedSkills, SessionTotals), Failed> {
     let Scope {
         job, env, cancel, ..
@@ -37,7 +39,7 @@ pub(super) async fn skill_writing_session(
     let creator_name = [crate::runner::selfgen::SKILL_CREATOR_NAME.to_string()];
     let ctx = AgentContext {
         container,
-        host: &env.host,
+        host: env.host.as_ref(),
         task: &job.task,
         instruction: &instruction,
         agent_dir: &session_dir,
@@ -87,11 +89,12 @@ pub(super) async fn skill_writing_session(
             )
         });
     }
-    let mut record = crate::runner::selfgen::capture(container, &job.trial_dir, generation)
-        .await
-        .map_err(|e| Failed::runner(e, "copying the generated skills out"))?;
+    let mut record =
+        crate::runner::selfgen::capture(container, workdir, &job.trial_dir, generation)
+            .await
+            .map_err(|e| Failed::runner(e, "copying the generated skills out"))?;
     record.installed =
-        crate::runner::selfgen::install_generated(container, &job.trial_dir, &record)
+        crate::runner::selfgen::install_generated(container, workdir, &job.trial_dir, &record)
             .await
             .map_err(|e| Failed::runner(e, "installing the generated skills"))?;
     crate::runner::selfgen::write_record(&job.trial_dir, &record)

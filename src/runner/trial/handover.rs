@@ -1,70 +1,159 @@
-//! Between the agent and the verifier: the verifier runs where the agent no longer is.
+//! Between the agent and the verifier: the verifier runs on the task's own toolchain, with the
+//! agent's work and nothing else of the agent's.
 //!
-//! 1. The agent's container is stopped through the daemon — SIGKILL to its PID 1, which ends its
-//!    PID namespace and every process the agent started in it, however it hid them (`setsid`,
-//!    double forks, a replaced `kill`) — and the daemon is asked until it reports the container
-//!    stopped with no process ([`TrialContainer::kill_and_confirm`]).
-//! 2. `/logs/agent` is copied out through the API, capped ([`MAX_LOGS_BYTES`]), never through a
-//!    link and never over skillscope's own files; the filesystem diff against the image becomes
-//!    `agent/tamper.json` ([`crate::runner::tamper`]).
-//! 3. The stopped container is committed, and the verifier gets a fresh container from that
-//!    commit: the same networks and aliases, limits and the task's mounts, none of the agent's
-//!    own (the oracle's solution, a harness kit), with an empty volume of its own on `/tests` and
-//!    on `/logs/verifier` (whatever the agent left there is hidden), and skillscope's static
-//!    shell mounted read-only ([`crate::runner::static_shell`]) for every command of
-//!    skillscope's in it. Its PID 1 is that shell's `sleep`, after the image's ENTRYPOINT.
+//! 1. Every process of the agent ends: `kill -9 -1` from skillscope's static shell, which spares
+//!    only PID 1 (skillscope's own loop) — however the agent hid them (`setsid`, double forks, a
+//!    replaced `kill`); a process that is still there after is dying (a SIGKILL cannot be held
+//!    off) and is waited for ([`stop_agent`]). `/logs/agent` is copied out, capped, never through
+//!    a link and never over skillscope's own files.
+//! 2. What the agent changed is read by content against the image ([`crate::runner::work`]) and
+//!    sorted: its work, and the rest (the toolchain, the verifier's folders, skill folders) left
+//!    behind. `agent/tamper.json` records every change and what it became.
+//! 3. The verifier's environment starts fresh **from the task's image** — never from the agent's
+//!    filesystem — with skillscope's static shell as its PID 1 (the image's ENTRYPOINT does not
+//!    run), on the same site (a compose task's services), with an empty `/tests` and
+//!    `/logs/verifier` of its own. Steps 2 and 3 run at once.
+//! 4. The agent's work is carried in as data: its deletions, then its files ([`work::carry`]).
 //!
-//! A trial that cannot get there (the kill, the diff, the commit or the new container fails) is
-//! an infrastructure fault: interrupted and queued again, never a verdict.
+//! A trial that cannot get there (the kill, the reading, the new environment or the carrying
+//! fails) is an infrastructure fault: interrupted and queued again, never a verdict.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use super::teardown::Teardown;
 use super::{Failed, Scope};
+use crate::runner::Sandbox;
 use crate::runner::agents::AGENT_LOGS;
-use crate::runner::container::{
-    Change, ContainerCmd, ContainerFacts, ContainerSpec, MAX_DOWNLOAD_BYTES, TrialContainer,
-};
+use crate::runner::backend::{EnvironmentSpec, TrialSite};
 use crate::runner::events::Step;
-use crate::runner::image::VerifierFiles;
-use crate::runner::labels;
-use crate::runner::static_shell::{self, STATIC_SHELL_DIR};
+use crate::runner::image::{ImageFacts, VerifierFiles};
+use crate::runner::sandbox::MAX_DOWNLOAD_BYTES;
 use crate::runner::tamper::{self, TamperRecord};
+use crate::runner::work::{self, Collected, Rules};
 
 /// Most bytes copied out of each of `/logs/agent`, `/logs/verifier` and `/logs/artifacts`.
 pub const MAX_LOGS_BYTES: u64 = MAX_DOWNLOAD_BYTES;
 
-/// How long a container may take to stop after SIGKILL before the trial is a fault.
+/// How long killed processes get to be gone.
 const KILL_LIMIT: Duration = Duration::from_secs(30);
 
-/// What the verifier's container is made from.
+/// What the verifier's environment is made from.
 pub(super) struct VerifierPlan<'a> {
-    /// The agent's container's spec without the agent's own mounts and environment.
-    pub(super) spec: ContainerSpec,
+    /// Its spec: the task's image, the trial's limits and the operator's mounts — none of the
+    /// agent's own.
+    pub(super) spec: EnvironmentSpec,
     /// The trial's environment, for each exec.
     pub(super) env: Vec<String>,
     /// The verifier's copies of skills.
     pub(super) files: Option<&'a VerifierFiles>,
+    /// What the image holds.
+    pub(super) facts: &'a Arc<ImageFacts>,
+    /// The trial's site.
+    pub(super) site: &'a dyn TrialSite,
+    /// Where the agent's own folders are mounted (never read as its changes).
+    pub(super) mounts: Vec<String>,
 }
 
-/// Stops the agent's container, copies `/logs/agent` out and returns what the daemon says of
-/// the container. The copy is tried even when the stop failed (what the agent wrote is kept);
-/// the stop's failure is then the error.
-pub(super) async fn stop_agent(
-    scope: &Scope<'_>,
-    container: &TrialContainer,
-) -> Result<ContainerFacts, Failed> {
+/// The skill folders of the tamper rules.
+pub(super) struct Skills<'a> {
+    /// The folders the exposure scan looked in.
+    pub(super) folders: &'a [String],
+    /// The harness's own built-ins.
+    pub(super) exempt: &'a [String],
+    /// What skillscope installed itself.
+    pub(super) installed: &'a [String],
+}
+
+/// The script that lists the processes of an environment, ends every one but its PID 1 and
+/// itself (the shell's builtin `kill`: a `kill` program would end the shell that ran it), and
+/// lists them again: one `pid ppid state name` line each, the two lists apart by a line `--`.
+/// Left out of both: PID 1, the script and its children, zombies (they run nothing), and PID 1's
+/// own `sleep` (a child of PID 1 running skillscope's static busybox).
+pub(crate) fn kill_script() -> String {
+    let s = crate::runner::sandbox::STATIC_SHELL_DIR;
+    format!(
+        "l() {{ for d in /proc/[0-9]*; do p=${{d#/proc/}}; \
+         [ \"$p\" = 1 ] || [ \"$p\" = $$ ] && continue; \
+         st=$({s}/cat $d/status 2>/dev/null) || continue; \
+         n=$(echo \"$st\" | {s}/sed -n 's/^Name:[[:space:]]*//p'); \
+         pp=$(echo \"$st\" | {s}/sed -n 's/^PPid:[[:space:]]*//p'); \
+         t=$(echo \"$st\" | {s}/sed -n 's/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p'); \
+         [ \"$pp\" = $$ ] || [ \"$t\" = Z ] && continue; \
+         e=$({s}/readlink $d/exe 2>/dev/null); \
+         [ \"$pp\" = 1 ] && [ \"$n\" = sleep ] && [ \"$e\" = {s}/busybox ] && continue; \
+         echo \"$p $pp $t $n\"; done; }}; l; echo --; kill -9 -1 2>/dev/null; l; true"
+    )
+}
+
+/// What [`kill_script`] saw: the processes before the kill and those still there after it.
+fn parse_kill(out: &str) -> (Vec<String>, Vec<String>) {
+    let mut parts = out.splitn(2, "--\n");
+    let lines = |t: Option<&str>| -> Vec<String> {
+        t.unwrap_or_default()
+            .lines()
+            .filter(|l| !l.trim().is_empty() && *l != "--")
+            .map(str::to_string)
+            .collect()
+    };
+    (lines(parts.next()), lines(parts.next()))
+}
+
+/// Ends every process in `sandbox` but skillscope's PID 1, until none is left or `limit`
+/// passes; returns what was running before the first kill (one line each).
+///
+/// # Errors
+/// [`crate::runner::RunnerError`] when the environment cannot be asked (a fault), or processes
+/// are left after `limit` (a fault: a clean hand-over cannot be confirmed).
+pub(crate) async fn end_processes(
+    sandbox: &Sandbox,
+    limit: Duration,
+) -> Result<Vec<String>, crate::runner::RunnerError> {
+    let t0 = tokio::time::Instant::now();
+    let mut first: Option<Vec<String>> = None;
+    loop {
+        let (r, out) = sandbox
+            .sh_output(&kill_script(), Duration::from_secs(30))
+            .await?;
+        if r.exit_code != Some(0) {
+            return Err(crate::runner::RunnerError::backend_text(
+                format!("ending the processes of {}", sandbox.name()),
+                format!("skillscope's kill ended {:?} with {:?}", r.end, r.exit_code),
+            ));
+        }
+        let (before, left) = parse_kill(&out);
+        let done = left.is_empty();
+        first.get_or_insert(before);
+        if done {
+            return Ok(first.unwrap_or_default());
+        }
+        if t0.elapsed() > limit {
+            return Err(crate::runner::RunnerError::backend_text(
+                format!("ending the processes of {}", sandbox.name()),
+                format!(
+                    "{} process(es) still there {}s after SIGKILL: {}",
+                    left.len(),
+                    limit.as_secs(),
+                    crate::sanitize::one_line(&left.join("; "))
+                ),
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Ends every process of the agent, then copies `/logs/agent` out. The copy is tried even when
+/// the stop failed (what the agent wrote is kept); the stop's failure is then the error.
+pub(super) async fn stop_agent(scope: &Scope<'_>, container: &Sandbox) -> Result<(), Failed> {
     let t0 = std::time::Instant::now();
-    let stopped = container.kill_and_confirm(KILL_LIMIT).await;
+    let stopped = end_processes(container, KILL_LIMIT).await;
     scope.took(Step::Kill, t0).await;
     let t0 = std::time::Instant::now();
     let dir = scope.job.trial_dir.join("agent");
     let copied = container
         .download_dir(AGENT_LOGS, &dir, MAX_LOGS_BYTES)
         .await;
-    let facts = container.facts().await;
     scope.took(Step::Evidence, t0).await;
-    stopped.map_err(|e| Failed::runner(e, "stopping the agent's container"))?;
+    stopped.map_err(|e| Failed::runner(e, "ending the agent's processes"))?;
     let copied = copied.map_err(|e| Failed::runner(e, "copying /logs/agent out"))?;
     if !copied.skipped.is_empty() {
         tracing::info!(
@@ -73,92 +162,134 @@ pub(super) async fn stop_agent(
             "entries of /logs/agent not copied"
         );
     }
-    facts.map_err(|e| Failed::runner(e, "inspecting the agent's container"))
+    Ok(())
 }
 
-/// Reads the stopped container's diff, writes `agent/tamper.json` and returns the record.
-/// `skill_folders`: where the exposure scan looked; `exempt`: the harness's own folders;
-/// `baseline`: the changes skillscope made before the agent's session.
-pub(super) async fn record_tamper(
+/// Minutes since `since` (rounded up, at least 1): the window of `find -cmin`.
+fn minutes_since(since: std::time::SystemTime) -> u64 {
+    let secs = since.elapsed().unwrap_or_default().as_secs();
+    secs.div_ceil(60).max(1) + 1
+}
+
+/// Reads what the agent changed while the verifier's environment starts, records the tamper
+/// evidence, and carries the work in; returns the verifier's environment and the record.
+pub(super) async fn to_verifier(
     scope: &Scope<'_>,
-    container: &TrialContainer,
-    facts: &ContainerFacts,
-    skill_folders: &[String],
-    exempt: &[String],
-    baseline: &[Change],
-) -> Result<TamperRecord, Failed> {
-    let t0 = std::time::Instant::now();
-    let changes = container
-        .changes()
-        .await
-        .map_err(|e| Failed::runner(e, "reading the agent's changes"))?;
-    let ev = tamper::Evidence {
-        changes: &changes,
-        facts,
-        skill_folders,
-        exempt,
-        baseline,
+    agent: &Sandbox,
+    plan: &VerifierPlan<'_>,
+    skills: &Skills<'_>,
+    started_at: std::time::SystemTime,
+) -> Result<(Sandbox, TamperRecord), Failed> {
+    let job = scope.job;
+    let facts = plan.facts;
+    let test_sh = std::fs::read_to_string(job.task.tests_dir().join("test.sh")).unwrap_or_default();
+    let skill_dirs: Vec<String> = skills
+        .folders
+        .iter()
+        .map(|f| f.trim_end_matches('/').to_string())
+        .chain(
+            crate::skillsbench::dockerfile::SKILL_DESTINATIONS
+                .iter()
+                .map(|d| d.to_string()),
+        )
+        .collect();
+    let rules = Arc::new(Rules::new(
+        &facts.files,
+        &facts.toolchain,
+        &facts.working_dir,
+        &test_sh,
+        &facts.home(),
+        &skill_dirs,
+    ));
+    let pruned = Rules::pruned(&plan.mounts);
+    let manifest = Arc::new(facts.files.clone());
+    let collect = async {
+        let t0 = std::time::Instant::now();
+        let c = work::collect::collect(
+            agent,
+            &manifest,
+            &rules,
+            &pruned,
+            minutes_since(started_at),
+            work::Limits::default(),
+        )
+        .await;
+        scope.took(Step::Collect, t0).await;
+        c
     };
-    let record = tamper::assess(&ev, container).await;
+    let start = async {
+        let t0 = std::time::Instant::now();
+        let v = plan.site.start(&plan.spec).await;
+        scope.took(Step::VerifierStart, t0).await;
+        v
+    };
+    let (collected, verifier) = tokio::join!(collect, start);
+    let verifier =
+        verifier.map_err(|e| Failed::runner(e, "starting the verifier's environment"))?;
+    let verifier = Sandbox::new(verifier)
+        .with_env(plan.env.clone())
+        .with_secrets(scope.secrets.clone());
+    let collected = collected.map_err(|e| Failed::runner(e, "reading what the agent changed"))?;
+    let t0 = std::time::Instant::now();
+    let record = record_tamper(scope, &collected, facts, skills)?;
+    scope.took(Step::Evidence, t0).await;
+    let t0 = std::time::Instant::now();
+    work::carry::apply(&verifier, &collected)
+        .await
+        .map_err(|e| Failed::runner(e, "carrying the agent's work to the verifier"))?;
+    scope.took(Step::Carry, t0).await;
+    Ok((verifier, record))
+}
+
+/// Writes `agent/tamper.json` from what the agent changed and returns it.
+fn record_tamper(
+    scope: &Scope<'_>,
+    collected: &Collected,
+    facts: &ImageFacts,
+    skills: &Skills<'_>,
+) -> Result<TamperRecord, Failed> {
+    let head = |p: &str| collected.head(p, tamper::MAX_SCRIPT);
+    let ev = tamper::Evidence {
+        collected,
+        image: facts,
+        skill_folders: skills.folders,
+        exempt: skills.exempt,
+        installed: skills.installed,
+        head: &head,
+    };
+    let record = tamper::assess(&ev);
     record
         .write(&scope.job.trial_dir)
         .map_err(|e| Failed::runner(e, "recording the agent's changes"))?;
-    scope.took(Step::Evidence, t0).await;
     Ok(record)
 }
 
-/// Commits the stopped agent container and starts the verifier's own container from it (see
-/// the module doc); both are handed to `teardown`.
-pub(super) async fn start_verifier(
-    scope: &Scope<'_>,
-    agent: &TrialContainer,
-    facts: &ContainerFacts,
-    plan: &VerifierPlan<'_>,
-    teardown: &mut Teardown,
-) -> Result<TrialContainer, Failed> {
-    let job = scope.job;
-    let t0 = std::time::Instant::now();
-    let commit_labels = std::collections::HashMap::from([
-        (labels::MANAGED.to_string(), "1".to_string()),
-        (labels::COMMIT.to_string(), job.row.id.to_string()),
-        (labels::RUN_UID.to_string(), job.run_uid.clone()),
-        (labels::ATTEMPT_ID.to_string(), job.row.id.to_string()),
-    ]);
-    let image = agent
-        .commit(&commit_labels)
-        .await
-        .map_err(|e| Failed::runner(e, "committing the agent's filesystem"))?;
-    teardown.images.push(image.clone());
-    scope.took(Step::Commit, t0).await;
-    let t0 = std::time::Instant::now();
-    let shell = static_shell::ensure(&scope.env.host)
-        .await
-        .map_err(|e| Failed::runner(e, "preparing the verifier's shell"))?;
-    let mut spec = plan.spec.clone();
-    spec.image = image;
-    spec.name = format!("{}-verifier", spec.name);
-    spec.labels
-        .insert(labels::ROLE.to_string(), "verifier".to_string());
-    spec.cmd = ContainerCmd::Args(vec![
-        format!("{STATIC_SHELL_DIR}/busybox"),
-        "sleep".into(),
-        "infinity".into(),
-    ]);
-    spec.empty_volumes = vec!["/tests".into(), "/logs/verifier".into()];
-    spec.binds.push(shell);
-    // An image's VOLUMEs are not in the commit: the verifier mounts the agent's.
-    for (volume, dest) in &facts.volumes {
-        if !spec.empty_volumes.contains(dest) {
-            spec.binds.push(format!("{volume}:{dest}"));
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kill_script_uses_only_the_static_tools() {
+        let s = kill_script();
+        assert!(s.contains("; kill -9 -1"), "the shell's builtin: {s}");
+        assert_eq!(
+            parse_kill("12 1 S loop\n--\n"),
+            (vec!["12 1 S loop".to_string()], Vec::new())
+        );
+        assert_eq!(parse_kill("--\n"), (Vec::new(), Vec::new()));
+        for tool in ["cat", "sed"] {
+            assert!(
+                s.contains(&format!("/skillscope/static/{tool} ")),
+                "{tool}: {s}"
+            );
         }
     }
-    let c = TrialContainer::start(&scope.env.host.docker, &spec)
-        .await
-        .map_err(|e| Failed::runner(e, "starting the verifier's container"))?
-        .with_env(plan.env.clone())
-        .with_secrets(scope.secrets.clone())
-        .with_static_shell(STATIC_SHELL_DIR);
-    teardown.containers.push(c.clone());
-    scope.took(Step::VerifierStart, t0).await;
-    Ok(c)
+
+    #[test]
+    fn the_window_covers_the_whole_session() {
+        let now = std::time::SystemTime::now();
+        assert_eq!(minutes_since(now), 2);
+        let before = now - Duration::from_secs(61);
+        assert_eq!(minutes_since(before), 3);
+    }
 }

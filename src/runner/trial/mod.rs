@@ -1,15 +1,17 @@
 //! One trial attempt from image to teardown, as Harbor's `trial.py` orders it: environment setup
-//! (image build or reuse, a compose task's services, container start), agent run under `[agent]
-//! timeout_sec`, verifier under `[verifier] timeout_sec` (it still runs after an agent timeout),
-//! logs copied out, container (and services) removed. Every failure becomes an outcome; nothing
-//! here returns an error.
+//! (image build or reuse, a compose task's services, the agent's environment), agent run under
+//! `[agent] timeout_sec`, verifier under `[verifier] timeout_sec` (it still runs after an agent
+//! timeout), logs copied out, environments (and services) removed. Every failure becomes an
+//! outcome; nothing here returns an error. The protocol is the same on every backend: it only
+//! starts environments, runs execs and moves tar streams ([`crate::runner::backend`]).
 //!
-//! By phase: [`environment`] (image, services, the trial's network, container), [`agent`] (the
-//! agent's run in the started container, watched while it runs), [`generation`] (the
-//! skill-writing session of a two-phase self-generated trial), [`evidence`] (what the attempt
-//! learned of skills: exposure and trajectory), [`handover`] (the agent's container stopped, its
-//! logs and changes collected, the verifier's own container started from a commit of it),
-//! [`verifier`] (tests, reward, verdict). This file holds what they share: the attempt's inputs,
+//! By phase: [`environment`] (image, what it holds, the site, the agent's environment),
+//! [`agent`] (the agent's run, watched while it runs), [`generation`] (the skill-writing session
+//! of a two-phase self-generated trial), [`evidence`] (what the attempt learned of skills:
+//! exposure and trajectory), [`handover`] (every process of the agent ended, its logs copied
+//! out, what it changed read by content; the verifier's environment started fresh from the
+//! task's image and the agent's work carried in as data), [`verifier`] (tests, reward, the
+//! evidence that must agree, verdict). This file holds what they share: the attempt's inputs,
 //! its end, the secrets kept out of its folder, and how a failure is told.
 
 mod agent;
@@ -17,7 +19,6 @@ mod environment;
 mod evidence;
 mod generation;
 mod handover;
-mod teardown;
 mod verifier;
 
 use std::path::PathBuf;
@@ -27,11 +28,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
 
 use super::agents::Agent;
-use super::container::Reaper;
+use super::backend::{Host, Mount};
 pub use super::events::Live;
 use super::events::{Step, TrialEvent, TrialEvents};
+use super::sandbox::Reaper;
 use super::secrets::Secrets;
-use super::{DockerHost, ImageCache};
 use crate::domain::{Outcome, SkillUseRow, TrialRow, now_rfc3339};
 use crate::skillsbench::env::{EnvValues, MissingEnvPolicy};
 use crate::skillsbench::exposure::SkillExposure;
@@ -57,21 +58,19 @@ pub struct TrialJob {
 
 /// What every trial of a run shares.
 pub struct TrialEnv {
-    /// The Docker host this attempt runs on.
-    pub host: Arc<DockerHost>,
-    /// Images.
-    pub images: Arc<ImageCache>,
+    /// The host this attempt runs on.
+    pub host: Arc<dyn Host>,
     /// The agent.
     pub agent: Arc<dyn Agent>,
     /// Extra `KEY=VALUE` environment for containers (may hold secrets: never stored or logged).
     pub extra_env: Vec<String>,
-    /// Extra bind mounts `host:container[:ro]`.
-    pub binds: Vec<String>,
-    /// Removes finished containers in the background.
+    /// The operator's extra mounts (`--mount host:container[:ro]`).
+    pub binds: Vec<Mount>,
+    /// Removes finished trials' environments in the background.
     pub reaper: Arc<Reaper>,
-    /// Treat a local daemon as a remote one: the agent's own read-only folders (the oracle's
+    /// Treat a local host as a remote one: the agent's own read-only folders (the oracle's
     /// solution, a harness kit) are copied in instead of mounted. (`/logs` is always copied out
-    /// through the API: nothing of the trial folder is ever mounted.)
+    /// through the backend: nothing of the trial folder is ever mounted.)
     pub copy_logs: bool,
     /// How often a running agent's output is looked at and reported ([`TrialEvent::Live`]).
     pub live_every: std::time::Duration,
@@ -80,7 +79,7 @@ pub struct TrialEnv {
 }
 
 /// Cancellation of one attempt: by the operator (outcome `cancelled`), by a stopping run
-/// (outcome `interrupted`, re-queued) or because its Docker host went down (outcome
+/// (outcome `interrupted`, re-queued) or because its host went down (outcome
 /// `interrupted` with that fault, re-queued).
 #[derive(Clone, Default)]
 pub struct TrialCancel {
@@ -143,8 +142,9 @@ pub struct TrialEnd {
     pub exposure: Option<SkillExposure>,
     /// Set with outcome [`Outcome::ProviderError`]: what the model provider did.
     pub provider_failure: Option<crate::agent_logs::provider::ProviderFailure>,
-    /// What the agent changed where a task's work never goes (`agent/tamper.json`), when
-    /// anything was flagged: the attempt is then judged a failure of the agent.
+    /// What the agent changed where a task's work never goes (`agent/tamper.json`), or how the
+    /// verifier's evidence contradicted its reward, when anything was flagged: the attempt is
+    /// then judged a failure of the agent.
     pub tamper: Option<crate::domain::TamperFlag>,
 }
 
@@ -184,7 +184,7 @@ pub async fn run_trial(
     scope
         .tell(TrialEvent::Started {
             at: now_rfc3339(),
-            host: env.host.name.clone(),
+            host: env.host.name().to_string(),
             trial_dir: job.trial_dir.clone(),
             agent_settings: env.agent.settings(),
         })
@@ -224,7 +224,9 @@ pub async fn run_trial(
         skill_uses: evidence.skill_uses,
         exposure: evidence.exposure,
         provider_failure,
-        tamper: evidence.tamper.and_then(|t| t.flag()),
+        tamper: evidence
+            .contradiction
+            .or_else(|| evidence.tamper.and_then(|t| t.flag())),
     }
 }
 

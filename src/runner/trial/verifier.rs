@@ -1,29 +1,44 @@
-//! The verifier phase and the verdict, in the verifier's own container
-//! ([`super::handover::start_verifier`]): its copies of skills put in place, its test run
-//! ([`crate::runner::verifier`]), `/logs/verifier` and `/logs/artifacts` copied out, and the
-//! outcome decided from the reward file it wrote (a missing reward told apart from an
-//! infrastructure fault) — and from the agent's tamper evidence: a flagged attempt is judged a
-//! failure of the agent whatever the reward ([`crate::domain::TAMPER_RULE`]).
+//! The verifier phase and the verdict, in the verifier's own environment
+//! ([`super::handover::to_verifier`]: fresh from the task's image, the agent's work carried in):
+//! its copies of skills put in place, its test run ([`crate::runner::verifier`]), every process
+//! the tests left ended (one that outlived them flags the trial), `/logs/verifier` and
+//! `/logs/artifacts` copied out, and the outcome decided from the reward file it wrote (a missing
+//! reward told apart from an infrastructure fault) — checked against the evidence that must agree
+//! with it ([`crate::harbor::agreement`]: a contradicted verdict is no pass) and the agent's
+//! tamper evidence (a flagged attempt is judged a failure of the agent whatever the reward:
+//! [`crate::domain::TAMPER_RULE`]).
 
 use super::handover::MAX_LOGS_BYTES;
 use super::{Done, Failed, Scope};
-use crate::domain::{Outcome, now_rfc3339};
+use crate::domain::{Outcome, TamperFlag, now_rfc3339};
 use crate::harbor::reward::{self, is_pass, scalar_reward};
-use crate::runner::container::{ExecEnd, TrialContainer};
+use crate::runner::Sandbox;
 use crate::runner::events::{Step, TrialEvent};
+use crate::runner::sandbox::ExecEnd;
 use crate::runner::tamper::TamperRecord;
 use crate::skillsbench::Task;
 
+/// What the verifier phase found.
+pub(super) struct Verified {
+    /// The verdict from the reward (or why there is none).
+    pub(super) done: Result<Done, Failed>,
+    /// Processes the tests left running, when there were any (the trial is flagged).
+    pub(super) outlived: Option<String>,
+    /// How the evidence contradicted the reward, when it did.
+    pub(super) contradiction: Option<TamperFlag>,
+}
+
 /// The verifier after the agent (it still runs after an agent timeout), in `container` (its
-/// own): its copies of skills put in place, its test run under `[verifier] timeout_sec`, its
-/// folders copied out, and the verdict from the reward it wrote (the agent's tamper evidence is
-/// applied to it afterwards: [`tampered`]).
+/// own): its copies of skills put in place, its test run under `[verifier] timeout_sec`, what it
+/// left running ended, its folders copied out, and the verdict from the reward it wrote with the
+/// evidence that must agree (the agent's tamper evidence is applied to it afterwards:
+/// [`tampered`]).
 pub(super) async fn verify(
     scope: &Scope<'_>,
-    container: &TrialContainer,
+    container: &Sandbox,
     verifier_files: Option<&crate::runner::image::VerifierFiles>,
     agent_timed_out: bool,
-) -> Result<Done, Failed> {
+) -> Result<Verified, Failed> {
     let Scope { job, cancel, .. } = *scope;
     let task = &job.task;
     let dir = &job.trial_dir;
@@ -51,6 +66,10 @@ pub(super) async fn verify(
     .await;
     scope.took(Step::Verifier, t0).await;
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "verifier done");
+    // What the tests left running ends before the reward is read.
+    let t0 = std::time::Instant::now();
+    let left = super::handover::end_processes(container, std::time::Duration::from_secs(30)).await;
+    scope.took(Step::Sweep, t0).await;
     let t0 = std::time::Instant::now();
     let mut download = container
         .download_dir("/logs/verifier", &verifier_dir, MAX_LOGS_BYTES)
@@ -69,6 +88,7 @@ pub(super) async fn verify(
         })
         .await;
     let verified = verified?;
+    let left = left.map_err(|e| Failed::runner(e, "ending what the tests left running"))?;
     if let Ok(report) = crate::harbor::ctrf::Report::read(&verifier_dir.join("ctrf.json")) {
         scope
             .tell(TrialEvent::Tests {
@@ -95,24 +115,51 @@ pub(super) async fn verify(
     if let Err(e) = download {
         return Err(Failed::runner(e, "copying the verifier's folders out"));
     }
-    judge(container, task, &verifier_dir, agent_timed_out).await
+    let outlived = (!left.is_empty()).then(|| {
+        format!(
+            "{} process(es) outlived test.sh: {}",
+            left.len(),
+            crate::sanitize::one_line(&left.join("; "))
+        )
+    });
+    let done = judge(container, task, &verifier_dir, agent_timed_out).await;
+    let contradiction = match &done {
+        Ok((_, Some(r), _, _)) => {
+            let test_sh =
+                std::fs::read_to_string(task.tests_dir().join("test.sh")).unwrap_or_default();
+            let why = crate::harbor::agreement::contradictions(&verifier_dir, &test_sh, *r);
+            (!why.is_empty()).then(|| TamperFlag::contradicted(why))
+        }
+        _ => None,
+    };
+    Ok(Verified {
+        done,
+        outlived,
+        contradiction,
+    })
 }
 
-/// The verdict of an attempt whose agent was flagged (`tamper`): a failure of the agent, reward
-/// 0, whatever the verifier said — its rewards kept as `verifier.<key>` beside `reward: 0`. An
-/// agent timeout stays one (with reward 0); an infrastructure fault stays a fault (no verdict).
-/// Unflagged attempts keep `judged` as it is.
+/// The verdict of an attempt whose agent was flagged (`tamper`) or whose verifier's evidence
+/// contradicts its reward (`contradiction`): a failure of the agent, reward 0, whatever the
+/// verifier said — its rewards kept as `verifier.<key>` beside `reward: 0`. An agent timeout
+/// stays one (with reward 0); an infrastructure fault stays a fault (no verdict). Attempts
+/// without either keep `judged` as it is.
 pub(super) fn tampered(
-    tamper: &TamperRecord,
+    tamper: Option<&TamperRecord>,
+    contradiction: &Option<TamperFlag>,
     judged: Result<Done, Failed>,
 ) -> Result<Done, Failed> {
-    let Some(flag) = tamper.flag() else {
-        return judged;
+    let why = match (tamper.and_then(TamperRecord::flag), contradiction) {
+        (Some(flag), _) => format!(
+            "tampered: the agent changed {} — judged a failure of the agent (docs/scoring.md)",
+            crate::sanitize::text(&flag.describe())
+        ),
+        (None, Some(c)) => format!(
+            "verdict contradicted: {} — not a pass (docs/scoring.md)",
+            crate::sanitize::text(&c.describe())
+        ),
+        (None, None) => return judged,
     };
-    let why = format!(
-        "tampered: the agent changed {} — judged a failure of the agent (docs/scoring.md)",
-        crate::sanitize::text(&flag.describe())
-    );
     let (outcome, rewards, said) = match judged {
         Ok((outcome, reward, rewards, _)) => (
             outcome,
@@ -149,7 +196,7 @@ pub(super) fn tampered(
 /// is the infrastructure's fault when a disk was full or the container went away, else
 /// `no-reward`.
 async fn judge(
-    container: &TrialContainer,
+    container: &Sandbox,
     task: &Task,
     verifier_dir: &std::path::Path,
     agent_timed_out: bool,
@@ -200,7 +247,7 @@ const FULL_KIB: u64 = 64;
 /// was full, the filesystem holding `/logs/verifier` has (almost) no space left, or the container
 /// cannot be asked any more. `None` when the task's test simply wrote no reward.
 async fn reward_fault(
-    container: &TrialContainer,
+    container: &Sandbox,
     verifier_dir: &std::path::Path,
 ) -> Option<(crate::runner::Fault, String)> {
     let out = verifier_dir.join("test-stdout.txt");

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use super::TrialContainer;
+use super::Sandbox;
 use super::output::OutputFile;
 use crate::runner::RunnerError;
 
@@ -34,11 +34,7 @@ pub trait Prelude: Send + Sync {
     ///
     /// # Errors
     /// A [`RunnerError`] stops the exec: the command never starts and the error is the exec's.
-    async fn ended(
-        &self,
-        container: &TrialContainer,
-        exit_code: Option<i64>,
-    ) -> Result<(), RunnerError>;
+    async fn ended(&self, container: &Sandbox, exit_code: Option<i64>) -> Result<(), RunnerError>;
 }
 
 /// One stream's search for the prelude's end line.
@@ -206,7 +202,7 @@ mod tests {
         fn outputs(&self) -> (&Path, &Path) {
             (self.0.path(), self.0.path())
         }
-        async fn ended(&self, _: &TrialContainer, _: Option<i64>) -> Result<(), RunnerError> {
+        async fn ended(&self, _: &Sandbox, _: Option<i64>) -> Result<(), RunnerError> {
             Ok(())
         }
     }

@@ -17,7 +17,6 @@ use std::time::{Duration, Instant};
 
 use bollard::query_parameters::BuildImageOptions;
 use futures_util::StreamExt;
-use serde::Serialize;
 use tokio::sync::{Mutex, OnceCell, Semaphore};
 
 pub use context::{
@@ -25,124 +24,15 @@ pub use context::{
     prepare_context, prepare_in_place, prepare_layer, prepare_service_context, skill_lines,
 };
 
-use super::container::TrialContainer;
-use super::{DockerHost, RunnerError, base_image, labels};
+use super::base_image;
+use super::container::DockerContainer;
+use super::host::DockerHost;
+use crate::runner::image::{BuildFailure, BuildOutcome, ImageBuild, ReadyImage, VerifierFiles};
+use crate::runner::sandbox::Sandbox;
+use crate::runner::{Fault, RunnerError, labels};
 use crate::skillsbench::compose::BuildDef;
 use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
 use crate::skillsbench::{Condition, Task};
-
-/// One image of a trial's chain and what its build took.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ImageBuild {
-    /// Its tag.
-    pub tag: String,
-    /// Seconds its build took here (0 when it was reused).
-    pub seconds: f64,
-    /// True when it was built (not reused).
-    pub built: bool,
-}
-
-/// The verifier's copies of skills, read out of an image's verifier stage: each container path
-/// and the tar Docker archived it as (its own name at the top).
-#[derive(Debug, Clone, Default)]
-pub struct VerifierFiles {
-    /// `(path, tar)` per copy.
-    pub copies: Vec<(String, Arc<Vec<u8>>)>,
-}
-
-impl VerifierFiles {
-    /// Puts every copy at its path in `container` (before the verifier runs).
-    ///
-    /// # Errors
-    /// [`RunnerError`] when a folder cannot be made or a copy cannot be uploaded.
-    pub async fn install(&self, container: &TrialContainer) -> Result<(), RunnerError> {
-        for (path, tar) in &self.copies {
-            let parent = std::path::Path::new(path)
-                .parent()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "/".into());
-            let (code, out) = container
-                .sh_output(&format!("mkdir -p '{parent}'"), Duration::from_secs(60))
-                .await?;
-            if code.exit_code != Some(0) {
-                return Err(RunnerError::Task(format!(
-                    "cannot make {parent} for the verifier's copy of skills: {out}"
-                )));
-            }
-            container
-                .upload_tar_at(tar.as_ref().clone(), &parent)
-                .await?;
-        }
-        Ok(())
-    }
-}
-
-/// A ready image for a trial.
-#[derive(Debug, Clone)]
-pub struct ReadyImage {
-    /// Image tag.
-    pub tag: String,
-    /// Context hash.
-    pub hash: String,
-    /// True when this call built it; false when it already existed.
-    pub built: bool,
-    /// Build log (or a note that the image was reused) for the trial folder.
-    pub log: Arc<String>,
-    /// Each image of the chain (the no-skills image first, then the skills over it).
-    pub builds: Vec<ImageBuild>,
-    /// The verifier's copies of skills to put in place before the verifier runs.
-    pub verifier_files: Option<Arc<VerifierFiles>>,
-}
-
-/// Why an image is not ready: the task's own build failed (its Dockerfile, its context, a skills
-/// leak into a no-skills image) or an infrastructure fault got in the way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BuildFailure {
-    /// What failed, with the end of the build log.
-    pub message: String,
-    /// Set when the failure is an infrastructure fault (the attempt is re-queued and the build
-    /// tried again), `None` when the task's build itself failed (a `build-error` verdict).
-    pub fault: Option<super::Fault>,
-    /// The whole build log, when a build ran (the trial's `environment/build.log`).
-    pub log: Option<Arc<String>>,
-}
-
-impl BuildFailure {
-    /// The task's own build failed.
-    pub fn task(message: impl Into<String>) -> BuildFailure {
-        BuildFailure {
-            message: message.into(),
-            fault: None,
-            log: None,
-        }
-    }
-
-    /// A runner error on the way: a fault when it is one.
-    pub fn runner(context: &str, e: RunnerError) -> BuildFailure {
-        BuildFailure {
-            fault: e.fault(),
-            message: format!("{context}: {e}"),
-            log: None,
-        }
-    }
-
-    /// What the trial's `environment/build.log` holds: the whole log, then the message.
-    pub fn log_text(&self) -> String {
-        match &self.log {
-            Some(l) => format!("{l}\n--- build failed ---\n{}\n", self.message),
-            None => format!("{}\n", self.message),
-        }
-    }
-}
-
-impl std::fmt::Display for BuildFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-/// Result of a build, shared by every trial waiting on it.
-type BuildOutcome = Result<ReadyImage, BuildFailure>;
 
 /// A value computed once and shared by everyone who asks for the same key.
 type Shared<T> = Arc<OnceCell<T>>;
@@ -420,14 +310,18 @@ async fn read_verifier_copies(
     paths: &[String],
 ) -> Result<Arc<VerifierFiles>, BuildFailure> {
     let what = format!("reading the verifier's copies of skills out of {tag}");
-    let spec = host.helper_spec(tag, "verifier-copy");
-    let c = TrialContainer::start(&host.docker, &spec)
+    let shell = super::static_shell::ensure(host)
         .await
         .map_err(|e| BuildFailure::runner(&what, e))?;
+    let spec = host.helper_spec(tag, "verifier-copy", &shell);
+    let c = DockerContainer::start(&host.docker, &spec)
+        .await
+        .map_err(|e| BuildFailure::runner(&what, e))?;
+    let sandbox = Sandbox::new(Arc::new(c.clone()));
     let mut files = VerifierFiles::default();
     let mut result = Ok(());
     for p in paths {
-        match c.download_tar(p, MAX_VERIFIER_COPY).await {
+        match sandbox.download_tar(p, MAX_VERIFIER_COPY).await {
             Ok((_, true)) => {
                 result = Err(BuildFailure::task(format!(
                     "the verifier's copy {p} in {tag} is larger than {} MiB",
@@ -442,7 +336,7 @@ async fn read_verifier_copies(
             }
         }
     }
-    c.remove().await;
+    c.remove_now().await;
     result.map(|()| Arc::new(files))
 }
 
@@ -556,14 +450,14 @@ async fn build_or_reuse(
                         log.push_str(&s);
                     }
                     if let Some(e) = info.error_detail.and_then(|d| d.message) {
-                        return Err((super::Fault::of_message(&e), e));
+                        return Err((Fault::of_message(&e), e));
                     }
                 }
                 // A failing step arrives as a stream error carrying the builder's message.
                 Err(bollard::errors::Error::DockerStreamError { error }) => {
-                    return Err((super::Fault::of_message(&error), error));
+                    return Err((Fault::of_message(&error), error));
                 }
-                Err(e) => return Err((Some(super::Fault::of_docker(&e)), e.to_string())),
+                Err(e) => return Err((Some(super::fault::fault_of(&e)), e.to_string())),
             }
         }
         Ok(())
@@ -619,13 +513,18 @@ async fn leak_guard(host: &DockerHost, tag: &str) -> Result<(), BuildFailure> {
         "find / -xdev -name SKILL.md -not -path '*/site-packages/*' -not -path '*/dist-packages/*' -not -path '*/node_modules/*' 2>/dev/null | head -n 5; \
          for d in {dests} /etc/claude-code/.claude/skills; do [ -d \"$d\" ] && find \"$d\" -type f 2>/dev/null | head -n 5; done; true"
     );
-    let spec = host.helper_spec(tag, "leak-check");
     let what = format!("leak check of {tag}");
-    let c = TrialContainer::start(&host.docker, &spec)
+    let shell = super::static_shell::ensure(host)
         .await
         .map_err(|e| BuildFailure::runner(&what, e))?;
-    let r = c.sh_output(&script, Duration::from_secs(120)).await;
-    c.remove().await;
+    let spec = host.helper_spec(tag, "leak-check", &shell);
+    let c = DockerContainer::start(&host.docker, &spec)
+        .await
+        .map_err(|e| BuildFailure::runner(&what, e))?;
+    let r = Sandbox::new(Arc::new(c.clone()))
+        .sh_output(&script, Duration::from_secs(120))
+        .await;
+    c.remove_now().await;
     let (_, found) = r.map_err(|e| BuildFailure::runner(&what, e))?;
     let found: Vec<&str> = found.lines().filter(|l| !l.trim().is_empty()).collect();
     if found.is_empty() {

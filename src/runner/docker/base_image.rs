@@ -12,7 +12,8 @@ use bollard::Docker;
 use bollard::query_parameters::{CreateImageOptions, TagImageOptions};
 use futures_util::StreamExt;
 
-use super::RunnerError;
+use super::docker_error;
+use crate::runner::RunnerError;
 
 /// The image reference example tasks use.
 pub const BUSYBOX_IMAGE: &str = "skillscope/busybox:1";
@@ -28,7 +29,7 @@ pub fn is_own_base_image(image: &str) -> bool {
 ///
 /// # Errors
 /// [`RunnerError::Task`] explaining how to provide busybox when no static binary is found and no
-/// registry answers; [`RunnerError::Docker`] when the import fails.
+/// registry answers; [`RunnerError::Backend`] when the import fails.
 pub async fn ensure_busybox(docker: &Docker) -> Result<(), RunnerError> {
     if docker.inspect_image(BUSYBOX_IMAGE).await.is_ok() {
         return Ok(());
@@ -167,12 +168,12 @@ async fn import_busybox(docker: &Docker, busybox: &Path) -> Result<(), RunnerErr
     };
     let mut stream = docker.create_image(Some(options), Some(bollard::body_full(tar.into())), None);
     while let Some(item) = stream.next().await {
-        item.map_err(|e| RunnerError::docker(format!("importing {BUSYBOX_IMAGE}"), e))?;
+        item.map_err(|e| docker_error(format!("importing {BUSYBOX_IMAGE}"), e))?;
     }
     docker
         .inspect_image(BUSYBOX_IMAGE)
         .await
-        .map_err(|e| RunnerError::docker(format!("importing {BUSYBOX_IMAGE}"), e))?;
+        .map_err(|e| docker_error(format!("importing {BUSYBOX_IMAGE}"), e))?;
     Ok(())
 }
 
@@ -200,7 +201,7 @@ async fn pull_busybox(docker: &Docker) -> Result<(), RunnerError> {
             }),
         )
         .await
-        .map_err(|e| RunnerError::docker(format!("tagging {BUSYBOX_IMAGE}"), e))
+        .map_err(|e| docker_error(format!("tagging {BUSYBOX_IMAGE}"), e))
 }
 
 #[cfg(test)]

@@ -4,13 +4,14 @@
 //! bridges from one another, so a trial reaches the internet but no other trial's containers.
 //! The Linux bridge is named `ssb<12 hex>` (an operator's firewall rule can match `ssb+`, see
 //! docs/limitations.md), and the network carries the trial's labels, so a killed run's sweep
-//! removes it ([`super::container::remove_labeled`]).
+//! removes it (the run's sweep).
 
 use std::collections::HashMap;
 
 use bollard::Docker;
 
-use super::RunnerError;
+use super::docker_error;
+use crate::runner::RunnerError;
 
 /// The prefix of every trial bridge's Linux interface name.
 pub const BRIDGE_PREFIX: &str = "ssb";
@@ -28,7 +29,7 @@ impl TrialNetwork {
     /// Creates the network `name` (a bridge, not internal) carrying `labels`.
     ///
     /// # Errors
-    /// [`RunnerError::Docker`] naming the network.
+    /// [`RunnerError::Backend`] naming the network.
     pub async fn create(
         docker: &Docker,
         name: &str,
@@ -48,7 +49,7 @@ impl TrialNetwork {
                 ..Default::default()
             })
             .await
-            .map_err(|e| RunnerError::docker(format!("creating network {name}"), e))?;
+            .map_err(|e| docker_error(format!("creating network {name}"), e))?;
         Ok(TrialNetwork {
             name: name.to_string(),
             id: created.id,

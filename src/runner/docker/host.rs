@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use bollard::Docker;
 
-use super::RunnerError;
+use super::docker_error;
+use crate::runner::RunnerError;
 
 /// Requests may stream for as long as an agent runs; skillscope applies its own timeouts per
 /// phase, so the HTTP client's own limit is set far beyond any task budget.
@@ -32,6 +33,8 @@ pub struct DockerHost {
     /// The run this connection serves, when it serves one: helper containers made through it
     /// (leak checks, kit fills) carry the run's label, so every stop of the run removes them.
     pub run_uid: Option<String>,
+    /// The daemon's data root (`/var/lib/docker`).
+    pub data_root: String,
 }
 
 impl DockerHost {
@@ -44,7 +47,7 @@ impl DockerHost {
     pub async fn connect(endpoint: Option<&str>, slots: usize) -> Result<DockerHost, RunnerError> {
         let name = DockerHost::endpoint_name(endpoint);
         let fail = |e: bollard::errors::Error| {
-            RunnerError::docker(
+            docker_error(
                 format!(
                     "cannot reach the Docker daemon at {name} (is dockerd running? `scripts/docker-up.sh` starts one)"
                 ),
@@ -61,6 +64,9 @@ impl DockerHost {
         let info = docker.info().await.map_err(fail)?;
         Ok(DockerHost {
             run_uid: None,
+            data_root: info
+                .docker_root_dir
+                .unwrap_or_else(|| "/var/lib/docker".into()),
             local: name.starts_with("unix://"),
             name,
             ncpu: info.ncpu.unwrap_or(1).max(1) as u32,
@@ -87,13 +93,14 @@ impl DockerHost {
         }
     }
 
-    /// A short-lived helper container of `image` on this host (see [`super::ContainerSpec::helper`]),
-    /// labelled with the run this connection serves.
-    pub fn helper_spec(&self, image: &str, kind: &str) -> super::ContainerSpec {
-        let mut spec = super::ContainerSpec::helper(image, kind);
+    /// A short-lived helper container of `image` on this host (see
+    /// [`super::ContainerSpec::helper`]; `shell`: the static shell's bind), labelled with the run
+    /// this connection serves.
+    pub fn helper_spec(&self, image: &str, kind: &str, shell: &str) -> super::ContainerSpec {
+        let mut spec = super::ContainerSpec::helper(image, kind, shell);
         if let Some(uid) = &self.run_uid {
             spec.labels
-                .insert(super::labels::RUN_UID.to_string(), uid.clone());
+                .insert(crate::runner::labels::RUN_UID.to_string(), uid.clone());
         }
         spec
     }
@@ -116,19 +123,22 @@ mod tests {
             slots: 1,
             local: true,
             run_uid: None,
+            data_root: String::new(),
         };
-        let spec = host.helper_spec("img", "leak-check");
-        assert_eq!(spec.labels.get(super::super::labels::RUN_UID), None);
+        let spec = host.helper_spec("img", "leak-check", "v:/s:ro");
+        assert_eq!(spec.labels.get(crate::runner::labels::RUN_UID), None);
         assert_eq!(
             spec.labels
-                .get(super::super::labels::HELPER)
+                .get(crate::runner::labels::HELPER)
                 .map(String::as_str),
             Some("leak-check")
         );
-        let spec = host.for_run("abc").helper_spec("img", "kit-fill");
+        let spec = host
+            .for_run("abc")
+            .helper_spec("img", "kit-fill", "v:/s:ro");
         assert_eq!(
             spec.labels
-                .get(super::super::labels::RUN_UID)
+                .get(crate::runner::labels::RUN_UID)
                 .map(String::as_str),
             Some("abc")
         );

@@ -1,10 +1,10 @@
-//! The verifier's own shell: a static busybox the agent never had in reach. Per Docker host, a
-//! named volume `skillscope-static-shell-<image>` holds the `/bin` of skillscope's base image
-//! ([`BUSYBOX_IMAGE`]: one static busybox and a link per applet), filled by the daemon itself
-//! (a volume mounted on a folder of an image gets that folder's contents when it is first
-//! mounted, so nothing is uploaded). Verifier containers mount it read-only at
-//! [`STATIC_SHELL_DIR`]; agent containers never mount it. It works the same against a remote
-//! daemon, and stays for the next run (it is a few MB).
+//! skillscope's own shell in every container it starts: a static busybox no image or agent can
+//! change. Per Docker host, a named volume `skillscope-static-shell-<image>` holds the `/bin` of
+//! skillscope's base image ([`BUSYBOX_IMAGE`]: one static busybox and a link per applet), filled
+//! by the daemon itself (a volume mounted on a folder of an image gets that folder's contents
+//! when it is first mounted, so nothing is uploaded). Trial and helper containers mount it
+//! read-only at [`STATIC_SHELL_DIR`]: their PID 1 and every script of skillscope's run from it.
+//! It works the same against a remote daemon, and stays for the next run (it is a few MB).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Mutex, OnceLock};
@@ -13,11 +13,10 @@ use bollard::models::{ContainerCreateBody, HostConfig, VolumeCreateRequest};
 use bollard::query_parameters::{CreateContainerOptions, RemoveContainerOptions};
 
 use super::base_image::{BUSYBOX_IMAGE, ensure_busybox};
-use super::{DockerHost, RunnerError, labels};
-
-/// Where verifier containers find the static shell (`<dir>/sh`, `<dir>/busybox` and its
-/// applets).
-pub const STATIC_SHELL_DIR: &str = "/skillscope/static";
+use super::docker_error;
+use super::host::DockerHost;
+use crate::runner::sandbox::STATIC_SHELL_DIR;
+use crate::runner::{RunnerError, labels};
 
 /// Volumes known filled in this process, by host.
 fn ready() -> &'static Mutex<HashSet<(String, String)>> {
@@ -32,21 +31,29 @@ fn ready() -> &'static Mutex<HashSet<(String, String)>> {
 /// [`RunnerError::Docker`] when the base image, the volume or the helper that fills it cannot be
 /// made (an infrastructure fault); [`RunnerError::Task`] when no busybox can be had.
 pub async fn ensure(host: &DockerHost) -> Result<String, RunnerError> {
-    ensure_busybox(&host.docker).await?;
-    let image = host
-        .docker
+    ensure_on(&host.docker, &host.name).await
+}
+
+/// [`ensure`] on daemon `docker`, named `name` (the key of what this process knows filled).
+///
+/// # Errors
+/// As [`ensure`].
+pub async fn ensure_on(docker: &bollard::Docker, name: &str) -> Result<String, RunnerError> {
+    let host_name = name;
+    ensure_busybox(docker).await?;
+    let image = docker
         .inspect_image(BUSYBOX_IMAGE)
         .await
-        .map_err(|e| RunnerError::docker(format!("inspecting {BUSYBOX_IMAGE}"), e))?;
+        .map_err(|e| docker_error(format!("inspecting {BUSYBOX_IMAGE}"), e))?;
     let id = image.id.unwrap_or_default();
     let short: String = id.trim_start_matches("sha256:").chars().take(12).collect();
     let name = format!("skillscope-static-shell-{short}");
     let bind = format!("{name}:{STATIC_SHELL_DIR}:ro");
-    let key = (host.name.clone(), name.clone());
+    let key = (host_name.to_string(), name.clone());
     if ready().lock().expect("lock").contains(&key) {
         return Ok(bind);
     }
-    host.docker
+    docker
         .create_volume(VolumeCreateRequest {
             name: Some(name.clone()),
             labels: Some(HashMap::from([(
@@ -56,11 +63,10 @@ pub async fn ensure(host: &DockerHost) -> Result<String, RunnerError> {
             ..Default::default()
         })
         .await
-        .map_err(|e| RunnerError::docker(format!("creating volume {name} on {}", host.name), e))?;
+        .map_err(|e| docker_error(format!("creating volume {name} on {host_name}"), e))?;
     // Creating a container with the empty volume on the image's /bin fills it.
-    let helper = host.helper_spec(BUSYBOX_IMAGE, "static-shell");
-    let created = host
-        .docker
+    let helper = super::ContainerSpec::helper(BUSYBOX_IMAGE, "static-shell", "");
+    let created = docker
         .create_container(
             Some(CreateContainerOptions {
                 name: Some(helper.name.clone()),
@@ -80,9 +86,8 @@ pub async fn ensure(host: &DockerHost) -> Result<String, RunnerError> {
             },
         )
         .await
-        .map_err(|e| RunnerError::docker(format!("filling volume {name}"), e))?;
-    let _ = host
-        .docker
+        .map_err(|e| docker_error(format!("filling volume {name}"), e))?;
+    let _ = docker
         .remove_container(
             &created.id,
             Some(RemoveContainerOptions {

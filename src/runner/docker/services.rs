@@ -9,7 +9,7 @@
 //! `service_healthy` by the service's healthcheck, `service_completed_successfully`); then every
 //! service must be running (healthy when it has a healthcheck) before the main container starts on
 //! those networks with `main`'s overrides. Everything carries the trial container's labels, so a
-//! killed process's leftovers are swept by run uid, and [`TrialServices::reap`] removes the main
+//! killed process's leftovers are swept by run uid, and the trial's site removes the main
 //! container, the services and the networks on every stop path. A task without a compose file
 //! gets an empty [`TrialServices`] and runs as before.
 //!
@@ -26,8 +26,11 @@ use bollard::models::{ContainerStateStatusEnum, HealthConfig, HealthStatusEnum};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
-use super::container::{ContainerCmd, ContainerSpec, Reaper, TrialContainer};
-use super::{DockerHost, ImageCache, RunnerError, labels};
+use super::container::{ContainerCmd, ContainerSpec, DockerContainer};
+use super::docker_error;
+use super::host::DockerHost;
+use super::image::ImageCache;
+use crate::runner::{RunnerError, labels};
 use crate::skillsbench::Task;
 use crate::skillsbench::compose::{
     self, ComposePlan, DependsOn, NetworkDef, ServiceDef, Variables,
@@ -78,7 +81,7 @@ pub struct ServicesInput<'a> {
 #[derive(Default)]
 pub struct TrialServices {
     docker: Option<Docker>,
-    containers: Vec<TrialContainer>,
+    containers: Vec<DockerContainer>,
     networks: Vec<String>,
 }
 
@@ -90,24 +93,11 @@ impl TrialServices {
 
     /// Removes the services (forced) and then the networks. Never fails.
     pub async fn remove(&self) {
-        futures_util::future::join_all(self.containers.iter().map(|c| c.remove())).await;
+        futures_util::future::join_all(self.containers.iter().map(|c| c.remove_now())).await;
         if let Some(docker) = &self.docker {
             for n in &self.networks {
                 let _ = docker.remove_network(n).await;
             }
-        }
-    }
-
-    /// Schedules the removal of the main container, then of the services and networks (a
-    /// network is removable only once nothing is attached to it).
-    pub fn reap(self, reaper: &Reaper, main: TrialContainer) {
-        if self.is_empty() {
-            reaper.remove(main);
-        } else {
-            reaper.spawn(async move {
-                main.remove().await;
-                self.remove().await;
-            });
         }
     }
 }
@@ -249,7 +239,7 @@ async fn start_plan(
                 };
                 let ready = built.map_err(|e| match e.fault {
                     // The infrastructure failed the build: a fault, not the task's.
-                    Some(fault) => ServiceError::Runner(RunnerError::Docker {
+                    Some(fault) => ServiceError::Runner(RunnerError::Backend {
                         context: format!("building service {}", svc.name),
                         message: e.message,
                         fault,
@@ -283,7 +273,7 @@ async fn start_plan(
                         )));
                     }
                     Err(e) => {
-                        return Err(ServiceError::Runner(RunnerError::docker(
+                        return Err(ServiceError::Runner(docker_error(
                             format!("looking up image {image} of service {}", svc.name),
                             e,
                         )));
@@ -313,7 +303,7 @@ async fn start_plan(
             })
             .await
             .map_err(|e| {
-                ServiceError::Runner(RunnerError::docker(format!("creating network {name}"), e))
+                ServiceError::Runner(docker_error(format!("creating network {name}"), e))
             })?;
         services.networks.push(created.id);
         log.line(format!(
@@ -328,7 +318,7 @@ async fn start_plan(
         net_names.insert(net.name.clone(), name);
     }
     // Services, dependencies first.
-    let mut started: HashMap<String, TrialContainer> = HashMap::new();
+    let mut started: HashMap<String, DockerContainer> = HashMap::new();
     for svc in &plan.services {
         wait_for_dependencies(docker, svc, &started, deadline, input.cancel, log).await?;
         for b in &svc.binds {
@@ -338,7 +328,7 @@ async fn start_plan(
         }
         let (image, hash) = &images[&svc.name];
         let sspec = service_spec(input, svc, image, hash, spec, &net_names);
-        let c = TrialContainer::start(docker, &sspec)
+        let c = DockerContainer::start(docker, &sspec)
             .await
             .map_err(ServiceError::Runner)?;
         log.line(format!("service {} started as {}", svc.name, sspec.name));
@@ -393,7 +383,7 @@ fn file_safe(s: &str) -> String {
 async fn wait_for_dependencies(
     docker: &Docker,
     svc: &ServiceDef,
-    started: &HashMap<String, TrialContainer>,
+    started: &HashMap<String, DockerContainer>,
     deadline: Instant,
     cancel: &CancellationToken,
     log: &mut ServiceLog,
@@ -420,7 +410,7 @@ async fn wait_for_dependencies(
 async fn wait_ready(
     docker: &Docker,
     name: &str,
-    c: &TrialContainer,
+    c: &DockerContainer,
     want: DependsOn,
     healthy_if_checked: bool,
     deadline: Instant,
@@ -428,7 +418,7 @@ async fn wait_ready(
 ) -> Result<(), ServiceError> {
     loop {
         let info = docker.inspect_container(&c.id, None).await.map_err(|e| {
-            ServiceError::Runner(RunnerError::docker(format!("inspecting service {name}"), e))
+            ServiceError::Runner(docker_error(format!("inspecting service {name}"), e))
         })?;
         let state = info.state.unwrap_or_default();
         let exited = matches!(
@@ -490,7 +480,7 @@ async fn wait_ready(
 }
 
 /// The last lines a service printed, sanitized, for an error message.
-async fn logs_tail(docker: &Docker, c: &TrialContainer) -> String {
+async fn logs_tail(docker: &Docker, c: &DockerContainer) -> String {
     let mut stream = docker.logs(
         &c.id,
         Some(bollard::query_parameters::LogsOptions {

@@ -1,7 +1,7 @@
 //! Harness kits on Docker daemons that cannot see this machine's folders (a `tcp://` or TLS
 //! `--docker-host`): the kit is copied once per daemon into a named volume,
 //! `skillscope-kit-<kit id>`, which trial containers then mount read-only at
-//! [`Harness::mount_path`](super::kit::Harness::mount_path) exactly as a local daemon mounts the
+//! [`Harness::mount_path`](crate::runner::agents::kit::Harness::mount_path) exactly as a local daemon mounts the
 //! kit folder.
 //!
 //! The copy goes through the Docker API (a tar upload into a short-lived helper container from
@@ -14,10 +14,13 @@ use std::time::Duration;
 
 use bollard::models::VolumeCreateRequest;
 
-use super::super::base_image::{BUSYBOX_IMAGE, ensure_busybox};
-use super::super::container::{ExecEnd, TrialContainer};
-use super::super::{DockerHost, RunnerError, labels};
-use super::kit::{Kit, READY_MARKER};
+use super::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+use super::container::DockerContainer;
+use super::docker_error;
+use super::host::DockerHost;
+use crate::runner::agents::kit::{Kit, READY_MARKER};
+use crate::runner::sandbox::{ExecEnd, Sandbox};
+use crate::runner::{RunnerError, labels};
 
 /// Where the helper container mounts the volume.
 const FILL_MOUNT: &str = "/kit";
@@ -48,7 +51,7 @@ pub struct KitVolume {
 /// agent keeps one per host).
 ///
 /// # Errors
-/// [`RunnerError::Io`] naming the kit's marker when it cannot be read; [`RunnerError::Docker`]
+/// [`RunnerError::Io`] naming the kit's marker when it cannot be read; [`RunnerError::Backend`]
 /// naming the volume when it cannot be created, the helper container cannot run or the upload
 /// fails; [`RunnerError::Task`] when a helper command fails or overruns.
 pub async fn ensure_kit_volume(host: &DockerHost, kit: &Kit) -> Result<KitVolume, RunnerError> {
@@ -66,13 +69,20 @@ pub async fn ensure_kit_volume(host: &DockerHost, kit: &Kit) -> Result<KitVolume
             ..Default::default()
         })
         .await
-        .map_err(|e| RunnerError::docker(format!("creating volume {name} on {}", host.name), e))?;
+        .map_err(|e| docker_error(format!("creating volume {name} on {}", host.name), e))?;
     ensure_busybox(&host.docker).await?;
-    let mut spec = host.helper_spec(BUSYBOX_IMAGE, "kit-fill");
-    spec.binds = vec![format!("{name}:{FILL_MOUNT}")];
-    let helper = TrialContainer::start(&host.docker, &spec).await?;
-    let result = fill(&helper, kit, &marker, &name).await;
-    helper.remove().await;
+    let shell = super::static_shell::ensure(host).await?;
+    let mut spec = host.helper_spec(BUSYBOX_IMAGE, "kit-fill", &shell);
+    spec.binds.push(format!("{name}:{FILL_MOUNT}"));
+    let helper = DockerContainer::start(&host.docker, &spec).await?;
+    let result = fill(
+        &Sandbox::new(std::sync::Arc::new(helper.clone())),
+        kit,
+        &marker,
+        &name,
+    )
+    .await;
+    helper.remove_now().await;
     let filled = result?;
     if filled {
         tracing::info!(volume = %name, host = %host.name, "harness kit copied into volume");
@@ -81,12 +91,7 @@ pub async fn ensure_kit_volume(host: &DockerHost, kit: &Kit) -> Result<KitVolume
 }
 
 /// Copies the kit into the helper's `/kit` unless the ready file already holds `marker`.
-async fn fill(
-    helper: &TrialContainer,
-    kit: &Kit,
-    marker: &str,
-    name: &str,
-) -> Result<bool, RunnerError> {
+async fn fill(helper: &Sandbox, kit: &Kit, marker: &str, name: &str) -> Result<bool, RunnerError> {
     let held = helper_output(
         helper,
         &format!("cat {FILL_MOUNT}/{VOLUME_READY} 2>/dev/null; true"),
@@ -114,7 +119,7 @@ async fn fill(
 }
 
 /// Runs `script` in the helper; its stdout, or an error when it fails or overruns.
-async fn helper_output(helper: &TrialContainer, script: &str) -> Result<String, RunnerError> {
+async fn helper_output(helper: &Sandbox, script: &str) -> Result<String, RunnerError> {
     let (r, out) = helper.sh_output(script, HELPER_EXEC).await?;
     if r.end != ExecEnd::Exited || r.exit_code != Some(0) {
         return Err(RunnerError::Task(format!(

@@ -1,0 +1,625 @@
+//! Containers on a Docker daemon: create and start (a trial's environments, skillscope's
+//! helpers, a compose task's services), exec with streamed output, tar streams in and out, the
+//! forced stop and removal, and the sweeps by label.
+//!
+//! A trial's environment and a helper have skillscope's static shell as PID 1
+//! ([`super::static_shell`]: a read-only volume on [`STATIC_SHELL_DIR`]) — a loop of its `sleep`
+//! that reaps every orphan, which `kill -9 -1` in the container never reaches, so every other
+//! process can be stopped without losing the container. An agent's environment runs the image's
+//! ENTRYPOINT in the background under it, as Harbor's environments keep it; a verifier's runs
+//! nothing of the image. Removal is forced (SIGKILL), so teardown never waits out Docker's stop
+//! timeout. A trial's container is kept to itself ([`ContainerSpec::hardened`]): a process
+//! limit, the capabilities in [`KEPT_CAPABILITIES`] only, `no-new-privileges`.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bollard::Docker;
+use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::models::{ContainerCreateBody, HostConfig};
+use bollard::query_parameters::{
+    CreateContainerOptions, DownloadFromContainerOptions, ListContainersOptions,
+    RemoveContainerOptions, UploadToContainerOptions,
+};
+use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::BoxStream;
+
+use super::docker_error;
+use crate::runner::backend::{
+    Chunk, Environment, ExecExit, ExecSpec, ExecStream, KEPT_CAPABILITIES, TarBody,
+};
+use crate::runner::sandbox::STATIC_SHELL_DIR;
+use crate::runner::{Fault, RunnerError, labels};
+
+/// What to create.
+#[derive(Debug, Clone, Default)]
+pub struct ContainerSpec {
+    /// Image reference.
+    pub image: String,
+    /// Container name.
+    pub name: String,
+    /// Labels (see [`crate::runner::labels`]).
+    pub labels: HashMap<String, String>,
+    /// `KEY=VALUE` environment.
+    pub env: Vec<String>,
+    /// Bind mounts, `host:container[:ro]` (a volume by name too).
+    pub binds: Vec<String>,
+    /// CPU limit in cores.
+    pub cpus: Option<f64>,
+    /// Memory limit in bytes.
+    pub memory_bytes: Option<i64>,
+    /// `--network none`.
+    pub network_none: bool,
+    /// User-defined networks to join, with the extra DNS aliases on each (a compose task's
+    /// project networks); the first is joined at creation, the others before the start.
+    pub networks: Vec<(String, Vec<String>)>,
+    /// What PID 1 runs.
+    pub cmd: ContainerCmd,
+    /// Overrides the image's ENTRYPOINT.
+    pub entrypoint: Option<Vec<String>>,
+    /// User (`uid[:gid]` or a name); `None` = the image's.
+    pub user: Option<String>,
+    /// Working folder; `None` = the image's.
+    pub working_dir: Option<String>,
+    /// Host name.
+    pub hostname: Option<String>,
+    /// Extra `/etc/hosts` lines, `host:ip`.
+    pub extra_hosts: Vec<String>,
+    /// Healthcheck; `None` = the image's.
+    pub healthcheck: Option<bollard::models::HealthConfig>,
+    /// Allocate a TTY.
+    pub tty: bool,
+    /// Keep stdin open.
+    pub open_stdin: bool,
+    /// Run an init process as PID 1.
+    pub init: bool,
+    /// Most processes (threads included) the container may have at once (`--pids-limit`);
+    /// `None`: no limit.
+    pub pids_limit: Option<i64>,
+    /// Keep only [`KEPT_CAPABILITIES`] and set `no-new-privileges` (a trial's own container; a
+    /// compose task's services keep Docker's defaults).
+    pub hardened: bool,
+    /// Folders that get a fresh, empty anonymous volume of their own (nothing copied in from the
+    /// image, so whatever the image holds there is hidden), removed with the container.
+    pub empty_volumes: Vec<String>,
+}
+
+/// What a container's PID 1 runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum ContainerCmd {
+    /// skillscope's static shell (its volume bind must be in the spec's binds): a loop of its
+    /// `sleep` that reaps orphans, with these arguments (the image's ENTRYPOINT and CMD) started
+    /// in the background first when not empty.
+    #[default]
+    OwnInit,
+    /// The image's own ENTRYPOINT and CMD (a compose service without `command`).
+    Image,
+    /// These arguments (after the image's ENTRYPOINT).
+    Args(Vec<String>),
+}
+
+/// PID 1 of skillscope's own containers: the static shell runs its arguments in the background
+/// when there are any, then sleeps in a loop (its `sleep`, never the image's), reaping every
+/// orphan the container's processes leave.
+pub const OWN_INIT: &str =
+    "if [ $# -gt 0 ]; then \"$@\" & fi; while :; do /skillscope/static/sleep 3600; done";
+
+impl ContainerSpec {
+    /// A short-lived helper of `image` that belongs to no run (a leak check, a kit-volume fill,
+    /// reading an image's facts): named `skillscope-<kind>-<uuid>`, labelled
+    /// [`labels::MANAGED`] and [`labels::HELPER`]` = kind` (swept by age when a killed process
+    /// leaves it), no network, the static shell as PID 1 (`shell`: its bind).
+    pub fn helper(image: &str, kind: &str, shell: &str) -> ContainerSpec {
+        ContainerSpec {
+            image: image.to_string(),
+            name: format!("skillscope-{kind}-{}", uuid::Uuid::new_v4().simple()),
+            labels: HashMap::from([
+                (labels::MANAGED.to_string(), "1".to_string()),
+                (labels::HELPER.to_string(), kind.to_string()),
+            ]),
+            binds: vec![shell.to_string()],
+            network_none: true,
+            ..Default::default()
+        }
+    }
+}
+
+/// How long a container's create (with its networks joined) and its start took.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StartTimes {
+    /// The create call (and the joins of networks after the first).
+    pub create: Duration,
+    /// The start call.
+    pub start: Duration,
+}
+
+/// A container on a Docker daemon.
+#[derive(Clone)]
+pub struct DockerContainer {
+    docker: Docker,
+    /// Container id.
+    pub id: String,
+    /// Container name.
+    pub name: String,
+}
+
+impl DockerContainer {
+    /// Creates and starts a container.
+    ///
+    /// # Errors
+    /// [`RunnerError::Backend`] naming the image; a half-created container is removed.
+    pub async fn start(
+        docker: &Docker,
+        spec: &ContainerSpec,
+    ) -> Result<DockerContainer, RunnerError> {
+        Self::start_timed(docker, spec, &mut StartTimes::default()).await
+    }
+
+    /// [`DockerContainer::start`], keeping in `times` how long the create and the start took.
+    ///
+    /// # Errors
+    /// As [`DockerContainer::start`].
+    pub async fn start_timed(
+        docker: &Docker,
+        spec: &ContainerSpec,
+        times: &mut StartTimes,
+    ) -> Result<DockerContainer, RunnerError> {
+        let t0 = std::time::Instant::now();
+        let first_network = spec.networks.first().filter(|_| !spec.network_none);
+        let endpoint = |aliases: &Vec<String>| bollard::models::EndpointSettings {
+            aliases: (!aliases.is_empty()).then(|| aliases.clone()),
+            ..Default::default()
+        };
+        let (entrypoint, cmd) = match &spec.cmd {
+            ContainerCmd::OwnInit => {
+                let mut args = vec![
+                    format!("{STATIC_SHELL_DIR}/sh"),
+                    "-c".to_string(),
+                    OWN_INIT.to_string(),
+                    "sh".to_string(),
+                ];
+                args.extend(spec.entrypoint.iter().flatten().cloned());
+                (Some(args), Some(Vec::new()))
+            }
+            ContainerCmd::Image => (spec.entrypoint.clone(), None),
+            ContainerCmd::Args(a) => (spec.entrypoint.clone(), Some(a.clone())),
+        };
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            cmd,
+            entrypoint,
+            user: spec.user.clone(),
+            working_dir: spec.working_dir.clone(),
+            hostname: spec.hostname.clone(),
+            healthcheck: spec.healthcheck.clone(),
+            tty: spec.tty.then_some(true),
+            open_stdin: spec.open_stdin.then_some(true),
+            labels: Some(spec.labels.clone()),
+            env: Some(spec.env.clone()),
+            host_config: Some(host_config(spec, first_network)),
+            networking_config: first_network.map(|(n, aliases)| {
+                bollard::models::NetworkingConfig {
+                    endpoints_config: Some(HashMap::from([(n.clone(), endpoint(aliases))])),
+                }
+            }),
+            ..Default::default()
+        };
+        let created = docker
+            .create_container(
+                Some(CreateContainerOptions {
+                    name: Some(spec.name.clone()),
+                    ..Default::default()
+                }),
+                body,
+            )
+            .await
+            .map_err(|e| docker_error(format!("creating a container from {}", spec.image), e))?;
+        let c = DockerContainer {
+            docker: docker.clone(),
+            id: created.id,
+            name: spec.name.clone(),
+        };
+        // API 1.41 joins one network at creation; the others are joined before the start.
+        for (n, aliases) in spec.networks.iter().skip(1).filter(|_| !spec.network_none) {
+            let joined = docker
+                .connect_network(
+                    n,
+                    bollard::models::NetworkConnectRequest {
+                        container: c.id.clone(),
+                        endpoint_config: Some(endpoint(aliases)),
+                    },
+                )
+                .await;
+            if let Err(e) = joined {
+                c.remove_now().await;
+                return Err(docker_error(
+                    format!("connecting {} to network {n}", spec.name),
+                    e,
+                ));
+            }
+        }
+        times.create = t0.elapsed();
+        let t0 = std::time::Instant::now();
+        let started = docker.start_container(&c.id, None).await;
+        times.start = t0.elapsed();
+        if let Err(e) = started {
+            c.remove_now().await;
+            return Err(docker_error(
+                format!("starting a container from {}", spec.image),
+                e,
+            ));
+        }
+        Ok(c)
+    }
+
+    /// Removes the container (forced, with its anonymous volumes). Never fails.
+    pub async fn remove_now(&self) {
+        let _ = self
+            .docker
+            .remove_container(
+                &self.id,
+                Some(RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                }),
+            )
+            .await;
+    }
+
+    /// What the daemon says of the container's state: running, its PID 1 and exit code.
+    ///
+    /// # Errors
+    /// [`RunnerError::Backend`] when it cannot be inspected.
+    pub async fn state(&self) -> Result<bollard::models::ContainerState, RunnerError> {
+        self.docker
+            .inspect_container(&self.id, None)
+            .await
+            .map_err(|e| docker_error(format!("inspecting {}", self.name), e))
+            .map(|i| i.state.unwrap_or_default())
+    }
+}
+
+/// The host configuration of `spec`.
+fn host_config(spec: &ContainerSpec, first_network: Option<&(String, Vec<String>)>) -> HostConfig {
+    HostConfig {
+        nano_cpus: spec.cpus.map(|c| (c * 1e9).round() as i64),
+        memory: spec.memory_bytes,
+        pids_limit: spec.pids_limit,
+        cap_drop: spec.hardened.then(|| vec!["ALL".to_string()]),
+        cap_add: spec
+            .hardened
+            .then(|| KEPT_CAPABILITIES.iter().map(|c| c.to_string()).collect()),
+        security_opt: spec
+            .hardened
+            .then(|| vec!["no-new-privileges:true".to_string()]),
+        mounts: (!spec.empty_volumes.is_empty()).then(|| {
+            spec.empty_volumes
+                .iter()
+                .map(|target| bollard::models::Mount {
+                    target: Some(target.clone()),
+                    typ: Some(bollard::models::MountType::VOLUME),
+                    volume_options: Some(bollard::models::MountVolumeOptions {
+                        no_copy: Some(true),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                })
+                .collect()
+        }),
+        network_mode: if spec.network_none {
+            Some("none".to_string())
+        } else {
+            first_network.map(|(n, _)| n.clone())
+        },
+        binds: (!spec.binds.is_empty()).then(|| spec.binds.clone()),
+        extra_hosts: (!spec.extra_hosts.is_empty()).then(|| spec.extra_hosts.clone()),
+        init: spec.init.then_some(true),
+        ..Default::default()
+    }
+}
+
+/// The exit code of a Docker exec, asked once its output ended.
+struct DockerExit {
+    docker: Docker,
+    exec_id: String,
+    what: String,
+}
+
+#[async_trait]
+impl ExecExit for DockerExit {
+    /// The stream also ends when the daemon dies or restarts, so the end is confirmed: an exec
+    /// the daemon cannot report on, or one still running after its output ended, is a fault.
+    async fn code(self: Box<Self>) -> Result<Option<i64>, RunnerError> {
+        let t0 = tokio::time::Instant::now();
+        loop {
+            match self.docker.inspect_exec(&self.exec_id).await {
+                Ok(i) if i.running == Some(false) => return Ok(i.exit_code),
+                Ok(_) if t0.elapsed() > Duration::from_secs(10) => {
+                    return Err(RunnerError::Backend {
+                        context: self.what.clone(),
+                        message: "the output stream ended while the process still ran".into(),
+                        fault: Fault::ConnectionLost,
+                    });
+                }
+                Ok(_) => tokio::time::sleep(Duration::from_millis(20)).await,
+                Err(e) => return Err(docker_error(&self.what, e)),
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl Environment for DockerContainer {
+    fn id(&self) -> &str {
+        &self.id
+    }
+
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn spawn(&self, exec: &ExecSpec) -> Result<ExecStream, RunnerError> {
+        let what = format!("exec in container {}", self.name);
+        let created = self
+            .docker
+            .create_exec(
+                &self.id,
+                CreateExecOptions::<String> {
+                    attach_stdin: exec.stdin.then_some(true),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    cmd: Some(exec.cmd.clone()),
+                    env: Some(exec.env.clone()),
+                    user: exec.user.clone(),
+                    working_dir: exec.working_dir.clone(),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(|e| docker_error(&what, e))?;
+        let started = self
+            .docker
+            .start_exec(&created.id, None)
+            .await
+            .map_err(|e| docker_error(&what, e))?;
+        let StartExecResults::Attached { output, input } = started else {
+            return Err(RunnerError::backend_text(&what, "exec started detached"));
+        };
+        let context = what.clone();
+        let output = output
+            .filter_map(move |item| {
+                use bollard::container::LogOutput;
+                let out = match item {
+                    Ok(LogOutput::StdErr { message }) => Some(Ok(Chunk::Stderr(message))),
+                    Ok(LogOutput::StdOut { message } | LogOutput::Console { message }) => {
+                        Some(Ok(Chunk::Stdout(message)))
+                    }
+                    Ok(LogOutput::StdIn { .. }) => None,
+                    Err(e) => Some(Err(docker_error(&context, e))),
+                };
+                std::future::ready(out)
+            })
+            .boxed();
+        Ok(ExecStream {
+            output,
+            input: exec.stdin.then_some(input),
+            exit: Box::new(DockerExit {
+                docker: self.docker.clone(),
+                exec_id: created.id,
+                what,
+            }),
+        })
+    }
+
+    async fn upload_tar(&self, tar: TarBody, dir: &str) -> Result<(), RunnerError> {
+        let body = match tar {
+            TarBody::Memory(bytes) => bollard::body_full(bytes.into()),
+            TarBody::Spooled(file) => {
+                bollard::body_try_stream(tokio_util::io::ReaderStream::with_capacity(file, 1 << 20))
+            }
+        };
+        self.docker
+            .upload_to_container(
+                &self.id,
+                Some(UploadToContainerOptions {
+                    path: dir.into(),
+                    ..Default::default()
+                }),
+                body,
+            )
+            .await
+            .map_err(|e| docker_error(format!("copying into {dir} of {}", self.name), e))
+    }
+
+    async fn download_tar(
+        &self,
+        src: &str,
+    ) -> Result<BoxStream<'static, Result<Bytes, RunnerError>>, RunnerError> {
+        let what = format!("copying {src} out of {}", self.name);
+        let mut stream = self.docker.download_from_container(
+            &self.id,
+            Some(DownloadFromContainerOptions { path: src.into() }),
+        );
+        // The first chunk tells a missing path apart before the caller reads on.
+        let first = match stream.next().await {
+            None => return Ok(futures_util::stream::empty().boxed()),
+            Some(Ok(b)) => b,
+            Some(Err(e)) => {
+                let e = docker_error(&what, e);
+                return Err(if is_missing_path(&e) {
+                    RunnerError::NotFound {
+                        path: src.to_string(),
+                    }
+                } else {
+                    e
+                });
+            }
+        };
+        let rest = stream.map(move |r| r.map_err(|e| docker_error(&what, e)));
+        Ok(futures_util::stream::once(async move { Ok(first) })
+            .chain(rest)
+            .boxed())
+    }
+
+    /// SIGKILL to its PID 1 through the daemon, which ends its PID namespace and so every
+    /// process in it, whatever the container's own binaries now are; then the daemon is asked
+    /// until it reports the container stopped with no process (`State.Running` false,
+    /// `State.Pid` 0).
+    async fn stop(&self, limit: Duration) -> Result<(), RunnerError> {
+        let what = format!("stopping container {}", self.name);
+        match self
+            .docker
+            .kill_container(
+                &self.id,
+                Some(bollard::query_parameters::KillContainerOptions {
+                    signal: "SIGKILL".into(),
+                }),
+            )
+            .await
+        {
+            Ok(()) => {}
+            // 409: it was not running (its PID 1 already gone).
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 409, ..
+            }) => {}
+            Err(e) => return Err(docker_error(&what, e)),
+        }
+        let t0 = tokio::time::Instant::now();
+        loop {
+            let state = self.state().await?;
+            if state.running == Some(false) && state.pid.unwrap_or(0) == 0 {
+                return Ok(());
+            }
+            if t0.elapsed() > limit {
+                return Err(RunnerError::Backend {
+                    context: what,
+                    message: format!(
+                        "it still runs {}s after SIGKILL (pid {:?})",
+                        limit.as_secs(),
+                        state.pid
+                    ),
+                    fault: Fault::DaemonError,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn remove(&self) {
+        self.remove_now().await;
+    }
+}
+
+/// True for the daemon's "no such file or directory" when copying a path out.
+fn is_missing_path(e: &RunnerError) -> bool {
+    matches!(e, RunnerError::Backend { message, .. }
+        if message.contains("status code 404")
+            && (message.contains("Could not find the file")
+                || message.contains("no such file or directory")))
+}
+
+/// Removes the containers matching `label_filter` (`key` or `key=value`, as `docker ps --filter
+/// label=…`) created at least `age` ago (the container's `Created`, seconds since the epoch by
+/// the daemon's clock, against this machine's): what a killed process left, sparing what a live
+/// one is using right now. Networks with the label go too, by the same age (a network still in
+/// use stays). Returns how many containers were removed.
+///
+/// # Errors
+/// [`RunnerError::Backend`] when the containers cannot be listed.
+pub async fn remove_labeled_older_than(
+    docker: &Docker,
+    label_filter: &str,
+    age: Duration,
+) -> Result<usize, RunnerError> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_secs() as i64;
+    remove_matching(docker, label_filter, |created, _| {
+        created.is_none_or(|t| now.saturating_sub(t) >= age.as_secs() as i64)
+    })
+    .await
+}
+
+/// Removes the containers (and networks) labelled `label=value` except those whose
+/// `keep_label` is one of `keep` (the attempts still running). Returns how many containers were
+/// removed.
+///
+/// # Errors
+/// [`RunnerError::Backend`] when the containers cannot be listed.
+pub async fn remove_labeled_except(
+    docker: &Docker,
+    label: &str,
+    value: &str,
+    keep_label: &str,
+    keep: &[String],
+) -> Result<usize, RunnerError> {
+    remove_matching(docker, &format!("{label}={value}"), |_, labels| {
+        !labels.get(keep_label).is_some_and(|v| keep.contains(v))
+    })
+    .await
+}
+
+/// Removes (forced, with anonymous volumes) the containers matching `label_filter` for which
+/// `pick(created, labels)` holds (`created`: seconds since the epoch, when known), then the
+/// networks matching it for which it holds (a network still in use stays). Returns how many
+/// containers were removed.
+async fn remove_matching(
+    docker: &Docker,
+    label_filter: &str,
+    pick: impl Fn(Option<i64>, &HashMap<String, String>) -> bool,
+) -> Result<usize, RunnerError> {
+    let filters = HashMap::from([("label".to_string(), vec![label_filter.to_string()])]);
+    let list = docker
+        .list_containers(Some(ListContainersOptions {
+            all: true,
+            filters: Some(filters.clone()),
+            ..Default::default()
+        }))
+        .await
+        .map_err(|e| docker_error("listing containers", e))?;
+    let none = HashMap::new();
+    let mut n = 0;
+    for c in list {
+        let labels = c.labels.as_ref().unwrap_or(&none);
+        let Some(id) = c.id.clone().filter(|_| pick(c.created, labels)) else {
+            continue;
+        };
+        let r = docker
+            .remove_container(
+                &id,
+                Some(RemoveContainerOptions {
+                    force: true,
+                    v: true,
+                    ..Default::default()
+                }),
+            )
+            .await;
+        if r.is_ok() {
+            n += 1;
+        }
+    }
+    if let Ok(list) = docker
+        .list_networks(Some(bollard::query_parameters::ListNetworksOptions {
+            filters: Some(filters.clone()),
+        }))
+        .await
+    {
+        for net in list {
+            let created = net
+                .created
+                .as_deref()
+                .and_then(|c| chrono::DateTime::parse_from_rfc3339(c).ok())
+                .map(|t| t.timestamp());
+            if pick(created, net.labels.as_ref().unwrap_or(&none))
+                && let Some(id) = net.id
+            {
+                let _ = docker.remove_network(&id).await;
+            }
+        }
+    }
+    Ok(n)
+}

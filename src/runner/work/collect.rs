@@ -1,0 +1,825 @@
+//! What the agent changed, read in its environment once every process of its is gone, by
+//! skillscope's static tools (never the image's): every path whose inode changed since the
+//! environment started — the kernel keeps `ctime`, which no process can set back — is packed
+//! with `tar` and compared here, by content, with the image's manifest; the folders it changed
+//! are listed, so what it deleted is known too. Each change is classified ([`super::Rules`]);
+//! the work is packed into a tar of its own for the verifier ([`super::carry`]), the rest is
+//! evidence (`agent/tamper.json`). Any limit of this check that is reached (bytes, files, time)
+//! is recorded: the trial is then flagged, never passed on a partial read.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::manifest::{FileKind, Manifest, absolute, sha256_of};
+use super::rule::{Class, Rules, VERIFIER_ONLY, parent, shell_quote, within};
+use crate::runner::RunnerError;
+use crate::runner::sandbox::{STATIC_SHELL_DIR, Sandbox};
+
+/// The limits of one collection. Past any of them the trial is flagged.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most bytes of changed files read.
+    pub bytes: u64,
+    /// Most changed paths.
+    pub entries: usize,
+    /// Longest the reading may take.
+    pub time: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            bytes: 4 << 30,
+            entries: 500_000,
+            time: Duration::from_secs(600),
+        }
+    }
+}
+
+/// One change against the image, by content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Changed {
+    /// The path (untrusted text).
+    pub path: String,
+    /// `A` added, `C` changed (content, kind, mode or link target), `D` deleted.
+    pub kind: char,
+    /// What it is now (`file`, `dir`, `link`, `other`; the image's for a deletion).
+    pub what: String,
+    /// Where it goes: `work` (carried), or why it stays behind.
+    pub class: String,
+}
+
+/// A symbolic link of the work left out: it resolves outside what the verifier may read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DroppedLink {
+    /// The link.
+    pub path: String,
+    /// Its target as written.
+    pub target: String,
+    /// Where it leads.
+    pub why: String,
+}
+
+/// What the collection found.
+#[derive(Default)]
+pub struct Collected {
+    /// The work, packed for the verifier (entries relative to `/`), when there is any.
+    pub carry: Option<tempfile::NamedTempFile>,
+    /// Paths of the work the agent deleted (deleted in the verifier before the work arrives;
+    /// a path whose kind changed is deleted too).
+    pub deleted: Vec<String>,
+    /// Every change by content, with its class.
+    pub changes: Vec<Changed>,
+    /// Links left out of the work.
+    pub dropped_links: Vec<DroppedLink>,
+    /// Modules that would shadow the toolchain (`path`, module).
+    pub shadows: Vec<(String, String)>,
+    /// The limit of the check that was reached, if one was.
+    pub limit: Option<String>,
+    /// Paths read (changed since the start, by `ctime`).
+    pub candidates: usize,
+    /// Regular files carried, and their bytes.
+    pub work_files: usize,
+    /// Bytes carried.
+    pub work_bytes: u64,
+    /// The new content of every changed file read, and where each sits in it.
+    pub(crate) spool: Option<tempfile::NamedTempFile>,
+    /// Path → (offset, length) in `spool`.
+    pub(crate) contents: std::collections::HashMap<String, (u64, u64)>,
+}
+
+impl Collected {
+    /// The first `max` bytes of the new content of changed file `path`; `None` when it is no
+    /// changed regular file.
+    pub fn head(&self, path: &str, max: u64) -> Option<Vec<u8>> {
+        use std::io::Seek;
+        let (start, len) = *self.contents.get(path)?;
+        let mut f = std::fs::File::open(self.spool.as_ref()?.path()).ok()?;
+        f.seek(std::io::SeekFrom::Start(start)).ok()?;
+        let mut out = Vec::new();
+        f.take(len.min(max)).read_to_end(&mut out).ok()?;
+        Some(out)
+    }
+}
+
+/// The script that packs every path changed in the last `minutes` minutes (by `ctime`),
+/// outside `pruned`, as a tar on stdout (several archives one after the other).
+pub fn changed_paths_script(pruned: &[String], minutes: u64) -> String {
+    let s = STATIC_SHELL_DIR;
+    let prune: Vec<String> = pruned
+        .iter()
+        .map(|p| format!("-path {}", shell_quote(p)))
+        .collect();
+    format!(
+        "cd / && {s}/find / \\( {} \\) -prune -o -cmin -{minutes} -print0 | {s}/xargs -0 -r {s}/tar -c --no-recursion -f -",
+        prune.join(" -o ")
+    )
+}
+
+/// The script that lists the entries of the folders given NUL-separated on stdin, NUL-separated.
+pub fn listing_script() -> String {
+    let s = STATIC_SHELL_DIR;
+    format!("{s}/xargs -0 -r {s}/sh -c 'exec {s}/find \"$@\" -mindepth 1 -maxdepth 1 -print0' sh")
+}
+
+/// One entry of the changed paths' stream, kept for the second pass.
+struct Entry {
+    path: String,
+    kind: FileKind,
+    mode: u32,
+    /// Owner and group ids.
+    owner: (u64, u64),
+    link: Option<String>,
+    /// The path a hard link names.
+    hard: Option<String>,
+    /// Where its content sits in the spool, for a carried file.
+    content: Option<(u64, u64)>,
+    changed: bool,
+}
+
+/// Sorts the changed paths' tar stream `r` against the image: every entry compared with the
+/// manifest by content and classified; the work's content spooled. Returns the entries, the
+/// spool of contents, and the limit reached, if any.
+fn read_changes(
+    r: impl Read,
+    manifest: &Manifest,
+    limits: Limits,
+) -> Result<(Vec<Entry>, tempfile::NamedTempFile, Option<String>), RunnerError> {
+    let mut spool =
+        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+    let mut archive = tar::Archive::new(r);
+    archive.set_ignore_zeros(true);
+    let mut entries: Vec<Entry> = Vec::new();
+    let (mut bytes, mut offset) = (0u64, 0u64);
+    let mut limit = None;
+    let io = |e: std::io::Error| RunnerError::io(std::env::temp_dir(), e);
+    let iter = match archive.entries() {
+        Ok(i) => i,
+        Err(e) => return Err(io(e)),
+    };
+    for entry in iter {
+        let Ok(mut entry) = entry else {
+            limit = Some("the changed files' stream broke off".to_string());
+            break;
+        };
+        if entries.len() >= limits.entries {
+            limit = Some(format!("more than {} changed paths", limits.entries));
+            break;
+        }
+        let Some(path) = absolute(&entry.path_bytes()) else {
+            continue;
+        };
+        let header = entry.header();
+        let t = header.entry_type();
+        let mode = header.mode().unwrap_or(0) & 0o7777;
+        let owner = (header.uid().unwrap_or(0), header.gid().unwrap_or(0));
+        let link = entry
+            .link_name_bytes()
+            .map(|l| String::from_utf8_lossy(&l).into_owned());
+        let kind = FileKind::of(t);
+        let image = manifest.get(&path);
+        let mut e = Entry {
+            path,
+            kind,
+            mode,
+            owner,
+            link: None,
+            hard: None,
+            content: None,
+            changed: true,
+        };
+        match t {
+            tar::EntryType::Link => {
+                e.hard = link.as_deref().and_then(|l| absolute(l.as_bytes()));
+            }
+            tar::EntryType::Symlink => {
+                e.changed = !image
+                    .is_some_and(|i| i.kind == FileKind::Link && i.link == link && i.mode == mode);
+                e.link = link;
+            }
+            _ if kind == FileKind::File => {
+                let start = offset;
+                let mut tee = TeeReader {
+                    inner: &mut entry,
+                    out: spool.as_file_mut(),
+                    written: 0,
+                };
+                let left = limits.bytes.saturating_sub(bytes);
+                let (sha, n) = sha256_of(&mut tee, left + 1).map_err(io)?;
+                let written = tee.written;
+                bytes += n;
+                offset += written;
+                if bytes > limits.bytes {
+                    limit = Some(format!(
+                        "more than {} MiB of changed files",
+                        limits.bytes >> 20
+                    ));
+                    break;
+                }
+                e.changed = !image.is_some_and(|i| {
+                    i.kind == FileKind::File && i.sha256 == Some(sha) && i.mode == mode
+                });
+                e.content = Some((start, written));
+            }
+            _ => {
+                e.changed = !image.is_some_and(|i| i.kind == kind && i.mode == mode);
+            }
+        }
+        entries.push(e);
+    }
+    spool.as_file_mut().flush().map_err(io)?;
+    Ok((entries, spool, limit))
+}
+
+/// Copies what it reads to `out` too.
+struct TeeReader<'a, R> {
+    inner: &'a mut R,
+    out: &'a mut std::fs::File,
+    written: u64,
+}
+
+impl<R: Read> Read for TeeReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.out.write_all(&buf[..n])?;
+        self.written += n as u64;
+        Ok(n)
+    }
+}
+
+/// Where a link of the work leads, read through the image's links and the work's own, or why it
+/// may not be carried as a link: into a folder only the verifier has (`/tests`,
+/// `/logs/verifier`), the kernel's folders, skillscope's shell, or nowhere (a loop).
+pub fn link_refused(
+    link_path: &str,
+    target: &str,
+    manifest: &Manifest,
+    work_links: &BTreeMap<String, String>,
+) -> Option<String> {
+    let forbidden = |p: &str| -> Option<String> {
+        if VERIFIER_ONLY.iter().any(|d| within(p, d)) {
+            return Some(format!("into {p}, which only the verifier has"));
+        }
+        if p == "/dev/null" {
+            return None;
+        }
+        ["/proc", "/sys", "/dev", STATIC_SHELL_DIR]
+            .iter()
+            .find(|d| within(p, d))
+            .map(|d| format!("into {d}"))
+    };
+    let mut pending: Vec<String> = Vec::new();
+    let start = if target.starts_with('/') {
+        target.to_string()
+    } else {
+        format!("{}/{target}", parent(link_path))
+    };
+    pending.extend(
+        start
+            .split('/')
+            .rev()
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
+    );
+    let mut cur: Vec<String> = Vec::new();
+    let mut hops = 0;
+    while let Some(part) = pending.pop() {
+        match part.as_str() {
+            "." => continue,
+            ".." => {
+                cur.pop();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(part);
+        let here = format!("/{}", cur.join("/"));
+        let next = work_links
+            .get(&here)
+            .cloned()
+            .or_else(|| manifest.get(&here).and_then(|f| f.link.clone()));
+        if let Some(t) = next {
+            hops += 1;
+            if hops > 40 {
+                return Some("in a loop of links".into());
+            }
+            cur.pop();
+            if t.starts_with('/') {
+                cur.clear();
+            }
+            pending.extend(
+                t.split('/')
+                    .rev()
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    forbidden(&format!("/{}", cur.join("/")))
+}
+
+/// Sorts what the agent changed: `r` is the stream of [`changed_paths_script`], `listed` the
+/// current entries of the changed image folders ([`listing_script`]). Pure: no environment is
+/// asked.
+///
+/// # Errors
+/// [`RunnerError::Io`] when the spool cannot be written.
+pub fn sort(
+    r: impl Read,
+    listed: &BTreeSet<String>,
+    listed_dirs: &BTreeSet<String>,
+    manifest: &Manifest,
+    rules: &Rules,
+    limits: Limits,
+) -> Result<Collected, RunnerError> {
+    let (entries, mut spool, limit) = read_changes(r, manifest, limits)?;
+    let mut out = Collected {
+        candidates: entries.len(),
+        limit,
+        ..Default::default()
+    };
+    // Virtual environments the agent made are the toolchain's, whatever else is in them.
+    let venvs: Vec<String> = entries
+        .iter()
+        .filter(|e| {
+            e.path.ends_with("/pyvenv.cfg")
+                || e.path.ends_with("/conda-meta") && e.kind == FileKind::Dir
+        })
+        .map(|e| parent(&e.path).to_string())
+        .collect();
+    let work_links: BTreeMap<String, String> = entries
+        .iter()
+        .filter(|e| e.changed && e.kind == FileKind::Link)
+        .filter(|e| rules.classify(&e.path, false, &venvs).is_work())
+        .filter_map(|e| Some((e.path.clone(), e.link.clone()?)))
+        .collect();
+    let mut carry = tar::Builder::new(
+        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?,
+    );
+    let mut carried: HashSet<String> = HashSet::new();
+    let mut links_last: Vec<&Entry> = Vec::new();
+    let io = |e: std::io::Error| RunnerError::io(std::env::temp_dir(), e);
+    for e in &entries {
+        if !e.changed {
+            continue;
+        }
+        let class = rules.classify(&e.path, e.kind == FileKind::Dir, &venvs);
+        let kind = if manifest.get(&e.path).is_some() {
+            'C'
+        } else {
+            'A'
+        };
+        let what = match e.kind {
+            FileKind::File => "file",
+            FileKind::Dir => "dir",
+            FileKind::Link => "link",
+            FileKind::Other => "other",
+        };
+        if let Class::Shadow(m) = &class {
+            out.shadows.push((e.path.clone(), m.clone()));
+        }
+        out.changes.push(Changed {
+            path: e.path.clone(),
+            kind,
+            what: what.into(),
+            class: describe(&class),
+        });
+        if !class.is_work() {
+            continue;
+        }
+        // A path whose kind changed goes first (the image's is deleted in the verifier).
+        if manifest.get(&e.path).is_some_and(|i| i.kind != e.kind) {
+            out.deleted.push(e.path.clone());
+        }
+        let rel = &e.path[1..];
+        let header = |kind: tar::EntryType| {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_mode(e.mode);
+            h.set_uid(e.owner.0);
+            h.set_gid(e.owner.1);
+            h.set_size(0);
+            h
+        };
+        match (e.kind, &e.hard, e.content) {
+            (FileKind::Dir, _, _) => {
+                let mut h = header(tar::EntryType::Directory);
+                carry
+                    .append_data(&mut h, rel, std::io::empty())
+                    .map_err(io)?;
+                carried.insert(e.path.clone());
+            }
+            (FileKind::File, Some(target), _) => {
+                if carried.contains(target) {
+                    let mut h = header(tar::EntryType::Link);
+                    carry.append_link(&mut h, rel, &target[1..]).map_err(io)?;
+                    carried.insert(e.path.clone());
+                }
+            }
+            (FileKind::File, None, Some((start, len))) => {
+                use std::io::Seek;
+                let f = spool.as_file_mut();
+                f.seek(std::io::SeekFrom::Start(start)).map_err(io)?;
+                let mut h = header(tar::EntryType::Regular);
+                h.set_size(len);
+                carry.append_data(&mut h, rel, f.take(len)).map_err(io)?;
+                out.work_files += 1;
+                out.work_bytes += len;
+                carried.insert(e.path.clone());
+            }
+            (FileKind::Link, _, _) => links_last.push(e),
+            _ => {}
+        }
+    }
+    // Links last, so no file of the work is written through one.
+    for e in links_last {
+        let target = e.link.clone().unwrap_or_default();
+        if let Some(why) = link_refused(&e.path, &target, manifest, &work_links) {
+            out.dropped_links.push(DroppedLink {
+                path: e.path.clone(),
+                target,
+                why,
+            });
+            continue;
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Symlink);
+        h.set_uid(e.owner.0);
+        h.set_gid(e.owner.1);
+        h.set_size(0);
+        carry
+            .append_link(&mut h, &e.path[1..], &target)
+            .map_err(io)?;
+    }
+    // What the agent deleted: the image's entries of the folders it changed, no longer there.
+    let seen: HashSet<&str> = entries.iter().map(|e| e.path.as_str()).collect();
+    for dir in listed_dirs {
+        for name in manifest.children(dir) {
+            let path = if dir == "/" {
+                format!("/{name}")
+            } else {
+                format!("{dir}/{name}")
+            };
+            if listed.contains(&path) || seen.contains(path.as_str()) {
+                continue;
+            }
+            let image_kind = manifest.get(&path).map(|f| f.kind);
+            let class = rules.classify(&path, image_kind == Some(FileKind::Dir), &venvs);
+            out.changes.push(Changed {
+                path: path.clone(),
+                kind: 'D',
+                what: match image_kind {
+                    Some(FileKind::Dir) => "dir",
+                    Some(FileKind::Link) => "link",
+                    _ => "file",
+                }
+                .into(),
+                class: describe(&class),
+            });
+            if class.is_work() {
+                out.deleted.push(path);
+            }
+        }
+    }
+    out.changes.sort_by(|a, b| a.path.cmp(&b.path));
+    out.contents = entries
+        .iter()
+        .filter(|e| e.changed)
+        .filter_map(|e| Some((e.path.clone(), e.content?)))
+        .collect();
+    out.spool = Some(spool);
+    let file = carry.into_inner().map_err(io)?;
+    if !carried.is_empty()
+        || out
+            .changes
+            .iter()
+            .any(|c| c.class == "work" && c.what == "link")
+    {
+        out.carry = Some(file);
+    }
+    Ok(out)
+}
+
+/// The stored words of a class.
+pub fn describe(class: &Class) -> String {
+    match class {
+        Class::Work => "work".into(),
+        Class::Toolchain(why) => format!("toolchain: {why}"),
+        Class::VerifierOnly => "verifier only".into(),
+        Class::AgentLogs => "agent logs".into(),
+        Class::Skills => "skill folder".into(),
+        Class::Shadow(m) => format!("shadows the toolchain's module {m}"),
+    }
+}
+
+/// Reads what the agent changed in `sandbox` (every process of the agent already gone): the
+/// paths changed in the `minutes` since it started, outside `pruned`, sorted by `rules`.
+///
+/// # Errors
+/// [`RunnerError`] when the environment cannot be read (a fault).
+pub async fn collect(
+    sandbox: &Sandbox,
+    manifest: &std::sync::Arc<Manifest>,
+    rules: &std::sync::Arc<Rules>,
+    pruned: &[String],
+    minutes: u64,
+    limits: Limits,
+) -> Result<Collected, RunnerError> {
+    let t0 = tokio::time::Instant::now();
+    let stream =
+        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+    let read = tokio::time::timeout(
+        limits.time,
+        sandbox.exec_raw(
+            &changed_paths_script(pruned, minutes),
+            None,
+            stream.path(),
+            limits.bytes + (256 << 20),
+        ),
+    )
+    .await;
+    let read = match read {
+        Ok(r) => r?,
+        Err(_) => {
+            let mut out = Collected::default();
+            out.limit = Some(format!(
+                "reading the changed files took more than {}s",
+                limits.time.as_secs()
+            ));
+            return Ok(out);
+        }
+    };
+    // The changed folders the image has: their entries now, for what was deleted.
+    let dirs: Vec<String> = {
+        let f =
+            std::fs::File::open(stream.path()).map_err(|e| RunnerError::io(stream.path(), e))?;
+        let mut a = tar::Archive::new(std::io::BufReader::new(f));
+        a.set_ignore_zeros(true);
+        let mut dirs = Vec::new();
+        if let Ok(entries) = a.entries() {
+            for e in entries.flatten() {
+                if e.header().entry_type() == tar::EntryType::Directory
+                    && let Some(p) = absolute(&e.path_bytes())
+                    && manifest.get(&p).is_some_and(|f| f.kind == FileKind::Dir)
+                {
+                    dirs.push(p);
+                }
+            }
+        }
+        if dirs.is_empty() {
+            // The root's own entry is never in the stream (`absolute` drops it); a change
+            // directly in `/` shows as its children.
+            dirs.push("/".into());
+        } else if !dirs.iter().any(|d| d == "/") {
+            dirs.push("/".into());
+        }
+        dirs
+    };
+    let listing =
+        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+    let input: Vec<u8> = dirs.iter().flat_map(|d| d.bytes().chain([0])).collect();
+    let left = limits.time.saturating_sub(t0.elapsed());
+    let listed_ok = match tokio::time::timeout(
+        left,
+        sandbox.exec_raw(&listing_script(), Some(input), listing.path(), 256 << 20),
+    )
+    .await
+    {
+        Ok(r) => {
+            let r = r?;
+            r.ok() && !r.cut
+        }
+        Err(_) => {
+            let mut out = Collected::default();
+            out.limit = Some(format!(
+                "reading the changed files took more than {}s",
+                limits.time.as_secs()
+            ));
+            return Ok(out);
+        }
+    };
+    let listed: BTreeSet<String> = std::fs::read(listing.path())
+        .map_err(|e| RunnerError::io(listing.path(), e))?
+        .split(|b| *b == 0)
+        .filter_map(absolute)
+        .collect();
+    let listed_dirs: BTreeSet<String> = dirs.into_iter().collect();
+    let (manifest, rules, path) = (manifest.clone(), rules.clone(), stream.path().to_path_buf());
+    let mut out = tokio::task::spawn_blocking(move || {
+        let f = std::fs::File::open(&path).map_err(|e| RunnerError::io(&path, e))?;
+        sort(
+            std::io::BufReader::new(f),
+            &listed,
+            &listed_dirs,
+            &manifest,
+            &rules,
+            limits,
+        )
+    })
+    .await
+    .map_err(|e| RunnerError::Task(e.to_string()))??;
+    if out.limit.is_none() {
+        if read.cut {
+            out.limit = Some(format!(
+                "more than {} MiB of changed files",
+                limits.bytes >> 20
+            ));
+        } else if !read.ok() {
+            out.limit = Some(format!(
+                "the changed files could not all be read (exit {:?}: {})",
+                read.exit_code, read.stderr
+            ));
+        } else if !listed_ok {
+            out.limit = Some("the changed folders could not all be listed".into());
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::manifest::tests::tar_of;
+    use super::super::manifest::{FileKind as K, ManifestLimits};
+    use super::super::rule::{PythonPaths, Toolchain};
+    use super::*;
+
+    fn image() -> Manifest {
+        let tar = tar_of(&[
+            ("app/", K::Dir, ""),
+            ("app/main.py", K::File, "print(1)"),
+            ("app/data.csv", K::File, "a,b"),
+            ("app/old/", K::Dir, ""),
+            ("app/old/x", K::File, "x"),
+            ("usr/", K::Dir, ""),
+            ("usr/bin/", K::Dir, ""),
+            ("usr/bin/python3", K::File, "ELF"),
+            ("srv/", K::Dir, ""),
+            ("srv/data", K::Link, "/app"),
+        ]);
+        Manifest::from_tar(&tar[..], ManifestLimits::default()).unwrap()
+    }
+
+    fn rules(m: &Manifest) -> Rules {
+        let t = Toolchain {
+            path: vec!["/usr/bin".into()],
+            python: vec![PythonPaths {
+                interpreter: "/usr/bin/python3".into(),
+                toolchain: vec!["/usr/lib/python3".into()],
+                project: vec![],
+                modules: ["pytest".to_string()].into_iter().collect(),
+            }],
+            user: "root".into(),
+        };
+        Rules::new(m, &t, "/app", "", "/root", &[])
+    }
+
+    fn listed(paths: &[&str]) -> BTreeSet<String> {
+        paths.iter().map(|p| p.to_string()).collect()
+    }
+
+    #[test]
+    fn work_is_carried_the_toolchain_is_not_and_deletions_are_found() {
+        let m = image();
+        let changed = tar_of(&[
+            ("app/", K::Dir, ""),
+            ("app/main.py", K::File, "print(2)"),
+            ("app/data.csv", K::File, "a,b"),
+            ("app/out.txt", K::File, "42"),
+            ("app/pytest.py", K::File, "import os; os._exit(0)"),
+            ("usr/bin/python3", K::File, "FORGED"),
+            ("app/expected", K::Link, "/tests/expected.json"),
+            ("app/sneaky", K::Link, "/srv/data/../../tests/x"),
+            ("app/ok", K::Link, "data.csv"),
+            ("logs/verifier/reward.txt", K::File, "1"),
+        ]);
+        let m2 = m.clone();
+        let out = sort(
+            &changed[..],
+            &listed(&[
+                "/app/main.py",
+                "/app/data.csv",
+                "/app/out.txt",
+                "/app/pytest.py",
+                "/app/expected",
+                "/app/sneaky",
+                "/app/ok",
+            ]),
+            &listed(&["/app"]),
+            &m2,
+            &rules(&m),
+            Limits::default(),
+        )
+        .unwrap();
+        let class = |p: &str| {
+            out.changes
+                .iter()
+                .find(|c| c.path == p)
+                .map(|c| (c.kind, c.class.clone()))
+        };
+        assert_eq!(class("/app/main.py"), Some(('C', "work".into())));
+        assert_eq!(class("/app/out.txt"), Some(('A', "work".into())));
+        assert_eq!(
+            class("/app/data.csv"),
+            None,
+            "unchanged content is no change"
+        );
+        assert!(
+            class("/usr/bin/python3")
+                .unwrap()
+                .1
+                .starts_with("toolchain")
+        );
+        assert!(class("/app/pytest.py").unwrap().1.starts_with("shadows"));
+        assert_eq!(
+            class("/logs/verifier/reward.txt").unwrap().1,
+            "verifier only"
+        );
+        assert_eq!(class("/app/old").map(|c| c.0), Some('D'));
+        assert_eq!(out.deleted, vec!["/app/old".to_string()]);
+        assert_eq!(
+            out.shadows,
+            vec![("/app/pytest.py".into(), "pytest".into())]
+        );
+        let dropped: Vec<&str> = out.dropped_links.iter().map(|d| d.path.as_str()).collect();
+        assert_eq!(dropped, vec!["/app/expected", "/app/sneaky"]);
+        // The carried tar holds the work only, links last.
+        let f = std::fs::File::open(out.carry.as_ref().unwrap().path()).unwrap();
+        let mut a = tar::Archive::new(f);
+        let names: Vec<String> = a
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert_eq!(names, vec!["app/main.py", "app/out.txt", "app/ok"]);
+        assert_eq!(out.work_files, 2);
+    }
+
+    #[test]
+    fn a_limit_reached_is_recorded() {
+        let m = image();
+        let changed = tar_of(&[("app/a", K::File, "1"), ("app/b", K::File, "2")]);
+        let limits = Limits {
+            entries: 1,
+            ..Limits::default()
+        };
+        let out = sort(
+            &changed[..],
+            &BTreeSet::new(),
+            &BTreeSet::new(),
+            &m,
+            &rules(&m),
+            limits,
+        )
+        .unwrap();
+        assert!(out.limit.unwrap().contains("more than 1 changed paths"));
+        let limits = Limits {
+            bytes: 1,
+            ..Limits::default()
+        };
+        let out = sort(
+            &changed[..],
+            &BTreeSet::new(),
+            &BTreeSet::new(),
+            &m,
+            &rules(&m),
+            limits,
+        )
+        .unwrap();
+        assert!(out.limit.unwrap().contains("MiB"));
+    }
+
+    #[test]
+    fn links_resolve_through_the_image_and_the_work() {
+        let m = image();
+        let none = BTreeMap::new();
+        assert_eq!(link_refused("/app/a", "data.csv", &m, &none), None);
+        assert_eq!(link_refused("/app/a", "/usr/bin/python3", &m, &none), None);
+        assert!(link_refused("/app/a", "../tests/x", &m, &none).is_some());
+        assert!(link_refused("/app/a", "/srv/data/../../tests", &m, &none).is_some());
+        let work = BTreeMap::from([("/app/b".to_string(), "/logs/verifier".to_string())]);
+        assert!(link_refused("/app/a", "b/reward.txt", &m, &work).is_some());
+        let looped = BTreeMap::from([
+            ("/app/x".to_string(), "/app/y".to_string()),
+            ("/app/y".to_string(), "/app/x".to_string()),
+        ]);
+        assert!(link_refused("/app/a", "/app/x/z", &m, &looped).is_some());
+        assert_eq!(link_refused("/app/a", "/dev/null", &m, &none), None);
+        assert!(link_refused("/app/a", "/proc/self/environ", &m, &none).is_some());
+    }
+
+    #[test]
+    fn the_scripts_use_only_the_static_tools() {
+        let s = changed_paths_script(&["/proc".into(), "/it's".into()], 3);
+        assert!(s.contains("-cmin -3"), "{s}");
+        assert!(s.contains("'/it'\\''s'"), "{s}");
+        for word in s
+            .split_whitespace()
+            .filter(|w| w.ends_with("find") || w.ends_with("tar") || w.ends_with("xargs"))
+        {
+            assert!(word.starts_with(STATIC_SHELL_DIR), "{word} in {s}");
+        }
+    }
+}

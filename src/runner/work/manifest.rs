@@ -1,0 +1,316 @@
+//! An image's files by content: every path with its kind, mode, size, SHA-256 (regular files)
+//! and link target, read once per image from a tar stream of its filesystem (Docker's export of
+//! a container created from it, never started). What the agent changed is measured against it
+//! by content, never by a filesystem's metadata.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// What a path is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FileKind {
+    /// A regular file.
+    File,
+    /// A folder.
+    Dir,
+    /// A symbolic link.
+    Link,
+    /// A device, pipe or socket.
+    Other,
+}
+
+impl FileKind {
+    /// The kind of a tar entry (a hard link counts as the file it names).
+    pub fn of(t: tar::EntryType) -> FileKind {
+        match t {
+            tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::Link => {
+                FileKind::File
+            }
+            tar::EntryType::Directory => FileKind::Dir,
+            tar::EntryType::Symlink => FileKind::Link,
+            _ => FileKind::Other,
+        }
+    }
+}
+
+/// One path of an image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileFact {
+    /// What it is.
+    pub kind: FileKind,
+    /// Permission bits (`0o7777`).
+    pub mode: u32,
+    /// Size, bytes (regular files).
+    pub size: u64,
+    /// SHA-256 of a regular file's content.
+    pub sha256: Option<[u8; 32]>,
+    /// A symbolic link's target, as written.
+    pub link: Option<String>,
+    /// A small file holding a console script as pip or uv writes it
+    /// ([`crate::runner::tamper::is_console_script`]): package upgrades rewrite those.
+    #[serde(default)]
+    pub script: bool,
+}
+
+/// Every path of an image, absolute (`/usr/bin/python3`), the root itself left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Path → fact.
+    pub files: BTreeMap<String, FileFact>,
+}
+
+/// The limits of one manifest's read: past them the read fails (an image that large is read
+/// again by the next trial rather than kept half).
+#[derive(Debug, Clone, Copy)]
+pub struct ManifestLimits {
+    /// Most entries.
+    pub entries: usize,
+    /// Most bytes of content.
+    pub bytes: u64,
+}
+
+impl Default for ManifestLimits {
+    fn default() -> Self {
+        ManifestLimits {
+            entries: 2_000_000,
+            bytes: 64 << 30,
+        }
+    }
+}
+
+/// The absolute path of a tar entry's name (`./usr/bin/x`, `usr/bin/x` → `/usr/bin/x`), or
+/// `None` for the root itself and for names that hold `..` or are not UTF-8.
+pub fn absolute(name: &[u8]) -> Option<String> {
+    let name = std::str::from_utf8(name).ok()?;
+    let mut out = String::new();
+    for part in name.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => return None,
+            p => {
+                out.push('/');
+                out.push_str(p);
+            }
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// SHA-256 of everything `r` yields (reading at most `cap` bytes more), with how many bytes
+/// were read.
+///
+/// # Errors
+/// The reader's error.
+pub fn sha256_of(r: &mut impl Read, cap: u64) -> std::io::Result<([u8; 32], u64)> {
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut n = 0u64;
+    let mut limited = r.take(cap);
+    loop {
+        let k = limited.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        h.update(&buf[..k]);
+        n += k as u64;
+    }
+    Ok((h.finalize().into(), n))
+}
+
+impl Manifest {
+    /// Reads a whole filesystem's tar stream (its entries relative to `/`).
+    ///
+    /// # Errors
+    /// An I/O error of the stream, or one naming the limit it passed.
+    pub fn from_tar(r: impl Read, limits: ManifestLimits) -> std::io::Result<Manifest> {
+        let mut archive = tar::Archive::new(r);
+        archive.set_ignore_zeros(true);
+        let mut files = BTreeMap::new();
+        let mut bytes = 0u64;
+        for entry in archive.entries()? {
+            let mut entry = entry?;
+            if files.len() >= limits.entries {
+                return Err(std::io::Error::other(format!(
+                    "more than {} files in the image",
+                    limits.entries
+                )));
+            }
+            let Some(path) = absolute(&entry.path_bytes()) else {
+                continue;
+            };
+            let header = entry.header();
+            let t = header.entry_type();
+            let mode = header.mode().unwrap_or(0) & 0o7777;
+            let link = entry
+                .link_name_bytes()
+                .map(|l| String::from_utf8_lossy(&l).into_owned());
+            let fact = match t {
+                tar::EntryType::Link => {
+                    // A hard link is the file it names (read earlier in the stream).
+                    let target = link.as_deref().and_then(|l| absolute(l.as_bytes()));
+                    match target.and_then(|t| files.get(&t).cloned()) {
+                        Some(f) => f,
+                        None => continue,
+                    }
+                }
+                _ if FileKind::of(t) == FileKind::File => {
+                    let left = limits.bytes.saturating_sub(bytes);
+                    let small = entry.header().size().unwrap_or(u64::MAX)
+                        <= crate::runner::tamper::MAX_SCRIPT;
+                    let mut head = Vec::new();
+                    let (sha, n) = if small {
+                        entry.read_to_end(&mut head)?;
+                        let n = head.len() as u64;
+                        (sha256_of(&mut &head[..], u64::MAX)?.0, n)
+                    } else {
+                        sha256_of(&mut entry, left + 1)?
+                    };
+                    bytes += n;
+                    if bytes > limits.bytes {
+                        return Err(std::io::Error::other(format!(
+                            "more than {} GiB in the image",
+                            limits.bytes >> 30
+                        )));
+                    }
+                    FileFact {
+                        kind: FileKind::File,
+                        mode,
+                        size: n,
+                        sha256: Some(sha),
+                        link: None,
+                        script: small && crate::runner::tamper::is_console_script(Some(&head)),
+                    }
+                }
+                _ => FileFact {
+                    kind: FileKind::of(t),
+                    mode,
+                    size: 0,
+                    sha256: None,
+                    link: (t == tar::EntryType::Symlink).then_some(link).flatten(),
+                    script: false,
+                },
+            };
+            files.insert(path, fact);
+        }
+        Ok(Manifest { files })
+    }
+
+    /// The fact of `path`, when the image has it.
+    pub fn get(&self, path: &str) -> Option<&FileFact> {
+        self.files.get(path)
+    }
+
+    /// The image's entries directly in folder `dir` (absolute), by name, sorted and each once
+    /// (an entry known only by what lies under it counts too).
+    pub fn children<'a>(&'a self, dir: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        let prefix = if dir == "/" {
+            "/".to_string()
+        } else {
+            format!("{dir}/")
+        };
+        let skip = prefix.len();
+        let names: std::collections::BTreeSet<&'a str> = self
+            .files
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .filter_map(|(p, _)| p[skip..].split('/').next().filter(|n| !n.is_empty()))
+            .collect();
+        names.into_iter()
+    }
+
+    /// Folders that hold a file named `marker` (`pyvenv.cfg`: the image's virtual environments;
+    /// `conda-meta` folders count through their parent).
+    pub fn folders_with(&self, marker: &str) -> Vec<String> {
+        let tail = format!("/{marker}");
+        self.files
+            .keys()
+            .filter_map(|p| p.strip_suffix(&tail))
+            .filter(|d| !d.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A tar of `entries`: `(name, kind, content or link target)`.
+    pub(crate) fn tar_of(entries: &[(&str, FileKind, &str)]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, kind, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o755);
+            match kind {
+                FileKind::Dir => {
+                    h.set_entry_type(tar::EntryType::Directory);
+                    h.set_size(0);
+                    b.append_data(&mut h, name, std::io::empty()).unwrap();
+                }
+                FileKind::Link => {
+                    h.set_entry_type(tar::EntryType::Symlink);
+                    h.set_size(0);
+                    b.append_link(&mut h, name, data).unwrap();
+                }
+                _ => {
+                    h.set_entry_type(tar::EntryType::Regular);
+                    h.set_size(data.len() as u64);
+                    b.append_data(&mut h, name, data.as_bytes()).unwrap();
+                }
+            }
+        }
+        b.into_inner().unwrap()
+    }
+
+    #[test]
+    fn a_manifest_holds_every_path_by_content() {
+        let tar = tar_of(&[
+            ("./", FileKind::Dir, ""),
+            ("usr/", FileKind::Dir, ""),
+            ("usr/bin/", FileKind::Dir, ""),
+            ("usr/bin/python3", FileKind::File, "ELF"),
+            ("usr/bin/python", FileKind::Link, "python3"),
+            ("app/.venv/pyvenv.cfg", FileKind::File, "home = /usr/bin"),
+        ]);
+        let m = Manifest::from_tar(&tar[..], ManifestLimits::default()).unwrap();
+        assert_eq!(m.files.len(), 5, "{:?}", m.files.keys());
+        let py = m.get("/usr/bin/python3").unwrap();
+        assert_eq!(py.kind, FileKind::File);
+        assert_eq!(py.size, 3);
+        assert_eq!(py.sha256.unwrap(), <[u8; 32]>::from(Sha256::digest(b"ELF")));
+        assert_eq!(
+            m.get("/usr/bin/python").unwrap().link.as_deref(),
+            Some("python3")
+        );
+        let kids: Vec<&str> = m.children("/usr/bin").collect();
+        assert_eq!(kids, vec!["python", "python3"]);
+        assert_eq!(m.children("/").collect::<Vec<_>>(), vec!["app", "usr"]);
+        assert_eq!(m.folders_with("pyvenv.cfg"), vec!["/app/.venv".to_string()]);
+    }
+
+    #[test]
+    fn names_are_made_absolute_and_escapes_refused() {
+        assert_eq!(absolute(b"./a/b"), Some("/a/b".into()));
+        assert_eq!(absolute(b"a//b/"), Some("/a/b".into()));
+        assert_eq!(absolute(b"./"), None);
+        assert_eq!(absolute(b"a/../../etc"), None);
+    }
+
+    #[test]
+    fn a_manifest_past_its_limits_fails() {
+        let tar = tar_of(&[("a", FileKind::File, "xx"), ("b", FileKind::File, "yy")]);
+        let limits = ManifestLimits {
+            entries: 1,
+            bytes: 100,
+        };
+        assert!(Manifest::from_tar(&tar[..], limits).is_err());
+        let limits = ManifestLimits {
+            entries: 10,
+            bytes: 3,
+        };
+        assert!(Manifest::from_tar(&tar[..], limits).is_err());
+    }
+}

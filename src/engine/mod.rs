@@ -27,6 +27,8 @@
 mod attempt;
 mod dispatch;
 pub mod hosts;
+#[cfg(test)]
+mod offline_runs;
 mod prebuild;
 mod register;
 mod schedule;

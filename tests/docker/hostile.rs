@@ -78,9 +78,10 @@ fn contains(hay: &[u8], needle: &str) -> bool {
     hay.windows(needle.len()).any(|w| w == needle.as_bytes())
 }
 
-/// The verifier runs where the agent no longer is: a loop left running, a replaced shell, python
-/// or tools, a watcher for the tests, a pre-written reward and report, reward files made folders,
-/// a secret read from `/proc` — each ends with reward 0 and never a pass.
+/// The verifier runs where the agent no longer is, fresh from the task's image: a loop left
+/// running, a replaced shell, python or tools, a watcher for the tests, a pre-written reward and
+/// report, reward files made folders, a secret read from `/proc` — each ends with reward 0 and
+/// never a pass.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn hostile_agents_never_forge_a_pass() {
     let s = Scratch::new();
@@ -110,11 +111,11 @@ async fn hostile_agents_never_forge_a_pass() {
     assert_eq!(v.trim(), "0");
     assert!(!trial_dir(t).join("verifier/reward.json").exists());
 
-    // A replaced /bin/sh runs the test (its shebang) and forges a 1: flagged, judged a failure,
-    // the verifier's own reward kept for audit.
+    // A replaced /bin/sh never reaches the verifier, which starts from the image: its own
+    // reward is 0; the replacement is flagged and the trial judged a failure.
     let t = one(&rows, "replaced-shell", c);
     assert!(flagged(t).contains(&"C /bin/sh".to_string()), "{t:#?}");
-    assert_eq!(t.rewards.as_ref().unwrap()["verifier.reward"], 1.0);
+    assert_eq!(t.rewards.as_ref().unwrap()["verifier.reward"], 0.0);
     assert!(t.error.as_deref().unwrap().contains("tampered"), "{t:#?}");
 
     // Replaced tools are never run by skillscope's own commands in the verifier's container (its
@@ -139,13 +140,14 @@ async fn hostile_agents_never_forge_a_pass() {
         );
     }
 
-    // The verifier's python replaced, or shadowed earlier on PATH: flagged.
+    // The verifier's python replaced, or shadowed earlier on PATH: flagged, and neither reaches
+    // the verifier (its reward is its own 0).
     let t = one(&rows, "replaced-python", c);
     assert!(
         flagged(t).contains(&"C /usr/bin/python".to_string()),
         "{t:#?}"
     );
-    assert_eq!(t.rewards.as_ref().unwrap()["verifier.reward"], 1.0);
+    assert_eq!(t.rewards.as_ref().unwrap()["verifier.reward"], 0.0);
     let t = one(&rows, "shadowed-python", c);
     assert!(
         flagged(t).contains(&"A /usr/local/bin/python".to_string()),

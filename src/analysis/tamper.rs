@@ -1,13 +1,15 @@
-//! Trials flagged for tampering, per condition: the latest attempts whose agent changed what a
-//! task's work never touches (`trials.tamper`; the rules are in docs/scoring.md, "Tamper
-//! evidence"), with the paths flagged. They are already judged failures with reward 0 in every
-//! pass rate ([`crate::domain::TAMPER_RULE`]): this lists them, so a reader can see which
-//! trials and what they changed. Shown in the report, `status --json` and the dashboard.
+//! Flagged trials, per condition and per kind of flag (`trials.tamper`): **tampered** — the
+//! latest attempts whose agent changed what a task's work never touches (the rules are in
+//! docs/scoring.md, "Tamper evidence"), with the paths flagged — and **verdict contradicted** —
+//! those whose verifier's evidence contradicts their reward, with the reasons. They are already
+//! judged failures with reward 0 in every pass rate ([`crate::domain::TAMPER_RULE`],
+//! [`crate::domain::CONTRADICTION_RULE`]): this lists them, so a reader can see which trials and
+//! why. Shown in the report, `status --json` and the dashboard.
 
 use rusqlite::Connection;
 use serde::Serialize;
 
-use crate::domain::{TAMPER_RULE, TamperFlag, TrialRow};
+use crate::domain::{CONTRADICTION_RULE, FlagKind, TAMPER_RULE, TamperFlag, TrialRow};
 use crate::store::{StoreError, queries};
 
 /// One flagged trial.
@@ -21,9 +23,10 @@ pub struct TamperedTrial {
     pub trial_index: u32,
     /// Its recorded outcome (`fail`, or `agent-timeout`).
     pub outcome: Option<String>,
-    /// How many changes were flagged.
+    /// How many changes (or contradictions) were flagged.
     pub flagged: usize,
-    /// The first of them, `"<kind> <path>"` (untrusted text: sanitize to draw).
+    /// The first of them, `"<kind> <path>"`, or the contradictions' reasons (untrusted text:
+    /// sanitize to draw).
     pub paths: Vec<String>,
 }
 
@@ -40,10 +43,12 @@ pub struct TamperedCondition {
     pub trials: Vec<TamperedTrial>,
 }
 
-/// Every condition's flagged trials, and the rule they were scored by.
+/// Every condition's trials carrying one kind of flag, and the rule they were scored by.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Tampering {
-    /// How a flagged trial is counted ([`TAMPER_RULE`]).
+    /// Which flag.
+    pub kind: FlagKind,
+    /// How a flagged trial is counted ([`TAMPER_RULE`], [`CONTRADICTION_RULE`]).
     pub rule: String,
     /// The conditions with at least one flagged trial.
     pub conditions: Vec<TamperedCondition>,
@@ -55,28 +60,38 @@ pub struct Tampering {
 
 impl Default for Tampering {
     fn default() -> Self {
+        Tampering::of(FlagKind::Tampered)
+    }
+}
+
+impl Tampering {
+    /// No trial flagged `kind` yet, with its rule.
+    pub fn of(kind: FlagKind) -> Tampering {
         Tampering {
-            rule: TAMPER_RULE.to_string(),
+            kind,
+            rule: match kind {
+                FlagKind::Tampered => TAMPER_RULE,
+                FlagKind::Contradicted => CONTRADICTION_RULE,
+            }
+            .to_string(),
             conditions: Vec::new(),
             unchecked_runs: Vec::new(),
             checked_runs: 0,
         }
     }
-}
 
-impl Tampering {
     /// How many trials were flagged in all.
     pub fn total(&self) -> usize {
         self.conditions.iter().map(|c| c.trials.len()).sum()
     }
 }
 
-/// The flagged trials among `rows` (latest attempts with a tamper flag).
-pub fn of_rows(rows: &[TrialRow]) -> Vec<TamperedTrial> {
+/// The trials among `rows` flagged `kind` (latest attempts).
+pub fn of_rows(rows: &[TrialRow], kind: FlagKind) -> Vec<TamperedTrial> {
     rows.iter()
         .filter(|r| !r.superseded)
         .filter_map(|r| {
-            let flag = TamperFlag::of_json(r.tamper.as_ref()?)?;
+            let flag = TamperFlag::of_json(r.tamper.as_ref()?).filter(|f| f.kind == kind)?;
             Some(TamperedTrial {
                 trial: r.trial_name.clone(),
                 task: r.task_id.clone(),
@@ -101,8 +116,8 @@ pub struct Scope<'a> {
     pub condition: &'a str,
 }
 
-/// The flagged trials of each condition in `scopes`, in their order (conditions without any are
-/// left out); only tasks in `tasks` count when it is given.
+/// The trials flagged `kind` of each condition in `scopes`, in their order (conditions without
+/// any are left out); only tasks in `tasks` count when it is given.
 ///
 /// # Errors
 /// [`StoreError`] from SQLite.
@@ -110,9 +125,10 @@ pub fn compute(
     conn: &Connection,
     scopes: &[Scope<'_>],
     tasks: Option<&std::collections::BTreeSet<String>>,
+    kind: FlagKind,
 ) -> Result<Tampering, StoreError> {
     let mut by_run: std::collections::HashMap<i64, Vec<TrialRow>> = Default::default();
-    let mut out = Tampering::default();
+    let mut out = Tampering::of(kind);
     for s in scopes {
         let rows = match by_run.entry(s.run_id) {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
@@ -126,7 +142,7 @@ pub fn compute(
             .filter(|r| tasks.is_none_or(|t| t.contains(&r.task_id)))
             .cloned()
             .collect();
-        let trials = of_rows(&rows);
+        let trials = of_rows(&rows, kind);
         if !trials.is_empty() {
             out.conditions.push(TamperedCondition {
                 label: s.label.to_string(),
@@ -162,7 +178,7 @@ mod tests {
             tamper: None,
             ..flagged.clone()
         };
-        let got = of_rows(&[flagged, superseded, clean]);
+        let got = of_rows(&[flagged, superseded, clean], FlagKind::Tampered);
         assert_eq!(got.len(), 1);
         assert_eq!(got[0].flagged, 2);
         assert_eq!(got[0].outcome.as_deref(), Some("fail"));

@@ -287,14 +287,15 @@ pub trait Host: Send + Sync {
     /// [`SiteError`].
     async fn open_site(&self, spec: &SiteSpec<'_>) -> Result<Box<dyn TrialSite>, SiteError>;
 
-    /// A mount of `dir` (a harness kit) at `target`, read-only: the folder itself on a local
-    /// host, else a copy made once per host.
+    /// A mount of folder `dir` (a harness kit, known as `id`) at `target`, read-only: the folder
+    /// itself on a local host, else a copy made once per host.
     ///
     /// # Errors
     /// [`RunnerError`] when the copy cannot be made.
     async fn kit_mount(
         &self,
-        kit: &super::agents::kit::Kit,
+        dir: &std::path::Path,
+        id: &str,
         target: &str,
     ) -> Result<Mount, RunnerError>;
 

@@ -4,11 +4,9 @@
 //! image — what the agent's changes are measured against).
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Serialize;
 
-use super::sandbox::Sandbox;
 use super::{Fault, RunnerError};
 
 pub use super::work::ImageFacts;
@@ -30,33 +28,6 @@ pub struct ImageBuild {
 pub struct VerifierFiles {
     /// `(path, tar)` per copy.
     pub copies: Vec<(String, Arc<Vec<u8>>)>,
-}
-
-impl VerifierFiles {
-    /// Puts every copy at its path in `container` (before the verifier runs).
-    ///
-    /// # Errors
-    /// [`RunnerError`] when a folder cannot be made or a copy cannot be uploaded.
-    pub async fn install(&self, container: &Sandbox) -> Result<(), RunnerError> {
-        for (path, tar) in &self.copies {
-            let parent = std::path::Path::new(path)
-                .parent()
-                .map(|p| p.display().to_string())
-                .unwrap_or_else(|| "/".into());
-            let (code, out) = container
-                .sh_output(&format!("mkdir -p '{parent}'"), Duration::from_secs(60))
-                .await?;
-            if code.exit_code != Some(0) {
-                return Err(RunnerError::Task(format!(
-                    "cannot make {parent} for the verifier's copy of skills: {out}"
-                )));
-            }
-            container
-                .upload_tar_at(tar.as_ref().clone(), &parent)
-                .await?;
-        }
-        Ok(())
-    }
 }
 
 /// A ready image for a trial.

@@ -30,6 +30,10 @@ pub use fault::Fault;
 pub use sandbox::{ExecEnd, ExecRequest, ExecResult, Sandbox};
 pub use trial::{TrialCancel, TrialEnd, TrialEnv, TrialJob, Verdict, run_trial};
 
+/// Where every environment finds skillscope's static shell (`<dir>/sh`, `<dir>/busybox` and its
+/// applets), mounted read-only: its PID 1 and every script of skillscope's run from it.
+pub const STATIC_SHELL_DIR: &str = "/skillscope/static";
+
 /// Errors of the runner. Trial-level failures never surface as errors of the run: they become
 /// outcomes (see [`crate::domain::Outcome`]).
 #[derive(Debug, Clone, thiserror::Error)]

@@ -111,8 +111,7 @@ const PACKAGE_FOLDERS: &[&str] = &["site-packages", "dist-packages", "node_modul
 /// The verifier's folders.
 const VERIFIER_DIRS: &[&str] = super::work::rule::VERIFIER_ONLY;
 
-/// Most bytes of a file read to tell a pip console script.
-pub const MAX_SCRIPT: u64 = 16 * 1024;
+pub use super::work::manifest::{MAX_SCRIPT, is_console_script};
 
 /// One flagged change.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -423,70 +422,6 @@ fn is_cache(path: &str) -> bool {
         || path.ends_with(".cache")
         || path.contains("/__pycache__")
         || path.ends_with("/locale-archive")
-}
-
-/// True for a console script as pip (distlib) or uv writes it: a Python shebang, then only the
-/// lines of their template, importing one function of one module and calling it.
-pub fn is_console_script(bytes: Option<&[u8]>) -> bool {
-    let Some(text) = bytes.and_then(|b| std::str::from_utf8(b).ok()) else {
-        return false;
-    };
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let Some(shebang) = lines.next() else {
-        return false;
-    };
-    let interp = shebang.strip_prefix("#!").unwrap_or("").trim();
-    let exe = interp.rsplit('/').next().unwrap_or("");
-    if !interp.starts_with('/')
-        || interp.starts_with("/tmp/")
-        || interp.contains(' ')
-        || !exe.starts_with("python")
-    {
-        return false;
-    }
-    let ident = |s: &str| {
-        !s.is_empty()
-            && s.split('.').all(|p| {
-                !p.is_empty()
-                    && !p.starts_with(|c: char| c.is_ascii_digit())
-                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            })
-    };
-    let mut function = None;
-    let mut called = false;
-    for l in lines {
-        let t = l.trim();
-        match t {
-            "# -*- coding: utf-8 -*-"
-            | "import re"
-            | "import sys"
-            | "if __name__ == '__main__':"
-            | "if __name__ == \"__main__\":"
-            | r"sys.argv[0] = re.sub(r'(-script\.pyw|\.exe)?$', '', sys.argv[0])"
-            | "if sys.argv[0].endswith(\"-script.pyw\"):"
-            | "sys.argv[0] = sys.argv[0][:-11]"
-            | "elif sys.argv[0].endswith(\".exe\"):"
-            | "sys.argv[0] = sys.argv[0][:-4]" => {}
-            _ => {
-                if let Some(rest) = t.strip_prefix("from ")
-                    && let Some((module, f)) = rest.split_once(" import ")
-                    && ident(module)
-                    && ident(f)
-                    && !f.contains('.')
-                    && function.is_none()
-                {
-                    function = Some(f.to_string());
-                } else if let Some(f) = &function
-                    && t == format!("sys.exit({f}())")
-                {
-                    called = true;
-                } else {
-                    return false;
-                }
-            }
-        }
-    }
-    called
 }
 
 #[cfg(test)]

@@ -42,6 +42,7 @@ mod paper_rows;
 mod subsets;
 mod tally;
 
+use crate::domain::FlagKind;
 use std::collections::{BTreeMap, HashMap};
 
 use rusqlite::Connection;
@@ -218,6 +219,8 @@ pub struct Results {
     /// The trials flagged for tampering, per condition, and the rule they were scored by
     /// ([`super::tamper`]).
     pub tamper: super::tamper::Tampering,
+    /// The trials of each condition whose verdict the evidence contradicts.
+    pub contradicted: super::tamper::Tampering,
     /// The run an experiment reused as round 1 (`--baseline-from`) and the drift it accepted;
     /// `None` when round 1 ran in the experiment.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -550,14 +553,20 @@ fn attach_tamper(
         .collect();
     let tasks: std::collections::BTreeSet<String> =
         results.tasks.iter().map(|t| t.id.clone()).collect();
-    results.tamper = super::tamper::compute(conn, &scopes, Some(&tasks))?;
-    results.tamper.unchecked_runs = loaded
+    let unchecked: Vec<String> = loaded
         .runs
         .iter()
         .filter(|r| r.source != "native")
         .map(|r| r.name.clone())
         .collect();
-    results.tamper.checked_runs = loaded.runs.len() - results.tamper.unchecked_runs.len();
+    for (kind, out) in [
+        (FlagKind::Tampered, &mut results.tamper),
+        (FlagKind::Contradicted, &mut results.contradicted),
+    ] {
+        *out = super::tamper::compute(conn, &scopes, Some(&tasks), kind)?;
+        out.unchecked_runs = unchecked.clone();
+        out.checked_runs = loaded.runs.len() - unchecked.len();
+    }
     Ok(())
 }
 
@@ -776,6 +785,7 @@ fn analyze_tasks(
         round2_skills: Vec::new(),
         exposure: Default::default(),
         tamper: Default::default(),
+        contradicted: super::tamper::Tampering::of(FlagKind::Contradicted),
         baseline: None,
         sequential: Vec::new(),
     }

@@ -47,6 +47,8 @@ pub struct RunStatus {
     /// Trials flagged for tampering, per condition, and the rule they are scored by
     /// ([`crate::analysis::tamper`]).
     pub tampered: crate::analysis::tamper::Tampering,
+    /// Trials whose verdict the evidence contradicts, per condition.
+    pub contradicted: crate::analysis::tamper::Tampering,
     /// The run's group-sequential design, its looks at stage boundaries and its early stops;
     /// `None` when the run applied none.
     pub sequential: Option<crate::domain::sequential::SequentialRecord>,
@@ -110,12 +112,17 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
             condition: c,
         })
         .collect();
-    let mut tampered = crate::analysis::tamper::compute(conn, &scopes, None)?;
-    if run.source == "native" {
-        tampered.checked_runs = 1;
-    } else {
-        tampered.unchecked_runs = vec![run.name.clone()];
-    }
+    let flagged = |kind| -> Result<crate::analysis::tamper::Tampering, crate::store::StoreError> {
+        let mut t = crate::analysis::tamper::compute(conn, &scopes, None, kind)?;
+        if run.source == "native" {
+            t.checked_runs = 1;
+        } else {
+            t.unchecked_runs = vec![run.name.clone()];
+        }
+        Ok(t)
+    };
+    let tampered = flagged(crate::domain::FlagKind::Tampered)?;
+    let contradicted = flagged(crate::domain::FlagKind::Contradicted)?;
     let spaces = lq::list_spaces(conn)?
         .into_iter()
         .filter(|s| s.run_id == run.id)
@@ -158,6 +165,7 @@ pub fn run_status(conn: &rusqlite::Connection, run: RunRow) -> Result<RunStatus>
         skill_exposure: exposure.conditions,
         skill_flags: exposure.flags,
         tampered,
+        contradicted,
         run,
     })
 }

@@ -158,6 +158,7 @@ pub fn document(report: &Report) -> Document {
     blocks.extend(conditions::conditions(r));
     blocks.extend(exposure::blocks(&r.exposure));
     blocks.extend(tamper::blocks(&r.tamper));
+    blocks.extend(tamper::blocks(&r.contradicted));
     blocks.extend(comparisons::hypotheses(r));
     blocks.extend(comparisons::comparisons(r));
     blocks.extend(sequential::blocks(r));

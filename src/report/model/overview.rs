@@ -44,6 +44,7 @@ pub fn blocks(r: &Results) -> Vec<Block> {
         });
     }
     out.extend(super::tamper::banner(&r.tamper));
+    out.extend(super::tamper::banner(&r.contradicted));
     out.push(Block::text(format!(
         "Generated {} by skillscope {}. Pass rates are the SkillsBench paper's Method D: per task, the mean reward over its planned trials (missing, unfinished and errored trials count 0; partial rewards count fractionally), then the mean over the tasks a condition ran, of a set of {} tasks. A trial **succeeds** when its verifier's {} — whatever the agent's outcome (an agent timeout whose verifier still gave the reward succeeded); pass@1, pass@2, pass@2-adaptive and flaky tasks count successes. Comparisons are paired over the tasks both sides ran; a task one side did not run is listed as not run, never counted 0. Δ is in percentage points (pp); normalized gain g = (p_with − p_without) / (1 − p_without). Confidence intervals: {}. Undefined numbers are shown as — with the reason.",
         r.generated_at,

@@ -1,21 +1,36 @@
-//! The section on trials flagged for tampering ([`crate::analysis::tamper`]): the rule they were
-//! scored by (always stated), the runs not checked (imports: Harbor records no filesystem diff),
-//! then per condition the flagged trials with the paths their agents changed; and the banner at
-//! the top of the report when any trial was flagged. `report.json` carries the same as
-//! `results.tamper`.
+//! The sections on flagged trials ([`crate::analysis::tamper`]), one per kind: "Tampered
+//! trials" (the paths their agents changed) and "Contradicted verdicts" (why the evidence
+//! contradicts the reward) — each with the rule it was scored by (always stated), the runs not
+//! checked (imports: Harbor records neither), then per condition the flagged trials; and the
+//! banner at the top of the report when any trial was flagged. `report.json` carries the same as
+//! `results.tamper` and `results.contradicted`.
 
 use super::{Block, Cell, Column, Row, Table, Tone, Views};
 use crate::analysis::tamper::Tampering;
+use crate::domain::FlagKind;
 use crate::report::md_cell;
+
+/// The section's title for `kind`.
+fn title(kind: FlagKind) -> &'static str {
+    match kind {
+        FlagKind::Tampered => "Tampered trials",
+        FlagKind::Contradicted => "Contradicted verdicts",
+    }
+}
 
 /// The banner for the top of the report when any trial was flagged; `None` when none was.
 pub fn banner(t: &Tampering) -> Option<Block> {
+    let what = match t.kind {
+        FlagKind::Tampered => "flagged for tampering** and judged failures of the agent",
+        FlagKind::Contradicted => "recorded as verdict contradicted** and counted as failures",
+    };
     match t.total() {
         0 => None,
         n => Some(Block::Banner {
             text: format!(
-                "**{} flagged for tampering** and judged failures of the agent (reward 0): see \"Tampered trials\".",
-                crate::format::count(n, "trial was", "trials were")
+                "**{} {what} (reward 0): see \"{}\".",
+                crate::format::count(n, "trial was", "trials were"),
+                title(t.kind)
             ),
         }),
     }
@@ -24,13 +39,13 @@ pub fn banner(t: &Tampering) -> Option<Block> {
 /// The section's blocks.
 pub fn blocks(t: &Tampering) -> Vec<Block> {
     let mut out = vec![
-        Block::heading(2, "Tampered trials"),
+        Block::heading(2, title(t.kind)),
         Block::text(md_cell(&t.rule)),
     ];
     if !t.unchecked_runs.is_empty() {
         let names: Vec<String> = t.unchecked_runs.iter().map(|r| md_cell(r)).collect();
         out.push(Block::text(format!(
-            "Not checked: {} — imported; Harbor records no filesystem diff of the agent's container.",
+            "Not checked: {} — imported; Harbor records neither the agent's changes nor this check.",
             names.join(", ")
         )));
     }
@@ -43,25 +58,38 @@ pub fn blocks(t: &Tampering) -> Vec<Block> {
         return out;
     }
     out.push(Block::table(table(t)));
-    out.push(Block::text(
-        "Each trial's `agent/tamper.json` lists every flagged change and why.",
-    ));
+    out.push(Block::text(match t.kind {
+        FlagKind::Tampered => {
+            "Each trial's `agent/tamper.json` lists every flagged change and why."
+        }
+        FlagKind::Contradicted => {
+            "Each trial's `verifier/` folder holds the reward and the report that disagree."
+        }
+    }));
     out
 }
 
 /// The flagged trials, a row each.
 pub fn table(t: &Tampering) -> Table {
+    let (id, caption, what) = match t.kind {
+        FlagKind::Tampered => (
+            "tampered_trials",
+            "tampered trials",
+            "Paths (A added, C changed, D deleted)",
+        ),
+        FlagKind::Contradicted => ("contradicted_verdicts", "contradicted verdicts", "Why"),
+    };
     let mut table = Table::new(
-        "tampered_trials",
-        "tampered trials",
+        id,
+        caption,
         vec![
             Column::text("label", "Condition"),
             Column::text("task", "Task"),
             Column::number("trial_index", "Trial"),
             Column::text("trial", "Trial folder").priority(2),
             Column::text("outcome", "Outcome"),
-            Column::number("flagged", "Changes flagged").short("flagged"),
-            Column::text("paths", "Paths (A added, C changed, D deleted)").short("paths"),
+            Column::number("flagged", "Flagged").short("flagged"),
+            Column::text("paths", what).short("why"),
         ],
     )
     .views(Views::ALL);

@@ -406,7 +406,10 @@ impl Agent for CliAgent {
             .builtin_names
             .get_or_init(|| builtins::gemini_builtin_names(kit));
         // A local host mounts the kit folder; a remote one gets a copy made once.
-        Ok(vec![host.kit_mount(kit, &self.harness.mount_path()).await?])
+        Ok(vec![
+            host.kit_mount(&kit.dir, &kit.id(), &self.harness.mount_path())
+                .await?,
+        ])
     }
 
     async fn run(&self, ctx: &AgentContext<'_>) -> Result<AgentRun, RunnerError> {

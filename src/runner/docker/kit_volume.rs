@@ -18,7 +18,7 @@ use super::base_image::{BUSYBOX_IMAGE, ensure_busybox};
 use super::container::DockerContainer;
 use super::docker_error;
 use super::host::DockerHost;
-use crate::runner::agents::kit::{Kit, READY_MARKER};
+use crate::runner::agents::kit::READY_MARKER;
 use crate::runner::sandbox::{ExecEnd, Sandbox};
 use crate::runner::{RunnerError, labels};
 
@@ -32,8 +32,8 @@ const VOLUME_READY: &str = ".skillscope-volume-ready";
 const HELPER_EXEC: Duration = Duration::from_secs(300);
 
 /// The volume name for `kit`: `skillscope-kit-<harness>-<version>[-node<N>]`.
-pub fn volume_name(kit: &Kit) -> String {
-    format!("skillscope-kit-{}", kit.id())
+pub fn volume_name(id: &str) -> String {
+    format!("skillscope-kit-{id}")
 }
 
 /// How [`ensure_kit_volume`] found the volume.
@@ -54,11 +54,15 @@ pub struct KitVolume {
 /// [`RunnerError::Io`] naming the kit's marker when it cannot be read; [`RunnerError::Backend`]
 /// naming the volume when it cannot be created, the helper container cannot run or the upload
 /// fails; [`RunnerError::Task`] when a helper command fails or overruns.
-pub async fn ensure_kit_volume(host: &DockerHost, kit: &Kit) -> Result<KitVolume, RunnerError> {
-    let marker_path = kit.dir.join(READY_MARKER);
+pub async fn ensure_kit_volume(
+    host: &DockerHost,
+    dir: &std::path::Path,
+    id: &str,
+) -> Result<KitVolume, RunnerError> {
+    let marker_path = dir.join(READY_MARKER);
     let marker =
         std::fs::read_to_string(&marker_path).map_err(|e| RunnerError::io(&marker_path, e))?;
-    let name = volume_name(kit);
+    let name = volume_name(id);
     host.docker
         .create_volume(VolumeCreateRequest {
             name: Some(name.clone()),
@@ -77,7 +81,7 @@ pub async fn ensure_kit_volume(host: &DockerHost, kit: &Kit) -> Result<KitVolume
     let helper = DockerContainer::start(&host.docker, &spec).await?;
     let result = fill(
         &Sandbox::new(std::sync::Arc::new(helper.clone())),
-        kit,
+        dir,
         &marker,
         &name,
     )
@@ -91,7 +95,12 @@ pub async fn ensure_kit_volume(host: &DockerHost, kit: &Kit) -> Result<KitVolume
 }
 
 /// Copies the kit into the helper's `/kit` unless the ready file already holds `marker`.
-async fn fill(helper: &Sandbox, kit: &Kit, marker: &str, name: &str) -> Result<bool, RunnerError> {
+async fn fill(
+    helper: &Sandbox,
+    dir: &std::path::Path,
+    marker: &str,
+    name: &str,
+) -> Result<bool, RunnerError> {
     let held = helper_output(
         helper,
         &format!("cat {FILL_MOUNT}/{VOLUME_READY} 2>/dev/null; true"),
@@ -107,7 +116,7 @@ async fn fill(helper: &Sandbox, kit: &Kit, marker: &str, name: &str) -> Result<b
     )
     .await?;
     helper
-        .upload_large_dir(&kit.dir, FILL_MOUNT)
+        .upload_large_dir(dir, FILL_MOUNT)
         .await
         .map_err(|e| RunnerError::Task(format!("copying the kit into volume {name}: {e}")))?;
     helper_output(

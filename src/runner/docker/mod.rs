@@ -111,6 +111,42 @@ pub struct DockerBackend {
     relays: Arc<relay::Relays>,
     /// Harness kit volumes per daemon (remote daemons).
     kits: Arc<tokio::sync::Mutex<HashMap<(String, String), String>>>,
+    /// Trial networks free for the next `allow_internet` trial, per daemon and run.
+    networks: Arc<NetworkPool>,
+}
+
+/// Trial networks kept for reuse: a trial's own bridge is made once per slot, not once per
+/// trial, and handed to the next trial only once every container of the last one is removed.
+#[derive(Default)]
+struct NetworkPool {
+    free: Mutex<HashMap<(String, String), Vec<network::TrialNetwork>>>,
+}
+
+impl NetworkPool {
+    fn take(&self, host: &str, run: &str) -> Option<network::TrialNetwork> {
+        self.free
+            .lock()
+            .expect("lock")
+            .get_mut(&(host.to_string(), run.to_string()))?
+            .pop()
+    }
+
+    fn give(&self, host: &str, run: &str, n: network::TrialNetwork) {
+        self.free
+            .lock()
+            .expect("lock")
+            .entry((host.to_string(), run.to_string()))
+            .or_default()
+            .push(n);
+    }
+
+    /// Forgets every network kept for `host` (one may be gone: a sweep, a daemon restart).
+    fn forget(&self, host: &str) {
+        self.free
+            .lock()
+            .expect("lock")
+            .retain(|(h, _), _| h != host);
+    }
 }
 
 impl DockerBackend {
@@ -129,6 +165,7 @@ impl DockerBackend {
             facts: Arc::default(),
             relays: Arc::default(),
             kits: Arc::default(),
+            networks: Arc::default(),
         }
     }
 }
@@ -165,6 +202,7 @@ impl Backend for DockerBackend {
             facts: self.facts.clone(),
             relays: self.relays.clone(),
             kits: self.kits.clone(),
+            networks: self.networks.clone(),
         }))
     }
 
@@ -180,6 +218,7 @@ pub struct DockerPlace {
     facts: Arc<tokio::sync::Mutex<HashMap<FactsKey, Arc<OnceCell<Arc<ImageFacts>>>>>>,
     relays: Arc<relay::Relays>,
     kits: Arc<tokio::sync::Mutex<HashMap<(String, String), String>>>,
+    networks: Arc<NetworkPool>,
 }
 
 /// A helper container's budget for reading an image's toolchain.
@@ -382,22 +421,39 @@ impl Host for DockerPlace {
                 services::ServiceError::Cancelled => SiteError::Cancelled,
             })?;
         let mut network = None;
-        // A task on the internet without networks of its own gets a bridge of its own.
+        let run = spec
+            .labels
+            .get(labels::RUN_UID)
+            .cloned()
+            .unwrap_or_default();
+        // A task on the internet without networks of its own gets a bridge of its own: one the
+        // last trial of this slot left (its containers all removed), else a new one.
         if !template.network_none && template.networks.is_empty() && services.is_empty() {
-            let name = format!("{}-net", spec.name);
-            match network::TrialNetwork::create(&self.host.docker, &name, &template.labels).await {
-                Ok(n) => {
-                    template.networks = vec![(n.name.clone(), Vec::new())];
-                    network = Some(n);
+            let n = match self.networks.take(&self.host.name, &run) {
+                Some(n) => n,
+                None => {
+                    let name = format!("skillscope-net-{}", uuid::Uuid::new_v4().simple());
+                    let labels = HashMap::from([
+                        (labels::MANAGED.to_string(), "1".to_string()),
+                        (labels::RUN_UID.to_string(), run.clone()),
+                    ]);
+                    match network::TrialNetwork::create(&self.host.docker, &name, &labels).await {
+                        Ok(n) => n,
+                        Err(e) => {
+                            services.remove().await;
+                            return Err(SiteError::Runner(e));
+                        }
+                    }
                 }
-                Err(e) => {
-                    services.remove().await;
-                    return Err(SiteError::Runner(e));
-                }
-            }
+            };
+            template.networks = vec![(n.name.clone(), Vec::new())];
+            network = Some(n);
         }
         Ok(Box::new(DockerSite {
             docker: self.host.docker.clone(),
+            host_name: self.host.name.clone(),
+            run,
+            pool: self.networks.clone(),
             shell,
             cpus: self.host.ncpu,
             template,
@@ -409,22 +465,25 @@ impl Host for DockerPlace {
 
     async fn kit_mount(
         &self,
-        kit: &crate::runner::agents::kit::Kit,
+        dir: &std::path::Path,
+        id: &str,
         target: &str,
     ) -> Result<Mount, RunnerError> {
         if self.host.local {
             return Ok(Mount {
-                source: MountSource::HostDir(kit.dir.clone()),
+                source: MountSource::HostDir(dir.to_path_buf()),
                 target: target.to_string(),
                 read_only: true,
             });
         }
         let mut kits = self.kits.lock().await;
-        let key = (self.host.name.clone(), kit.id());
+        let key = (self.host.name.clone(), id.to_string());
         let name = match kits.get(&key) {
             Some(v) => v.clone(),
             None => {
-                let v = kit_volume::ensure_kit_volume(&self.host, kit).await?.name;
+                let v = kit_volume::ensure_kit_volume(&self.host, dir, id)
+                    .await?
+                    .name;
                 kits.insert(key, v.clone());
                 v
             }
@@ -445,6 +504,12 @@ impl Host for DockerPlace {
 /// One trial's services and network on a Docker daemon, and the containers started in them.
 pub struct DockerSite {
     docker: bollard::Docker,
+    /// The daemon's name.
+    host_name: String,
+    /// The run's uid (its networks are kept for its next trials).
+    run: String,
+    /// Where its network goes back to.
+    pool: Arc<NetworkPool>,
     /// The static shell's volume bind.
     shell: String,
     /// The daemon's CPUs (a compose task's limits are clamped to them).
@@ -490,7 +555,16 @@ impl TrialSite for DockerSite {
             Some(Role::Agent) if !env.image_entry.is_empty() => Some(env.image_entry.clone()),
             _ => None,
         };
-        let c = DockerContainer::start(&self.docker, &spec).await?;
+        let c = match DockerContainer::start(&self.docker, &spec).await {
+            Ok(c) => c,
+            Err(e) => {
+                // The shell's volume or a kept network may be gone (a prune, a sweep): the next
+                // trial makes them again.
+                static_shell::forget(&self.host_name);
+                self.pool.forget(&self.host_name);
+                return Err(e);
+            }
+        };
         self.started.lock().expect("lock").push(c.clone());
         Ok(Arc::new(c))
     }
@@ -501,8 +575,9 @@ impl TrialSite for DockerSite {
             c.remove_now().await;
         }
         self.services.remove().await;
-        if let Some(n) = &self.network {
-            n.remove(&self.docker).await;
+        // Nothing is attached to the network any more: the next trial of the run takes it.
+        if let Some(n) = self.network {
+            self.pool.give(&self.host_name, &self.run, n);
         }
     }
 }

@@ -1,6 +1,7 @@
 //! A network of a trial's own: a task with `allow_internet = true` (and no compose networks of
-//! its own) gets a user-defined bridge created before its container and removed after it, instead
-//! of Docker's default bridge shared with every other container. Docker isolates user-defined
+//! its own) gets a user-defined bridge instead of Docker's default bridge shared with every other
+//! container — made for its slot once and handed to the slot's next trial when every container of
+//! the last one is gone, removed by the run's sweep at its end. Docker isolates user-defined
 //! bridges from one another, so a trial reaches the internet but no other trial's containers.
 //! The Linux bridge is named `ssb<12 hex>` (an operator's firewall rule can match `ssb+`, see
 //! docs/limitations.md), and the network carries the trial's labels, so a killed run's sweep
@@ -21,8 +22,6 @@ pub const BRIDGE_PREFIX: &str = "ssb";
 pub struct TrialNetwork {
     /// Its name (the container joins it by name).
     pub name: String,
-    /// Its id.
-    pub id: String,
 }
 
 impl TrialNetwork {
@@ -36,7 +35,7 @@ impl TrialNetwork {
         labels: &HashMap<String, String>,
     ) -> Result<TrialNetwork, RunnerError> {
         let bridge: String = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
-        let created = docker
+        docker
             .create_network(bollard::models::NetworkCreateRequest {
                 name: name.to_string(),
                 driver: Some("bridge".into()),
@@ -52,12 +51,6 @@ impl TrialNetwork {
             .map_err(|e| docker_error(format!("creating network {name}"), e))?;
         Ok(TrialNetwork {
             name: name.to_string(),
-            id: created.id,
         })
-    }
-
-    /// Removes the network (once nothing is attached). Never fails.
-    pub async fn remove(&self, docker: &Docker) {
-        let _ = docker.remove_network(&self.id).await;
     }
 }

@@ -24,11 +24,24 @@ fn ready() -> &'static Mutex<HashSet<(String, String)>> {
     READY.get_or_init(Default::default)
 }
 
+/// The bind of each host's filled volume, once known: later trials ask the daemon nothing.
+fn binds() -> &'static Mutex<std::collections::HashMap<String, String>> {
+    static BINDS: OnceLock<Mutex<std::collections::HashMap<String, String>>> = OnceLock::new();
+    BINDS.get_or_init(Default::default)
+}
+
+/// Forgets what is known of host `name`'s volume (a container that mounted it failed to start:
+/// the next trial checks it again).
+pub fn forget(name: &str) {
+    binds().lock().expect("lock").remove(name);
+    ready().lock().expect("lock").retain(|(h, _)| h != name);
+}
+
 /// Makes sure `host` has the static shell's volume and returns the bind that mounts it
 /// read-only (`<volume>:/skillscope/static:ro`).
 ///
 /// # Errors
-/// [`RunnerError::Docker`] when the base image, the volume or the helper that fills it cannot be
+/// [`RunnerError::Backend`] when the base image, the volume or the helper that fills it cannot be
 /// made (an infrastructure fault); [`RunnerError::Task`] when no busybox can be had.
 pub async fn ensure(host: &DockerHost) -> Result<String, RunnerError> {
     ensure_on(&host.docker, &host.name).await
@@ -40,6 +53,9 @@ pub async fn ensure(host: &DockerHost) -> Result<String, RunnerError> {
 /// As [`ensure`].
 pub async fn ensure_on(docker: &bollard::Docker, name: &str) -> Result<String, RunnerError> {
     let host_name = name;
+    if let Some(bind) = binds().lock().expect("lock").get(host_name) {
+        return Ok(bind.clone());
+    }
     ensure_busybox(docker).await?;
     let image = docker
         .inspect_image(BUSYBOX_IMAGE)
@@ -51,6 +67,10 @@ pub async fn ensure_on(docker: &bollard::Docker, name: &str) -> Result<String, R
     let bind = format!("{name}:{STATIC_SHELL_DIR}:ro");
     let key = (host_name.to_string(), name.clone());
     if ready().lock().expect("lock").contains(&key) {
+        binds()
+            .lock()
+            .expect("lock")
+            .insert(host_name.to_string(), bind.clone());
         return Ok(bind);
     }
     docker
@@ -97,5 +117,9 @@ pub async fn ensure_on(docker: &bollard::Docker, name: &str) -> Result<String, R
         )
         .await;
     ready().lock().expect("lock").insert(key);
+    binds()
+        .lock()
+        .expect("lock")
+        .insert(host_name.to_string(), bind.clone());
     Ok(bind)
 }

@@ -394,11 +394,12 @@ impl Host for HostHandle {
 
     async fn kit_mount(
         &self,
-        kit: &super::agents::kit::Kit,
+        _dir: &std::path::Path,
+        id: &str,
         target: &str,
     ) -> Result<Mount, RunnerError> {
         Ok(Mount {
-            source: MountSource::Volume(format!("fake-kit-{}", kit.id())),
+            source: MountSource::Volume(format!("fake-kit-{id}")),
             target: target.to_string(),
             read_only: true,
         })

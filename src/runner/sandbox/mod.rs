@@ -34,9 +34,7 @@ pub const MAX_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
 /// rest is left there and `TRUNCATED.txt` in the folder says so.
 pub const MAX_DOWNLOAD_BYTES: u64 = 256 * 1024 * 1024;
 
-/// Where every environment finds skillscope's static shell (`<dir>/sh`, `<dir>/busybox` and its
-/// applets), mounted read-only: its PID 1 and every script of skillscope's run from it.
-pub const STATIC_SHELL_DIR: &str = "/skillscope/static";
+pub use super::STATIC_SHELL_DIR;
 
 /// How an exec ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -13,7 +13,7 @@
 //!    filesystem — with skillscope's static shell as its PID 1 (the image's ENTRYPOINT does not
 //!    run), on the same site (a compose task's services), with an empty `/tests` and
 //!    `/logs/verifier` of its own. Steps 2 and 3 run at once.
-//! 4. The agent's work is carried in as data: its deletions, then its files ([`work::carry`]).
+//! 4. The agent's work is carried in as data: its deletions, then its files ([`super::changes::carry`]).
 //!
 //! A trial that cannot get there (the kill, the reading, the new environment or the carrying
 //! fails) is an infrastructure fault: interrupted and queued again, never a verdict.
@@ -205,7 +205,7 @@ pub(super) async fn to_verifier(
     let manifest = Arc::new(facts.files.clone());
     let collect = async {
         let t0 = std::time::Instant::now();
-        let c = work::collect::collect(
+        let c = super::changes::collect(
             agent,
             &manifest,
             &rules,
@@ -234,7 +234,7 @@ pub(super) async fn to_verifier(
     let record = record_tamper(scope, &collected, facts, skills)?;
     scope.took(Step::Evidence, t0).await;
     let t0 = std::time::Instant::now();
-    work::carry::apply(&verifier, &collected)
+    super::changes::carry(&verifier, &collected)
         .await
         .map_err(|e| Failed::runner(e, "carrying the agent's work to the verifier"))?;
     scope.took(Step::Carry, t0).await;

@@ -15,6 +15,7 @@
 //! its end, the secrets kept out of its folder, and how a failure is told.
 
 mod agent;
+mod changes;
 mod environment;
 mod evidence;
 mod generation;

@@ -49,7 +49,7 @@ pub(super) async fn verify(
     // The verifier's own copies of skills arrive now, after the agent (never in its image).
     if let Some(v) = verifier_files {
         let t0 = std::time::Instant::now();
-        v.install(container)
+        install_copies(v, container)
             .await
             .map_err(|e| Failed::runner(e, "giving the verifier its copies of skills"))?;
         scope.took(Step::Upload, t0).await;
@@ -189,6 +189,40 @@ pub(super) fn tampered(
         Some(serde_json::Value::Object(map)),
         Some(format!("{why}; {said}")),
     ))
+}
+
+/// Puts every copy of `files` at its path in `container` (before the verifier runs).
+///
+/// # Errors
+/// [`crate::runner::RunnerError`] when a folder cannot be made or a copy cannot be uploaded.
+async fn install_copies(
+    files: &crate::runner::image::VerifierFiles,
+    container: &Sandbox,
+) -> Result<(), crate::runner::RunnerError> {
+    for (path, tar) in &files.copies {
+        let parent = std::path::Path::new(path)
+            .parent()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "/".into());
+        let (code, out) = container
+            .sh_output(
+                &format!(
+                    "mkdir -p {}",
+                    crate::runner::work::rule::shell_quote(&parent)
+                ),
+                std::time::Duration::from_secs(60),
+            )
+            .await?;
+        if code.exit_code != Some(0) {
+            return Err(crate::runner::RunnerError::Task(format!(
+                "cannot make {parent} for the verifier's copy of skills: {out}"
+            )));
+        }
+        container
+            .upload_tar_at(tar.as_ref().clone(), &parent)
+            .await?;
+    }
+    Ok(())
 }
 
 /// The verdict from the reward the verifier wrote: pass at a passing reward, else fail; an agent

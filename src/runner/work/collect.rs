@@ -1,11 +1,12 @@
-//! What the agent changed, read in its environment once every process of its is gone, by
-//! skillscope's static tools (never the image's): every path whose inode changed since the
-//! environment started — the kernel keeps `ctime`, which no process can set back — is packed
-//! with `tar` and compared here, by content, with the image's manifest; the folders it changed
-//! are listed, so what it deleted is known too. Each change is classified ([`super::Rules`]);
-//! the work is packed into a tar of its own for the verifier ([`super::carry`]), the rest is
-//! evidence (`agent/tamper.json`). Any limit of this check that is reached (bytes, files, time)
-//! is recorded: the trial is then flagged, never passed on a partial read.
+//! What the agent changed, sorted. Read in its environment once every process of its is gone, by
+//! skillscope's static tools (never the image's: [`changed_paths_script`], [`listing_script`],
+//! run by the trial's hand-over): every path whose inode changed since the environment started —
+//! the kernel keeps `ctime`, which no process can set back — packed with `tar`; the folders it
+//! changed listed, so what it deleted is known too. Here ([`sort`], pure) each entry is compared
+//! by content with the image's manifest and classified ([`super::Rules`]); the work is packed into
+//! a tar of its own for the verifier, the rest is evidence (`agent/tamper.json`). Any limit of
+//! this check that is reached (bytes, files, time) is recorded: the trial is then flagged, never
+//! passed on a partial read.
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{Read, Write};
@@ -16,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use super::manifest::{FileKind, Manifest, absolute, sha256_of};
 use super::rule::{Class, Rules, VERIFIER_ONLY, parent, shell_quote, within};
 use crate::runner::RunnerError;
-use crate::runner::sandbox::{STATIC_SHELL_DIR, Sandbox};
+use crate::runner::STATIC_SHELL_DIR;
 
 /// The limits of one collection. Past any of them the trial is flagged.
 #[derive(Debug, Clone, Copy)]
@@ -513,130 +514,6 @@ pub fn describe(class: &Class) -> String {
         Class::Skills => "skill folder".into(),
         Class::Shadow(m) => format!("shadows the toolchain's module {m}"),
     }
-}
-
-/// Reads what the agent changed in `sandbox` (every process of the agent already gone): the
-/// paths changed in the `minutes` since it started, outside `pruned`, sorted by `rules`.
-///
-/// # Errors
-/// [`RunnerError`] when the environment cannot be read (a fault).
-pub async fn collect(
-    sandbox: &Sandbox,
-    manifest: &std::sync::Arc<Manifest>,
-    rules: &std::sync::Arc<Rules>,
-    pruned: &[String],
-    minutes: u64,
-    limits: Limits,
-) -> Result<Collected, RunnerError> {
-    let t0 = tokio::time::Instant::now();
-    let stream =
-        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
-    let read = tokio::time::timeout(
-        limits.time,
-        sandbox.exec_raw(
-            &changed_paths_script(pruned, minutes),
-            None,
-            stream.path(),
-            limits.bytes + (256 << 20),
-        ),
-    )
-    .await;
-    let read = match read {
-        Ok(r) => r?,
-        Err(_) => {
-            let mut out = Collected::default();
-            out.limit = Some(format!(
-                "reading the changed files took more than {}s",
-                limits.time.as_secs()
-            ));
-            return Ok(out);
-        }
-    };
-    // The changed folders the image has: their entries now, for what was deleted.
-    let dirs: Vec<String> = {
-        let f =
-            std::fs::File::open(stream.path()).map_err(|e| RunnerError::io(stream.path(), e))?;
-        let mut a = tar::Archive::new(std::io::BufReader::new(f));
-        a.set_ignore_zeros(true);
-        let mut dirs = Vec::new();
-        if let Ok(entries) = a.entries() {
-            for e in entries.flatten() {
-                if e.header().entry_type() == tar::EntryType::Directory
-                    && let Some(p) = absolute(&e.path_bytes())
-                    && manifest.get(&p).is_some_and(|f| f.kind == FileKind::Dir)
-                {
-                    dirs.push(p);
-                }
-            }
-        }
-        if dirs.is_empty() {
-            // The root's own entry is never in the stream (`absolute` drops it); a change
-            // directly in `/` shows as its children.
-            dirs.push("/".into());
-        } else if !dirs.iter().any(|d| d == "/") {
-            dirs.push("/".into());
-        }
-        dirs
-    };
-    let listing =
-        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
-    let input: Vec<u8> = dirs.iter().flat_map(|d| d.bytes().chain([0])).collect();
-    let left = limits.time.saturating_sub(t0.elapsed());
-    let listed_ok = match tokio::time::timeout(
-        left,
-        sandbox.exec_raw(&listing_script(), Some(input), listing.path(), 256 << 20),
-    )
-    .await
-    {
-        Ok(r) => {
-            let r = r?;
-            r.ok() && !r.cut
-        }
-        Err(_) => {
-            let mut out = Collected::default();
-            out.limit = Some(format!(
-                "reading the changed files took more than {}s",
-                limits.time.as_secs()
-            ));
-            return Ok(out);
-        }
-    };
-    let listed: BTreeSet<String> = std::fs::read(listing.path())
-        .map_err(|e| RunnerError::io(listing.path(), e))?
-        .split(|b| *b == 0)
-        .filter_map(absolute)
-        .collect();
-    let listed_dirs: BTreeSet<String> = dirs.into_iter().collect();
-    let (manifest, rules, path) = (manifest.clone(), rules.clone(), stream.path().to_path_buf());
-    let mut out = tokio::task::spawn_blocking(move || {
-        let f = std::fs::File::open(&path).map_err(|e| RunnerError::io(&path, e))?;
-        sort(
-            std::io::BufReader::new(f),
-            &listed,
-            &listed_dirs,
-            &manifest,
-            &rules,
-            limits,
-        )
-    })
-    .await
-    .map_err(|e| RunnerError::Task(e.to_string()))??;
-    if out.limit.is_none() {
-        if read.cut {
-            out.limit = Some(format!(
-                "more than {} MiB of changed files",
-                limits.bytes >> 20
-            ));
-        } else if !read.ok() {
-            out.limit = Some(format!(
-                "the changed files could not all be read (exit {:?}: {})",
-                read.exit_code, read.stderr
-            ));
-        } else if !listed_ok {
-            out.limit = Some("the changed folders could not all be listed".into());
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

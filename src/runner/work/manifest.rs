@@ -9,6 +9,9 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+/// Most bytes of a file read to tell a pip console script.
+pub const MAX_SCRIPT: u64 = 16 * 1024;
+
 /// What a path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum FileKind {
@@ -50,7 +53,7 @@ pub struct FileFact {
     /// A symbolic link's target, as written.
     pub link: Option<String>,
     /// A small file holding a console script as pip or uv writes it
-    /// ([`crate::runner::tamper::is_console_script`]): package upgrades rewrite those.
+    /// ([`is_console_script`]): package upgrades rewrite those.
     #[serde(default)]
     pub script: bool,
 }
@@ -158,8 +161,7 @@ impl Manifest {
                 }
                 _ if FileKind::of(t) == FileKind::File => {
                     let left = limits.bytes.saturating_sub(bytes);
-                    let small = entry.header().size().unwrap_or(u64::MAX)
-                        <= crate::runner::tamper::MAX_SCRIPT;
+                    let small = entry.header().size().unwrap_or(u64::MAX) <= MAX_SCRIPT;
                     let mut head = Vec::new();
                     let (sha, n) = if small {
                         entry.read_to_end(&mut head)?;
@@ -181,7 +183,7 @@ impl Manifest {
                         size: n,
                         sha256: Some(sha),
                         link: None,
-                        script: small && crate::runner::tamper::is_console_script(Some(&head)),
+                        script: small && is_console_script(Some(&head)),
                     }
                 }
                 _ => FileFact {
@@ -232,6 +234,70 @@ impl Manifest {
             .map(str::to_string)
             .collect()
     }
+}
+
+/// True for a console script as pip (distlib) or uv writes it: a Python shebang, then only the
+/// lines of their template, importing one function of one module and calling it.
+pub fn is_console_script(bytes: Option<&[u8]>) -> bool {
+    let Some(text) = bytes.and_then(|b| std::str::from_utf8(b).ok()) else {
+        return false;
+    };
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let Some(shebang) = lines.next() else {
+        return false;
+    };
+    let interp = shebang.strip_prefix("#!").unwrap_or("").trim();
+    let exe = interp.rsplit('/').next().unwrap_or("");
+    if !interp.starts_with('/')
+        || interp.starts_with("/tmp/")
+        || interp.contains(' ')
+        || !exe.starts_with("python")
+    {
+        return false;
+    }
+    let ident = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|p| {
+                !p.is_empty()
+                    && !p.starts_with(|c: char| c.is_ascii_digit())
+                    && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            })
+    };
+    let mut function = None;
+    let mut called = false;
+    for l in lines {
+        let t = l.trim();
+        match t {
+            "# -*- coding: utf-8 -*-"
+            | "import re"
+            | "import sys"
+            | "if __name__ == '__main__':"
+            | "if __name__ == \"__main__\":"
+            | r"sys.argv[0] = re.sub(r'(-script\.pyw|\.exe)?$', '', sys.argv[0])"
+            | "if sys.argv[0].endswith(\"-script.pyw\"):"
+            | "sys.argv[0] = sys.argv[0][:-11]"
+            | "elif sys.argv[0].endswith(\".exe\"):"
+            | "sys.argv[0] = sys.argv[0][:-4]" => {}
+            _ => {
+                if let Some(rest) = t.strip_prefix("from ")
+                    && let Some((module, f)) = rest.split_once(" import ")
+                    && ident(module)
+                    && ident(f)
+                    && !f.contains('.')
+                    && function.is_none()
+                {
+                    function = Some(f.to_string());
+                } else if let Some(f) = &function
+                    && t == format!("sys.exit({f}())")
+                {
+                    called = true;
+                } else {
+                    return false;
+                }
+            }
+        }
+    }
+    called
 }
 
 #[cfg(test)]

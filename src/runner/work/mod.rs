@@ -1,14 +1,14 @@
 //! The agent's work and the verifier's toolchain: how a verdict holds whatever the agent did.
+//! Pure: the trial's hand-over (`runner/trial/changes.rs`) runs the scripts and moves the tars.
 //!
 //! The verifier's environment starts from the task's image — never from the agent's
 //! filesystem — with skillscope's static shell as PID 1, so nothing of the agent's runs there
 //! before the tests. Once every process of the agent is gone, what it changed is read by content
 //! against the image ([`manifest`], taken once per image), sorted by the rule ([`rule`]: the
-//! toolchain stays the image's, the work is carried), and the work is carried into the
-//! verifier's environment as data ([`carry`]): its deletions, then one tar of its files. The
-//! rest is evidence (`agent/tamper.json`).
+//! toolchain stays the image's, the work is carried; [`collect`]), and the work is carried into
+//! the verifier's environment as data: its deletions, then one tar of its files. The rest is
+//! evidence (`agent/tamper.json`).
 
-pub mod carry;
 pub mod collect;
 pub mod manifest;
 pub mod rule;

@@ -32,7 +32,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::Manifest;
-use crate::runner::sandbox::STATIC_SHELL_DIR;
+use crate::runner::STATIC_SHELL_DIR;
 
 /// Folders whose whole tree is the system's toolchain: programs, libraries, the loader's and
 /// the package manager's configuration, `/etc` (shell start-up, `apt` hooks, `ld.so.preload`,

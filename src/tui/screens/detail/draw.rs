@@ -324,10 +324,16 @@ fn identity(cx: Shared, a: &TrialRow, n_attempts: usize) -> Vec<Line<'static>> {
         .as_ref()
         .and_then(crate::domain::TamperFlag::of_json)
     {
+        let (key, verdict) = match flag.kind {
+            crate::domain::FlagKind::Tampered => ("tampered", "judged a failure"),
+            crate::domain::FlagKind::Contradicted => {
+                ("contradicted", "verdict contradicted, not a pass")
+            }
+        };
         lines.push(kv(
-            "tampered",
+            key,
             format!(
-                "judged a failure · {}",
+                "{verdict} · {}",
                 crate::sanitize::one_line(&flag.describe())
             ),
             t.fail,

@@ -42,14 +42,7 @@ pub(super) async fn collect(
     .await;
     let read = match read {
         Ok(r) => r?,
-        Err(_) => {
-            let mut out = Collected::default();
-            out.limit = Some(format!(
-                "reading the changed files took more than {}s",
-                limits.time.as_secs()
-            ));
-            return Ok(out);
-        }
+        Err(_) => return Ok(out_of_time(limits)),
     };
     // The changed folders the image has: their entries now, for what was deleted.
     let dirs: Vec<String> = {
@@ -91,14 +84,7 @@ pub(super) async fn collect(
             let r = r?;
             r.ok() && !r.cut
         }
-        Err(_) => {
-            let mut out = Collected::default();
-            out.limit = Some(format!(
-                "reading the changed files took more than {}s",
-                limits.time.as_secs()
-            ));
-            return Ok(out);
-        }
+        Err(_) => return Ok(out_of_time(limits)),
     };
     let listed: BTreeSet<String> = std::fs::read(listing.path())
         .map_err(|e| RunnerError::io(listing.path(), e))?
@@ -136,6 +122,18 @@ pub(super) async fn collect(
         }
     }
     Ok(out)
+}
+
+/// What a reading that ran out of time found: nothing carried, the limit recorded (the trial is
+/// flagged).
+fn out_of_time(limits: Limits) -> Collected {
+    Collected {
+        limit: Some(format!(
+            "reading the changed files took more than {}s",
+            limits.time.as_secs()
+        )),
+        ..Collected::default()
+    }
 }
 
 /// Longest the deletions may take.

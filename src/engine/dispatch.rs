@@ -25,10 +25,8 @@ use super::attempt::{AttemptEnd, Attempts};
 use super::hosts::{Health, HostPool, HostSlot, Probe, Transition};
 use super::prebuild::Prebuilds;
 use super::schedule::{Capacity, Decision, Ended, Event, HostState, Need, Next, Schedule, Wait};
-use super::stopping::Stopping;
+use super::sequential::Sequential;
 use super::{Engine, EngineError, EngineEvent, RunRequest, StopReason};
-use crate::analysis::sequential::design::{ContinueReason, Decision as Look, Design};
-use crate::domain::sequential::{DesignRow, EarlyStopRow, LookDecision, LookRow};
 use crate::domain::{TrialRow, TrialStatus};
 use crate::runner::backend::{Backend, Sweep};
 use crate::runner::{Agent, Fault, TrialCancel};
@@ -125,7 +123,7 @@ struct Dispatcher {
     /// Images built ahead of the queue.
     prebuilds: Prebuilds,
     /// The group-sequential design and its state, when the run applies one.
-    sequential: Option<(Design, Stopping)>,
+    sequential: Option<Sequential>,
 }
 
 /// Now, for the schedule (which reads no clock of its own).
@@ -374,115 +372,44 @@ impl Dispatcher {
         self.look().await
     }
 
-    /// Sets up the run's group-sequential design (issue 38): records it, takes up the looks and
-    /// early stops a stopped process recorded, and tells the schedule which conditions stopped.
+    /// Sets up the run's group-sequential design ([`super::sequential`]) and tells the schedule
+    /// which conditions a stopped process already stopped.
     async fn start_sequential(&mut self) -> Result<(), EngineError> {
         let Some(plan) = self.sequential_plan.clone() else {
             return Ok(());
         };
-        let n = self.ledger.run().n_trials;
-        let (design, ks) = match crate::analysis::sequential::live::engine_design(n, plan.stages) {
-            Ok(d) => d,
-            Err(e) => {
-                return self
-                    .event(
-                        "warn",
-                        format!("no early stopping: {e}; every planned trial runs"),
-                    )
-                    .await;
-            }
+        let (seq, warning) = Sequential::start(plan, &self.ledger).await?;
+        if let Some(w) = warning {
+            self.event("warn", w).await?;
+        }
+        let Some(seq) = seq else {
+            return Ok(());
         };
-        self.ledger
-            .put_design(DesignRow {
-                run_id: self.ledger.run().id,
-                stages: design.stages(),
-                alpha: design.alpha,
-                beta: design.beta,
-                stage_trials: ks.clone(),
-                efficacy: design.efficacy.clone(),
-                futility: design.futility.clone(),
-                comparisons: plan.comparisons.clone(),
-                early_stop: plan.early_stop,
-                note: plan.note.clone(),
-            })
-            .await?;
-        let record = self.ledger.sequential().await?;
-        let stopping = Stopping::new(plan, ks, record.as_ref());
-        for (condition, keep) in stopping.stopped().clone() {
+        for (condition, keep) in seq.stopped() {
             for d in self.sched.on(Event::EarlyStop { condition, keep }, now()) {
                 self.act(d).await?;
             }
         }
-        self.sequential = Some((design, stopping));
+        self.sequential = Some(seq);
         Ok(())
     }
 
-    /// Looks at every comparison that reached a stage boundary (`stopping.rs`): records the
-    /// look, and stops the conditions whose questions are answered.
+    /// Takes the looks due at stage boundaries ([`super::sequential`]) and stops the conditions
+    /// whose questions are answered.
     async fn look(&mut self) -> Result<(), EngineError> {
-        let Some((design, stopping)) = &self.sequential else {
+        let Some(seq) = self.sequential.as_mut() else {
             return Ok(());
         };
-        let (design, mut stopping) = (design.clone(), stopping.clone());
-        let mut baselines = HashMap::new();
-        let runs: Vec<String> = self
-            .sequential_plan
-            .iter()
-            .flat_map(|p| p.comparisons.iter().filter_map(|c| c.without_run.clone()))
-            .collect();
-        let mut runs = runs;
-        runs.sort();
-        runs.dedup();
-        for run in runs {
-            let rows = self.ledger.briefs_of(run.clone()).await?;
-            baselines.insert(run, rows);
+        let looked = seq
+            .look(&self.ledger, &self.task_ids, &self.finished_costs)
+            .await?;
+        for message in looked.events {
+            self.event("info", message).await?;
         }
-        loop {
-            let rows = self.ledger.current().await?;
-            let due = stopping.due(&self.task_ids, &rows, &baselines);
-            if due.is_empty() {
-                break;
+        for (condition, keep) in looked.stops {
+            for d in self.sched.on(Event::EarlyStop { condition, keep }, now()) {
+                self.act(d).await?;
             }
-            for d in due {
-                let l =
-                    crate::analysis::sequential::live::look(&design, d.stage, d.trials, &d.rewards);
-                let row = look_row(&d.label, &l, design.stages());
-                self.ledger.look(row.clone()).await?;
-                self.event("info", describe_look(&row, design.stages()))
-                    .await?;
-                for (condition, keep) in stopping.looked(&d.label, d.stage, l.decision.stops()) {
-                    let stop = EarlyStopRow {
-                        condition: condition.clone(),
-                        trials: keep,
-                        comparison: d.label.clone(),
-                        stage: d.stage + 1,
-                        not_run: 0,
-                        cost_saved_usd: None,
-                        at: crate::domain::now_rfc3339(),
-                    };
-                    let mean_cost = self
-                        .finished_costs
-                        .get(&condition)
-                        .filter(|c| !c.is_empty())
-                        .map(|c| c.iter().sum::<f64>() / c.len() as f64);
-                    let ids = self.ledger.stop_condition(stop, mean_cost).await?;
-                    self.event(
-                        "info",
-                        format!(
-                            "early stop: condition {condition} keeps {} per task; {} not run (running ones finish)",
-                            crate::format::count(keep as usize, "trial", "trials"),
-                            crate::format::count(ids.len(), "queued trial", "queued trials"),
-                        ),
-                    )
-                    .await?;
-                    for dec in self.sched.on(Event::EarlyStop { condition, keep }, now()) {
-                        self.act(dec).await?;
-                    }
-                }
-            }
-        }
-        if let Some((_, s)) = self.sequential.as_mut() {
-            *s = stopping;
         }
         Ok(())
     }
@@ -1064,100 +991,4 @@ fn human(d: Duration) -> String {
     } else {
         format!("{} min", s / 60)
     }
-}
-
-/// The stored row of a look of comparison `label` (`stages` in the design).
-fn look_row(
-    label: &str,
-    l: &crate::analysis::sequential::live::LiveLook,
-    stages: usize,
-) -> LookRow {
-    let finite = |x: f64| x.is_finite().then_some(x);
-    let (decision, bound, reason) = match l.decision {
-        Look::StopEfficacy { bound } => (
-            LookDecision::Efficacy,
-            Some(bound),
-            format!(
-                "Z = {:.2} ≥ efficacy bound {bound:.2}: the effect is shown",
-                l.z
-            ),
-        ),
-        Look::StopFutility { bound } if l.stage + 1 == stages => (
-            LookDecision::Futility,
-            Some(bound),
-            if l.z.is_nan() {
-                "the statistic is undefined at the last stage (fewer than 2 tasks): no effect shown"
-                    .to_string()
-            } else {
-                format!(
-                    "Z = {:.2} < {bound:.2} at the last stage: no effect shown",
-                    l.z
-                )
-            },
-        ),
-        Look::StopFutility { bound } => (
-            LookDecision::Futility,
-            Some(bound),
-            format!(
-                "Z = {:.2} ≤ futility bound {bound:.2}: no effect worth going on for",
-                l.z
-            ),
-        ),
-        Look::Continue {
-            reason,
-            efficacy,
-            futility,
-        } => (
-            LookDecision::Continue,
-            Some(efficacy),
-            match (reason, futility) {
-                (ContinueReason::Undefined, _) => {
-                    "the statistic is undefined (fewer than 2 tasks with rewards on both sides)"
-                        .to_string()
-                }
-                (_, Some(f)) => format!(
-                    "Z = {:.2} between the futility bound {f:.2} and the efficacy bound {efficacy:.2}",
-                    l.z
-                ),
-                (_, None) => format!("Z = {:.2} below the efficacy bound {efficacy:.2}", l.z),
-            },
-        ),
-    };
-    LookRow {
-        comparison: label.to_string(),
-        stage: l.stage + 1,
-        trials: l.trials,
-        n_tasks: l.n_tasks,
-        mean_diff: finite(l.mean_diff),
-        se: finite(l.se),
-        z: finite(l.z),
-        bound,
-        decision,
-        reason,
-        adjusted: l.adjusted.map(|a| a.median_unbiased),
-        ci: l.adjusted.map(|a| a.ci),
-        p_value: l.adjusted.map(|a| a.p_value),
-        at: crate::domain::now_rfc3339(),
-    }
-}
-
-/// The operator's line for a look: `A'-A, stage 2 of 5 (2 trials per task, 3 tasks): Δ +66.7
-/// pp; Z = 6.00 ≥ efficacy bound 3.36: the effect is shown — stops`.
-fn describe_look(l: &LookRow, stages: usize) -> String {
-    let delta = l
-        .mean_diff
-        .map_or("—".to_string(), |d| format!("{:+.1} pp", d * 100.0));
-    format!(
-        "sequential {}, stage {} of {stages} ({} per task, {} tasks): Δ {delta}; {} — {}",
-        l.comparison,
-        l.stage,
-        crate::format::count(l.trials as usize, "trial", "trials"),
-        l.n_tasks,
-        l.reason,
-        match l.decision {
-            LookDecision::Continue => "continues",
-            LookDecision::Efficacy => "answered (efficacy)",
-            LookDecision::Futility => "answered (futility)",
-        }
-    )
 }

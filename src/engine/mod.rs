@@ -14,7 +14,9 @@
 //!   writes, the heartbeat, operator commands, sweeps, and the one clean stop path every way out
 //!   goes through;
 //! - `hosts.rs`: Docker hosts and their health (`up`, `down`, `draining`);
-//! - `attempt.rs`: one attempt — running it, recording it, provider-failure retries.
+//! - `attempt.rs`: one attempt — running it, recording it, provider-failure retries;
+//! - `stopping.rs`: the group-sequential design's decisions, pure — when a comparison reached a
+//!   stage boundary, which conditions stop; `sequential.rs` carries them out in the store.
 //!
 //! The store is the seam: the engine is its only writer of results (through
 //! [`RunLedger`](crate::store::RunLedger)); a dashboard (here or in another process) reads it and
@@ -32,6 +34,7 @@ mod offline_runs;
 mod prebuild;
 mod register;
 mod schedule;
+mod sequential;
 mod stopping;
 
 use std::path::PathBuf;

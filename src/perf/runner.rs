@@ -138,21 +138,13 @@ pub(crate) async fn runner(
         .clone()
         .ok_or_else(|| eyre!("warm-up trial has no image"))?;
 
-    // Floor: the docker CLI, `docker run --rm <image> true`, serially and at `concurrency`.
-    let docker = which_docker()
-        .ok_or_else(|| eyre!("the docker CLI is needed for the floor measurement"))?;
-    let cpu0 = busy_cpu_secs();
-    let stack0 = stack_cpu_secs();
-    let mut floor = Vec::new();
-    for _ in 0..trials {
-        let t0 = Instant::now();
-        docker_run_true(&docker, &image)?;
-        floor.push(t0.elapsed().as_secs_f64());
-    }
-    let floor_cpu = cpu_delta(cpu0).map(|c| c / trials as f64);
-    let floor_stack = (stack_cpu_secs() - stack0) / trials as f64;
-    let floor_serial: f64 = floor.iter().sum();
-    let floor_par = floor_concurrent(&docker, &image, trials, concurrency)?;
+    let Floor {
+        samples: floor,
+        cpu: floor_cpu,
+        stack: floor_stack,
+        serial: floor_serial,
+        concurrent: floor_par,
+    } = measure_floor(&image, trials, concurrency)?;
 
     let cpu0 = busy_cpu_secs();
     let stack0 = stack_cpu_secs();
@@ -376,6 +368,41 @@ fn breakdown(
         Column::new("times per trial").short("n"),
     ];
     fit(&columns, rows, terminal_width())
+}
+
+/// The floor's figures: `docker run --rm <image> true` through the docker CLI.
+struct Floor {
+    /// Seconds of each serial run.
+    samples: Vec<f64>,
+    /// Machine-wide CPU-seconds per run, when readable.
+    cpu: Option<f64>,
+    /// The Docker daemon's and client's CPU-seconds per run.
+    stack: f64,
+    /// Seconds of the serial runs in all.
+    serial: f64,
+    /// Seconds of the same runs at the concurrency asked.
+    concurrent: f64,
+}
+
+/// Measures the floor on `image`: `trials` runs serially, then at `concurrency`.
+fn measure_floor(image: &str, trials: u32, concurrency: usize) -> Result<Floor> {
+    let docker = which_docker()
+        .ok_or_else(|| eyre!("the docker CLI is needed for the floor measurement"))?;
+    let cpu0 = busy_cpu_secs();
+    let stack0 = stack_cpu_secs();
+    let mut samples = Vec::new();
+    for _ in 0..trials {
+        let t0 = Instant::now();
+        docker_run_true(&docker, image)?;
+        samples.push(t0.elapsed().as_secs_f64());
+    }
+    Ok(Floor {
+        cpu: cpu_delta(cpu0).map(|c| c / trials as f64),
+        stack: (stack_cpu_secs() - stack0) / trials as f64,
+        serial: samples.iter().sum(),
+        samples,
+        concurrent: floor_concurrent(&docker, image, trials, concurrency)?,
+    })
 }
 
 /// Seconds for `trials` runs of the floor, `docker run --rm <image> true`, `concurrency` at a

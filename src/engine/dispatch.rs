@@ -45,6 +45,18 @@ const HELPER_STALE: Duration = Duration::from_secs(3600);
 /// Longest wait for one cleanup call against a host at the end of a run.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What a run is driven with, once registered.
+pub(super) struct RunWith {
+    /// Its tasks.
+    pub taskset: TaskSet,
+    /// Its agent.
+    pub agent: Arc<dyn Agent>,
+    /// Its jobs folder (absolute).
+    pub jobs_dir: PathBuf,
+    /// Where its trials run.
+    pub backend: Arc<dyn Backend>,
+}
+
 /// How [`drive`] ended.
 pub(super) struct DriveEnd {
     /// The error that stopped the run, if one did.
@@ -60,13 +72,16 @@ pub(super) async fn drive(
     engine: &Engine,
     req: &RunRequest,
     ledger: &RunLedger,
-    taskset: TaskSet,
-    agent: Arc<dyn Agent>,
-    jobs_dir: PathBuf,
-    backend: Arc<dyn Backend>,
+    with: RunWith,
     shutdown: CancellationToken,
 ) -> DriveEnd {
-    let n_tasks = taskset.tasks.len();
+    let n_tasks = with.taskset.tasks.len();
+    let RunWith {
+        taskset,
+        agent,
+        jobs_dir,
+        backend,
+    } = with;
     let mut d = Dispatcher::new(engine, req, ledger, taskset, agent, jobs_dir, backend);
     let result = d.run(shutdown).await;
     d.clean_stop().await;

@@ -418,10 +418,13 @@ impl Engine {
         let ledger = self
             .register(&req, &name, &taskset, &jobs_dir, pinned)
             .await?;
-        let end = dispatch::drive(
-            self, &req, &ledger, taskset, agent, jobs_dir, backend, shutdown,
-        )
-        .await;
+        let with = dispatch::RunWith {
+            taskset,
+            agent,
+            jobs_dir,
+            backend,
+        };
+        let end = dispatch::drive(self, &req, &ledger, with, shutdown).await;
         // A condition stopped early by the run's sequential design planned the trials per task it
         // keeps; its trials beyond them (running at the stop) are kept but outside the plan.
         let kept: std::collections::HashMap<String, u32> = match &end.error {

@@ -341,7 +341,8 @@ pub struct ExecSpec {
     pub user: Option<String>,
     /// Working folder (`None`: the image's).
     pub working_dir: Option<String>,
-    /// Keep its stdin open for writing.
+    /// Keep its stdin open for writing. The protocol never needs it closed: a script of
+    /// skillscope's reads its input by length (`head -c`), and a prelude waits for one line.
     pub stdin: bool,
 }
 
@@ -381,7 +382,8 @@ impl From<Vec<u8>> for TarBody {
     }
 }
 
-/// One running environment (a container; a pod).
+/// One running environment (a container; a pod). Every process in it but skillscope's PID 1 is
+/// ended by the protocol itself (`kill -9 -1` from the static shell), on every backend alike.
 #[async_trait]
 pub trait Environment: Send + Sync {
     /// Its id on the host.
@@ -402,8 +404,7 @@ pub trait Environment: Send + Sync {
     /// [`RunnerError::Backend`] for the transfer.
     async fn upload_tar(&self, tar: TarBody, dir: &str) -> Result<(), RunnerError>;
 
-    /// The tar of `src` (an absolute path; its own name the top entry), as a stream. Works
-    /// after [`Environment::stop`].
+    /// The tar of `src` (an absolute path; its own name the top entry), as a stream.
     ///
     /// # Errors
     /// [`RunnerError::NotFound`] when `src` does not exist; [`RunnerError::Backend`] for the
@@ -412,13 +413,6 @@ pub trait Environment: Send + Sync {
         &self,
         src: &str,
     ) -> Result<BoxStream<'static, Result<Bytes, RunnerError>>, RunnerError>;
-
-    /// Ends every process in the environment at once, its PID 1 too, and waits (at most
-    /// `limit`) until the backend confirms none is left. Files can still be copied out.
-    ///
-    /// # Errors
-    /// [`RunnerError::Backend`] when the stop cannot be confirmed (a fault).
-    async fn stop(&self, limit: Duration) -> Result<(), RunnerError>;
 
     /// Removes it (forced). Never fails: one already gone is fine.
     async fn remove(&self);

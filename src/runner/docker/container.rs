@@ -268,18 +268,6 @@ impl DockerContainer {
             )
             .await;
     }
-
-    /// What the daemon says of the container's state: running, its PID 1 and exit code.
-    ///
-    /// # Errors
-    /// [`RunnerError::Backend`] when it cannot be inspected.
-    pub async fn state(&self) -> Result<bollard::models::ContainerState, RunnerError> {
-        self.docker
-            .inspect_container(&self.id, None)
-            .await
-            .map_err(|e| docker_error(format!("inspecting {}", self.name), e))
-            .map(|i| i.state.unwrap_or_default())
-    }
 }
 
 /// The host configuration of `spec`.
@@ -462,50 +450,6 @@ impl Environment for DockerContainer {
         Ok(futures_util::stream::once(async move { Ok(first) })
             .chain(rest)
             .boxed())
-    }
-
-    /// SIGKILL to its PID 1 through the daemon, which ends its PID namespace and so every
-    /// process in it, whatever the container's own binaries now are; then the daemon is asked
-    /// until it reports the container stopped with no process (`State.Running` false,
-    /// `State.Pid` 0).
-    async fn stop(&self, limit: Duration) -> Result<(), RunnerError> {
-        let what = format!("stopping container {}", self.name);
-        match self
-            .docker
-            .kill_container(
-                &self.id,
-                Some(bollard::query_parameters::KillContainerOptions {
-                    signal: "SIGKILL".into(),
-                }),
-            )
-            .await
-        {
-            Ok(()) => {}
-            // 409: it was not running (its PID 1 already gone).
-            Err(bollard::errors::Error::DockerResponseServerError {
-                status_code: 409, ..
-            }) => {}
-            Err(e) => return Err(docker_error(&what, e)),
-        }
-        let t0 = tokio::time::Instant::now();
-        loop {
-            let state = self.state().await?;
-            if state.running == Some(false) && state.pid.unwrap_or(0) == 0 {
-                return Ok(());
-            }
-            if t0.elapsed() > limit {
-                return Err(RunnerError::Backend {
-                    context: what,
-                    message: format!(
-                        "it still runs {}s after SIGKILL (pid {:?})",
-                        limit.as_secs(),
-                        state.pid
-                    ),
-                    fault: Fault::DaemonError,
-                });
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
     }
 
     async fn remove(&self) {

@@ -97,6 +97,9 @@ pub async fn ensure_base_image() -> Result<String, RunnerError> {
 /// What an image's facts are kept under: the daemon and the image id.
 type FactsKey = (String, String);
 
+/// Each image's facts, read once per daemon and image.
+type FactsCache = tokio::sync::Mutex<HashMap<FactsKey, Arc<OnceCell<Arc<ImageFacts>>>>>;
+
 /// Trials on Docker daemons.
 pub struct DockerBackend {
     /// Configured endpoints (`None`: the default daemon).
@@ -106,7 +109,7 @@ pub struct DockerBackend {
     /// Images built or found, shared by every daemon (keyed by daemon).
     images: Arc<ImageCache>,
     /// What each image holds, read once per daemon and image.
-    facts: Arc<tokio::sync::Mutex<HashMap<FactsKey, Arc<OnceCell<Arc<ImageFacts>>>>>>,
+    facts: Arc<FactsCache>,
     /// Relays to model proxies on this machine.
     relays: Arc<relay::Relays>,
     /// Harness kit volumes per daemon (remote daemons).
@@ -215,7 +218,7 @@ impl Backend for DockerBackend {
 pub struct DockerPlace {
     host: DockerHost,
     images: Arc<ImageCache>,
-    facts: Arc<tokio::sync::Mutex<HashMap<FactsKey, Arc<OnceCell<Arc<ImageFacts>>>>>>,
+    facts: Arc<FactsCache>,
     relays: Arc<relay::Relays>,
     kits: Arc<tokio::sync::Mutex<HashMap<(String, String), String>>>,
     networks: Arc<NetworkPool>,

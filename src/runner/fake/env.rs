@@ -473,10 +473,6 @@ impl Environment for FakeEnvironment {
         Ok(futures_util::stream::once(async move { Ok(Bytes::from(tar)) }).boxed())
     }
 
-    async fn stop(&self, _limit: Duration) -> Result<(), RunnerError> {
-        Ok(())
-    }
-
     async fn remove(&self) {
         self.host.forget(&self.id);
     }

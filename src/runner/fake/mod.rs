@@ -133,6 +133,9 @@ pub struct FakeCounts {
     pub swept: AtomicUsize,
 }
 
+/// A live environment, with the run uid and attempt id it carries.
+type Alive = (Arc<FakeEnvironment>, String, i64);
+
 /// One fake host.
 pub struct FakeHost {
     index: usize,
@@ -143,8 +146,8 @@ pub struct FakeHost {
     script: Arc<dyn FakeScript>,
     /// What it counts.
     pub counts: FakeCounts,
-    /// Environments by id, with the run uid and attempt id they carry.
-    envs: Mutex<BTreeMap<String, (Arc<FakeEnvironment>, String, i64)>>,
+    /// Environments by id.
+    envs: Mutex<BTreeMap<String, Alive>>,
 }
 
 impl FakeHost {

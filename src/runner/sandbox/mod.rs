@@ -354,8 +354,9 @@ impl Sandbox {
         Ok(ExecResult { end, exit_code })
     }
 
-    /// Runs a script of skillscope's own (static shell, as root) with `stdin` written to it and
-    /// closed, its stdout written raw (no redaction: data, never shown) to `out` up to `cap`
+    /// Runs a script of skillscope's own (static shell, as root) with `stdin` written to it (the
+    /// script reads exactly its length through the static `head -c`: no backend needs to close
+    /// an exec's stdin), its stdout written raw (no redaction: data, never shown) to `out` up to `cap`
     /// bytes, the last 2 KiB of its stderr kept; the rest of a longer output is drained and
     /// dropped.
     ///
@@ -370,8 +371,12 @@ impl Sandbox {
         cap: u64,
     ) -> Result<RawExec, RunnerError> {
         let dir = STATIC_SHELL_DIR;
+        let script = match &stdin {
+            Some(bytes) => format!("{dir}/head -c {} | ( {script} )", bytes.len()),
+            None => script.to_string(),
+        };
         let spec = ExecSpec {
-            cmd: vec![format!("{dir}/sh"), "-c".into(), script.into()],
+            cmd: vec![format!("{dir}/sh"), "-c".into(), script],
             env: vec![format!("PATH={dir}")],
             user: Some("0".into()),
             working_dir: Some("/".into()),
@@ -382,7 +387,7 @@ impl Sandbox {
         let feed = async move {
             if let (Some(mut i), Some(bytes)) = (input, stdin) {
                 let _ = i.write_all(&bytes).await;
-                let _ = i.shutdown().await;
+                let _ = i.flush().await;
             }
         };
         let mut file = tokio::fs::File::create(out)

@@ -413,12 +413,10 @@ pub fn sort(
                     .map_err(io)?;
                 carried.insert(e.path.clone());
             }
-            (FileKind::File, Some(target), _) => {
-                if carried.contains(target) {
-                    let mut h = header(tar::EntryType::Link);
-                    carry.append_link(&mut h, rel, &target[1..]).map_err(io)?;
-                    carried.insert(e.path.clone());
-                }
+            (FileKind::File, Some(target), _) if carried.contains(target) => {
+                let mut h = header(tar::EntryType::Link);
+                carry.append_link(&mut h, rel, &target[1..]).map_err(io)?;
+                carried.insert(e.path.clone());
             }
             (FileKind::File, None, Some((start, len))) => {
                 use std::io::Seek;

@@ -49,6 +49,19 @@ async fn exit_codes_streams_stdin_env_folder_and_size() {
         "the value is not in argv: {text}"
     );
 
+    // Another user of the image's /etc/passwd, through the static busybox's su.
+    let add = sh("echo 'runner:x:4321:4321::/tmp:/bin/sh' >> /etc/passwd");
+    assert_eq!(pod.run_output(&add, 1024).await.unwrap().exit_code, 0);
+    let mut as_runner = sh("echo \"$(/skillscope/static/id -u) $ARG\"");
+    as_runner.user = Some("runner".into());
+    as_runner.env = vec![("ARG".into(), "kept".into())];
+    let out = pod.run_output(&as_runner, 1024).await.unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "4321 kept\n",
+        "{out:?}"
+    );
+
     // 3 MiB of output arrives whole, in chunks.
     let mut stream = pod
         .spawn(&sh("/skillscope/static/head -c 3145728 /dev/zero"))

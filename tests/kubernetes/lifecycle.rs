@@ -5,10 +5,13 @@
 use k8s_openapi::api::core::v1::{Pod, Secret};
 use k8s_openapi::api::networking::v1::NetworkPolicy;
 use kube::api::{Api, ListParams};
+use skillscope::runner::kubernetes::pod::build_pod;
 use skillscope::runner::kubernetes::registry::{STATIC_REPO, manifest_digest};
-use skillscope::runner::kubernetes::{ExecSpec, Role};
+use skillscope::runner::kubernetes::{ExecSpec, PodCommand, Role, TrialPod};
 
-use crate::harness::{busybox_env, cluster, site, started, static_image, trial};
+use crate::harness::{
+    Scratch, busybox_env, cluster, cluster_in, site, started, static_image, trial,
+};
 
 #[tokio::test]
 async fn a_pod_starts_hardened_and_labelled_then_goes_with_its_site() {
@@ -152,7 +155,57 @@ async fn a_sweep_takes_one_run_s_objects_and_spares_kept_attempts_and_other_runs
         .count();
     assert_eq!(left, 0);
     pb.health().await.expect("the other run's pod is untouched");
+
     sb.close().await;
+}
+
+#[tokio::test]
+async fn helpers_a_killed_process_left_are_swept_by_age_and_only_helpers() {
+    // A namespace of its own: the preflight tests' probes are helpers too.
+    let scratch = Scratch::new("helpers").await;
+    let cluster = cluster_in(Some(&scratch.name)).await;
+    let b = trial(204);
+    let sb = site(&cluster, &b, &[]).await;
+    let pb = sb
+        .start(&busybox_env(Role::Agent).await)
+        .await
+        .expect("trial pod");
+    let pods: Api<Pod> = cluster.api();
+    let alive = |p: Option<Pod>| p.is_some_and(|p| p.metadata.deletion_timestamp.is_none());
+    let mut helper_env = busybox_env(Role::Helper).await;
+    helper_env.static_shell = false;
+    helper_env.command = PodCommand::Exact {
+        command: Some(vec!["/bin/busybox".into(), "sleep".into(), "300".into()]),
+        args: None,
+    };
+    let mut helper = build_pod("ss-test-helper", &b, &helper_env, None, None).unwrap();
+    helper
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("skillscope/helper".into(), "test".into());
+    let helper = TrialPod::create(&cluster, &helper, std::time::Duration::from_secs(120))
+        .await
+        .expect("helper pod");
+    assert_eq!(
+        cluster
+            .sweep_helpers(std::time::Duration::from_secs(3600))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        cluster
+            .sweep_helpers(std::time::Duration::ZERO)
+            .await
+            .unwrap(),
+        1
+    );
+    assert!(!alive(pods.get_opt(helper.id()).await.unwrap()));
+    pb.health().await.expect("trial pods are no helpers");
+    sb.close().await;
+    scratch.delete().await;
 }
 
 #[tokio::test]

@@ -41,9 +41,6 @@ K8S_CGROUP=skillscope-k8s
 K8S_SYSCTLS=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
   kernel.keys.root_maxkeys kernel.keys.root_maxbytes net.ipv4.ip_forward)
 
-# Daemons in the order they start; k8s-down.sh stops them in reverse.
-K8S_DAEMONS=(etcd containerd registry kube-apiserver kube-controller-manager kube-scheduler kubelet)
-
 k8s_log() { printf '%s: [%4ss] %s\n' "${K8S_SCRIPT:-k8s}" "$(( $(date +%s) - ${K8S_T0:-$(date +%s)} ))" "$*" >&2; }
 k8s_die() { k8s_log "error: $*"; exit 1; }
 

@@ -32,6 +32,9 @@ case "${1:-}" in
   *) k8s_die "unknown argument '$1' (usage: k8s-up.sh [--build-only])" ;;
 esac
 [ "$(id -u)" -eq 0 ] || k8s_die "must run as root (it starts a kubelet and containerd)"
+for tool in apt-get dpkg-source curl openssl python3 gcc flock setsid ss ip sysctl; do
+  command -v "$tool" >/dev/null || k8s_die "needs $tool (Debian: apt-get install dpkg-dev curl openssl python3 gcc util-linux iproute2 procps)"
+done
 k8s_renice_self
 
 W=$K8S_CACHE

@@ -17,7 +17,7 @@ use tokio::io::{AsyncWrite, AsyncWriteExt};
 use super::exec::{ExecEvent, ExecSpec, ExecStdin};
 use super::fault::{KubeError, KubeFault};
 use super::pod::TrialPod;
-use crate::runner::static_shell::STATIC_SHELL_DIR;
+use crate::runner::sandbox::STATIC_SHELL_DIR;
 
 /// A tar archive to upload: in memory, or a file streamed from disk (large folders).
 #[derive(Debug, Clone)]
@@ -222,11 +222,7 @@ impl TrialPod {
                     return Ok(false);
                 }
                 ExecEvent::Exit(MISSING) if written == 0 => {
-                    return Err(KubeError::new(
-                        context,
-                        KubeFault::Refused,
-                        format!("no such path: {src}"),
-                    ));
+                    return Err(KubeError::no_such_path(context, src));
                 }
                 ExecEvent::Exit(code) => {
                     return Err(KubeError::new(
@@ -248,9 +244,9 @@ impl TrialPod {
     }
 }
 
-/// True when `e` is [`TrialPod::download_tar`]'s "no such path".
+/// True when `e` is [`TrialPod::download_tar`]'s "no such path" ([`KubeError::missing_path`]).
 pub fn is_missing_path(e: &KubeError) -> bool {
-    e.fault == KubeFault::Refused && e.message.starts_with("no such path: ")
+    e.missing_path().is_some()
 }
 
 /// `/a/b/c` → (`/a/b`, `c`); `/` → (`/`, `.`).

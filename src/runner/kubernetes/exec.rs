@@ -24,7 +24,7 @@ use tokio::sync::mpsc;
 use super::SECRET_DIR;
 use super::fault::{KubeError, KubeFault};
 use super::pod::{CONTAINER, TrialPod};
-use crate::runner::static_shell::STATIC_SHELL_DIR;
+use crate::runner::sandbox::STATIC_SHELL_DIR;
 
 /// One command to run in a pod.
 #[derive(Debug, Clone, Default)]

@@ -107,6 +107,8 @@ impl std::fmt::Display for KubeFault {
     }
 }
 
+const NO_SUCH_PATH: &str = "no such path: ";
+
 /// A failed Kubernetes operation: what skillscope was doing, what the cluster said, and which
 /// fault it is.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -139,7 +141,19 @@ impl KubeError {
         }
     }
 
-    /// The HTTP status of an API error, when it is one.
+    /// A copy out of `path`, which does not exist in the environment.
+    pub fn no_such_path(context: impl Into<String>, path: &str) -> Self {
+        KubeError::new(context, KubeFault::Refused, format!("{NO_SUCH_PATH}{path}"))
+    }
+
+    /// The path of a [`KubeError::no_such_path`].
+    pub fn missing_path(&self) -> Option<&str> {
+        (self.fault == KubeFault::Refused)
+            .then(|| self.message.strip_prefix(NO_SUCH_PATH))
+            .flatten()
+    }
+
+    /// True for an API answer of 404 (the object does not exist).
     pub fn is_not_found(&self) -> bool {
         self.fault == KubeFault::Refused && self.message.starts_with("404 ")
     }
@@ -147,9 +161,15 @@ impl KubeError {
 
 impl From<KubeError> for RunnerError {
     /// Recorded as the runner's infrastructure error with the mapped [`Fault`] (the message keeps
-    /// the Kubernetes fault's name).
+    /// the Kubernetes fault's name); a copy out of a path that does not exist as
+    /// [`RunnerError::NotFound`].
     fn from(e: KubeError) -> RunnerError {
-        RunnerError::Docker {
+        if let Some(path) = e.missing_path() {
+            return RunnerError::NotFound {
+                path: path.to_string(),
+            };
+        }
+        RunnerError::Backend {
             context: e.context,
             message: format!("{} ({})", e.message, e.fault),
             fault: e.fault.fault(),
@@ -325,6 +345,8 @@ mod tests {
             assert!(runner.to_string().contains(f.as_str()), "{runner}");
         }
         assert_eq!(KubeFault::PodGone.fault(), Fault::ContainerGone);
+        let missing: RunnerError = KubeError::no_such_path("copying", "/logs/x").into();
+        assert!(matches!(missing, RunnerError::NotFound { path } if path == "/logs/x"));
         assert_eq!(KubeFault::StreamCut.fault(), Fault::ConnectionLost);
     }
 }

@@ -23,8 +23,8 @@ use kube::api::{Api, PostParams};
 use super::cluster::{Cluster, delete_pod};
 use super::fault::{KubeError, KubeFault};
 use super::{SECRET_DIR, labels, quantity};
-use crate::runner::container::KEPT_CAPABILITIES;
-use crate::runner::static_shell::STATIC_SHELL_DIR;
+use crate::runner::backend::KEPT_CAPABILITIES;
+use crate::runner::sandbox::STATIC_SHELL_DIR;
 
 /// The name of the trial's container in its pod.
 pub const CONTAINER: &str = "trial";
@@ -33,27 +33,8 @@ pub const STATIC_INIT: &str = "skillscope-static";
 const STATIC_VOLUME: &str = "skillscope-static";
 const SECRET_VOLUME: &str = "skillscope-secret";
 
-/// What a pod is for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The agent's environment.
-    Agent,
-    /// The verifier's environment (fresh from the task image; may mount the trial's Secret).
-    Verifier,
-    /// A short-lived helper of no trial (a preflight probe).
-    Helper,
-}
-
-impl Role {
-    /// Label value (`agent`, `verifier`, `helper`).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Agent => "agent",
-            Role::Verifier => "verifier",
-            Role::Helper => "helper",
-        }
-    }
-}
+/// What a pod is for (the seam's role: its `as_str` is the role label's value).
+pub use crate::runner::backend::Role;
 
 /// The ids a trial's objects carry as labels.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -13,7 +13,8 @@ use bollard::query_parameters::{PushImageOptions, TagImageOptions};
 use futures_util::StreamExt;
 
 use crate::runner::RunnerError;
-use crate::runner::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+use crate::runner::docker::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+use crate::runner::docker::fault_of;
 
 /// An image in the registry.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +32,7 @@ pub const STATIC_REPO: &str = "skillscope/busybox";
 /// reference (read from the push stream's `digest:` line and checked against the registry).
 ///
 /// # Errors
-/// [`RunnerError::Docker`] when tagging or pushing fails (the daemon's message: a registry it
+/// [`RunnerError::Backend`] when tagging or pushing fails (the daemon's message: a registry it
 /// cannot reach, a refusal); [`RunnerError::Task`] when the registry does not have the pushed
 /// digest afterwards.
 pub async fn push_image(
@@ -51,7 +52,7 @@ pub async fn push_image(
             }),
         )
         .await
-        .map_err(|e| RunnerError::docker(format!("tagging {local} as {target}:{tag}"), e))?;
+        .map_err(|e| docker_error(format!("tagging {local} as {target}:{tag}"), &e))?;
     let mut stream = docker.push_image(
         &target,
         Some(PushImageOptions {
@@ -62,7 +63,7 @@ pub async fn push_image(
     );
     let mut pushed = None;
     while let Some(item) = stream.next().await {
-        let info = item.map_err(|e| RunnerError::docker(format!("pushing {target}:{tag}"), e))?;
+        let info = item.map_err(|e| docker_error(format!("pushing {target}:{tag}"), &e))?;
         if let Some(d) = info.status.as_deref().and_then(digest_in_status) {
             pushed = Some(d);
         }
@@ -85,6 +86,15 @@ pub async fn push_image(
         reference: format!("{target}@{digest}"),
         digest,
     })
+}
+
+/// A Docker API error with what was being done, classified as the Docker backend classifies it.
+fn docker_error(context: String, e: &bollard::errors::Error) -> RunnerError {
+    RunnerError::Backend {
+        context,
+        message: e.to_string(),
+        fault: fault_of(e),
+    }
 }
 
 /// Makes sure skillscope's busybox image ([`BUSYBOX_IMAGE`]) is in the registry under

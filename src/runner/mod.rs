@@ -11,6 +11,7 @@ pub mod exposure;
 pub mod fake;
 pub mod fault;
 pub mod image;
+pub mod kubernetes;
 pub mod limits;
 pub mod proxy;
 pub mod sandbox;

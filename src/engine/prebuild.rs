@@ -63,9 +63,13 @@ impl Prebuilds {
             }
             let host = host.clone();
             self.running.spawn(async move {
-                let _ = host
+                // What the image holds is read ahead too (once per image), off the trial's path.
+                if let Ok(image) = host
                     .prepare_image(&task, &condition, task.build_timeout())
-                    .await;
+                    .await
+                {
+                    let _ = host.image_facts(&image.tag).await;
+                }
             });
         }
     }

@@ -230,6 +230,10 @@ pub(super) async fn to_verifier(
         .with_env(plan.env.clone())
         .with_secrets(scope.secrets.clone());
     let collected = collected.map_err(|e| Failed::runner(e, "reading what the agent changed"))?;
+    // The agent's environment has given all it will: it goes now, in the background (a compose
+    // task's `main` alias is then the verifier's alone; its memory is free for the tests).
+    let gone = agent.clone();
+    tokio::spawn(async move { gone.remove().await });
     let t0 = std::time::Instant::now();
     let record = record_tamper(scope, &collected, facts, skills)?;
     scope.took(Step::Evidence, t0).await;

@@ -398,13 +398,24 @@ impl Rules {
         Class::Work
     }
 
-    /// The folders never read in the agent's environment: the kernel's, skillscope's static
-    /// shell, the agent's logs (copied out on their own), and `mounts` (the agent's own: the oracle's solution, a harness kit).
+    /// The paths never read in the agent's environment: the kernel's folders, skillscope's
+    /// static shell, the agent's logs (copied out on their own), the files every runtime mounts
+    /// in (`/etc/hosts`, `/etc/hostname`, `/etc/resolv.conf`), and `mounts` (the agent's own: the
+    /// oracle's solution, a harness kit).
     pub fn pruned(mounts: &[String]) -> Vec<String> {
-        let mut out: Vec<String> = ["/proc", "/sys", "/dev", STATIC_SHELL_DIR, AGENT_LOGS]
-            .into_iter()
-            .map(str::to_string)
-            .collect();
+        let mut out: Vec<String> = [
+            "/proc",
+            "/sys",
+            "/dev",
+            STATIC_SHELL_DIR,
+            AGENT_LOGS,
+            "/etc/hosts",
+            "/etc/hostname",
+            "/etc/resolv.conf",
+        ]
+        .into_iter()
+        .map(str::to_string)
+        .collect();
         out.extend(mounts.iter().cloned());
         out
     }

@@ -13,11 +13,10 @@ use serde_json::json;
 use skillscope::acontext::learn::LearnOptions;
 use skillscope::acontext::versions::export_version;
 use skillscope::acontext::{AcontextConfig, Client};
-use skillscope::config::RunSettings;
 use skillscope::engine::{Engine, RunRequest};
 use skillscope::experiment::plan::Plan;
 use skillscope::experiment::{Experiment, ExperimentError, ExperimentSetup};
-use skillscope::skillsbench::{Catalog, Condition};
+use skillscope::skillsbench::Condition;
 use skillscope::store::learning as lq;
 use skillscope::store::{Outcome, Store, queries};
 use tokio_util::sync::CancellationToken;
@@ -66,25 +65,7 @@ pub(crate) fn experiment(
 }
 
 fn request(name: &str, tasks: &Path, filter: &[&str], jobs: &Path, trials: u32) -> RunRequest {
-    RunRequest {
-        name: Some(name.into()),
-        tasks_dir: tasks.to_path_buf(),
-        task_filter: filter.iter().map(|s| s.to_string()).collect(),
-        conditions: vec![],
-        n_trials: trials,
-        agent: "oracle".into(),
-        model: None,
-        jobs_dir: jobs.to_path_buf(),
-        catalog: Catalog::shipped(),
-        settings: RunSettings {
-            concurrency: 4,
-            ..Default::default()
-        },
-        stay_alive: None,
-        resume_command: None,
-        pin: Default::default(),
-        sequential: None,
-    }
+    common::oracle_request(name, tasks, filter, vec![], trials, jobs)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,15 +4,8 @@
 use crate::support::common;
 use std::process::{Command, Output};
 
+use crate::support::process::text;
 use common::{Scratch, require_docker, skillscope};
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Every latest trial's folder, task and condition.
 fn trial_folders(c: &rusqlite::Connection) -> Vec<(std::path::PathBuf, String, String)> {

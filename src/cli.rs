@@ -28,7 +28,8 @@ pub mod exit_code {
     /// same command (or retry the trials) to finish it.
     pub const STOPPED: i32 = 3;
     /// Checks ran and some failed: `tasks` (a task cannot run, an invalid `SKILL.md`), `tasks
-    /// --check` (a task did not build or pass the oracle in every condition), `preflight` and the
+    /// --check` (a task did not build, or did not pass the oracle in every condition it can: one
+    /// that needs its skills is expected to fail without them), `preflight` and the
     /// preflight of `run` and `experiment` (a check of Acontext, a provider, a Docker host or the
     /// task set failed; nothing was started). The table says which and how to fix each.
     pub const CHECK_FAILED: i32 = 4;

@@ -323,8 +323,18 @@ pub async fn readiness_rows(
 /// 44 build, 22 pass · … · failures: …`.
 fn summary_line(conditions: &[String], counts: &health_check::ReadinessCounts) -> String {
     let mut s = format!(
-        "{} tasks · {} build in every condition · {} pass the oracle in every condition",
-        counts.tasks, counts.build, counts.pass
+        "{} tasks · {} build in every condition · {} pass the oracle in every condition{}",
+        counts.tasks,
+        counts.build,
+        counts.pass,
+        match counts.needs_skills {
+            0 => String::new(),
+            n => format!(
+                " they can ({} only with {} skills, as expected)",
+                crate::format::count(n, "task", "tasks"),
+                if n == 1 { "its" } else { "their" }
+            ),
+        }
     );
     for c in conditions {
         if let Some(x) = counts.conditions.get(c) {
@@ -353,6 +363,9 @@ fn summary_line(conditions: &[String], counts: &health_check::ReadinessCounts) -
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    if counts.needs_skills > 0 && counts.reasons.is_empty() {
+        s.push_str(" · no failure: this machine runs every task");
     }
     s
 }

@@ -185,7 +185,7 @@ pub fn closest_first(wanted: &str, ids: &[String]) -> Vec<String> {
 /// How a tasks folder is named to the operator: the built-in example tasks by that name (their
 /// folder is an internal cache), any other by its path.
 pub fn tasks_place(root: &Path) -> String {
-    if root.ancestors().any(|a| a.ends_with("example-tasks")) {
+    if examples::is_examples(root) {
         "the built-in example tasks".to_string()
     } else {
         format!("tasks folder {}", root.display())

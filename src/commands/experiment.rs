@@ -144,6 +144,7 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     let outcome = if !args.headless && std::io::stdout().is_terminal() {
         dashboard(&args, &db, exp.clone(), setup, &signals, &log).await?
     } else {
+        super::shared::progress::note_where_progress_goes();
         let (exp, progress) = headless(exp);
         let result = exp.run(&setup).await;
         drop(exp.engine);
@@ -349,9 +350,12 @@ async fn dashboard(
                 "[info] the terminal went away; the experiment goes on headless (log {})",
                 log.display()
             );
+            let run = current_run(&store, &name);
+            if let Some(run) = &run {
+                super::shared::progress::record_headless(&store, run, log).await;
+            }
             // Trial lines count against the plan of the run under way, then of each next run.
-            let mut from = current_run(&store, &name)
-                .and_then(|run| super::shared::progress::progress_now(&store, &run));
+            let mut from = run.and_then(|run| super::shared::progress::progress_now(&store, &run));
             let progress = tokio::spawn(async move {
                 while !super::shared::progress::show_progress_from(engine.subscribe(), from.take())
                     .await

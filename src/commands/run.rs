@@ -104,6 +104,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
                     "[info] the terminal went away; the run goes on headless (log {})",
                     log.display()
                 );
+                progress::record_headless(&store, &name, &log).await;
                 let progress = tokio::spawn(progress::show_progress_from(
                     engine.subscribe(),
                     progress::progress_now(&store, &name),
@@ -116,6 +117,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             }
         }
     } else {
+        progress::note_where_progress_goes();
         let progress = tokio::spawn(progress::show_progress(engine.subscribe()));
         let result = engine.run(prepared, signals.shutdown.clone()).await;
         // Closing the event channel ends the progress display whatever happened.

@@ -28,7 +28,8 @@ pub mod exit_code {
     /// same command (or retry the trials) to finish it.
     pub const STOPPED: i32 = 3;
     /// Checks ran and some failed: `tasks` (a task cannot run, an invalid `SKILL.md`), `tasks
-    /// --check` (a task did not build or pass the oracle in every condition), `preflight` and the
+    /// --check` (a task did not build, or did not pass the oracle in every condition it can: one
+    /// that needs its skills is expected to fail without them), `preflight` and the
     /// preflight of `run` and `experiment` (a check of Acontext, a provider, a Docker host or the
     /// task set failed; nothing was started). The table says which and how to fix each.
     pub const CHECK_FAILED: i32 = 4;
@@ -126,8 +127,8 @@ pub struct RunArgs {
     /// of self-generated:two-phase (supplied by the operator; none is shipped).
     #[arg(long, value_name = "DIR")]
     pub skill_creator: Option<PathBuf>,
-    /// Trials per task and condition.
-    #[arg(long, default_value_t = 5)]
+    /// Trials per task and condition (at least 1).
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
     /// Agent (harness): oracle, nop, claude-code, codex or gemini-cli.
     #[arg(long, default_value = "oracle")]
@@ -135,8 +136,8 @@ pub struct RunArgs {
     /// Model name, for agents that use one.
     #[arg(long)]
     pub model: Option<String>,
-    /// Trials at once per Docker host [default: 4, or the config file's].
-    #[arg(long)]
+    /// Trials at once per Docker host, at least 1 [default: 4, or the config file's].
+    #[arg(long, value_parser = at_least_one)]
     pub concurrency: Option<usize>,
     /// SQLite database [default: skillscope.db].
     #[arg(long, env = "SKILLSCOPE_DB")]
@@ -240,7 +241,7 @@ pub struct WatchArgs {
     /// Database.
     #[command(flatten)]
     pub db: DbArgs,
-    /// Run name [default: the newest run].
+    /// Run name [default: the run an engine is running now, else the newest run].
     #[arg(conflicts_with = "experiment")]
     pub run: Option<String>,
     /// Follow an experiment: its round-1 run, then its round-2 run once that starts, with the
@@ -260,6 +261,10 @@ pub struct WatchArgs {
     /// Leave the mouse to the terminal (text selection) instead of clicks and the wheel.
     #[arg(long)]
     pub no_mouse: bool,
+    /// A trial succeeds when its reward is at least this (in (0, 1]): the grid's cells, the trial
+    /// detail and the Results view show success as `report --pass-threshold` counts it.
+    #[arg(long, default_value_t = crate::analysis::success::DEFAULT_PASS_THRESHOLD, value_parser = pass_threshold)]
+    pub pass_threshold: f64,
 }
 
 /// `skillscope import`.
@@ -399,6 +404,20 @@ pub struct ExperimentArgs {
     /// No early stopping: the fixed design runs every planned trial.
     #[arg(long)]
     pub no_early_stop: bool,
+    /// Trials at once per Docker host in both rounds, at least 1 (over the plan's `concurrency`
+    /// and its `[run]` table's).
+    #[arg(long, value_parser = at_least_one)]
+    pub concurrency: Option<usize>,
+}
+
+/// A count of at least 1 (`--concurrency`): 0 or text is a usage error (exit 2), as clap
+/// reports every malformed flag.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// A drift field `--allow-drift` accepts ([`crate::domain::provenance::Field::parse`]).
@@ -568,8 +587,8 @@ pub struct CheckArgs {
     /// Run name [default: check-<tasks folder>-oracle-<conditions>-x1].
     #[arg(long = "run", value_name = "NAME", requires = "check")]
     pub name: Option<String>,
-    /// Trials at once per Docker host [default: 4, or the config file's].
-    #[arg(long, requires = "check")]
+    /// Trials at once per Docker host, at least 1 [default: 4, or the config file's].
+    #[arg(long, requires = "check", value_parser = at_least_one)]
     pub concurrency: Option<usize>,
     /// SQLite database [default: skillscope.db].
     #[arg(long, env = "SKILLSCOPE_DB")]

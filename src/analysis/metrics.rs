@@ -99,43 +99,6 @@ pub fn method_d_of<T: Scored>(
     (!per_task.is_empty()).then(|| per_task.values().sum::<f64>() / per_task.len() as f64)
 }
 
-/// Two conditions compared over the tasks both planned.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Paired {
-    /// Method D of the treatment over the shared tasks, fraction.
-    pub with: f64,
-    /// Of the baseline.
-    pub without: f64,
-    /// Δ, percentage points.
-    pub delta_pp: f64,
-    /// Normalized gain g (`None` at a 100 % baseline).
-    pub g: Option<f64>,
-    /// Shared tasks.
-    pub n_tasks: usize,
-}
-
-/// `with` against `without` over the tasks both have a mean for (per-task Method D means by task
-/// id); `None` without a shared task.
-pub fn paired(with: &BTreeMap<String, f64>, without: &BTreeMap<String, f64>) -> Option<Paired> {
-    let both: Vec<(f64, f64)> = with
-        .iter()
-        .filter_map(|(t, w)| without.get(t).map(|wo| (*w, *wo)))
-        .collect();
-    if both.is_empty() {
-        return None;
-    }
-    let n = both.len() as f64;
-    let w = both.iter().map(|p| p.0).sum::<f64>() / n;
-    let wo = both.iter().map(|p| p.1).sum::<f64>() / n;
-    Some(Paired {
-        with: w,
-        without: wo,
-        delta_pp: delta_pp(w, wo),
-        g: normalized_gain(w, wo),
-        n_tasks: both.len(),
-    })
-}
-
 /// True for an outcome the verifier judged: pass, fail (wrong output) and the two timeouts — the
 /// trials the pass rate over judged trials counts ([`pass_rate_judged`], and
 /// [`crate::analysis::results`]'s "trials with a verdict").
@@ -359,13 +322,6 @@ mod tests {
         reward: Option<f64>,
     ) -> TrialRow {
         TrialRow {
-            id: 0,
-            run_id: 1,
-            task_id: task.into(),
-            condition: cond.into(),
-            trial_index: idx,
-            attempt: 1,
-            superseded: false,
             status: if outcome.is_some() {
                 TrialStatus::Done
             } else {
@@ -373,27 +329,7 @@ mod tests {
             },
             outcome,
             reward,
-            rewards: None,
-            agent: "oracle".into(),
-            model: None,
-            host: None,
-            image: None,
-            container_id: None,
-            trial_name: format!("{task}__x"),
-            trial_dir: None,
-            queued_at: String::new(),
-            started_at: None,
-            finished_at: None,
-            build_started_at: None,
-            build_finished_at: None,
-            agent_started_at: None,
-            agent_finished_at: None,
-            verifier_started_at: None,
-            verifier_finished_at: None,
-            agent_exit_code: None,
-            verifier_exit_code: None,
-            error: None,
-            ..Default::default()
+            ..TrialRow::fixture(task, cond, idx)
         }
     }
 

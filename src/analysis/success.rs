@@ -11,8 +11,16 @@
 //! whole pass@k family — pass@1, pass@2 (Chen et al. 2021), the p₁ and p₂ inside
 //! pass@2-adaptive — and flaky-task detection count successes by this rule, so pass@2 can never
 //! fall below pass@1 and a task whose every reward is 1 is never flaky.
+//!
+//! The rule is also the one every view **shows** success by ([`SuccessRule::trial_succeeded`]):
+//! the dashboard's grid cell and trial detail, and the report's per-trial marks. The outcome the
+//! runner stores (`pass` at a reward of 1, Harbor's convention) stays as recorded; with a lower
+//! threshold (`report --pass-threshold`, `watch --pass-threshold`) a `fail` whose reward reaches
+//! it is shown as a success everywhere, so no view disagrees with the numbers.
 
 use serde::Serialize;
+
+use crate::domain::Outcome;
 
 /// The default pass threshold: a trial succeeds with full marks.
 pub const DEFAULT_PASS_THRESHOLD: f64 = 1.0;
@@ -54,6 +62,20 @@ impl SuccessRule {
     /// True when `reward` (a trial's reward, clamped to [0, 1] or not) reaches the threshold.
     pub fn succeeds(&self, reward: f64) -> bool {
         reward >= self.threshold - EPSILON
+    }
+
+    /// True when a trial succeeded by this rule: it finished (`done`), was not cancelled or
+    /// interrupted (those did not run to a verdict), and its reward reaches the threshold —
+    /// whatever its stored outcome (an agent timeout whose verifier still gave the reward
+    /// succeeded). What the report counts and every view shows.
+    pub fn trial_succeeded(
+        &self,
+        done: bool,
+        outcome: Option<Outcome>,
+        reward: Option<f64>,
+    ) -> bool {
+        done && !matches!(outcome, Some(Outcome::Cancelled | Outcome::Interrupted))
+            && reward.is_some_and(|r| self.succeeds(r))
     }
 
     /// `reward ≥ 1.0`: the rule as printed beside the numbers it decides.

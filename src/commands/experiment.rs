@@ -95,7 +95,10 @@ pub fn prepare(
 /// # Errors
 /// A bad plan, settings or database; a phase that failed (its state is kept).
 pub async fn execute(args: ExperimentArgs) -> Result<i32> {
-    let (plan, dry) = load_plan(args.plan.as_deref(), args.db.clone(), args.dry_run).await?;
+    let (mut plan, dry) = load_plan(args.plan.as_deref(), args.db.clone(), args.dry_run).await?;
+    if let Some(c) = args.concurrency {
+        plan.concurrency = Some(c);
+    }
     if let Some(d) = &dry {
         crate::outln!(
             "dry run of experiment {} in {} — nothing is spent:",
@@ -122,7 +125,7 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     let starts = super::shared::progress::record_run_starts(&exp.engine);
     let setup_reports = setup.plan.reports_dir.clone();
     let log = super::shared::headless::run_log(&db, &setup.plan.name());
-    let signals = Signals::install(Some(log.clone()));
+    let signals = Signals::install(Some(log.clone()), dry.is_none());
     exp.cancel = signals.shutdown.clone();
     let headless = |mut exp: Experiment| {
         exp.progress = Some(super::shared::acontext::print_progress());
@@ -141,6 +144,7 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
     let outcome = if !args.headless && std::io::stdout().is_terminal() {
         dashboard(&args, &db, exp.clone(), setup, &signals, &log).await?
     } else {
+        super::shared::progress::note_where_progress_goes();
         let (exp, progress) = headless(exp);
         let result = exp.run(&setup).await;
         drop(exp.engine);
@@ -148,7 +152,7 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
         result?
     };
     starts.abort();
-    print_outcome(&outcome);
+    print_outcome(&outcome, dry.is_some());
     if outcome.finished {
         let reports = setup_reports.unwrap_or_else(|| super::beside(&db, "reports"));
         write_report(&db, &reports, &outcome.experiment.name);
@@ -229,18 +233,22 @@ fn write_report(db: &std::path::Path, reports: &std::path::Path, name: &str) {
     }
 }
 
-/// Prints the phase, the four conditions and the comparisons.
-pub fn print_outcome(o: &ExperimentOutcome) {
+/// Prints the phase, the four conditions and the comparisons; a stopped experiment says how it
+/// goes on (the same command resumes it; a `dry` run is made afresh instead).
+pub fn print_outcome(o: &ExperimentOutcome, dry: bool) {
     crate::outln!(
         "experiment {} — {}",
         o.experiment.name,
-        if o.finished {
-            "done".to_string()
-        } else {
-            format!(
+        match (o.finished, dry) {
+            (true, _) => "done".to_string(),
+            (false, false) => format!(
                 "stopped in phase {}; run the same command again to resume",
                 o.experiment.phase
-            )
+            ),
+            (false, true) => format!(
+                "stopped in phase {}; a dry run is not resumed: the same command starts a new one",
+                o.experiment.phase
+            ),
         }
     );
     for (label, r) in &o.learned {
@@ -317,6 +325,8 @@ async fn dashboard(
         mode: crate::tui::app::Mode::Run,
         theme,
         mouse: !args.no_mouse,
+        resumable: signals.resumable,
+        success: Default::default(),
     };
     let handle = crate::tui::EngineHandle {
         shutdown,
@@ -332,7 +342,7 @@ async fn dashboard(
     drop(held);
     match end? {
         TuiEnd::Engine(result) => Ok(result?),
-        TuiEnd::Quit => super::shared::signals::quit_at_once(),
+        TuiEnd::Quit => super::shared::signals::quit_at_once(signals.resumable),
         TuiEnd::Detached(done) => {
             // The terminal is gone: go on headless, into the log beside the database.
             let _ = super::shared::headless::redirect_output(log);
@@ -340,9 +350,12 @@ async fn dashboard(
                 "[info] the terminal went away; the experiment goes on headless (log {})",
                 log.display()
             );
+            let run = current_run(&store, &name);
+            if let Some(run) = &run {
+                super::shared::progress::record_headless(&store, run, log).await;
+            }
             // Trial lines count against the plan of the run under way, then of each next run.
-            let mut from = current_run(&store, &name)
-                .and_then(|run| super::shared::progress::progress_now(&store, &run));
+            let mut from = run.and_then(|run| super::shared::progress::progress_now(&store, &run));
             let progress = tokio::spawn(async move {
                 while !super::shared::progress::show_progress_from(engine.subscribe(), from.take())
                     .await

@@ -46,7 +46,7 @@ pub async fn execute(args: LearnArgs) -> Result<i32> {
         ..learn_defaults(&settings)?
     };
     let store = Store::open(&args.db.db)?;
-    let cancel = super::shared::signals::Signals::install(None).shutdown;
+    let cancel = super::shared::signals::Signals::install(None, true).shutdown;
     client
         .availability()
         .set_sink(super::shared::acontext::print_availability());

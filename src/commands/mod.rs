@@ -42,23 +42,32 @@ pub fn tasks_dir_or_examples(tasks: Option<&Path>) -> Result<PathBuf> {
     }
 }
 
-/// Checks `--task` ids against the tasks folder before anything starts: an unknown id is an
-/// error naming the folder (the built-in examples by that name) with the valid ids, closest
-/// first, as its hint.
+/// A task set that did not load as the operator reads it: an unknown `--task` id names the
+/// folder (the built-in examples by that name) with the valid ids, closest first, as its hint.
+pub fn task_set_error(e: crate::skillsbench::BenchError) -> color_eyre::eyre::Report {
+    match e.valid_ids_hint(12) {
+        Some(hint) => crate::console::hinted(e.to_string(), hint),
+        None => e.into(),
+    }
+}
+
+/// Loads the task set of `req` once ([`PreparedRun::load`]) — before any database is opened,
+/// so a folder that cannot be used leaves nothing behind — for the preflight and the engine.
 ///
 /// # Errors
-/// An unusable tasks folder or an unknown id.
-pub fn check_task_ids(tasks_dir: &Path, ids: &[String]) -> Result<()> {
-    if ids.is_empty() {
-        return Ok(());
-    }
-    match crate::skillsbench::check_task_ids(tasks_dir, ids) {
-        Ok(()) => Ok(()),
-        Err(e) => match e.valid_ids_hint(12) {
-            Some(hint) => Err(crate::console::hinted(e.to_string(), hint)),
-            None => Err(e.into()),
-        },
-    }
+/// A tasks folder that cannot be used, or an unknown `--task` id ([`task_set_error`]).
+pub async fn prepare_run(req: crate::engine::RunRequest) -> Result<crate::engine::PreparedRun> {
+    tokio::task::spawn_blocking(move || {
+        let tasks =
+            crate::skillsbench::TaskSet::load(&req.tasks_dir, &req.catalog, &req.task_filter)
+                .map_err(task_set_error)?;
+        Ok(crate::engine::PreparedRun {
+            request: req,
+            tasks,
+        })
+    })
+    .await
+    .map_err(|e| color_eyre::eyre::eyre!("loading the task set: {e}"))?
 }
 
 /// The shipped catalog, overridden by the operator's CSV when given.

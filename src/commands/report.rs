@@ -71,11 +71,17 @@ pub fn execute(args: ReportArgs) -> Result<()> {
             board.results.iter().flat_map(|s| &s.results).collect();
         let ineligible = rows.iter().filter(|r| !r.score_eligible).count();
         println!(
-            "wrote {} ({} rows in {} shard(s), {} ineligible: infrastructure failures, not failed; participant {}{})",
+            "wrote {} ({} rows in {} shard(s); {}; participant {}{})",
             path.display(),
             rows.len(),
             board.results.len(),
-            ineligible,
+            match ineligible {
+                0 => "every row eligible for a score".to_string(),
+                n => format!(
+                    "{} not eligible for a score: an infrastructure fault ended them, not a failure of the agent",
+                    crate::format::count(n, "row", "rows")
+                ),
+            },
             board.participants.agent,
             if args.agentbeats_id.is_none() {
                 ", derived: pass --agentbeats-id with the agent's registered id to submit"

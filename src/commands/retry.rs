@@ -82,8 +82,8 @@ pub fn retry(args: RetryArgs) -> Result<()> {
             .iter()
             .filter(|t| t.status == TrialStatus::Done)
             .filter(|t| match t.outcome {
-                Some(Outcome::Cancelled) => true,
-                Some(o) => args.failed && o.is_retryable(),
+                Some(Outcome::Cancelled) => args.cancelled,
+                Some(o) => args.failed && o.is_failed_for_retry(),
                 None => args.failed,
             })
             .collect()

@@ -30,39 +30,55 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     req.name = Some(name.clone());
     // Before anything is written (the run's log included): a run another live process owns.
     refuse_live_run(&db, &name)?;
+    req.resume_command = Some(resume::resume_command(&name));
+    // The task set, loaded once — for the preflight and the engine alike — before the database
+    // is opened: a tasks folder that cannot be used leaves nothing behind.
+    let mut prepared = super::prepare_run(req).await?;
     // An LLM agent spends money from its first trial: check the provider, Docker and the tasks
     // first (the oracle and nop meet any such problem at once, at no cost).
-    if crate::runner::agents::harness::Harness::from_name(&req.agent).is_some() {
-        let checked = crate::preflight::run(&super::shared::preflight::for_run(&req, &db)).await;
+    if crate::runner::agents::harness::Harness::from_name(&prepared.request.agent).is_some() {
+        let inputs = crate::preflight::Inputs::of_prepared(prepared, db.clone());
+        let checked = crate::preflight::run(&inputs).await;
         super::shared::preflight::print(&checked, true);
         if !checked.passed() {
             return Ok(exit_code::CHECK_FAILED);
         }
+        prepared = inputs
+            .into_prepared()
+            .ok_or_else(|| eyre!("the task set did not load"))?;
     }
+    // The jobs folder must take trial folders: found here, not trial by trial.
+    check_jobs_dir(&prepared.request.jobs_dir)?;
     if args.detach {
         return detach(&db, &name).await;
     }
-    req.resume_command = Some(resume::resume_command(&name));
-    let store = Store::open(&db)?;
+    let dashboard = !args.headless && std::io::stdout().is_terminal();
+    let theme = match dashboard {
+        true => Some(theme::pick_theme(args.theme.as_deref(), &file)?),
+        false => None,
+    };
+    let created = open_store(&db)?;
+    let store = created.store.clone();
     let engine = Engine::new(store.clone());
     let log = headless::run_log(&db, &name);
-    let signals = Signals::install(Some(log.clone()));
+    let signals = Signals::install(Some(log.clone()), true);
     let starts = progress::record_run_starts(&engine);
-    let result = if !args.headless && std::io::stdout().is_terminal() {
-        let theme = theme::pick_theme(args.theme.as_deref(), &file)?;
+    let result = if let Some(theme) = theme {
         // The dashboard may still send retries after the last trial: keep the engine up until quit.
         let dashboard_open = tokio_util::sync::CancellationToken::new();
-        req.stay_alive = Some(dashboard_open.clone());
+        prepared.request.stay_alive = Some(dashboard_open.clone());
         let events = engine.subscribe();
         let runner = engine.clone();
         let stop = signals.shutdown.clone();
-        let done = tokio::spawn(async move { runner.run(req, stop).await });
+        let done = tokio::spawn(async move { runner.run(prepared, stop).await });
         let dashboard = crate::tui::Dashboard {
             db: &db,
             follow: RunSelector::Name(name.clone()),
             mode: Mode::Run,
             theme,
             mouse: !args.no_mouse,
+            resumable: true,
+            success: Default::default(),
         };
         let handle = EngineHandle {
             shutdown: signals.shutdown.clone(),
@@ -78,7 +94,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
         drop(held);
         match end? {
             TuiEnd::Engine(result) => result,
-            TuiEnd::Quit => super::shared::signals::quit_at_once(),
+            TuiEnd::Quit => super::shared::signals::quit_at_once(true),
             TuiEnd::Detached(done) => {
                 // The terminal is gone: go on headless, into the log beside the database, and
                 // end after the last trial (no dashboard will send retries any more).
@@ -88,6 +104,7 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
                     "[info] the terminal went away; the run goes on headless (log {})",
                     log.display()
                 );
+                progress::record_headless(&store, &name, &log).await;
                 let progress = tokio::spawn(progress::show_progress_from(
                     engine.subscribe(),
                     progress::progress_now(&store, &name),
@@ -100,8 +117,9 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             }
         }
     } else {
+        progress::note_where_progress_goes();
         let progress = tokio::spawn(progress::show_progress(engine.subscribe()));
-        let result = engine.run(req, signals.shutdown.clone()).await;
+        let result = engine.run(prepared, signals.shutdown.clone()).await;
         // Closing the event channel ends the progress display whatever happened.
         drop(engine);
         let _ = progress.await;
@@ -128,10 +146,73 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             .await
         }
     }
-    let outcome = result?;
+    let outcome = match result {
+        Ok(o) => o,
+        Err(e) => {
+            // A start that failed before the run was registered leaves no database behind.
+            created.forget_if_empty();
+            return Err(e.into());
+        }
+    };
     print_summary(&store, &outcome)?;
     store.writer().stop();
     Ok(exit_code_of(&outcome))
+}
+
+/// Refuses a jobs folder that cannot take trial folders (read-only, not a folder, no room), in
+/// one error naming it, before the database is opened: found here, not trial by trial.
+///
+/// # Errors
+/// The failed check, with its fix as the hint.
+fn check_jobs_dir(jobs: &std::path::Path) -> Result<()> {
+    let c = crate::preflight::docker::here_check("jobs folder", jobs);
+    match (c.verdict, c.fix) {
+        (crate::preflight::Verdict::Fail, Some(fix)) => Err(crate::console::hinted(
+            format!("jobs folder: {}", c.detail),
+            fix,
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Opens the store at `db`; when this start fails before a run is registered, a database this
+/// command created is removed again (with its `-wal` and `-shm`), so a failed start leaves
+/// nothing behind ([`CreatedStore::keep`]).
+fn open_store(db: &std::path::Path) -> Result<CreatedStore> {
+    let created = !db.exists();
+    Ok(CreatedStore {
+        store: Store::open(db)?,
+        created: created.then(|| db.to_path_buf()),
+    })
+}
+
+/// A store this command may have created ([`open_store`]).
+struct CreatedStore {
+    store: Store,
+    /// The database's path when this command made it.
+    created: Option<std::path::PathBuf>,
+}
+
+impl CreatedStore {
+    /// Removes the database this command made when it holds no run (the start failed before
+    /// registering one): nothing recorded is lost.
+    fn forget_if_empty(&self) {
+        let Some(db) = &self.created else { return };
+        let empty = self
+            .store
+            .connect()
+            .ok()
+            .and_then(|c| queries::list_runs(&c).ok())
+            .is_some_and(|runs| runs.is_empty());
+        if empty {
+            self.store.writer().stop();
+            for suffix in ["", "-wal", "-shm"] {
+                let mut p = db.as_os_str().to_owned();
+                p.push(suffix);
+                let _ = std::fs::remove_file(std::path::PathBuf::from(p));
+            }
+        }
+    }
 }
 
 /// Refuses to start run `name` when a live engine in another process owns it, with the commands

@@ -111,15 +111,15 @@ pub fn execute(args: TasksArgs) -> Result<i32> {
 }
 
 /// The tasks of `set` as a table fitted to `width` columns ([`crate::console::table`]): id,
-/// domain, difficulty, agent and verifier timeouts (`—` when `task.toml` could not be read: none
+/// domain, difficulty, agent and verifier timeouts in seconds (`—` when `task.toml` could not be read: none
 /// are made up), skills, and every problem of the task and of its skills.
 pub fn tasks_table(set: &TaskSet, width: Option<u16>) -> Fitted {
     let header = [
         Column::new("task"),
         Column::new("domain"),
         Column::new("difficulty").short("diff"),
-        Column::new("agent s").short("agt s"),
-        Column::new("verifier s").short("ver s"),
+        Column::new("agent timeout").short("agent t/o"),
+        Column::new("verifier timeout").short("verif t/o"),
         Column::new("skills").short("sk"),
         Column::new("problems").text(),
     ];
@@ -159,10 +159,11 @@ pub fn tasks_table(set: &TaskSet, width: Option<u16>) -> Fitted {
     fit(&header, rows, width)
 }
 
-/// A timeout of `task` for the table: seconds, or `—` when its `task.toml` could not be read.
+/// A timeout of `task` for the table: seconds with their unit (`120 s`), or `—` when its
+/// `task.toml` could not be read.
 fn timeout_cell(task: &crate::skillsbench::Task, secs: f64) -> String {
     if task.config_read {
-        format!("{secs:.0}")
+        format!("{secs:.0} s")
     } else {
         "—".to_string()
     }
@@ -220,11 +221,13 @@ async fn check(args: TasksArgs) -> Result<i32> {
     req.name = Some(name);
     let backend = crate::engine::backend_of(&req.settings);
     let env_given = req.settings.container_env();
+    // Loaded before the database is opened: a folder that cannot be used leaves nothing behind.
+    let prepared = super::prepare_run(req).await?;
     let store = Store::open(&db)?;
     let engine = Engine::new(store.clone());
-    let shutdown = super::shared::signals::Signals::install(None).shutdown;
+    let shutdown = super::shared::signals::Signals::install(None, true).shutdown;
     let progress = tokio::spawn(super::shared::progress::show_progress(engine.subscribe()));
-    let result = engine.run(req, shutdown).await;
+    let result = engine.run(prepared, shutdown).await;
     drop(engine);
     let _ = progress.await;
     let outcome = result?;
@@ -326,8 +329,18 @@ pub async fn readiness_rows(
 /// 44 build, 22 pass · … · failures: …`.
 fn summary_line(conditions: &[String], counts: &health_check::ReadinessCounts) -> String {
     let mut s = format!(
-        "{} tasks · {} build in every condition · {} pass the oracle in every condition",
-        counts.tasks, counts.build, counts.pass
+        "{} tasks · {} build in every condition · {} pass the oracle in every condition{}",
+        counts.tasks,
+        counts.build,
+        counts.pass,
+        match counts.needs_skills {
+            0 => String::new(),
+            n => format!(
+                " they can ({} only with {} skills, as expected)",
+                crate::format::count(n, "task", "tasks"),
+                if n == 1 { "its" } else { "their" }
+            ),
+        }
     );
     for c in conditions {
         if let Some(x) = counts.conditions.get(c) {
@@ -356,6 +369,9 @@ fn summary_line(conditions: &[String], counts: &health_check::ReadinessCounts) -
                 .collect::<Vec<_>>()
                 .join(", ")
         ));
+    }
+    if counts.needs_skills > 0 && counts.reasons.is_empty() {
+        s.push_str(" · no failure: this machine runs every task");
     }
     s
 }

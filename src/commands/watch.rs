@@ -12,12 +12,12 @@ use crate::tui::app::Mode;
 use crate::tui::worker::RunSelector;
 
 /// The run `watch` shows: `--experiment NAME` follows that experiment's current run, a run name
-/// names one, and otherwise the newest run.
+/// names one, and otherwise the run an engine is running now (else the newest run).
 pub fn selector(args: &WatchArgs) -> RunSelector {
     match (&args.experiment, &args.run) {
         (Some(e), _) => RunSelector::Experiment(e.clone()),
         (None, Some(n)) => RunSelector::Name(n.clone()),
-        (None, None) => RunSelector::Newest,
+        (None, None) => RunSelector::Current,
     }
 }
 
@@ -112,6 +112,9 @@ pub async fn execute(args: WatchArgs) -> Result<()> {
         mode: Mode::Watch,
         theme,
         mouse: !args.no_mouse,
+        resumable: true,
+        success: crate::analysis::success::SuccessRule::new(args.pass_threshold)
+            .map_err(|e| color_eyre::eyre::eyre!(e))?,
     };
     crate::tui::open::<crate::engine::RunOutcome, crate::engine::EngineError>(
         dashboard, None, None,
@@ -146,7 +149,7 @@ mod tests {
             selector(&watch(&["r1"])),
             RunSelector::Name(n) if n == "r1"
         ));
-        assert!(matches!(selector(&watch(&[])), RunSelector::Newest));
+        assert!(matches!(selector(&watch(&[])), RunSelector::Current));
         assert!(
             Cli::try_parse_from(["skillscope", "watch", "r1", "--experiment", "demo"]).is_err(),
             "a run name and an experiment conflict"

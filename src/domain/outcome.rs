@@ -119,6 +119,13 @@ impl Outcome {
         self != Outcome::Pass
     }
 
+    /// True for the outcomes "retry the failed trials" retries — `skillscope retry --failed` and
+    /// the dashboard's `R`: everything but a pass and a trial the operator cancelled (a decision,
+    /// not a failure: `retry --cancelled` runs those).
+    pub fn is_failed_for_retry(self) -> bool {
+        !matches!(self, Outcome::Pass | Outcome::Cancelled)
+    }
+
     /// True for a verdict about the task: the verifier's reward (pass, fail), a timeout the task
     /// caused, a reward its own test failed to write, an image its own Dockerfile cannot build.
     /// False for attempts without one: a runtime error of skillscope's, a provider failure, a

@@ -174,6 +174,25 @@ impl TrialBrief {
 }
 
 impl TrialRow {
+    /// The first attempt of trial `index` of `task` under `condition`, queued, of run 1 by the
+    /// `oracle` agent, every other column empty: the one row tests and synthetic stores build on
+    /// (`TrialRow { outcome, reward, ..TrialRow::fixture(…) }`) instead of writing out its ~40
+    /// columns each time.
+    pub fn fixture(task: &str, condition: &str, index: u32) -> TrialRow {
+        TrialRow {
+            id: 0,
+            run_id: 1,
+            task_id: task.into(),
+            condition: condition.into(),
+            trial_index: index,
+            attempt: 1,
+            status: TrialStatus::Queued,
+            agent: "oracle".into(),
+            trial_name: format!("{task}__x"),
+            ..Default::default()
+        }
+    }
+
     /// The brief form of this attempt.
     pub fn brief(&self) -> TrialBrief {
         TrialBrief {

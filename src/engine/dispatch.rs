@@ -298,7 +298,7 @@ impl Dispatcher {
                     }
                 }
                 _ = shutdown.cancelled(), if !self.sched.is_stopping() => {
-                    self.engine.notice("info", "stopping: cancelling running trials (state is saved; re-run to resume)");
+                    self.engine.notice("info", "stopping: cancelling running trials");
                     self.begin_stop(StopReason::Operator);
                 }
             }

@@ -1,4 +1,5 @@
-//! The engine: owns a run from start to end — loads tasks, registers the run, recovers what a
+//! The engine: owns a run from start to end — takes the prepared run (its task set loaded once,
+//! [`PreparedRun`]), registers the run, recovers what a
 //! stopped process left, schedules trials over the Docker hosts that are up, applies operator
 //! commands from the store, records every attempt, and ends honestly.
 //!
@@ -32,6 +33,7 @@ pub mod hosts;
 #[cfg(test)]
 mod offline_runs;
 mod prebuild;
+mod prepared;
 mod register;
 mod schedule;
 mod sequential;
@@ -46,11 +48,12 @@ use tokio_util::sync::CancellationToken;
 use crate::config::RunSettings;
 use crate::domain::{Outcome, RunRow, TrialKey, TrialRow, TrialStatus};
 use crate::runner::{Backend, RunnerError, agent_by_name};
-use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
-use crate::skillsbench::{Catalog, Condition, TaskSet};
+use crate::skillsbench::env::{self, MissingEnvPolicy};
+use crate::skillsbench::{Catalog, Condition};
 use crate::store::{Store, StoreError};
 
 pub use crate::store::STALE_AFTER_SECS;
+pub use prepared::PreparedRun;
 
 /// Errors that stop a run before or while it runs (trial failures are outcomes, not errors).
 /// Every one of them still goes through the clean stop path: containers removed, attempts
@@ -361,11 +364,11 @@ impl Engine {
     /// key, database failures).
     pub async fn run(
         &self,
-        req: RunRequest,
+        run: PreparedRun,
         shutdown: CancellationToken,
     ) -> Result<RunOutcome, EngineError> {
-        let backend = backend_of(&req.settings);
-        self.run_on(req, backend, shutdown).await
+        let backend = backend_of(&run.request.settings);
+        self.run_on(run, backend, shutdown).await
     }
 
     /// [`Engine::run`] on `backend` (the fake one in offline tests).
@@ -374,11 +377,11 @@ impl Engine {
     /// As [`Engine::run`].
     pub async fn run_on(
         &self,
-        req: RunRequest,
+        run: PreparedRun,
         backend: Arc<dyn Backend>,
         shutdown: CancellationToken,
     ) -> Result<RunOutcome, EngineError> {
-        let result = self.run_inner(req, backend, shutdown).await;
+        let result = self.run_inner(run, backend, shutdown).await;
         if let Err(e) = &result {
             self.notice("error", e.to_string());
             self.send(EngineEvent::Stopped { finished: false });
@@ -388,30 +391,32 @@ impl Engine {
 
     async fn run_inner(
         &self,
-        req: RunRequest,
+        run: PreparedRun,
         backend: Arc<dyn Backend>,
         shutdown: CancellationToken,
     ) -> Result<RunOutcome, EngineError> {
-        let tasks_dir = req.tasks_dir.clone();
-        let catalog = req.catalog.clone();
-        let filter = req.task_filter.clone();
-        let taskset =
-            tokio::task::spawn_blocking(move || TaskSet::load(&tasks_dir, &catalog, &filter))
-                .await
-                .map_err(|e| EngineError::Internal(e.to_string()))??;
-        // Pinned tasks checked and every task's digest computed, before anything is spent.
-        let (taskset, pinned) = register::pin_tasks(&req, taskset).await?;
-        let agent = agent_by_name(&req.agent, req.model.as_deref(), &req.settings.harness)?;
-        for p in backend.places() {
-            agent.check_host(&p.name, p.name.starts_with("unix://"))?;
-        }
-        // Refused before anything is spent: tasks that could only score 0 for a missing key.
-        if req.settings.missing_env == MissingEnvPolicy::RefuseRun {
-            let values = EnvValues::new(&req.settings.container_env());
-            let missing = env::missing_in(&taskset.tasks, agent.runs_solution(), &values);
+        let agent = agent_by_name(
+            &run.request.agent,
+            run.request.model.as_deref(),
+            &run.request.settings.harness,
+        )?;
+        // Refused before anything is spent: tasks that could only score 0 for a missing key
+        // (the preflight reported the same list: both ask the prepared run).
+        if run.request.settings.missing_env == MissingEnvPolicy::RefuseRun {
+            let missing = run.missing_env(agent.runs_solution());
             if !missing.is_empty() {
                 return Err(EngineError::MissingEnv(env::refusal(&missing)));
             }
+        }
+        // The task set was loaded once, by whoever prepared the run (the preflight saw it too).
+        let PreparedRun {
+            request: req,
+            tasks: taskset,
+        } = run;
+        // Pinned tasks checked and every task's digest computed, before anything is spent.
+        let (taskset, pinned) = register::pin_tasks(&req, taskset).await?;
+        for p in backend.places() {
+            agent.check_host(&p.name, p.name.starts_with("unix://"))?;
         }
         let name = req.name.clone().unwrap_or_else(|| default_run_name(&req));
         let jobs_dir = absolute(&req.jobs_dir);

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 
-use super::{Engine, RunOutcome, RunRequest};
+use super::{Engine, PreparedRun, RunOutcome, RunRequest};
 use crate::config::RunSettings;
 use crate::domain::{Outcome, TrialRow, TrialStatus};
 use crate::runner::Fault;
@@ -17,6 +17,11 @@ use crate::skillsbench::{Catalog, Condition};
 use crate::store::{CommandKind, Store, queries};
 
 /// A scratch folder with the example tasks, a database and a jobs folder.
+/// `req` with its task set loaded, as `skillscope run` hands it to the engine.
+fn prepared(req: RunRequest) -> PreparedRun {
+    PreparedRun::load(req).expect("example tasks load")
+}
+
 struct Scratch {
     dir: tempfile::TempDir,
     store: Store,
@@ -59,7 +64,7 @@ impl Scratch {
 
     async fn run(&self, req: RunRequest, backend: Arc<FakeBackend>) -> RunOutcome {
         Engine::new(self.store.clone())
-            .run_on(req, backend, CancellationToken::new())
+            .run_on(prepared(req), backend, CancellationToken::new())
             .await
             .expect("run")
     }
@@ -251,7 +256,11 @@ async fn operators_cancel_and_retry_through_the_store() {
     let engine = Engine::new(s.store.clone());
     let run = {
         let backend = backend.clone();
-        tokio::spawn(async move { engine.run_on(req, backend, CancellationToken::new()).await })
+        tokio::spawn(async move {
+            engine
+                .run_on(prepared(req), backend, CancellationToken::new())
+                .await
+        })
     };
     let conn = s.store.connect().unwrap();
     let wait_for = |pred: &dyn Fn(&[TrialRow]) -> bool| -> Vec<TrialRow> {
@@ -335,7 +344,7 @@ async fn a_stop_leaves_nothing_running_and_the_resume_finishes() {
     });
     let out = Engine::new(s.store.clone())
         .run_on(
-            s.request("stopped", &TASKS[..2], 1, 2),
+            prepared(s.request("stopped", &TASKS[..2], 1, 2)),
             slow.clone(),
             shutdown,
         )

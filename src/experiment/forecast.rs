@@ -398,6 +398,19 @@ fn estimates(
             per_label(o),
             format!("{name} over the same tasks ({} timed trials)", timed(o)),
         )
+    } else if let Some((point, low, high)) = crate::skillsbench::examples::is_examples(&tasks.root)
+        .then(|| crate::skillsbench::examples::reference_seconds(&plan.agent))
+        .flatten()
+    {
+        // The built-in examples' own measured durations beat the timeouts by an order of
+        // magnitude (a fresh machine's dry run forecast 20 min for 2).
+        (
+            BTreeMap::from([("A".to_string(), PerTrial::Assumed { point, low, high })]),
+            format!(
+                "the built-in example tasks' measured {} trials: {point:.1} s a slot ({low:.1}–{high:.1} s; data/example-durations.toml)",
+                plan.agent
+            ),
+        )
     } else {
         (
             BTreeMap::from([("A".to_string(), assumed_secs)]),

@@ -162,7 +162,11 @@ impl Experiment {
     /// Runs one round and records how it ended in its event log.
     async fn round(&self, req: RunRequest) -> Result<crate::engine::RunOutcome, ExperimentError> {
         let name = req.name.clone().unwrap_or_default();
-        match self.engine.run(req, self.cancel.clone()).await {
+        let result = match crate::engine::PreparedRun::load_off_thread(req).await {
+            Ok(run) => self.engine.run(run, self.cancel.clone()).await,
+            Err(e) => Err(e),
+        };
+        match result {
             Ok(out) => {
                 self.say(&name, "info", &describe_end(&out)).await;
                 Ok(out)

@@ -71,7 +71,12 @@ async fn run_with_steps(
     engine.report_steps();
     let steps = tokio::spawn(collect_steps(engine.subscribe()));
     let t0 = Instant::now();
-    let out = engine.run(req, CancellationToken::new()).await?;
+    let out = engine
+        .run(
+            crate::engine::PreparedRun::load_off_thread(req).await?,
+            CancellationToken::new(),
+        )
+        .await?;
     let wall = t0.elapsed();
     drop(engine);
     let steps = steps.await.unwrap_or_default();
@@ -253,7 +258,10 @@ pub(crate) async fn runner(
         };
         println!("real task {id}: warming up (builds the image if needed)…");
         Engine::new(store.clone())
-            .run(engine_req("real-warmup", 1), CancellationToken::new())
+            .run(
+                crate::engine::PreparedRun::load_off_thread(engine_req("real-warmup", 1)).await?,
+                CancellationToken::new(),
+            )
             .await?;
         let (wall, rows, steps) = run_with_steps(&store, engine_req("real", task_trials)).await?;
         let wall = wall.as_secs_f64() / task_trials as f64;

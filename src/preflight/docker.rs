@@ -49,8 +49,13 @@ pub async fn checks(run: &RunRequest, db: &Path) -> Vec<Check> {
         }
     });
     let mut out = futures_util::future::join_all(hosts).await;
+    let db_folder = db
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
     for (what, path) in [
-        ("disk for the database", db.to_path_buf()),
+        ("disk for the database", db_folder),
         ("disk for the trial folders", run.jobs_dir.clone()),
     ] {
         out.push(here_check(what, &path));
@@ -122,7 +127,33 @@ async fn host_check(host: &dyn Host, what: String, n_tasks: u64) -> Check {
     }
 }
 
-fn here_check(what: &'static str, path: &Path) -> Check {
+/// Whether the folder `path` (the database's or the trial folders') can take files on this
+/// machine: it is a folder (or can be made under its nearest existing folder), a file can be
+/// written there — a read-only mount, a read-only folder or missing permission fail here, once,
+/// instead of trial by trial — and its disk has room. Nothing is left behind (the probe is an
+/// unnamed temporary file).
+pub fn here_check(what: &'static str, path: &Path) -> Check {
+    let fix = "pass --db / --jobs-dir (or the plan's jobs_dir) on a writable disk";
+    if path.exists() && !path.is_dir() {
+        return Check::fail(
+            "disk",
+            what,
+            format!("{} is not a folder", path.display()),
+            fix,
+        );
+    }
+    let nearest = path
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && a.is_dir())
+        .unwrap_or(Path::new("."));
+    if let Err(e) = tempfile::tempfile_in(nearest) {
+        return Check::fail(
+            "disk",
+            what,
+            format!("{}: nothing can be written there ({e})", path.display()),
+            fix,
+        );
+    }
     let Some(fs) = file_system_of_nearest(path) else {
         return Check::ok("disk", what, format!("{}: not measured", path.display()));
     };

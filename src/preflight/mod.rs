@@ -26,7 +26,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::engine::RunRequest;
+use crate::engine::{PreparedRun, RunRequest};
+use crate::skillsbench::TaskSet;
 
 /// The longest any one check may take.
 pub const TIMEOUT: Duration = Duration::from_secs(8);
@@ -149,10 +150,56 @@ impl Preflight {
 pub struct Inputs {
     /// The run (round 1 of an experiment).
     pub run: RunRequest,
+    /// Its task set, loaded once — for `run`, the set the engine is then handed
+    /// ([`Inputs::into_prepared`]) — or why it did not load (a failed check, not an error).
+    pub tasks: Result<TaskSet, String>,
     /// The database the run writes.
     pub db: std::path::PathBuf,
     /// Acontext, for an experiment: the settings, or why there are none (no key set).
     pub acontext: Option<Result<acontext::Target, String>>,
+}
+
+impl Inputs {
+    /// The checks of a prepared run (`skillscope run`): its task set as loaded.
+    pub fn of_prepared(run: PreparedRun, db: std::path::PathBuf) -> Inputs {
+        Inputs {
+            run: run.request,
+            tasks: Ok(run.tasks),
+            db,
+            acontext: None,
+        }
+    }
+
+    /// The checks of `run`, its task set loaded here (blocking: it reads the task folders); a
+    /// folder that cannot be used becomes the failed check "task set loads".
+    ///
+    /// # Errors
+    /// An unknown `--task` id (or a plan's `task`): a mistyped command line, told at once with
+    /// the valid ids rather than as a check.
+    pub fn loading(
+        run: RunRequest,
+        db: std::path::PathBuf,
+        acontext: Option<Result<acontext::Target, String>>,
+    ) -> Result<Inputs, crate::skillsbench::BenchError> {
+        let tasks = match TaskSet::load(&run.tasks_dir, &run.catalog, &run.task_filter) {
+            Err(e @ crate::skillsbench::BenchError::UnknownTask { .. }) => return Err(e),
+            other => other.map_err(|e| e.to_string()),
+        };
+        Ok(Inputs {
+            run,
+            tasks,
+            db,
+            acontext,
+        })
+    }
+
+    /// The prepared run again, for the engine, when its task set loaded.
+    pub fn into_prepared(self) -> Option<PreparedRun> {
+        Some(PreparedRun {
+            request: self.run,
+            tasks: self.tasks.ok()?,
+        })
+    }
 }
 
 /// Runs every check of `inputs` at once (each bounded by [`TIMEOUT`]).
@@ -172,19 +219,8 @@ pub async fn run(inputs: &Inputs) -> Preflight {
     };
     let provider = provider::checks(&inputs.run.agent, inputs.run.model.as_deref());
     let docker = docker::checks(&inputs.run, &inputs.db);
-    let tasks = async {
-        let run = inputs.run.clone();
-        tokio::task::spawn_blocking(move || tasks::checks(&run))
-            .await
-            .unwrap_or_else(|e| {
-                vec![Check::fail(
-                    "tasks",
-                    "task set loads",
-                    format!("the check failed: {e}"),
-                    "report this as a bug",
-                )]
-            })
-    };
+    // The task set is loaded already: its checks read no file.
+    let tasks = async { tasks::checks(&inputs.run, &inputs.tasks) };
     let (a, p, d, t) = tokio::join!(acontext, provider, docker, tasks);
     let mut checks = a;
     checks.extend(p);

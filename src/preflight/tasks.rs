@@ -1,21 +1,22 @@
-//! The task set: it loads (folder, catalog, `--task` ids), every task can run, and every value a
+//! The task set: it loaded (folder, catalog, `--task` ids), every task can run, and every value a
 //! task's environment needs is set ([`crate::skillsbench::env`]; the run refuses those otherwise).
+//! The set is loaded once by the caller ([`super::Inputs`]) and is the one the engine then runs.
 
 use super::Check;
-use crate::engine::RunRequest;
+use crate::engine::{PreparedRun, RunRequest};
 use crate::skillsbench::TaskSet;
-use crate::skillsbench::env::{self, EnvValues, MissingEnvPolicy};
+use crate::skillsbench::env::{self, MissingEnvPolicy};
 
-/// The task checks of `run` (blocking: it reads the task folders).
-pub fn checks(run: &RunRequest) -> Vec<Check> {
+/// The task checks of `run` over its task set `loaded` (or why it did not load).
+pub fn checks(run: &RunRequest, loaded: &Result<TaskSet, String>) -> Vec<Check> {
     let what = "task set loads";
-    let set = match TaskSet::load(&run.tasks_dir, &run.catalog, &run.task_filter) {
+    let set = match loaded {
         Ok(s) => s,
         Err(e) => {
             return vec![Check::fail(
                 "tasks",
                 what,
-                crate::sanitize::text(&e.to_string()),
+                crate::sanitize::text(e),
                 "fix the plan's tasks / task (or --tasks, --task): a folder of SkillsBench tasks and ids it holds",
             )];
         }
@@ -49,8 +50,8 @@ pub fn checks(run: &RunRequest) -> Vec<Check> {
             "its trials will be build-error and count 0: fix the task, or leave it out (--task / the plan's task)",
         ));
     }
-    let values = EnvValues::new(&run.settings.container_env());
-    let missing = env::missing_in(&set.tasks, run.agent == "oracle", &values);
+    // The same computation the engine refuses a run over ([`PreparedRun::missing_env`]).
+    let missing = PreparedRun::missing_env_of(run, &set.tasks, run.agent == "oracle");
     let mut tasks: Vec<&str> = missing.iter().map(|m| m.task.as_str()).collect();
     tasks.dedup();
     for task in tasks {

@@ -175,17 +175,24 @@ fn chart_font() -> ab_glyph::FontRef<'static> {
     ab_glyph::FontRef::try_from_slice(FONT_BYTES).expect("the embedded font parses")
 }
 
+/// Registers the embedded font under [`FAMILY`] with plotters, once per process. Every backend
+/// needs it: the PNG's typesetter sets the glyphs itself but plotters still resolves the family
+/// name, and the SVG backend measures its labels with it. Without it a chart fails with
+/// `FontUnavailable` on a machine without system fonts (plotters' `ab_glyph` feature has no
+/// fallback to them).
+fn register_family() {
+    static FONT_ONCE: Once = Once::new();
+    FONT_ONCE.call_once(|| {
+        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT_BYTES);
+    });
+}
+
 /// [`render`], also returning where each text went.
 ///
 /// # Errors
 /// As [`render`].
 pub fn render_with_text(report: &Report, spec: &ChartSpec) -> Result<Rendered, String> {
-    static FONT_ONCE: Once = Once::new();
-    FONT_ONCE.call_once(|| {
-        // plotters still resolves the family name (its TextStyle carries it); the text itself
-        // is set by Typeset.
-        let _ = plotters::style::register_font(FAMILY, FontStyle::Normal, FONT_BYTES);
-    });
+    register_family();
     let height = height(report, spec);
     let mut buf = vec![0u8; (WIDTH * height * 3) as usize];
     let boxes = Rc::new(RefCell::new(Vec::new()));
@@ -248,6 +255,7 @@ fn draw<DB: Backend>(report: &Report, spec: &ChartSpec, root: &Area<DB>) -> Resu
 /// # Errors
 /// A message when drawing fails.
 pub fn render_svg(report: &Report, spec: &ChartSpec) -> Result<String, String> {
+    register_family();
     let mut out = String::new();
     {
         let backend = SVGBackend::with_string(&mut out, (WIDTH, height(report, spec)));

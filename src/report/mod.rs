@@ -64,6 +64,9 @@ pub struct TrialLink {
     pub trial_index: u32,
     /// Its outcome, once finished.
     pub outcome: Option<crate::domain::Outcome>,
+    /// It succeeded by the report's pass rule ([`crate::analysis::success::SuccessRule::trial_succeeded`]):
+    /// what its mark says, as the counts do.
+    pub succeeded: bool,
     /// The trial folder, as recorded.
     pub dir: String,
 }
@@ -343,6 +346,7 @@ fn trial_links(
                 task: f.task_id,
                 trial_index: f.trial_index,
                 outcome: f.outcome,
+                succeeded: results.success.trial_succeeded(f.done, f.outcome, f.reward),
                 dir: f.dir,
             });
         }

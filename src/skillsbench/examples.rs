@@ -9,6 +9,28 @@ use sha2::{Digest, Sha256};
 
 static EXAMPLES: Dir<'static> = include_dir!("$CARGO_MANIFEST_DIR/data/example-tasks");
 
+/// The measured durations of the example tasks (`data/example-durations.toml`: how they were
+/// measured is written there).
+const DURATIONS: &str = include_str!("../../data/example-durations.toml");
+
+/// Seconds one trial of the example tasks costs a slot under `agent` — (point, low, high), see
+/// `data/example-durations.toml` — when they were measured for that agent (the oracle).
+pub fn reference_seconds(agent: &str) -> Option<(f64, f64, f64)> {
+    #[derive(serde::Deserialize)]
+    struct Durations {
+        seconds_per_trial: f64,
+        low: f64,
+        high: f64,
+    }
+    let all: std::collections::BTreeMap<String, Durations> = toml::from_str(DURATIONS).ok()?;
+    all.get(agent).map(|d| (d.seconds_per_trial, d.low, d.high))
+}
+
+/// True when `root` is the built-in example tasks' folder (as [`materialize`] writes it).
+pub fn is_examples(root: &Path) -> bool {
+    root.ancestors().any(|a| a.ends_with("example-tasks"))
+}
+
 /// Content hash of the embedded example tasks (first 16 hex digits of SHA-256 over paths and bytes).
 pub fn examples_hash() -> String {
     let mut h = Sha256::new();

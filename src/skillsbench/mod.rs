@@ -120,18 +120,29 @@ fn task_dirs(root: &Path) -> Result<(PathBuf, Vec<PathBuf>), BenchError> {
     };
     let root = std::fs::canonicalize(root).map_err(|e| dir_err(e.to_string()))?;
     let entries = std::fs::read_dir(&root).map_err(|e| dir_err(e.to_string()))?;
+    let is_task = |p: &Path| {
+        p.is_dir()
+            && (p.join("task.toml").exists()
+                || p.join("instruction.md").exists()
+                || p.join("environment").is_dir())
+    };
     let mut dirs: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| {
-            p.is_dir()
-                && (p.join("task.toml").exists()
-                    || p.join("instruction.md").exists()
-                    || p.join("environment").is_dir())
-        })
+        .filter(|p| is_task(p))
         .collect();
     dirs.sort();
     if dirs.is_empty() {
+        // One task's own folder given for the folder of tasks: name the folder that works.
+        if is_task(&root)
+            && let (Some(parent), Some(id)) = (root.parent(), root.file_name())
+        {
+            return Err(dir_err(format!(
+                "no task folders found: this is one task's folder; pass the folder that holds it: --tasks {} --task {}",
+                parent.display(),
+                id.to_string_lossy()
+            )));
+        }
         return Err(dir_err(
             "no task folders found (expected <id>/task.toml)".into(),
         ));
@@ -155,16 +166,6 @@ fn check_ids(root: &Path, dirs: &[PathBuf], only: &[String]) -> Result<(), Bench
     }
 }
 
-/// Checks that the tasks folder `root` is usable and holds every id of `only`, without loading
-/// the tasks (a command's early check of `--task`).
-///
-/// # Errors
-/// As [`TaskSet::load`].
-pub fn check_task_ids(root: &Path, only: &[String]) -> Result<(), BenchError> {
-    let (root, dirs) = task_dirs(root)?;
-    check_ids(&root, &dirs, only)
-}
-
 /// `ids` ordered by similarity to `wanted`, closest first (normalized Damerau–Levenshtein
 /// similarity, ties by id), the way a shell suggests a command.
 pub fn closest_first(wanted: &str, ids: &[String]) -> Vec<String> {
@@ -184,7 +185,7 @@ pub fn closest_first(wanted: &str, ids: &[String]) -> Vec<String> {
 /// How a tasks folder is named to the operator: the built-in example tasks by that name (their
 /// folder is an internal cache), any other by its path.
 pub fn tasks_place(root: &Path) -> String {
-    if root.ancestors().any(|a| a.ends_with("example-tasks")) {
+    if examples::is_examples(root) {
         "the built-in example tasks".to_string()
     } else {
         format!("tasks folder {}", root.display())

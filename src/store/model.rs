@@ -97,6 +97,20 @@ pub struct HostRow {
 /// it is on this machine and its process still exists).
 pub const STALE_AFTER_SECS: i64 = 30;
 
+/// The run `skillscope watch` shows when none is named: the most recently started of the runs a
+/// live engine runs now ([`Liveness::Live`], at `now`, asked from `host`), else the newest run.
+/// `runs` are newest first, as [`crate::store::queries::list_runs`] returns them.
+pub fn run_to_watch<'a>(
+    runs: &'a [RunRow],
+    now: chrono::DateTime<chrono::Utc>,
+    host: &str,
+) -> Option<&'a RunRow> {
+    runs.iter()
+        .filter(|r| matches!(Liveness::of(r, now, host), Liveness::Live { .. }))
+        .max_by(|a, b| a.started_at.cmp(&b.started_at))
+        .or_else(|| runs.first())
+}
+
 /// Whether a run's engine is alive, as another process can tell from the store.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "state", rename_all = "kebab-case")]

@@ -12,7 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 
 use super::keymap::{self, Action, Context};
 use super::model::{
-    CellState, EventFilter, GridModel, Grouping, Progress, RateRow, event_rows, progress, rate_rows,
+    CellState, EventFilter, GridModel, Grouping, Progress, event_rows, progress, rate_rows,
 };
 pub use super::screens::Effect;
 use super::screens::detail::DetailState;
@@ -51,19 +51,39 @@ pub enum Confirm {
 }
 
 impl Confirm {
-    /// The question.
-    pub fn question(&self) -> String {
+    /// The question; `resumable` says whether the same command resumes a stopped run (false for
+    /// a dry run, which the next one replaces).
+    pub fn question(&self, resumable: bool) -> String {
         match self {
             Confirm::RetryAll(ids) => {
                 format!("Retry {} failed trial(s) in the current filter?", ids.len())
             }
             Confirm::Cancel { what, .. } => format!("Cancel {what}?"),
-            Confirm::StopRun => "Stop the run? Running trials are re-queued; the same command \
-                 resumes it. (Ctrl-C again quits at once.)"
+            Confirm::StopRun if resumable => "Stop the run? Its running trials go back to the \
+                 queue, and running the same command again resumes it."
+                .to_string(),
+            Confirm::StopRun => "Stop the dry run? A dry run is not resumed: running the same \
+                 command again starts a new one."
                 .to_string(),
         }
     }
+
+    /// The answers under the question: what `y` and `n` do, and for the stop question the
+    /// second Ctrl-C (quit without waiting for the containers to go).
+    pub fn answers(&self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Confirm::StopRun => &[
+                ("[y]", " stop   "),
+                ("[n]", " keep running   "),
+                ("[Ctrl-C]", " quit without waiting"),
+            ],
+            _ => &[("[y]", " yes   "), ("[n]", " no")],
+        }
+    }
 }
+
+/// Seconds a status message stays on the footer (a key press clears it sooner).
+pub const STATUS_SECS: i64 = 8;
 
 /// Overlays.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,8 +108,9 @@ pub struct App {
     pub waiting: Option<String>,
     /// Grid derived from the snapshot, filter and sort.
     pub grid_model: GridModel,
-    /// Pass-rate rows derived from the snapshot.
-    pub rates: Vec<RateRow>,
+    /// The pass-rate breakdown of the snapshot, by the analysis ([`rate_rows`]): one row per
+    /// group, the overall row last.
+    pub rates: crate::analysis::results::LiveBreakdown,
     /// Progress derived from the snapshot and `now`.
     pub progress: Progress,
     /// Grid state.
@@ -108,6 +129,9 @@ pub struct App {
     pub popup: Option<Popup>,
     /// Status line message.
     pub status: Option<String>,
+    /// The status message as first seen by [`App::on_tick`], and when: it goes after
+    /// [`STATUS_SECS`] (a key clears it sooner), except while the run is being stopped.
+    status_seen: Option<(String, DateTime<Utc>)>,
     /// Clock for elapsed time and ETA (set on each tick; fixed in tests).
     pub now: DateTime<Utc>,
     /// The run is being stopped (run mode).
@@ -119,6 +143,9 @@ pub struct App {
     pub help_scroll: usize,
     /// Capture the mouse (clicks select, the wheel scrolls); off with `--no-mouse`.
     pub mouse: bool,
+    /// True when the same command resumes a stopped run; false for a dry run, which the next
+    /// one replaces (the stop dialog says which).
+    pub resumable: bool,
     /// The event log pane.
     pub events: EventsState,
     /// Where the last frame drew what a click can hit.
@@ -135,7 +162,7 @@ impl App {
             snapshot: None,
             waiting: Some("loading…".into()),
             grid_model: GridModel::default(),
-            rates: Vec::new(),
+            rates: Default::default(),
             progress: Progress::default(),
             grid: GridState::default(),
             domains: DomainsState::default(),
@@ -145,11 +172,13 @@ impl App {
             pane: Pane::Grid,
             popup: None,
             status: None,
+            status_seen: None,
             now,
             stopping: false,
             ended: None,
             help_scroll: 0,
             mouse: true,
+            resumable: true,
             events: EventsState::default(),
             hits: Hits::default(),
         }
@@ -212,9 +241,20 @@ impl App {
         }
     }
 
-    /// Advances the clock (elapsed, ETA).
+    /// Advances the clock (elapsed, ETA) and lets a status message go once it has been shown for
+    /// [`STATUS_SECS`] (not while the run stops: that message stays until it has stopped).
     pub fn on_tick(&mut self, now: DateTime<Utc>) {
         self.now = now;
+        match (&self.status, &self.status_seen) {
+            (None, _) => self.status_seen = None,
+            (Some(s), Some((seen, since))) if s == seen => {
+                if !self.stopping && (now - *since).num_seconds() >= STATUS_SECS {
+                    self.status = None;
+                    self.status_seen = None;
+                }
+            }
+            (Some(s), _) => self.status_seen = Some((s.clone(), now)),
+        }
         if let Some(s) = &self.snapshot {
             self.progress = progress(s, now);
         }
@@ -424,7 +464,13 @@ impl App {
 
     fn retry(&mut self, t: Option<TrialBrief>) -> Vec<Effect> {
         match t {
-            Some(t) if t.status == TrialStatus::Done && CellState::of(&t).is_failed() => {
+            Some(t)
+                if t.status == TrialStatus::Done
+                    && self
+                        .snapshot
+                        .as_ref()
+                        .is_some_and(|s| CellState::of(&t, &s.success).is_failed()) =>
+            {
                 self.status = Some(format!("retry queued for {} #{}", t.task_id, t.trial_index));
                 vec![Effect::Request(Request::Retry(vec![t.id]))]
             }
@@ -498,15 +544,13 @@ impl App {
             }
             _ if self.pane == Pane::Domains => match action {
                 Action::Left => self.domains.offset = self.domains.offset.saturating_sub(1),
+                // Up to where the last column shows (the last frame says where), no further.
                 Action::Right => {
-                    // At most one step per column the pane can have (rates, judged, Δ, g).
-                    let n = self.snapshot.as_ref().map_or(0, |s| s.run.conditions.len());
-                    self.domains.offset = (self.domains.offset + 1).min(4 * n);
+                    self.domains.offset = (self.domains.offset + 1).min(self.domains.max_offset)
                 }
                 Action::Up => self.domains.scroll = self.domains.scroll.saturating_sub(1),
                 Action::Down => {
-                    self.domains.scroll =
-                        (self.domains.scroll + 1).min(self.rates.len().saturating_sub(1))
+                    self.domains.scroll = (self.domains.scroll + 1).min(self.domains.max_scroll)
                 }
                 Action::ToggleDifficulty => {
                     self.domains.grouping = match self.domains.grouping {
@@ -589,7 +633,7 @@ impl App {
             (Pane::Grid, Some(d)) => self.grid.move_by(&self.grid_model, d, 0),
             (Pane::Domains, Some(d)) => {
                 self.domains.scroll = (self.domains.scroll as isize + d)
-                    .clamp(0, self.rates.len().saturating_sub(1) as isize)
+                    .clamp(0, self.domains.max_scroll as isize)
                     as usize;
             }
             (Pane::Events, Some(d)) => self.events.scroll_by(d),

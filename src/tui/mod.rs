@@ -101,6 +101,11 @@ pub struct Dashboard<'a> {
     pub theme: theme::Theme,
     /// Capture the mouse (clicks select cells and tabs, the wheel scrolls).
     pub mouse: bool,
+    /// True when the same command resumes a stopped run (false for a dry run, made afresh):
+    /// what the stop dialog says ([`app::App::resumable`]).
+    pub resumable: bool,
+    /// The pass rule the dashboard shows success by (`watch --pass-threshold`).
+    pub success: crate::analysis::success::SuccessRule,
 }
 
 /// Opens the dashboard — its data worker on the store, the app state and the terminal — and runs
@@ -113,7 +118,7 @@ pub async fn open<T, E>(
     engine: Option<EngineHandle<T, E>>,
     hangup: Option<CancellationToken>,
 ) -> Result<TuiEnd<T, E>, TuiError> {
-    let worker = DataWorker::start(d.db, d.follow, WATCH_POLL)?;
+    let worker = DataWorker::start_with(d.db, d.follow, WATCH_POLL, d.success)?;
     let mut app = App::new(
         d.mode,
         d.theme,
@@ -121,6 +126,7 @@ pub async fn open<T, E>(
         chrono::Utc::now(),
     );
     app.mouse = d.mouse;
+    app.resumable = d.resumable;
     run(app, worker, engine, hangup).await
 }
 

@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 
 use super::worker::Snapshot;
-use crate::analysis::metrics::{Paired, paired, pass_rate_judged, per_task_mean_planned};
+use crate::analysis::results::{GroupBy, LiveBreakdown};
+use crate::analysis::success::SuccessRule;
 use crate::domain::{Outcome, TrialBrief, TrialStatus};
 
 /// A grid cell's state (what its glyph and colour say).
@@ -38,16 +39,20 @@ pub enum CellState {
 }
 
 impl CellState {
-    /// The state of an attempt.
-    pub fn of(t: &TrialBrief) -> CellState {
+    /// The state of an attempt, its success by `rule` — the report's pass rule
+    /// ([`SuccessRule::trial_succeeded`]): a finished trial whose reward reaches the threshold is
+    /// [`CellState::Pass`] whatever outcome the runner stored (a `fail` at reward 0.6 under a
+    /// threshold of 0.5, an agent timeout the verifier still gave the reward), and a stored
+    /// `pass` below it is a [`CellState::Fail`]; the others by their outcome.
+    pub fn of(t: &TrialBrief, rule: &SuccessRule) -> CellState {
         match t.status {
             TrialStatus::Queued => CellState::Queued,
             TrialStatus::Building => CellState::Building,
             TrialStatus::Agent => CellState::Agent,
             TrialStatus::Verifying => CellState::Verifying,
+            TrialStatus::Done if rule.trial_succeeded(true, t.outcome, t.reward) => CellState::Pass,
             TrialStatus::Done => match t.outcome {
-                Some(Outcome::Pass) => CellState::Pass,
-                Some(Outcome::Fail) => CellState::Fail,
+                Some(Outcome::Pass | Outcome::Fail) => CellState::Fail,
                 Some(Outcome::AgentTimeout | Outcome::VerifierTimeout) => CellState::Timeout,
                 Some(
                     Outcome::BuildError
@@ -100,6 +105,45 @@ impl CellState {
             CellState::Cancelled => "cancelled",
         }
     }
+}
+
+/// The trial detail's outcome line for attempt `a`: its stored outcome (or status while it
+/// runs), its reward and rewards, and — once it finished with a reward — whether it succeeded by
+/// `rule`, the rule its grid cell and the report use ([`CellState::of`],
+/// [`SuccessRule::trial_succeeded`]); with the success (`Some(true)` succeeded, `Some(false)`
+/// finished without succeeding, `None` not finished) that styles it.
+pub fn outcome_words(a: &crate::domain::TrialRow, rule: &SuccessRule) -> (String, Option<bool>) {
+    let done = a.status == TrialStatus::Done;
+    let succeeded = rule.trial_succeeded(done, a.outcome, a.reward);
+    let outcome = a
+        .outcome
+        .map(|o| o.as_str().to_string())
+        .unwrap_or_else(|| a.status.to_string());
+    let reward = a
+        .reward
+        .map(|r| format!(" · reward {r}"))
+        .unwrap_or_default();
+    let rewards = a
+        .rewards
+        .as_ref()
+        .filter(|r| r.as_object().is_some_and(|o| o.len() > 1))
+        .map(|r| format!(" · rewards {r}"))
+        .unwrap_or_default();
+    // Said whenever the outcome's name alone could mislead — a success that is not a `pass`, a
+    // `pass` that is not one, any verdict under a threshold other than full marks: the reward
+    // decides, not the name.
+    let surprising = succeeded != (a.outcome == Some(Outcome::Pass)) || rule.threshold < 1.0;
+    let verdict = match (done && surprising, succeeded) {
+        (true, true) => format!(" · succeeded ({})", rule.describe()),
+        (true, false) if a.reward.is_some() => {
+            format!(" · did not succeed ({})", rule.describe())
+        }
+        _ => String::new(),
+    };
+    (
+        format!("{outcome}{reward}{rewards}{verdict}"),
+        done.then_some(succeeded),
+    )
 }
 
 /// Which cells a status filter keeps.
@@ -409,7 +453,7 @@ impl GridModel {
     /// [`CellState::of`], with a running agent marked stalled shown as [`CellState::Stalled`].
     pub fn state(&self, s: &Snapshot, k: usize) -> CellState {
         let t = &s.trials[k];
-        CellState::of(t).with_stall(self.stalled.contains(&t.id))
+        CellState::of(t, &s.success).with_stall(self.stalled.contains(&t.id))
     }
 
     /// Builds the grid.
@@ -470,7 +514,7 @@ impl GridModel {
                     || cells
                         .iter()
                         .flatten()
-                        .any(|&i| status.keeps(CellState::of(&s.trials[i])))
+                        .any(|&i| status.keeps(CellState::of(&s.trials[i], &s.success)))
             })
             .collect();
         let reward_sum = |cells: &[Option<usize>]| -> f64 {
@@ -484,7 +528,7 @@ impl GridModel {
             cells
                 .iter()
                 .flatten()
-                .filter(|&&i| CellState::of(&s.trials[i]).is_failed())
+                .filter(|&&i| CellState::of(&s.trials[i], &s.success).is_failed())
                 .count()
         };
         match sort {
@@ -580,78 +624,22 @@ pub enum Grouping {
     Difficulty,
 }
 
-/// One row of pass rates.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RateRow {
-    /// Domain or difficulty; `overall` for the total row.
-    pub label: String,
-    /// Tasks in the group (the denominator).
-    pub n_tasks: usize,
-    /// Method D pass rate per condition (run order) over the group's tasks it planned, fraction;
-    /// `None` when it planned none of them (not run there, never 0).
-    pub rates: Vec<Option<f64>>,
-    /// Per condition: the group's tasks it planned.
-    pub n_ran: Vec<usize>,
-    /// Each condition after the first against the first, over the group's tasks both planned
-    /// (Δ, g and how many tasks); `None` when they share none.
-    pub deltas: Vec<Option<Paired>>,
-    /// Pass rate over judged trials per condition (`None` before one is judged): beside Method
-    /// D while the run is unfinished ([`crate::analysis::metrics::pass_rate_judged`]).
-    pub judged: Vec<Option<f64>>,
-    /// True for the overall row.
-    pub total: bool,
-}
-
-/// Method D pass rates per group and condition, plus the overall row (last).
-pub fn rate_rows(s: &Snapshot, grouping: Grouping) -> Vec<RateRow> {
-    let mut groups: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for t in &s.tasks {
-        let g = match grouping {
-            Grouping::Domain => t.domain.clone(),
-            Grouping::Difficulty => crate::skillsbench::Difficulty::normalize(&t.difficulty),
-        };
-        groups.entry(g).or_default().push(t.task_id.clone());
-    }
-    let row = |label: String, ids: &[String], total: bool| {
-        let per_task: Vec<_> = s
-            .run
-            .conditions
-            .iter()
-            .map(|c| per_task_mean_planned(ids, &s.plan, c, &s.trials))
-            .collect();
-        RateRow {
-            n_ran: per_task.iter().map(|m| m.len()).collect(),
-            rates: per_task
-                .iter()
-                .map(|m| (!m.is_empty()).then(|| m.values().sum::<f64>() / m.len() as f64))
-                .collect(),
-            deltas: per_task
-                .iter()
-                .skip(1)
-                .map(|m| paired(m, &per_task[0]))
-                .collect(),
-            judged: s
-                .run
-                .conditions
-                .iter()
-                .map(|c| pass_rate_judged(ids, &s.plan, c, &s.trials))
-                .collect(),
-            label,
-            n_tasks: ids.len(),
-            total,
-        }
-    };
-    let mut rows: Vec<RateRow> = groups
-        .iter()
-        .map(|(g, ids)| row(g.clone(), ids, false))
-        .collect();
-    if grouping == Grouping::Difficulty {
-        use crate::analysis::results::difficulty_order;
-        rows.sort_by_key(|r| difficulty_order(&r.label));
-    }
-    let all: Vec<String> = s.tasks.iter().map(|t| t.task_id.clone()).collect();
-    rows.push(row("overall".into(), &all, true));
-    rows
+/// Method D pass rates per group (`grouping`) and condition, with the overall row last and each
+/// row's pass rate over judged trials: the analysis's own breakdown of the snapshot's trials
+/// ([`crate::analysis::results::live_breakdown`], the report's tables' rows), never a second
+/// computation of it here.
+pub fn rate_rows(s: &Snapshot, grouping: Grouping) -> LiveBreakdown {
+    crate::analysis::results::live_breakdown(
+        &s.run,
+        &s.tasks,
+        &s.plan,
+        &s.trials,
+        match grouping {
+            Grouping::Domain => GroupBy::Domain,
+            Grouping::Difficulty => GroupBy::Difficulty,
+        },
+        &s.success,
+    )
 }
 
 /// The event log's filter: space-separated terms, all of which must match — `level:<info|warn|
@@ -896,7 +884,7 @@ pub fn progress(s: &Snapshot, now: DateTime<Utc>) -> Progress {
         let e = per.entry(t.condition.as_str()).or_default();
         e.1 += 1;
         p.max_attempt = p.max_attempt.max(t.attempt);
-        match CellState::of(t) {
+        match CellState::of(t, &s.success) {
             CellState::Queued => p.queued += 1,
             st if st.is_running() => p.running += 1,
             st => {
@@ -966,43 +954,18 @@ mod tests {
         reward: Option<f64>,
     ) -> TrialRow {
         TrialRow {
-            id: 0,
-            run_id: 1,
-            task_id: task.into(),
-            condition: cond.into(),
-            trial_index: idx,
-            attempt: 1,
-            superseded: false,
             status,
             outcome,
             reward,
-            rewards: None,
-            agent: "oracle".into(),
-            model: None,
-            host: None,
-            image: None,
-            container_id: None,
-            trial_name: format!("{task}__x"),
-            trial_dir: None,
-            queued_at: String::new(),
-            started_at: None,
             finished_at: Some("2026-11-21T10:09:00Z".into()),
-            build_started_at: None,
-            build_finished_at: None,
-            agent_started_at: None,
-            agent_finished_at: None,
-            verifier_started_at: None,
-            verifier_finished_at: None,
-            agent_exit_code: None,
-            verifier_exit_code: None,
-            error: None,
-            ..Default::default()
+            ..TrialRow::fixture(task, cond, idx)
         }
     }
 
     fn snapshot() -> Snapshot {
         let done = TrialStatus::Done;
         Snapshot {
+            success: SuccessRule::default(),
             run: RunRow {
                 id: 1,
                 name: "r".into(),
@@ -1125,7 +1088,7 @@ mod tests {
         // a-task, curated #2 is column 3 and points at the running attempt.
         let a = 1;
         assert_eq!(g.cell(a, 3), Some(3));
-        assert_eq!(CellState::of(&s.trials[3]), CellState::Agent);
+        assert_eq!(CellState::of(&s.trials[3], &s.success), CellState::Agent);
         assert_eq!(g.cell(0, 0), None);
     }
 
@@ -1156,23 +1119,25 @@ mod tests {
     #[test]
     fn rates_by_domain_and_difficulty() {
         let s = snapshot();
-        let rows = rate_rows(&s, Grouping::Domain);
-        assert_eq!(rows.len(), 3);
-        let fin = rows.iter().find(|r| r.label == "Finance").unwrap();
+        let b = rate_rows(&s, Grouping::Domain);
+        assert_eq!(b.rows.len(), 3);
+        let fin = b.rows.iter().find(|r| r.group == "Finance").unwrap();
         // no-skills: a-task (1+0)/2 = 0.5, b-task 0 → 0.25
         assert!((fin.rates[0].unwrap() - 0.25).abs() < 1e-12);
-        let total = rows.last().unwrap();
-        assert!(total.total);
+        let total = b.rows.last().unwrap();
+        assert_eq!(total.group, "overall");
         // curated: a 0.5, b 0, c 0.5 → 1/3
         assert!((total.rates[1].unwrap() - 1.0 / 3.0).abs() < 1e-12);
         // Δ curated − no-skills over the three tasks both planned.
-        let d = total.deltas[0].unwrap();
-        assert_eq!(d.n_tasks, 3);
+        assert_eq!(total.n_matched[0], 3);
         assert!(
-            (d.delta_pp - (total.rates[1].unwrap() - total.rates[0].unwrap()) * 100.0).abs() < 1e-9
+            (total.deltas_pp[0].unwrap()
+                - (total.rates[1].unwrap() - total.rates[0].unwrap()) * 100.0)
+                .abs()
+                < 1e-9
         );
         let by_diff = rate_rows(&s, Grouping::Difficulty);
-        assert_eq!(by_diff[0].label, "easy");
+        assert_eq!(by_diff.rows[0].group, "easy");
     }
 
     #[test]

@@ -37,6 +37,11 @@ pub struct DomainsState {
     pub scroll: usize,
     /// Columns scrolled sideways (`←` `→`).
     pub offset: usize,
+    /// The largest useful `offset` and `scroll` at the last frame's size (recorded by drawing):
+    /// the keys stop there instead of scrolling into nothing.
+    pub max_offset: usize,
+    /// See `max_offset`.
+    pub max_scroll: usize,
 }
 
 /// The event log's scroll, filter and the rows it keeps.

@@ -13,11 +13,10 @@ use serde_json::json;
 use skillscope::acontext::learn::LearnOptions;
 use skillscope::acontext::versions::export_version;
 use skillscope::acontext::{AcontextConfig, Client};
-use skillscope::config::RunSettings;
 use skillscope::engine::{Engine, RunRequest};
 use skillscope::experiment::plan::Plan;
 use skillscope::experiment::{Experiment, ExperimentError, ExperimentSetup};
-use skillscope::skillsbench::{Catalog, Condition};
+use skillscope::skillsbench::Condition;
 use skillscope::store::learning as lq;
 use skillscope::store::{Outcome, Store, queries};
 use tokio_util::sync::CancellationToken;
@@ -66,25 +65,7 @@ pub(crate) fn experiment(
 }
 
 fn request(name: &str, tasks: &Path, filter: &[&str], jobs: &Path, trials: u32) -> RunRequest {
-    RunRequest {
-        name: Some(name.into()),
-        tasks_dir: tasks.to_path_buf(),
-        task_filter: filter.iter().map(|s| s.to_string()).collect(),
-        conditions: vec![],
-        n_trials: trials,
-        agent: "oracle".into(),
-        model: None,
-        jobs_dir: jobs.to_path_buf(),
-        catalog: Catalog::shipped(),
-        settings: RunSettings {
-            concurrency: 4,
-            ..Default::default()
-        },
-        stay_alive: None,
-        resume_command: None,
-        pin: Default::default(),
-        sequential: None,
-    }
+    common::oracle_request(name, tasks, filter, vec![], trials, jobs)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -836,6 +817,33 @@ async fn the_dry_run_of_the_example_plan_needs_only_the_binary() {
     ] {
         assert!(stdout.contains(want), "{want:?} in {stdout}");
     }
+    // The forecast printed at the start comes from the examples' measured durations, not the
+    // timeouts, and is within a few times of the real run (issue 48: 20 min forecast for 2).
+    assert!(
+        stderr.contains("time from: the built-in example tasks' measured oracle trials"),
+        "{stderr}"
+    );
+    let total = stderr
+        .lines()
+        .find(|l| l.contains("│ total"))
+        .expect("the forecast's total row");
+    let cell = total
+        .rsplit('┆')
+        .next()
+        .unwrap()
+        .trim_end_matches('│')
+        .trim();
+    let point = cell.split(" (").next().unwrap();
+    let secs = match point.split_once(' ') {
+        Some((n, "s")) => n.parse::<f64>().unwrap(),
+        Some((n, "min")) => n.parse::<f64>().unwrap() * 60.0,
+        _ => panic!("a duration: {cell}"),
+    };
+    let took = t0.elapsed().as_secs_f64();
+    assert!(
+        secs * 5.0 >= took && secs <= took * 5.0,
+        "forecast {secs} s for a dry run of {took:.0} s: {total}"
+    );
     let root = dir.path().join("dry-run/examples-dry-run");
     assert!(
         root.join("reports/examples-dry-run/report.md").is_file(),
@@ -859,4 +867,55 @@ async fn the_dry_run_of_the_example_plan_needs_only_the_binary() {
         "{md}"
     );
     eprintln!("dry run: {:.0}s", t0.elapsed().as_secs_f64());
+}
+
+/// Ctrl-C in a dry run stops it without promising a resume (issue 48: it said "state is saved;
+/// re-run to resume", but a dry run is made afresh each time): the stop line, the engine's
+/// notice and the closing line all say a dry run is not resumed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_in_a_dry_run_promises_no_resume() {
+    use crate::support::process::{Skillscope, stderr_lines, wait};
+    use std::process::Stdio;
+    common::require_docker().await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Skillscope::new(["experiment", "--dry-run", "--headless"])
+        .bare(dir.path())
+        .spawn(Stdio::piped(), Stdio::piped());
+    let mut stdout = child.stdout.take().unwrap();
+    let (rx, reader) = stderr_lines(&mut child);
+    let mut said = Vec::new();
+    loop {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(180))
+            .expect("no trial line from the dry run");
+        let first_trial = line.contains("[1/");
+        said.push(line);
+        if first_trial {
+            break;
+        }
+    }
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
+    let code = wait(&mut child, std::time::Duration::from_secs(120));
+    reader.join().unwrap();
+    said.extend(rx.try_iter());
+    let err = said.join("\n");
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut out).unwrap();
+    assert_eq!(code, 130, "{out}\n{err}");
+    assert!(
+        err.contains("a dry run is not resumed, the next one starts afresh"),
+        "{err}"
+    );
+    for promise in [
+        "saving state",
+        "re-run to resume",
+        "run the same command again to resume",
+    ] {
+        assert!(!err.contains(promise), "{promise:?}: {err}");
+        assert!(!out.contains(promise), "{promise:?}: {out}");
+    }
+    assert!(
+        out.contains("a dry run is not resumed: the same command starts a new one"),
+        "{out}"
+    );
 }

@@ -13,9 +13,8 @@ use std::time::Duration;
 use fake_acontext::{Api, FakeServer, FakeState, Fault};
 use skillscope::acontext::learn::{LearnError, LearnOptions, Learner, StatusMode};
 use skillscope::acontext::{AcontextConfig, Client};
-use skillscope::config::RunSettings;
-use skillscope::engine::{Engine, RunRequest};
-use skillscope::skillsbench::{Catalog, Condition};
+use skillscope::engine::Engine;
+use skillscope::skillsbench::Condition;
 use skillscope::store::learning as lq;
 use skillscope::store::learning::Step;
 use skillscope::store::{Store, queries};
@@ -38,27 +37,16 @@ fn round1_template() -> &'static Path {
                 std::fs::create_dir_all(&dir).expect("dir");
                 let tasks = skillscope::skillsbench::examples::materialize(&dir).expect("examples");
                 let store = Store::open(&dir.join("round1.db")).expect("store");
-                let req = RunRequest {
-                    name: Some(ROUND1.into()),
-                    tasks_dir: tasks,
-                    task_filter: vec![],
-                    conditions: vec![Condition::NoSkills, Condition::Curated],
-                    n_trials: 2,
-                    agent: "oracle".into(),
-                    model: None,
-                    jobs_dir: dir.join("jobs"),
-                    catalog: Catalog::shipped(),
-                    settings: RunSettings {
-                        concurrency: 4,
-                        ..Default::default()
-                    },
-                    stay_alive: None,
-                    resume_command: None,
-                    pin: Default::default(),
-                    sequential: None,
-                };
+                let req = common::oracle_request(
+                    ROUND1,
+                    &tasks,
+                    &[],
+                    vec![Condition::NoSkills, Condition::Curated],
+                    2,
+                    &dir.join("jobs"),
+                );
                 let out = Engine::new(store.clone())
-                    .run(req, CancellationToken::new())
+                    .run(common::prepared(req), CancellationToken::new())
                     .await
                     .expect("round 1");
                 assert!(out.finished);

@@ -9,32 +9,19 @@ use std::process::Output;
 
 use crate::support::common;
 use crate::support::fake_acontext::{FakeServer, FakeState};
+use crate::support::process::{Skillscope, text};
 use skillscope::store::learning as lq;
 use skillscope::store::queries;
 
 const KEY: &str = "sk-ac-baseline";
 const TASKS: [&str; 2] = ["sales-region-totals", "temperature-unit-normalization"];
 
-/// `skillscope` in `dir` with only `PATH`, a `HOME` in `dir`, `NO_COLOR` and `vars`.
+/// `skillscope` in `dir` as on a fresh machine ([`Skillscope::bare`]) with `vars`.
 async fn skillscope(dir: &Path, args: &[&str], vars: &[(&str, String)]) -> Output {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillscope"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("HOME", dir.join("home"))
-        .env("NO_COLOR", "1");
-    if let Ok(host) = std::env::var("DOCKER_HOST") {
-        cmd.env("DOCKER_HOST", host);
-    }
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.output().await.expect("run skillscope")
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    vars.iter()
+        .fold(Skillscope::new(args).bare(dir), |c, (k, v)| c.env(k, v))
+        .output_async()
+        .await
 }
 
 /// A plan named `name` over [`TASKS`] of `tasks/`, one trial per task, with its own space

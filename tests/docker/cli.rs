@@ -4,15 +4,8 @@
 use crate::support::common;
 use std::process::{Command, Output};
 
+use crate::support::process::text;
 use common::{Scratch, require_docker, skillscope};
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
 
 /// Every latest trial's folder, task and condition.
 fn trial_folders(c: &rusqlite::Connection) -> Vec<(std::path::PathBuf, String, String)> {
@@ -208,6 +201,24 @@ fn tasks_command_lists_examples_and_reports_bad_tasks() {
         .expect("its row");
     assert!(!row.contains("600"), "{row}");
     assert!(row.contains('—'), "{row}");
+}
+
+/// `tasks --check` on the built-in examples passes (exit 0): the two tasks that need their skill
+/// fail the oracle without it by design, and the check says so as expected rather than "oracle
+/// failed" (issue 48: a new user read exit 4 as a broken setup).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_health_check_of_the_examples_passes_and_names_the_tasks_that_need_their_skills() {
+    require_docker().await;
+    let s = Scratch::new();
+    let out = skillscope(&s, &["tasks", "--check", "--jobs-dir", "jobs"]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{t}");
+    assert!(
+        t.contains("5 pass the oracle in every condition they can (2 tasks only with their skills, as expected)"),
+        "{t}"
+    );
+    assert!(t.contains("needs its skills (expected)"), "{t}");
+    assert!(!t.contains("oracle failed"), "{t}");
 }
 
 #[test]

@@ -4,91 +4,17 @@
 //! down for good, one of two hosts killed, its disk filling up under the verifier; the database
 //! locked by another process for 20 s; the engine killed (stale) or its terminal gone (SIGHUP).
 
+use crate::support::process::{
+    Skillscope, active, done, spawn_run, state, stderr_of, wait, wait_for, words,
+};
 use crate::support::{common, private_dockerd};
-use std::collections::HashMap;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{Scratch, fixtures, require_docker};
 use private_dockerd::PrivateDockerd;
-use skillscope::store::{Outcome, RunRow, TrialRow, TrialStatus, queries};
-
-/// `skillscope run --headless` over the fixture tasks into `s`, its stderr in `s/<run>.stderr`.
-fn spawn_run(s: &Scratch, run: &str, extra: &[&str]) -> Child {
-    let stderr = std::fs::File::create(s.dir.path().join(format!("{run}.stderr"))).unwrap();
-    Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args(["run", "--headless", "--tasks"])
-        .arg(fixtures())
-        .arg("--db")
-        .arg(s.db())
-        .arg("--jobs-dir")
-        .arg(s.jobs())
-        .args(["--run", run])
-        .args(extra)
-        .stdout(Stdio::null())
-        .stderr(stderr)
-        .spawn()
-        .expect("spawn skillscope")
-}
-
-fn stderr_of(s: &Scratch, run: &str) -> String {
-    std::fs::read_to_string(s.dir.path().join(format!("{run}.stderr"))).unwrap_or_default()
-}
-
-/// Waits for the process to exit; its exit code.
-fn wait(child: &mut Child, limit: Duration) -> i32 {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st.code().unwrap_or(-1);
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            panic!("skillscope did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// The run and its latest attempts.
-fn state(s: &Scratch, run: &str) -> Option<(RunRow, Vec<TrialRow>)> {
-    let c = s.store.connect().ok()?;
-    let r = queries::find_run(&c, run).ok()??;
-    let t = queries::current_trials(&c, r.id).ok()?;
-    Some((r, t))
-}
-
-/// Polls the store until `pred(run, latest attempts)` holds.
-fn wait_for(s: &Scratch, run: &str, limit: Duration, pred: impl Fn(&RunRow, &[TrialRow]) -> bool) {
-    let t0 = Instant::now();
-    loop {
-        if let Some((r, t)) = state(s, run)
-            && pred(&r, &t)
-        {
-            return;
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "condition not reached within {limit:?}: {:#?}",
-            state(s, run).map(|(r, t)| (
-                r.status,
-                t.iter()
-                    .map(|t| format!("{} {} {:?}", t.trial_name, t.status, t.outcome))
-                    .collect::<Vec<_>>()
-            ))
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn active(t: &[TrialRow]) -> usize {
-    t.iter().filter(|t| t.status.is_active()).count()
-}
-
-fn done(t: &[TrialRow]) -> usize {
-    t.iter().filter(|t| t.status == TrialStatus::Done).count()
-}
+use skillscope::store::{Outcome, TrialRow, TrialStatus, queries};
 
 /// Every trial's latest attempt has a verdict (a pass here), and every earlier attempt was
 /// interrupted — never judged — with the fault, when it met one, recorded.
@@ -121,21 +47,7 @@ fn assert_one_verdict_each(s: &Scratch, run: &str, expected: usize) -> Vec<Trial
 
 /// Containers (trial containers and helpers) of run `run` on `docker`.
 async fn containers_of(docker: &bollard::Docker, run_uid: &str) -> Vec<String> {
-    let filters = HashMap::from([(
-        "label".to_string(),
-        vec![format!("skillscope.run-uid={run_uid}")],
-    )]);
-    docker
-        .list_containers(Some(bollard::query_parameters::ListContainersOptions {
-            all: true,
-            filters: Some(filters),
-            ..Default::default()
-        }))
-        .await
-        .expect("list containers")
-        .into_iter()
-        .map(|c| c.names.unwrap_or_default().join(","))
-        .collect()
+    common::containers_labelled(docker, &format!("skillscope.run-uid={run_uid}")).await
 }
 
 async fn start_daemon(disk_mb: Option<u32>) -> PrivateDockerd {
@@ -148,16 +60,7 @@ async fn drop_daemon(d: PrivateDockerd) {
     tokio::task::spawn_blocking(move || drop(d)).await.unwrap();
 }
 
-const SLOW_RUN: &[&str] = &[
-    "--task",
-    "slow",
-    "--conditions",
-    "no-skills,curated",
-    "--trials",
-    "3",
-    "--concurrency",
-    "2",
-];
+const SLOW_RUN: &str = "--task slow --conditions no-skills,curated --trials 3 --concurrency 2";
 
 /// Daemon killed mid-run and back 10 s later: the attempts it cut off are interrupted and queued
 /// again, the run waits, then finishes — every trial with exactly one verdict, none caused by the
@@ -166,9 +69,9 @@ const SLOW_RUN: &[&str] = &[
 async fn daemon_killed_and_restarted_mid_run() {
     let mut daemon = start_daemon(None).await;
     let s = Scratch::new();
-    let mut args = SLOW_RUN.to_vec();
+    let mut args = words(SLOW_RUN);
     let host = daemon.endpoint();
-    args.extend(["--docker-host", &host]);
+    args.extend(words(&format!("--docker-host {host}")));
     let mut child = spawn_run(&s, "restart", &args);
     wait_for(&s, "restart", Duration::from_secs(180), |_, t| {
         t.iter().any(|t| t.status == TrialStatus::Agent)
@@ -216,8 +119,8 @@ async fn daemon_down_for_good_waits_then_stops_and_resumes() {
     let mut daemon = start_daemon(None).await;
     let s = Scratch::new();
     let host = daemon.endpoint();
-    let mut args = SLOW_RUN.to_vec();
-    args.extend(["--docker-host", &host, "--docker-wait", "8"]);
+    let mut args = words(SLOW_RUN);
+    args.extend(words(&format!("--docker-host {host} --docker-wait 8")));
     let mut child = spawn_run(&s, "down", &args);
     wait_for(&s, "down", Duration::from_secs(180), |_, t| active(t) > 0);
     let t0 = Instant::now();
@@ -230,11 +133,10 @@ async fn daemon_down_for_good_waits_then_stops_and_resumes() {
     wait_for(&s, "down", Duration::from_secs(60), |r, _| {
         r.waiting_since.is_some()
     });
-    let status = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+    let status = Skillscope::bin()
         .args(["status", "down", "--db"])
         .arg(s.db())
-        .output()
-        .unwrap();
+        .output();
     let status = String::from_utf8_lossy(&status.stdout).into_owned();
     assert!(status.contains("waiting for Docker since"), "{status}");
     let code = wait(&mut child, Duration::from_secs(120));
@@ -279,22 +181,9 @@ async fn two_hosts_one_killed_the_trials_finish_on_the_other() {
     let mut b = start_daemon(None).await;
     let s = Scratch::new();
     let (ha, hb) = (a.endpoint(), b.endpoint());
-    let args = [
-        "--task",
-        "slow",
-        "--task",
-        "passes",
-        "--conditions",
-        "no-skills,curated",
-        "--trials",
-        "4",
-        "--concurrency",
-        "2",
-        "--docker-host",
-        &ha,
-        "--docker-host",
-        &hb,
-    ];
+    let args = words(&format!(
+        "--task slow --task passes --conditions no-skills,curated --trials 4 --concurrency 2 --docker-host {ha} --docker-host {hb}"
+    ));
     let mut child = spawn_run(&s, "twohosts", &args);
     wait_for(&s, "twohosts", Duration::from_secs(180), |_, t| {
         t.iter()
@@ -337,18 +226,9 @@ async fn a_run_starts_with_a_host_down() {
     let s = Scratch::new();
     let ha = a.endpoint();
     let gone = format!("unix://{}/no-daemon.sock", s.dir.path().display());
-    let args = [
-        "--task",
-        "passes",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "2",
-        "--docker-host",
-        &ha,
-        "--docker-host",
-        &gone,
-    ];
+    let args = words(&format!(
+        "--task passes --conditions no-skills --trials 2 --docker-host {ha} --docker-host {gone}"
+    ));
     let mut child = spawn_run(&s, "onedown", &args);
     assert_eq!(
         wait(&mut child, Duration::from_secs(180)),
@@ -374,19 +254,9 @@ async fn a_disk_full_inside_the_container_is_requeued() {
     std::fs::create_dir_all(&marker).unwrap();
     let host = daemon.endpoint();
     let mount = format!("{}:/marker", marker.display());
-    let args = [
-        "--task",
-        "fills-disk",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "1",
-        "--copy-logs",
-        "--docker-host",
-        &host,
-        "--mount",
-        &mount,
-    ];
+    let args = words(&format!(
+        "--task fills-disk --conditions no-skills --trials 1 --copy-logs --docker-host {host} --mount {mount}"
+    ));
     let mut child = spawn_run(&s, "diskfull", &args);
     assert_eq!(
         wait(&mut child, Duration::from_secs(300)),
@@ -426,18 +296,7 @@ async fn a_disk_full_inside_the_container_is_requeued() {
 async fn a_20_second_database_lock_is_survived() {
     require_docker().await;
     let s = Scratch::new();
-    let args = [
-        "--task",
-        "slow",
-        "--task",
-        "passes",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "3",
-        "--concurrency",
-        "2",
-    ];
+    let args = words("--task slow --task passes --conditions no-skills --trials 3 --concurrency 2");
     let mut child = spawn_run(&s, "locked", &args);
     wait_for(&s, "locked", Duration::from_secs(180), |_, t| active(t) > 0);
     let db = s.db();
@@ -465,38 +324,25 @@ async fn a_20_second_database_lock_is_survived() {
 async fn a_killed_engine_is_shown_stale() {
     require_docker().await;
     let s = Scratch::new();
-    let args = [
-        "--task",
-        "slow",
-        "--task",
-        "passes",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "3",
-        "--concurrency",
-        "1",
-    ];
+    let args = words("--task slow --task passes --conditions no-skills --trials 3 --concurrency 1");
     let mut child = spawn_run(&s, "stale", &args);
     wait_for(&s, "stale", Duration::from_secs(180), |_, t| done(t) >= 1);
     child.kill().unwrap();
     child.wait().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+    let out = Skillscope::bin()
         .args(["status", "stale", "--db"])
         .arg(s.db())
-        .output()
-        .unwrap();
+        .output();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(text.contains("stale — engine gone since"), "{text}");
     assert!(
         text.contains("--run stale"),
         "the resume command is named: {text}"
     );
-    let json = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+    let json = Skillscope::bin()
         .args(["status", "stale", "--json", "--db"])
         .arg(s.db())
-        .output()
-        .unwrap();
+        .output();
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(v["runs"][0]["liveness"]["state"], "stale", "{v:#}");
     // A trial that passed is retried only with --force (the dashboard's rule).
@@ -518,22 +364,17 @@ async fn a_killed_engine_is_shown_stale() {
         &index,
         "--db",
     ];
-    let refused = Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args(retry_args)
-        .arg(s.db())
-        .output()
-        .unwrap();
+    let refused = Skillscope::bin().args(retry_args).arg(s.db()).output();
     assert_eq!(refused.status.code(), Some(1));
     assert!(
         String::from_utf8_lossy(&refused.stderr).contains("--force"),
         "{refused:?}"
     );
-    let retry = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+    let retry = Skillscope::bin()
         .args(retry_args)
         .arg(s.db())
         .arg("--force")
-        .output()
-        .unwrap();
+        .output();
     let text = String::from_utf8_lossy(&retry.stdout).into_owned();
     assert!(
         text.contains("has no live engine") && text.contains("skillscope"),
@@ -559,23 +400,15 @@ async fn a_killed_engine_is_shown_stale() {
 async fn stop_from_another_shell_stops_cleanly() {
     require_docker().await;
     let s = Scratch::new();
-    let args = [
-        "--task",
-        "sleeper",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "2",
-    ];
+    let args = words("--task sleeper --conditions no-skills --trials 2");
     let mut child = spawn_run(&s, "stopme", &args);
     wait_for(&s, "stopme", Duration::from_secs(180), |_, t| {
         t.iter().any(|t| t.status == TrialStatus::Agent)
     });
-    let out = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+    let out = Skillscope::bin()
         .args(["stop", "stopme", "--db"])
         .arg(s.db())
-        .output()
-        .unwrap();
+        .output();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(out.status.success() && text.contains("stopped"), "{text}");
     assert_eq!(wait(&mut child, Duration::from_secs(60)), 130);
@@ -638,11 +471,10 @@ async fn a_huge_timeout_is_a_clear_error_not_a_panic() {
         common::one(&rows, "passes", "no-skills").outcome,
         Some(Outcome::Pass)
     );
-    let tasks = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+    let tasks = Skillscope::bin()
         .args(["tasks", "--tasks"])
         .arg(fixtures())
-        .output()
-        .unwrap();
+        .output();
     let text = String::from_utf8_lossy(&tasks.stdout).into_owned()
         + &String::from_utf8_lossy(&tasks.stderr);
     assert!(text.contains("[verifier] timeout_sec"), "{text}");
@@ -921,16 +753,7 @@ async fn slots_follow_the_tasks_cpus_on_a_known_daemon() {
         .ncpu
         .unwrap() as usize;
     let s = Scratch::new();
-    let args = [
-        "--task",
-        "slow",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "6",
-        "--concurrency",
-        "16",
-    ];
+    let args = words("--task slow --conditions no-skills --trials 6 --concurrency 16");
     let mut child = spawn_run(&s, "slots", &args);
     let mut most = 0;
     let t0 = Instant::now();

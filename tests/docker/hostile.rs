@@ -377,7 +377,10 @@ async fn an_env_secret_stays_out_of_inspect_and_trial_files() {
         let store = s.store.clone();
         async move {
             skillscope::engine::Engine::new(store)
-                .run(req, tokio_util::sync::CancellationToken::new())
+                .run(
+                    common::prepared(req),
+                    tokio_util::sync::CancellationToken::new(),
+                )
                 .await
                 .expect("run")
         }
@@ -439,7 +442,10 @@ async fn internet_trials_each_get_a_network_of_their_own() {
         let store = s.store.clone();
         async move {
             skillscope::engine::Engine::new(store)
-                .run(req, tokio_util::sync::CancellationToken::new())
+                .run(
+                    common::prepared(req),
+                    tokio_util::sync::CancellationToken::new(),
+                )
                 .await
                 .expect("run")
         }

@@ -10,33 +10,21 @@ use std::time::{Duration, Instant};
 
 use crate::support::common::{self, fixtures};
 use crate::support::fake_acontext::{FakeServer, FakeState};
+use crate::support::process::{Skillscope, text};
 use crate::support::scripted_model::{Script, ScriptedModel};
 
 const KEY: &str = "sk-ac-preflight";
 const MODEL_KEY: &str = "sk-model-right";
 
-/// `skillscope` in `dir` with only `PATH`, a `HOME` in `dir` and `vars` in its environment.
+/// `skillscope` in `dir` as on a fresh machine ([`Skillscope::bare`]) with `vars`, and how long
+/// it took.
 async fn skillscope(dir: &Path, args: &[&str], vars: &[(&str, String)]) -> (Output, Duration) {
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillscope"));
-    cmd.args(args)
-        .current_dir(dir)
-        .env_clear()
-        .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin")
-        .env("HOME", dir.join("home"))
-        .env("NO_COLOR", "1");
-    if let Ok(host) = std::env::var("DOCKER_HOST") {
-        cmd.env("DOCKER_HOST", host);
-    }
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
+    let cmd = vars
+        .iter()
+        .fold(Skillscope::new(args).bare(dir), |c, (k, v)| c.env(k, v));
     let t0 = Instant::now();
-    let out = cmd.output().await.expect("run skillscope");
+    let out = cmd.output_async().await;
     (out, t0.elapsed())
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
 }
 
 /// Acceptance: a plan with a wrong Acontext key fails the preflight in under 10 s, before round

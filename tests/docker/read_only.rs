@@ -10,6 +10,7 @@ use std::process::{Command, Output};
 
 use crate::support::common::Scratch;
 use crate::support::planned_run::{PlannedRun, RunPlan};
+use crate::support::process::{Skillscope, text};
 use skillscope::store::Outcome;
 
 /// A read-only bind mount of `source` at `target`, undone on drop (also when the test fails).
@@ -55,17 +56,7 @@ impl Drop for RoMount {
 }
 
 fn skillscope(cwd: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args(args)
-        .current_dir(cwd)
-        .env_remove("SKILLSCOPE_DB")
-        .env("NO_COLOR", "1")
-        .output()
-        .expect("run skillscope")
-}
-
-fn text(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned() + &String::from_utf8_lossy(&o.stderr)
+    Skillscope::new(args).dir(cwd).output()
 }
 
 /// A run of two tasks × two conditions × two trials, every trial judged, in `db`'s store.

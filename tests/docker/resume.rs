@@ -2,8 +2,11 @@
 //! resume, retry and cancel commands through the store.
 
 use crate::support::common;
+use crate::support::process::{
+    Skillscope, active, done, spawn_run, spawn_run_piped, stderr_lines, wait, wait_for, words,
+};
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{Scratch, containers_of_run, fixtures, one, require_docker};
@@ -11,87 +14,6 @@ use skillscope::engine::Engine;
 use skillscope::skillsbench::Condition;
 use skillscope::store::{CommandKind, Outcome, TrialStatus, queries};
 use tokio_util::sync::CancellationToken;
-
-fn spawn_run(s: &Scratch, run: &str, extra: &[&str]) -> Child {
-    let mut args = vec![
-        "run".to_string(),
-        "--headless".into(),
-        "--tasks".into(),
-        fixtures().display().to_string(),
-        "--db".into(),
-        s.db().display().to_string(),
-        "--jobs-dir".into(),
-        s.jobs().display().to_string(),
-        "--run".into(),
-        run.into(),
-    ];
-    args.extend(extra.iter().map(|s| s.to_string()));
-    Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn skillscope")
-}
-
-/// The child's stderr, line by line, as it comes (read on a thread that ends with the pipe).
-fn stderr_lines(
-    child: &mut Child,
-) -> (
-    std::sync::mpsc::Receiver<String>,
-    std::thread::JoinHandle<()>,
-) {
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let reader = std::thread::spawn(move || {
-        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (rx, reader)
-}
-
-fn wait(child: &mut Child, limit: Duration) -> i32 {
-    let t0 = Instant::now();
-    loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            return st.code().unwrap_or(-1);
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "skillscope did not exit within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Polls the database until `pred(done, active)` holds.
-fn wait_for(s: &Scratch, run: &str, limit: Duration, pred: impl Fn(usize, usize) -> bool) {
-    let t0 = Instant::now();
-    loop {
-        if let Ok(c) = s.store.connect()
-            && let Ok(Some(r)) = queries::find_run(&c, run)
-            && let Ok(rows) = queries::current_trials(&c, r.id)
-        {
-            let done = rows
-                .iter()
-                .filter(|t| t.status == TrialStatus::Done)
-                .count();
-            let active = rows.iter().filter(|t| t.status.is_active()).count();
-            if pred(done, active) {
-                return;
-            }
-        }
-        assert!(
-            t0.elapsed() < limit,
-            "condition not reached within {limit:?}"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
 
 /// After a resumed run: every trial has exactly one latest attempt, done and passed, and every
 /// earlier attempt is an interrupted one.
@@ -121,21 +43,12 @@ fn assert_each_trial_exactly_once(s: &Scratch, run: &str, expected: usize) {
 async fn kill_9_mid_run_then_resume_completes_every_trial_once() {
     require_docker().await;
     let s = Scratch::new();
-    let args = [
-        "--task",
-        "slow",
-        "--task",
-        "passes",
-        "--conditions",
-        "no-skills,curated",
-        "--trials",
-        "3",
-        "--concurrency",
-        "3",
-    ];
+    let args = words(
+        "--task slow --task passes --conditions no-skills,curated --trials 3 --concurrency 3",
+    );
     let mut child = spawn_run(&s, "crash", &args);
-    wait_for(&s, "crash", Duration::from_secs(120), |done, active| {
-        done >= 2 && active >= 1
+    wait_for(&s, "crash", Duration::from_secs(120), |_, t| {
+        done(t) >= 2 && active(t) >= 1
     });
     child.kill().unwrap(); // SIGKILL: no cleanup at all
     child.wait().unwrap();
@@ -161,19 +74,10 @@ async fn kill_9_mid_run_then_resume_completes_every_trial_once() {
 async fn ctrl_c_stops_cleanly_and_the_same_command_resumes() {
     require_docker().await;
     let s = Scratch::new();
-    let args = [
-        "--task",
-        "slow",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "4",
-        "--concurrency",
-        "2",
-    ];
+    let args = words("--task slow --conditions no-skills --trials 4 --concurrency 2");
     let mut child = spawn_run(&s, "interrupt", &args);
-    wait_for(&s, "interrupt", Duration::from_secs(120), |_, active| {
-        active >= 2
+    wait_for(&s, "interrupt", Duration::from_secs(120), |_, t| {
+        active(t) >= 2
     });
     let t0 = Instant::now();
     // SIGINT, as Ctrl-C sends.
@@ -208,20 +112,9 @@ async fn ctrl_c_stops_cleanly_and_the_same_command_resumes() {
 async fn a_second_ctrl_c_headless_says_what_it_left_running() {
     require_docker().await;
     let s = Scratch::new();
-    let args = [
-        "--task",
-        "slow",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "2",
-        "--concurrency",
-        "2",
-    ];
-    let mut child = spawn_run(&s, "twice", &args);
-    wait_for(&s, "twice", Duration::from_secs(120), |_, active| {
-        active >= 2
-    });
+    let args = words("--task slow --conditions no-skills --trials 2 --concurrency 2");
+    let mut child = spawn_run_piped(&s, "twice", &args);
+    wait_for(&s, "twice", Duration::from_secs(120), |_, t| active(t) >= 2);
     let (rx, reader) = stderr_lines(&mut child);
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     // The second one as soon as the first is being handled, while it removes containers.
@@ -255,15 +148,8 @@ async fn a_second_ctrl_c_headless_says_what_it_left_running() {
 async fn a_long_step_headless_says_it_still_runs_every_30_seconds() {
     require_docker().await;
     let s = Scratch::new();
-    let args = [
-        "--task",
-        "sleeper",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "1",
-    ];
-    let mut child = spawn_run(&s, "heartbeat", &args);
+    let args = words("--task sleeper --conditions no-skills --trials 1");
+    let mut child = spawn_run_piped(&s, "heartbeat", &args);
     let (rx, _reader) = stderr_lines(&mut child);
     let t0 = Instant::now();
     let line = loop {
@@ -299,11 +185,11 @@ async fn retry_command_adds_an_attempt_and_keeps_the_old_one() {
     assert_eq!(failed.outcome, Some(Outcome::Fail));
 
     // Through the CLI, as an operator (or the dashboard) would.
-    let st = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+    let st = Skillscope::bin()
         .args(["retry", "retry", "--failed", "--db"])
         .arg(s.db())
-        .status()
-        .unwrap();
+        .output()
+        .status;
     assert!(st.success());
     // The engine picks the command up when the run is resumed.
     let out = s
@@ -333,7 +219,11 @@ async fn cancel_command_stops_a_running_trial() {
     let s = Scratch::new();
     let req = s.request("cancel", &["sleeper"], vec![Condition::NoSkills], 1);
     let engine = Engine::new(s.store.clone());
-    let handle = tokio::spawn(async move { engine.run(req, CancellationToken::new()).await });
+    let handle = tokio::spawn(async move {
+        engine
+            .run(common::prepared(req), CancellationToken::new())
+            .await
+    });
     let t0 = Instant::now();
     let target = loop {
         let c = s.store.connect().unwrap();
@@ -375,12 +265,11 @@ async fn cancel_command_stops_a_running_trial() {
         Some("finished with 1 cancelled")
     );
     let cli = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        Skillscope::bin()
             .args(args)
             .arg("--db")
             .arg(s.db())
             .output()
-            .unwrap()
     };
     let status = cli(&["status", "cancel"]);
     assert!(
@@ -497,17 +386,8 @@ async fn a_full_disk_stops_the_run_without_failing_trials() {
     let guard = Unmount(jobs.clone());
     std::fs::write(jobs.join("filler"), vec![0u8; 56 * 1024]).unwrap();
 
-    let args = [
-        "--task",
-        "passes",
-        "--conditions",
-        "no-skills",
-        "--trials",
-        "3",
-        "--concurrency",
-        "1",
-    ];
-    let out = Command::new(env!("CARGO_BIN_EXE_skillscope"))
+    let args = words("--task passes --conditions no-skills --trials 3 --concurrency 1");
+    let out = Skillscope::bin()
         .args(["run", "--headless", "--tasks"])
         .arg(fixtures())
         .arg("--db")
@@ -515,10 +395,9 @@ async fn a_full_disk_stops_the_run_without_failing_trials() {
         .arg("--jobs-dir")
         .arg(&jobs)
         .args(["--run", "diskfull"])
-        .args(args)
+        .args(&args)
         .env("RUST_BACKTRACE", "0")
-        .output()
-        .unwrap();
+        .output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
     assert!(

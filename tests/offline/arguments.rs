@@ -1,17 +1,14 @@
-//! Argument checks agree with each other and leave nothing behind: a bad value is one `error:`
-//! line and exit 1 before any database, log or job folder is made.
+//! Argument checks agree with each other and leave nothing behind: a malformed flag is a usage
+//! error (exit 2, clap's), bad input or settings one `error:` line and exit 1, before any
+//! database, log or job folder is made.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn skillscope(dir: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args(args)
-        .current_dir(dir)
-        .env_remove("SKILLSCOPE_DB")
-        .env("NO_COLOR", "1")
+    crate::support::process::Skillscope::new(args)
+        .dir(dir)
         .output()
-        .unwrap()
 }
 
 /// The one stderr line, after checking that there is exactly one and that the exit code is 1.
@@ -32,32 +29,57 @@ fn left_nothing(dir: &Path) {
     assert!(left.is_empty(), "left behind: {left:?}");
 }
 
+/// A count of 0 is as wrong a command line as a count that is not a number: both are usage
+/// errors, exit 2 — what the README's table says 2 means (issue 48: `--trials 0` exited 1 and
+/// `--trials abc` 2) — and nothing is left behind.
 #[test]
-fn zero_concurrency_is_refused_like_zero_trials() {
+fn zero_trials_or_concurrency_is_a_usage_error_like_text() {
     let dir = tempfile::tempdir().unwrap();
     let tasks = crate::support::common::fixtures();
     let tasks = tasks.to_str().unwrap();
-    let trials = one_error(&skillscope(
+    let usage = |args: &[&str], flag: &str| {
+        let out = skillscope(dir.path(), args);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: invalid value '") && err.contains(flag),
+            "{args:?}: {err}"
+        );
+    };
+    for value in ["0", "abc"] {
+        usage(
+            &["run", "--headless", "--tasks", tasks, "--trials", value],
+            "--trials",
+        );
+        usage(
+            &[
+                "run",
+                "--headless",
+                "--tasks",
+                tasks,
+                "--concurrency",
+                value,
+            ],
+            "--concurrency",
+        );
+        usage(
+            &["tasks", "--tasks", tasks, "--check", "--concurrency", value],
+            "--concurrency",
+        );
+        usage(
+            &["experiment", "--dry-run", "--concurrency", value],
+            "--concurrency",
+        );
+    }
+    left_nothing(dir.path());
+    // The settings file's 0 is bad input, not a command line: one error line, exit 1.
+    std::fs::write(dir.path().join("s.toml"), "[run]\nconcurrency = 0\n").unwrap();
+    let err = one_error(&skillscope(
         dir.path(),
-        &["run", "--headless", "--tasks", tasks, "--trials", "0"],
+        &["run", "--headless", "--tasks", tasks, "--config", "s.toml"],
     ));
-    assert!(trials.contains("--trials must be at least 1"), "{trials}");
-    let concurrency = one_error(&skillscope(
-        dir.path(),
-        &["run", "--headless", "--tasks", tasks, "--concurrency", "0"],
-    ));
-    assert!(
-        concurrency.contains("--concurrency must be at least 1"),
-        "{concurrency}"
-    );
-    let check = one_error(&skillscope(
-        dir.path(),
-        &["tasks", "--tasks", tasks, "--check", "--concurrency", "0"],
-    ));
-    assert!(
-        check.contains("--concurrency must be at least 1"),
-        "{check}"
-    );
+    assert!(err.contains("concurrency"), "{err}");
+    std::fs::remove_file(dir.path().join("s.toml")).unwrap();
     left_nothing(dir.path());
 }
 

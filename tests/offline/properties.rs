@@ -43,6 +43,20 @@ enum Ending {
 }
 
 impl Ending {
+    /// The outcome and reward the store records for it; `None` while it is unfinished.
+    fn stored(self) -> Option<(Outcome, Option<f64>)> {
+        Some(match self {
+            Ending::Pass => (Outcome::Pass, Some(1.0)),
+            Ending::Fail(r) => (Outcome::Fail, Some(r)),
+            Ending::AgentTimeout(r) => (Outcome::AgentTimeout, r),
+            Ending::VerifierTimeout(r) => (Outcome::VerifierTimeout, r),
+            Ending::NoReward => (Outcome::NoReward, None),
+            Ending::BuildError => (Outcome::BuildError, None),
+            Ending::Cancelled => (Outcome::Cancelled, None),
+            Ending::Unfinished => return None,
+        })
+    }
+
     /// The reward Method D counts: the verifier's for a finished trial, else 0.
     fn reward(self) -> Option<f64> {
         match self {
@@ -142,15 +156,8 @@ fn write_run(conn: &Connection, name: &str, conds: &[&str], n: usize, spec: &Run
             }
             for (k, e) in cell.iter().flatten().enumerate() {
                 let k = k as u32 + 1;
-                let (outcome, reward) = match *e {
-                    Ending::Pass => (Outcome::Pass, Some(1.0)),
-                    Ending::Fail(r) => (Outcome::Fail, Some(r)),
-                    Ending::AgentTimeout(r) => (Outcome::AgentTimeout, r),
-                    Ending::VerifierTimeout(r) => (Outcome::VerifierTimeout, r),
-                    Ending::NoReward => (Outcome::NoReward, None),
-                    Ending::BuildError => (Outcome::BuildError, None),
-                    Ending::Cancelled => (Outcome::Cancelled, None),
-                    Ending::Unfinished => continue,
+                let Some((outcome, reward)) = e.stored() else {
+                    continue;
                 };
                 run.finish(
                     conn,
@@ -570,5 +577,108 @@ proptest! {
         threshold in prop::sample::select(vec![1.0, 0.5]),
     ) {
         check(n, &round1, &round2, threshold);
+    }
+}
+
+/// The pass rule in one place (issue 48): for any threshold in (0, 1] and any ending of a trial
+/// — the outcome the runner stored is kept as it is — the grid's cell ([`CellState::of`]), the
+/// trial detail's outcome line ([`outcome_words`]) and the report (its per-task successes and
+/// its trial marks) say the same about whether the trial succeeded, and the dashboard's domain
+/// pane is the report's breakdown.
+fn pass_rule_agrees(endings: &[Ending], threshold: f64) {
+    use skillscope::tui::model::{CellState, Grouping, outcome_words, rate_rows};
+    let rule = SuccessRule::new(threshold).unwrap();
+    let (_scratch, conn) = empty_store();
+    let n = endings.len();
+    let run = PlannedRun::new(
+        &conn,
+        &RunPlan {
+            name: "rule",
+            n_trials: 1,
+            conditions: &["no-skills"],
+            tasks: &TASKS[..n],
+            ..Default::default()
+        },
+    );
+    for ((task, _, _), e) in TASKS[..n].iter().zip(endings) {
+        let Some((outcome, reward)) = e.stored() else {
+            continue;
+        };
+        run.finish(
+            &conn,
+            task,
+            "no-skills",
+            1,
+            &TrialPatch {
+                status: Some(TrialStatus::Done),
+                outcome: Some(outcome),
+                reward,
+                trial_dir: Some(format!("/j/{task}")),
+                ..Default::default()
+            },
+        );
+    }
+    let scoring = Scoring {
+        ci: CiMethod {
+            resamples: 20,
+            ..CiMethod::default()
+        },
+        success: rule,
+        ..Scoring::default()
+    };
+    let report = report::build(&conn, &Selection::Runs(vec!["rule".into()]), &scoring).unwrap();
+    let c = &report.results.conditions[0];
+    let mut snap = skillscope::tui::worker::load_snapshot(&conn, run.run.id).unwrap();
+    snap.success = rule;
+    let rows = queries::current_trials(&conn, run.run.id).unwrap();
+    for (i, (task, _, _)) in TASKS[..n].iter().enumerate() {
+        let row = rows.iter().find(|t| t.task_id == *task).unwrap();
+        let brief = snap.trials.iter().find(|t| t.task_id == *task).unwrap();
+        let grid = CellState::of(brief, &snap.success) == CellState::Pass;
+        let detail = outcome_words(row, &snap.success).1 == Some(true);
+        let ti = report
+            .results
+            .tasks
+            .iter()
+            .position(|t| t.id == *task)
+            .unwrap();
+        let counted = c.per_task_passed[ti] == 1;
+        let marked = report
+            .trials
+            .iter()
+            .find(|l| l.task == *task)
+            .is_some_and(|l| l.succeeded);
+        let e = endings[i];
+        assert_eq!(grid, detail, "{e:?} at {threshold}: grid vs detail");
+        assert_eq!(grid, counted, "{e:?} at {threshold}: grid vs report count");
+        assert_eq!(grid, marked, "{e:?} at {threshold}: grid vs report mark");
+    }
+    // The domain pane draws the report's breakdown: the same rates, task counts and Δ.
+    let pane = rate_rows(&snap, Grouping::Domain);
+    let (overall, body) = pane.rows.split_last().unwrap();
+    assert_eq!(body.len(), report.results.domains.len());
+    for (p, r) in body.iter().zip(&report.results.domains) {
+        assert_eq!((&p.group, p.n_tasks), (&r.group, r.n_tasks));
+        assert_eq!(p.rates, r.rates);
+    }
+    assert_eq!(
+        overall.rates[0],
+        Some(c.pass_rate).filter(|_| c.n_tasks > 0)
+    );
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn the_grid_the_detail_and_the_report_agree_on_success_at_any_threshold(
+        endings in prop::collection::vec(ending(), 1..=6),
+        threshold in (1u32..=1000).prop_map(|k| k as f64 / 1000.0),
+    ) {
+        pass_rule_agrees(&endings, threshold);
     }
 }

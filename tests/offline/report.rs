@@ -348,6 +348,51 @@ fn untrusted_names_cannot_break_the_markdown() {
     assert!(!csv_text.contains('\x1b'));
 }
 
+/// `report --format F` for each format alone, each in a fresh process: the HTML report once
+/// failed with `FontUnavailable` when no PNG chart had registered the embedded font before it
+/// (plotters draws only with registered fonts, so no system font can stand in: this is the
+/// fresh machine's case), and `html,json` failed the same way.
+#[test]
+fn each_format_alone_is_written_by_a_fresh_process() {
+    let s = Scratch::new();
+    let opts = ImportOptions {
+        roots: vec![flash_csv()],
+        condition: None,
+        run: None,
+        catalog: skillscope::skillsbench::Catalog::shipped(),
+        batch: 500,
+    };
+    import(&s.store, &opts).unwrap();
+    s.store.writer().stop();
+    let cases: [(&str, &[&str]); 6] = [
+        ("html", &["report.html"]),
+        ("json", &["report.json"]),
+        ("csv", &["conditions.csv"]),
+        ("leaderboard", &["leaderboard.json"]),
+        ("md", &["report.md", "charts/pass_rate.png"]),
+        ("html,json", &["report.html", "report.json"]),
+    ];
+    for (format, files) in cases {
+        let out = format!("out-{format}");
+        let o = common::skillscope(&s, &["report", "--format", format, "--out", &out]);
+        assert!(
+            o.status.success(),
+            "--format {format}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        for f in files {
+            let path = s.dir.path().join(&out).join(f);
+            assert!(
+                path.is_file(),
+                "--format {format} wrote no {}",
+                path.display()
+            );
+        }
+    }
+    let html = std::fs::read_to_string(s.dir.path().join("out-html/report.html")).unwrap();
+    assert!(html.contains("<svg"), "the charts are inline SVG");
+}
+
 #[test]
 fn an_unwritable_folder_is_named() {
     let (_d, conn) = flash_store();

@@ -95,3 +95,40 @@ fn another_programs_sqlite_file_is_refused_in_one_line_and_left_unchanged() {
     assert_eq!(std::fs::read(&db).unwrap(), before, "the file changed");
     assert!(!dir.path().join("other.db-wal").exists());
 }
+
+/// `watch` without a name follows the run an engine is running now, not the run created last
+/// (issue 48: a second, finished run made later hid the live one); with no live engine, the
+/// newest run.
+#[test]
+fn watch_without_a_name_follows_the_running_run() {
+    let (_scratch, conn) = empty_store();
+    let plan = |name| RunPlan {
+        name,
+        n_trials: 1,
+        tasks: &[("alpha", "Finance", "easy")],
+        ..Default::default()
+    };
+    let live = PlannedRun::new(&conn, &plan("live"));
+    let later = PlannedRun::new(&conn, &plan("made-later"));
+    let runs = queries::list_runs(&conn).unwrap();
+    let now = chrono::Utc::now();
+    let host = skillscope::store::owner::host_name();
+    assert_eq!(
+        skillscope::store::run_to_watch(&runs, now, &host).map(|r| r.id),
+        Some(later.run.id),
+        "no engine runs either: the newest"
+    );
+    conn.execute(
+        "UPDATE runs SET status = 'running', owner_pid = ?1, owner_host = ?2,
+         started_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+         heartbeat_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?3",
+        rusqlite::params![std::process::id(), host, live.run.id],
+    )
+    .unwrap();
+    let runs = queries::list_runs(&conn).unwrap();
+    assert_eq!(
+        skillscope::store::run_to_watch(&runs, now, &host).map(|r| r.id),
+        Some(live.run.id),
+        "the live run, though another was made after it"
+    );
+}

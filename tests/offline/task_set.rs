@@ -60,7 +60,10 @@ fn pinning(file: &Path, allow_drift: bool) -> Pinning {
 
 async fn run(s: &Scratch, req: RunRequest) -> Result<(), EngineError> {
     Engine::new(s.store.clone())
-        .run(req, CancellationToken::new())
+        .run(
+            crate::support::common::prepared(req),
+            CancellationToken::new(),
+        )
         .await
         .map(|_| ())
 }

@@ -95,6 +95,55 @@ fn big_r_asks_then_retries_every_failed_trial_in_the_filter() {
     assert!(a.on_key(key(KeyCode::Char('n'))).is_empty());
 }
 
+/// `R` retries failed trials as `retry --failed` does: a trial the operator cancelled is a
+/// decision, not a failure, and stays out of the question (issue 48: "Retry 9 failed trial(s)?"
+/// counted the one just cancelled); with only cancelled ones left, the status names the command
+/// that runs them.
+#[test]
+fn big_r_leaves_cancelled_trials_alone() {
+    let f = synthetic();
+    let failed: Vec<i64> = f
+        .conn
+        .prepare("SELECT id FROM trials WHERE run_id = ?1 AND outcome = 'fail' AND superseded = 0")
+        .unwrap()
+        .query_map([f.run.id], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(failed.len() >= 2, "{failed:?}");
+    let cancelled = failed[0];
+    f.conn
+        .execute(
+            "UPDATE trials SET outcome = 'cancelled' WHERE id = ?1",
+            [cancelled],
+        )
+        .unwrap();
+    let mut a = dashboard::watching(&f.conn, f.run.id, Mode::Watch, "dark", chrono::Utc::now());
+    a.on_key(key(KeyCode::Char('R')));
+    let Some(Popup::Confirm(Confirm::RetryAll(ids))) = a.popup.clone() else {
+        panic!("R asks: {:?}", a.popup)
+    };
+    assert!(
+        !ids.contains(&cancelled),
+        "the cancelled trial is not retried"
+    );
+    assert!(ids.contains(&failed[1]));
+    a.on_key(key(KeyCode::Char('n')));
+    // The cancelled trial the only one without a pass: nothing to ask, the way to run it named.
+    f.conn
+        .execute(
+            "UPDATE trials SET outcome = 'pass', reward = 1.0 WHERE run_id = ?1 AND status = 'done' AND outcome != 'pass' AND id != ?2",
+            [f.run.id, cancelled],
+        )
+        .unwrap();
+    let mut a = dashboard::watching(&f.conn, f.run.id, Mode::Watch, "dark", chrono::Utc::now());
+    assert!(a.on_key(key(KeyCode::Char('R'))).is_empty());
+    assert_eq!(a.popup, None);
+    let status = a.status.clone().unwrap_or_default();
+    assert!(status.contains("1 cancelled"), "{status}");
+    assert!(status.contains("--cancelled"), "{status}");
+}
+
 #[test]
 fn c_cancels_a_running_trial_after_confirming() {
     let mut a = app(Mode::Watch);
@@ -132,9 +181,16 @@ fn a_second_ctrl_c_quits_at_once() {
     assert_eq!(r.popup, Some(Popup::Confirm(Confirm::StopRun)));
     assert!(
         Confirm::StopRun
-            .question()
-            .contains("Ctrl-C again quits at once"),
+            .answers()
+            .contains(&("[Ctrl-C]", " quit without waiting")),
         "the dialog says what a second Ctrl-C does"
+    );
+    assert!(Confirm::StopRun.question(true).contains("resumes it"));
+    assert!(
+        Confirm::StopRun
+            .question(false)
+            .contains("A dry run is not resumed"),
+        "a dry run's dialog does not promise a resume"
     );
     assert_eq!(r.on_key(ctrl_c), vec![Effect::Quit]);
     // Confirmed with y, the run stops cleanly; Ctrl-C while it stops quits at once.

@@ -20,7 +20,7 @@ use skillscope::tui::worker::{
     Detail, LogFile, Request, Update, load_detail, load_skills, load_snapshot, render_trajectory,
 };
 
-const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
+const SIZES: [(u16, u16); 3] = [(60, 15), (80, 24), (120, 40)];
 
 /// A short ATIF trajectory in the shape SkillsBench runs produce.
 const TRAJECTORY: &str = r#"{"schema_version":"ATIF-v1.2","agent":{"name":"gemini-cli","version":"unknown","model_name":"gemini-3-flash-preview"},
@@ -707,7 +707,8 @@ fn detail_summary_path_whole_and_w_wraps_it() {
 }
 
 /// A status message longer than the screen is read whole: the footer grows to the rows it needs
-/// (at most three) instead of cutting it at the edge.
+/// (at most two) above the key hints, which it never covers (issue 48: at 60 columns a message
+/// took the hints' row), and it goes after a few seconds without a key.
 #[test]
 fn a_long_status_message_is_read_whole() {
     let (_d, mut app) = app_with("dark");
@@ -715,13 +716,25 @@ fn a_long_status_message_is_read_whole() {
     app.status = Some(msg.into());
     snap("status_long", &mut app);
     let screen = render(&mut app, (80, 24));
-    let rows: Vec<&str> = screen.lines().rev().take(2).collect();
+    let rows: Vec<&str> = screen.lines().rev().take(3).collect();
     let joined = format!(
         "{} {}",
-        rows[1].trim_matches('"').trim(),
-        rows[0].trim_matches('"').trim()
+        rows[2].trim_matches('"').trim(),
+        rows[1].trim_matches('"').trim()
     );
     assert!(joined.contains(msg), "{screen}");
+    for size in SIZES {
+        let screen = render(&mut app, size);
+        let last = screen.lines().last().unwrap();
+        assert!(last.contains("? help"), "the keys stay: {screen}");
+    }
+    // It goes once shown for STATUS_SECS, without a key.
+    let t0 = now();
+    app.on_tick(t0);
+    app.on_tick(t0 + chrono::Duration::seconds(skillscope::tui::app::STATUS_SECS - 1));
+    assert!(app.status.is_some(), "not yet");
+    app.on_tick(t0 + chrono::Duration::seconds(skillscope::tui::app::STATUS_SECS));
+    assert_eq!(app.status, None, "the message went");
 }
 
 /// Help at 120×40 shows every key whole, without scrolling: no description is cut (`…`) and
@@ -1336,8 +1349,9 @@ fn skill_browser_with_rubric() {
     ] {
         assert!(screen.contains(part), "{part}: {screen}");
     }
-    // Nothing of the rubric is cut: a gate's reasons wrap under it at either size.
-    for size in SIZES {
+    // Nothing of the rubric is cut: a gate's reasons wrap under it at either size (at 60×15
+    // the panel scrolls: it cannot hold the rubric whole).
+    for size in [(80, 24), (120, 40)] {
         let screen = render(&mut app, size);
         assert!(screen.contains("5.00%"), "{screen}");
         assert!(
@@ -1440,4 +1454,72 @@ fn hostile_names_in_results_and_rubric_never_reach_the_screen() {
         screen.contains("score "),
         "the hostile skill has a score: {screen}"
     );
+}
+
+/// `K` on a plain run whose task folders are on this machine (the built-in examples) lists the
+/// curated skills as a skill set: a cursor moves over its skills, Enter goes to a skill's files
+/// and opens its SKILL.md, and the legend names only what is on screen (issue 48: no cursor,
+/// Enter and Tab did nothing, so a curated SKILL.md could not be read).
+#[test]
+fn the_skill_browser_of_a_plain_run_opens_a_curated_skill_md() {
+    use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
+    let (scratch, conn) = empty_store();
+    let examples = skillscope::skillsbench::examples::materialize(scratch.dir.path()).unwrap();
+    let run = PlannedRun::new(
+        &conn,
+        &RunPlan {
+            name: "examples",
+            n_trials: 1,
+            tasks: &[
+                ("ledger-code-mapping", "Office & White Collar", "medium"),
+                ("sales-region-totals", "Finance", "easy"),
+            ],
+            ..Default::default()
+        },
+    );
+    conn.execute(
+        "UPDATE runs SET tasks_dir = ?1 WHERE id = ?2",
+        rusqlite::params![examples.display().to_string(), run.run.id],
+    )
+    .unwrap();
+    let mut app = dashboard::watching(&conn, run.run.id, Mode::Watch, "dark", now());
+    press(&mut app, &conn, KeyCode::Char('K'));
+    press(&mut app, &conn, KeyCode::Enter); // the curated set's skills
+    press(&mut app, &conn, KeyCode::Char('j')); // the second skill
+    snap("skills_plain_run", &mut app);
+    let screen = render(&mut app, (120, 40));
+    for part in [
+        "skill sets",
+        "curated",
+        "acme-chart-of-accounts",
+        "csv-aggregation",
+    ] {
+        assert!(screen.contains(part), "{part}: {screen}");
+    }
+    press(&mut app, &conn, KeyCode::Enter); // its files
+    press(&mut app, &conn, KeyCode::Enter); // SKILL.md
+    snap("skills_plain_run_skill_md", &mut app);
+    for size in SIZES {
+        let screen = render(&mut app, size);
+        assert!(screen.contains("SKILL.md"), "{screen}");
+    }
+    let md = std::fs::read_to_string(
+        examples.join("sales-region-totals/environment/skills/csv-aggregation/SKILL.md"),
+    )
+    .unwrap();
+    let first_body_line = md
+        .lines()
+        .skip_while(|l| *l != "---")
+        .skip(1)
+        .skip_while(|l| *l != "---")
+        .skip(1)
+        .find(|l| l.trim().len() > 8)
+        .unwrap()
+        .trim()
+        .trim_start_matches('#')
+        .trim()
+        .to_string();
+    let screen = render(&mut app, (120, 40));
+    let words: String = first_body_line.chars().take(20).collect();
+    assert!(screen.contains(&words), "{words:?} of SKILL.md: {screen}");
 }

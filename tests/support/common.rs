@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use skillscope::config::RunSettings;
-use skillscope::engine::{Engine, RunOutcome, RunRequest};
+use skillscope::engine::{Engine, PreparedRun, RunOutcome, RunRequest};
 use skillscope::skillsbench::{Catalog, Condition};
 use skillscope::store::{Store, TrialRow, queries};
 use tokio_util::sync::CancellationToken;
@@ -58,7 +58,7 @@ impl Scratch {
         self.dir.path().join("test.db")
     }
 
-    /// A run request over fixture tasks.
+    /// A run request over fixture tasks ([`oracle_request`] into this folder's jobs).
     pub fn request(
         &self,
         name: &str,
@@ -66,32 +66,14 @@ impl Scratch {
         conditions: Vec<Condition>,
         trials: u32,
     ) -> RunRequest {
-        RunRequest {
-            name: Some(name.to_string()),
-            tasks_dir: fixtures(),
-            task_filter: tasks.iter().map(|s| s.to_string()).collect(),
-            conditions,
-            n_trials: trials,
-            agent: "oracle".into(),
-            model: None,
-            jobs_dir: self.jobs(),
-            catalog: Catalog::shipped(),
-            settings: RunSettings {
-                concurrency: 4,
-                ..Default::default()
-            },
-            stay_alive: None,
-            resume_command: None,
-            pin: Default::default(),
-            sequential: None,
-        }
+        oracle_request(name, &fixtures(), tasks, conditions, trials, &self.jobs())
     }
 
     /// Runs a request to the end.
     pub async fn run(&self, req: RunRequest) -> RunOutcome {
         require_docker().await;
         Engine::new(self.store.clone())
-            .run(req, CancellationToken::new())
+            .run(prepared(req), CancellationToken::new())
             .await
             .expect("run")
     }
@@ -101,6 +83,42 @@ impl Scratch {
         let c = self.store.connect().expect("connect");
         queries::current_trials(&c, run_id).expect("trials")
     }
+}
+
+/// The tests' one run request: the `oracle` agent over the tasks `filter` of `tasks` (all when
+/// empty) under `conditions`, `trials` each, 4 at once, trial folders into `jobs`.
+pub fn oracle_request(
+    name: &str,
+    tasks: &Path,
+    filter: &[&str],
+    conditions: Vec<Condition>,
+    trials: u32,
+    jobs: &Path,
+) -> RunRequest {
+    RunRequest {
+        name: Some(name.to_string()),
+        tasks_dir: tasks.to_path_buf(),
+        task_filter: filter.iter().map(|s| s.to_string()).collect(),
+        conditions,
+        n_trials: trials,
+        agent: "oracle".into(),
+        model: None,
+        jobs_dir: jobs.to_path_buf(),
+        catalog: Catalog::shipped(),
+        settings: RunSettings {
+            concurrency: 4,
+            ..Default::default()
+        },
+        stay_alive: None,
+        resume_command: None,
+        pin: Default::default(),
+        sequential: None,
+    }
+}
+
+/// `req` with its task set loaded, as the engine takes it ([`PreparedRun::load`]).
+pub fn prepared(req: RunRequest) -> PreparedRun {
+    PreparedRun::load(req).expect("the task set loads")
 }
 
 /// The one trial of `task` × `condition` in `rows`.
@@ -128,29 +146,31 @@ pub async fn require_docker() {
 /// Containers still carrying the run label.
 pub async fn containers_of_run(run: &str) -> usize {
     let d = bollard::Docker::connect_with_defaults().expect("docker");
-    let filters = std::collections::HashMap::from([(
-        "label".to_string(),
-        vec![format!("skillscope.run={run}")],
-    )]);
-    d.list_containers(Some(bollard::query_parameters::ListContainersOptions {
-        all: true,
-        filters: Some(filters),
-        ..Default::default()
-    }))
-    .await
-    .expect("list")
-    .len()
+    containers_labelled(&d, &format!("skillscope.run={run}"))
+        .await
+        .len()
 }
 
-/// Runs the `skillscope` binary in the scratch folder (its database, a private data folder).
+/// The names of the containers of `docker` (running or not) that carry `label` (`key=value`).
+pub async fn containers_labelled(docker: &bollard::Docker, label: &str) -> Vec<String> {
+    let filters = std::collections::HashMap::from([("label".to_string(), vec![label.to_string()])]);
+    docker
+        .list_containers(Some(bollard::query_parameters::ListContainersOptions {
+            all: true,
+            filters: Some(filters),
+            ..Default::default()
+        }))
+        .await
+        .expect("list containers")
+        .into_iter()
+        .map(|c| c.names.unwrap_or_default().join(","))
+        .collect()
+}
+
+/// Runs the `skillscope` binary in the scratch folder (its database, a private data folder):
+/// [`super::process::Skillscope::scratch`].
 pub fn skillscope(s: &Scratch, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args(args)
-        .env("XDG_DATA_HOME", s.dir.path().join("data"))
-        .env("SKILLSCOPE_DB", s.db())
-        .current_dir(s.dir.path())
-        .output()
-        .expect("run skillscope")
+    super::process::Skillscope::new(args).scratch(s).output()
 }
 
 /// The SHA-256 of a skill folder as docs/scoring.md defines it, computed here independently of

@@ -1,4 +1,5 @@
-//! What the test binaries share: fixtures and helpers ([`common`]), the Acontext stand-in (`skillscope::acontext::standin`), the
+//! What the test binaries share: fixtures and helpers ([`common`]), running the binary
+//! ([`process`]), the Acontext stand-in (`skillscope::acontext::standin`), the
 //! scripted model server, private Docker daemons, and the builders of stores: trial rows of a
 //! planned run ([`planned_run`]), a dashboard over a filled store ([`dashboard`]), an experiment in
 //! its learn phase ([`learning_fixture`]). Each binary uses a part of it.
@@ -16,4 +17,5 @@ pub mod harness_run;
 pub mod learning_fixture;
 pub mod planned_run;
 pub mod private_dockerd;
+pub mod process;
 pub mod scripted_model;

@@ -560,6 +560,31 @@ async fn the_log_after_an_ssh_drop_is_plain_text_counting_against_the_plan() {
         assert_eq!(*k, counters[0].0 + i, "{log}");
     }
     assert_eq!(counters.last().unwrap().0, 4, "{log}");
+    // `watch` from a new session shows that the run went headless and where its output went
+    // (issue 48: it never said).
+    let events: Vec<String> = c
+        .prepare("SELECT message FROM run_events WHERE run_id = ?1")
+        .unwrap()
+        .query_map([run_id], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let log_path = s.dir.path().join("hup-log.log").display().to_string();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.contains("goes on headless") && e.contains(&log_path)),
+        "{events:#?}"
+    );
+    let watch = Tmux::start(
+        &format!("skillscope-hup-watch-{}", std::process::id()),
+        &format!(
+            "{} watch --db {} hup-log",
+            env!("CARGO_BIN_EXE_skillscope"),
+            s.db().display()
+        ),
+    );
+    watch.wait_for("the run goes on headless", Duration::from_secs(30));
 }
 
 /// The headless log without the time in front of each line, after checking that every line has
@@ -737,4 +762,37 @@ async fn quitting_the_dashboard_after_the_last_verdict_finishes_the_run() {
     let c = s.store.connect().unwrap();
     let run = queries::find_run(&c, "finish-q").unwrap().unwrap();
     assert_eq!(run.status, "finished");
+}
+
+/// `run | tee` in a terminal: the pipe gets the final table only, and the terminal is told
+/// where the per-trial lines go (issue 48: they were on standard error, unsaid).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_piped_into_tee_says_where_the_trial_lines_go() {
+    require_docker().await;
+    let s = Scratch::new();
+    let out = s.dir.path().join("tee.txt");
+    let session = format!("skillscope-tee-{}", std::process::id());
+    let tmux = Tmux::start(
+        &session,
+        &format!(
+            "sh -c '{} run --tasks {} --task passes --conditions no-skills --trials 1 --db {} --jobs-dir {} --run tee | tee {}; sleep 60'",
+            env!("CARGO_BIN_EXE_skillscope"),
+            fixtures().display(),
+            s.db().display(),
+            s.jobs().display(),
+            out.display()
+        ),
+    );
+    tmux.wait_for(
+        "note: progress goes to standard error",
+        Duration::from_secs(60),
+    );
+    tmux.wait_for("run tee — finished", Duration::from_secs(180));
+    let piped = std::fs::read_to_string(&out).unwrap();
+    assert!(piped.contains("run tee — finished"), "{piped}");
+    assert!(
+        !piped.contains("[1/1]"),
+        "trial lines stay on standard error: {piped}"
+    );
+    assert!(!piped.contains("note:"), "{piped}");
 }

@@ -52,6 +52,10 @@ pub enum Reason {
     BuildFailed(String),
     /// Everything ran and the verifier scored the reference solution below 1.
     OracleFailed(String),
+    /// The oracle failed without the task's skills and passed with them: the task needs its
+    /// skills, by design (the SkillsBench question is whether skills help). Expected, not a
+    /// failure of this machine: the task counts as passing where it can.
+    NeedsSkills(String),
     /// Docker or skillscope failed, or the oracle overran its budget.
     RuntimeError(String),
     /// The check did not finish this trial (stopped early).
@@ -74,6 +78,7 @@ impl Reason {
             Reason::VerifierError(_) => "verifier error",
             Reason::BuildFailed(_) => "build failed",
             Reason::OracleFailed(_) => "oracle failed",
+            Reason::NeedsSkills(_) => "needs its skills (expected)",
             Reason::RuntimeError(_) => "runtime error",
             Reason::NotRun(_) => "not run",
         }
@@ -94,6 +99,7 @@ impl Reason {
             | Reason::VerifierError(d)
             | Reason::BuildFailed(d)
             | Reason::OracleFailed(d)
+            | Reason::NeedsSkills(d)
             | Reason::RuntimeError(d)
             | Reason::NotRun(d) => d,
         }
@@ -643,8 +649,33 @@ pub fn task_readiness(
         "partly"
     }
     .into();
+    // A task whose oracle passes with its skills and fails only without them needs them, by
+    // design: expected under no-skills, and the task passes where it can pass.
+    let needs_skills = passed.iter().any(|c| c != "no-skills")
+        && r.reasons.len() == 1
+        && r.reasons
+            .get("no-skills")
+            .is_some_and(|c| matches!(c.reason, Reason::OracleFailed(_)));
+    if needs_skills && let Some(cause) = r.reasons.remove("no-skills") {
+        r.reasons.insert(
+            "no-skills".into(),
+            Cause {
+                reason: Reason::NeedsSkills(format!(
+                    "the oracle fails without them and passes with them ({})",
+                    cause.reason.detail()
+                )),
+                ..cause
+            },
+        );
+        r.reason = None;
+    }
     let only = |v: &[String]| v.join(", ");
-    r.differ = if !built.is_empty() && built.len() < n && refusals == 0 {
+    r.differ = if needs_skills {
+        Some(format!(
+            "passes only with its skills ({}), as expected",
+            only(&passed)
+        ))
+    } else if !built.is_empty() && built.len() < n && refusals == 0 {
         Some(format!("builds only under {}", only(&built)))
     } else if !passed.is_empty() && passed.len() < n {
         Some(format!("passes only under {}", only(&passed)))
@@ -675,8 +706,12 @@ pub struct ReadinessCounts {
     pub tasks: usize,
     /// Tasks whose images built in every condition.
     pub build: usize,
-    /// Tasks whose oracle scored 1 in every condition.
+    /// Tasks whose oracle scored 1 in every condition it can pass in: every condition, or every
+    /// condition with skills for a task that needs its skills ([`Reason::NeedsSkills`]).
     pub pass: usize,
+    /// Of those, tasks that need their skills (the oracle fails without them, by design).
+    #[serde(default)]
+    pub needs_skills: usize,
     /// Tasks by the label of their (first) reason.
     pub reasons: BTreeMap<String, usize>,
     /// Per condition key.
@@ -696,6 +731,14 @@ pub fn counts(conditions: &[String], rows: &[TaskReadiness]) -> ReadinessCounts 
         tasks: rows.len(),
         build: rows.iter().filter(|r| r.builds == "yes").count(),
         pass: rows.iter().filter(|r| r.reason.is_none()).count(),
+        needs_skills: rows
+            .iter()
+            .filter(|r| {
+                r.reasons
+                    .values()
+                    .any(|c| matches!(c.reason, Reason::NeedsSkills(_)))
+            })
+            .count(),
         clamped: rows.iter().filter(|r| r.clamped.is_some()).count(),
         ..Default::default()
     };
@@ -885,6 +928,47 @@ mod tests {
         assert_eq!(c.reason.label(), "package unavailable");
         assert!(c.reason.detail().starts_with("Python 3.12.12"), "{c:?}");
         assert_eq!(c.evidence.as_deref(), Some("verifier/test-stdout.txt:2"));
+    }
+
+    /// A task whose oracle fails only without its skills needs them, by design: expected, and it
+    /// counts as passing where it can (issue 48: the examples' two skill tasks made `tasks
+    /// --check` exit 4 with "oracle failed 2"). A failure with the skills stays a failure.
+    #[test]
+    fn a_task_that_needs_its_skills_fails_without_them_as_expected() {
+        let needs = vec![
+            ev(
+                row("no-skills", Outcome::Fail, Some(0.0), "verifier reward 0"),
+                "",
+                "",
+                "",
+            ),
+            ev(row("curated", Outcome::Pass, Some(1.0), ""), "", "", ""),
+        ];
+        let r = task_readiness("ledger", &conds(), &TaskFacts::default(), &needs);
+        assert_eq!(r.reason, None, "{r:?}");
+        assert_eq!(
+            r.reasons["no-skills"].reason.label(),
+            "needs its skills (expected)"
+        );
+        assert!(
+            r.differ.as_deref().unwrap().contains("as expected"),
+            "{r:?}"
+        );
+        let broken = vec![
+            ev(row("no-skills", Outcome::Pass, Some(1.0), ""), "", "", ""),
+            ev(
+                row("curated", Outcome::Fail, Some(0.0), "verifier reward 0"),
+                "",
+                "",
+                "",
+            ),
+        ];
+        let b = task_readiness("other", &conds(), &TaskFacts::default(), &broken);
+        assert_eq!(b.reason.as_ref().unwrap().reason.label(), "oracle failed");
+        let c = counts(&conds(), &[r, b]);
+        assert_eq!((c.tasks, c.pass, c.needs_skills), (2, 1, 1));
+        assert_eq!(c.reasons.get("oracle failed"), Some(&1));
+        assert_eq!(c.reasons.get("needs its skills (expected)"), None);
     }
 
     #[test]

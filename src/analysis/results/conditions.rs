@@ -155,7 +155,10 @@ pub(super) fn score(
     let mut out = Vec::new();
     for (ri, run) in runs.iter().enumerate() {
         for (ci, cond) in run.conditions.iter().enumerate() {
-            let c = one(run, cond, tasks, &plans[ri], cells, scoring);
+            let c = with_intervals(
+                method_d(run, cond, tasks, &plans[ri], cells, scoring),
+                scoring,
+            );
             if c.n_tasks == 0 {
                 continue;
             }
@@ -179,8 +182,20 @@ pub(super) fn score(
     out
 }
 
-/// Condition `cond` of `run` over `tasks`, unlabelled.
-fn one(
+/// `c` with the interval of its Method D pass rate and its standard error.
+fn with_intervals(mut c: ConditionResult, scoring: &Scoring) -> ConditionResult {
+    let ran: Vec<f64> = c.per_task.iter().flatten().copied().collect();
+    c.ci = scoring.ci.mean(&ran);
+    c.ci_undefined = ci::why_undefined(ran.len());
+    c.se = crate::analysis::power::se_of_mean(&ran);
+    c
+}
+
+/// Condition `cond` of `run` over `tasks` without its intervals (`ci`, `se` left empty): the
+/// per-task Method D means, the counts, pass@1, the flip rate and the pass rate over judged
+/// trials — what the dashboard's live breakdown draws ([`super::live_breakdown`]) many times a
+/// minute, where a bootstrap would cost too much.
+pub(super) fn method_d(
     run: &RunRow,
     cond: &str,
     tasks: &[TaskInfo],
@@ -261,9 +276,6 @@ fn one(
             .filter_map(|i| c.pass_at_1_of(i))
             .collect::<Vec<f64>>(),
     );
-    c.ci = scoring.ci.mean(&ran);
-    c.ci_undefined = ci::why_undefined(ran.len());
-    c.se = crate::analysis::power::se_of_mean(&ran);
     c.flip = noise::flip_rate(
         (0..n)
             .filter(|&i| c.ran(i))

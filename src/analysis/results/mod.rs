@@ -37,6 +37,7 @@ mod breakdowns;
 mod comparisons;
 mod conditions;
 mod failures;
+mod in_memory;
 mod notes;
 mod paper_rows;
 mod subsets;
@@ -53,6 +54,7 @@ pub use breakdowns::{Efficiency, GroupRow, difficulty_order};
 pub use comparisons::{Change, Comparison, Flaky, TaskDelta};
 pub use conditions::ConditionResult;
 pub use failures::{CategoryShift, FailureMode, FailureShift};
+pub use in_memory::{GroupBy, LiveBreakdown, live_breakdown};
 pub use notes::Interim;
 pub use paper_rows::PaperRow;
 

@@ -246,6 +246,39 @@ pub(super) fn load(
     Ok(tally)
 }
 
+/// The cells of run `run_id` from its latest attempts held in memory (a dashboard's snapshot),
+/// folded as [`load`] folds the store's rows: per (task, condition) the attempts within the plan,
+/// in (trial index, attempt) order, added by the same [`Cell::add`] — the same Method D, the
+/// same success rule.
+pub(super) fn cells_in_memory(
+    run_id: i64,
+    plan: &TrialPlan,
+    trials: &[crate::domain::TrialBrief],
+    rule: &SuccessRule,
+) -> Cells {
+    let mut rows: HashMap<(&str, &str), Vec<&crate::domain::TrialBrief>> = HashMap::new();
+    for t in trials.iter().filter(|t| !t.superseded) {
+        rows.entry((t.task_id.as_str(), t.condition.as_str()))
+            .or_default()
+            .push(t);
+    }
+    let mut cells = Cells::new();
+    for ((task, condition), mut ts) in rows {
+        let planned = plan.of(task, condition);
+        ts.sort_by_key(|t| (t.trial_index, t.attempt));
+        let mut cell = Cell::default();
+        for t in ts
+            .into_iter()
+            .filter(|t| t.trial_index >= 1 && t.trial_index <= planned)
+        {
+            let done = t.status == crate::domain::TrialStatus::Done;
+            cell.add(done, t.outcome, t.reward, rule);
+        }
+        cells.insert((run_id, condition.to_string(), task.to_string()), cell);
+    }
+    cells
+}
+
 /// The slot of (`task`, `condition`), added with its plan when new.
 fn slot_of(
     slots: &mut Vec<Slot>,
@@ -321,8 +354,8 @@ impl Cell {
     ) {
         // What counts: a finished trial that was not cancelled or interrupted.
         let counts = done && !matches!(outcome, Some(Outcome::Cancelled | Outcome::Interrupted));
+        let success = rule.trial_succeeded(done, outcome, reward);
         let reward = if counts { reward } else { None };
-        let success = reward.is_some_and(|r| rule.succeeds(r));
         if counts {
             self.done += 1;
             self.rewards.push(reward.unwrap_or(0.0));

@@ -1,7 +1,7 @@
 //! The preflight on the command line ([`crate::preflight`]): its inputs from a plan (or a run's
 //! request), and its table — every check with its result, then one line per failure with its fix.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use color_eyre::eyre::Result;
 
@@ -10,7 +10,6 @@ use crate::acontext::AcontextConfig;
 use crate::acontext::learn::StatusMode;
 use crate::cli::AcontextArgs;
 use crate::console::table::{Column, fit, terminal_width};
-use crate::engine::RunRequest;
 use crate::experiment::plan::Plan;
 use crate::preflight::{Inputs, Preflight, Verdict, acontext::Target};
 
@@ -60,20 +59,7 @@ pub fn for_plan(
             }
         }
     };
-    Ok(Inputs {
-        run,
-        db,
-        acontext: Some(target),
-    })
-}
-
-/// The preflight's inputs for `skillscope run`.
-pub fn for_run(run: &RunRequest, db: &Path) -> Inputs {
-    Inputs {
-        run: run.clone(),
-        db: db.to_path_buf(),
-        acontext: None,
-    }
+    Inputs::loading(run, db, Some(target)).map_err(crate::commands::task_set_error)
 }
 
 /// The checks as a table: area, check, result, what was found, what it cost, seconds.

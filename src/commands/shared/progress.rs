@@ -28,10 +28,17 @@ pub fn record_run_starts(engine: &crate::engine::Engine) -> tokio::task::JoinHan
                         std::process::id(),
                         crate::store::owner::host_name()
                     );
+                    // A run whose output goes to a file (detached, nohup) says where: `watch`
+                    // shows it in the event log.
+                    let output = output_file()
+                        .map(|f| format!("; headless, its output in {}", f.display()))
+                        .unwrap_or_default();
                     let message = if done > 0 {
-                        format!("run resumed: {done} of {total} trials already finished; {who}")
+                        format!(
+                            "run resumed: {done} of {total} trials already finished; {who}{output}"
+                        )
                     } else {
-                        format!("run started: {total} trials planned; {who}")
+                        format!("run started: {total} trials planned; {who}{output}")
                     };
                     let _ = store
                         .writer()
@@ -45,6 +52,42 @@ pub fn record_run_starts(engine: &crate::engine::Engine) -> tokio::task::JoinHan
             }
         }
     })
+}
+
+/// The file this process's standard error goes to, when it is a regular file (a run's log after
+/// `--detach`, `nohup … >run.log 2>&1`); `None` on a terminal or a pipe.
+pub fn output_file() -> Option<std::path::PathBuf> {
+    let meta = std::fs::metadata("/proc/self/fd/2").ok()?;
+    meta.file_type()
+        .is_file()
+        .then(|| std::fs::read_link("/proc/self/fd/2").ok())
+        .flatten()
+}
+
+/// Says, on the terminal, where the progress goes when standard output is piped and standard
+/// error is not (`run | tee`): the pipe gets only the final table.
+pub fn note_where_progress_goes() {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() && std::io::stderr().is_terminal() {
+        crate::errln!(
+            "note: progress goes to standard error, the final table to standard output; `2>&1 | tee FILE` keeps a line per trial too"
+        );
+    }
+}
+
+/// Records that the terminal of run `name` went away and its output now goes to `log`, in its
+/// event log: what `watch` (from a new SSH session) shows of it.
+pub async fn record_headless(store: &crate::store::Store, name: &str, log: &std::path::Path) {
+    let _ = store
+        .add_run_event(
+            name,
+            "warn",
+            format!(
+                "the terminal went away: the run goes on headless, its output in {}",
+                log.display()
+            ),
+        )
+        .await;
 }
 
 /// Records `how` in the event log of run `name` (how it ended: finished, stopped and why, stopped

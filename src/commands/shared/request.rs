@@ -80,7 +80,6 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
             Err(e) => eyre!("--tasks {}: {e}", tasks_dir.display()),
         });
     }
-    crate::commands::check_task_ids(&tasks_dir, &args.task)?;
     let catalog = crate::commands::catalog_with(args.catalog.as_deref())?;
     let conditions = Condition::parse_list(&args.conditions)?;
     if conditions.is_empty() {

@@ -23,6 +23,9 @@ pub struct Signals {
     pub hangup: CancellationToken,
     /// Set while a dashboard draws on standard output (see [`Signals::hold_terminal`]).
     terminal_held: Arc<AtomicBool>,
+    /// True when the same command resumes what a stop leaves (a run, an experiment); false for
+    /// a dry run, which starts afresh each time: the stop messages say which.
+    pub resumable: bool,
 }
 
 /// While alive, a dashboard draws on standard output: a SIGHUP then only fires
@@ -40,14 +43,16 @@ impl Drop for TerminalHold {
 impl Signals {
     /// Installs the handlers. `log` is where output goes after a SIGHUP; SIGHUP is left alone
     /// when the process started with it ignored (under `nohup`), which already keeps the run
-    /// alive and its output where the operator sent it.
-    pub fn install(log: Option<PathBuf>) -> Signals {
+    /// alive and its output where the operator sent it. `resumable`: see [`Signals::resumable`].
+    pub fn install(log: Option<PathBuf>, resumable: bool) -> Signals {
         let signals = Signals {
             shutdown: CancellationToken::new(),
             hangup: CancellationToken::new(),
             terminal_held: Arc::new(AtomicBool::new(false)),
+            resumable,
         };
         let (shutdown, hangup) = (signals.shutdown.clone(), signals.hangup.clone());
+        let resumable = signals.resumable;
         let held = signals.terminal_held.clone();
         tokio::spawn(async move {
             use tokio::signal::unix::{SignalKind, signal};
@@ -73,12 +78,10 @@ impl Signals {
                     }
                 }
                 if stopping {
-                    quit_at_once();
+                    quit_at_once(resumable);
                 }
                 stopping = true;
-                crate::errln!(
-                    "\nstopping: removing containers and saving state (Ctrl-C again to quit at once)"
-                );
+                crate::errln!("\n{}", stopping_line(resumable));
                 shutdown.cancel();
             }
         });
@@ -94,14 +97,31 @@ impl Signals {
     }
 }
 
+/// What the first Ctrl-C or SIGTERM prints: a clean stop, and what comes of it — resumed by the
+/// same command, or for a dry run (`resumable` false) replaced by the next one.
+pub fn stopping_line(resumable: bool) -> &'static str {
+    if resumable {
+        "stopping: removing containers and saving state; the same command resumes it (Ctrl-C again to quit at once)"
+    } else {
+        "stopping the dry run: removing containers; a dry run is not resumed, the next one starts afresh (Ctrl-C again to quit at once)"
+    }
+}
+
 /// A second Ctrl-C or SIGTERM, in the dashboard or headless: quit at once (docs/operations.md),
 /// saying what is left. Running attempts are left as a kill would leave them; the next `run` of
-/// the same command marks them interrupted, queues them again and removes their containers.
-pub fn quit_at_once() -> ! {
-    crate::errln!(
-        "quit at once: running trials are left as they are; the same command resumes the run \
-         (it queues them again and removes their containers)"
-    );
+/// the same command marks them interrupted, queues them again and removes their containers (a
+/// dry run, `resumable` false, is made afresh instead).
+pub fn quit_at_once(resumable: bool) -> ! {
+    if resumable {
+        crate::errln!(
+            "quit at once: running trials are left as they are; the same command resumes the run \
+             (it queues them again and removes their containers)"
+        );
+    } else {
+        crate::errln!(
+            "quit at once: the dry run's containers are removed when the next dry run starts afresh"
+        );
+    }
     std::process::exit(crate::cli::exit_code::INTERRUPTED)
 }
 

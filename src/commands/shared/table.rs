@@ -78,9 +78,17 @@ pub fn conditions_table(r: &Results) -> Fitted {
     model_table(&model::conditions::table(r), terminal_width())
 }
 
-/// The sentences that explain [`conditions_table`]'s columns, when they are shown.
+/// The sentences that explain [`conditions_table`]'s columns, when they are shown: `infra` and
+/// `A/A ±pp` always, the others when their column is there.
 pub fn condition_notes(r: &Results) -> Vec<String> {
-    let mut notes = Vec::new();
+    let mut notes = vec![
+        "infra = trials an infrastructure fault ended (no reward, a build, runtime or provider \
+         error): not failures of the agent; Method D counts them 0"
+            .to_string(),
+        "A/A ±pp = how far Δ moves by trial noise alone: the spread of Δ between halves of each \
+         condition's own trials (— with fewer than 2 trials per task)"
+            .to_string(),
+    ];
     if r.conditions.iter().any(|c| c.timeout_passed > 0) {
         notes.push(
             "t/o passed = agent timeouts whose verifier still gave full marks: they succeeded, \

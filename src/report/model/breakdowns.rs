@@ -39,7 +39,8 @@ pub fn groups_table(g: &Groups) -> Table {
         Column::number("n_tasks", "Tasks")
             .short("tasks")
             .abbr("n")
-            .priority(1),
+            .priority(1)
+            .pin(),
     ];
     for (i, label) in g.conditions.iter().enumerate() {
         columns.push(Column::number(&format!("rate_{i}"), label.as_str()).short(label.as_str()));

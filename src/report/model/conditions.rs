@@ -83,7 +83,6 @@ pub fn table(r: &Results) -> Table {
             .csv(&["done", "planned"]),
         Column::number("passed", format!("Passed ({rule})"))
             .short("passed")
-            .abbr("pass")
             .priority(2)
             .except(View::Dashboard),
         Column::number("timeout_passed", "of which after an agent timeout")
@@ -604,8 +603,9 @@ pub fn tasks(report: &crate::report::Report) -> Vec<Block> {
                 .iter()
                 .filter(|l| l.condition == c.label && l.task == task.id)
                 .map(|l| {
+                    // The report's pass rule, as its counts (and the dashboard's cells) use it.
                     let mark = match l.outcome {
-                        Some(crate::domain::Outcome::Pass) => "✓",
+                        _ if l.succeeded => "✓",
                         Some(o) if o.is_verdict() => "✗",
                         Some(_) => "!",
                         None => "·",
@@ -620,7 +620,7 @@ pub fn tasks(report: &crate::report::Report) -> Vec<Block> {
     vec![
         Block::heading(2, "Tasks and their trials").only(html),
         Block::text(
-            "Every task of the set: its mean reward under each condition and a link to the folder of each trial (✓ reward passed, ✗ a verdict that did not, ! no verdict, · unfinished). The links are relative to this file: keep the report beside the run's jobs folder.",
+            "Every task of the set: its mean reward under each condition and a link to the folder of each trial (✓ succeeded by the pass rule, ✗ a verdict that did not, ! no verdict, · unfinished). The links are relative to this file: keep the report beside the run's jobs folder.",
         )
         .only(html),
         Block::table(t),

@@ -96,6 +96,9 @@ pub struct Column {
     pub numeric: bool,
     /// The renderers that show it.
     pub views: Views,
+    /// Kept on a screen that scrolls the other columns sideways (a breakdown's task count: a
+    /// rate means little without its denominator).
+    pub pinned: bool,
 }
 
 impl Column {
@@ -111,6 +114,7 @@ impl Column {
             priority: 0,
             numeric: false,
             views: Views::ALL,
+            pinned: false,
         }
     }
 
@@ -137,6 +141,12 @@ impl Column {
     /// The priority (0 is kept on the narrowest screen).
     pub fn priority(mut self, p: u8) -> Column {
         self.priority = p;
+        self
+    }
+
+    /// Kept on screen while the other columns scroll sideways ([`Column::pinned`]).
+    pub fn pin(mut self) -> Column {
+        self.pinned = true;
         self
     }
 

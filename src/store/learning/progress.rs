@@ -36,6 +36,23 @@ pub struct SpaceProgress {
     pub export: Option<ExportRow>,
 }
 
+impl SpaceProgress {
+    /// `space` with nothing learned yet: no trial counted, no step, no export.
+    pub fn empty(space: SpaceRow) -> SpaceProgress {
+        SpaceProgress {
+            space,
+            total: 0,
+            finished: 0,
+            by_step: Vec::new(),
+            mislabeled: 0,
+            rejected: 0,
+            errors: 0,
+            current: None,
+            export: None,
+        }
+    }
+}
+
 /// The experiment whose round-1 or round-2 run is `run_name` (the newest, if several).
 ///
 /// # Errors
@@ -101,17 +118,7 @@ pub fn space_progress(conn: &Connection, space: SpaceRow) -> Result<SpaceProgres
             ))
         },
     )?;
-    let mut p = SpaceProgress {
-        space,
-        total: 0,
-        finished: 0,
-        by_step: Vec::new(),
-        mislabeled: 0,
-        rejected: 0,
-        errors: 0,
-        current: None,
-        export: None,
-    };
+    let mut p = SpaceProgress::empty(space);
     let mut first_open: Option<i64> = None;
     for (step, fin, err, n, seq) in groups {
         p.total += n;

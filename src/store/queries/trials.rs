@@ -172,6 +172,10 @@ pub struct TrialFolder {
     pub trial_index: u32,
     /// Its outcome, once finished.
     pub outcome: Option<Outcome>,
+    /// True once it finished (status `done`).
+    pub done: bool,
+    /// Its reward, when the verifier gave one.
+    pub reward: Option<f64>,
     /// The trial folder (absolute for native runs; an imported run's as recorded).
     pub dir: String,
 }
@@ -183,7 +187,8 @@ pub struct TrialFolder {
 /// [`StoreError`] when the database fails.
 pub fn trial_folders(conn: &Connection, run_id: i64) -> Result<Vec<TrialFolder>, StoreError> {
     let mut st = conn.prepare_cached(
-        "SELECT task_id, condition, trial_index, outcome, trial_dir FROM trials
+        "SELECT task_id, condition, trial_index, outcome, trial_dir, status = 'done', reward
+         FROM trials
          WHERE run_id = ?1 AND superseded = 0 AND trial_dir IS NOT NULL
          ORDER BY task_id, condition, trial_index",
     )?;
@@ -194,6 +199,8 @@ pub fn trial_folders(conn: &Connection, run_id: i64) -> Result<Vec<TrialFolder>,
             trial_index: r.get(2)?,
             outcome: r.get(3)?,
             dir: r.get(4)?,
+            done: r.get(5)?,
+            reward: r.get(6)?,
         })
     })?;
     Ok(rows.collect::<Result<_, _>>()?)

@@ -11,20 +11,20 @@ use crate::tui::widgets::{centered, framed};
 /// Draws the dialog centred in `area`.
 pub fn draw(f: &mut Frame, area: Rect, app: &App, c: &Confirm) {
     let t = &app.theme;
-    let q = c.question();
+    let q = c.question(app.resumable);
     let w = (q.chars().count() as u16 + 4).clamp(30, 64).min(area.width);
     let text_rows = (q.chars().count() as u16).div_ceil(w.saturating_sub(4).max(1));
     let r = centered(area, w, text_rows + 4);
     f.render_widget(Clear, r);
+    let answers: Vec<Span> = c
+        .answers()
+        .iter()
+        .flat_map(|(key, what)| [Span::styled(*key, t.accent), Span::styled(*what, t.text)])
+        .collect();
     let lines = vec![
         Line::from(Span::styled(q, t.text)),
         Line::default(),
-        Line::from(vec![
-            Span::styled("[y]", t.accent),
-            Span::styled(" yes   ", t.text),
-            Span::styled("[n]", t.accent),
-            Span::styled(" no", t.text),
-        ]),
+        Line::from(answers),
     ];
     f.render_widget(
         Paragraph::new(lines)

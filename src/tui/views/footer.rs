@@ -1,6 +1,8 @@
-//! Footer line: the filter or search being typed (with why it cannot apply, if so), else the
-//! status message (on up to three rows, never cut at the edge when it fits them), else key hints for the current context from the keymap — as many as fit, the
-//! most needed first (help, and the key to the other panes, always), shown in their usual order.
+//! Footer: the filter or search being typed (with why it cannot apply, if so), else key hints for
+//! the current context from the keymap — as many as fit, the most needed first (help, and the key
+//! to the other panes, always), shown in their usual order — and above that row the status
+//! message while there is one (on up to two rows; it goes after a few seconds or at the next
+//! key, [`crate::tui::app::STATUS_SECS`]).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -192,8 +194,9 @@ fn input_line(
     Line::from(spans)
 }
 
-/// The most rows a status message takes; a longer one is cut with `…` on the last.
-const STATUS_ROWS: usize = 3;
+/// The most rows a status message takes; a longer one is cut with `…` on the last. The key
+/// hints keep their row below it.
+const STATUS_ROWS: usize = 2;
 
 /// The status message wrapped to `width` (at most [`STATUS_ROWS`] rows), when there is one and no
 /// input line is being typed.
@@ -217,10 +220,11 @@ fn status_rows(app: &App, width: usize) -> Option<Vec<Line<'static>>> {
     Some(rows)
 }
 
-/// The footer's height at `width`: one row, or as many as the status message needs (at most
-/// [`STATUS_ROWS`]), so a message is read whole rather than cut at the edge.
+/// The footer's height at `width`: the hint (or input) row, and above it as many rows as the
+/// status message needs (at most [`STATUS_ROWS`]), so a message is read whole and never covers
+/// the keys.
 pub fn height(app: &App, width: u16) -> u16 {
-    status_rows(app, width as usize).map_or(1, |r| r.len().max(1) as u16)
+    1 + status_rows(app, width as usize).map_or(0, |r| r.len() as u16)
 }
 
 /// Draws the footer into `area` ([`height`] rows).
@@ -250,9 +254,6 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
             Span::styled("search /", t.accent),
             Span::styled(format!("{buf}█"), t.text),
         ])
-    } else if let Some(rows) = status_rows(app, w) {
-        f.render_widget(Paragraph::new(rows), area);
-        return;
     } else if app.popup == Some(Popup::Help) {
         Line::from(Span::styled(
             fit("↑↓ PgUp PgDn scroll the keys · any other key closes", w),
@@ -261,5 +262,9 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App) {
     } else {
         hint_line(app, w)
     };
-    f.render_widget(Paragraph::new(line), area);
+    // The status message above the last row, which keeps the keys (or the input being typed).
+    let mut rows = status_rows(app, w).unwrap_or_default();
+    rows.truncate(area.height.saturating_sub(1) as usize);
+    rows.push(line);
+    f.render_widget(Paragraph::new(rows), area);
 }

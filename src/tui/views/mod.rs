@@ -96,7 +96,11 @@ fn main(f: &mut Frame, body: Rect, app: &mut App, hits: &mut Hits) {
             hits.panes.push((main, app.pane));
             match app.pane {
                 Pane::Grid => grid::draw(f, main, cx, &app.grid_model, &mut app.grid, hits, true),
-                Pane::Domains => domains::draw(f, main, app, true),
+                Pane::Domains => {
+                    let reach = domains::draw(f, main, app, true);
+                    app.domains.max_offset = reach.max_offset;
+                    app.domains.max_scroll = reach.max_scroll;
+                }
                 Pane::Events => events::draw(f, main, cx, &mut app.events, true),
             }
         } else {
@@ -106,7 +110,9 @@ fn main(f: &mut Frame, body: Rect, app: &mut App, hits: &mut Hits) {
             let [left, right] =
                 Layout::horizontal([Constraint::Length(grid_w), Constraint::Min(20)]).areas(main);
             // The domain pane as tall as its rows (up to half), the event log below it.
-            let domains_h = domains::height(app).min(right.height / 2).max(5);
+            let domains_h = domains::height(app, right.width)
+                .min(right.height / 2)
+                .max(5);
             let [r_top, r_bottom] =
                 Layout::vertical([Constraint::Length(domains_h), Constraint::Min(3)]).areas(right);
             hits.panes.extend([
@@ -124,7 +130,9 @@ fn main(f: &mut Frame, body: Rect, app: &mut App, hits: &mut Hits) {
                 hits,
                 pane == Pane::Grid,
             );
-            domains::draw(f, r_top, app, pane == Pane::Domains);
+            let reach = domains::draw(f, r_top, app, pane == Pane::Domains);
+            app.domains.max_offset = reach.max_offset;
+            app.domains.max_scroll = reach.max_scroll;
             let cx = Shared {
                 theme: &app.theme,
                 snapshot: app.snapshot.as_deref(),

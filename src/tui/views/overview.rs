@@ -170,11 +170,7 @@ pub fn space_line(t: &Theme, p: &SpaceProgress, width: usize) -> Line<'static> {
             _ => t.dim,
         }
     };
-    let mode = match (s.status_mode.as_deref(), wide) {
-        (Some("criteria"), false) => "crit".to_string(),
-        (Some(m), _) => m.to_string(),
-        (None, _) => "—".to_string(),
-    };
+    let mode = crate::tui::widgets::verdict_route(s.status_mode.as_deref(), wide);
     let frac = if p.total > 0 {
         p.finished as f64 / p.total as f64
     } else {
@@ -814,7 +810,8 @@ fn timing_items(
     timing
 }
 
-/// The last events, one line each (`small`: fewer).
+/// The last events, one line each (`small`: fewer), newest first — the order of the event log
+/// pane, so the two never read in opposite directions.
 fn recent_events(
     t: &Theme,
     s: &Snapshot,
@@ -828,7 +825,6 @@ fn recent_events(
         .iter()
         .rev()
         .take(n_events)
-        .rev()
         .map(|e| event_line(t, e, now, inner_w))
         .collect();
     if events.is_empty() {

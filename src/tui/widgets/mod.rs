@@ -133,6 +133,25 @@ pub fn hms(secs: f64) -> String {
     }
 }
 
+/// How a learning space's verdicts reach Acontext, in words: its status mode (`patch`: the
+/// status PATCH of skill-bench servers; `criteria`: an explicit verdict and the project's
+/// criteria on released servers) as the operator reads it — `verdicts via status PATCH`, or
+/// `via PATCH` where room is short (`wide` false); `—` before the mode is known.
+pub fn verdict_route(mode: Option<&str>, wide: bool) -> String {
+    let how = match mode {
+        None => return "—".to_string(),
+        Some("patch") => "status PATCH",
+        Some("criteria") if !wide => "criteria",
+        Some("criteria") => "verdict + criteria",
+        Some(other) => other,
+    };
+    match (wide, mode) {
+        (true, _) => format!("verdicts via {how}"),
+        (false, Some("patch")) => "via PATCH".to_string(),
+        (false, _) => how.to_string(),
+    }
+}
+
 /// Truncates to `width` columns with an ellipsis.
 pub fn fit(s: &str, width: usize) -> String {
     if width == 0 {

@@ -47,6 +47,12 @@ pub struct Drawn {
     pub hidden: usize,
     /// Columns scrolled off to the left.
     pub left: usize,
+    /// Their headers, in order (`A`, `judged`): what the pane names so that a scrolled table
+    /// never hides its baseline without a sign.
+    pub left_heads: Vec<String>,
+    /// The largest useful offset: the one at which the last column shows (0 when every column
+    /// fits unscrolled). Scrolling further would only hide more.
+    pub max_offset: usize,
 }
 
 /// One drawn column: header, width, alignment, cells, and the spaces before it.
@@ -77,8 +83,10 @@ impl Col {
     }
 }
 
-/// Draws `table` as the dashboard shows it into `width` columns, its first `offset` optional
-/// columns scrolled off to the left (0: the columns the width allows, by priority).
+/// Draws `table` as the dashboard shows it into `width` columns, its first `offset` columns
+/// scrolled off to the left (0: the columns the width allows, by priority). Pinned columns
+/// ([`crate::report::model::Column::pinned`]) stay; `offset` counts the others and stops at
+/// [`Drawn::max_offset`].
 pub fn draw(t: &Theme, table: &Table, width: usize, offset: usize) -> Drawn {
     draw_with(t, table, width, offset, false, 2)
 }
@@ -167,11 +175,28 @@ fn draw_with(
         .max()
         .unwrap_or(0)
         .clamp(LABEL_MIN, LABEL_MAX);
-    let offset = offset.min(cols.len().saturating_sub(1));
-    let keep = if offset == 0 {
-        by_priority(table, &cols, natural, width - width.min(indent))
+    let room = width - width.min(indent);
+    let pinned: Vec<bool> = cols.iter().map(|(i, _)| table.columns[*i].pinned).collect();
+    let unscrolled = by_priority(table, &cols, natural, room);
+    // The offset at which the last column shows; none when everything fits unscrolled.
+    let max_offset = if unscrolled.iter().all(|k| *k) {
+        0
     } else {
-        in_order(&cols, offset, natural, width - width.min(indent))
+        let scrollable = pinned.iter().filter(|p| !**p).count();
+        (1..scrollable.max(1))
+            .find(|&o| {
+                in_order(&cols, &pinned, o, natural, room)
+                    .last()
+                    .copied()
+                    .unwrap_or(true)
+            })
+            .unwrap_or(scrollable.saturating_sub(1))
+    };
+    let offset = offset.min(max_offset);
+    let keep = if offset == 0 {
+        unscrolled
+    } else {
+        in_order(&cols, &pinned, offset, natural, room)
     };
     let kept: Vec<&Col> = cols
         .iter()
@@ -205,10 +230,18 @@ fn draw_with(
         }
         lines.push(Line::from(spans));
     }
+    // The scrollable columns left of the first one shown are off to the left.
+    let left_heads: Vec<String> = cols
+        .iter()
+        .zip(&pinned)
+        .filter(|(_, p)| !**p)
+        .take(offset)
+        .map(|((_, c), _)| c.head.clone())
+        .collect();
     let hidden = keep.iter().filter(|k| !**k).count().saturating_sub(offset);
     let mut note = Vec::new();
     if offset > 0 {
-        note.push(format!("← {offset} more"));
+        note.push(format!("← {} off-screen: ←", left_heads.join(" ")));
     }
     if hidden > 0 {
         note.push(format!(
@@ -245,6 +278,8 @@ fn draw_with(
         lines,
         hidden,
         left: offset,
+        left_heads,
+        max_offset,
     }
 }
 
@@ -270,11 +305,26 @@ fn by_priority(table: &Table, cols: &[(usize, Col)], natural: usize, width: usiz
     keep
 }
 
-/// Columns from `offset` on, in order, while they fit beside the names (scrolled sideways).
-fn in_order(cols: &[(usize, Col)], offset: usize, natural: usize, width: usize) -> Vec<bool> {
+/// Scrolled sideways: the pinned columns, then the others from the `offset`-th on, in order,
+/// while they fit beside the names.
+fn in_order(
+    cols: &[(usize, Col)],
+    pinned: &[bool],
+    offset: usize,
+    natural: usize,
+    width: usize,
+) -> Vec<bool> {
     let mut keep = vec![false; cols.len()];
     let mut used = natural;
-    for (k, (_, c)) in cols.iter().enumerate().skip(offset) {
+    for (k, (_, c)) in cols.iter().enumerate().filter(|(k, _)| pinned[*k]) {
+        let w = c.width() + c.gap;
+        if used + w <= width {
+            used += w;
+            keep[k] = true;
+        }
+    }
+    let scrollable = cols.iter().enumerate().filter(|(k, _)| !pinned[*k]);
+    for (k, (_, c)) in scrollable.skip(offset) {
         let w = c.width() + c.gap;
         if used + w > width {
             break;

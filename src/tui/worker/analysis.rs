@@ -211,13 +211,33 @@ pub fn sanitize_results(r: &mut Results) {
 /// # Errors
 /// Database errors.
 pub fn load_results(conn: &Connection, run_id: i64) -> Result<ResultsData, StoreError> {
+    load_results_with(
+        conn,
+        run_id,
+        &crate::analysis::success::SuccessRule::default(),
+    )
+}
+
+/// [`load_results`] counting successes by `success` (the dashboard's pass rule).
+///
+/// # Errors
+/// Database errors.
+pub fn load_results_with(
+    conn: &Connection,
+    run_id: i64,
+    success: &crate::analysis::success::SuccessRule,
+) -> Result<ResultsData, StoreError> {
     let tx = conn.unchecked_transaction()?;
     let w = watched(&tx, run_id)?;
     let done = change_marker(&tx, &w.runs)?.done();
     let results = if done == 0 {
         None
     } else {
-        let mut r = analyze(&tx, &w.selection, &Scoring::default())?;
+        let scoring = Scoring {
+            success: *success,
+            ..Scoring::default()
+        };
+        let mut r = analyze(&tx, &w.selection, &scoring)?;
         sanitize_results(&mut r);
         Some(r)
     };

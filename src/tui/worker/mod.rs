@@ -37,6 +37,7 @@ use tokio::sync::mpsc as tmpsc;
 use crate::domain::TrialKey;
 use crate::store::{CommandKind, Store, StoreError, queries};
 
+use crate::analysis::success::SuccessRule;
 use analysis::{Cached, Fresh, ResultsData, RubricData, change_marker, watched};
 use snapshot::{EventCache, load_snapshot_with};
 
@@ -83,8 +84,9 @@ pub enum Update {
 pub enum RunSelector {
     /// By name.
     Name(String),
-    /// The newest run.
-    Newest,
+    /// The run a live engine runs now (the most recently started one), else the newest run
+    /// ([`crate::store::run_to_watch`]).
+    Current,
     /// The current run of an experiment: round 2 once it exists, else round 1.
     Experiment(String),
 }
@@ -93,9 +95,10 @@ pub enum RunSelector {
 fn resolve_run(conn: &Connection, sel: &RunSelector) -> Option<i64> {
     match sel {
         RunSelector::Name(n) => queries::find_run(conn, n).ok().flatten().map(|r| r.id),
-        RunSelector::Newest => queries::list_runs(conn)
-            .ok()
-            .and_then(|r| r.first().map(|r| r.id)),
+        RunSelector::Current => queries::list_runs(conn).ok().and_then(|runs| {
+            crate::store::run_to_watch(&runs, chrono::Utc::now(), &crate::store::owner::host_name())
+                .map(|r| r.id)
+        }),
         RunSelector::Experiment(n) => {
             let exp = crate::store::learning::find_experiment(conn, n)
                 .ok()
@@ -121,6 +124,20 @@ impl DataWorker {
     /// # Errors
     /// The database cannot be opened.
     pub fn start(db: &Path, run: RunSelector, poll: Duration) -> Result<DataWorker, StoreError> {
+        DataWorker::start_with(db, run, poll, SuccessRule::default())
+    }
+
+    /// [`DataWorker::start`] showing success by `success` (`watch --pass-threshold`): every
+    /// snapshot carries it ([`Snapshot::success`]) and the Results view's analysis counts by it.
+    ///
+    /// # Errors
+    /// The database cannot be opened.
+    pub fn start_with(
+        db: &Path,
+        run: RunSelector,
+        poll: Duration,
+        success: SuccessRule,
+    ) -> Result<DataWorker, StoreError> {
         let reading = Store::open_for_reading(db)?;
         let (req_tx, req_rx) = mpsc::channel();
         let (up_tx, up_rx) = tmpsc::unbounded_channel();
@@ -132,7 +149,7 @@ impl DataWorker {
         let conn = reading.into_connection();
         std::thread::Builder::new()
             .name("skillscope-ui-data".into())
-            .spawn(move || worker_loop(conn, run, poll, req_rx, up_tx))
+            .spawn(move || worker_loop(conn, run, poll, success, req_rx, up_tx))
             .map_err(|e| StoreError::Sql(e.to_string()))?;
         Ok(DataWorker {
             requests: req_tx,
@@ -170,6 +187,7 @@ fn worker_loop(
     conn: Connection,
     run: RunSelector,
     poll: Duration,
+    success: SuccessRule,
     rx: mpsc::Receiver<Request>,
     tx: tmpsc::UnboundedSender<Update>,
 ) {
@@ -262,7 +280,7 @@ fn worker_loop(
                     RunSelector::Name(n) => {
                         format!("waiting for run {n:?} to appear in the database…")
                     }
-                    RunSelector::Newest => {
+                    RunSelector::Current => {
                         "waiting for a run to appear in the database…".to_string()
                     }
                     RunSelector::Experiment(n) => {
@@ -285,7 +303,8 @@ fn worker_loop(
         if changed {
             version = v;
             match load_snapshot_with(&conn, rid, &mut events) {
-                Ok(s) => {
+                Ok(mut s) => {
+                    s.success = success;
                     owner = s.run.owner_pid.zip(s.owner_alive);
                     if tx.send(Update::Snapshot(Arc::new(s))).is_err() {
                         return;
@@ -318,7 +337,7 @@ fn worker_loop(
         if (want_results || want_rubric)
             && !send_evaluation(
                 &conn,
-                rid,
+                (rid, &success),
                 &tx,
                 (want_results, resend_results, &mut results),
                 (want_rubric, resend_rubric, &mut rubric),
@@ -359,7 +378,7 @@ type Want<'a, T> = (bool, bool, &'a mut Cached<T>);
 /// UI has gone.
 fn send_evaluation(
     conn: &Connection,
-    run_id: i64,
+    (run_id, success): (i64, &SuccessRule),
     tx: &tmpsc::UnboundedSender<Update>,
     (want_results, resend_results, results): Want<ResultsData>,
     (want_rubric, resend_rubric, rubric): Want<RubricData>,
@@ -373,7 +392,7 @@ fn send_evaluation(
     };
     if want_results {
         match results.refresh(marker.clone(), || {
-            super::worker::analysis::load_results(conn, run_id)
+            super::worker::analysis::load_results_with(conn, run_id, success)
         }) {
             Ok(Fresh::New(v)) => {
                 if tx.send(Update::Results(v)).is_err() {

@@ -2,7 +2,7 @@
 //! and files, provenance and learn steps — or one self-generated skill set (see below). Read only while the browser is open; remote text is sanitized.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rusqlite::Connection;
 
@@ -308,13 +308,54 @@ fn decode(id: i64) -> (i64, usize) {
     (n / PER_RUN, (n % PER_RUN) as usize)
 }
 
-/// Short label of a self-generated condition key for the browser's list.
+/// Short label of a condition key's skill set for the browser's list: `self-gen`,
+/// `self-gen:2`, `curated`, or a skills folder's name.
 fn label(key: &str) -> String {
-    if key.ends_with(":two-phase") {
-        "self-gen:2".into()
+    if is_self_generated_key(key) {
+        if key.ends_with(":two-phase") {
+            "self-gen:2".into()
+        } else {
+            "self-gen".into()
+        }
+    } else if key == "curated" {
+        "curated".into()
     } else {
-        "self-gen".into()
+        key.split_once(':')
+            .map(|(_, dir)| {
+                Path::new(dir)
+                    .file_name()
+                    .map_or_else(|| dir.to_string(), |n| n.to_string_lossy().into_owned())
+            })
+            .unwrap_or_else(|| key.to_string())
     }
+}
+
+/// The skills folders condition `key` of `run` puts into its trials, on this machine, each with
+/// the task it is for (`None`: every task's): a task's own `environment/skills` for `curated`,
+/// the folder of `skills:<dir>`, each task's subfolder of `skills-by-task:<dir>`. Empty for the
+/// conditions that bring no skills (no-skills, self-generated).
+fn skill_roots(run: &RunRow, key: &str, tasks: &[String]) -> Vec<(Option<String>, PathBuf)> {
+    let root = Path::new(&run.tasks_dir);
+    if key == "curated" {
+        tasks
+            .iter()
+            .map(|t| (Some(t.clone()), root.join(t).join("environment/skills")))
+            .collect()
+    } else if let Some(dir) = key.strip_prefix("skills-by-task:") {
+        tasks
+            .iter()
+            .map(|t| (Some(t.clone()), Path::new(dir).join(t)))
+            .collect()
+    } else if let Some(dir) = key.strip_prefix("skills:") {
+        vec![(None, PathBuf::from(dir))]
+    } else {
+        Vec::new()
+    }
+}
+
+/// True for a condition whose trials are given skills from a folder ([`skill_roots`]).
+fn brings_skills(key: &str) -> bool {
+    key == "curated" || key.starts_with("skills:") || key.starts_with("skills-by-task:")
 }
 
 fn space_row(run: &RunRow, index: usize, key: &str) -> SpaceRow {
@@ -339,17 +380,37 @@ fn space_row(run: &RunRow, index: usize, key: &str) -> SpaceRow {
     }
 }
 
-/// The generated sets of the self-generated conditions of `runs`: trials that recorded their
-/// skills (finished = total), and kept and refused skills as steps.
+/// The skill sets the browser lists besides learning spaces: of the self-generated conditions of
+/// `runs`, the skills their agents wrote — trials that recorded their skills (finished = total),
+/// and kept and refused skills as steps — and, for a run without learning spaces (`with_folders`),
+/// of each condition that gives its trials skills from a folder ([`skill_roots`]: curated, a
+/// skills folder) the skills in it, read when the set is opened ([`load_skills`]), so that a
+/// plain run's curated skills can be read too.
 ///
 /// # Errors
 /// Database errors.
 pub fn generated_sets(
     conn: &Connection,
     runs: &[RunRow],
+    with_folders: bool,
 ) -> Result<Vec<SpaceProgress>, StoreError> {
     let mut out = Vec::new();
     for run in runs {
+        if with_folders {
+            for (index, key) in run.conditions.iter().enumerate() {
+                // Only where its folders are on this machine (a run moved here, or imported,
+                // shows the skills its trials saw instead).
+                let on_disk = match key.split_once(':') {
+                    Some((_, dir)) => Path::new(dir).is_dir(),
+                    None => Path::new(&run.tasks_dir).is_dir(),
+                };
+                if brings_skills(key) && on_disk {
+                    let mut space = space_row(run, index, key);
+                    space.state = "on disk".into();
+                    out.push(SpaceProgress::empty(space));
+                }
+            }
+        }
         let keys: Vec<(usize, &String)> = run
             .conditions
             .iter()
@@ -383,6 +444,100 @@ pub fn generated_sets(
     Ok(out)
 }
 
+/// The skill set of condition `key` (index `index` of `run`) read from its folders on this
+/// machine ([`skill_roots`]): one entry per skill folder name, its first task's version shown
+/// (as curated: a version no learning changed), its description naming the tasks that ship it.
+/// A folder that cannot be read (gone since the run, over the export limits) is left out.
+fn load_folder_set(run: &RunRow, index: usize, key: &str, tasks: &[String]) -> SkillBrowser {
+    let mut skills: BTreeMap<String, (SkillEntry, Vec<String>)> = BTreeMap::new();
+    for (task, root) in skill_roots(run, key, tasks) {
+        let Ok(entries) = std::fs::read_dir(&root) else {
+            continue;
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.join("SKILL.md").is_file())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let Ok(snap) = snapshot_dir(&dir, &ExportLimits::default()) else {
+                continue;
+            };
+            let name = one_line(&snap.dir_name);
+            let (_, shipped_by) = skills.entry(name.clone()).or_insert_with(|| {
+                let files: Vec<SkillFileRow> = snap
+                    .files
+                    .iter()
+                    .map(|f| SkillFileRow {
+                        path: one_line(&f.path),
+                        size: f.size,
+                        sha256: f.sha256.clone(),
+                        text: f.text.as_deref().map(sanitize::text),
+                    })
+                    .collect();
+                let entry = SkillEntry {
+                    name: name.clone(),
+                    origin: SkillOrigin::Curated,
+                    description: one_line(&snap.description),
+                    files: files
+                        .iter()
+                        .map(|f| SkillFile {
+                            path: f.path.clone(),
+                            curated: Some(f.clone()),
+                            learned: None,
+                        })
+                        .collect(),
+                    curated: Some(SkillVersion {
+                        row: SkillVersionRow {
+                            id: 0,
+                            space_id: generated_set_id(run.id, index),
+                            origin: "curated".into(),
+                            name: one_line(&snap.name),
+                            description: sanitize::text(&snap.description),
+                            content_hash: snap.content_hash.clone(),
+                            remote_id: None,
+                            dir: Some(dir.display().to_string()),
+                            recorded_at: String::new(),
+                            problems: snap.problems.iter().map(|p| one_line(p)).collect(),
+                        },
+                        files,
+                    }),
+                    learned: None,
+                    sources: Vec::new(),
+                    content: None,
+                }
+                .measured();
+                (entry, Vec::new())
+            });
+            if let Some(t) = &task {
+                shipped_by.push(one_line(t));
+            }
+        }
+    }
+    let mut space = space_row(run, index, key);
+    space.label = one_line(&space.label);
+    space.state = "on disk".into();
+    SkillBrowser {
+        space,
+        skills: skills
+            .into_values()
+            .map(|(mut e, tasks)| {
+                if !tasks.is_empty() {
+                    let ships = format!("shipped by task {}", tasks.join(", "));
+                    e.description = if e.description.is_empty() {
+                        ships
+                    } else {
+                        format!("{} · {ships}", e.description)
+                    };
+                }
+                e
+            })
+            .collect(),
+        steps: Vec::new(),
+    }
+}
+
 /// A kept skill's files, read from the trial folder (at most [`ExportLimits`]' sizes), sanitized.
 fn files_of(dir: &Path) -> Vec<SkillFileRow> {
     match snapshot_dir(dir, &ExportLimits::default()) {
@@ -409,6 +564,13 @@ fn files_of(dir: &Path) -> Vec<SkillFileRow> {
 pub fn load_generated_set(conn: &Connection, id: i64) -> Result<SkillBrowser, StoreError> {
     let (run_id, index) = decode(id);
     let run = queries::get_run(conn, run_id)?;
+    if let Some(key) = run.conditions.get(index).filter(|k| brings_skills(k)) {
+        let tasks: Vec<String> = queries::run_tasks(conn, run_id)?
+            .into_iter()
+            .map(|t| t.task_id)
+            .collect();
+        return Ok(load_folder_set(&run, index, key, &tasks));
+    }
     let key = run
         .conditions
         .get(index)

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use rusqlite::Connection;
 
+use crate::analysis::success::SuccessRule;
 use crate::domain::{RunRow, RunTaskRow, TrialBrief, TrialPlan};
 use crate::sanitize::one_line;
 use crate::store::learning::{self as lq, ExperimentRow, SpaceProgress};
@@ -29,6 +30,10 @@ pub struct EventRow {
 pub struct Snapshot {
     /// The run.
     pub run: RunRow,
+    /// The pass rule the dashboard shows success by — the grid's cells, the trial detail, the
+    /// Results view — the report's own ([`SuccessRule::trial_succeeded`]; `watch
+    /// --pass-threshold`, default reward ≥ 1).
+    pub success: SuccessRule,
     /// Its tasks (the fixed denominator), by id.
     pub tasks: Vec<RunTaskRow>,
     /// The latest attempt of every trial (brief form, unordered).
@@ -215,7 +220,8 @@ pub fn load_snapshot_with(
     {
         runs.push(r1);
     }
-    let generated = super::skills::generated_sets(&tx, &runs)?;
+    // A run without learning spaces lists its conditions' skill folders too (curated skills).
+    let generated = super::skills::generated_sets(&tx, &runs, spaces.is_empty())?;
     let snap = Snapshot {
         tasks: queries::run_tasks(&tx, run_id)?,
         trials: queries::current_briefs(&tx, run_id)?,
@@ -234,6 +240,7 @@ pub fn load_snapshot_with(
         hosts: queries::run_hosts(&tx, run_id)?,
         plan: queries::trial_plan(&tx, &run)?,
         sequential: queries::sequential_record(&tx, run_id)?,
+        success: SuccessRule::default(),
         run,
         experiment,
         spaces,

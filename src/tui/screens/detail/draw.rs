@@ -145,7 +145,7 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, det: &mut DetailState, hits: 
             );
             shown.extend(wrap::wrap(&owned, width));
         } else {
-            shown.push(line);
+            shown.push(cut_at(line, width, t.accent));
         }
         last += 1;
     }
@@ -161,6 +161,38 @@ pub fn draw(f: &mut Frame, area: Rect, cx: Shared, det: &mut DetailState, hits: 
         Layout::vertical([Constraint::Length(head_rows as u16), Constraint::Min(1)]).areas(body);
     f.render_widget(Paragraph::new(head), info);
     f.render_widget(Paragraph::new(shown), text_area);
+}
+
+/// `line` as it is when it fits `width`, else cut to `width - 1` columns and marked `…` (in
+/// `mark`): a log line longer than the pane says so (`w` wraps it whole).
+fn cut_at(line: Line<'_>, width: usize, mark: Style) -> Line<'_> {
+    if line.width() <= width || width == 0 {
+        return line;
+    }
+    let mut left = width - 1;
+    let mut out: Vec<Span> = Vec::new();
+    for s in line.spans {
+        let w = s.width();
+        if w <= left {
+            left -= w;
+            out.push(s);
+            continue;
+        }
+        let mut text = String::new();
+        for c in s.content.chars() {
+            let mut buf = [0u8; 4];
+            let cw = wrap::width_of(c.encode_utf8(&mut buf));
+            if cw > left {
+                break;
+            }
+            left -= cw;
+            text.push(c);
+        }
+        out.push(Span::styled(text, s.style));
+        break;
+    }
+    out.push(Span::styled("…", mark));
+    Line::from(out)
 }
 
 /// A line with case-insensitive matches of `needle` styled as matches.
@@ -271,13 +303,12 @@ fn identity(cx: Shared, a: &TrialRow, n_attempts: usize) -> Vec<Line<'static>> {
     let task = cx
         .snapshot
         .and_then(|s| s.tasks.iter().find(|x| x.task_id == a.task_id));
-    let outcome = a
-        .outcome
-        .map(|o| o.as_str().to_string())
-        .unwrap_or_else(|| a.status.to_string());
-    let outcome_style = match a.outcome {
-        Some(crate::domain::Outcome::Pass) => t.pass,
-        Some(_) => t.fail,
+    // The pass rule of the grid and the report decides what the line says and its colour.
+    let rule = cx.snapshot.map(|s| s.success).unwrap_or_default();
+    let (outcome, succeeded) = crate::tui::model::outcome_words(a, &rule);
+    let outcome_style = match succeeded {
+        Some(true) => t.pass,
+        Some(false) => t.fail,
         None => t.running,
     };
     let mut lines = vec![
@@ -302,21 +333,7 @@ fn identity(cx: Shared, a: &TrialRow, n_attempts: usize) -> Vec<Line<'static>> {
             ),
             t.text,
         ),
-        kv(
-            "outcome",
-            format!(
-                "{outcome}{}{}",
-                a.reward
-                    .map(|r| format!(" · reward {r}"))
-                    .unwrap_or_default(),
-                a.rewards
-                    .as_ref()
-                    .filter(|r| r.as_object().is_some_and(|o| o.len() > 1))
-                    .map(|r| format!(" · rewards {r}"))
-                    .unwrap_or_default()
-            ),
-            outcome_style,
-        ),
+        kv("outcome", outcome, outcome_style),
     ];
     // The agent changed what a task's work never touches: judged a failure, with what it changed.
     if let Some(flag) = a
@@ -365,7 +382,9 @@ fn activity(cx: Shared, a: &TrialRow, width: usize) -> Vec<Line<'static>> {
         last_output_at: a.last_output_at.clone(),
         stalled_at: a.stalled_at.clone(),
     };
-    let state = crate::tui::model::CellState::of(&a.brief()).with_stall(a.stalled_at.is_some());
+    let rule = cx.snapshot.map(|s| s.success).unwrap_or_default();
+    let state =
+        crate::tui::model::CellState::of(&a.brief(), &rule).with_stall(a.stalled_at.is_some());
     let mut live = live_line(t, state, Some(&activity), cx.now, width.saturating_sub(12));
     live.spans
         .insert(0, Span::styled(format!("{:<12}", "activity"), t.dim));
@@ -463,24 +482,26 @@ fn record(t: &Theme, a: &TrialRow, uses: &[SkillUseRow]) -> Vec<Line<'static>> {
         if uses.is_empty() { t.dim } else { t.accent },
     ));
     if a.n_input_tokens.is_some() || a.n_output_tokens.is_some() || a.n_steps.is_some() {
-        let n = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_else(|| "?".into());
-        // `1 step`, `2 steps`, `? steps`.
+        // What the agent did not report is unknown: `—`, never `?` or 0 (docs/dashboard.md).
+        let n = |v: Option<i64>| v.map(|v| v.to_string()).unwrap_or_else(|| "—".into());
+        // `1 step`, `2 steps`, `— steps`.
         let of = |v: Option<i64>, one: &str, many: &str| match v {
             Some(v) => crate::format::count(usize::try_from(v).unwrap_or(0), one, many),
-            None => format!("? {many}"),
+            None => format!("— {many}"),
+        };
+        let tokens = match (a.n_input_tokens, a.n_cache_tokens, a.n_output_tokens) {
+            (None, None, None) => "tokens — (none reported)".to_string(),
+            (i, c, o) => format!("tokens in {} (cached {}) out {}", n(i), n(c), n(o)),
         };
         lines.push(kv(
             "agent",
             format!(
-                "{} · {} · tokens in {} (cached {}) out {} · cost {}",
+                "{} · {} · {tokens} · cost {}",
                 of(a.n_steps, "step", "steps"),
                 of(a.n_tool_calls, "tool call", "tool calls"),
-                n(a.n_input_tokens),
-                n(a.n_cache_tokens),
-                n(a.n_output_tokens),
                 a.cost_usd
                     .map(|c| format!("${c:.4}"))
-                    .unwrap_or_else(|| "unknown".into())
+                    .unwrap_or_else(|| "—".into())
             ),
             t.text,
         ));

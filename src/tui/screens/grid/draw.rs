@@ -57,9 +57,22 @@ pub fn draw(
 ) {
     let Some(s) = cx.snapshot else { return };
     let t = cx.theme;
-    let (title, live) = heading(cx, s, m, g, area.width);
+    let inner = framed(t, "", focused).inner(area);
+    // Rows, scrolled so the cursor's row is visible; those left out are counted in the title.
+    let body_h = (inner.height.saturating_sub(2)) as usize;
+    let cursor_row = m.task_rows.get(g.row).copied().unwrap_or(0);
+    let mut top = g.top.min(m.rows.len().saturating_sub(1));
+    if cursor_row < top {
+        top = cursor_row.saturating_sub(1);
+    }
+    if cursor_row >= top + body_h {
+        top = (cursor_row + 1).saturating_sub(body_h);
+    }
+    let (mut title, live) = heading(cx, s, m, g, area.width);
+    if let Some(more) = rows_off_screen(m, top, body_h) {
+        title.push_str(&format!(" · {more}"));
+    }
     let mut block = framed(t, &title, focused);
-    let inner = block.inner(area);
     // Columns first: what they leave off-screen goes on the bottom border.
     let cols = (!m.task_rows.is_empty() && inner.height >= 3 && inner.width >= 10)
         .then(|| Columns::fit(s, m, g, inner));
@@ -90,18 +103,7 @@ pub fn draw(
     };
     g.left = cols.left;
     header(f.buffer_mut(), inner, t, &cols, &off);
-
-    // Rows, scrolled so the cursor's row is visible.
-    let body_h = (inner.height - 2) as usize;
     g.page = body_h.saturating_sub(1);
-    let cursor_row = m.task_rows.get(g.row).copied().unwrap_or(0);
-    let mut top = g.top.min(m.rows.len().saturating_sub(1));
-    if cursor_row < top {
-        top = cursor_row.saturating_sub(1);
-    }
-    if cursor_row >= top + body_h {
-        top = cursor_row + 1 - body_h;
-    }
     g.top = top;
     hits.grid = Some(cols.hits(inner, top, body_h));
     rows(f.buffer_mut(), inner, t, &cols, g, top, body_h);
@@ -159,6 +161,20 @@ fn heading(
         live = Some(line);
     }
     (title, live)
+}
+
+/// The tasks above and below the rows drawn from `top` (`body_h` rows), for the title:
+/// `↓ 3 more tasks (j)`, `↑ 2 ↓ 3 more tasks`; `None` when every task row shows.
+fn rows_off_screen(m: &GridModel, top: usize, body_h: usize) -> Option<String> {
+    let above = m.task_rows.iter().filter(|&&r| r < top).count();
+    let below = m.task_rows.iter().filter(|&&r| r >= top + body_h).count();
+    let n = |k: usize| crate::format::count(k, "more task", "more tasks");
+    match (above, below) {
+        (0, 0) => None,
+        (0, b) => Some(format!("↓ {} (j)", n(b))),
+        (a, 0) => Some(format!("↑ {} (k)", n(a))),
+        (a, b) => Some(format!("↑ {a} ↓ {}", n(b))),
+    }
 }
 
 /// A condition by its short label (A, B, A', B', C …); the legend names them in full.
@@ -410,6 +426,15 @@ fn header(buf: &mut Buffer, inner: Rect, t: &Theme, cols: &Columns, off: &OffScr
         &fit("task", cols.label_w as usize),
         t.dim,
     );
+    // The second header row numbers the trials: say so where the task names stand.
+    put(
+        buf,
+        inner,
+        inner.x,
+        header_y + 1,
+        &fit("trial", cols.label_w as usize),
+        t.dim,
+    );
     let mut x = cols.x0;
     let mut c = left;
     while c < left + shown_cols {
@@ -428,7 +453,8 @@ fn header(buf: &mut Buffer, inner: Rect, t: &Theme, cols: &Columns, off: &OffScr
             t.header,
         );
         // Trial numbers: all of them when they fit their cells, else 1 and every fifth (10
-        // would run into 11 in cells two wide).
+        // would run into 11 in cells two wide), the trials between marked `·` so that every
+        // cell has its mark and `1 · · · 5` reads as trials 1 to 5, not as two trials.
         let all_fit = m.columns[c..c + k]
             .iter()
             .all(|col| (col.trial_index.to_string().len() as u16) < cell_w);
@@ -437,9 +463,15 @@ fn header(buf: &mut Buffer, inner: Rect, t: &Theme, cols: &Columns, off: &OffScr
             let i = m.columns[c + j].trial_index;
             let cx = x + j as u16 * cell_w;
             let text = i.to_string();
-            if (all_fit || i == 1 || i.is_multiple_of(5)) && cx >= free_from {
+            if cx < free_from {
+                continue;
+            }
+            if all_fit || i == 1 || i.is_multiple_of(5) {
                 put(buf, inner, cx, header_y + 1, &text, t.dim);
                 free_from = cx + text.len() as u16 + 1;
+            } else {
+                put(buf, inner, cx, header_y + 1, "·", t.dim);
+                free_from = cx + 1;
             }
         }
         x += w + GROUP_GAP;

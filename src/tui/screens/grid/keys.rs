@@ -123,14 +123,31 @@ impl GridState {
                 let Some(s) = snapshot else {
                     return Reply::default();
                 };
-                let ids: Vec<i64> = model
+                // Failed as `retry --failed` means it: a trial the operator cancelled is a
+                // decision, not a failure (`retry --cancelled` runs those).
+                let shown: Vec<&TrialBrief> = model
                     .shown_trials()
                     .map(|i| &s.trials[i])
-                    .filter(|t| t.status == TrialStatus::Done && CellState::of(t).is_failed())
+                    .filter(|t| {
+                        t.status == TrialStatus::Done && CellState::of(t, &s.success).is_failed()
+                    })
+                    .collect();
+                let ids: Vec<i64> = shown
+                    .iter()
+                    .filter(|t| t.outcome.is_none_or(|o| o.is_failed_for_retry()))
                     .map(|t| t.id)
                     .collect();
+                let cancelled = shown.len() - ids.len();
                 if ids.is_empty() {
-                    *status = Some("no failed trials in the current filter".into());
+                    *status = Some(if cancelled > 0 {
+                        format!(
+                            "no failed trials in the current filter; {} cancelled: `skillscope retry {} --cancelled` runs them",
+                            cancelled,
+                            crate::sanitize::one_line(&s.run.name)
+                        )
+                    } else {
+                        "no failed trials in the current filter".into()
+                    });
                 } else {
                     return Then::RetryAll(ids).into();
                 }

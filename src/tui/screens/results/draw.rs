@@ -129,21 +129,17 @@ fn body(
             )
         })
         .collect();
-    lines.push(Line::from(Span::styled(
-        fit(&format!("runs {}", runs.join(" · ")), width),
-        t.dim,
-    )));
-    lines.push(Line::from(Span::styled(
-        fit(
-            &format!(
-                "CI: {} · success: {} · comparisons over the tasks both sides ran",
-                res.ci_method.short(),
-                res.success_description
-            ),
-            width,
+    // The header lines wrap (and scroll with the rest) rather than being cut at the edge.
+    for head in [
+        format!("runs {}", runs.join(" · ")),
+        format!(
+            "CI: {} · success: {} · comparisons over the tasks both sides ran",
+            res.ci_method.short(),
+            res.success_description
         ),
-        t.dim,
-    )));
+    ] {
+        lines.extend(wrap::hanging(Vec::new(), Span::styled(head, t.dim), width));
+    }
     lines.push(Line::default());
     // Skills that reached a condition without skills: first, before any number.
     for f in &res.exposure.flags {

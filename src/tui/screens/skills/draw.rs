@@ -10,7 +10,6 @@ use ratatui::widgets::Paragraph;
 
 use super::rubric::{rubric_lines, rubric_panel};
 use super::{SKILLS_TABS, SkillsFocus, SkillsState};
-use crate::report::model::exposure;
 use crate::store::learning::SpaceProgress;
 use crate::tui::screens::{Hits, Shared, list_top, record_tabs};
 use crate::tui::skilldoc::{DocLine, gutter};
@@ -25,42 +24,59 @@ pub const SIDE_BY_SIDE: u16 = 100;
 /// Width of the list column when side by side.
 const LIST_W: u16 = 38;
 
+/// What the words of [`seen_skills`]' lines mean (the report's exposure legend names the columns
+/// of its table, which this list does not have).
+const SEEN_LEGEND: &str = "origin: task = the task's own skill, learned = from a skills folder (A′, B′), generated = written by the agent (C), other = nobody put it there, stray = one the condition should not show · seen by = trials that could see it · used = known only from a model's trajectory (the oracle and nop leave none)";
+
 /// A run without learning spaces: the skills each condition's trials saw (curated included),
 /// where each came from and which trials used it — the analysis's skill exposure
 /// ([`crate::analysis::exposure::SkillTally`]) under its legend, scrolled with the cursor keys.
 fn seen_skills(f: &mut Frame, area: Rect, t: &Theme, sk: &mut SkillsState) {
-    let block = framed(t, "skills the trials saw", true);
+    let mut block = framed(t, "skills the trials saw", true);
     let inner = block.inner(area);
-    f.render_widget(block, area);
     let width = inner.width as usize;
-    let mut lines: Vec<Line<'static>> = vec![Line::from(Span::styled(
-        fit(
+    // Every line wraps: nothing of what it says is cut at the edge.
+    let mut lines: Vec<Line<'static>> = hanging(
+        Vec::new(),
+        Span::styled(
             "No learning space learns from this run yet (`skillscope learn` or an experiment's learn phase creates them).",
-            width,
+            t.dim,
         ),
-        t.dim,
-    ))];
+        width,
+    );
     let results = sk.seen.as_ref().and_then(|d| d.results.as_ref());
     match results {
-        None => lines.push(Line::from(Span::styled(
-            if sk.seen.is_some() {
-                "No trial has finished yet: the skills its trials saw show once one has."
-            } else {
-                "loading the skills the trials saw…"
-            },
-            t.dim,
-        ))),
+        None => lines.extend(hanging(
+            Vec::new(),
+            Span::styled(
+                if sk.seen.is_some() {
+                    "No trial has finished yet: the skills its trials saw show once one has."
+                } else {
+                    "loading the skills the trials saw…"
+                },
+                t.dim,
+            ),
+            width,
+        )),
         Some(r) if r.exposure.conditions.iter().all(|c| c.skills.is_empty()) => {
-            lines.push(Line::from(Span::styled(
-                "No trial of this run could see a skill (other than its harness's own).",
-                t.text,
-            )));
+            lines.extend(hanging(
+                Vec::new(),
+                Span::styled(
+                    "No trial of this run could see a skill (other than its harness's own).",
+                    t.text,
+                ),
+                width,
+            ));
         }
         Some(r) => {
-            lines.push(Line::from(Span::styled(
-                "The skills each condition's trials saw, and which trials used each:",
-                t.text,
-            )));
+            lines.extend(hanging(
+                Vec::new(),
+                Span::styled(
+                    "The skills each condition's trials saw, and which trials used each:",
+                    t.text,
+                ),
+                width,
+            ));
             for c in r
                 .exposure
                 .conditions
@@ -102,7 +118,7 @@ fn seen_skills(f: &mut Frame, area: Rect, t: &Theme, sk: &mut SkillsState) {
             lines.push(Line::default());
             lines.extend(hanging(
                 Vec::new(),
-                Span::styled(exposure::LEGEND.to_string(), t.dim),
+                Span::styled(SEEN_LEGEND.to_string(), t.dim),
                 width,
             ));
         }
@@ -110,6 +126,22 @@ fn seen_skills(f: &mut Frame, area: Rect, t: &Theme, sk: &mut SkillsState) {
     let page = inner.height as usize;
     sk.page = page;
     sk.scroll = sk.scroll.min(lines.len().saturating_sub(page));
+    // What lies below (or above) is said on the border, never cut in silence.
+    if lines.len() > page {
+        block = block.title_bottom(
+            Line::from(Span::styled(
+                format!(
+                    " {}–{} of {} · ↑↓ scroll ",
+                    sk.scroll + 1,
+                    (sk.scroll + page).min(lines.len()),
+                    lines.len()
+                ),
+                t.dim,
+            ))
+            .right_aligned(),
+        );
+    }
+    f.render_widget(block, area);
     let shown: Vec<Line> = lines.into_iter().skip(sk.scroll).take(page).collect();
     f.render_widget(Paragraph::new(shown), inner);
 }
@@ -500,21 +532,27 @@ fn space_lines(
         .enumerate()
         .map(|(i, p)| {
             let s = &p.space;
+            // A condition's skills folder (curated) learned nothing: no progress to count.
+            let folder = crate::tui::worker::skills::is_generated_set(s.id) && p.by_step.is_empty();
             let mut spans = vec![
                 Span::styled(format!("{:<label_w$} ", fit(&s.label, label_w)), t.accent),
                 Span::styled(
                     format!("{:<8} ", fit(&s.state, 8)),
                     if s.error.is_some() { t.fail } else { t.text },
                 ),
-                Span::styled(format!("{}/{}", p.finished, p.total), t.text),
             ];
+            if !folder {
+                spans.push(Span::styled(format!("{}/{}", p.finished, p.total), t.text));
+            }
             if p.mislabeled > 0 {
                 spans.push(Span::styled(
                     format!(" {} {} MISLABELED", t.glyphs.fail, p.mislabeled),
                     t.error.add_modifier(Modifier::BOLD),
                 ));
             }
-            let mode = if crate::tui::worker::skills::is_generated_set(s.id) {
+            let mode = if folder {
+                "the skills its trials were given".to_string()
+            } else if crate::tui::worker::skills::is_generated_set(s.id) {
                 let n = |k: &str| {
                     p.by_step
                         .iter()
@@ -523,7 +561,10 @@ fn space_lines(
                 };
                 format!(" {} kept {} refused", n("kept"), n("refused"))
             } else {
-                format!(" {}", s.status_mode.as_deref().unwrap_or("—"))
+                format!(
+                    " {}",
+                    crate::tui::widgets::verdict_route(s.status_mode.as_deref(), false)
+                )
             };
             let used: usize = spans.iter().map(|s| s.width()).sum();
             if used + mode.chars().count() <= w {
@@ -729,7 +770,10 @@ fn sessions(
         ),
         Span::styled(format!("{}/{} final", p.finished, p.total), t.accent),
         Span::styled(
-            format!(" · mode {}", s.status_mode.as_deref().unwrap_or("—")),
+            format!(
+                " · {}",
+                crate::tui::widgets::verdict_route(s.status_mode.as_deref(), true)
+            ),
             t.dim,
         ),
         Span::styled(

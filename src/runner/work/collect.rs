@@ -107,7 +107,16 @@ impl Collected {
 }
 
 /// The script that packs every path changed in the last `minutes` minutes (by `ctime`),
-/// outside `pruned`, as a tar on stdout (several archives one after the other).
+/// outside `pruned` and outside every read-only mount of the environment, as a tar on stdout
+/// (several archives one after the other).
+///
+/// Read-only mounts (a compose service's `:ro` volume, an operator's `--mount …:ro`, the
+/// oracle's solution) are read from the kernel's `/proc/self/mountinfo` (field 5, its octal
+/// escapes decoded; options field 6): the agent cannot have written there, the verifier gets the
+/// same mount, and a folder freshly made on the host (a task checked out a minute ago) would
+/// otherwise be carried into a mount the verifier cannot write. Read-write mounts stay read: an
+/// image's `VOLUME` is a fresh anonymous volume per environment, so the agent's work there
+/// reaches the verifier only by this copy.
 pub fn changed_paths_script(pruned: &[String], minutes: u64) -> String {
     let s = STATIC_SHELL_DIR;
     let prune: Vec<String> = pruned
@@ -115,7 +124,10 @@ pub fn changed_paths_script(pruned: &[String], minutes: u64) -> String {
         .map(|p| format!("-path {}", shell_quote(p)))
         .collect();
     format!(
-        "cd / && {s}/find / \\( {} \\) -prune -o -cmin -{minutes} -print0 | {s}/xargs -0 -r {s}/tar -c --no-recursion -f -",
+        "cd / && set -- && while read -r _ _ _ _ mp opts _; do case \",$opts,\" in *,ro,*) \
+         [ \"$mp\" = / ] || set -- \"$@\" -o -path \"$({s}/busybox printf '%b' \"$mp\")\";; esac; \
+         done < /proc/self/mountinfo; \
+         {s}/find / \\( {} \"$@\" \\) -prune -o -cmin -{minutes} -print0 | {s}/xargs -0 -r {s}/tar -c --no-recursion -f -",
         prune.join(" -o ")
     )
 }

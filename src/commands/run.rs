@@ -159,19 +159,19 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
     Ok(exit_code_of(&outcome))
 }
 
-/// Refuses a jobs folder that cannot take trial folders (read-only, not a folder, no room), in
-/// one error naming it, before the database is opened: found here, not trial by trial.
+/// Refuses a jobs folder that cannot take trial folders (read-only, not a folder), in one error
+/// naming it, before the database is opened: found here, not trial by trial. A nearly full disk
+/// is not refused here (the run stops cleanly when it fills; a paid run's preflight refuses it).
 ///
 /// # Errors
 /// The failed check, with its fix as the hint.
 fn check_jobs_dir(jobs: &std::path::Path) -> Result<()> {
-    let c = crate::preflight::docker::here_check("jobs folder", jobs);
-    match (c.verdict, c.fix) {
-        (crate::preflight::Verdict::Fail, Some(fix)) => Err(crate::console::hinted(
+    match crate::preflight::docker::writable_check("jobs folder", jobs) {
+        Some(c) => Err(crate::console::hinted(
             format!("jobs folder: {}", c.detail),
-            fix,
+            c.fix.unwrap_or_default(),
         )),
-        _ => Ok(()),
+        None => Ok(()),
     }
 }
 

@@ -133,26 +133,8 @@ async fn host_check(host: &dyn Host, what: String, n_tasks: u64) -> Check {
 /// instead of trial by trial — and its disk has room. Nothing is left behind (the probe is an
 /// unnamed temporary file).
 pub fn here_check(what: &'static str, path: &Path) -> Check {
-    let fix = "pass --db / --jobs-dir (or the plan's jobs_dir) on a writable disk";
-    if path.exists() && !path.is_dir() {
-        return Check::fail(
-            "disk",
-            what,
-            format!("{} is not a folder", path.display()),
-            fix,
-        );
-    }
-    let nearest = path
-        .ancestors()
-        .find(|a| !a.as_os_str().is_empty() && a.is_dir())
-        .unwrap_or(Path::new("."));
-    if let Err(e) = tempfile::tempfile_in(nearest) {
-        return Check::fail(
-            "disk",
-            what,
-            format!("{}: nothing can be written there ({e})", path.display()),
-            fix,
-        );
+    if let Some(refused) = writable_check(what, path) {
+        return refused;
     }
     let Some(fs) = file_system_of_nearest(path) else {
         return Check::ok("disk", what, format!("{}: not measured", path.display()));
@@ -178,4 +160,34 @@ pub fn here_check(what: &'static str, path: &Path) -> Check {
     } else {
         Check::ok("disk", what, format!("{free} free for {}", path.display()))
     }
+}
+
+/// The part of [`here_check`] no run may start without, whatever its agent: `Some` failed check
+/// when `path` is not a folder or nothing can be written there (a read-only mount or folder,
+/// missing permission); `None` when a file can be written. Free space is not judged here: a
+/// run on a nearly full disk starts and stops cleanly when it fills (the preflight of a paid
+/// run refuses it earlier, [`here_check`]).
+pub fn writable_check(what: &'static str, path: &Path) -> Option<Check> {
+    let fix = "pass --db / --jobs-dir (or the plan's jobs_dir) on a writable disk";
+    if path.exists() && !path.is_dir() {
+        return Some(Check::fail(
+            "disk",
+            what,
+            format!("{} is not a folder", path.display()),
+            fix,
+        ));
+    }
+    let nearest = path
+        .ancestors()
+        .find(|a| !a.as_os_str().is_empty() && a.is_dir())
+        .unwrap_or(Path::new("."));
+    if let Err(e) = tempfile::tempfile_in(nearest) {
+        return Some(Check::fail(
+            "disk",
+            what,
+            format!("{}: nothing can be written there ({e})", path.display()),
+            fix,
+        ));
+    }
+    None
 }

@@ -583,7 +583,16 @@ async fn sighup_under_the_dashboard_goes_headless_and_watch_reattaches() {
     tmux(&["kill-session", "-t", &watch]);
     let (run, _) = state(&s, "hup").unwrap();
     assert_eq!(run.status, "finished", "{:?}", run.stop_reason);
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    // The store says finished before the process has printed its table into the log: wait for
+    // the table (the bound only ends a hung test).
+    let t0 = Instant::now();
+    let text = loop {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        if text.contains("run hup — finished") || t0.elapsed() > Duration::from_secs(60) {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     assert!(
         text.contains("goes on headless"),
         "{}: {text}",

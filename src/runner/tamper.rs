@@ -6,8 +6,9 @@
 //! (its environment starts from the image); a flag is the evidence of an attempt, and the trial
 //! is judged a failure of the agent. What is flagged (docs/scoring.md says the same):
 //!
-//! - anything added, changed or deleted under `/tests` or `/logs/verifier` (the verifier's
-//!   folders), or in a skill folder (those the exposure scan looked in and
+//! - anything added, changed or deleted under `/tests`, or a reward or test report under
+//!   `/logs/verifier` (the verifier's folders; other files the agent leaves in `/logs/verifier`
+//!   are listed, never carried, not flagged), or in a skill folder (those the exposure scan looked in and
 //!   [`SKILL_DESTINATIONS`]; the harness's own folder of built-ins aside, and for a two-phase
 //!   self-generated trial the skills skillscope installed between its sessions);
 //! - an existing file changed or deleted under the executable folders ([`EXEC_DIRS`] and every
@@ -110,6 +111,16 @@ const PACKAGE_FOLDERS: &[&str] = &["site-packages", "dist-packages", "node_modul
 
 /// The verifier's folders.
 const VERIFIER_DIRS: &[&str] = super::work::rule::VERIFIER_ONLY;
+
+/// The verifier's log folder, where a task's tests write their reward and reports.
+const VERIFIER_LOGS: &str = "/logs/verifier";
+
+/// Whether `path` (under [`VERIFIER_LOGS`]) has the name of a file a verdict is read from: the
+/// reward (`reward.txt`, `reward.json`) or a test report (`ctrf.json`, JUnit `*.xml`).
+fn names_a_verdict_file(path: &str) -> bool {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    matches!(name, "reward.txt" | "reward.json" | "ctrf.json") || name.ends_with(".xml")
+}
 
 pub use super::work::manifest::{MAX_SCRIPT, is_console_script};
 
@@ -259,7 +270,12 @@ pub fn assess(ev: &Evidence<'_>) -> TamperRecord {
                     .any(|e| at_or_under(path, e.trim_end_matches('/')))
             });
         if let Some(d) = verifier_dir {
-            flagged.push(flag(&format!("the verifier's folder {d}")));
+            // Nothing here is carried: the verifier's folders are made empty once the agent is
+            // gone. In `/logs/verifier` only a file the verdict is read from is an attempt; a
+            // real task's own oracle copies its output there "for review" (court-form-filling).
+            if *d != VERIFIER_LOGS || names_a_verdict_file(path) {
+                flagged.push(flag(&format!("the verifier's folder {d}")));
+            }
             continue;
         }
         if c.class.starts_with("shadows") {
@@ -524,6 +540,7 @@ mod tests {
             ch('A', "/tests"),
             ch('A', "/tests/test.sh"),
             ch('A', "/logs/verifier/reward.txt"),
+            ch('A', "/logs/verifier/ctrf.json"),
             ch('A', "/etc/ld.so.preload"),
             ch('A', "/usr/lib/python3.11/sitecustomize.py"),
             ch('C', "/usr/lib/x86_64-linux-gnu/libc.so.6"),
@@ -559,6 +576,7 @@ mod tests {
             "A /tests",
             "A /tests/test.sh",
             "A /logs/verifier/reward.txt",
+            "A /logs/verifier/ctrf.json",
             "A /etc/ld.so.preload",
             "A /usr/lib/python3.11/sitecustomize.py",
             "C /usr/lib/x86_64-linux-gnu/libc.so.6",
@@ -574,7 +592,7 @@ mod tests {
             assert!(got.contains(&want.to_string()), "{want} not in {got:#?}");
         }
         assert!(!got.contains(&"C /bin".to_string()), "a folder is no file");
-        assert_eq!(r.flagged_total, 16);
+        assert_eq!(r.flagged_total, 17);
         assert_eq!(r.flag().unwrap().paths.len(), SUMMARY_PATHS);
     }
 
@@ -600,6 +618,9 @@ mod tests {
             ch('C', "/usr/lib/x86_64-linux-gnu/gio/modules/giomodule.cache"),
             ch('C', "/usr/lib/x86_64-linux-gnu"),
             ch('A', "/root/answer.txt"),
+            // A real task's oracle copies its output "for review" (court-form-filling).
+            ch('A', "/logs/verifier"),
+            ch('A', "/logs/verifier/sc100-filled.pdf"),
             ch('C', "/etc/hosts"),
             ch('A', "/root/.codex/skills/.system/imagegen/SKILL.md"),
             ch('A', "/root/.agents/skills/mine/SKILL.md"),

@@ -150,3 +150,22 @@ fn one_tasks_folder_suggests_its_parent() {
     left_nothing(dir.path());
 }
 
+/// `experiment --help` names the dry run's folder as the README does (issue 48: the help said
+/// `dry-run/<name>/`, the README `dry-run/<name>-dry-run/`; the second is where it goes).
+#[test]
+fn experiment_help_and_the_readme_name_one_dry_run_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = skillscope(dir.path(), &["experiment", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let folder = "dry-run/<name>-dry-run/";
+    assert!(help.contains(folder), "{help}");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(readme.contains(&format!("`{folder}`")), "README");
+    assert!(
+        !help.contains("dry-run/<name>/") && !readme.contains("dry-run/<name>/"),
+        "one name for the folder"
+    );
+    left_nothing(dir.path());
+}

@@ -13,13 +13,10 @@ if [ "${1:-}" = "--shots" ]; then
   shift 2
 fi
 [ $# -gt 0 ] || { echo "usage: $0 [--shots DIR] REPORT.html..." >&2; exit 2; }
-command -v chromium >/dev/null || { echo "report-html-check: chromium is not installed (apt-get install chromium)" >&2; exit 2; }
 profile=$(mktemp -d)
 trap 'rm -rf "$profile"' EXIT
-# The flags a closed network needs: no background connections, no component updates.
-flags=(--headless --no-sandbox --disable-gpu --disable-quic --no-first-run
-  --disable-background-networking --disable-component-update --disable-sync
-  --user-data-dir="$profile" --enable-logging=stderr --v=0)
+source "$(dirname "$0")/chromium-flags.sh"
+flags=("${chromium_flags[@]}" --enable-logging=stderr --v=0)
 status=0
 for page in "$@"; do
   url="file://$(realpath "$page")"

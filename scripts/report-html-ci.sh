@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # CI's check of report.html (issue 37): installs Debian's chromium when missing, writes the report
 # of a one-trial example run and of the dry-run experiment with the debug build, and opens both in
-# headless Chromium (scripts/report-html-check.sh: no console message allowed). Each format is also
+# headless Chromium (scripts/report-html-check.sh: no console message allowed) and lays them out at
+# a desktop and a phone width (scripts/report-html-layout.sh). Each format is also
 # written alone, each by a fresh process (issue 48: `--format html` alone once failed for want of
 # a font that only the PNG charts registered).
 #
@@ -23,3 +24,5 @@ done
 ( cd "$work" && "$bin" experiment --dry-run --headless >/dev/null 2>&1 )
 dry=$(ls "$work"/dry-run/*/reports/*/report.html)
 scripts/report-html-check.sh "$work/report/report.html" "$dry"
+# Laid out at 1280 and 390 px: nothing a reader would see as broken (issue 48).
+scripts/report-html-layout.sh "$work/report/report.html" "$dry"

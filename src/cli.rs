@@ -367,7 +367,7 @@ pub struct ExperimentArgs {
     pub plan: Option<PathBuf>,
     /// Run the whole experiment now, offline and free: the oracle (or nop) agent, no model, and
     /// an Acontext stand-in in this process that learns nothing real; everything goes to
-    /// dry-run/<name>/ beside the database, made afresh each time.
+    /// dry-run/<name>-dry-run/ beside the database (<name>: the plan's), made afresh each time.
     #[arg(long)]
     pub dry_run: bool,
     /// SQLite database [default: skillscope.db].

@@ -370,10 +370,19 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
     crate::outln!(
         "pass rate = Method D: per task the mean reward over its trials, averaged over all selected tasks (missing or errored trials count 0)"
     );
+    // The trial folders relative to here when they are below it (`jobs/`), else absolute.
+    let jobs = std::path::Path::new(&outcome.run.jobs_dir);
+    let jobs = std::env::current_dir()
+        .ok()
+        .and_then(|here| {
+            jobs.strip_prefix(here)
+                .ok()
+                .map(|p| format!("{}/", p.display()))
+        })
+        .unwrap_or_else(|| outcome.run.jobs_dir.clone());
     crate::outln!(
-        "database {} · jobs {}",
-        store.path().display(),
-        outcome.run.jobs_dir
+        "database {} · trial folders in {jobs}",
+        store.path().display()
     );
     Ok(())
 }

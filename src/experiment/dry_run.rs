@@ -4,9 +4,9 @@
 //! Acontext stand-in started in this process ([`crate::acontext::standin`]), **which learns
 //! nothing real**: its skills are a fixed template.
 //!
-//! Everything a dry run makes lives in its own folder, `dry-run/<name>/` beside the database
-//! (its database `skillscope.db`, `jobs/`, `exports/`, `reports/`), marked as a dry run's and
-//! made afresh each time (the stand-in's state lives only in this process, so a dry run cannot be
+//! Everything a dry run makes lives in its own folder, `dry-run/<name>-dry-run/` beside the
+//! database (`<name>`: the plan's; its database `skillscope.db`, `jobs/`, `exports/`,
+//! `reports/`), marked as a dry run's and made afresh each time (the stand-in's state lives only in this process, so a dry run cannot be
 //! resumed). The experiment and its runs are named `<name>-dry-run`, so every view says what
 //! they are. Without a plan, the example plan shipped in the binary (`plans/examples.toml`) is
 //! used.
@@ -68,7 +68,8 @@ pub fn rewrite(plan: &mut Plan, root: &Path) -> Vec<String> {
     notes
 }
 
-/// The dry run's folder for experiment `name` beside the database `db`: `dry-run/<name>/`,
+/// The dry run's folder for experiment `name` (`<plan name>-dry-run`) beside the database `db`:
+/// `dry-run/<name>/`,
 /// emptied when an earlier dry run made it, created and marked.
 ///
 /// # Errors

@@ -12,8 +12,9 @@
 //! them there); text comes from the store and is stripped of control characters and shortened.
 //! The font is DejaVu Sans, embedded (`data/fonts/`), so charts look the same on any machine; it
 //! is set by [`super::typeset`] (plotters' own text drawing misplaces glyphs), which also records
-//! where every text went so tests can check that none is cut off. Value labels sit right of their
-//! bar inside a margin wide enough for `100.0%`; a bar of 0 % is drawn as a thin stub so it reads
+//! where every text went so tests can check that none is cut off. Value labels sit right of the
+//! end of their bar (a CI whisker runs under the bar, never between the bar and its label),
+//! inside a margin wide enough for `100.0%`; a bar of 0 % is drawn as a thin stub so it reads
 //! as zero, not as missing.
 
 use std::cell::RefCell;
@@ -249,17 +250,22 @@ fn draw<DB: Backend>(report: &Report, spec: &ChartSpec, root: &Area<DB>) -> Resu
     root.present().map_err(|e| e.to_string())
 }
 
-/// Draws `spec` as an SVG document (for the HTML report, inline): the same chart as the PNG, its
-/// text as SVG text in the reader's sans-serif font.
+/// Draws `spec` as an SVG document (for the HTML report, inline): the same chart as the PNG
+/// without its title (the page gives it once, as the figure's caption), its text as SVG text in
+/// the reader's sans-serif font.
 ///
 /// # Errors
 /// A message when drawing fails.
 pub fn render_svg(report: &Report, spec: &ChartSpec) -> Result<String, String> {
     register_family();
+    let untitled = ChartSpec {
+        title: String::new(),
+        ..spec.clone()
+    };
     let mut out = String::new();
     {
         let backend = SVGBackend::with_string(&mut out, (WIDTH, height(report, spec)));
-        draw(report, spec, &backend.into_drawing_area())?;
+        draw(report, &untitled, &backend.into_drawing_area())?;
     }
     Ok(out)
 }
@@ -403,6 +409,21 @@ fn legend<'a, DB: Backend + 'a>(
     Ok(())
 }
 
+/// A chart builder on `root` captioned `title` (fitted between the `left` and `right` margins),
+/// or without a caption when `title` is empty (the HTML report captions its figures itself).
+fn captioned<'a, 'b, DB: Backend>(
+    root: &'a Area<DB>,
+    title: &str,
+    left: u32,
+    right: u32,
+) -> ChartBuilder<'a, 'b, DB> {
+    let mut builder = ChartBuilder::on(root);
+    if !title.is_empty() {
+        builder.caption(title_fit(title, left, right), font(20));
+    }
+    builder
+}
+
 /// A chart of horizontal bars over 0–100 (x, with a vertical grid) and category rows (y over
 /// `rows`, no y axis: the caller draws row labels into the `left` margin), captioned `title`.
 fn percent_rows<'a, DB: Backend>(
@@ -412,8 +433,7 @@ fn percent_rows<'a, DB: Backend>(
     rows: std::ops::Range<f64>,
     x_desc: &str,
 ) -> Result<PercentChart<'a, DB>, Box<dyn std::error::Error + 'static>> {
-    let mut chart = ChartBuilder::on(root)
-        .caption(title_fit(title, left, right.max(28)), font(20))
+    let mut chart = captioned(root, title, left, right.max(28))
         .margin(12)
         .margin_right(right.max(28) as i32)
         .margin_left(left as i32)
@@ -461,21 +481,21 @@ fn pass_rate<DB: Backend>(report: &Report, title: &str, root: &Area<DB>) -> Draw
         let k = keys.iter().position(|k| *k == c.condition).unwrap_or(i);
         let colour = PALETTE[k % PALETTE.len()];
         let v = c.pass_rate * 100.0;
+        // The bar in the row's upper part, its CI whisker under it: the value label sits at the
+        // end of its bar, clear of the whisker however far the interval reaches.
         chart.draw_series(std::iter::once(Rectangle::new(
-            [(0.0, y + 0.2), (v.max(ZERO_STUB), y + 0.8)],
+            [(0.0, y + 0.36), (v.max(ZERO_STUB), y + 0.86)],
             colour.filled(),
         )))?;
-        let mut end = v;
         if let Some(ci) = c.ci {
             let (lo, hi) = (ci.low * 100.0, ci.high * 100.0);
-            end = end.max(hi);
             chart.draw_series([
-                PathElement::new(vec![(lo, y + 0.5), (hi, y + 0.5)], BLACK.stroke_width(2)),
-                PathElement::new(vec![(lo, y + 0.3), (lo, y + 0.7)], BLACK.stroke_width(2)),
-                PathElement::new(vec![(hi, y + 0.3), (hi, y + 0.7)], BLACK.stroke_width(2)),
+                PathElement::new(vec![(lo, y + 0.2), (hi, y + 0.2)], BLACK.stroke_width(2)),
+                PathElement::new(vec![(lo, y + 0.1), (lo, y + 0.3)], BLACK.stroke_width(2)),
+                PathElement::new(vec![(hi, y + 0.1), (hi, y + 0.3)], BLACK.stroke_width(2)),
             ])?;
         }
-        let (px, py) = chart.backend_coord(&(end, y + 0.5));
+        let (px, py) = chart.backend_coord(&(v.max(ZERO_STUB), y + 0.61));
         root.draw(&Text::new(
             format!("{v:.1}%"),
             (px + 6, py),
@@ -609,8 +629,7 @@ fn task_deltas<DB: Backend>(
             "Δ mean reward (pp) · {improved} improved, {degraded} degraded, {unchanged} unchanged (not drawn)"
         )
     };
-    let mut chart = ChartBuilder::on(root)
-        .caption(title_fit(title, left, 28), font(20))
+    let mut chart = captioned(root, title, left, 28)
         .margin(12)
         .margin_right(28)
         .margin_left(left as i32)

@@ -2,8 +2,10 @@
 //! opens — every section and note of `report.md`, inline CSS, the charts as inline SVG
 //! ([`super::charts::render_svg`]), no request over the network and no JavaScript needed to read
 //! it. Where JavaScript runs, a click on a column header sorts the table (numbers by value, an
-//! undefined `—` last). Tables scroll sideways on a phone; the page follows the reader's light or
-//! dark scheme. The HTML-only sections link every task to its trials' folders (relative to the
+//! undefined `—` last). Every heading has an `id` and a `#` link to itself. Table headers wrap
+//! rather than widen their column; on a phone, text cells wrap too and a table or chart that is
+//! still too wide scrolls sideways (a chart keeps a size its labels can be read at); the page
+//! follows the reader's light or dark scheme. The HTML-only sections link every task to its trials' folders (relative to the
 //! report) and list each run's settings.
 //!
 //! Untrusted text (task, run and skill names) is escaped for HTML; the Markdown prose is rendered
@@ -27,28 +29,39 @@ const STYLE: &str = r#"
 * { box-sizing: border-box; }
 body { margin: 0; background: var(--bg); color: var(--fg);
   font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif; }
-main { max-width: 78rem; margin: 0 auto; padding: 1rem; }
+main { max-width: 96rem; margin: 0 auto; padding: 1rem 1.25rem; }
 h1 { font-size: 1.6rem; line-height: 1.25; } h2 { font-size: 1.3rem; margin-top: 2.2rem;
   border-bottom: 1px solid var(--line); padding-bottom: .2rem; } h3 { font-size: 1.1rem; }
+h2, h3, h4 { scroll-margin-top: .5rem; }
+a.anchor { color: var(--dim); text-decoration: none; font-weight: normal; margin-left: .4rem;
+  opacity: .45; } h2:hover a.anchor, h3:hover a.anchor, h4:hover a.anchor, a.anchor:focus { opacity: 1; }
 p, li { max-width: 60rem; } code { font-size: .9em; }
 .banner { border-left: 4px solid var(--warn); padding: .4rem .8rem; background: var(--head); }
 .scroll { overflow-x: auto; margin: .6rem 0 1rem; }
-table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: .92rem; }
-th, td { border-bottom: 1px solid var(--line); padding: .25rem .6rem; text-align: left;
+table { border-collapse: collapse; font-variant-numeric: tabular-nums; font-size: .85rem; }
+th, td { border-bottom: 1px solid var(--line); padding: .25rem .4rem; text-align: left;
   vertical-align: top; }
-th { background: var(--head); position: sticky; top: 0; white-space: nowrap; }
+th { background: var(--head); position: sticky; top: 0; vertical-align: bottom; hyphens: auto; }
 th[data-sortable] { cursor: pointer; } th[aria-sort="ascending"]::after { content: " ▲"; }
 th[aria-sort="descending"]::after { content: " ▼"; }
-td { white-space: nowrap; } td.wrap { white-space: normal; min-width: 16rem; }
+td { white-space: nowrap; } td.brk { white-space: normal; min-width: 6rem; }
+td.wrap { white-space: normal; min-width: 16rem; }
 td.num, th.num { text-align: right; }
 tr.total td { font-weight: 600; }
 .dim { color: var(--dim); } .gain { color: var(--gain); } .loss { color: var(--loss); }
 .warn { color: var(--warn); } .accent { font-weight: 600; color: var(--accent); }
 .running { font-style: italic; }
-figure { margin: 1rem 0; } figure svg { max-width: 100%; height: auto; background: #fff; }
-figcaption { color: var(--dim); font-size: .9rem; }
+figure { margin: 1rem 0; overflow-x: auto; }
+figure svg { display: block; max-width: 100%; min-width: 50rem; height: auto; background: #fff; }
+figcaption { font-weight: 600; margin-bottom: .3rem; }
 a { color: var(--accent); } td a { margin-right: .35rem; }
 footer { color: var(--dim); margin-top: 3rem; font-size: .85rem; }
+@media (max-width: 40rem) {
+  main { padding: .6rem; }
+  th, td { padding: .2rem .3rem; }
+  td { white-space: normal; } td.num { white-space: nowrap; } td.num.brk { white-space: normal; }
+  td.brk { min-width: 0; } td.wrap { min-width: 10rem; }
+}
 "#;
 
 /// Sorts a table by the clicked column: numbers by `data-sort`, text by its content; undefined
@@ -113,11 +126,24 @@ pub fn render_document(doc: &Document, svgs: &[(ChartSpec, String)], dir: &Path)
         env!("CARGO_PKG_VERSION"),
         text_of(&title)
     );
+    // Tables are `<name>-table`; a heading never takes an id a table has.
+    let mut ids = Anchors::default();
+    for b in doc.blocks.iter().filter_map(|b| b.for_view(View::Html)) {
+        if let Block::Table { table } = b {
+            ids.next(&table_id(&table.name));
+        }
+    }
     for b in doc.blocks.iter().filter_map(|b| b.for_view(View::Html)) {
         match b {
             Block::Heading { level, text } => {
                 let level = (*level).clamp(2, 4);
-                let _ = writeln!(out, "<h{level}>{}</h{level}>", inline(text));
+                let id = escape(&ids.next(text));
+                let _ = writeln!(
+                    out,
+                    "<h{level} id=\"{id}\">{}<a class=\"anchor\" href=\"#{id}\" \
+                     aria-label=\"link to this section\">#</a></h{level}>",
+                    inline(text)
+                );
             }
             Block::Text { text } => out.push_str(&markdown(text)),
             Block::Banner { text } => {
@@ -132,12 +158,14 @@ pub fn render_document(doc: &Document, svgs: &[(ChartSpec, String)], dir: &Path)
             }
             Block::Table { table } => table_html(&mut out, table, &dir),
             Block::Chart { kind } => {
+                // The title once, as the figure's caption (text that stays readable when the
+                // drawing is scaled down); the SVG is drawn without it.
                 for (spec, svg) in svgs.iter().filter(|(s, _)| same_chart_kind(&s.kind, kind)) {
                     let _ = writeln!(
                         out,
-                        "<figure>{}<figcaption>{}</figcaption></figure>",
-                        svg_body(svg),
-                        escape(&spec.title)
+                        "<figure><figcaption>{}</figcaption>{}</figure>",
+                        escape(&spec.title),
+                        svg_body(svg)
                     );
                 }
             }
@@ -153,6 +181,42 @@ pub fn render_document(doc: &Document, svgs: &[(ChartSpec, String)], dir: &Path)
     out
 }
 
+/// The `id`s of a page's headings: each heading's words in lower case joined by `-`
+/// (`pass-rate-per-condition`), `-2`, `-3`… after a repeat, so every section has a link of its
+/// own that stays the same from one report to the next.
+#[derive(Default)]
+struct Anchors(std::collections::HashMap<String, usize>);
+
+impl Anchors {
+    /// The id of the heading `text` (Markdown; its punctuation dropped).
+    fn next(&mut self, text: &str) -> String {
+        let mut slug = String::new();
+        for c in text.chars() {
+            if c.is_alphanumeric() {
+                slug.extend(c.to_lowercase());
+            } else if !slug.is_empty() && !slug.ends_with('-') {
+                slug.push('-');
+            }
+        }
+        let slug = match slug.trim_end_matches('-') {
+            "" => "section".to_string(),
+            s => s.to_string(),
+        };
+        let seen = self.0.entry(slug.clone()).or_insert(0);
+        *seen += 1;
+        match *seen {
+            1 => slug,
+            n => format!("{slug}-{n}"),
+        }
+    }
+}
+
+/// The `id` of the table named `name` (`conditions-table`): the words of a heading are the
+/// section's own id.
+pub fn table_id(name: &str) -> String {
+    format!("{name}-table")
+}
+
 /// A table, when HTML shows it: the header (numeric columns right-aligned, sortable), one row a
 /// row, each cell in its tone's class with its number in `data-sort`.
 fn table_html(out: &mut String, t: &Table, dir: &Path) {
@@ -163,7 +227,7 @@ fn table_html(out: &mut String, t: &Table, dir: &Path) {
     let _ = write!(
         out,
         "<div class=\"scroll\"><table id=\"{}\">\n<thead><tr>",
-        escape(&t.name)
+        escape(&table_id(&t.name))
     );
     for &i in &cols {
         let c = &t.columns[i];
@@ -175,14 +239,27 @@ fn table_html(out: &mut String, t: &Table, dir: &Path) {
         );
     }
     out.push_str("</tr></thead>\n<tbody>\n");
-    // Text columns with long cells (reasons, recommendations) wrap; the others stay on one line.
-    let wrap: Vec<bool> = cols
+    // Text columns with long prose (reasons, recommendations) wrap, with room for a few words;
+    // those of long names (runs, tasks) break at their hyphens; the others stay on one line,
+    // numbers always (an undefined one's reason may wrap).
+    let wrap: Vec<Wrap> = cols
         .iter()
         .map(|&i| {
-            !t.columns[i].numeric
-                && t.rows
-                    .iter()
-                    .any(|r| r.cells[i].value.human(true).chars().count() > 32)
+            let texts: Vec<String> = t
+                .rows
+                .iter()
+                .map(|r| r.cells[i].value.human(true))
+                .collect();
+            let widest = texts.iter().map(|x| x.chars().count()).max().unwrap_or(0);
+            let prose = texts
+                .iter()
+                .any(|x| x.chars().count() > 32 && x.contains(' '));
+            match widest {
+                _ if t.columns[i].numeric => Wrap::Never,
+                _ if prose => Wrap::Words,
+                w if w > 16 => Wrap::Break,
+                _ => Wrap::Never,
+            }
         })
         .collect();
     for r in t.rows_in(View::Html) {
@@ -199,14 +276,26 @@ fn table_html(out: &mut String, t: &Table, dir: &Path) {
     out.push_str("</tbody>\n</table></div>\n");
 }
 
+/// How a column's cells may wrap: never, where they break (hyphens, spaces), or as prose.
+#[derive(Clone, Copy, PartialEq)]
+enum Wrap {
+    Never,
+    Break,
+    Words,
+}
+
 /// One cell: `<td class="num gain" data-sort="4.5">+4.5</td>`.
-fn cell_html(out: &mut String, cell: &Cell, numeric: bool, wrap: bool, dir: &Path) {
+fn cell_html(out: &mut String, cell: &Cell, numeric: bool, wrap: Wrap, dir: &Path) {
     let mut class: Vec<&str> = Vec::new();
     if numeric {
         class.push("num");
     }
-    if wrap {
-        class.push("wrap");
+    match wrap {
+        Wrap::Words => class.push("wrap"),
+        Wrap::Break => class.push("brk"),
+        // An undefined number's reason (`— (no task ran twice)`) wraps under its dash.
+        Wrap::Never if matches!(cell.value, Value::Undefined(Some(_))) => class.push("brk"),
+        Wrap::Never => {}
     }
     match cell.tone {
         Tone::Plain => {}
@@ -386,6 +475,18 @@ mod tests {
             "../../jobs/run/a%20b%231"
         );
         assert_eq!(relative(Path::new("/a"), Path::new("/a")), ".");
+    }
+
+    #[test]
+    fn heading_ids_are_words_and_unique() {
+        let mut a = Anchors::default();
+        assert_eq!(a.next("Pass rate per condition"), "pass-rate-per-condition");
+        assert_eq!(a.next("Δ per task: *B* vs A"), "δ-per-task-b-vs-a");
+        assert_eq!(
+            a.next("Pass rate per condition"),
+            "pass-rate-per-condition-2"
+        );
+        assert_eq!(a.next("—"), "section");
     }
 
     #[test]

@@ -221,6 +221,35 @@ async fn the_health_check_of_the_examples_passes_and_names_the_tasks_that_need_t
     assert!(!t.contains("oracle failed"), "{t}");
 }
 
+/// The README's sample output is what its first command prints today, byte for byte: `run` on a
+/// fresh machine (the built-in examples, 5 trials, into a pipe, so the table is printed whole)
+/// writes exactly the README's block to standard output (issue 48: the block lacked the `A/A ±pp`
+/// column and the lines that explain the table).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readmes_sample_output_is_what_the_first_command_prints() {
+    require_docker().await;
+    let readme =
+        std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+            .unwrap();
+    let start = readme
+        .find("so the run ends with:\n\n```\n")
+        .expect("the README's sample output")
+        + "so the run ends with:\n\n```\n".len();
+    let sample = &readme[start..start + readme[start..].find("```").unwrap()];
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("home")).unwrap();
+    let out = crate::support::process::Skillscope::new(["run"])
+        .bare(dir.path())
+        .output_async()
+        .await;
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        printed, sample,
+        "README.md's sample output (left: printed, right: README)"
+    );
+}
+
 #[test]
 fn bad_input_gets_clear_errors() {
     let s = Scratch::new();

@@ -198,3 +198,46 @@ fn status_and_report_read_a_store_on_a_read_only_bind_mount() {
     assert_eq!(st.status.code(), Some(1));
     assert!(text(&st).contains("is a folder"), "{}", text(&st));
 }
+
+/// A jobs folder on a read-only mount is found before anything starts: one error naming the
+/// folder, exit 1, and nothing recorded — no database, no run log (issue 48: every trial failed
+/// on "Read-only file system", was interrupted three times and the run exited 3).
+#[test]
+fn a_read_only_jobs_folder_is_named_before_anything_is_recorded() {
+    let here = tempfile::tempdir().unwrap();
+    let source = tempfile::tempdir().unwrap();
+    let jobs = here.path().join("archive");
+    let _ro = RoMount::new(source.path(), &jobs);
+    let fixtures = crate::support::common::fixtures();
+    for jobs_dir in [jobs.clone(), jobs.join("jobs")] {
+        let out = skillscope(
+            here.path(),
+            &[
+                "run",
+                "--headless",
+                "--tasks",
+                fixtures.to_str().unwrap(),
+                "--task",
+                "passes",
+                "--jobs-dir",
+                jobs_dir.to_str().unwrap(),
+            ],
+        );
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        let first = err.lines().next().unwrap_or_default();
+        assert!(
+            first.starts_with("error: jobs folder: ") && first.contains(jobs_dir.to_str().unwrap()),
+            "{err}"
+        );
+        // One error and its fix, not a line per trial.
+        assert!(err.lines().count() <= 3, "{err}");
+        assert!(err.contains("--jobs-dir"), "the fix is named: {err}");
+        let left: Vec<_> = std::fs::read_dir(here.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n != "archive")
+            .collect();
+        assert!(left.is_empty(), "nothing recorded: {left:?}");
+    }
+}

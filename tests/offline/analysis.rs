@@ -142,38 +142,47 @@ fn method_d_delta_gain_judged_rates_and_breakdowns_by_hand() {
     );
 }
 
-#[test]
-fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
-    let (_d, conn) = empty_store();
-    let all = |cond: &'static str,
-               rewards: [f64; 3]|
-     -> Vec<(&'static str, &'static str, u32, Outcome, Option<f64>)> {
+/// Round 2's conditions in the experiments below: LS-A's and LS-B's skills.
+const ROUND2: [&str; 2] = ["skills:/x/ls-a-v1", "skills:/x/ls-b-v1"];
+
+/// Experiment `e` of one trial per task: round 1 (`e-round1`: no-skills, curated) and round 2
+/// (`e-round2`: [`ROUND2`]), the rewards of the three tasks in A, B, A' and B' order.
+fn one_trial_experiment(conn: &Connection, rewards: [[f64; 3]; 4]) {
+    let all = |cond: &'static str, rewards: [f64; 3]| {
         TASKS
             .iter()
             .zip(rewards)
             .map(|(t, r)| (t.0, cond, 1, if r >= 1.0 { Pass } else { Fail }, Some(r)))
-            .collect()
+            .collect::<Vec<_>>()
     };
-    let mut r1 = all("no-skills", [0.0, 0.0, 1.0]);
-    r1.extend(all("curated", [1.0, 0.0, 1.0]));
-    add_run(&conn, "e-round1", &["no-skills", "curated"], 1, &r1);
-    let mut r2 = all("skills:/x/ls-a-v1", [1.0, 0.0, 1.0]);
-    r2.extend(all("skills:/x/ls-b-v1", [1.0, 1.0, 1.0]));
-    add_run(
-        &conn,
-        "e-round2",
-        &["skills:/x/ls-a-v1", "skills:/x/ls-b-v1"],
-        1,
-        &r2,
-    );
+    let mut r1 = all("no-skills", rewards[0]);
+    r1.extend(all("curated", rewards[1]));
+    add_run(conn, "e-round1", &["no-skills", "curated"], 1, &r1);
+    let mut r2 = all(ROUND2[0], rewards[2]);
+    r2.extend(all(ROUND2[1], rewards[3]));
+    add_run(conn, "e-round2", &ROUND2, 1, &r2);
     skillscope::store::learning::find_or_insert_experiment(
-        &conn,
+        conn,
         "e",
         &serde_json::json!({}),
         "e-round1",
         "e-round2",
     )
     .unwrap();
+}
+
+#[test]
+fn an_experiment_is_labelled_and_compared_as_the_plan_says() {
+    let (_d, conn) = empty_store();
+    one_trial_experiment(
+        &conn,
+        [
+            [0.0, 0.0, 1.0],
+            [1.0, 0.0, 1.0],
+            [1.0, 0.0, 1.0],
+            [1.0, 1.0, 1.0],
+        ],
+    );
 
     let r = analyze(
         &conn,
@@ -476,4 +485,69 @@ fn the_judged_delta_is_paired_over_tasks_judged_on_both_sides() {
     // Paired over t1 and t2: curated (1 + 1)/2 − no-skills (0 + 1)/2 = +50 pp. Unpaired, curated
     // over t1–t3 (2/3) less no-skills over t1–t2 (1/2) would give +16.7.
     assert!((c.delta_pp_judged.unwrap() - 50.0).abs() < 1e-9, "{c:?}");
+}
+
+/// The Δ an experiment's summary shows for a condition is the Δ `status` shows for it in its own
+/// round's run (issue 48: round 2's `status` showed B′ at "Δ +40.0" while the experiment summary
+/// showed "—"): against A in round 1 and A' in round 2; A' itself, round 2's baseline, has none.
+/// Δs across rounds are the comparisons' (B' vs B here differs from B' vs A').
+#[test]
+fn an_experiment_row_shows_the_delta_status_shows_for_its_round() {
+    use skillscope::report::model::{self, View};
+    let (scratch, conn) = empty_store();
+    // B' vs A' (+66.7) differs from B' vs B (+33.3).
+    one_trial_experiment(
+        &conn,
+        [
+            [0.0, 0.0, 1.0],
+            [1.0, 0.0, 1.0],
+            [1.0, 0.0, 0.0],
+            [1.0, 1.0, 1.0],
+        ],
+    );
+    // Δ of each row of the conditions table as the terminal shows it, by label.
+    let deltas = |sel: Selection| -> Vec<(String, String)> {
+        let r = analyze(&conn, &sel, &Scoring::default()).unwrap();
+        let t = model::conditions::table(&r);
+        let d = t.columns.iter().position(|c| c.key == "delta_pp").unwrap();
+        assert!(t.shown(View::Terminal).contains(&d));
+        t.rows
+            .iter()
+            .map(|row| {
+                (
+                    row.cells[0].value.human(true),
+                    row.cells[d].value.human(true),
+                )
+            })
+            .collect()
+    };
+    let experiment = deltas(Selection::Experiment("e".into()));
+    let of = |rows: &[(String, String)], label: &str| {
+        rows.iter()
+            .find(|(l, _)| l == label)
+            .unwrap_or_else(|| panic!("no {label} in {rows:?}"))
+            .1
+            .clone()
+    };
+    let round1 = deltas(Selection::Runs(vec!["e-round1".into()]));
+    let round2 = deltas(Selection::Runs(vec!["e-round2".into()]));
+    assert_eq!(of(&experiment, "B"), of(&round1, "curated"));
+    assert_eq!(of(&experiment, "B"), "+33.3");
+    // A round's run labels a condition by its skills folder's name.
+    assert_eq!(of(&experiment, "B'"), of(&round2, "skills:ls-b-v1"));
+    assert_eq!(of(&experiment, "B'"), "+66.7");
+    assert_eq!(of(&experiment, "A"), "—");
+    assert_eq!(of(&experiment, "A'"), "—");
+
+    // `status` of round 2, the binary as an operator runs it, shows that same Δ for B'.
+    let out = crate::support::process::Skillscope::new(["status", "e-round2"])
+        .scratch(&scratch)
+        .output();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    let row = text
+        .lines()
+        .find(|l| l.contains("ls-b-v1") && l.contains('%'))
+        .unwrap_or_else(|| panic!("no B' row in {text}"));
+    assert!(row.contains("+66.7"), "{row}");
 }

@@ -109,3 +109,63 @@ fn a_missing_tasks_folder_leaves_no_database_behind() {
     std::fs::remove_file(dir.path().join("tasks.txt")).unwrap();
     left_nothing(dir.path());
 }
+
+/// An empty tasks folder is one error naming it, exit 1, and nothing is left behind — no
+/// `skillscope.db`, `-wal` or `-shm` (issue 48: a failed start left all three).
+#[test]
+fn an_empty_tasks_folder_is_named_and_leaves_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = tempfile::tempdir().unwrap();
+    let err = one_error(&skillscope(
+        dir.path(),
+        &[
+            "run",
+            "--headless",
+            "--tasks",
+            tasks.path().to_str().unwrap(),
+        ],
+    ));
+    assert!(err.contains("no task folders found"), "{err}");
+    let named = std::fs::canonicalize(tasks.path()).unwrap();
+    assert!(err.contains(named.to_str().unwrap()), "{err}");
+    left_nothing(dir.path());
+}
+
+/// One task's own folder given as `--tasks` says which folder to pass instead, and the `--task`
+/// that keeps the run to that task (issue 48: "no task folders found" and nothing more).
+#[test]
+fn one_tasks_folder_suggests_its_parent() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = std::fs::canonicalize(crate::support::common::fixtures()).unwrap();
+    let one = fixtures.join("passes");
+    assert!(one.join("task.toml").is_file());
+    let err = one_error(&skillscope(
+        dir.path(),
+        &["run", "--headless", "--tasks", one.to_str().unwrap()],
+    ));
+    assert!(
+        err.contains(&format!("--tasks {} --task passes", fixtures.display())),
+        "{err}"
+    );
+    left_nothing(dir.path());
+}
+
+/// `experiment --help` names the dry run's folder as the README does (issue 48: the help said
+/// `dry-run/<name>/`, the README `dry-run/<name>-dry-run/`; the second is where it goes).
+#[test]
+fn experiment_help_and_the_readme_name_one_dry_run_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = skillscope(dir.path(), &["experiment", "--help"]);
+    assert!(out.status.success());
+    let help = String::from_utf8_lossy(&out.stdout);
+    let folder = "dry-run/<name>-dry-run/";
+    assert!(help.contains(folder), "{help}");
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(readme.contains(&format!("`{folder}`")), "README");
+    assert!(
+        !help.contains("dry-run/<name>/") && !readme.contains("dry-run/<name>/"),
+        "one name for the folder"
+    );
+    left_nothing(dir.path());
+}

@@ -632,7 +632,7 @@ fn html_rows(html: &str, id: &str) -> Vec<Vec<String>> {
     let dom = tl::parse(html, tl::ParserOptions::default()).unwrap();
     let parser = dom.parser();
     let table = dom
-        .get_element_by_id(id)
+        .get_element_by_id(report::html::table_id(id).as_str())
         .unwrap_or_else(|| panic!("no table #{id} in report.html"))
         .get(parser)
         .unwrap();
@@ -836,4 +836,102 @@ fn interim_reports_say_stale_and_cancelled_trials_are_not_done() {
     let done: usize = r.results.conditions.iter().map(|c| c.done).sum();
     let planned: usize = r.results.conditions.iter().map(|c| c.planned).sum();
     assert_eq!((done, planned), (planned - 1, 6));
+}
+
+/// report.html gives each chart's title once — as the figure's caption, the SVG drawn without
+/// it (issue 48: the caption appeared twice) — and every heading an id with a `#` link to it,
+/// the ids unique (issue 48: no heading could be linked to).
+#[test]
+fn the_html_report_titles_each_chart_once_and_anchors_every_heading() {
+    let (_d, conn) = flash_store();
+    let r = flash_report(&conn);
+    let out = tempfile::tempdir().unwrap();
+    report::write(&r, out.path(), &[Format::Html]).unwrap();
+    let html = std::fs::read_to_string(out.path().join("report.html")).unwrap();
+    let specs = charts::plan(&r);
+    assert!(specs.len() >= 3, "{specs:?}");
+    for spec in &specs {
+        let title = report::html::escape(&spec.title);
+        assert_eq!(
+            html.matches(&title).count(),
+            1,
+            "{title:?} once in report.html"
+        );
+        assert!(
+            html.contains(&format!("<figure><figcaption>{title}</figcaption><svg")),
+            "{title:?} captions its chart"
+        );
+    }
+    let dom = tl::parse(&html, tl::ParserOptions::default()).unwrap();
+    let parser = dom.parser();
+    let mut ids = std::collections::BTreeSet::new();
+    let mut headings = 0;
+    for tag in ["h2", "h3", "h4"] {
+        for h in dom.query_selector(tag).unwrap() {
+            let h = h.get(parser).unwrap().as_tag().unwrap();
+            let id = h
+                .attributes()
+                .id()
+                .map(|i| i.as_utf8_str().into_owned())
+                .unwrap_or_else(|| panic!("a {tag} without an id: {}", h.inner_text(parser)));
+            assert!(ids.insert(id.clone()), "id {id} twice");
+            assert!(
+                h.inner_html(parser).contains(&format!("href=\"#{id}\"")),
+                "{tag}#{id} links to itself"
+            );
+            headings += 1;
+        }
+    }
+    assert!(headings >= 8, "{headings}");
+    assert!(ids.contains("pass-rate-per-condition"), "{ids:?}");
+    // No id twice on the page: tables have ids of their own (`conditions-table`).
+    let mut every = std::collections::BTreeSet::new();
+    for (at, _) in html.match_indices(" id=\"") {
+        let id = html[at + 5..].split('"').next().unwrap();
+        assert!(every.insert(id.to_string()), "id {id} twice on the page");
+    }
+    assert!(every.contains("conditions-table"), "{every:?}");
+}
+
+/// The pass-rate chart's value label sits at the end of its bar, not at the end of the CI
+/// whisker (issue 48): just left of every label the bar's colour is drawn, also where the
+/// interval reaches far past the bar.
+#[test]
+fn a_pass_rate_label_sits_at_the_end_of_its_bar() {
+    let (_d, conn) = flash_store();
+    let r = flash_report(&conn);
+    let spec = charts::plan(&r)
+        .into_iter()
+        .find(|s| s.kind == charts::ChartKind::PassRate)
+        .unwrap();
+    let drawn = charts::render_with_text(&r, &spec).unwrap();
+    let decoder = png::Decoder::new(std::io::Cursor::new(&drawn.png));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let channels = info.color_type.samples();
+    let pixel = |x: i32, y: i32| {
+        let i = (y as usize * info.width as usize + x as usize) * channels;
+        (buf[i], buf[i + 1], buf[i + 2])
+    };
+    let mut wide = 0;
+    for c in &r.results.conditions {
+        let label = format!("{:.1}%", c.pass_rate * 100.0);
+        let b = drawn
+            .text
+            .iter()
+            .find(|t| t.text == label)
+            .unwrap_or_else(|| panic!("no label {label}: {:?}", drawn.text));
+        let y = (b.y0 + b.y1) / 2;
+        // A bar pixel is coloured: not white, not the black whisker, not the grey grid.
+        let bar = (b.x0 - 12..b.x0).any(|x| {
+            let (r, g, bl) = pixel(x, y);
+            !(r == g && g == bl)
+        });
+        assert!(bar, "{label}: no bar just left of its label ({b:?})");
+        if c.ci.is_some_and(|ci| ci.high - c.pass_rate > 0.05) {
+            wide += 1;
+        }
+    }
+    assert!(wide > 0, "some interval reaches past its bar");
 }

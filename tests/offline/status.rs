@@ -118,13 +118,7 @@ fn watch_without_a_name_follows_the_running_run() {
         Some(later.run.id),
         "no engine runs either: the newest"
     );
-    conn.execute(
-        "UPDATE runs SET status = 'running', owner_pid = ?1, owner_host = ?2,
-         started_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-         heartbeat_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?3",
-        rusqlite::params![std::process::id(), host, live.run.id],
-    )
-    .unwrap();
+    crate::support::planned_run::mark_live(&conn, live.run.id);
     let runs = queries::list_runs(&conn).unwrap();
     assert_eq!(
         skillscope::store::run_to_watch(&runs, now, &host).map(|r| r.id),

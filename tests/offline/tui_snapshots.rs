@@ -440,6 +440,39 @@ fn event_log_pane() {
     let (_d, mut app) = app_with("dark");
     app.on_key(key(KeyCode::Char('e')));
     snap("events", &mut app);
+    // The overview's last events and the event pane read in one order, newest first (issue 48:
+    // the overview ran oldest first beside a pane newest first).
+    let screen = render(&mut app, (120, 40));
+    // The `HH:MM:SS` before each ` info ` or ` warn ` of `lines`, in the order shown.
+    let times = |lines: &[&str]| -> Vec<String> {
+        let mut out = Vec::new();
+        for l in lines {
+            let chars: Vec<char> = l.chars().collect();
+            for i in 8..chars.len().saturating_sub(6) {
+                let after: String = chars[i..i + 6].iter().collect();
+                let stamp: String = chars[i - 8..i].iter().collect();
+                if (after == " info " || after == " warn ")
+                    && stamp.chars().filter(|c| *c == ':').count() == 2
+                    && stamp.chars().all(|c| c.is_ascii_digit() || c == ':')
+                {
+                    out.push(stamp);
+                }
+            }
+        }
+        out
+    };
+    let lines: Vec<&str> = screen.lines().collect();
+    let top_end = lines.iter().position(|l| l.contains('└')).unwrap();
+    let pane_start = lines.iter().position(|l| l.contains("event log")).unwrap();
+    let overview = times(&lines[..top_end]);
+    let pane = times(&lines[pane_start..]);
+    for (what, t) in [("overview", &overview), ("event pane", &pane)] {
+        assert!(t.len() >= 2, "{what}: {t:?}\n{screen}");
+        assert!(
+            t.windows(2).all(|w| w[0] >= w[1]),
+            "{what} newest first: {t:?}"
+        );
+    }
     app.on_key(key(KeyCode::Char('/')));
     for c in "level:warn".chars() {
         app.on_key(key(KeyCode::Char(c)));
@@ -1462,26 +1495,9 @@ fn hostile_names_in_results_and_rubric_never_reach_the_screen() {
 /// Enter and Tab did nothing, so a curated SKILL.md could not be read).
 #[test]
 fn the_skill_browser_of_a_plain_run_opens_a_curated_skill_md() {
-    use crate::support::planned_run::{PlannedRun, RunPlan, empty_store};
+    use crate::support::planned_run::{empty_store, examples_run};
     let (scratch, conn) = empty_store();
-    let examples = skillscope::skillsbench::examples::materialize(scratch.dir.path()).unwrap();
-    let run = PlannedRun::new(
-        &conn,
-        &RunPlan {
-            name: "examples",
-            n_trials: 1,
-            tasks: &[
-                ("ledger-code-mapping", "Office & White Collar", "medium"),
-                ("sales-region-totals", "Finance", "easy"),
-            ],
-            ..Default::default()
-        },
-    );
-    conn.execute(
-        "UPDATE runs SET tasks_dir = ?1 WHERE id = ?2",
-        rusqlite::params![examples.display().to_string(), run.run.id],
-    )
-    .unwrap();
+    let (examples, run) = examples_run(&conn, scratch.dir.path());
     let mut app = dashboard::watching(&conn, run.run.id, Mode::Watch, "dark", now());
     press(&mut app, &conn, KeyCode::Char('K'));
     press(&mut app, &conn, KeyCode::Enter); // the curated set's skills

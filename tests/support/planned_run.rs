@@ -143,3 +143,44 @@ impl PlannedRun {
         );
     }
 }
+
+/// Marks `run` as run by a live engine in this process: status `running`, this process's pid
+/// and host as its owner, started and heartbeat now (live for the store's stale-after seconds).
+pub fn mark_live(conn: &Connection, run: i64) {
+    conn.execute(
+        "UPDATE runs SET status = 'running', owner_pid = ?1, owner_host = ?2,
+         started_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+         heartbeat_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?3",
+        rusqlite::params![
+            std::process::id(),
+            skillscope::store::owner::host_name(),
+            run
+        ],
+    )
+    .unwrap();
+}
+
+/// A plain run named `examples` of two of the built-in example tasks (one trial, no-skills and
+/// curated), its tasks folder the examples written into `dir`: the skill browser lists their
+/// curated skills. Returns the tasks folder and the run.
+pub fn examples_run(conn: &Connection, dir: &std::path::Path) -> (std::path::PathBuf, PlannedRun) {
+    let examples = skillscope::skillsbench::examples::materialize(dir).unwrap();
+    let run = PlannedRun::new(
+        conn,
+        &RunPlan {
+            name: "examples",
+            n_trials: 1,
+            tasks: &[
+                ("ledger-code-mapping", "Office & White Collar", "medium"),
+                ("sales-region-totals", "Finance", "easy"),
+            ],
+            ..Default::default()
+        },
+    );
+    conn.execute(
+        "UPDATE runs SET tasks_dir = ?1 WHERE id = ?2",
+        rusqlite::params![examples.display().to_string(), run.run.id],
+    )
+    .unwrap();
+    (examples, run)
+}

@@ -4,4 +4,5 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod tui_keys;
 mod tui_tmux;

@@ -11,14 +11,15 @@ use std::time::{Duration, Instant};
 use common::{Scratch, fixtures, require_docker};
 use skillscope::store::{CommandKind, Outcome, TrialKey, queries};
 
-struct Tmux(String);
+/// A tmux session running one command, killed on drop.
+pub(crate) struct Tmux(String);
 
 impl Tmux {
     fn start(name: &str, cmd: &str) -> Tmux {
         Tmux::start_sized(name, cmd, (120, 40))
     }
 
-    fn start_sized(name: &str, cmd: &str, (w, h): (u16, u16)) -> Tmux {
+    pub(crate) fn start_sized(name: &str, cmd: &str, (w, h): (u16, u16)) -> Tmux {
         let (w, h) = (w.to_string(), h.to_string());
         let st = Command::new("tmux")
             .args(["new-session", "-d", "-s", name, "-x", &w, "-y", &h, cmd])
@@ -28,7 +29,7 @@ impl Tmux {
         Tmux(name.to_string())
     }
 
-    fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         let out = Command::new("tmux")
             .args(["capture-pane", "-p", "-t", &self.0])
             .output()
@@ -36,7 +37,7 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    fn keys(&self, keys: &[&str]) {
+    pub(crate) fn keys(&self, keys: &[&str]) {
         for k in keys {
             assert!(
                 Command::new("tmux")
@@ -49,7 +50,7 @@ impl Tmux {
         }
     }
 
-    fn wait_for(&self, what: &str, limit: Duration) -> String {
+    pub(crate) fn wait_for(&self, what: &str, limit: Duration) -> String {
         let t0 = Instant::now();
         loop {
             let s = self.screen();
@@ -64,7 +65,7 @@ impl Tmux {
         }
     }
 
-    fn alive(&self) -> bool {
+    pub(crate) fn alive(&self) -> bool {
         Command::new("tmux")
             .args(["has-session", "-t", &self.0])
             .stderr(Stdio::null())

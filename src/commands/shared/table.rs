@@ -89,6 +89,13 @@ pub fn condition_notes(r: &Results) -> Vec<String> {
          condition's own trials (— with fewer than 2 trials per task)"
             .to_string(),
     ];
+    if r.experiment.is_some() {
+        notes.push(
+            "Δ pp, g = against the first condition of the same round (A in round 1, A' in round \
+             2), as `status` shows each round's run; across rounds: the comparisons"
+                .to_string(),
+        );
+    }
     if r.conditions.iter().any(|c| c.timeout_passed > 0) {
         notes.push(
             "t/o passed = agent timeouts whose verifier still gave full marks: they succeeded, \

@@ -39,8 +39,9 @@ fn mode_short(m: FailureMode) -> (&'static str, &'static str) {
 /// files), pass@1, tasks, done / planned, passed, of which after an agent timeout, infrastructure
 /// failures, Method D over judged trials, aggregated (CSV), partial credit, tasks that flip and
 /// the A/A noise (not the terminal), one column per failure mode (CSV; screens show the modes
-/// that occurred), then Δ, its A/A noise and g against the baseline condition (the terminal's
-/// one table).
+/// that occurred), then Δ, its A/A noise and g against the baseline of the condition's own run
+/// (the terminal's one table; the run's no-skills condition, in an experiment A in round 1 and
+/// A′ in round 2, so each round reads as `status` shows its run).
 pub fn table(r: &Results) -> Table {
     let rule = &r.success_description;
     let screens = Views::of(&[View::Terminal, View::Dashboard]);
@@ -225,12 +226,15 @@ fn row(r: &Results, c: &ConditionResult) -> Row {
             _ => Tone::Plain,
         }));
     }
-    // Against the baseline: the comparison of this condition with the first one it is paired
-    // with (a run's no-skills condition; in an experiment, A).
-    let base = r
-        .comparisons
-        .iter()
-        .find(|x| x.with == c.label && Some(&x.without) == r.conditions.first().map(|f| &f.label));
+    // Against the baseline of its own run — what `status` shows for that run: a run's
+    // no-skills condition (else its first); in an experiment, A for round 1 and A′ for round 2.
+    // The comparisons across runs (B′ vs B, A′ vs A) have a table of their own.
+    let base = r.comparisons.iter().find(|x| {
+        x.with == c.label
+            && r.conditions
+                .iter()
+                .any(|b| b.label == x.without && b.run == c.run)
+    });
     match base {
         Some(x) => {
             let mut d = Cell::pp(x.delta_pp, x.delta_undefined.as_deref());

@@ -455,11 +455,12 @@ pub struct PlanArgs {
     /// hypotheses].
     #[arg(long, value_name = "PP")]
     pub effect: Option<f64>,
-    /// Stages (looks) of each comparison's group-sequential design: O'Brien–Fleming efficacy
-    /// bounds and non-binding futility bounds at trial-index boundaries.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
-    pub stages: u32,
-    /// No sequential design: the fixed design runs every planned trial.
+    /// Stages (looks) of the group-sequential design, over the plan's `[sequential] stages`, as
+    /// `experiment --stages` takes them: the design printed is the one the experiment fixes.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub stages: Option<u32>,
+    /// As `experiment --no-early-stop`: the design's looks are recorded, every planned trial
+    /// runs.
     #[arg(long)]
     pub no_early_stop: bool,
     /// Print JSON for scripts.
@@ -488,24 +489,52 @@ pub struct ReplayArgs {
     /// Database.
     #[command(flatten)]
     pub db: DbArgs,
-    /// Stages (looks) of the design.
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
-    pub stages: u32,
+    /// Stages (looks) of the design [default: the run's own recorded design, else 3 (or the
+    /// trials, when fewer)].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub stages: Option<u32>,
     /// Efficacy bounds only (no futility stop).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "futility_from")]
     pub no_futility: bool,
+    /// The stage the non-binding futility bounds apply from [default: 2, the rule chosen from
+    /// the published registry (docs/scoring.md, "Futility")].
+    #[arg(long, value_name = "STAGE", value_parser = clap::value_parser!(u32).range(1..=19))]
+    pub futility_from: Option<u32>,
     /// β of the futility bounds' β-spending (the design has power 1 − β at its drift); smaller
-    /// is a more cautious futility stop.
-    #[arg(long, default_value_t = 0.2, value_parser = beta_in_range)]
-    pub beta: f64,
-    /// Seed of the trial order where the data does not give it (imported aggregates) and of the
-    /// simulations.
+    /// is a more cautious futility stop [default: 0.2].
+    #[arg(long, value_parser = beta_in_range)]
+    pub beta: Option<f64>,
+    /// The trial noise the design's fractions plan for, `(σ²_A + σ²_B)/ω²` [default: 1.9, the
+    /// published registry's median; `inf`: fractions `k_s/n`].
+    #[arg(long, value_name = "RHO")]
+    pub noise_ratio: Option<f64>,
+    /// Spend the α at information fractions re-estimated from the data's variance components
+    /// instead of the design's planned `k_s/n` (for comparison: a design fixed before the data
+    /// cannot know them).
+    #[arg(long)]
+    pub data_fractions: bool,
+    /// Seed of the trial order where the data does not give it (imported aggregates), of the
+    /// random orders and of the simulations.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Also simulate N null experiments (labels swapped within task) and N under the observed
-    /// effect (tasks resampled): type-I error and power.
+    /// effect (tasks resampled): type-I error (flagged when it exceeds α) and power. With
+    /// --sharp-null: the experiments per task count [default there: 2000].
     #[arg(long, value_name = "N")]
     pub simulate: Option<usize>,
+    /// Also replay each run over N random trial orders (each task-condition's trials
+    /// reshuffled): the mean share of trials used, the disagreements per order and the rate of
+    /// fixed-design effects lost.
+    #[arg(long, value_name = "N")]
+    pub orders: Option<usize>,
+    /// Instead of runs: the design's type-I error under a sharp null (per task a pass
+    /// probability from U(0, 1), the same under both conditions) at each of these task counts,
+    /// e.g. `6,13,20,87`.
+    #[arg(long, value_name = "TASKS", value_delimiter = ',')]
+    pub sharp_null: Vec<u32>,
+    /// With --sharp-null: trials per task and condition.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub trials: u32,
 }
 
 /// `skillscope acontext-standin`.

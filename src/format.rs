@@ -13,6 +13,9 @@
 //! | a task's mean reward | two decimals | `0.75` |
 //! | a count of a total | `n/total` | `25/36` |
 //! | a share of trials | `n of total (rate)` | `3 of 5 (60.0%)` |
+//! | a Δ of a fraction, in words | signed pp | `+36.3 pp` |
+//! | a z statistic or bound | two decimals; an infinite bound `∞` | `2.51`, `∞` |
+//! | a probability (α, a p-value) | as written, up to four significant decimals | `0.025`, `0.0019` |
 //! | undefined | `—`, with the reason where there is room | `— (1 task: a CI needs 2 or more)` |
 //!
 //! Machine outputs (CSV, JSON) keep full precision and never use these.
@@ -57,6 +60,38 @@ pub fn ci_pp(low: f64, high: f64) -> String {
 /// A bound of an interval in points: signed, one decimal, zero as `0.0`.
 fn signed(v: f64) -> String {
     pp(v)
+}
+
+/// A difference of fractions as percentage points in a sentence: `0.363` → `+36.3 pp`.
+pub fn pp_of(fraction: f64) -> String {
+    format!("{} pp", pp(fraction * 100.0))
+}
+
+/// A z statistic or bound with two decimals: `2.51`; `—` when undefined (`None` or NaN).
+pub fn z(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => format!("{x:.2}"),
+        Some(x) if x > 0.0 => "∞".into(),
+        Some(x) if x < 0.0 => "−∞".into(),
+        _ => UNDEFINED.into(),
+    }
+}
+
+/// A bound on the z scale, `∞` when there is none to reach (`None`): `2.51`, `∞`.
+pub fn bound(v: Option<f64>) -> String {
+    z(Some(v.unwrap_or(f64::INFINITY)))
+}
+
+/// A probability with up to four significant decimals, trailing zeros dropped: `0.025`,
+/// `0.0019`, `0.2`.
+pub fn probability(p: f64) -> String {
+    if p == 0.0 || !p.is_finite() {
+        return format!("{p}");
+    }
+    let decimals = (4 - p.abs().log10().floor() as i32 - 1).clamp(1, 12) as usize;
+    let s = format!("{p:.decimals$}");
+    let s = s.trim_end_matches('0');
+    s.trim_end_matches('.').to_string()
 }
 
 /// A standard error (percent or percentage points) with one decimal: `4.1`.
@@ -158,5 +193,19 @@ mod tests {
         assert_eq!(thousands(1_000_000), "1,000,000");
         assert_eq!(count(1, "trial", "trials"), "1 trial");
         assert_eq!(count(0, "trial", "trials"), "0 trials");
+    }
+
+    #[test]
+    fn statistics_of_a_sequential_design() {
+        assert_eq!(pp_of(0.363), "+36.3 pp");
+        assert_eq!(pp_of(0.0001), "0.0 pp");
+        assert_eq!(z(Some(2.514)), "2.51");
+        assert_eq!(z(None), "—");
+        assert_eq!(z(Some(f64::NAN)), "—");
+        assert_eq!(bound(None), "∞");
+        assert_eq!(probability(0.025), "0.025");
+        assert_eq!(probability(0.2), "0.2");
+        assert_eq!(probability(0.001_923_75), "0.001924");
+        assert_eq!(probability(0.0122), "0.0122");
     }
 }

@@ -188,10 +188,16 @@ pub struct PowerRow {
     pub source: String,
     /// The variance components used (fractions²).
     pub components: Components,
-    /// The A/A noise of its two sides pooled, √((h_with² + h_without²)/2), in percentage points at
-    /// this design's trials per task ([`crate::analysis::noise`]); `None` before a side has a task
-    /// with 2 or more finished trials, and for a share of the gap.
+    /// The A/A noise of its two sides in percentage points at this design's trials per task —
+    /// pooled per split over the tasks both sides measured, as the report pools a comparison's
+    /// ([`crate::analysis::noise::aa_noise_paired_at`]; a side not measured yet borrows its
+    /// round-1 counterpart's, pooled as √((h_with² + h_without²)/2)); `None` before a side has a
+    /// task with 2 or more finished trials, and for a share of the gap.
     pub aa_noise_pp: Option<f64>,
+    /// Its Monte Carlo band, pp ([`crate::analysis::noise::AaNoise::band_pp`]), when it was
+    /// drawn from both sides' trials.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aa_noise_band_pp: Option<(f64, f64)>,
 }
 
 /// A condition's noise floor measured from its trials so far (`plan`).
@@ -221,7 +227,12 @@ impl NoiseRow {
             ),
         };
         let aa = match self.aa_noise.spread_pp {
-            Some(h) => format!("A/A noise ±{h:.1} pp over {} tasks", self.aa_noise.n_tasks),
+            Some(h) => format!(
+                "A/A noise ±{} pp{} over {} tasks",
+                crate::format::se(h),
+                band_words(self.aa_noise.band_pp),
+                self.aa_noise.n_tasks
+            ),
             None => format!(
                 "A/A noise {}",
                 crate::format::undefined(self.aa_noise.undefined.as_deref())
@@ -229,6 +240,18 @@ impl NoiseRow {
         };
         format!("{}: {flip}; {aa}", self.label)
     }
+}
+
+/// ` (Monte Carlo band 2.9–3.3)` for an A/A noise's band, pp; empty without one.
+pub fn band_words(band: Option<(f64, f64)>) -> String {
+    band.map(|(lo, hi)| {
+        format!(
+            " (Monte Carlo band {}–{})",
+            crate::format::se(lo),
+            crate::format::se(hi)
+        )
+    })
+    .unwrap_or_default()
 }
 
 /// The whole forecast.
@@ -345,6 +368,7 @@ pub fn power_row(
         source: source.to_string(),
         components: c,
         aa_noise_pp: None,
+        aa_noise_band_pp: None,
     }
 }
 

@@ -12,7 +12,13 @@
 //! Each is measured over the **matched tasks**: those every condition it reads ran (planned
 //! trials of); a task one of them never ran is left out, never counted 0.
 //!
-//! The verdict reads the 95% interval ([`super::ci::Ci::verdict`]): **supported** when it lies
+//! Where a group-sequential design judged the comparison a Δ hypothesis reads (issue 47), the
+//! design's verdict is the hypothesis's ([`apply_sequential`]): **supported** when it showed the
+//! effect, **contradicted** when it stopped with its stage-wise interval at or below 0,
+//! **inconclusive** otherwise (no effect shown, or not answered yet); the value is the adjusted
+//! Δ, and the naive Δ and its bootstrap interval stay in the answer.
+//!
+//! Otherwise the verdict reads the 95% interval ([`super::ci::Ci::verdict`]): **supported** when it lies
 //! above 0, **contradicted** when it lies at or below 0 (no positive effect is within it),
 //! **inconclusive** when it spans 0, **borderline** when it touches 0 within its Monte Carlo error
 //! (another seed or resample count could move it across 0), **undefined** when the measure or its
@@ -23,6 +29,7 @@ use serde::Serialize;
 
 use super::ci::{Ci, CiMethod};
 use super::metrics::delta_pp;
+use crate::domain::sequential::SequentialVerdict;
 
 /// What a hypothesis reads of one condition's results (a view of
 /// [`super::results::ConditionResult`], so this module does not depend on the results pass).
@@ -105,6 +112,10 @@ pub struct Hypothesis {
     pub mde_pp: Option<f64>,
     /// The effect it is judged against, percentage points (`Scoring::effect_pp`).
     pub effect_pp: f64,
+    /// The group-sequential design that judged its comparison, whose verdict this is
+    /// ([`apply_sequential`]); `answer` is then the fixed-design reading beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<SequentialVerdict>,
 }
 
 fn find<'a>(conditions: &[Measured<'a>], label: &str) -> Option<Measured<'a>> {
@@ -129,11 +140,15 @@ fn verdict_of(ci: Option<Ci>, mde_pp: Option<f64>, effect_pp: f64) -> Verdict {
     }
 }
 
-fn fmt_ci_pp(ci: Option<Ci>) -> String {
+/// ` (95% CI +1.2 to +9.8; 2000 resamples, seed 7)` for an interval in pp; empty without one.
+fn ci_words(ci: Option<Ci>) -> String {
     ci.map(|c| {
         format!(
-            " (95% CI {:+.1} to {:+.1}; {} resamples, seed {})",
-            c.low, c.high, c.resamples, c.seed
+            " (95% CI {} to {}; {} resamples, seed {})",
+            crate::format::pp(c.low),
+            crate::format::pp(c.high),
+            c.resamples,
+            c.seed
         )
     })
     .unwrap_or_default()
@@ -249,6 +264,7 @@ fn delta(
         n_tasks: 0,
         mde_pp: None,
         effect_pp,
+        sequential: None,
     };
     let (Some(w), Some(wo)) = (find(conditions, with), find(conditions, without)) else {
         return unmeasured(
@@ -273,10 +289,11 @@ fn delta(
         .map(|w| format!("; no interval ({w})"))
         .unwrap_or_default();
     let answer = format!(
-        "{with} {:.1}% vs {without} {:.1}%, Δ = {d:+.1} pp{}{}{why}{}{context}",
-        mw * 100.0,
-        mwo * 100.0,
-        fmt_ci_pp(ci),
+        "{with} {} vs {without} {}, Δ = {} pp{}{}{why}{}{context}",
+        crate::format::rate(mw),
+        crate::format::rate(mwo),
+        crate::format::pp(d),
+        ci_words(ci),
         over(idx.len(), union(&[&w, &wo])),
         underpowered_note(verdict, ci, mde, effect_pp)
     );
@@ -293,6 +310,7 @@ fn delta(
         n_tasks: idx.len(),
         mde_pp: mde,
         effect_pp,
+        sequential: None,
     }
 }
 
@@ -313,6 +331,7 @@ fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod, effect_pp: f
         n_tasks: 0,
         mde_pp: None,
         effect_pp,
+        sequential: None,
     };
     let (Some(a2), Some(a), Some(b)) = (
         find(conditions, "A'"),
@@ -392,6 +411,27 @@ fn gap(scope: &str, conditions: &[Measured<'_>], method: &CiMethod, effect_pp: f
     }
 }
 
+/// Makes the verdict of a group-sequential design that judged `h`'s comparison the hypothesis's
+/// (see the module docs): the verdict, the value (the adjusted Δ at a stop, without a bootstrap
+/// interval; the naive Δ while the design goes on) and [`Hypothesis::sequential`], which the
+/// report words beside the naive answer.
+pub fn apply_sequential(h: &mut Hypothesis, v: &SequentialVerdict) {
+    h.verdict = if v.effect() {
+        Verdict::Supported
+    } else if v.answered() && v.interval_pp().is_some_and(|(_, hi)| hi <= 0.0) {
+        Verdict::Contradicted
+    } else {
+        Verdict::Inconclusive
+    };
+    if v.answered()
+        && let Some(a) = v.adjusted_pp()
+    {
+        h.value = Some(a);
+        h.ci = None;
+    }
+    h.sequential = Some(v.clone());
+}
+
 /// The plan's hypotheses on the conditions of one task set (`scope`): 1 (A' vs A, and A' vs C
 /// when C ran), 2 (gap share), 3 (B' vs B).
 /// `effect_pp`: the effect each is judged against (a study that cannot detect it is
@@ -421,9 +461,10 @@ pub fn answer(
                 let idx = matched(&[&c, &a]);
                 (!idx.is_empty()).then(|| {
                     format!(
-                        "; self-generated vs no skills here: Δ = {:+.1} pp over {} task(s) (SkillsBench: {PAPER_SELF_GENERATED_PP:+.1} pp)",
-                        delta_pp(mean(&at(&c, &idx)), mean(&at(&a, &idx))),
-                        idx.len()
+                        "; self-generated vs no skills here: Δ = {} pp over {} task(s) (SkillsBench: {} pp)",
+                        crate::format::pp(delta_pp(mean(&at(&c, &idx)), mean(&at(&a, &idx)))),
+                        idx.len(),
+                        crate::format::pp(PAPER_SELF_GENERATED_PP)
                     )
                 })
             })

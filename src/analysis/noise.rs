@@ -41,12 +41,17 @@
 //! can split, a and b, are pooled as (a + b)/√2, whose variance (V_X + V_Y)/2 is the trial-noise
 //! variance of Δ(X − Y) when X and Y do not differ; its spread is the comparison's A/A noise. It
 //! measures trial noise only: the CI of Δ also carries the sampling of tasks.
+//!
+//! **Its own error.** The spread is a percentile of random splits, so it has a Monte Carlo error;
+//! [`AaNoise::band_pp`] states it (the band a bootstrap CI's bound has). With few tasks and few
+//! trials the split Δs take few distinct values and the 97.5th percentile can sit on a jump
+//! between two of them: the band is then wide, and says so.
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
-use super::ci::{CiMethod, percentile};
+use super::ci::{CiMethod, mc_band, percentile};
 
 /// A/A splits drawn per condition and per comparison.
 pub const DEFAULT_SPLITS: usize = 2_000;
@@ -143,6 +148,11 @@ pub struct AaNoise {
     pub undefined: Option<String>,
     /// Tasks split (2 or more finished trials; on both sides for a comparison).
     pub n_tasks: usize,
+    /// Its Monte Carlo band, percentage points: where the spread would fall with another seed
+    /// (the percentiles' order statistics at ranks `(B − 1)q ∓ 2√(B·q(1 − q))`, as a bootstrap
+    /// CI's band, [`super::ci::mc_band`]). With few tasks the split Δs take few values, and a
+    /// wide band says the spread sits on a jump between them; `None` when undefined.
+    pub band_pp: Option<(f64, f64)>,
     /// How it was drawn.
     pub method: NoiseMethod,
 }
@@ -225,18 +235,28 @@ fn add_splits(
 /// The spread of `sums` (per split, the sum over `n` tasks of the scaled differences, times
 /// `scale`): the half-width of their central `level`, in percentage points.
 fn spread(mut sums: Vec<f64>, n: usize, scale: f64, m: &NoiseMethod) -> AaNoise {
-    let spread_pp = (n > 0 && !sums.is_empty()).then(|| {
+    let defined = n > 0 && !sums.is_empty();
+    let alpha = (1.0 - m.level) / 2.0;
+    if defined {
         for s in &mut sums {
             *s *= scale * 100.0 / n as f64;
         }
         sums.sort_by(f64::total_cmp);
-        let alpha = (1.0 - m.level) / 2.0;
-        ((percentile(&sums, 1.0 - alpha) - percentile(&sums, alpha)) / 2.0).max(0.0)
+    }
+    let spread_pp = defined
+        .then(|| ((percentile(&sums, 1.0 - alpha) - percentile(&sums, alpha)) / 2.0).max(0.0));
+    let band_pp = defined.then(|| {
+        let (lo, hi) = (mc_band(&sums, alpha), mc_band(&sums, 1.0 - alpha));
+        (
+            ((hi[0] - lo[1]) / 2.0).max(0.0),
+            ((hi[1] - lo[0]) / 2.0).max(0.0),
+        )
     });
     AaNoise {
         spread_pp,
         undefined: why_undefined(n),
         n_tasks: n,
+        band_pp,
         method: *m,
     }
 }
@@ -271,16 +291,28 @@ fn both_split<'a>(side: &[TaskTrials<'a>], other: &[TaskTrials<'_>]) -> Vec<Task
 
 /// The A/A noise beside the comparison `with` vs `without` (labels and their trials of the
 /// matched tasks, same tasks in the same order): each split pools the two sides' A/A Δs over the
-/// tasks both can split as (a + b)/√2 (module doc).
+/// tasks both can split as (a + b)/√2 (module doc). The report and `plan` both take it so.
 pub fn aa_noise_paired(
     with: (&str, &[TaskTrials<'_>]),
     without: (&str, &[TaskTrials<'_>]),
     m: &NoiseMethod,
 ) -> AaNoise {
+    aa_noise_paired_at(with, without, m, None)
+}
+
+/// [`aa_noise_paired`] scaled to a comparison of `at` trials per task (`plan`; see
+/// [`aa_noise_at`]).
+pub fn aa_noise_paired_at(
+    with: (&str, &[TaskTrials<'_>]),
+    without: (&str, &[TaskTrials<'_>]),
+    m: &NoiseMethod,
+    at: Option<u32>,
+) -> AaNoise {
     let (w, wo) = (both_split(with.1, without.1), both_split(without.1, with.1));
+    let at = at.filter(|&k| k > 0);
     let mut sums = vec![0.0; m.splits];
-    let n = add_splits(with.0, &w, m, None, &mut sums);
-    add_splits(without.0, &wo, m, None, &mut sums);
+    let n = add_splits(with.0, &w, m, at, &mut sums);
+    add_splits(without.0, &wo, m, at, &mut sums);
     spread(sums, n, std::f64::consts::FRAC_1_SQRT_2, m)
 }
 

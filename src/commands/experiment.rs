@@ -17,6 +17,47 @@ use crate::experiment::{Experiment, ExperimentOutcome, ExperimentSetup};
 use crate::store::Store;
 use crate::tui::TuiEnd;
 
+/// `plan` with the design flags (`--stages`, `--no-early-stop`) over its `[sequential]` table.
+fn with_design_flags(args: &ExperimentArgs, mut plan: Plan) -> Plan {
+    if let Some(k) = args.stages {
+        plan.sequential.stages = Some(k);
+    }
+    if args.no_early_stop {
+        plan.sequential.early_stop = Some(false);
+    }
+    plan
+}
+
+/// Refuses, before the preflight and with nothing written, an experiment that exists in the
+/// database with another plan than `plan` with the flags — its `[sequential]` design changed
+/// between rounds, say (issue 47). A dry run starts afresh in its own folder: never refused.
+///
+/// # Errors
+/// The plan that differs, naming the tables and both values; a configuration that cannot be
+/// read.
+fn refuse_changed_plan(args: &ExperimentArgs, plan: &Plan, dry: Option<&DryRun>) -> Result<()> {
+    if dry.is_some() {
+        return Ok(());
+    }
+    let plan = with_design_flags(args, plan.clone());
+    let round1 = run_args(&plan, args.db.clone());
+    let file = crate::config::FileConfig::load(round1.config.as_deref())?;
+    let db = round1
+        .db
+        .or(file.run.db)
+        .unwrap_or_else(|| PathBuf::from("skillscope.db"));
+    if !db.exists() {
+        return Ok(());
+    }
+    let reading = Store::open_for_reading(&db)?;
+    if let Some(row) = crate::store::learning::find_experiment(&reading, &plan.name())?
+        && let Some(why) = crate::store::learning::plan_conflict(&row, &plan.public_json())
+    {
+        return Err(color_eyre::eyre::eyre!("{why}"));
+    }
+    Ok(())
+}
+
 /// Builds the experiment from the plan and flags (for a dry run: against its stand-in, in its
 /// folder).
 ///
@@ -24,16 +65,10 @@ use crate::tui::TuiEnd;
 /// A bad plan, settings or database.
 pub fn prepare(
     args: &ExperimentArgs,
-    mut plan: Plan,
+    plan: Plan,
     dry: Option<&DryRun>,
 ) -> Result<(ExperimentSetup, PathBuf, Experiment)> {
-    // The design flags over the plan's `[sequential]` table.
-    if let Some(k) = args.stages {
-        plan.sequential.stages = Some(k);
-    }
-    if args.no_early_stop {
-        plan.sequential.early_stop = Some(false);
-    }
+    let plan = with_design_flags(args, plan);
     plan.check().map_err(|m| color_eyre::eyre::eyre!("{m}"))?;
     let db_flag = if dry.is_some() { None } else { args.db.clone() };
     let round1_args = run_args(&plan, db_flag);
@@ -109,6 +144,7 @@ pub async fn execute(args: ExperimentArgs) -> Result<i32> {
             crate::outln!("  {n}");
         }
     }
+    refuse_changed_plan(&args, &plan, dry.as_ref())?;
     // Before anything is spent: every check at once, one table, nothing started on a failure.
     let inputs =
         super::shared::preflight::for_plan(&plan, args.db.clone(), &args.acontext, dry.as_ref())?;

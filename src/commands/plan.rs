@@ -1,12 +1,17 @@
 //! `skillscope plan PLAN.toml`: the cost, time and power of an experiment's plan before it is
 //! paid for ([`crate::analysis::forecast`], gathered by [`crate::experiment::forecast`]) — two
-//! tables and where their numbers come from (or JSON).
+//! tables and where their numbers come from (or JSON) — and the group-sequential design the
+//! experiment fixes when it is created, per comparison
+//! ([`crate::analysis::sequential::planned`]).
 
 use color_eyre::eyre::Result;
 
 use crate::analysis::sequential::planned::{PlannedDesign, planned};
 use crate::cli::PlanArgs;
+use crate::domain::sequential::DesignSpec;
 use crate::experiment::forecast::{Inputs, forecast};
+use crate::format;
+use crate::report::model::sequential::spec_text;
 use crate::store::experiment_ledger::ExperimentReader;
 
 /// Runs `skillscope plan`.
@@ -14,7 +19,15 @@ use crate::store::experiment_ledger::ExperimentReader;
 /// # Errors
 /// A plan, settings or task set that cannot be read; a database that cannot be opened.
 pub fn execute(args: PlanArgs) -> Result<()> {
-    let plan = crate::experiment::plan::Plan::load(&args.plan)?;
+    let mut plan = crate::experiment::plan::Plan::load(&args.plan)?;
+    // The design flags over the plan's `[sequential]` table, as `experiment` applies them.
+    if let Some(k) = args.stages {
+        plan.sequential.stages = Some(k);
+    }
+    if args.no_early_stop {
+        plan.sequential.early_stop = Some(false);
+    }
+    plan.check().map_err(|m| color_eyre::eyre::eyre!("{m}"))?;
     let run_args = super::shared::plan_setup::run_args(&plan, args.db.clone());
     let file = crate::config::FileConfig::load(run_args.config.as_deref())?;
     let (round1, db) = super::shared::request::build_request(&run_args, &file)?;
@@ -31,30 +44,31 @@ pub fn execute(args: PlanArgs) -> Result<()> {
             effect_pp: args.effect,
         },
     )?;
-    let designs: Vec<(String, Result<PlannedDesign, String>)> = if args.no_early_stop {
-        Vec::new()
-    } else {
-        // The comparisons themselves (a share of the gap is a transform of one of them).
-        f.power
+    let spec: Option<DesignSpec> = plan
+        .sequential
+        .spec(plan.trials)
+        .transpose()
+        .map_err(|e| color_eyre::eyre::eyre!("[sequential]: {e}"))?;
+    let early_stop = plan.sequential.early_stop();
+    // The comparisons themselves (a share of the gap is a transform of one of them).
+    let designs: Vec<(String, Result<PlannedDesign, String>)> = match &spec {
+        None => Vec::new(),
+        Some(spec) => f
+            .power
             .iter()
             .filter(|p| p.unit == "pp")
             .map(|p| {
-                let d = planned(
-                    &p.components,
-                    p.n_tasks,
-                    p.trials,
-                    args.stages as usize,
-                    true,
-                )
-                .map_err(|_| {
-                    format!(
-                        "— ({} stages need at least {} trials per task, the plan has {})",
-                        args.stages, args.stages, p.trials
-                    )
-                });
+                let d = if p.n_tasks < spec.min_tasks {
+                    Err(format!(
+                        "— ({} tasks: a sequential design needs at least {}; the experiment refuses it)",
+                        p.n_tasks, spec.min_tasks
+                    ))
+                } else {
+                    planned(&p.components, p.n_tasks, spec).map_err(|e| format!("— ({e})"))
+                };
                 (p.hypothesis.clone(), d)
             })
-            .collect()
+            .collect(),
     };
     if args.json {
         let seq: Vec<serde_json::Value> = designs
@@ -71,7 +85,8 @@ pub fn execute(args: PlanArgs) -> Result<()> {
                 "tasks": round1.task_filter,
                 "trials_per_task": plan.trials,
                 "forecast": f,
-                "early_stop": !args.no_early_stop,
+                "design": spec,
+                "early_stop": spec.is_some() && early_stop,
                 "sequential": seq,
             }))?
         );
@@ -86,13 +101,24 @@ pub fn execute(args: PlanArgs) -> Result<()> {
     for line in super::shared::forecast::print_lines(&f) {
         crate::outln!("{line}");
     }
-    if args.no_early_stop {
-        crate::outln!("early stopping off (--no-early-stop): every planned trial runs");
+    let Some(spec) = spec else {
+        crate::outln!(
+            "no sequential design (the plan has no [sequential] stages): every planned trial runs"
+        );
+        return Ok(());
+    };
+    if !early_stop {
+        crate::outln!(
+            "early stopping off (--no-early-stop or early_stop = false): the design's looks are recorded, every planned trial runs"
+        );
         return Ok(());
     }
     crate::outln!(
-        "sequential designs ({} stages; O'Brien–Fleming α 0.025 one-sided, non-binding futility β 0.2; Δ at the planned variance):",
-        args.stages
+        "sequential design, fixed when the experiment is created: {}",
+        spec_text(&spec)
+    );
+    crate::outln!(
+        "per comparison (bounds in large samples; Δ at the planned variance; a look applies the sign-flip bound of its data):"
     );
     for ((h, d), p) in designs
         .iter()
@@ -116,30 +142,43 @@ fn design_lines(
         Ok(d) => d,
         Err(why) => return vec![format!("  {hypothesis}: {why}")],
     };
-    let mut out = vec![format!("  {hypothesis}:")];
+    let mut out = vec![format!(
+        "  {hypothesis} ({}):",
+        format::count(n, "task", "tasks")
+    )];
     for (s, st) in d.stages.iter().enumerate() {
         let fut = match (st.futility_z, st.futility_pp) {
-            (Some(z), Some(pp)) => format!("; futility at Δ ≤ {pp:+.1} pp (z {z:.2})"),
+            (Some(z), Some(pp)) => format!(
+                "; futility at Δ ≤ {} (z {})",
+                format::pp_of(pp / 100.0),
+                format::z(Some(z))
+            ),
             _ => String::new(),
         };
+        let effect = if st.efficacy_possible {
+            format!(
+                "effect at Δ ≥ {} (z {})",
+                format::pp_of(st.efficacy_pp / 100.0),
+                format::z(Some(st.efficacy_z))
+            )
+        } else {
+            format!("no effect can be shown yet with {n} tasks")
+        };
         out.push(format!(
-            "    stage {} ({} trial{}/task, information {:.2}): effect at Δ ≥ {:+.1} pp (z {:.2}){fut}",
+            "    stage {} ({} per task, α spent {}): {effect}{fut}",
             s + 1,
-            st.trials,
-            if st.trials == 1 { "" } else { "s" },
-            st.fraction,
-            st.efficacy_pp,
-            st.efficacy_z,
+            format::count(st.trials, "trial", "trials"),
+            format::probability(st.alpha_spent),
         ));
     }
     let total = (n * k as usize * 2) as f64;
     out.push(format!(
-        "    expected trials used: {:.0} % with no effect (saves ~{:.0} of {:.0}), {:.0} % at {:+.1} pp (80 % power; saves ~{:.0})",
+        "    expected trials used: {:.0} % with no effect (saves ~{:.0} of {:.0}), {:.0} % at {} (80 % power; saves ~{:.0})",
         d.share_null * 100.0,
         (1.0 - d.share_null) * total,
         total,
         d.share_powered * 100.0,
-        d.powered_effect_pp,
+        format::pp_of(d.powered_effect_pp / 100.0),
         (1.0 - d.share_powered) * total
     ));
     out

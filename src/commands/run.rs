@@ -136,6 +136,9 @@ pub async fn execute(args: RunArgs) -> Result<i32> {
             )
             .await
         }
+        // A request the stored run refuses (another design, other settings) never ran: it
+        // leaves nothing recorded, not even its refusal (issue 47).
+        Err(crate::engine::EngineError::Mismatch(_)) => {}
         Err(e) => {
             progress::record_run_end(
                 &store,

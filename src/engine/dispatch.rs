@@ -393,13 +393,7 @@ impl Dispatcher {
         let Some(plan) = self.sequential_plan.clone() else {
             return Ok(());
         };
-        let (seq, warning) = Sequential::start(plan, &self.ledger).await?;
-        if let Some(w) = warning {
-            self.event("warn", w).await?;
-        }
-        let Some(seq) = seq else {
-            return Ok(());
-        };
+        let seq = Sequential::start(plan, &self.ledger).await?;
         for (condition, keep) in seq.stopped() {
             for d in self.sched.on(Event::EarlyStop { condition, keep }, now()) {
                 self.act(d).await?;

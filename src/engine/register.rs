@@ -1,9 +1,11 @@
-//! Registering a run: the stored run of that name is resumed (it must have the same settings and
-//! task selection, and no live owner), or a new one is recorded; this process takes ownership; the
-//! task selection (the fixed denominator of every pass rate) is stored; and what cannot run as
-//! asked is said in the run's events (unrunnable tasks, GPUs, invalid skills).
+//! Registering a run: the stored run of that name is resumed (it must have the same settings,
+//! task selection and group-sequential design, and no live owner), or a new one is recorded with
+//! its design; this process takes ownership; the task selection (the fixed denominator of every
+//! pass rate) is stored; and what cannot run as asked is said in the run's events (unrunnable
+//! tasks, GPUs, invalid skills).
 
 use super::{Engine, EngineError, RunRequest};
+use crate::domain::sequential::DesignRow;
 use crate::domain::{RunTaskRow, TaskSetPin, describe_drift};
 use crate::skillsbench::{Condition, TaskSet};
 use crate::store::ledger::Owner;
@@ -48,13 +50,15 @@ impl Engine {
             host: host_name(),
             stale_after_secs: STALE_AFTER_SECS,
         };
-        let ledger = RunLedger::register(
+        let design = self.check_design(req, name, taskset)?;
+        let ledger = RunLedger::register_with_design(
             &self.store,
             new,
             tasks,
             owner,
             super::trial_namer(name),
             req.pin.allow_drift,
+            design,
         )
         .await
         .map_err(|e| match e {
@@ -79,6 +83,69 @@ impl Engine {
             ledger.event("warn", warning).await?;
         }
         Ok(ledger)
+    }
+}
+
+impl Engine {
+    /// The design `req` asks of run `name` over `taskset`, checked before anything is written
+    /// (issue 47): a design is fixed when its run is created, so resuming a run with another
+    /// design, adding one to a run whose trials started, or dropping the one it recorded is
+    /// refused with the reason; and a design needs at least its minimum of tasks.
+    fn check_design(
+        &self,
+        req: &RunRequest,
+        name: &str,
+        taskset: &TaskSet,
+    ) -> Result<Option<DesignRow>, EngineError> {
+        use crate::report::model::sequential::{conflict_text, spec_text};
+        let asked = match &req.sequential {
+            Some(plan) => {
+                if taskset.tasks.len() < plan.design.min_tasks {
+                    return Err(EngineError::Mismatch(format!(
+                        "run {name:?}: a sequential design needs at least {} tasks — with {} the sign-flip test can never show an effect at one-sided α {} (its smallest p-value is 1/2^{}); run more tasks or without --stages",
+                        plan.design.min_tasks,
+                        taskset.tasks.len(),
+                        crate::format::probability(plan.design.alpha),
+                        taskset.tasks.len()
+                    )));
+                }
+                Some(
+                    crate::analysis::sequential::design::row(0, plan)
+                        .map_err(|e| EngineError::Mismatch(e.to_string()))?,
+                )
+            }
+            None => None,
+        };
+        let conn = self.store.connect()?;
+        let Some(run) = crate::store::queries::find_run(&conn, name)? else {
+            return Ok(asked);
+        };
+        let stored = crate::store::queries::sequential_record(&conn, run.id)?.map(|r| r.design);
+        let why = match (&stored, &asked) {
+            (None, None) => return Ok(asked),
+            (Some(s), Some(a)) => match conflict_text(s, a) {
+                None => return Ok(asked),
+                Some(diff) => format!(
+                    "run {name:?} was created with another sequential design — {diff}; a design is fixed when its run is created (changed after its data, its error rates no longer hold): resume with the options it was created with, or choose another --run name"
+                ),
+            },
+            (None, Some(a)) => {
+                if !crate::store::queries::run_started(&conn, run.id)? {
+                    return Ok(asked);
+                }
+                format!(
+                    "run {name:?} has trials and was created without a sequential design; --stages {} cannot be added after its data (a design chosen after the data voids its error rates): choose another --run name",
+                    a.spec.stages
+                )
+            }
+            (Some(s), None) => format!(
+                "run {name:?} was created with a sequential design ({}); resume it with --stages {}{}, or choose another --run name for the fixed design",
+                spec_text(&s.spec),
+                s.spec.stages,
+                if s.early_stop { "" } else { " --no-early-stop" }
+            ),
+        };
+        Err(EngineError::Mismatch(why))
     }
 }
 

@@ -34,8 +34,9 @@ pub(super) struct Due {
     pub stage: usize,
     /// Trials per task and condition at it.
     pub trials: u32,
-    /// Per task of the run, (with, without) rewards of the trials with index ≤ `trials`.
-    pub rewards: Vec<(Vec<f64>, Vec<f64>)>,
+    /// Per task of the run (in the order given), (with, without) rewards of the trials with
+    /// index ≤ `trials`, by trial index (`None`: cancelled, no reward).
+    pub rewards: Vec<crate::analysis::sequential::live::TaskRewards>,
 }
 
 /// The early-stopping state of one run.
@@ -52,9 +53,14 @@ pub(super) struct Stopping {
     stopped: BTreeMap<String, u32>,
 }
 
-/// What one side of a comparison holds at trial index ≤ k: `Some(rewards per task)` when every
-/// trial has a verdict or was cancelled, else `None`.
-fn side(tasks: &[String], rows: &[TrialBrief], condition: &str, k: u32) -> Option<Vec<Vec<f64>>> {
+/// What one side of a comparison holds at trial index ≤ k: `Some(rewards per task by trial
+/// index)` when every trial has a verdict or was cancelled (`None` for it), else `None`.
+fn side(
+    tasks: &[String],
+    rows: &[TrialBrief],
+    condition: &str,
+    k: u32,
+) -> Option<Vec<Vec<Option<f64>>>> {
     let mut by: HashMap<(&str, u32), &TrialBrief> = HashMap::new();
     for r in rows
         .iter()
@@ -72,9 +78,9 @@ fn side(tasks: &[String], rows: &[TrialBrief], condition: &str, k: u32) -> Optio
             }
             match r.outcome {
                 Some(o) if o.is_verdict() => {
-                    rewards.push(r.reward.map_or(0.0, |x| x.clamp(0.0, 1.0)));
+                    rewards.push(Some(r.reward.map_or(0.0, |x| x.clamp(0.0, 1.0))));
                 }
-                Some(Outcome::Cancelled) => {}
+                Some(Outcome::Cancelled) => rewards.push(None),
                 _ => return None,
             }
         }
@@ -84,13 +90,10 @@ fn side(tasks: &[String], rows: &[TrialBrief], condition: &str, k: u32) -> Optio
 }
 
 impl Stopping {
-    /// The state of a run applying `plan` with trials per task `stage_trials` at its stages,
-    /// resumed from what `record` holds (looks already taken, conditions already stopped).
-    pub fn new(
-        plan: SequentialPlan,
-        stage_trials: Vec<u32>,
-        record: Option<&SequentialRecord>,
-    ) -> Stopping {
+    /// The state of a run applying `plan`, resumed from what `record` holds (looks already
+    /// taken, conditions already stopped).
+    pub fn new(plan: SequentialPlan, record: Option<&SequentialRecord>) -> Stopping {
+        let stage_trials = plan.design.stage_trials.clone();
         let mut s = Stopping {
             next: plan
                 .comparisons
@@ -166,7 +169,8 @@ impl Stopping {
 
     /// Records the look of `label` at 0-based `stage` (`stops`: it answered the comparison);
     /// returns the conditions that stop now, with the trials per task each keeps — none with
-    /// `--no-early-stop`.
+    /// `--no-early-stop`, and none at the last stage (a comparison answered there stops
+    /// nothing: every trial ran).
     pub fn looked(&mut self, label: &str, stage: usize, stops: bool) -> Vec<(String, u32)> {
         if let Some(n) = self.next.get_mut(label) {
             *n = stage + 1;
@@ -176,7 +180,8 @@ impl Stopping {
         }
         let k = self.stage_trials.get(stage).copied().unwrap_or(0);
         self.answered.insert(label.to_string(), k);
-        if !self.plan.early_stop {
+        // At the last stage every trial has run: nothing stops, and nothing is called early.
+        if !self.plan.early_stop || stage + 1 >= self.stage_trials.len() {
             return Vec::new();
         }
         let mut out = Vec::new();
@@ -240,7 +245,12 @@ mod tests {
 
     fn plan(stoppable: &[&str], early_stop: bool) -> SequentialPlan {
         SequentialPlan {
-            stages: 3,
+            design: crate::analysis::sequential::design::spec(
+                3,
+                3,
+                &crate::analysis::sequential::design::Choices::with_futility(None),
+            )
+            .unwrap(),
             comparisons: vec![
                 Comparison {
                     label: "A'-A".into(),
@@ -279,7 +289,7 @@ mod tests {
 
     #[test]
     fn a_boundary_waits_for_every_trial_of_the_stage_to_have_a_verdict() {
-        let s = Stopping::new(plan(&["a2", "b2"], true), vec![1, 2, 3], None);
+        let s = Stopping::new(plan(&["a2", "b2"], true), None);
         let base = round1();
         // t2's trial 1 of a2 interrupted by the machine (queued again): no boundary for A'-A.
         let mut rows = vec![
@@ -293,18 +303,21 @@ mod tests {
         assert_eq!(due[0].label, "B'-B");
         assert_eq!(
             due[0].rewards,
-            vec![(vec![1.0], vec![1.0]), (vec![0.0], vec![1.0])]
+            vec![
+                (vec![Some(1.0)], vec![Some(1.0)]),
+                (vec![Some(0.0)], vec![Some(1.0)])
+            ]
         );
         // Its new attempt ends in a verdict: the boundary is reached.
         rows[1] = brief(5, "t2", "a2", 1, Some(Outcome::NoReward), 0.0);
         let due = s.due(&tasks(), &rows, &base);
         assert_eq!(due.len(), 2);
-        assert_eq!(due[0].rewards[1], (vec![0.0], vec![0.0]));
+        assert_eq!(due[0].rewards[1], (vec![Some(0.0)], vec![Some(0.0)]));
         // A cancelled trial has no reward: left out of its task's mean.
         rows[1] = brief(5, "t2", "a2", 1, Some(Outcome::Cancelled), 0.0);
         assert_eq!(
             s.due(&tasks(), &rows, &base)[0].rewards[1],
-            (vec![], vec![0.0])
+            (vec![None], vec![Some(0.0)])
         );
         // Without the baseline run, nothing is due for its comparisons.
         assert!(s.due(&tasks(), &rows, &HashMap::new()).is_empty());
@@ -312,7 +325,7 @@ mod tests {
 
     #[test]
     fn an_answered_comparison_stops_the_conditions_whose_only_question_it_was() {
-        let mut s = Stopping::new(plan(&["a2", "b2"], true), vec![1, 2, 3], None);
+        let mut s = Stopping::new(plan(&["a2", "b2"], true), None);
         assert!(s.looked("A'-A", 0, false).is_empty());
         assert_eq!(s.looked("A'-A", 1, true), vec![("a2".to_string(), 2)]);
         assert!(
@@ -320,19 +333,25 @@ mod tests {
                 .iter()
                 .all(|d| d.label != "A'-A")
         );
-        assert_eq!(s.looked("B'-B", 2, true), vec![("b2".to_string(), 3)]);
+        // Answered at the last stage: nothing left to stop, and no early stop recorded.
+        assert!(s.looked("B'-B", 2, true).is_empty());
         // Not stoppable (round 1's A and B feed learning and round 2): looks only.
-        let mut kept = Stopping::new(plan(&[], true), vec![1, 2, 3], None);
+        let mut kept = Stopping::new(plan(&[], true), None);
         assert!(kept.looked("A'-A", 0, true).is_empty());
         // --no-early-stop: nothing stops.
-        let mut fixed = Stopping::new(plan(&["a2", "b2"], false), vec![1, 2, 3], None);
+        let mut fixed = Stopping::new(plan(&["a2", "b2"], false), None);
         assert!(fixed.looked("A'-A", 0, true).is_empty());
     }
 
     #[test]
     fn both_conditions_of_an_in_run_comparison_stop_together_and_a_shared_one_waits() {
         let p = SequentialPlan {
-            stages: 2,
+            design: crate::analysis::sequential::design::spec(
+                6,
+                3,
+                &crate::analysis::sequential::design::Choices::with_futility(None),
+            )
+            .unwrap(),
             comparisons: vec![
                 Comparison {
                     label: "B-A".into(),
@@ -351,10 +370,10 @@ mod tests {
             early_stop: true,
             note: None,
         };
-        let mut s = Stopping::new(p, vec![2, 4], None);
+        let mut s = Stopping::new(p, None);
         // B-A answered at stage 1: B stops; A waits for C-A.
         assert_eq!(s.looked("B-A", 0, true), vec![("b".to_string(), 2)]);
-        // C-A answered at stage 2: A and C stop, A keeping the later stage's trials.
+        // C-A answered at stage 2 of 3: A and C stop, A keeping the later stage's trials.
         assert_eq!(
             s.looked("C-A", 1, true),
             vec![("a".to_string(), 4), ("c".to_string(), 4)]
@@ -372,8 +391,9 @@ mod tests {
             se: None,
             z: None,
             bound: None,
+            futility_bound: None,
             decision: d,
-            reason: String::new(),
+            why: crate::domain::sequential::LookWhy::BetweenBounds,
             adjusted: None,
             ci: None,
             p_value: None,
@@ -382,10 +402,12 @@ mod tests {
         let record = SequentialRecord {
             design: crate::domain::sequential::DesignRow {
                 run_id: 1,
-                stages: 3,
-                alpha: 0.025,
-                beta: 0.2,
-                stage_trials: vec![1, 2, 3],
+                spec: crate::analysis::sequential::design::spec(
+                    3,
+                    3,
+                    &crate::analysis::sequential::design::Choices::with_futility(None),
+                )
+                .unwrap(),
                 efficacy: vec![],
                 futility: vec![],
                 comparisons: vec![],
@@ -407,7 +429,7 @@ mod tests {
                 at: String::new(),
             }],
         };
-        let s = Stopping::new(plan(&["a2", "b2"], true), vec![1, 2, 3], Some(&record));
+        let s = Stopping::new(plan(&["a2", "b2"], true), Some(&record));
         assert_eq!(s.stopped().get("a2"), Some(&2));
         let mut rows = Vec::new();
         for t in ["t1", "t2"] {

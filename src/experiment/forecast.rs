@@ -128,6 +128,21 @@ impl Observed {
         })
     }
 
+    /// The A/A noise of comparison `x` vs `y` over the tasks both measured, as the report takes
+    /// it ([`noise::aa_noise_paired_at`], at `k` trials per task); `None` when a side has no
+    /// finished trial.
+    fn paired_noise(&self, x: &str, y: &str, k: u32, m: &NoiseMethod) -> Option<noise::AaNoise> {
+        let (a, b) = (self.per_task.get(x)?, self.per_task.get(y)?);
+        let (mut wx, mut wy) = (Vec::new(), Vec::new());
+        for (task, rx) in a {
+            if let Some(ry) = b.get(task) {
+                wx.push(TaskTrials { task, rewards: rx });
+                wy.push(TaskTrials { task, rewards: ry });
+            }
+        }
+        Some(noise::aa_noise_paired_at((x, &wx), (y, &wy), m, Some(k)))
+    }
+
     /// Variance components of `y` against `x` over the tasks both ran.
     fn components(&self, x: &str, y: &str) -> Option<Components> {
         let (a, b) = (self.per_task.get(x)?, self.per_task.get(y)?);
@@ -543,13 +558,15 @@ fn within_of(observed: &Observed, label: &str) -> Option<f64> {
 }
 
 /// The noise floor of every condition with finished trials, at `k` trials per task; sets each
-/// comparison's pooled A/A noise and notes a planned effect within it.
+/// comparison's A/A noise and notes a planned effect within it.
 ///
-/// A comparison's noise pools its sides, √((h_x² + h_y²)/2) — the normal approximation of the
-/// report's per-split pooling — with a round-2 side not measured yet borrowing its round-1
-/// counterpart's (A' from A, B' from B, as the power rows borrow its trial variance), and scaled
-/// from the tasks it was measured over to the comparison's as √(measured / compared) (a mean over
-/// more tasks is less noisy).
+/// A comparison whose two sides both have finished trials takes its noise as the report does
+/// ([`noise::aa_noise_paired_at`] over the tasks both measured, the same labels and seed: at the
+/// trials they ran, the same number), scaled from the tasks it was measured over to the
+/// comparison's as √(measured / compared) (a mean over more tasks is less noisy). A round-2 side
+/// not measured yet borrows its round-1 counterpart's (A' from A, B' from B, as the power rows
+/// borrow its trial variance); the sides are then pooled as √((h_x² + h_y²)/2), the normal
+/// approximation of the per-split pooling.
 fn noise_floor(
     observed: &Observed,
     k: u32,
@@ -585,11 +602,22 @@ fn noise_floor(
         } else {
             continue;
         };
-        let (Some((hx, nx)), Some((hy, ny))) = (side(x), side(y)) else {
-            continue;
-        };
         let scale = |h: f64, n: usize| h * (n as f64 / p.n_tasks.max(1) as f64).sqrt();
-        let h = ((scale(hx, nx).powi(2) + scale(hy, ny).powi(2)) / 2.0).sqrt();
+        let h = match observed.paired_noise(x, y, k, &m) {
+            Some(n) if n.spread_pp.is_some() => {
+                let s = scale(n.spread_pp.unwrap_or(0.0), n.n_tasks);
+                p.aa_noise_band_pp = n
+                    .band_pp
+                    .map(|(lo, hi)| (scale(lo, n.n_tasks), scale(hi, n.n_tasks)));
+                s
+            }
+            _ => {
+                let (Some((hx, nx)), Some((hy, ny))) = (side(x), side(y)) else {
+                    continue;
+                };
+                ((scale(hx, nx).powi(2) + scale(hy, ny).powi(2)) / 2.0).sqrt()
+            }
+        };
         p.aa_noise_pp = Some(h);
         if p.effect.abs() <= h {
             notes.push(format!(
@@ -720,8 +748,11 @@ pub fn round_lines(f: &Forecast, round: u8) -> Vec<String> {
         format!(
             "minimum detectable effect (80% power, α 0.05): {}{}",
             p.line(),
-            p.aa_noise_pp
-                .map_or_else(String::new, |h| format!("; A/A noise ±{h:.1} pp"))
+            p.aa_noise_pp.map_or_else(String::new, |h| format!(
+                "; A/A noise ±{} pp{}",
+                crate::format::se(h),
+                crate::analysis::forecast::band_words(p.aa_noise_band_pp)
+            ))
         )
     }));
     out

@@ -585,7 +585,6 @@ fn sequential_round1(
     conditions: &[Condition],
 ) -> Option<crate::domain::sequential::SequentialPlan> {
     use crate::domain::sequential::{Comparison, SequentialPlan};
-    plan.sequential.stages?;
     let a = Condition::NoSkills.key();
     let mut comparisons = vec![Comparison {
         label: "B-A".into(),
@@ -602,7 +601,7 @@ fn sequential_round1(
         });
     }
     Some(SequentialPlan {
-        stages: plan.sequential.stages(plan.trials) as usize,
+        design: plan.sequential.spec(plan.trials)?.ok()?,
         comparisons,
         stoppable: Vec::new(),
         early_stop: plan.sequential.early_stop(),
@@ -622,7 +621,6 @@ fn sequential_round2(
     r1: &str,
 ) -> Option<crate::domain::sequential::SequentialPlan> {
     use crate::domain::sequential::{Comparison, SequentialPlan};
-    plan.sequential.stages?;
     let [a2, b2] = conditions else {
         return None;
     };
@@ -640,7 +638,7 @@ fn sequential_round2(
         comparisons.push(against("A'-C", a2, c.key()));
     }
     Some(SequentialPlan {
-        stages: plan.sequential.stages(plan.trials) as usize,
+        design: plan.sequential.spec(plan.trials)?.ok()?,
         comparisons,
         stoppable: vec![a2.key(), b2.key()],
         early_stop: plan.sequential.early_stop(),

@@ -157,6 +157,26 @@ impl SequentialTable {
     pub fn early_stop(&self) -> bool {
         self.early_stop.unwrap_or(true)
     }
+
+    /// The design the experiment fixes over `trials` per task and condition
+    /// ([`crate::analysis::sequential::design::spec`], the one `plan`, the engine and `replay`
+    /// use); `None` without `stages` (the fixed design).
+    ///
+    /// # Errors
+    /// A design that cannot be made (more stages than trials).
+    pub fn spec(
+        &self,
+        trials: u32,
+    ) -> Option<
+        Result<
+            crate::domain::sequential::DesignSpec,
+            crate::analysis::sequential::design::SpecError,
+        >,
+    > {
+        use crate::analysis::sequential::design::{Choices, spec};
+        self.stages
+            .map(|k| spec(trials, k as usize, &Choices::default()))
+    }
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -295,9 +315,9 @@ impl Plan {
         let stages = self.sequential.stages(self.trials);
         if !(1..=20).contains(&stages) {
             problems.push(format!("[sequential] stages = {stages} must be 1 to 20"));
-        } else if self.sequential.early_stop() && stages > self.trials {
+        } else if stages > self.trials && self.trials > 0 {
             problems.push(format!(
-                "[sequential] stages = {stages} needs at least {stages} trials per task and condition (trials = {}); lower stages or set early_stop = false",
+                "[sequential] stages = {stages} needs at least {stages} trials per task and condition (trials = {}); lower stages or remove the table for the fixed design",
                 self.trials
             ));
         }

@@ -14,7 +14,9 @@
 //! `reward: 0` and its `infra_failure_type` named; the board leaves it out of the pass rate and
 //! the mean reward and counts it under "Infra Failed". A verdict is eligible with
 //! `infra_failure_type: null`, as the board's proof verifier (`scripts/verify_private_proof.py`)
-//! demands both ways. Trials not yet finished have no row; their shard is `partial`.
+//! demands both ways. Trials not yet finished have no row; their shard is `partial`. A condition
+//! stopped early by the run's group-sequential design has a row for each trial it keeps (every
+//! task's first `k_s`); a trial that finished beyond the stop is kept in the store but in no row.
 //!
 //! This writer reads the store directly (runs, their tasks and latest attempts) and nothing of
 //! the Markdown, JSON or CSV report; [`validate`] reimplements the board's rules.
@@ -204,10 +206,17 @@ pub fn build(
         let tasks = queries::run_tasks(conn, run.id)?;
         let trials = queries::current_trials(conn, run.id)?;
         let task_set = run.task_set.as_ref().map(|p| p.label());
+        // A condition stopped early by the run's sequential design keeps its first trials per
+        // task; one that finished beyond them is in no row, so the shards stay balanced.
+        let kept: std::collections::HashMap<String, u32> =
+            queries::early_stop_trials(conn, run.id)?
+                .into_iter()
+                .collect();
         for condition in &run.conditions {
+            let keep = kept.get(condition).copied().unwrap_or(u32::MAX);
             let of: Vec<&TrialRow> = trials
                 .iter()
-                .filter(|t| &t.condition == condition)
+                .filter(|t| &t.condition == condition && t.trial_index <= keep)
                 .collect();
             let finished = |t: &TrialRow| t.status == TrialStatus::Done && t.outcome.is_some();
             let rows: Vec<Row> = of

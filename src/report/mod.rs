@@ -69,6 +69,9 @@ pub struct TrialLink {
     pub succeeded: bool,
     /// The trial folder, as recorded.
     pub dir: String,
+    /// The trial finished beyond an early stop of its condition (its index past the trials the
+    /// condition keeps): kept, listed as such, in no metric.
+    pub beyond_stop: bool,
 }
 
 /// The skill content analysis ([`crate::analysis::skill_content`]).
@@ -333,6 +336,8 @@ fn trial_links(
     let mut out = Vec::new();
     for id in run_ids {
         let run = queries::get_run(conn, *id)?;
+        let kept: std::collections::HashMap<String, u32> =
+            queries::early_stop_trials(conn, *id)?.into_iter().collect();
         for f in queries::trial_folders(conn, *id)? {
             let Some(c) = results
                 .conditions
@@ -347,6 +352,7 @@ fn trial_links(
                 trial_index: f.trial_index,
                 outcome: f.outcome,
                 succeeded: results.success.trial_succeeded(f.done, f.outcome, f.reward),
+                beyond_stop: kept.get(&f.condition).is_some_and(|k| f.trial_index > *k),
                 dir: f.dir,
             });
         }

@@ -55,6 +55,24 @@ impl RunLedger {
         namer: TrialNamer,
         allow_drift: bool,
     ) -> Result<RunLedger, StoreError> {
+        Self::register_with_design(store, new, tasks, owner, namer, allow_drift, None).await
+    }
+
+    /// [`RunLedger::register`] with the run's group-sequential design (`None`: the fixed
+    /// design), recorded in the same transaction as a new run; a design the run already
+    /// recorded is kept (the engine refuses another before it registers: issue 47).
+    ///
+    /// # Errors
+    /// As [`RunLedger::register`].
+    pub async fn register_with_design(
+        store: &Store,
+        new: NewRun,
+        tasks: Vec<RunTaskRow>,
+        owner: Owner,
+        namer: TrialNamer,
+        allow_drift: bool,
+        design: Option<crate::domain::sequential::DesignRow>,
+    ) -> Result<RunLedger, StoreError> {
         let (run, drift) = store
             .writer()
             .write(move |c| {
@@ -65,6 +83,14 @@ impl RunLedger {
                     }
                     None => queries::insert_run(c, &new)?,
                 };
+                // A design already recorded is kept as it was (`put_design` ignores another).
+                if let Some(d) = &design {
+                    let d = crate::domain::sequential::DesignRow {
+                        run_id: run.id,
+                        ..d.clone()
+                    };
+                    queries::put_design(c, &d)?;
+                }
                 let stored = queries::run_tasks(c, run.id)?;
                 if !stored.is_empty() {
                     let a: Vec<&str> = stored.iter().map(|t| t.task_id.as_str()).collect();
@@ -169,20 +195,6 @@ impl RunLedger {
         self.store
             .writer()
             .write(move |c| queries::plan_trials(c, &run, &task_ids, namer.as_ref()))
-            .await
-    }
-
-    /// Records the run's group-sequential design.
-    ///
-    /// # Errors
-    /// Database errors.
-    pub async fn put_design(
-        &self,
-        design: crate::domain::sequential::DesignRow,
-    ) -> Result<(), StoreError> {
-        self.store
-            .writer()
-            .write(move |c| queries::put_design(c, &design))
             .await
     }
 

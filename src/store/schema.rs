@@ -508,6 +508,37 @@ CREATE TABLE experiments (
                                    WHERE d.run_id = g.r AND d.task_id = g.t
                                      AND d.condition = g.c);
              END;",
+        // A design fixed as data (issue 47): the fractions its α is spent at, the stage its
+        // futility bounds apply from, the statistic (JSON `domain::sequential::Statistic`; the
+        // paired z of the runs before), the fewest tasks it judges. A look's reason as data
+        // (`why`, `domain::sequential::LookWhy`) with both bounds: `bound` is the efficacy bound,
+        // `futility_bound` the stage's futility bound; the sentence it replaced is dropped.
+        "ALTER TABLE sequential_designs ADD COLUMN fractions TEXT;      -- JSON array; NULL: k_s/n
+             ALTER TABLE sequential_designs ADD COLUMN futility_from INTEGER; -- 1-based; NULL: no futility
+             ALTER TABLE sequential_designs ADD COLUMN statistic TEXT NOT NULL DEFAULT '{\"kind\":\"paired-z\"}';
+             ALTER TABLE sequential_designs ADD COLUMN min_tasks INTEGER NOT NULL DEFAULT 2;
+             ALTER TABLE sequential_designs ADD COLUMN spending TEXT NOT NULL DEFAULT 'obrien-fleming';
+             UPDATE sequential_designs SET futility_from = 1 WHERE futility != '[]';
+             ALTER TABLE sequential_looks ADD COLUMN why TEXT NOT NULL DEFAULT 'below-efficacy';
+             ALTER TABLE sequential_looks ADD COLUMN futility_bound REAL;
+             UPDATE sequential_looks SET why = CASE
+                 WHEN decision = 'efficacy' THEN 'efficacy-crossed'
+                 WHEN z IS NULL THEN 'undefined'
+                 WHEN decision = 'futility' AND stage = (SELECT d.stages FROM sequential_designs d
+                                                         WHERE d.run_id = sequential_looks.run_id)
+                     THEN 'last-stage-below'
+                 WHEN decision = 'futility' THEN 'futility-crossed'
+                 WHEN reason LIKE '%between%' THEN 'between-bounds'
+                 ELSE 'below-efficacy' END;
+             UPDATE sequential_looks SET futility_bound = bound,
+                 bound = (SELECT json_extract(d.efficacy, '$[' || (sequential_looks.stage - 1) || ']')
+                          FROM sequential_designs d WHERE d.run_id = sequential_looks.run_id)
+                 WHERE why = 'futility-crossed';
+             UPDATE sequential_looks SET futility_bound =
+                 (SELECT json_extract(d.futility, '$[' || (sequential_looks.stage - 1) || ']')
+                  FROM sequential_designs d WHERE d.run_id = sequential_looks.run_id)
+                 WHERE why = 'between-bounds';
+             ALTER TABLE sequential_looks DROP COLUMN reason;",
 ];
 
 /// All migrations, oldest first ([`UP`]).

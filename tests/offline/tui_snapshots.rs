@@ -880,7 +880,7 @@ fn overview_with_an_experiment_learning() {
 #[test]
 fn overview_of_a_run_stopped_early() {
     use skillscope::domain::sequential::{
-        Comparison, DesignRow, EarlyStopRow, LookDecision, LookRow,
+        Comparison, DesignRow, EarlyStopRow, LookDecision, LookRow, LookWhy,
     };
     use skillscope::store::queries;
     let l = learning_fixture::learning();
@@ -894,12 +894,14 @@ fn overview_of_a_run_stopped_early() {
         &l.conn,
         &DesignRow {
             run_id: l.run.id,
-            stages: 5,
-            alpha: 0.025,
-            beta: 0.2,
-            stage_trials: vec![1, 2, 3, 4, 5],
+            spec: skillscope::analysis::sequential::design::spec(
+                5,
+                5,
+                &skillscope::analysis::sequential::design::Choices::with_futility(Some(1)),
+            )
+            .unwrap(),
             efficacy: vec![4.877, 3.357, 2.680, 2.290, 2.031],
-            futility: vec![-1.29, 0.17, 0.9, 1.5],
+            futility: vec![Some(-1.29), Some(0.17), Some(0.9), Some(1.5)],
             comparisons: vec![cmp("A'-A", "a2", "a"), cmp("B'-B", "b2", "b")],
             early_stop: true,
             note: None,
@@ -915,8 +917,13 @@ fn overview_of_a_run_stopped_early() {
         se: Some(0.06),
         z: Some(z),
         bound: Some(bound),
+        futility_bound: None,
         decision,
-        reason: "fixture".into(),
+        why: if decision == LookDecision::Efficacy {
+            LookWhy::EfficacyCrossed
+        } else {
+            LookWhy::BelowEfficacy
+        },
         adjusted: None,
         ci: None,
         p_value: None,

@@ -71,6 +71,11 @@ pub struct Comparison {
     /// both ran alike.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub drift: Vec<crate::domain::provenance::Mismatch>,
+    /// The verdict of the group-sequential design that judged this comparison, when one did
+    /// (issue 47): then its verdict and adjusted estimate are the comparison's, and `delta_pp`
+    /// and `delta_ci_pp` are the naive ones beside them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sequential: Option<crate::domain::sequential::SequentialVerdict>,
 }
 
 impl Comparison {
@@ -253,6 +258,7 @@ pub(super) fn compare(
         degraded: 0,
         unchanged: 0,
         drift: Vec::new(),
+        sequential: None,
     };
     match (p_with, p_without) {
         (Some(w), Some(wo)) => {

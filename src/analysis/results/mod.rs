@@ -364,6 +364,7 @@ fn analyze_selection(
         subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
         attach_tamper(conn, &loaded, &mut results)?;
         attach_drift(&loaded, &mut results);
+        attach_sequential(conn, &loaded, &mut results)?;
         return Ok(results);
     };
     let e = lq::find_experiment(conn, name)?
@@ -445,12 +446,71 @@ fn analyze_selection(
     subsets::attach_exposure(conn, &loaded, scoring, &mut results)?;
     attach_tamper(conn, &loaded, &mut results)?;
     attach_drift(&loaded, &mut results);
+    attach_sequential(conn, &loaded, &mut results)?;
+    Ok(results)
+}
+
+/// Each run's group-sequential design with its looks and stops ([`Results::sequential`]), and
+/// each comparison a design judged its verdict ([`Comparison::sequential`]); the hypotheses
+/// that read such a comparison read its verdict
+/// ([`super::hypotheses::apply_sequential`]).
+fn attach_sequential(
+    conn: &Connection,
+    loaded: &Loaded,
+    results: &mut Results,
+) -> Result<(), StoreError> {
     for run in &loaded.runs {
         if let Some(rec) = crate::store::queries::sequential_record(conn, run.id)? {
             results.sequential.push((run.name.clone(), rec));
         }
     }
-    Ok(results)
+    let label = |run: &str, key: &str| {
+        results
+            .conditions
+            .iter()
+            .find(|c| c.run == run && c.condition == key)
+            .map(|c| c.label.clone())
+    };
+    let mut verdicts = Vec::new();
+    for (run, rec) in &results.sequential {
+        for c in &rec.design.comparisons {
+            let base_run = c.without_run.as_deref().unwrap_or(run);
+            let (Some(with), Some(without), Some(look)) = (
+                label(run, &c.with),
+                label(base_run, &c.without),
+                rec.last_look(&c.label),
+            ) else {
+                continue;
+            };
+            verdicts.push((
+                with,
+                without,
+                crate::domain::sequential::SequentialVerdict {
+                    run: run.clone(),
+                    label: c.label.clone(),
+                    stages: rec.design.stages(),
+                    look: look.clone(),
+                },
+            ));
+        }
+    }
+    for (with, without, v) in verdicts {
+        if let Some(c) = results
+            .comparisons
+            .iter_mut()
+            .find(|c| c.with == with && c.without == without)
+        {
+            for h in results
+                .hypotheses
+                .iter_mut()
+                .filter(|h| h.scope == "all tasks" && h.measure == format!("Δ {with} − {without}"))
+            {
+                super::hypotheses::apply_sequential(h, &v);
+            }
+            c.sequential = Some(v);
+        }
+    }
+    Ok(())
 }
 
 /// Fills each comparison's [`Comparison::drift`]: what its two sides' latest attempts ran with

@@ -10,6 +10,7 @@
 //! - [`live`]: the design the engine applies during a run, and its look at a stage boundary.
 //! - [`planned`]: the design `plan` prints for a comparison, with its bounds in pp.
 //! - [`replay`]: a design applied to finished data stage by stage, and simulated.
+//! - [`signflip`]: the within-task sign-flip test at each look, exact at any number of tasks.
 //! - [`normal`], [`roots`]: the normal distribution and Brent's root finder they rest on.
 
 pub mod boundaries;
@@ -21,6 +22,7 @@ pub mod planned;
 pub mod recursion;
 pub mod replay;
 pub mod roots;
+pub mod signflip;
 pub mod spending;
 
 #[cfg(test)]

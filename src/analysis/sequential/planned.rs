@@ -1,25 +1,34 @@
-//! The sequential design `skillscope plan` prints for a comparison: stages of a plan's trials,
-//! their information fractions from the plan's variance components, the bounds on the z-scale
-//! and as a Δ in percentage points, and the trials the design is expected to save.
+//! The sequential design `skillscope plan` prints for a comparison: the design the experiment
+//! fixes ([`super::design::spec`], the same the engine applies), its stages with the α spent at
+//! each, the bounds on the z-scale and as a Δ in percentage points at the plan's variance
+//! components, whether the sign-flip test can show an effect there with the plan's tasks, and
+//! the trials the design is expected to save.
 
 use serde::Serialize;
 
 use super::boundaries::BoundaryError;
-use super::design::{Design, fractions_for_trials};
-use super::replay::stage_trials;
+use super::design::Design;
+use super::signflip::rejectable;
 use crate::analysis::power::Components;
+use crate::domain::sequential::{DesignSpec, Statistic};
 
 /// One stage of a planned design.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlannedStage {
     /// Trials per task and condition at this look.
     pub trials: usize,
-    /// Information fraction.
+    /// Information fraction the α is spent at.
     pub fraction: f64,
-    /// Efficacy bound, z.
+    /// Cumulative one-sided α spent by this stage.
+    pub alpha_spent: f64,
+    /// Efficacy bound, z, in large samples (the sign-flip bound's normal limit).
     pub efficacy_z: f64,
-    /// The Δ it takes to cross it at the planned information, percentage points.
+    /// The Δ it takes to cross it at the planned variance, percentage points:
+    /// `z·√((ω² + σ²/k_s)/n)`.
     pub efficacy_pp: f64,
+    /// Whether the sign-flip test can show an effect by this stage with the plan's tasks
+    /// (`⌊α(t_s)·B⌋ ≥ 1` over its `B` flips).
+    pub efficacy_possible: bool,
     /// Futility bound, z (None without one at this stage).
     pub futility_z: Option<f64>,
     /// The Δ at or below which the comparison stops for futility, pp.
@@ -29,75 +38,87 @@ pub struct PlannedStage {
 /// A planned sequential design for one comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlannedDesign {
+    /// The design as the experiment would fix it.
+    pub spec: DesignSpec,
     /// Stages.
     pub stages: Vec<PlannedStage>,
-    /// Non-binding futility bounds in use.
-    pub futility: bool,
+    /// Tasks compared.
+    pub n_tasks: usize,
     /// Expected share of the comparison's trials used when there is no effect.
     pub share_null: f64,
     /// Expected share used at the effect the design has 80 % power for.
     pub share_powered: f64,
-    /// That effect, pp (`η·se` at all trials).
+    /// That effect, pp (`η·√((ω² + σ²/n)/N)`).
     pub powered_effect_pp: f64,
 }
 
-/// The design of a comparison over `n` tasks × `k` trials per task and condition with variance
-/// components `c` (ω² = `c.between`, σ²_A + σ²_B = `c.within_sum()`), in `stages` stages
-/// (stage s at ⌊s·k/K⌋ trials), one-sided α = 0.025, β = 0.2, with non-binding futility when
-/// `futility`. The Δ of a bound is `z·se_s`, `se_s = se_K/√t_s` (= `√((ω² + σ²/k_s)/n)` when
-/// σ² is known; without it the fractions are `k_s/K`, [`fractions_for_trials`]).
+/// The design `spec` over `n` tasks for a comparison with variance components `c`
+/// (ω² = `c.between`, σ²_A + σ²_B = `c.within_sum()`). The Δ of a bound at stage `s` is
+/// `z·se_s` with `se_s = √((ω² + σ²/k_s)/n)` (docs/scoring.md, "Plan"); without a measured σ²
+/// every stage has the bound's SE at all trials (`binary_bound` puts all variance between tasks).
 ///
 /// # Errors
-/// More stages than trials ([`BoundaryError::Fractions`]).
+/// The design's bounds cannot be computed ([`BoundaryError`]).
 pub fn planned(
     c: &Components,
     n: usize,
-    k: u32,
-    stages: usize,
-    futility: bool,
+    spec: &DesignSpec,
 ) -> Result<PlannedDesign, BoundaryError> {
-    let ks = stage_trials(k as usize, stages.max(1));
-    let ks32: Vec<u32> = ks.iter().map(|x| *x as u32).collect();
-    let t = fractions_for_trials(c.between, c.within_sum(), &ks32);
-    if ks.first() == Some(&0) {
-        return Err(BoundaryError::Fractions(t));
-    }
-    let design = Design::obrien_fleming(&t, 0.025, 0.2, futility)?;
-    // The SE at stage s is se_K/√t_s: √((ω² + σ²/k_s)/n) when the trial noise is known, and
-    // consistent with the trial-proportional fractions when it is not.
-    let se_max = c.var_of_mean(n, k).sqrt() * 100.0;
-    let out: Vec<PlannedStage> = ks
+    let design = Design::of(spec)?;
+    let last = f64::from(*spec.stage_trials.last().unwrap_or(&1));
+    let flips = match spec.statistic {
+        Statistic::SignFlip { flips, .. } => {
+            if n < usize::BITS as usize && (1usize << n) <= flips as usize {
+                1usize << n
+            } else {
+                flips as usize
+            }
+        }
+        Statistic::PairedZ => usize::MAX,
+    };
+    let se = |k: u32| c.var_of_mean(n, k).sqrt() * 100.0;
+    let stages = spec
+        .stage_trials
         .iter()
         .enumerate()
-        .map(|(s, kk)| {
-            let f = if s + 1 < ks.len() {
-                design.futility.get(s).copied()
+        .map(|(s, k)| {
+            let f = if s + 1 < spec.stages {
+                design.futility_bound(s)
             } else {
                 None
             };
             PlannedStage {
-                trials: *kk,
-                fraction: t[s],
+                trials: *k as usize,
+                fraction: spec.fractions[s],
+                alpha_spent: design.alpha_spent[s],
                 efficacy_z: design.efficacy[s],
-                efficacy_pp: design.efficacy[s] * se_max / t[s].sqrt(),
+                efficacy_pp: design.efficacy[s] * se(*k),
+                efficacy_possible: rejectable(design.alpha_spent[s], flips) >= 1,
                 futility_z: f,
-                futility_pp: f.map(|f| f * se_max / t[s].sqrt()),
+                futility_pp: f.map(|f| f * se(*k)),
             }
         })
         .collect();
-    let share: Vec<f64> = ks.iter().map(|x| *x as f64 / f64::from(k)).collect();
+    let share: Vec<f64> = spec
+        .stage_trials
+        .iter()
+        .map(|k| f64::from(*k) / last)
+        .collect();
     Ok(PlannedDesign {
-        futility: !design.futility.is_empty(),
+        spec: spec.clone(),
+        n_tasks: n,
         share_null: design.expected_share(0.0, &share),
         share_powered: design.expected_share(design.drift, &share),
-        powered_effect_pp: design.drift * se_max,
-        stages: out,
+        powered_effect_pp: design.drift * se(last as u32),
+        stages,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::power::binary_bound;
+    use crate::analysis::sequential::design::spec;
 
     #[test]
     fn bounds_in_pp_and_savings() {
@@ -109,31 +130,59 @@ mod tests {
             within_b: Some(0.1),
             between: 0.1,
         };
-        let p = planned(&c, 80, 5, 3, true).unwrap();
+        let s = spec(
+            5,
+            3,
+            &crate::analysis::sequential::design::Choices::with_futility(Some(2)),
+        )
+        .unwrap();
+        let p = planned(&c, 80, &s).unwrap();
         assert_eq!(
             p.stages.iter().map(|s| s.trials).collect::<Vec<_>>(),
             vec![1, 3, 5]
         );
-        // Var(d) at k = 1, 3, 5: 0.3, 0.1667, 0.14 → t = 0.4667, 0.84, 1.
-        assert!((p.stages[0].fraction - 0.14 / 0.3).abs() < 1e-12);
+        // The fractions are the design's (planned at ρ = 1.9), whatever the variance components.
+        assert_eq!(p.stages[0].fraction, s.fractions[0]);
+        assert!((p.stages[0].fraction - 1.38 / 2.9).abs() < 1e-12);
+        // Var(d) at k = 1: 0.1 + 0.2 = 0.3.
         let se1 = (0.3f64 / 80.0).sqrt() * 100.0;
         assert!((p.stages[0].efficacy_pp - p.stages[0].efficacy_z * se1).abs() < 1e-9);
-        // Trial noise unknown: fractions k/K, and the Δ still follows se_K/√t.
-        let bound = Components {
-            within_a: None,
-            within_b: None,
-            ..c
-        };
-        let q = planned(&bound, 80, 5, 3, true).unwrap();
-        assert!((q.stages[0].fraction - 0.2).abs() < 1e-12);
-        let se_k = (0.1f64 / 80.0).sqrt() * 100.0;
-        assert!(
-            (q.stages[0].efficacy_pp - q.stages[0].efficacy_z * se_k / 0.2f64.sqrt()).abs() < 1e-9
-        );
-        assert!(p.stages[2].futility_z.is_none() && p.stages[0].futility_z.is_some());
+        assert!(p.stages[0].futility_z.is_none() && p.stages[1].futility_z.is_some());
+        assert!(p.stages[2].futility_z.is_none());
+        assert!(p.stages.iter().all(|s| s.efficacy_possible));
         assert!(p.share_null < 1.0 && p.share_powered < 1.0 && p.share_null > 0.2);
-        let fixed = planned(&c, 80, 5, 3, false).unwrap();
+        let fixed = planned(
+            &c,
+            80,
+            &spec(
+                5,
+                3,
+                &crate::analysis::sequential::design::Choices::with_futility(None),
+            )
+            .unwrap(),
+        )
+        .unwrap();
         assert!(fixed.share_null > p.share_null);
-        assert!(planned(&c, 80, 2, 3, true).is_err());
+    }
+
+    /// Without trial noise measured (no data: the binary bound), a bound's Δ is `z·√(v/n)` at
+    /// every stage — not `se_K/√t_s` (issue 47: +169.9 pp printed for 85.0).
+    #[test]
+    fn without_data_the_delta_follows_the_docs_formula() {
+        let c = binary_bound(0.25, 0.45);
+        let s = spec(
+            3,
+            3,
+            &crate::analysis::sequential::design::Choices::with_futility(None),
+        )
+        .unwrap();
+        let p = planned(&c, 6, &s).unwrap();
+        let se = (c.between / 6.0).sqrt() * 100.0;
+        for st in &p.stages {
+            assert!((st.efficacy_pp - st.efficacy_z * se).abs() < 1e-9, "{st:?}");
+        }
+        // 6 tasks: 64 flips; ⌊α(0.56)·64⌋ = ⌊0.0028·64⌋ = 0: no effect can be shown at stage 1;
+        // by the last stage ⌊0.025·64⌋ = 1.
+        assert!(!p.stages[0].efficacy_possible && p.stages[2].efficacy_possible);
     }
 }

@@ -191,8 +191,8 @@ pub fn self_generation(
         .collect())
 }
 
-/// `run --stages K`'s design: the second condition against the first (`B-A`), both stopping
-/// once it is answered.
+/// `run --stages K`'s design ([`crate::analysis::sequential::design::spec`]): the second
+/// condition against the first (`B-A`), both stopping once it is answered.
 ///
 /// # Errors
 /// Not exactly two conditions, or more stages than trials per task.
@@ -208,13 +208,15 @@ fn sequential_of(
             conditions.len()
         ));
     };
-    if stages > trials {
-        return Err(eyre!(
+    use crate::analysis::sequential::design::{Choices, spec};
+    let design = spec(trials, stages as usize, &Choices::default()).map_err(|e| match e {
+        crate::analysis::sequential::design::SpecError::Stages { .. } => eyre!(
             "--stages {stages} needs at least {stages} trials per task and condition (--trials {trials})"
-        ));
-    }
+        ),
+        e => eyre!("--stages {stages}: {e}"),
+    })?;
     Ok(crate::domain::sequential::SequentialPlan {
-        stages: stages as usize,
+        design,
         comparisons: vec![crate::domain::sequential::Comparison {
             label: "B-A".into(),
             with: b.key(),

@@ -104,9 +104,9 @@ pub fn groups_table(g: &Groups) -> Table {
         for (v, n) in row.deltas_pp.iter().zip(&row.n_matched) {
             cells.push(match v {
                 Some(v) if *n < row.n_tasks => {
-                    Cell::pp(Some(*v), None).noted(format!("{n} matched"))
+                    Cell::delta(Some(*v), None).noted(format!("{n} matched"))
                 }
-                Some(v) => Cell::pp(Some(*v), None),
+                Some(v) => Cell::delta(Some(*v), None),
                 // Tasks both ran, but one side has no verdict yet (the live pane).
                 None if *n > 0 => Cell::undefined(Some("nothing judged on one side yet")),
                 None => Cell::undefined(Some("no task both ran")),
@@ -253,7 +253,7 @@ pub fn efficiency(r: &Results) -> Vec<Block> {
             Cell::count(e.n_tasks),
             Cell::new(Value::Rate(e.p_with)),
             Cell::new(Value::Rate(e.p_without)),
-            Cell::pp(Some(e.delta_pp), None),
+            Cell::delta(Some(e.delta_pp), None),
             Cell::gain(e.g, None),
         ]));
     }

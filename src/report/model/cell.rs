@@ -18,6 +18,10 @@ pub enum Unit {
     Pp,
 }
 
+/// The width of an A/A noise's Monte Carlo band, pp, from which the human renderers show it
+/// beside the spread (a narrower one cannot move the spread's one decimal much).
+pub const SPREAD_BAND_SHOWN: f64 = 1.0;
+
 /// What a cell holds.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", content = "value", rename_all = "snake_case")]
@@ -39,6 +43,16 @@ pub enum Value {
         /// Its unit.
         unit: Unit,
     },
+    /// An interval in `unit` not drawn by a bootstrap (a sequential design's stage-wise
+    /// interval): shown as a CI, written as its two bounds.
+    Interval {
+        /// Lower bound.
+        low: f64,
+        /// Upper bound.
+        high: f64,
+        /// Its unit.
+        unit: Unit,
+    },
     /// A standard error in `unit` (a rate's is a fraction, shown in percent).
     Se {
         /// The standard error (a fraction for [`Unit::Percent`]).
@@ -55,6 +69,8 @@ pub enum Value {
         splits: usize,
         /// Their seed.
         seed: u64,
+        /// Its Monte Carlo band, pp: shown beside it when 1 pp wide or more, written always.
+        band: Option<(f64, f64)>,
     },
     /// A number shown with `places` decimals (a rubric score `75.3`, skills per trial `1.5`).
     Decimal {
@@ -181,7 +197,7 @@ impl Cell {
     }
 
     /// A Δ in percentage points (toned by its sign), or undefined with `why`.
-    pub fn pp(v: Option<f64>, why: Option<&str>) -> Cell {
+    pub fn delta(v: Option<f64>, why: Option<&str>) -> Cell {
         match v {
             Some(d) => Cell::new(Value::Pp(d)).tone(sign_tone(d)),
             None => Cell::new(Value::Undefined(why.map(String::from))).tone(Tone::Dim),
@@ -220,6 +236,7 @@ impl Cell {
                 value,
                 splits: n.method.splits,
                 seed: n.method.seed,
+                band: n.band_pp,
             })
             .tone(Tone::Dim),
             None => Cell::new(Value::Undefined(n.undefined.clone())).tone(Tone::Dim),
@@ -267,11 +284,23 @@ impl Value {
                 Unit::Percent => format::ci_rate(ci.low, ci.high),
                 Unit::Pp => format::ci_pp(ci.low, ci.high),
             },
+            Value::Interval { low, high, unit } => match unit {
+                Unit::Percent => format::ci_rate(*low, *high),
+                Unit::Pp => format::ci_pp(*low, *high),
+            },
             Value::Se { value, unit } => format::se(match unit {
                 Unit::Percent => value * 100.0,
                 Unit::Pp => *value,
             }),
-            Value::Spread { value, .. } => format!("±{}", format::se(*value)),
+            Value::Spread { value, band, .. } => match band {
+                Some((lo, hi)) if hi - lo >= SPREAD_BAND_SHOWN => format!(
+                    "±{} ({}–{})",
+                    format::se(*value),
+                    format::se(*lo),
+                    format::se(*hi)
+                ),
+                _ => format!("±{}", format::se(*value)),
+            },
             Value::Decimal { value, places } => format!("{value:.*}", *places as usize),
             Value::Number(v) => v.to_string(),
             Value::Percent(v) => format!("{v:.1}%"),
@@ -310,6 +339,7 @@ impl Value {
             | Value::Reward(v) => Some(*v),
             Value::Share { n, .. } => Some(*n as f64),
             Value::Ci { ci, .. } => Some(ci.low),
+            Value::Interval { low, .. } => Some(*low),
             Value::Of { n, .. } => Some(*n as f64),
             Value::TasksCompared { n, .. } => Some(*n as f64),
             Value::Noted { value, .. } => value.sort_key(),
@@ -352,7 +382,14 @@ impl Value {
                 value,
                 splits,
                 seed,
-            } => vec![value.to_string(), splits.to_string(), seed.to_string()],
+                band,
+            } => {
+                let mut v = vec![value.to_string(), splits.to_string(), seed.to_string()];
+                if let Some((lo, hi)) = band {
+                    v.extend([lo.to_string(), hi.to_string()]);
+                }
+                v
+            }
             Value::List(items) => vec![crate::sanitize::one_line(&items.join("; "))],
             Value::Share { n, total } => vec![n.to_string(), total.to_string()],
             Value::Ci { ci, .. } => vec![
@@ -361,6 +398,7 @@ impl Value {
                 ci.resamples.to_string(),
                 ci.seed.to_string(),
             ],
+            Value::Interval { low, high, .. } => vec![low.to_string(), high.to_string()],
             Value::Of { n, total } => vec![n.to_string(), total.to_string()],
             Value::TasksCompared { n, total } => vec![n.to_string(), total.to_string()],
             Value::Undefined(_) => Vec::new(),

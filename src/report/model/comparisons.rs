@@ -41,7 +41,7 @@ pub fn hypotheses(r: &Results) -> Vec<Block> {
         let unit = if share { Unit::Percent } else { Unit::Pp };
         let value = match (h.value, share) {
             (Some(v), true) => Cell::new(Value::Rate(v)),
-            (Some(v), false) => Cell::pp(Some(v), None),
+            (Some(v), false) => Cell::delta(Some(v), None),
             (None, _) => Cell::undefined(None),
         };
         t.push(Row::new(vec![
@@ -55,7 +55,18 @@ pub fn hypotheses(r: &Results) -> Vec<Block> {
             Cell::count(h.n_tasks),
             Cell::new(Value::Verdict {
                 label: h.verdict.label().to_string(),
-                answer: h.answer.clone(),
+                answer: match &h.sequential {
+                    Some(v) => format!(
+                        "sequential design {} (run {}), {}: {}; {} — the fixed-design reading: {}",
+                        crate::sanitize::one_line(&v.label),
+                        crate::sanitize::one_line(&v.run),
+                        super::sequential::verdict_text(&v.look, v.stages),
+                        super::sequential::why_text(&v.look),
+                        super::sequential::estimate_text(&v.look),
+                        h.answer
+                    ),
+                    None => h.answer.clone(),
+                },
             }),
         ]));
     }
@@ -95,7 +106,13 @@ fn comparison_columns(r: &Results) -> Vec<Column> {
         Column::number("aa_noise", "A/A noise (pp)")
             .short("A/A ±pp")
             .priority(2)
-            .csv(&["aa_noise_pp", "aa_noise_splits", "aa_noise_seed"])
+            .csv(&[
+                "aa_noise_pp",
+                "aa_noise_splits",
+                "aa_noise_seed",
+                "aa_noise_band_low_pp",
+                "aa_noise_band_high_pp",
+            ])
             .reason("aa_noise_undefined"),
         Column::number("delta_ci", ci_title(r, ", pp"))
             .short("95% CI")
@@ -192,21 +209,66 @@ pub fn table(r: &Results) -> Table {
         // The other views note it beside Δ.
         Column::text("drift", "Version drift").views(Views::of(&[View::Csv])),
     ]);
+    let sequential = r.comparisons.iter().any(|c| c.sequential.is_some());
+    if sequential {
+        columns.extend([
+            Column::text("verdict", "Sequential verdict")
+                .short("verdict")
+                .csv(&["verdict", "verdict_why"])
+                .reason("verdict_undefined"),
+            Column::number("naive_delta_pp", "Naive Δ (pp)")
+                .short("naive Δ")
+                .priority(2)
+                .reason("naive_undefined"),
+            Column::number("naive_ci", ci_title(r, ", naive, pp"))
+                .short("naive CI")
+                .priority(3)
+                .csv(&[
+                    "naive_ci_low_pp",
+                    "naive_ci_high_pp",
+                    "naive_ci_resamples",
+                    "naive_ci_seed",
+                ]),
+        ]);
+    }
     let mut t = Table::new("comparisons", "comparison", columns);
     for c in &r.comparisons {
-        let mut delta = Cell::pp(c.delta_pp, c.delta_undefined.as_deref());
+        let stopped = c
+            .sequential
+            .as_ref()
+            .filter(|v| v.answered() && v.adjusted_pp().is_some());
+        let mut delta = match stopped {
+            Some(v) => Cell::delta(v.adjusted_pp(), None).noted("adjusted"),
+            None => Cell::delta(c.delta_pp, c.delta_undefined.as_deref()),
+        };
         let mut notes = r.exposure.notes_of(&c.name).to_vec();
         notes.extend(c.drift_note());
         if !notes.is_empty() && c.delta_pp.is_some() {
             delta = delta.noted(notes.join("; "));
         }
         let mut cells = comparison_cells(c, delta);
+        if let Some((lo, hi)) = stopped.and_then(|v| v.interval_pp()) {
+            // The design's stage-wise interval in the CI's place (after name, tasks, with,
+            // without and Δ, A/A noise).
+            cells[6] = Cell::new(Value::Interval {
+                low: lo,
+                high: hi,
+                unit: Unit::Pp,
+            })
+            .tone(if lo > 0.0 {
+                Tone::Gain
+            } else if hi < 0.0 {
+                Tone::Loss
+            } else {
+                Tone::Dim
+            });
+        }
         cells.insert(1, Cell::text(&c.with));
         cells.insert(2, Cell::text(&c.without));
         cells.insert(4, Cell::new(Value::List(c.not_run_with.clone())));
         cells.insert(5, Cell::new(Value::List(c.not_run_without.clone())));
         cells.extend([
-            Cell::pp(c.delta_pp_judged, None),
+            Cell::delta(c.delta_pp_judged, None),
             Cell::count(c.n_flaky),
             Cell::new(Value::Pp(c.delta_pp_flaky)),
             Cell::count(c.improved).tone(Tone::Gain),
@@ -215,9 +277,49 @@ pub fn table(r: &Results) -> Table {
             Cell::count(c.not_run_with.len() + c.not_run_without.len()),
             Cell::text(c.drift_note().unwrap_or_default()),
         ]);
+        if sequential {
+            cells.extend(sequential_cells(c, stopped.is_some()));
+        }
         t.push(Row::new(cells));
     }
     t
+}
+
+/// The verdict of the design that judged `c` and, when its estimate took Δ's place
+/// (`replaced`), the naive Δ and bootstrap CI beside it.
+fn sequential_cells(c: &Comparison, replaced: bool) -> [Cell; 3] {
+    use super::sequential::{verdict_label, why_text};
+    let verdict = match &c.sequential {
+        Some(v) => Cell::new(Value::Verdict {
+            label: verdict_label(&v.look).into(),
+            answer: format!(
+                "{} stage {} of {}: {}",
+                crate::sanitize::one_line(&v.label),
+                v.look.stage,
+                v.stages,
+                why_text(&v.look)
+            ),
+        })
+        .tone(if v.effect() { Tone::Gain } else { Tone::Dim }),
+        None => Cell::undefined(Some("fixed design")),
+    };
+    if !replaced {
+        let why = if c.sequential.is_some() {
+            "the design goes on: Δ is the naive one"
+        } else {
+            "fixed design: Δ is the naive one"
+        };
+        return [
+            verdict,
+            Cell::undefined(Some(why)),
+            Cell::undefined(Some(why)),
+        ];
+    }
+    [
+        verdict,
+        Cell::delta(c.delta_pp, c.delta_undefined.as_deref()),
+        ci_cell(c.delta_ci_pp, Unit::Pp, c.ci_undefined.as_deref()),
+    ]
 }
 
 /// The section "Comparisons".
@@ -233,12 +335,22 @@ pub fn comparisons(r: &Results) -> Vec<Block> {
         ),
         Block::text(noise_note(r)),
     ]
+    .into_iter()
+    .chain(
+        r.comparisons
+            .iter()
+            .any(|c| c.sequential.is_some())
+            .then(|| Block::text(
+                "Where a group-sequential design judged a comparison, its verdict (*Sequential verdict*), its median-unbiased Δ (marked adjusted) and its 95% stage-wise-ordering interval are the comparison's: the naive Δ at a stop is biased away from 0 by the stopping and its bootstrap CI ignores it, so they are shown beside them as *naive*. See \"Sequential design\" below.",
+            )),
+    )
+    .collect()
 }
 
 /// What *A/A noise* beside Δ means, with how it was drawn.
 fn noise_note(r: &Results) -> String {
     format!(
-        "*A/A noise* is the spread of Δ that trial noise alone gives — two runs of the same condition compared: each task's finished trials are split at random into two halves, Δ is taken between the halves as above (paired over tasks), each task's half difference scaled to full size (× √((2/n)/(1/⌊n/2⌋ + 1/⌈n/2⌉)), the halves holding half the trials), and ±h is the half-width of the central 95% of those Δs ({}); the two sides are pooled, (a + b)/√2 per split, over the compared tasks both ran with 2 or more finished trials. A Δ inside it is what rerunning one condition gives; it leaves out the sampling of tasks, which the CI holds. Undefined (—) with fewer than 2 finished trials per task.",
+        "*A/A noise* is the spread of Δ that trial noise alone gives — two runs of the same condition compared: each task's finished trials are split at random into two halves, Δ is taken between the halves as above (paired over tasks), each task's half difference scaled to full size (× √((2/n)/(1/⌊n/2⌋ + 1/⌈n/2⌉)), the halves holding half the trials), and ±h is the half-width of the central 95% of those Δs ({}); the two sides are pooled, (a + b)/√2 per split, over the compared tasks both ran with 2 or more finished trials. A Δ inside it is what rerunning one condition gives; it leaves out the sampling of tasks, which the CI holds. Undefined (—) with fewer than 2 finished trials per task. Its Monte Carlo band — where ±h would fall with another seed — is shown beside it when 1 pp wide or more (with few tasks the split Δs take few values and ±h can sit on a jump between two of them) and written to the CSV always; `skillscope plan` takes the same noise from the same trials.",
         crate::analysis::noise::NoiseMethod::from(&r.ci_method).describe()
     )
 }
@@ -293,7 +405,7 @@ fn adaptive_cells(a: &Adaptive) -> Vec<Cell> {
             Tone::Plain
         }),
         Cell::rate(a.pass2, a.pass2_undefined.as_deref()),
-        Cell::pp(a.gain_pp, a.pass2_undefined.as_deref()),
+        Cell::delta(a.gain_pp, a.pass2_undefined.as_deref()),
         ci_cell(a.gain_ci_pp, Unit::Pp, a.gain_ci_undefined.as_deref()),
     ]
 }
@@ -429,7 +541,7 @@ pub fn held_out(r: &Results) -> Vec<Block> {
             for c in &sub.comparisons {
                 t.push(Row::new(comparison_cells(
                     c,
-                    Cell::pp(c.delta_pp, c.delta_undefined.as_deref()),
+                    Cell::delta(c.delta_pp, c.delta_undefined.as_deref()),
                 )));
             }
             out.push(Block::table(t));
@@ -454,7 +566,7 @@ pub fn held_out(r: &Results) -> Vec<Block> {
                     Cell::text(&a.name),
                     Cell::new(Value::Rate(a.pass2_adaptive)),
                     Cell::rate(a.pass2, a.pass2_undefined.as_deref()),
-                    Cell::pp(a.gain_pp, a.pass2_undefined.as_deref()),
+                    Cell::delta(a.gain_pp, a.pass2_undefined.as_deref()),
                     ci_cell(a.gain_ci_pp, Unit::Pp, a.gain_ci_undefined.as_deref()),
                 ]));
             }
@@ -581,9 +693,9 @@ pub fn flaky(r: &Results) -> Vec<Block> {
         for c in &r.comparisons {
             t.push(Row::new(vec![
                 Cell::text(&c.name),
-                Cell::pp(c.delta_pp, None),
+                Cell::delta(c.delta_pp, None),
                 Cell::count(c.n_flaky),
-                Cell::pp(Some(c.delta_pp_flaky), None),
+                Cell::delta(Some(c.delta_pp_flaky), None),
             ]));
         }
         out.push(Block::table(t));
@@ -689,7 +801,7 @@ pub fn task_changes(r: &Results) -> Vec<Block> {
                     reward(x.with),
                 ];
                 if change != Change::NotRun {
-                    cells.push(Cell::pp(x.delta_pp, None));
+                    cells.push(Cell::delta(x.delta_pp, None));
                 }
                 t.push(Row::new(cells));
             }

@@ -126,7 +126,13 @@ pub fn table(r: &Results) -> Table {
             .short("A/A ±pp")
             .abbr("A/A")
             .priority(4)
-            .csv(&["aa_noise_pp", "aa_noise_splits", "aa_noise_seed"])
+            .csv(&[
+                "aa_noise_pp",
+                "aa_noise_splits",
+                "aa_noise_seed",
+                "aa_noise_band_low_pp",
+                "aa_noise_band_high_pp",
+            ])
             .reason("aa_noise_undefined")
             .except(View::Terminal),
     ];
@@ -237,7 +243,7 @@ fn row(r: &Results, c: &ConditionResult) -> Row {
     });
     match base {
         Some(x) => {
-            let mut d = Cell::pp(x.delta_pp, x.delta_undefined.as_deref());
+            let mut d = Cell::delta(x.delta_pp, x.delta_undefined.as_deref());
             if x.is_partial() {
                 d = d.noted(crate::format::count(x.n_tasks, "task", "tasks"));
             }
@@ -427,7 +433,7 @@ fn shift(name: &str, what: &str, column: &str, rows: &[Shift]) -> Vec<Block> {
             Cell::text(*label),
             Cell::new(Value::Rate(*from)),
             Cell::new(Value::Rate(*to)),
-            Cell::pp(Some(*delta), None),
+            Cell::delta(Some(*delta), None),
         ]));
     }
     vec![
@@ -614,7 +620,12 @@ pub fn tasks(report: &crate::report::Report) -> Vec<Block> {
                         Some(_) => "!",
                         None => "·",
                     };
-                    (format!("{}{mark}", l.trial_index), l.dir.clone())
+                    let label = format!("{}{mark}", l.trial_index);
+                    if l.beyond_stop {
+                        (format!("({label})"), l.dir.clone())
+                    } else {
+                        (label, l.dir.clone())
+                    }
                 })
                 .collect();
             cells.push(Cell::new(Value::Links(links)));
@@ -624,7 +635,7 @@ pub fn tasks(report: &crate::report::Report) -> Vec<Block> {
     vec![
         Block::heading(2, "Tasks and their trials").only(html),
         Block::text(
-            "Every task of the set: its mean reward under each condition and a link to the folder of each trial (✓ succeeded by the pass rule, ✗ a verdict that did not, ! no verdict, · unfinished). The links are relative to this file: keep the report beside the run's jobs folder.",
+            "Every task of the set: its mean reward under each condition and a link to the folder of each trial (✓ succeeded by the pass rule, ✗ a verdict that did not, ! no verdict, · unfinished; in parentheses, a trial that finished beyond an early stop of its condition — kept, in no mean or count). The links are relative to this file: keep the report beside the run's jobs folder.",
         )
         .only(html),
         Block::table(t),

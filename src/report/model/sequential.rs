@@ -1,29 +1,254 @@
-//! The report's "Sequential design" section (issue 38): per run that applied a group-sequential
-//! design, the design (stages, α, β, the trials per task at each stage), each comparison's stage
-//! and decision (the boundary crossed, Z against the bound), the naive and the
-//! stopping-adjusted estimates with the stage-wise-ordering CI, and the trials the early stops
-//! saved. The same lines are what `skillscope status` prints.
+//! The words of a group-sequential design (issues 38, 47, 48): the design, each look's decision
+//! and why, the estimate after a stop and the trials an early stop saved — one wording, made here
+//! from the stored data (`domain::sequential`), for the report's "Sequential design" section,
+//! `skillscope status`, the engine's event log and `skillscope replay`; numbers through
+//! [`crate::format`].
 
 use super::Block;
 use crate::analysis::results::Results;
-use crate::domain::sequential::{LookDecision, SequentialRecord};
+use crate::domain::sequential::{
+    DesignRow, DesignSpec, EarlyStopRow, LookDecision, LookRow, LookWhy, SequentialRecord,
+    Statistic,
+};
+use crate::format;
 use crate::sanitize::one_line;
 
-fn pp(x: f64) -> String {
-    format!("{:+.1} pp", x * 100.0)
+/// Information fractions as `0.48/0.84/1`.
+fn fractions_text(t: &[f64]) -> String {
+    t.iter()
+        .map(|t| {
+            format!("{t:.2}")
+                .trim_end_matches('0')
+                .trim_end_matches('.')
+                .to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// The design in one line: `3 stages at 1/2/3 trials per task (α spent at information
+/// 0.33/0.67/1); O'Brien–Fleming α-spending, one-sided α = 0.025; sign-flip test (65536 flips);
+/// non-binding futility β = 0.2 from stage 2; at least 6 tasks`.
+pub fn spec_text(s: &DesignSpec) -> String {
+    let trials = s
+        .stage_trials
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join("/");
+    let fractions = fractions_text(&s.fractions);
+    let statistic = match s.statistic {
+        Statistic::SignFlip { flips, .. } => format!(
+            "within-task sign-flip test ({} flips, every flip up to {} tasks)",
+            format::thousands(flips as usize),
+            flips.max(2).ilog2()
+        ),
+        Statistic::PairedZ => "paired z against normal bounds (recorded before issue 47)".into(),
+    };
+    let futility = match s.futility_from {
+        Some(f) => format!(
+            "non-binding futility β = {} from stage {f}",
+            format::probability(s.beta)
+        ),
+        None => "no futility stop".into(),
+    };
+    format!(
+        "{} stages at {trials} trials per task (α spent at information {fractions}); O'Brien–Fleming α-spending, one-sided α = {}; {statistic}; {futility}; at least {} tasks",
+        s.stages,
+        format::probability(s.alpha),
+        s.min_tasks
+    )
+}
+
+/// Why look `l` decided what it did, with its numbers: `Z = 4.00 ≥ efficacy bound 3.36: the
+/// effect is shown`.
+pub fn why_text(l: &LookRow) -> String {
+    let z = format::z(l.z);
+    let c = format::bound(l.bound);
+    let f = format::z(l.futility_bound);
+    match l.why {
+        LookWhy::EfficacyCrossed => format!("Z = {z} ≥ efficacy bound {c}: the effect is shown"),
+        LookWhy::FutilityCrossed => {
+            format!("Z = {z} ≤ futility bound {f}: no effect worth going on for")
+        }
+        LookWhy::LastStageBelow => {
+            format!("Z = {z} < efficacy bound {c} at the last stage: no effect shown")
+        }
+        LookWhy::BetweenBounds => {
+            format!("Z = {z} between the futility bound {f} and the efficacy bound {c}")
+        }
+        LookWhy::BelowEfficacy => format!("Z = {z} below the efficacy bound {c}"),
+        LookWhy::Unreachable => format!(
+            "Z = {z}; {} are too few for the sign-flip test to show an effect by this stage (bound ∞){}",
+            format::count(l.n_tasks, "task", "tasks"),
+            if l.decision == LookDecision::Continue {
+                ""
+            } else {
+                ": no effect shown"
+            }
+        ),
+        LookWhy::Undefined => format!(
+            "the statistic is undefined (fewer than 2 tasks with rewards on both sides){}",
+            if l.decision == LookDecision::Continue {
+                ""
+            } else {
+                ": no effect shown"
+            }
+        ),
+    }
+}
+
+/// The verdict of look `l` of a `stages`-stage design: `continues`, `answered early (efficacy)`,
+/// `answered at the last stage (no effect shown)`.
+pub fn verdict_text(l: &LookRow, stages: usize) -> String {
+    let when = if l.stage < stages {
+        "early"
+    } else {
+        "at the last stage"
+    };
+    match l.decision {
+        LookDecision::Continue => "continues".into(),
+        LookDecision::Efficacy => format!("answered {when}: effect shown"),
+        LookDecision::Futility => format!("answered {when}: no effect shown"),
+    }
+}
+
+/// The verdict of look `l` in two or three words: `effect shown`, `no effect shown`,
+/// `not answered yet`.
+pub fn verdict_label(l: &LookRow) -> &'static str {
+    match l.decision {
+        LookDecision::Efficacy => "effect shown",
+        LookDecision::Futility => "no effect shown",
+        LookDecision::Continue => "not answered yet",
+    }
+}
+
+/// The estimate at a stop: `adjusted Δ +33.1 pp (median-unbiased), 95% CI +2.4 pp to +63.4 pp
+/// (stage-wise ordering), p 0.0019; naive Δ +36.3 pp` — or the naive Δ alone while it goes on.
+pub fn estimate_text(l: &LookRow) -> String {
+    let naive = l
+        .mean_diff
+        .map_or(format::UNDEFINED.to_string(), format::pp_of);
+    if l.decision == LookDecision::Continue {
+        return format!("naive Δ {naive}");
+    }
+    match (l.adjusted, l.ci) {
+        (Some(a), Some((lo, hi))) => format!(
+            "adjusted Δ {} (median-unbiased), 95% CI {} to {} (stage-wise ordering){}; naive Δ {naive}",
+            format::pp_of(a),
+            format::pp_of(lo),
+            format::pp_of(hi),
+            l.p_value
+                .map(|p| format!(", p {}", format::probability(p)))
+                .unwrap_or_default()
+        ),
+        _ => format!("adjusted Δ — (the statistic is undefined); naive Δ {naive}"),
+    }
+}
+
+/// Where look `l` is: `stage 2 of 3 (2 trials per task, 8 tasks)`.
+fn stage_text(l: &LookRow, stages: usize) -> String {
+    format!(
+        "stage {} of {stages} ({} per task, {})",
+        l.stage,
+        format::count(l.trials as usize, "trial", "trials"),
+        format::count(l.n_tasks, "task", "tasks")
+    )
+}
+
+/// The operator's line for look `l` of design `d` (the engine's event log, `replay`):
+/// `sequential B-A, stage 2 of 3 (2 trials per task, 8 tasks): Δ +100.0 pp; Z = 8.00 ≥
+/// efficacy bound 2.60: the effect is shown — answered early: effect shown`.
+pub fn look_line(d: &DesignRow, l: &LookRow) -> String {
+    format!(
+        "sequential {}, {}: Δ {}; {} — {}",
+        one_line(&l.comparison),
+        stage_text(l, d.stages()),
+        l.mean_diff
+            .map_or(format::UNDEFINED.to_string(), format::pp_of),
+        why_text(l),
+        verdict_text(l, d.stages())
+    )
+}
+
+/// The line of an early stop: `early stop: B keeps 2 trials per task (B-A, stage 2); 8 queued
+/// trials not run, projected $1.20 saved`.
+pub fn stop_line(s: &EarlyStopRow, label: &dyn Fn(&str) -> String) -> String {
+    format!(
+        "early stop: {} keeps {} per task ({}, stage {}); {} not run{}",
+        label(&s.condition),
+        format::count(s.trials as usize, "trial", "trials"),
+        one_line(&s.comparison),
+        s.stage,
+        format::count(s.not_run, "queued trial", "queued trials"),
+        s.cost_saved_usd
+            .map(|c| format!(", projected ${c:.2} saved"))
+            .unwrap_or_default()
+    )
+}
+
+/// How design `asked` differs from design `stored` — every field that does, with both values
+/// (`stages 3 (now 5)`) — or `None` when they are the same design (its spec, comparisons and
+/// early stopping; the bounds follow from the spec).
+pub fn conflict_text(stored: &DesignRow, asked: &DesignRow) -> Option<String> {
+    let (a, b) = (&stored.spec, &asked.spec);
+    fn json<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap_or_default()
+    }
+    let mut diffs = Vec::new();
+    let mut field = |name: &str, x: String, y: String| {
+        if x != y {
+            diffs.push(format!("{name} {x} (now {y})"));
+        }
+    };
+    field("stages", a.stages.to_string(), b.stages.to_string());
+    field(
+        "trials per stage",
+        json(&a.stage_trials),
+        json(&b.stage_trials),
+    );
+    field(
+        "fractions",
+        fractions_text(&a.fractions),
+        fractions_text(&b.fractions),
+    );
+    field(
+        "α",
+        format::probability(a.alpha),
+        format::probability(b.alpha),
+    );
+    field(
+        "β",
+        format::probability(a.beta),
+        format::probability(b.beta),
+    );
+    let from = |f: Option<usize>| f.map_or("none".to_string(), |f| format!("from stage {f}"));
+    field("futility", from(a.futility_from), from(b.futility_from));
+    field("statistic", json(&a.statistic), json(&b.statistic));
+    let on = |e: bool| if e { "on" } else { "off" }.to_string();
+    field(
+        "early stopping",
+        on(stored.early_stop),
+        on(asked.early_stop),
+    );
+    let cmp = |d: &DesignRow| {
+        d.comparisons
+            .iter()
+            .map(|c| one_line(&c.label))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    field("comparisons", cmp(stored), cmp(asked));
+    (!diffs.is_empty()).then(|| diffs.join(", "))
 }
 
 /// The lines that state `rec`'s design and where each comparison stands; `label` names a
 /// condition key (A, B, A′, …).
 pub fn lines(rec: &SequentialRecord, label: &dyn Fn(&str) -> String) -> Vec<String> {
     let d = &rec.design;
-    let trials: Vec<String> = d.stage_trials.iter().map(u32::to_string).collect();
     let mut out = vec![format!(
-        "design: {} stages at {} trials per task; O'Brien–Fleming α-spending, one-sided α = {}, non-binding futility β = {}{}",
-        d.stages,
-        trials.join("/"),
-        d.alpha,
-        d.beta,
+        "design: {}{}",
+        spec_text(&d.spec),
         if d.early_stop {
             ""
         } else {
@@ -46,51 +271,16 @@ pub fn lines(rec: &SequentialRecord, label: &dyn Fn(&str) -> String) -> Vec<Stri
             ));
             continue;
         };
-        let z = l.z.map_or("—".to_string(), |z| format!("{z:.2}"));
-        let bound = l.bound.map_or("—".to_string(), |b| format!("{b:.2}"));
-        let naive = l.mean_diff.map_or("—".to_string(), pp);
-        let head = format!(
-            "{name}: stage {} of {} ({} trials per task, {} tasks)",
-            l.stage, d.stages, l.trials, l.n_tasks
-        );
-        match l.decision {
-            LookDecision::Continue => out.push(format!(
-                "{head} — continues: {} (Z = {z}, efficacy bound {bound}); naive Δ {naive}",
-                one_line(&l.reason)
-            )),
-            LookDecision::Efficacy | LookDecision::Futility => {
-                let what = if l.decision == LookDecision::Efficacy {
-                    "answered: efficacy, the effect is shown"
-                } else {
-                    "answered: futility, no effect shown"
-                };
-                let adjusted = match (l.adjusted, l.ci) {
-                    (Some(a), Some((lo, hi))) => format!(
-                        "; adjusted Δ {} (median-unbiased), 95% CI {} to {} (stage-wise ordering)",
-                        pp(a),
-                        pp(lo),
-                        pp(hi)
-                    ),
-                    _ => "; adjusted estimate — (the statistic is undefined)".to_string(),
-                };
-                out.push(format!(
-                    "{head} — {what}: Z = {z} vs bound {bound}; naive Δ {naive}{adjusted}"
-                ));
-            }
-        }
+        out.push(format!(
+            "{name}: {} — {}: {}; {}",
+            stage_text(l, d.stages()),
+            verdict_text(l, d.stages()),
+            why_text(l),
+            estimate_text(l)
+        ));
     }
     for s in &rec.stops {
-        out.push(format!(
-            "early stop: {} keeps {} trials per task ({}, stage {}); {} queued trials not run{}",
-            label(&s.condition),
-            s.trials,
-            one_line(&s.comparison),
-            s.stage,
-            s.not_run,
-            s.cost_saved_usd
-                .map(|c| format!(", projected ${c:.2} saved"))
-                .unwrap_or_default()
-        ));
+        out.push(stop_line(s, label));
     }
     let saved: usize = rec.stops.iter().map(|s| s.not_run).sum();
     if d.early_stop {
@@ -193,10 +383,12 @@ mod tests {
             &conn,
             &crate::domain::sequential::DesignRow {
                 run_id: run.id,
-                stages: trials as usize,
-                alpha: 0.025,
-                beta: 0.2,
-                stage_trials: (1..=trials).collect(),
+                spec: crate::analysis::sequential::design::spec(
+                    trials,
+                    trials as usize,
+                    &crate::analysis::sequential::design::Choices::with_futility(None),
+                )
+                .unwrap(),
                 efficacy: Vec::new(),
                 futility: Vec::new(),
                 comparisons: Vec::new(),

@@ -163,7 +163,7 @@ fn buckets_table(report: &Report) -> Table {
                 .as_deref()
                 .map_or_else(|| Cell::undefined(None), Cell::text),
             Cell::rate(b.baseline_rate, None),
-            Cell::pp(b.delta_pp, None),
+            Cell::delta(b.delta_pp, None),
         ]));
     }
     t

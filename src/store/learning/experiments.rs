@@ -102,11 +102,8 @@ pub fn find_or_insert_experiment(
     round2_run: &str,
 ) -> Result<ExperimentRow, StoreError> {
     if let Some(row) = find_experiment(conn, name)? {
-        if &row.plan != plan {
-            return Err(StoreError::Conflict(format!(
-                "experiment {name} exists with another plan (stored: {}); give the plan another name",
-                row.plan
-            )));
+        if let Some(why) = plan_conflict(&row, plan) {
+            return Err(StoreError::Conflict(why));
         }
         return Ok(row);
     }
@@ -117,6 +114,49 @@ pub fn find_or_insert_experiment(
         params![name, t, plan.to_string(), round1_run, round2_run],
     )?;
     find_experiment(conn, name)?.ok_or_else(|| StoreError::NotFound(name.to_string()))
+}
+
+/// Why experiment `row` refuses to go on with plan `plan` (its public JSON) — the tables that
+/// differ, each with both values — or `None` when it is the plan the experiment was created
+/// with. A plan, its `[sequential]` design among it, is fixed when its experiment is created
+/// (issue 47).
+pub fn plan_conflict(row: &ExperimentRow, plan: &serde_json::Value) -> Option<String> {
+    (&row.plan != plan).then(|| {
+        format!(
+            "experiment {} exists with another plan — {}; a plan (its [sequential] design among it) is fixed when its experiment is created: give the plan another name",
+            row.name,
+            plan_differences(&row.plan, plan)
+        )
+    })
+}
+
+/// The top-level keys (tables) of two plans that differ, each with both values:
+/// `[sequential] {"stages":3} (now {"stages":5})`.
+fn plan_differences(stored: &serde_json::Value, asked: &serde_json::Value) -> String {
+    let empty = serde_json::Map::new();
+    let (a, b) = (
+        stored.as_object().unwrap_or(&empty),
+        asked.as_object().unwrap_or(&empty),
+    );
+    let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
+    let shown = |v: Option<&serde_json::Value>| v.map_or("(none)".to_string(), |v| v.to_string());
+    let diffs: Vec<String> = keys
+        .into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .map(|k| {
+            let name = if a.get(k).or(b.get(k)).is_some_and(|v| v.is_object()) {
+                format!("[{k}]")
+            } else {
+                k.clone()
+            };
+            format!("{name} {} (now {})", shown(a.get(k)), shown(b.get(k)))
+        })
+        .collect();
+    if diffs.is_empty() {
+        format!("stored: {stored}")
+    } else {
+        diffs.join("; ")
+    }
 }
 
 /// Moves an experiment to `phase`, with a note.

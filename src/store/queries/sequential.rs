@@ -3,7 +3,9 @@
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::domain::sequential::{DesignRow, EarlyStopRow, LookRow, SequentialRecord};
+use crate::domain::sequential::{
+    DesignRow, DesignSpec, EarlyStopRow, LookRow, SequentialRecord, Spending, Statistic,
+};
 use crate::store::StoreError;
 
 fn json<T: serde::Serialize>(v: &T) -> String {
@@ -14,31 +16,34 @@ fn parse<T: serde::de::DeserializeOwned + Default>(s: &str) -> T {
     serde_json::from_str(s).unwrap_or_default()
 }
 
-/// Records (or replaces) the design of run `d.run_id`.
+/// Records the design of run `d.run_id`, fixed when the run is created; recording it again
+/// keeps the stored one (a design never changes under a run; the engine refuses another).
 ///
 /// # Errors
 /// [`StoreError`] when the database fails.
 pub fn put_design(conn: &Connection, d: &DesignRow) -> Result<(), StoreError> {
+    let s = &d.spec;
     conn.execute(
-        "INSERT INTO sequential_designs (run_id, stages, alpha, beta, stage_trials, efficacy, futility,
-                                         comparisons, early_stop, note)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
-         ON CONFLICT (run_id) DO UPDATE SET stages = excluded.stages, alpha = excluded.alpha,
-             beta = excluded.beta, stage_trials = excluded.stage_trials,
-             efficacy = excluded.efficacy, futility = excluded.futility,
-             comparisons = excluded.comparisons, early_stop = excluded.early_stop,
-             note = excluded.note",
+        "INSERT OR IGNORE INTO sequential_designs (run_id, stages, alpha, beta, stage_trials, efficacy,
+             futility, comparisons, early_stop, note, fractions, futility_from, statistic, min_tasks,
+             spending)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
         params![
             d.run_id,
-            d.stages as i64,
-            d.alpha,
-            d.beta,
-            json(&d.stage_trials),
+            s.stages as i64,
+            s.alpha,
+            s.beta,
+            json(&s.stage_trials),
             json(&d.efficacy),
             json(&d.futility),
             json(&d.comparisons),
             d.early_stop,
-            d.note
+            d.note,
+            json(&s.fractions),
+            s.futility_from.map(|f| f as i64),
+            json(&s.statistic),
+            s.min_tasks as i64,
+            json(&s.spending).trim_matches('"'),
         ],
     )?;
     Ok(())
@@ -51,8 +56,8 @@ pub fn put_design(conn: &Connection, d: &DesignRow) -> Result<(), StoreError> {
 pub fn insert_look(conn: &Connection, run_id: i64, l: &LookRow) -> Result<(), StoreError> {
     conn.execute(
         "INSERT OR IGNORE INTO sequential_looks (run_id, comparison, stage, trials, n_tasks, mean_diff,
-             se, z, bound, decision, reason, adjusted, ci_low, ci_high, p_value, at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+             se, z, bound, futility_bound, decision, why, adjusted, ci_low, ci_high, p_value, at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
         params![
             run_id,
             l.comparison,
@@ -63,8 +68,9 @@ pub fn insert_look(conn: &Connection, run_id: i64, l: &LookRow) -> Result<(), St
             l.se.filter(|x| x.is_finite()),
             l.z.filter(|x| x.is_finite()),
             l.bound.filter(|x| x.is_finite()),
+            l.futility_bound.filter(|x| x.is_finite()),
             l.decision.as_str(),
-            l.reason,
+            l.why.as_str(),
             l.adjusted,
             l.ci.map(|c| c.0),
             l.ci.map(|c| c.1),
@@ -145,16 +151,36 @@ pub fn sequential_record(
 ) -> Result<Option<SequentialRecord>, StoreError> {
     let design = conn
         .query_row(
-            "SELECT stages, alpha, beta, stage_trials, efficacy, futility, comparisons, early_stop, note
+            "SELECT stages, alpha, beta, stage_trials, efficacy, futility, comparisons, early_stop, note,
+                    fractions, futility_from, statistic, min_tasks, spending
              FROM sequential_designs WHERE run_id = ?1",
             [run_id],
             |r| {
+                let stage_trials: Vec<u32> = parse(&r.get::<_, String>(3)?);
+                let last = f64::from(*stage_trials.last().unwrap_or(&1)).max(1.0);
+                let fractions: Option<String> = r.get(9)?;
+                let fractions = fractions.map_or_else(
+                    || stage_trials.iter().map(|k| f64::from(*k) / last).collect(),
+                    |f| parse(&f),
+                );
+                let statistic: String = r.get(11)?;
+                let spending: String = r.get(13)?;
                 Ok(DesignRow {
                     run_id,
-                    stages: r.get::<_, i64>(0)?.max(0) as usize,
-                    alpha: r.get(1)?,
-                    beta: r.get(2)?,
-                    stage_trials: parse(&r.get::<_, String>(3)?),
+                    spec: DesignSpec {
+                        stages: r.get::<_, i64>(0)?.max(0) as usize,
+                        stage_trials,
+                        fractions,
+                        alpha: r.get(1)?,
+                        beta: r.get(2)?,
+                        spending: serde_json::from_value(serde_json::Value::String(spending))
+                            .unwrap_or(Spending::OBrienFleming),
+                        futility_from: r
+                            .get::<_, Option<i64>>(10)?
+                            .map(|f| f.max(1) as usize),
+                        statistic: serde_json::from_str(&statistic).unwrap_or(Statistic::PairedZ),
+                        min_tasks: r.get::<_, i64>(12)?.max(0) as usize,
+                    },
                     efficacy: parse(&r.get::<_, String>(4)?),
                     futility: parse(&r.get::<_, String>(5)?),
                     comparisons: parse(&r.get::<_, String>(6)?),
@@ -168,15 +194,19 @@ pub fn sequential_record(
         return Ok(None);
     };
     let mut st = conn.prepare(
-        "SELECT comparison, stage, trials, n_tasks, mean_diff, se, z, bound, decision, reason,
-                adjusted, ci_low, ci_high, p_value, at
+        "SELECT comparison, stage, trials, n_tasks, mean_diff, se, z, bound, futility_bound,
+                decision, why, adjusted, ci_low, ci_high, p_value, at
          FROM sequential_looks WHERE run_id = ?1 ORDER BY id",
     )?;
+    let text = |i: usize, e: crate::domain::ParseEnumError| {
+        rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, Box::new(e))
+    };
     let looks = st
         .query_map([run_id], |r| {
-            let lo: Option<f64> = r.get(11)?;
-            let hi: Option<f64> = r.get(12)?;
-            let decision: String = r.get(8)?;
+            let lo: Option<f64> = r.get(12)?;
+            let hi: Option<f64> = r.get(13)?;
+            let decision: String = r.get(9)?;
+            let why: String = r.get(10)?;
             Ok(LookRow {
                 comparison: r.get(0)?,
                 stage: r.get::<_, i64>(1)?.max(0) as usize,
@@ -186,18 +216,13 @@ pub fn sequential_record(
                 se: r.get(5)?,
                 z: r.get(6)?,
                 bound: r.get(7)?,
-                decision: decision.parse().map_err(|e| {
-                    rusqlite::Error::FromSqlConversionFailure(
-                        8,
-                        rusqlite::types::Type::Text,
-                        Box::new(e),
-                    )
-                })?,
-                reason: r.get(9)?,
-                adjusted: r.get(10)?,
+                futility_bound: r.get(8)?,
+                decision: decision.parse().map_err(|e| text(9, e))?,
+                why: why.parse().map_err(|e| text(10, e))?,
+                adjusted: r.get(11)?,
                 ci: lo.zip(hi),
-                p_value: r.get(13)?,
-                at: r.get(14)?,
+                p_value: r.get(14)?,
+                at: r.get(15)?,
             })
         })?
         .collect::<Result<Vec<_>, _>>()?;
@@ -235,4 +260,16 @@ pub fn early_stop_trials(conn: &Connection, run_id: i64) -> Result<Vec<(String, 
     )?;
     let rows = st.query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))?;
     Ok(rows.collect::<Result<_, _>>()?)
+}
+
+/// Whether run `run_id` has a trial that started (anything but queued).
+///
+/// # Errors
+/// [`StoreError`] when the database fails.
+pub fn run_started(conn: &Connection, run_id: i64) -> Result<bool, StoreError> {
+    Ok(conn
+        .prepare_cached(
+            "SELECT EXISTS (SELECT 1 FROM trials WHERE run_id = ?1 AND status != 'queued')",
+        )?
+        .query_row([run_id], |r| r.get(0))?)
 }

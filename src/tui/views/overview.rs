@@ -45,9 +45,9 @@ pub fn sequential_line(
     let wide = width >= 100;
     let mut spans = vec![Span::styled(
         if wide {
-            format!("sequential {} stages", d.stages)
+            format!("sequential {} stages", d.stages())
         } else {
-            format!("seq {}st", d.stages)
+            format!("seq {}st", d.stages())
         },
         t.dim,
     )];
@@ -71,10 +71,11 @@ pub fn sequential_line(
                 let text = if wide {
                     format!(
                         "{label} {long} {}/{} (Z {z} {relation} {bound})",
-                        l.stage, d.stages
+                        l.stage,
+                        d.stages()
                     )
                 } else {
-                    format!("{label} {short} {}/{}", l.stage, d.stages)
+                    format!("{label} {short} {}/{}", l.stage, d.stages())
                 };
                 (text, style)
             }

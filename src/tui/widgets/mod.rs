@@ -81,16 +81,6 @@ pub fn tokens_text(n: i64) -> String {
     }
 }
 
-/// A rate (0–1) as a percentage with one decimal: `0.333` → `33.3%`.
-pub fn pct_text(rate: f64) -> String {
-    format!("{:.1}%", rate * 100.0)
-}
-
-/// A difference in percentage points with its sign and one decimal: `+33.3`.
-pub fn pp_text(d: f64) -> String {
-    format!("{d:+.1}")
-}
-
 /// Dollars with cents, or four decimals under a dime.
 pub fn usd_text(usd: f64) -> String {
     if usd < 0.1 {

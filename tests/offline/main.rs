@@ -20,6 +20,7 @@ mod replay;
 mod report;
 mod rubric;
 mod scoring;
+mod sequential_design;
 mod skillsbench_tasks;
 mod status;
 mod tables;

@@ -22,5 +22,6 @@ mod read_only;
 mod resume;
 mod self_generated;
 mod sequential;
+mod sequential_stop;
 mod skill_exposure;
 mod tui_hostile;

@@ -1,19 +1,36 @@
-//! Early stopping end to end (issue 38): `skillscope experiment --dry-run --headless` with a
-//! group-sequential design of 5 stages over the sequential fixture tasks, real containers and the
-//! in-repo Acontext stand-in. A planted effect — the fixture's `planted-*` tasks are solved only
-//! with a skill holding what the stand-in's learner writes, so round 1's A and B fail and round
-//! 2's A′ and B′ pass — stops round 2 at stage 2 of 5 (2 tasks both moved by +1: Z = 2 at one
-//! trial, below c₁ = 4.88; Z = 4 at two, above c₂ = 3.36), and says so in the headless output,
-//! `skillscope status` and the report; the `steady-*` tasks (solved with or without skills) stop
-//! for futility or run to the end. Both runs stay balanced in per_task.csv.
+//! Early stopping end to end (issues 38, 47): `skillscope experiment --dry-run --headless` with a
+//! group-sequential design of 5 stages over copies of the sequential fixture tasks, real
+//! containers and the in-repo Acontext stand-in. A planted effect — the fixture's `planted-*`
+//! tasks are solved only with a skill holding what the stand-in's learner writes, so round 1's A
+//! and B fail and round 2's A′ and B′ pass — stops round 2 at stage 2 of 5 over 8 tasks (every
+//! task moved by +1: the identity is the most extreme of the 256 sign flips, and O'Brien–Fleming
+//! has spent more than 1/256 of α at stage 2's planned fraction 0.71, not at stage 1's 0.48), and
+//! says so in the headless output, `skillscope status` and the report; the `steady-*` tasks
+//! (solved with or without skills) never show an effect. Both runs stay balanced in
+//! per_task.csv.
 
 use crate::support::common;
 use std::path::{Path, PathBuf};
 
-/// Runs the dry run of a 5-trial, 5-stage experiment `name` over `tasks` in `dir`; returns
-/// (stdout + stderr, the database path, the report's folder).
-async fn dry_run(dir: &Path, name: &str, tasks: &[&str]) -> (String, PathBuf, PathBuf) {
+/// `n` copies of the sequential fixture task `base` (`planted-a`, `steady-a`) in `dir`, named
+/// `<kind>-1` …; returns their ids.
+fn copies(dir: &Path, base: &str, n: usize) -> Vec<String> {
     let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sequential-tasks");
+    let kind = base.trim_end_matches("-a");
+    (1..=n)
+        .map(|i| {
+            let id = format!("{kind}-{i}");
+            common::copy_tree(&fixtures.join(base), &dir.join(&id), Some((base, &id)));
+            id
+        })
+        .collect()
+}
+
+/// Runs the dry run of a 5-trial, 5-stage experiment `name` over `n` copies of fixture task
+/// `base` in `dir`; returns (stdout + stderr, the database path, the report's folder).
+async fn dry_run(dir: &Path, name: &str, base: &str, n: usize) -> (String, PathBuf, PathBuf) {
+    let fixtures = dir.join("tasks");
+    let tasks = copies(&fixtures, base, n);
     let list: Vec<String> = tasks.iter().map(|t| format!("{t:?}")).collect();
     let plan = format!(
         "name = {name:?}\nagent = \"oracle\"\ntrials = 5\nconcurrency = 4\ntasks = {:?}\ntask = [{}]\n\n[acontext]\nbase_url = \"http://localhost:8029/api/v1\"\napi_key_env = \"ACONTEXT_API_KEY\"\n\n[sequential]\nstages = 5\n",
@@ -92,12 +109,12 @@ async fn sequential_a_planted_effect_stops_round_2_at_stage_2_of_5() {
     common::require_docker().await;
     let dir = tempfile::tempdir().unwrap();
     let t0 = std::time::Instant::now();
-    let (out, db, report) = dry_run(dir.path(), "planted", &["planted-a", "planted-b"]).await;
+    let (out, db, report) = dry_run(dir.path(), "planted", "planted-a", 8).await;
     // The headless output (the dashboard's log): the looks and the early stops.
     for want in [
         "sequential A'-A, stage 1 of 5",
         "sequential A'-A, stage 2 of 5",
-        "answered (efficacy)",
+        "answered early: effect shown",
         "early stop: condition",
         "experiment planted-dry-run — done",
     ] {
@@ -107,7 +124,7 @@ async fn sequential_a_planted_effect_stops_round_2_at_stage_2_of_5() {
     let st = status(&db);
     for want in [
         "design: 5 stages at 1/2/3/4/5 trials per task",
-        "A'-A (skills:ls-a-v1 − no-skills): stage 2 of 5 (2 trials per task, 2 tasks) — answered: efficacy, the effect is shown: Z = 4.00 vs bound 3.36",
+        "A'-A (skills:ls-a-v1 − no-skills): stage 2 of 5 (2 trials per task, 8 tasks) — answered early: effect shown: Z = 16.00 ≥ efficacy bound 16.00: the effect is shown",
         "median-unbiased",
         "stage-wise ordering",
         "keeps 2 trials per task",
@@ -139,7 +156,7 @@ async fn sequential_a_planted_effect_stops_round_2_at_stage_2_of_5() {
     assert!(stops.iter().all(|(_, stage)| *stage == 2), "{stops:?}");
     // Both round-2 comparisons stopped at stage 2.
     assert_eq!(
-        st.matches("stage 2 of 5 (2 trials per task, 2 tasks) — answered: efficacy")
+        st.matches("stage 2 of 5 (2 trials per task, 8 tasks) — answered early: effect shown")
             .count(),
         2,
         "{st}"
@@ -147,7 +164,7 @@ async fn sequential_a_planted_effect_stops_round_2_at_stage_2_of_5() {
     let md = std::fs::read_to_string(report.join("report.md")).unwrap();
     assert!(md.contains("## Sequential design (early stopping)"), "{md}");
     assert!(md.contains("A' − A): stage 2 of 5"), "{md}");
-    assert!(md.contains("answered: efficacy"), "{md}");
+    assert!(md.contains("answered early: effect shown"), "{md}");
     // Balanced: round 1's conditions 5 trials per task, round 2's 2.
     let planned = planned_per_condition(&report.join("per_task.csv"));
     let mut ns: Vec<u32> = planned.values().copied().collect();
@@ -161,17 +178,17 @@ async fn sequential_no_effect_stops_for_futility_or_runs_to_the_end() {
     common::require_docker().await;
     let dir = tempfile::tempdir().unwrap();
     let t0 = std::time::Instant::now();
-    let (out, db, report) = dry_run(dir.path(), "steady", &["steady-a", "steady-b"]).await;
-    assert!(!out.contains("answered (efficacy)"), "{out}");
+    let (out, db, report) = dry_run(dir.path(), "steady", "steady-a", 6).await;
+    assert!(!out.contains(": effect shown"), "{out}");
     let st = status(&db);
-    assert!(!st.contains("answered: efficacy"), "{st}");
+    assert!(!st.contains(": effect shown"), "{st}");
     for cmp in ["A'-A (", "B'-B ("] {
         let line = st
             .lines()
             .find(|l| l.contains(cmp) && l.contains("stage"))
             .unwrap_or_else(|| panic!("{cmp} in {st}"));
         assert!(
-            line.contains("answered: futility") || line.contains("stage 5 of 5"),
+            line.contains("no effect shown") || line.contains("stage 5 of 5"),
             "{line}"
         );
     }

@@ -212,3 +212,27 @@ pub fn skill_exposure(trial_dir: &Path) -> serde_json::Value {
     )
     .unwrap()
 }
+
+/// Copies the folder `from` to `to` (created), files and sub-folders; `rename` replaces a
+/// string in every file name and file text on the way (a fixture task copied under another id).
+pub fn copy_tree(from: &Path, to: &Path, rename: Option<(&str, &str)>) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let name = rename.map_or(name.clone(), |(a, b)| name.replace(a, b));
+        let target = to.join(name);
+        if e.file_type().unwrap().is_dir() {
+            copy_tree(&e.path(), &target, rename);
+        } else {
+            let bytes = std::fs::read(e.path()).unwrap();
+            let bytes = match (rename, String::from_utf8(bytes.clone())) {
+                (Some((a, b)), Ok(text)) => text.replace(a, b).into_bytes(),
+                _ => bytes,
+            };
+            std::fs::write(&target, bytes).unwrap();
+            let mode = std::fs::metadata(e.path()).unwrap().permissions();
+            std::fs::set_permissions(&target, mode).unwrap();
+        }
+    }
+}

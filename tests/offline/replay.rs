@@ -89,7 +89,13 @@ fn replays_the_published_registry() {
         .lines()
         .filter_map(|l| l.split("fixed design (3 trials): ").nth(1))
         .map(|rest| {
-            let z = rest.split("; z ").nth(1).unwrap().split(')').next().unwrap();
+            let z = rest
+                .split("; z ")
+                .nth(1)
+                .unwrap()
+                .split(')')
+                .next()
+                .unwrap();
             z.parse::<f64>().unwrap()
         })
         .collect();

@@ -294,6 +294,12 @@ pub fn assess(ev: &Evidence<'_>) -> TamperRecord {
             flagged.push(flag(&format!("the verifier's folder {d}")));
             continue;
         }
+        if c.class == "verifier only" {
+            flagged.push(flag(
+                "a link, file or deletion in place of a folder that holds the verifier's folders",
+            ));
+            continue;
+        }
         if c.class.starts_with("shadows") {
             flagged.push(flag(&c.class));
             continue;
@@ -943,5 +949,22 @@ mod tests {
             console_entry(Some(UV_SCRIPT.as_bytes())).as_deref(),
             Some("pytest:console_main")
         );
+    }
+
+    /// A link, file or deletion in place of `/logs` (which holds `/logs/verifier`) is flagged;
+    /// a folder changed there is not.
+    #[test]
+    fn a_change_in_place_of_the_folder_above_the_verifiers_is_flagged() {
+        let image = slim_image();
+        let collected = Collected {
+            changes: vec![
+                change('C', "/logs", "verifier only"),
+                change('A', "/logs/artifacts/plot.png", "work"),
+            ],
+            ..Default::default()
+        };
+        let r = assess_on(&image, &collected, &[]);
+        assert_eq!(flagged_paths(&r), vec!["C /logs".to_string()], "{r:#?}");
+        assert!(r.flagged[0].why.contains("holds the verifier's folders"));
     }
 }

@@ -15,7 +15,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{FileKind, Manifest, absolute, pyc_source, sha256_of};
-use super::rule::{Class, Rules, VERIFIER_ONLY, parent, shell_quote, within};
+use super::rule::{
+    Class, Rules, VERIFIER_ONLY, holds_verifier_folder, parent, shell_quote, within,
+};
 use crate::runner::RunnerError;
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -508,7 +510,11 @@ pub fn sort(
                 continue;
             }
             let image_kind = manifest.get(&path).map(|f| f.kind);
-            let class = rules.classify(&path, image_kind == Some(FileKind::Dir), &venvs);
+            let class = if holds_verifier_folder(&path) {
+                Class::VerifierOnly
+            } else {
+                rules.classify(&path, image_kind == Some(FileKind::Dir), &venvs)
+            };
             out.changes.push(Changed {
                 path: path.clone(),
                 kind: 'D',
@@ -853,5 +859,41 @@ mod tests {
             resolve("/srv/data/x", &m, &BTreeMap::new()),
             Some("/app/x".into())
         );
+    }
+
+    /// `/logs` holds the verifier's own `/logs/verifier` (a mount there): a link, a file or a
+    /// deletion in its place is never carried (the attack of
+    /// tests/fixtures/hostile-pytest/logs-link: the carried link could not replace the folder,
+    /// and the agent's failure became an infrastructure fault); a new folder entry in it is.
+    #[test]
+    fn the_folder_holding_the_verifiers_folders_stays_a_folder() {
+        let tar = tar_of(&[("logs/", K::Dir, ""), ("logs/old.txt", K::File, "x")]);
+        let m = Manifest::from_tar(&tar[..], ManifestLimits::default()).unwrap();
+        let linked = tar_of(&[
+            ("logs", K::Link, "/tmp/l"),
+            ("tmp/l/", K::Dir, ""),
+            ("tmp/l/verifier/", K::Dir, ""),
+            ("tmp/l/verifier/reward.txt", K::File, "1"),
+        ]);
+        let out = sorted(&linked, &["/logs", "/tmp"], &["/"], &m);
+        let class = |p: &str| class_of(&out, p);
+        assert_eq!(class("/logs").as_deref(), Some("verifier only"));
+        assert!(
+            !out.deleted.contains(&"/logs".to_string()),
+            "{:?}",
+            out.deleted
+        );
+        let deleted = tar_of(&[("app/", K::Dir, "")]);
+        let out = sorted(&deleted, &[], &["/"], &m);
+        let gone: Vec<(&str, &str)> = out
+            .changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.class.as_str()))
+            .collect();
+        assert!(gone.contains(&("/logs", "verifier only")), "{gone:?}");
+        assert!(out.deleted.is_empty(), "{:?}", out.deleted);
+        let r = rules(&m);
+        assert_eq!(r.classify("/logs", true, &[]), Class::Work);
+        assert_eq!(r.classify("/logs/artifacts/x", false, &[]), Class::Work);
     }
 }

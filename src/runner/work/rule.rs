@@ -233,6 +233,16 @@ pub fn within(path: &str, dir: &str) -> bool {
         || (path.len() > dir.len() && path.starts_with(dir) && path.as_bytes()[dir.len()] == b'/')
 }
 
+/// True when `path` is a folder above one only the verifier has (`/logs`): the verifier's
+/// environment mounts its own folders there, so the agent's link, file or deletion in its place
+/// is never carried (a link would lead the verifier's reward elsewhere; a deletion cannot remove
+/// a mount).
+pub fn holds_verifier_folder(path: &str) -> bool {
+    VERIFIER_ONLY
+        .iter()
+        .any(|d| d.len() > path.len() && within(d, path))
+}
+
 /// The folder of an absolute path (`/a/b` → `/a`, `/a` → `/`).
 pub fn parent(path: &str) -> &str {
     match path.rfind('/') {
@@ -532,7 +542,8 @@ impl Rules {
         if within(path, AGENT_LOGS) {
             return Class::AgentLogs;
         }
-        if VERIFIER_ONLY.iter().any(|d| within(path, d)) {
+        if VERIFIER_ONLY.iter().any(|d| within(path, d)) || (!is_dir && holds_verifier_folder(path))
+        {
             return Class::VerifierOnly;
         }
         if self.skills.iter().any(|d| within(path, d)) {

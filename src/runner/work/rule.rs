@@ -143,6 +143,24 @@ pub const SOURCED: &str = "test.sh sources it";
 /// [`crate::runner::tamper`] reads).
 pub const METADATA_ON_PATH: &str = "a distribution's metadata on the verifier's module path (pytest loads the plugins it declares)";
 
+/// The files `uv` reads in the folder it runs in and every folder above it (beside `uv.toml`
+/// and `.python-version`, which [`TOOLCHAIN_NAMES`] has): `uv run`, `uv add` and `uv sync`
+/// (`uv init; uv add pytest; uv run pytest` in some SkillsBench `test.sh`) install the project's
+/// dependencies from them, from where its `[tool.uv]` table says (`find-links`, `no-index`,
+/// `sources`: the agent's own wheels). `uvx` reads only the user's configuration (under
+/// `$HOME`, the toolchain's already).
+pub const UV_PROJECT_FILES: &[&str] = &["pyproject.toml", "uv.lock"];
+
+/// Why a project file in or above a working folder of a `test.sh` that runs uv is not work.
+pub const UV_READS: &str = "uv reads it in and above the verifier's working folders";
+
+/// True when `test_sh` runs `uv` or `uvx` (by name or path).
+pub fn runs_uv(test_sh: &str) -> bool {
+    test_sh
+        .split(|c: char| c.is_whitespace() || ";&|()`$\"'".contains(c))
+        .any(|w| matches!(w.rsplit('/').next(), Some("uv" | "uvx")))
+}
+
 /// The folders that exist only in the verifier's environment.
 pub const VERIFIER_ONLY: &[&str] = &["/tests", "/logs/verifier"];
 
@@ -452,6 +470,28 @@ impl Rules {
             .collect();
         for f in sourced_files(test_sh, home) {
             files.push((f, SOURCED.into()));
+        }
+        if runs_uv(test_sh) {
+            let working = std::iter::once(workdir.to_string()).chain(working_dirs(test_sh, home));
+            for w in working {
+                let mut dir = w.as_str();
+                loop {
+                    for name in UV_PROJECT_FILES {
+                        let f = if dir == "/" {
+                            format!("/{name}")
+                        } else {
+                            format!("{dir}/{name}")
+                        };
+                        if !files.iter().any(|(g, _)| *g == f) {
+                            files.push((f, UV_READS.into()));
+                        }
+                    }
+                    if dir == "/" {
+                        break;
+                    }
+                    dir = parent(dir);
+                }
+            }
         }
         Rules {
             trees,
@@ -858,6 +898,43 @@ mod tests {
         // Elsewhere, and under other names, they are work.
         assert_eq!(r.classify("/app/sub/pytest.py", false, &[]), Class::Work);
         assert_eq!(r.classify("/app/report.py", false, &[]), Class::Work);
+    }
+
+    /// A test.sh that runs uv reads the project files of its working folders and the folders
+    /// above them (the attack: a `[tool.uv]` table pointing `find-links` at the agent's own
+    /// wheels for `uv add pytest`, or `uv run` installing a plugin the project declares); one
+    /// that does not, leaves them the agent's work.
+    #[test]
+    fn uv_project_files_in_and_above_the_working_folders_are_not_work() {
+        let uvx = "source $HOME/.local/bin/env\ncd /srv/job\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests/t.py";
+        let r = rules_with(uvx, "");
+        for p in [
+            "/app/pyproject.toml",
+            "/app/uv.lock",
+            "/srv/job/pyproject.toml",
+            "/srv/pyproject.toml",
+            "/pyproject.toml",
+        ] {
+            assert!(
+                matches!(r.classify(p, false, &[]), Class::Toolchain(_)),
+                "{p}: {:?}",
+                r.classify(p, false, &[])
+            );
+        }
+        assert_eq!(
+            r.classify("/app/src/pyproject.toml", false, &[]),
+            Class::Work
+        );
+        let plain = rules_with("cd /srv/job\npytest /tests/t.py", "");
+        assert_eq!(
+            plain.classify("/app/pyproject.toml", false, &[]),
+            Class::Work
+        );
+        assert!(runs_uv("set -e\n/root/.local/bin/uv run pytest"));
+        assert!(runs_uv("if uvx \\\n -p 3.13 pytest; then"));
+        assert!(!runs_uv(
+            "curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh\npytest"
+        ));
     }
 
     /// `python3 -m pytest` after test.sh's `cd /root` puts /root first on sys.path, whatever the

@@ -7,9 +7,10 @@
 //! is judged a failure of the agent. What is flagged (docs/scoring.md says the same):
 //!
 //! - anything added, changed or deleted under `/tests` or `/logs/verifier` (the verifier's
-//!   folders), or in a skill folder (those the exposure scan looked in and
-//!   [`SKILL_DESTINATIONS`]; the harness's own folder of built-ins aside, and for a two-phase
-//!   self-generated trial the skills skillscope installed between its sessions);
+//!   folders) or in place of a folder that holds them (`/logs` made a link), or in a skill
+//!   folder (those the exposure scan looked in and [`SKILL_DESTINATIONS`]; the harness's own
+//!   folder of built-ins aside, and for a two-phase self-generated trial the skills skillscope
+//!   installed between its sessions);
 //! - an existing file changed or deleted under the executable folders ([`EXEC_DIRS`] and every
 //!   folder of the image's `PATH`), the library folders ([`LIB_DIRS`]) or the image's Python
 //!   standard libraries wherever they are (`/usr/local/lib/python3.N` in the `python:3.x-slim`

@@ -15,6 +15,7 @@ mod harbor_conformance;
 mod harbor_environments;
 mod harness_agents;
 mod hostile;
+mod hostile_pytest;
 mod outcomes;
 mod plan;
 mod preflight;

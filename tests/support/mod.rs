@@ -18,4 +18,5 @@ pub mod learning_fixture;
 pub mod planned_run;
 pub mod private_dockerd;
 pub mod process;
+pub mod python_images;
 pub mod scripted_model;

@@ -301,12 +301,14 @@ impl Host for KubePlace {
             trial: get(run_labels::TRIAL),
             attempt_id: get(run_labels::ATTEMPT_ID).parse().unwrap_or_default(),
         };
+        let verifier_values = verifier_values(spec.task, spec.env_values);
+        let secret_keys = verifier_values.iter().map(|(k, _)| k.clone()).collect();
         let site = KubeTrialSite::open(
             self.cluster.clone(),
             &TrialSiteSpec {
                 labels: trial,
                 allow_internet: spec.task.config.environment.allow_internet,
-                verifier_values: Vec::new(),
+                verifier_values,
                 static_image: Some(static_image),
             },
         )
@@ -318,6 +320,7 @@ impl Host for KubePlace {
             shared: self.shared.clone(),
             start_deadline: self.start_deadline,
             cpus: self.capacity.cpus,
+            secret_keys,
         }))
     }
 
@@ -337,6 +340,25 @@ impl Host for KubePlace {
             "the Kubernetes backend cannot relay a trial to a model proxy on this machine".into(),
         ))
     }
+}
+
+/// The values only the verifier's `[verifier] env` names (not `[environment]` or `[solution]`
+/// env), resolved: they go into the trial's Secret, which only the verifier's pod mounts, and
+/// leave the verifier's execs' own environment.
+pub fn verifier_values(
+    task: &Task,
+    values: &crate::skillsbench::env::EnvValues,
+) -> Vec<(String, String)> {
+    let c = &task.config;
+    values
+        .resolve(&c.verifier.env)
+        .into_iter()
+        .filter_map(|e| {
+            let (k, v) = e.split_once('=')?;
+            let shared = c.environment.env.contains_key(k) || c.solution.env.contains_key(k);
+            (!shared).then(|| (k.to_string(), v.to_string()))
+        })
+        .collect()
 }
 
 /// Why `task` cannot run on the Kubernetes backend, if it cannot: a compose file's services.
@@ -379,6 +401,8 @@ pub struct KubeSite {
     shared: Arc<Shared>,
     start_deadline: Duration,
     cpus: u32,
+    /// The names of the trial's Secret (its verifier-only values).
+    secret_keys: Vec<String>,
 }
 
 #[async_trait]
@@ -412,7 +436,9 @@ impl TrialSite for KubeSite {
         if role == Role::Agent {
             command.extend(env.image_entry.iter().cloned());
         }
+        let secret = role == Role::Verifier && !self.secret_keys.is_empty();
         let spec = PodSpec {
+            mount_secret: secret,
             command: PodCommand::Exact {
                 command: Some(command),
                 args: Some(Vec::new()),
@@ -429,7 +455,11 @@ impl TrialSite for KubeSite {
         };
         let pod = self.site.start(&spec).await?;
         let image_user = Some(facts.user.clone()).filter(|u| !is_root(u));
-        Ok(Arc::new(KubeEnvironment { pod, image_user }))
+        Ok(Arc::new(KubeEnvironment {
+            pod,
+            image_user,
+            secret_keys: secret.then(|| self.secret_keys.clone()),
+        }))
     }
 
     async fn close(self: Box<Self>) {
@@ -448,6 +478,9 @@ pub struct KubeEnvironment {
     pod: TrialPod,
     /// The image's `USER` when it is not root: execs without a user run as it.
     image_user: Option<String>,
+    /// The verifier's pod: the names its Secret holds (every exec exports them from there, and
+    /// they are dropped from the exec's own environment).
+    secret_keys: Option<Vec<String>>,
 }
 
 /// The exit code of a finished exec, once its output ended.
@@ -535,8 +568,10 @@ impl Environment for KubeEnvironment {
                 .env
                 .iter()
                 .filter_map(|e| e.split_once('='))
+                .filter(|(k, _)| !self.secret_keys.iter().flatten().any(|s| s == k))
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
+            secret_env: self.secret_keys.is_some(),
             user,
             workdir: exec.working_dir.clone(),
             open_stdin: exec.stdin,

@@ -19,4 +19,5 @@ mod faults;
 mod harness;
 mod lifecycle;
 mod preflight;
+mod run_faults;
 mod shared_cases;

@@ -763,6 +763,11 @@ pub enum BenchWhat {
         /// Trials of the real task.
         #[arg(long, default_value_t = 3)]
         task_trials: u32,
+        /// Where the trials run: docker (default; the floor is `docker run --rm`) or kubernetes
+        /// (KUBECONFIG and SKILLSCOPE_REGISTRY; the floor is a bare pod's create, exec and
+        /// delete through the API).
+        #[arg(long, value_name = "KIND")]
+        backend: Option<String>,
     },
     /// Import throughput and memory: generates synthetic Harbor trial folders shaped like the
     /// published ones and times `skillscope import` on them (a child process, whose peak memory

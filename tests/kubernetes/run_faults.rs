@@ -1,5 +1,6 @@
 //! The cluster's faults in whole runs (`--backend kubernetes`): a trial's pod deleted under it,
-//! an image the node cannot pull, a namespace ResourceQuota that keeps every pod out. Each is a
+//! every connection to the API server cut mid-exec, an image the node cannot pull, a namespace
+//! ResourceQuota that keeps every pod out. Each is a
 //! runner fault with its reason, retried, never a verdict, and the run leaves nothing behind.
 
 use std::path::Path;
@@ -89,23 +90,7 @@ async fn a_pod_deleted_mid_trial_is_a_fault_and_the_retry_passes() {
     let engine = Engine::new(s.store.clone());
     let run = tokio::spawn(async move { engine.run(req, CancellationToken::new()).await });
     // The agent at work: its pod is deleted under it.
-    let t0 = Instant::now();
-    let uid = loop {
-        let c = s.store.connect().unwrap();
-        if let Some(r) = queries::find_run(&c, "pod-deleted").unwrap()
-            && queries::current_trials(&c, r.id)
-                .unwrap()
-                .iter()
-                .any(|x| x.status == TrialStatus::Agent)
-        {
-            break r.uid;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(180),
-            "the agent never started"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
+    let uid = agent_at_work(&s, "pod-deleted").await;
     let cluster = cluster().await;
     let pods: Api<Pod> = cluster.api();
     let agents = ListParams::default().labels(&format!(
@@ -240,4 +225,56 @@ async fn a_quota_that_keeps_every_pod_out_is_a_fault_never_a_verdict() {
             .is_empty()
     );
     ns.delete().await;
+}
+
+/// Run `name`'s uid once its one trial's agent is at work.
+async fn agent_at_work(s: &Scratch, name: &str) -> String {
+    let t0 = Instant::now();
+    loop {
+        let c = s.store.connect().unwrap();
+        if let Some(r) = queries::find_run(&c, name).unwrap()
+            && queries::current_trials(&c, r.id)
+                .unwrap()
+                .iter()
+                .any(|x| x.status == TrialStatus::Agent)
+        {
+            return r.uid;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(180),
+            "the agent never started"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Every connection to the API server cut mid-trial (as a restart of the API server cuts them;
+/// the server itself, shared with other tests, keeps running): the agent's exec stream is cut,
+/// the attempt is a fault, and the retry passes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_api_server_s_connections_cut_mid_trial_is_a_fault_and_the_retry_passes() {
+    let t = Target::kubernetes();
+    t.require().await;
+    let _turn = t.turn().await;
+    let s = Scratch::new();
+    let dir = task(&s, "api-cut", 8, None);
+    let relay = crate::harness::Relay::start().await;
+    let kubeconfig = crate::harness::kubeconfig_variant(s.dir.path(), Some(&relay.url), None);
+    let mut req = request(t, &s, "api-cut", &dir, "api-cut");
+    req.settings.backend.kubeconfig = Some(kubeconfig);
+    let engine = Engine::new(s.store.clone());
+    let run = tokio::spawn(async move { engine.run(req, CancellationToken::new()).await });
+    agent_at_work(&s, "api-cut").await;
+    relay.cut();
+    let out = tokio::time::timeout(Duration::from_secs(300), run)
+        .await
+        .expect("the run ends")
+        .unwrap()
+        .expect("run");
+    assert!(out.finished, "{:?}", out.stop);
+    let history = attempts(&s, &out);
+    assert_eq!(history.len(), 2, "{history:#?}");
+    assert_faults_without_verdict(&history, 1, "");
+    assert_eq!(history[1].outcome, Some(Outcome::Pass), "{history:#?}");
+    t.assert_nothing_left(&s, "api-cut").await;
 }

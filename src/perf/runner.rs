@@ -386,7 +386,7 @@ fn breakdown(
     ));
     rows.push(row("wall/trial".into(), wall_per, String::new()));
     rows.push(row(
-        "floor: docker run --rm <image> true".into(),
+        "floor (the first table's)".into(),
         floor,
         String::new(),
     ));

@@ -4,7 +4,7 @@
 
 use crate::support::common;
 use crate::support::process::{
-    Skillscope, active, done, spawn_run, spawn_run_piped, stderr_lines, wait, wait_for, words,
+    Skillscope, active, spawn_run, spawn_run_piped, stderr_lines, wait, wait_for, words,
 };
 use std::collections::HashMap;
 use std::process::Command;

@@ -88,7 +88,14 @@ async fn a_pod_deleted_mid_trial_is_a_fault_and_the_retry_passes() {
     let dir = task(&s, "deleted", 8, None);
     let req = request(t, &s, "pod-deleted", &dir, "deleted");
     let engine = Engine::new(s.store.clone());
-    let run = tokio::spawn(async move { engine.run(req, CancellationToken::new()).await });
+    let run = tokio::spawn(async move {
+        engine
+            .run(
+                crate::support::common::prepared(req),
+                CancellationToken::new(),
+            )
+            .await
+    });
     // The agent at work: its pod is deleted under it.
     let uid = agent_at_work(&s, "pod-deleted").await;
     let cluster = cluster().await;
@@ -168,7 +175,10 @@ async fn an_image_the_node_cannot_pull_is_a_fault_never_a_verdict() {
     let mut req = request(t, &s, "unpullable", &dir, "unpullable");
     req.settings.backend.registry = Some(push_only_registry(registry).await);
     let out = Engine::new(s.store.clone())
-        .run(req, CancellationToken::new())
+        .run(
+            crate::support::common::prepared(req),
+            CancellationToken::new(),
+        )
         .await
         .expect("run");
     let history = attempts(&s, &out);
@@ -210,7 +220,10 @@ async fn a_quota_that_keeps_every_pod_out_is_a_fault_never_a_verdict() {
     req.settings.backend.namespace = Some(ns.name.clone());
     req.settings.backend.start_timeout_secs = Some(5);
     let out = Engine::new(s.store.clone())
-        .run(req, CancellationToken::new())
+        .run(
+            crate::support::common::prepared(req),
+            CancellationToken::new(),
+        )
         .await
         .expect("run");
     let history = attempts(&s, &out);
@@ -263,7 +276,14 @@ async fn the_api_server_s_connections_cut_mid_trial_is_a_fault_and_the_retry_pas
     let mut req = request(t, &s, "api-cut", &dir, "api-cut");
     req.settings.backend.kubeconfig = Some(kubeconfig);
     let engine = Engine::new(s.store.clone());
-    let run = tokio::spawn(async move { engine.run(req, CancellationToken::new()).await });
+    let run = tokio::spawn(async move {
+        engine
+            .run(
+                crate::support::common::prepared(req),
+                CancellationToken::new(),
+            )
+            .await
+    });
     agent_at_work(&s, "api-cut").await;
     relay.cut();
     let out = tokio::time::timeout(Duration::from_secs(300), run)

@@ -108,7 +108,10 @@ impl Target {
     pub async fn run(&self, s: &Scratch, req: RunRequest) -> skillscope::engine::RunOutcome {
         self.require().await;
         Engine::new(s.store.clone())
-            .run(req, CancellationToken::new())
+            .run(
+                crate::support::common::prepared(req),
+                CancellationToken::new(),
+            )
             .await
             .expect("run")
     }
@@ -379,7 +382,14 @@ pub async fn cancel(t: Target) {
     let s = Scratch::new();
     let req = t.request(&s, "cancel", None, &["sleeper"], 1);
     let engine = Engine::new(s.store.clone());
-    let handle = tokio::spawn(async move { engine.run(req, CancellationToken::new()).await });
+    let handle = tokio::spawn(async move {
+        engine
+            .run(
+                crate::support::common::prepared(req),
+                CancellationToken::new(),
+            )
+            .await
+    });
     let t0 = Instant::now();
     let target = loop {
         let c = s.store.connect().unwrap();

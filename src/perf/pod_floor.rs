@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 use color_eyre::eyre::{Result, eyre};
 use futures_util::StreamExt;
 
-use super::runner::Floor;
 use crate::config::BackendSettings;
 use crate::runner::kubernetes::exec::ExecSpec;
 use crate::runner::kubernetes::pod::{EnvironmentSpec, PodCommand, TrialLabels, build_pod};
@@ -84,4 +83,19 @@ pub(super) async fn measure(
         serial,
         concurrent,
     })
+}
+
+/// The floor's figures: `docker run --rm <image> true` through the docker CLI, or a bare pod
+/// through the API ([`measure`]).
+pub(super) struct Floor {
+    /// Seconds of each serial run.
+    pub(super) samples: Vec<f64>,
+    /// Machine-wide CPU-seconds per run, when readable.
+    pub(super) cpu: Option<f64>,
+    /// The Docker daemon's and client's CPU-seconds per run.
+    pub(super) stack: f64,
+    /// Seconds of the serial runs in all.
+    pub(super) serial: f64,
+    /// Seconds of the same runs at the concurrency asked.
+    pub(super) concurrent: f64,
 }

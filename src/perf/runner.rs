@@ -10,6 +10,7 @@ use crate::console::table::{Column, fit, terminal_width};
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use tokio_util::sync::CancellationToken;
 
+use super::pod_floor::Floor;
 use super::{mean, median, secs_between};
 use crate::config::{BackendSettings, RunSettings};
 use crate::domain::TrialRow;
@@ -397,20 +398,6 @@ fn breakdown(
         Column::new("times per trial").short("n"),
     ];
     fit(&columns, rows, terminal_width())
-}
-
-/// The floor's figures: `docker run --rm <image> true` through the docker CLI.
-pub(super) struct Floor {
-    /// Seconds of each serial run.
-    pub(super) samples: Vec<f64>,
-    /// Machine-wide CPU-seconds per run, when readable.
-    pub(super) cpu: Option<f64>,
-    /// The Docker daemon's and client's CPU-seconds per run.
-    pub(super) stack: f64,
-    /// Seconds of the serial runs in all.
-    pub(super) serial: f64,
-    /// Seconds of the same runs at the concurrency asked.
-    pub(super) concurrent: f64,
 }
 
 /// Measures the floor on `image`: `trials` runs serially, then at `concurrency`.

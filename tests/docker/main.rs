@@ -23,5 +23,6 @@ mod read_only;
 mod resume;
 mod self_generated;
 mod sequential;
+mod shared_cases;
 mod skill_exposure;
 mod tui_hostile;

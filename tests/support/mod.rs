@@ -15,6 +15,7 @@ pub mod glibc_image;
 pub mod harness_env;
 pub mod harness_run;
 pub mod learning_fixture;
+pub mod lifecycle;
 pub mod planned_run;
 pub mod private_dockerd;
 pub mod process;

@@ -171,6 +171,8 @@ fn read_changes(
     let mut archive = tar::Archive::new(r);
     archive.set_ignore_zeros(true);
     let mut entries: Vec<Entry> = Vec::new();
+    // Regular files read unchanged so far (what a later hard link entry may name).
+    let mut unchanged_files: std::collections::HashSet<String> = Default::default();
     let (mut bytes, mut offset) = (0u64, 0u64);
     let mut limit = None;
     let io = |e: std::io::Error| RunnerError::io(std::env::temp_dir(), e);
@@ -212,6 +214,22 @@ fn read_changes(
         match t {
             tar::EntryType::Link => {
                 e.hard = link.as_deref().and_then(|l| absolute(l.as_bytes()));
+                // A second name of a file read earlier in this stream (tar writes it as a hard
+                // link): unchanged when that file is, and the image has this name with the same
+                // content and mode (a hard link the image itself had, listed because both names
+                // looked new: an image unpacked just before the trial, as a node's fresh pull).
+                e.changed = !e.hard.as_deref().is_some_and(|h| {
+                    unchanged_files.contains(h)
+                        && match (image, manifest.get(h)) {
+                            (Some(i), Some(t)) => {
+                                i.kind == FileKind::File
+                                    && i.sha256.is_some()
+                                    && i.sha256 == t.sha256
+                                    && i.mode == mode
+                            }
+                            _ => false,
+                        }
+                });
             }
             tar::EntryType::Symlink => {
                 e.changed = !image
@@ -241,6 +259,9 @@ fn read_changes(
                     i.kind == FileKind::File && i.sha256 == Some(sha) && i.mode == mode
                 });
                 e.content = Some((start, written));
+                if !e.changed {
+                    unchanged_files.insert(e.path.clone());
+                }
             }
             _ => {
                 e.changed = !image.is_some_and(|i| i.kind == kind && i.mode == mode);
@@ -753,6 +774,53 @@ mod tests {
         assert!(link_refused("/app/a", "/app/x/z", &m, &looped).is_some());
         assert_eq!(link_refused("/app/a", "/dev/null", &m, &none), None);
         assert!(link_refused("/app/a", "/proc/self/environ", &m, &none).is_some());
+    }
+
+    /// A hard link the image itself had, listed with its file (both looked new: an image
+    /// unpacked just before the trial), is no change; a hard link to a changed file, or to a
+    /// file the image has under this name with other bytes, is one.
+    #[test]
+    fn hard_links_the_image_had_are_no_change() {
+        let m = Manifest::from_tar(
+            &tar_of(&[
+                ("usr/", K::Dir, ""),
+                ("usr/bin/", K::Dir, ""),
+                ("usr/bin/gzip", K::File, "GZ"),
+                ("usr/bin/gunzip", K::File, "GZ"),
+                ("usr/bin/zcat", K::File, "ZCAT"),
+            ])[..],
+            ManifestLimits::default(),
+        )
+        .unwrap();
+        let stream = |gzip: &str| {
+            let mut b = tar::Builder::new(Vec::new());
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o755);
+            h.set_size(gzip.len() as u64);
+            b.append_data(&mut h, "usr/bin/gzip", gzip.as_bytes())
+                .unwrap();
+            for name in ["usr/bin/gunzip", "usr/bin/zcat"] {
+                let mut h = tar::Header::new_gnu();
+                h.set_mode(0o755);
+                h.set_entry_type(tar::EntryType::Link);
+                h.set_size(0);
+                b.append_link(&mut h, name, "usr/bin/gzip").unwrap();
+            }
+            b.into_inner().unwrap()
+        };
+        let changed = |gzip: &str| -> Vec<(String, bool)> {
+            let (entries, _, _) = read_changes(&stream(gzip)[..], &m, Limits::default()).unwrap();
+            entries.into_iter().map(|e| (e.path, e.changed)).collect()
+        };
+        assert_eq!(
+            changed("GZ"),
+            vec![
+                ("/usr/bin/gzip".to_string(), false),
+                ("/usr/bin/gunzip".to_string(), false),
+                ("/usr/bin/zcat".to_string(), true),
+            ]
+        );
+        assert!(changed("EVIL").iter().all(|(_, c)| *c));
     }
 
     #[test]

@@ -157,6 +157,23 @@ pub struct RunArgs {
     /// Docker endpoint (repeatable; default DOCKER_HOST or the local socket).
     #[arg(long = "docker-host", value_name = "URL")]
     pub docker_host: Vec<String>,
+    /// Where trials run: docker (default) or kubernetes (a trial is a pod; see [backend] in
+    /// skillscope.toml).
+    #[arg(long, value_name = "KIND")]
+    pub backend: Option<String>,
+    /// Kubernetes: kubeconfig file [default: KUBECONFIG, else ~/.kube/config].
+    #[arg(long, value_name = "FILE")]
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubernetes: kubeconfig context [default: its current one].
+    #[arg(long, value_name = "NAME")]
+    pub context: Option<String>,
+    /// Kubernetes: namespace trials run in [default: the context's, else default].
+    #[arg(long, value_name = "NAME")]
+    pub namespace: Option<String>,
+    /// Kubernetes: image registry the cluster pulls from, host:port [default:
+    /// SKILLSCOPE_REGISTRY].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub registry: Option<String>,
     /// Extra CA bundle (PEM) baked into every image, for TLS-intercepting proxies.
     #[arg(long, value_name = "PEM")]
     pub ca_bundle: Option<PathBuf>,
@@ -628,6 +645,10 @@ pub struct CheckArgs {
     /// Docker endpoint (repeatable).
     #[arg(long = "docker-host", value_name = "URL", requires = "check")]
     pub docker_host: Vec<String>,
+    /// Where the checks run: docker (default) or kubernetes (with KUBECONFIG and
+    /// SKILLSCOPE_REGISTRY, or the config file's [backend] table).
+    #[arg(long, value_name = "KIND", requires = "check")]
+    pub backend: Option<String>,
     /// Extra CA bundle (PEM) baked into every image.
     #[arg(long, value_name = "PEM", requires = "check")]
     pub ca_bundle: Option<PathBuf>,
@@ -771,6 +792,11 @@ pub enum BenchWhat {
         /// Trials of the real task.
         #[arg(long, default_value_t = 3)]
         task_trials: u32,
+        /// Where the trials run: docker (default; the floor is `docker run --rm`) or kubernetes
+        /// (KUBECONFIG and SKILLSCOPE_REGISTRY; the floor is a bare pod's create, exec and
+        /// delete through the API).
+        #[arg(long, value_name = "KIND")]
+        backend: Option<String>,
     },
     /// Import throughput and memory: generates synthetic Harbor trial folders shaped like the
     /// published ones and times `skillscope import` on them (a child process, whose peak memory

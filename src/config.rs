@@ -10,6 +10,14 @@
 //! env = ["HTTP_PROXY", "PIP_INDEX_URL=https://pypi.internal/simple"]
 //! mounts = ["/srv/cache/pip:/root/.cache/pip"]
 //!
+//! [backend]                     # where trials run (the defaults shown)
+//! kind = "docker"                 # or "kubernetes": a trial is a pod
+//! kubeconfig = "~/.kube/config"   # kubernetes: as kubectl reads it (KUBECONFIG, else this)
+//! context = "lab"                 # kubernetes: the kubeconfig's context [default: current]
+//! namespace = "evals"             # kubernetes: [default: the context's, else default]
+//! registry = "registry.lab:5000"  # kubernetes: where task images are pushed and pulled from
+//! start_timeout_secs = 300        # kubernetes: a pod not Running by then is a runner fault
+//!
 //! [acontext]
 //! base_url = "http://localhost:8029/api/v1"
 //! api_key_env = "ACONTEXT_API_KEY"
@@ -83,6 +91,139 @@ pub struct RunFileSettings {
     pub max_cost_usd: Option<f64>,
 }
 
+/// The `[backend]` table of `skillscope.toml` (and of an experiment plan): which kind of machine
+/// runs trials, and for a Kubernetes cluster how to reach it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BackendFileSettings {
+    /// `docker` (the default) or `kubernetes`.
+    pub kind: Option<String>,
+    /// Kubeconfig file [default: `KUBECONFIG`, else `~/.kube/config`].
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context [default: its current context].
+    pub context: Option<String>,
+    /// Namespace [default: the context's, else `default`].
+    pub namespace: Option<String>,
+    /// Image registry the cluster pulls from (`host:port`) [default: `SKILLSCOPE_REGISTRY`].
+    pub registry: Option<String>,
+    /// How long a trial's pod may take to be Running, seconds [default: 300].
+    pub start_timeout_secs: Option<u64>,
+}
+
+impl BackendFileSettings {
+    /// `self` with `other`'s values where `self` has none.
+    pub fn or(&self, other: &BackendFileSettings) -> BackendFileSettings {
+        BackendFileSettings {
+            kind: self.kind.clone().or(other.kind.clone()),
+            kubeconfig: self.kubeconfig.clone().or(other.kubeconfig.clone()),
+            context: self.context.clone().or(other.context.clone()),
+            namespace: self.namespace.clone().or(other.namespace.clone()),
+            registry: self.registry.clone().or(other.registry.clone()),
+            start_timeout_secs: self.start_timeout_secs.or(other.start_timeout_secs),
+        }
+    }
+
+    /// The effective backend settings: `kind` checked, the registry from `SKILLSCOPE_REGISTRY`
+    /// when none is given.
+    ///
+    /// # Errors
+    /// [`ConfigError::Value`] naming `backend.kind` for a kind that is neither `docker` nor
+    /// `kubernetes`.
+    pub fn resolve(&self) -> Result<BackendSettings, ConfigError> {
+        let kind = match self.kind.as_deref().unwrap_or("docker") {
+            "docker" => BackendKind::Docker,
+            "kubernetes" | "k8s" => BackendKind::Kubernetes,
+            other => {
+                return Err(ConfigError::Value {
+                    setting: "backend.kind".into(),
+                    message: format!("{other:?} is not a backend (docker or kubernetes)"),
+                });
+            }
+        };
+        Ok(BackendSettings {
+            kind,
+            kubeconfig: self.kubeconfig.clone(),
+            context: self.context.clone(),
+            namespace: self.namespace.clone(),
+            registry: self.registry.clone().or_else(|| {
+                std::env::var("SKILLSCOPE_REGISTRY")
+                    .ok()
+                    .filter(|r| !r.is_empty())
+            }),
+            start_timeout_secs: self.start_timeout_secs,
+        })
+    }
+}
+
+/// Which kind of machine runs the trials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// Docker daemons (the default): this machine's, or remote ones by `--docker-host`.
+    Docker,
+    /// A Kubernetes cluster: a trial is a pod.
+    Kubernetes,
+    /// The in-memory backend of offline tests.
+    Fake,
+}
+
+impl BackendKind {
+    /// `docker`, `kubernetes` or `fake`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Docker => "docker",
+            BackendKind::Kubernetes => "kubernetes",
+            BackendKind::Fake => "fake",
+        }
+    }
+}
+
+/// Effective backend settings of a run (see [`BackendFileSettings`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendSettings {
+    /// Docker (default) or Kubernetes.
+    pub kind: BackendKind,
+    /// Kubeconfig file (`None`: as kubectl finds it).
+    pub kubeconfig: Option<PathBuf>,
+    /// Kubeconfig context (`None`: its current one).
+    pub context: Option<String>,
+    /// Namespace (`None`: the context's).
+    pub namespace: Option<String>,
+    /// Registry the cluster pulls from.
+    pub registry: Option<String>,
+    /// Start deadline of a pod, seconds (`None`: 300).
+    pub start_timeout_secs: Option<u64>,
+}
+
+impl Default for BackendSettings {
+    fn default() -> Self {
+        BackendSettings {
+            kind: BackendKind::Docker,
+            kubeconfig: None,
+            context: None,
+            namespace: None,
+            registry: None,
+            start_timeout_secs: None,
+        }
+    }
+}
+
+impl BackendSettings {
+    /// What is stored with the run: the kind, and for Kubernetes where (no credentials: the
+    /// kubeconfig's path only).
+    pub fn public_json(&self) -> serde_json::Value {
+        match self.kind {
+            BackendKind::Kubernetes => serde_json::json!({
+                "kind": self.kind.as_str(),
+                "kubeconfig": self.kubeconfig,
+                "context": self.context,
+                "namespace": self.namespace,
+                "registry": self.registry,
+            }),
+            _ => serde_json::json!({ "kind": self.kind.as_str() }),
+        }
+    }
+}
+
 /// The `[ui]` table of `skillscope.toml`.
 #[derive(Debug, Clone, Default, Deserialize, Serialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -137,6 +278,9 @@ pub struct FileConfig {
     /// `[ui]`.
     #[serde(default)]
     pub ui: UiFileSettings,
+    /// `[backend]`.
+    #[serde(default)]
+    pub backend: BackendFileSettings,
     /// `[harness]`.
     #[serde(default)]
     pub harness: HarnessFileSettings,
@@ -356,6 +500,8 @@ pub struct RunSettings {
     pub max_cost_usd: Option<f64>,
     /// What happens to tasks that need environment values nobody set.
     pub missing_env: crate::skillsbench::env::MissingEnvPolicy,
+    /// Where trials run.
+    pub backend: BackendSettings,
 }
 
 /// How long an agent may stay silent before it is marked stalled, by default: 10 minutes.
@@ -386,6 +532,7 @@ impl RunSettings {
             "copy_logs": self.copy_logs,
             "harness": self.harness,
             "missing_env": self.missing_env,
+            "backend": self.backend.public_json(),
         })
     }
 

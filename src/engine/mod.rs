@@ -72,6 +72,10 @@ pub enum EngineError {
     /// The request contradicts a stored run.
     #[error("{0}")]
     Mismatch(String),
+    /// The run asks what its backend cannot do (a mount, a harness, a compose task on
+    /// Kubernetes): each thing named, before anything is spent.
+    #[error("{0}")]
+    Unsupported(String),
     /// Tasks of the run need environment values nobody set (and the run does not allow it):
     /// every task, variable and place named ([`crate::skillsbench::env::refusal`]).
     #[error("{0}")]
@@ -418,6 +422,21 @@ impl Engine {
         for p in backend.places() {
             agent.check_host(&p.name, p.name.starts_with("unix://"))?;
         }
+        // What a pod cannot do is refused before anything is spent, never done differently.
+        if backend.kind() == crate::runner::backend::BackendKind::Kubernetes {
+            let harness = agent.builtin_skills().is_some() || !agent.extra_hosts().is_empty();
+            let refused = crate::runner::kubernetes::backend::unsupported(
+                &req.settings.mounts,
+                harness.then(|| agent.name()),
+                &taskset.tasks,
+            );
+            if !refused.is_empty() {
+                return Err(EngineError::Unsupported(format!(
+                    "refused on the Kubernetes backend: {}",
+                    refused.join("; ")
+                )));
+            }
+        }
         let name = req.name.clone().unwrap_or_else(|| default_run_name(&req));
         let jobs_dir = absolute(&req.jobs_dir);
         let ledger = self
@@ -511,16 +530,36 @@ impl Engine {
 }
 
 /// The backend `settings` name: Docker daemons (`--docker-host`, else the default one),
-/// `concurrency` trials each, images built with the run's CA bundle.
+/// `concurrency` trials each; or, with `--backend kubernetes`, one namespace of a cluster with
+/// `concurrency` pods at once. Images are built on Docker with the run's CA bundle either way.
 pub fn backend_of(settings: &crate::config::RunSettings) -> Arc<dyn Backend> {
-    Arc::new(crate::runner::docker::DockerBackend::new(
-        &settings.docker_hosts,
-        settings.concurrency,
-        crate::runner::docker::image::ImageSettings {
-            ca_bundle: settings.ca_bundle.clone(),
-            work_dir: None,
-        },
-    ))
+    let images = crate::runner::docker::image::ImageSettings {
+        ca_bundle: settings.ca_bundle.clone(),
+        work_dir: None,
+    };
+    let b = &settings.backend;
+    match b.kind {
+        crate::runner::backend::BackendKind::Kubernetes => {
+            Arc::new(crate::runner::kubernetes::KubernetesBackend::new(
+                crate::runner::kubernetes::ClusterSpec {
+                    kubeconfig: b.kubeconfig.clone(),
+                    context: b.context.clone(),
+                    namespace: b.namespace.clone(),
+                    registry: b.registry.clone(),
+                },
+                settings.concurrency,
+                b.start_timeout_secs
+                    .map(std::time::Duration::from_secs)
+                    .unwrap_or(crate::runner::kubernetes::backend::DEFAULT_START_DEADLINE),
+                images,
+            ))
+        }
+        _ => Arc::new(crate::runner::docker::DockerBackend::new(
+            &settings.docker_hosts,
+            settings.concurrency,
+            images,
+        )),
+    }
 }
 
 /// The note of a run that finished with `n` trials the operator cancelled: `finished with 2

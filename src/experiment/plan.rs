@@ -18,6 +18,8 @@
 //! [run]                           # as in skillscope.toml: docker_hosts, env, mounts, ca_bundle
 //! docker_hosts = ["unix:///var/run/docker.sock"]
 //!
+//! [backend]                       # as in skillscope.toml: kind = "kubernetes", namespace, …
+//!
 //! [acontext]                      # as in skillscope.toml
 //! base_url = "http://localhost:8029/api/v1"
 //! api_key_env = "ACONTEXT_API_KEY"
@@ -219,6 +221,9 @@ pub struct Plan {
     /// Acontext connection and pipeline settings.
     #[serde(default)]
     pub acontext: AcontextFileSettings,
+    /// Where the rounds' trials run (as `[backend]` of skillscope.toml).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub backend: crate::config::BackendFileSettings,
     /// The learning spaces.
     #[serde(default)]
     pub spaces: SpacesPlan,

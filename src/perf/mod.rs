@@ -9,6 +9,7 @@
 
 pub mod analysis;
 pub mod import;
+mod pod_floor;
 pub mod runner;
 pub mod synthetic;
 
@@ -27,7 +28,15 @@ pub async fn execute(what: BenchWhat) -> Result<()> {
             concurrency,
             task,
             task_trials,
-        } => runner::runner(trials, concurrency, task, task_trials).await,
+            backend,
+        } => {
+            let backend = crate::config::BackendFileSettings {
+                kind: backend,
+                ..Default::default()
+            }
+            .resolve()?;
+            runner::runner(trials, concurrency, (task, task_trials), backend).await
+        }
         BenchWhat::Import { trials, keep } => import::import_bench(trials, keep),
         BenchWhat::Analysis {
             trials,

@@ -10,8 +10,9 @@ use crate::console::table::{Column, fit, terminal_width};
 use color_eyre::eyre::{Result, WrapErr, eyre};
 use tokio_util::sync::CancellationToken;
 
+use super::pod_floor::Floor;
 use super::{mean, median, secs_between};
-use crate::config::RunSettings;
+use crate::config::{BackendSettings, RunSettings};
 use crate::domain::TrialRow;
 use crate::engine::{Engine, EngineEvent, RunRequest};
 use crate::runner::Step;
@@ -90,7 +91,7 @@ async fn timed_run(
     tasks: &Path,
     name: &str,
     trials: u32,
-    concurrency: usize,
+    (concurrency, backend): (usize, &BackendSettings),
 ) -> Result<(Duration, Vec<TrialRow>, StepTimes)> {
     let req = RunRequest {
         name: Some(name.to_string()),
@@ -104,6 +105,7 @@ async fn timed_run(
         catalog: Catalog::shipped(),
         settings: RunSettings {
             concurrency,
+            backend: backend.clone(),
             ..Default::default()
         },
         stay_alive: None,
@@ -129,15 +131,16 @@ async fn timed_run(
 pub(crate) async fn runner(
     trials: u32,
     concurrency: usize,
-    real_task: Option<PathBuf>,
-    task_trials: u32,
+    (real_task, task_trials): (Option<PathBuf>, u32),
+    backend: BackendSettings,
 ) -> Result<()> {
+    let on_k8s = backend.kind == crate::config::BackendKind::Kubernetes;
     let tmp = tempfile::tempdir()?;
     let tasks = write_trivial_task(tmp.path())?;
     let store = Store::open(&tmp.path().join("bench.db"))?;
     let jobs = tmp.path().join("jobs");
     println!("warming up (base image, task image)…");
-    let (_, warm, _) = timed_run(&store, &jobs, &tasks, "warmup", 1, 1).await?;
+    let (_, warm, _) = timed_run(&store, &jobs, &tasks, "warmup", 1, (1, &backend)).await?;
     let image = warm[0]
         .image
         .clone()
@@ -149,22 +152,36 @@ pub(crate) async fn runner(
         stack: floor_stack,
         serial: floor_serial,
         concurrent: floor_par,
-    } = measure_floor(&image, trials, concurrency)?;
+    } = if on_k8s {
+        super::pod_floor::measure(&backend, &image, trials, concurrency).await?
+    } else {
+        measure_floor(&image, trials, concurrency)?
+    };
 
     let cpu0 = busy_cpu_secs();
     let stack0 = stack_cpu_secs();
     let (serial_wall, serial_rows, serial_steps) =
-        timed_run(&store, &jobs, &tasks, "serial", trials, 1).await?;
+        timed_run(&store, &jobs, &tasks, "serial", trials, (1, &backend)).await?;
     let ours_cpu = cpu_delta(cpu0).map(|c| c / trials as f64);
     let ours_stack = (stack_cpu_secs() - stack0) / trials as f64;
-    let (par_wall, _, _) =
-        timed_run(&store, &jobs, &tasks, "parallel", trials, concurrency).await?;
+    let (par_wall, _, _) = timed_run(
+        &store,
+        &jobs,
+        &tasks,
+        "parallel",
+        trials,
+        (concurrency, &backend),
+    )
+    .await?;
     let per_trial: Vec<f64> = serial_rows
         .iter()
         .filter_map(|r| secs_between(&r.started_at, &r.finished_at))
         .collect();
     let serial_per = serial_wall.as_secs_f64() / trials as f64;
     let cpu = |machine: Option<f64>, stack: f64| {
+        if on_k8s {
+            return String::new();
+        }
         format!(
             " · {stack:.2} CPU-s each (Docker daemon + client){}",
             machine
@@ -184,7 +201,11 @@ pub(crate) async fn runner(
         format!("image {image}"),
     ]);
     t.push(vec![
-        format!("floor: docker run --rm <image> true (×{trials}, serial)"),
+        if on_k8s {
+            format!("floor: bare pod create + exec true + delete, API (×{trials}, serial)")
+        } else {
+            format!("floor: docker run --rm <image> true (×{trials}, serial)")
+        },
         format!(
             "mean {:.3}s · median {:.3}s{}",
             mean(&floor),
@@ -249,6 +270,7 @@ pub(crate) async fn runner(
             catalog: Catalog::shipped(),
             settings: RunSettings {
                 concurrency: 1,
+                backend: backend.clone(),
                 ..Default::default()
             },
             stay_alive: None,
@@ -365,7 +387,7 @@ fn breakdown(
     ));
     rows.push(row("wall/trial".into(), wall_per, String::new()));
     rows.push(row(
-        "floor: docker run --rm <image> true".into(),
+        "floor (the first table's)".into(),
         floor,
         String::new(),
     ));
@@ -376,20 +398,6 @@ fn breakdown(
         Column::new("times per trial").short("n"),
     ];
     fit(&columns, rows, terminal_width())
-}
-
-/// The floor's figures: `docker run --rm <image> true` through the docker CLI.
-struct Floor {
-    /// Seconds of each serial run.
-    samples: Vec<f64>,
-    /// Machine-wide CPU-seconds per run, when readable.
-    cpu: Option<f64>,
-    /// The Docker daemon's and client's CPU-seconds per run.
-    stack: f64,
-    /// Seconds of the serial runs in all.
-    serial: f64,
-    /// Seconds of the same runs at the concurrency asked.
-    concurrent: f64,
 }
 
 /// Measures the floor on `image`: `trials` runs serially, then at `concurrency`.

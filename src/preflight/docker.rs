@@ -19,9 +19,57 @@ pub const PER_TASK_IMAGE: u64 = 512 << 20;
 /// full disk here.
 pub const MIN_FREE_HERE: u64 = 1 << 30;
 
-/// The Docker and disk checks of `run`, whose database is `db`.
+/// The cluster's checks of a run on Kubernetes: one failed check per problem the client
+/// layer's preflight names (kubeconfig, context, namespace, RBAC verbs, NetworkPolicy,
+/// registry), else one that passed.
+async fn cluster_checks(run: &RunRequest) -> Vec<Check> {
+    let b = &run.settings.backend;
+    let spec = crate::runner::kubernetes::preflight::PreflightSpec {
+        cluster: crate::runner::kubernetes::ClusterSpec {
+            kubeconfig: b.kubeconfig.clone(),
+            context: b.context.clone(),
+            namespace: b.namespace.clone(),
+            registry: b.registry.clone(),
+        },
+        ..Default::default()
+    };
+    let mut out: Vec<Check> = Vec::new();
+    if b.registry.is_none() {
+        out.push(Check::fail(
+            "kubernetes",
+            "image registry",
+            "none given",
+            "pass --registry HOST:PORT, set [backend] registry or SKILLSCOPE_REGISTRY",
+        ));
+    }
+    for line in crate::runner::kubernetes::preflight::preflight(&spec).await {
+        out.push(Check::fail(
+            "kubernetes",
+            "cluster",
+            crate::sanitize::text(&line),
+            "see docs/operations.md, \"Running on a Kubernetes cluster\"",
+        ));
+    }
+    if out.is_empty() {
+        out.push(Check::ok(
+            "kubernetes",
+            "cluster",
+            "reachable; namespace, RBAC, NetworkPolicy and registry in order",
+        ));
+    }
+    out
+}
+
+/// The Docker and disk checks of `run`, whose database is `db` (and the cluster's, when the
+/// run's trials are pods: images are still built on the Docker daemon).
 pub async fn checks(run: &RunRequest, db: &Path) -> Vec<Check> {
-    let backend = crate::engine::backend_of(&run.settings);
+    let mut cluster = Vec::new();
+    let mut settings = run.settings.clone();
+    if settings.backend.kind == crate::runner::backend::BackendKind::Kubernetes {
+        cluster = cluster_checks(run).await;
+        settings.backend = Default::default();
+    }
+    let backend = crate::engine::backend_of(&settings);
     let n_tasks = count_tasks(run);
     let places = backend.places();
     let hosts = places.into_iter().enumerate().map(|(i, p)| {
@@ -60,6 +108,7 @@ pub async fn checks(run: &RunRequest, db: &Path) -> Vec<Check> {
     ] {
         out.push(here_check(what, &path));
     }
+    out.extend(cluster);
     out
 }
 

@@ -23,27 +23,8 @@ use super::RunnerError;
 use super::image::{BuildOutcome, ImageFacts};
 use crate::skillsbench::{Condition, Task};
 
-/// Which kind of machine runs the trials.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendKind {
-    /// Docker daemons (the default): this machine's, or remote ones by `--docker-host`.
-    Docker,
-    /// A Kubernetes cluster: a trial is a pod.
-    Kubernetes,
-    /// The in-memory backend of offline tests.
-    Fake,
-}
-
-impl BackendKind {
-    /// `docker`, `kubernetes` or `fake`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BackendKind::Docker => "docker",
-            BackendKind::Kubernetes => "kubernetes",
-            BackendKind::Fake => "fake",
-        }
-    }
-}
+/// Which kind of machine runs the trials (chosen in the run's settings).
+pub use crate::config::BackendKind;
 
 /// One configured place where trials run (a Docker daemon's endpoint; a cluster's namespace),
 /// before it is connected.

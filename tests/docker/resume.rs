@@ -1,9 +1,10 @@
-//! Runs that last days get killed, interrupted, retried and steered: kill -9 and resume, Ctrl-C and
-//! resume, retry and cancel commands through the store.
+//! Runs that last days get killed, interrupted, retried and steered: Ctrl-C and resume, the cancel
+//! command's rules on the command line, a full disk, leftovers swept by age. (kill -9 and resume,
+//! retry and cancel of a running trial are cases every backend runs: `support::lifecycle`.)
 
 use crate::support::common;
 use crate::support::process::{
-    Skillscope, active, done, spawn_run, spawn_run_piped, stderr_lines, wait, wait_for, words,
+    Skillscope, active, spawn_run, spawn_run_piped, stderr_lines, wait, wait_for, words,
 };
 use std::collections::HashMap;
 use std::process::Command;
@@ -37,37 +38,6 @@ fn assert_each_trial_exactly_once(s: &Scratch, run: &str, expected: usize) {
         }
     }
     assert_eq!(r.status, "finished");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn kill_9_mid_run_then_resume_completes_every_trial_once() {
-    require_docker().await;
-    let s = Scratch::new();
-    let args = words(
-        "--task slow --task passes --conditions no-skills,curated --trials 3 --concurrency 3",
-    );
-    let mut child = spawn_run(&s, "crash", &args);
-    wait_for(&s, "crash", Duration::from_secs(120), |_, t| {
-        done(t) >= 2 && active(t) >= 1
-    });
-    child.kill().unwrap(); // SIGKILL: no cleanup at all
-    child.wait().unwrap();
-    assert!(
-        containers_of_run("crash").await > 0,
-        "the killed run should have left containers to clean"
-    );
-
-    let mut child = spawn_run(&s, "crash", &args);
-    assert_eq!(wait(&mut child, Duration::from_secs(180)), 0);
-    assert_each_trial_exactly_once(&s, "crash", 12);
-    assert_eq!(containers_of_run("crash").await, 0, "leftover containers");
-    let c = s.store.connect().unwrap();
-    let r = queries::find_run(&c, "crash").unwrap().unwrap();
-    let events = queries::recent_events(&c, r.id, 50).unwrap();
-    assert!(
-        events.iter().any(|(_, _, m)| m.contains("re-queued")),
-        "{events:?}"
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -172,45 +142,6 @@ async fn a_long_step_headless_says_it_still_runs_every_30_seconds() {
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     assert_eq!(wait(&mut child, Duration::from_secs(60)), 130);
     assert_eq!(containers_of_run("heartbeat").await, 0);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn retry_command_adds_an_attempt_and_keeps_the_old_one() {
-    let s = Scratch::new();
-    let out = s
-        .run(s.request("retry", &["fails", "passes"], vec![Condition::NoSkills], 1))
-        .await;
-    let rows = s.trials(out.run.id);
-    let failed = one(&rows, "fails", "no-skills").clone();
-    assert_eq!(failed.outcome, Some(Outcome::Fail));
-
-    // Through the CLI, as an operator (or the dashboard) would.
-    let st = Skillscope::bin()
-        .args(["retry", "retry", "--failed", "--db"])
-        .arg(s.db())
-        .output()
-        .status;
-    assert!(st.success());
-    // The engine picks the command up when the run is resumed.
-    let out = s
-        .run(s.request("retry", &["fails", "passes"], vec![Condition::NoSkills], 1))
-        .await;
-    let c = s.store.connect().unwrap();
-    let attempts = queries::trial_attempts(&c, out.run.id, &failed.key()).unwrap();
-    assert_eq!(attempts.len(), 2);
-    assert!(attempts[0].superseded);
-    assert_eq!(attempts[0].outcome, Some(Outcome::Fail));
-    assert_eq!(attempts[1].attempt, 2);
-    assert_eq!(attempts[1].outcome, Some(Outcome::Fail));
-    assert_ne!(attempts[0].trial_name, attempts[1].trial_name);
-    // The passing trial was not re-run.
-    let passes = one(&s.trials(out.run.id), "passes", "no-skills").clone();
-    assert_eq!(passes.attempt, 1);
-    assert!(
-        queries::pending_commands(&c, out.run.id)
-            .unwrap()
-            .is_empty()
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

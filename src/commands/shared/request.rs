@@ -6,13 +6,31 @@ use std::path::PathBuf;
 use color_eyre::eyre::{Result, WrapErr, eyre};
 
 use crate::cli::RunArgs;
-use crate::config::{EnvSetting, FileConfig, RunSettings, check_mount};
+use crate::config::{
+    BackendFileSettings, BackendSettings, EnvSetting, FileConfig, RunSettings, check_mount,
+};
 use crate::engine::RunRequest;
 use crate::skillsbench::Condition;
 use crate::skillsbench::env::MissingEnvPolicy;
 
 /// Default trials at once per Docker host.
 pub const DEFAULT_CONCURRENCY: usize = 4;
+
+/// The `--backend` flags over the file's `[backend]` table.
+///
+/// # Errors
+/// An unknown backend kind.
+pub fn backend_settings(args: &RunArgs, file: &FileConfig) -> Result<BackendSettings> {
+    let flags = BackendFileSettings {
+        kind: args.backend.clone(),
+        kubeconfig: args.kubeconfig.clone(),
+        context: args.context.clone(),
+        namespace: args.namespace.clone(),
+        registry: args.registry.clone(),
+        start_timeout_secs: None,
+    };
+    Ok(flags.or(&file.backend).resolve()?)
+}
 
 /// Turns flags and the config file (`file`, read once by the caller from `args.config`) into a run
 /// request and the database path.
@@ -64,6 +82,7 @@ pub fn build_request(args: &RunArgs, file: &FileConfig) -> Result<(RunRequest, P
         } else {
             MissingEnvPolicy::RefuseRun
         },
+        backend: backend_settings(args, file)?,
     };
     if let Some(max) = settings.max_cost_usd
         && !(max.is_finite() && max >= 0.0)

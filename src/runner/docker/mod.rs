@@ -43,7 +43,7 @@ use host::DockerHost;
 use image::{ImageCache, ImageSettings};
 
 pub use base_image::BUSYBOX_IMAGE;
-pub use container::remove_labeled_older_than;
+pub use container::{OWN_INIT, remove_labeled_older_than};
 pub use fault::fault_of;
 
 /// A short-lived helper container of `image` on `docker` (the daemon named `daemon`, for

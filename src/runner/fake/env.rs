@@ -77,7 +77,8 @@ impl FakeFs {
                         size,
                         sha256: sha,
                         link,
-                        script: false,
+                        script: None,
+                        stamp: None,
                     },
                 )
             })

@@ -42,6 +42,10 @@ pub struct ExecSpec {
     pub workdir: Option<String>,
     /// The command's stdin (then end-of-file); `None`: empty.
     pub stdin: Option<ExecStdin>,
+    /// Leave the command's stdin open after [`ExecSpec::stdin`]'s bytes, for the bytes a caller
+    /// writes while it runs ([`TrialPod::spawn_open`]); the command never sees its end (the v4
+    /// protocol cannot close stdin alone), so it must read by length or by line.
+    pub open_stdin: bool,
 }
 
 /// What an exec's command reads on stdin.
@@ -183,6 +187,7 @@ pub fn wrap(
             || spec.user.is_some()
             || spec.workdir.is_some()
             || spec.stdin.is_some()
+            || spec.open_stdin
         {
             return Err(
                 "environment, user, folder and stdin need skillscope's static shell in the pod"
@@ -230,8 +235,13 @@ pub fn wrap(
         None => "\"$@\"".to_string(),
     };
     let payload = spec.stdin.as_ref().map_or(0, ExecStdin::len);
+    if payload > 0 && spec.open_stdin {
+        return Err("an exec takes fixed stdin bytes or an open stdin, not both".into());
+    }
     if payload > 0 {
         script.push_str(&format!("{s}/head -c {payload} | {run}\n"));
+    } else if spec.open_stdin {
+        script.push_str(&format!("exec {run}\n"));
     } else {
         script.push_str(&format!("exec {run} </dev/null\n"));
     }
@@ -287,15 +297,48 @@ impl TrialPod {
     /// [`KubeError`] when the spec cannot run here ([`wrap`]; [`KubeFault::Refused`]) or the
     /// exec cannot start (the pod's own fault when the pod is gone or lost).
     pub async fn spawn(&self, spec: &ExecSpec) -> Result<ExecStream, KubeError> {
+        self.spawn_with(spec, None).await
+    }
+
+    /// [`TrialPod::spawn`] of a spec with [`ExecSpec::open_stdin`]: what is sent on the
+    /// returned sender reaches the command's stdin, in order. Dropping the sender sends no
+    /// end-of-file (the stream stays open until the command's status came).
+    ///
+    /// # Errors
+    /// As [`TrialPod::spawn`]; [`KubeFault::Refused`] for a spec without `open_stdin`.
+    pub async fn spawn_open(
+        &self,
+        spec: &ExecSpec,
+    ) -> Result<(ExecStream, mpsc::Sender<Bytes>), KubeError> {
+        if !spec.open_stdin {
+            return Err(KubeError::new(
+                format!("exec in pod {}", self.name),
+                KubeFault::Refused,
+                "an open stdin needs a spec with open_stdin",
+            ));
+        }
+        let (tx, rx) = mpsc::channel(16);
+        Ok((self.spawn_with(spec, Some(rx)).await?, tx))
+    }
+
+    async fn spawn_with(
+        &self,
+        spec: &ExecSpec,
+        more: Option<mpsc::Receiver<Bytes>>,
+    ) -> Result<ExecStream, KubeError> {
         let context = format!("exec in pod {}", self.name);
         let (argv, prefix) = wrap(spec, self.static_shell, self.secret)
             .map_err(|m| KubeError::new(&context, KubeFault::Refused, m))?;
         let payload = spec.stdin.clone().filter(|s| !s.is_empty());
-        let stdin = Stdin { prefix, payload };
+        let stdin = Stdin {
+            prefix,
+            payload,
+            more,
+        };
         let pods: Api<Pod> = self.cluster.api();
         let ap = AttachParams {
             container: Some(CONTAINER.to_string()),
-            stdin: !stdin.prefix.is_empty() || stdin.payload.is_some(),
+            stdin: !stdin.prefix.is_empty() || stdin.payload.is_some() || stdin.more.is_some(),
             stdout: true,
             stderr: true,
             tty: false,
@@ -335,14 +378,19 @@ impl TrialPod {
     }
 }
 
-/// What an exec's stdin carries: the prelude's preamble, then the command's own bytes.
+/// What an exec's stdin carries: the prelude's preamble, then the command's own bytes, then
+/// what the caller sends while it runs.
 struct Stdin {
     prefix: Vec<u8>,
     payload: Option<ExecStdin>,
+    more: Option<mpsc::Receiver<Bytes>>,
 }
 
 impl Stdin {
-    async fn write_to<W: tokio::io::AsyncWrite + Unpin>(self, w: &mut W) -> std::io::Result<()> {
+    async fn write_to<W: tokio::io::AsyncWrite + Unpin>(
+        mut self,
+        w: &mut W,
+    ) -> std::io::Result<()> {
         w.write_all(&self.prefix).await?;
         match self.payload {
             None => {}
@@ -358,7 +406,14 @@ impl Stdin {
                 }
             }
         }
-        w.flush().await
+        w.flush().await?;
+        if let Some(more) = self.more.as_mut() {
+            while let Some(b) = more.recv().await {
+                w.write_all(&b).await?;
+                w.flush().await?;
+            }
+        }
+        Ok(())
     }
 }
 
@@ -442,7 +497,17 @@ async fn pump(
             None => Some((&mut status).await),
         }
     };
-    let ((_held, write_error), status) = tokio::join!(feed, read);
+    // The feed may wait on its caller for more stdin past the command's end: the status does
+    // not wait for it (the writer is then dropped with the feed, after the status came).
+    tokio::pin!(feed, read);
+    let mut fed = None;
+    let status = loop {
+        tokio::select! {
+            f = &mut feed, if fed.is_none() => fed = Some(f),
+            s = &mut read => break s,
+        }
+    };
+    let write_error = fed.and_then(|(_held, e)| e);
     let Some(status) = status else {
         return Err((KubeFault::StreamCut, "the reader went away".into()));
     };

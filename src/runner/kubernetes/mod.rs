@@ -30,6 +30,7 @@
 //! as tar through an exec of that busybox — in the agent's pod too (Docker's agent containers do
 //! not mount it).
 
+pub mod backend;
 pub mod cluster;
 pub mod copy;
 pub mod exec;
@@ -40,6 +41,7 @@ pub mod preflight;
 pub mod quantity;
 pub mod registry;
 
+pub use backend::KubernetesBackend;
 pub use cluster::{Cluster, ClusterCapacity, ClusterSpec};
 pub use copy::TarBody;
 pub use exec::{ExecEvent, ExecOutput, ExecSpec, ExecStream};

@@ -165,6 +165,34 @@ pub(super) async fn stop_agent(scope: &Scope<'_>, container: &Sandbox) -> Result
     Ok(())
 }
 
+/// Most bytes of the tests' Python sources read for the folders they put on `sys.path`.
+const MAX_TEST_SOURCES: u64 = 4 << 20;
+
+/// The Python sources of the task's `tests/` folder, one after the other (at most
+/// [`MAX_TEST_SOURCES`] bytes; links not followed).
+fn test_sources(dir: &std::path::Path) -> String {
+    let mut out = String::new();
+    for e in walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .max_depth(4)
+        .into_iter()
+        .flatten()
+    {
+        if !e.file_type().is_file() || e.path().extension().is_none_or(|x| x != "py") {
+            continue;
+        }
+        let left = MAX_TEST_SOURCES.saturating_sub(out.len() as u64);
+        if left == 0 {
+            break;
+        }
+        if let Ok(text) = crate::fs::read_text_capped(e.path(), left) {
+            out.push_str(&text);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// Minutes since `since` (rounded up, at least 1): the window of `find -cmin`.
 fn minutes_since(since: std::time::SystemTime) -> u64 {
     let secs = since.elapsed().unwrap_or_default().as_secs();
@@ -193,14 +221,17 @@ pub(super) async fn to_verifier(
                 .map(|d| d.to_string()),
         )
         .collect();
-    let rules = Arc::new(Rules::new(
-        &facts.files,
-        &facts.toolchain,
-        &facts.working_dir,
-        &test_sh,
-        &facts.home(),
-        &skill_dirs,
-    ));
+    let rules = Arc::new(
+        Rules::new(
+            &facts.files,
+            &facts.toolchain,
+            &facts.working_dir,
+            &test_sh,
+            &facts.home(),
+            &skill_dirs,
+        )
+        .with_test_sources(&test_sources(&job.task.tests_dir())),
+    );
     let pruned = Rules::pruned(&plan.mounts);
     let manifest = Arc::new(facts.files.clone());
     let collect = async {

@@ -263,7 +263,7 @@ async fn judge(
             Outcome::AgentTimeout,
             format!("{}; {e}", agent_timeout_note()),
         )),
-        Err(e) => match reward_fault(container, verifier_dir).await {
+        Err(e) => match reward_fault(container).await {
             // The test could not write its reward because a disk was full (or the container went
             // away): the infrastructure's failure, not a verdict.
             Some((k, why)) => Err(Failed::fault(k, format!("{e}; {why}"))),
@@ -272,28 +272,17 @@ async fn judge(
     }
 }
 
-/// Most bytes of the verifier's output searched for a disk-full message.
-const OUTPUT_TAIL: u64 = 64 * 1024;
 /// Free space (KiB) at or below which the reward's filesystem counts as full.
 const FULL_KIB: u64 = 64;
 
-/// Why a verifier left no reward, when the reason is the infrastructure's: its output says a disk
-/// was full, the filesystem holding `/logs/verifier` has (almost) no space left, or the container
-/// cannot be asked any more. `None` when the task's test simply wrote no reward.
-async fn reward_fault(
-    container: &Sandbox,
-    verifier_dir: &std::path::Path,
-) -> Option<(crate::runner::Fault, String)> {
-    let out = verifier_dir.join("test-stdout.txt");
-    if let Ok((tail, _)) = crate::fs::read_tail(&out, OUTPUT_TAIL)
-        && crate::runner::Fault::of_message(&String::from_utf8_lossy(&tail))
-            == Some(crate::runner::Fault::DiskFull)
-    {
-        return Some((
-            crate::runner::Fault::DiskFull,
-            "the verifier's output says a disk is full".into(),
-        ));
-    }
+/// Why a verifier left no reward, when the reason is the infrastructure's: the filesystem
+/// holding `/logs/verifier` (an anonymous volume on the daemon's disk, beside the container's
+/// own layer) has (almost) no space left, or the container cannot be asked any more. `None`
+/// when the task's test simply wrote no reward. What the verifier printed is never evidence of a
+/// fault: the tests run the agent's code, which can print the kernel's disk-full message and
+/// kill `test.sh` (a failure of the agent's dressed as a fault); only skillscope's own
+/// measurement counts.
+async fn reward_fault(container: &Sandbox) -> Option<(crate::runner::Fault, String)> {
     match container
         .sh_output(
             "df -Pk /logs/verifier 2>/dev/null | tail -n 1",
@@ -301,21 +290,41 @@ async fn reward_fault(
         )
         .await
     {
-        Ok((_, line)) => {
-            let avail = line
-                .split_whitespace()
-                .nth(3)
-                .and_then(|v| v.parse::<u64>().ok());
-            match avail {
-                Some(kib) if kib <= FULL_KIB => Some((
-                    crate::runner::Fault::DiskFull,
-                    format!("the filesystem of /logs/verifier has {kib} KiB free"),
-                )),
-                _ => None,
-            }
-        }
+        Ok((_, line)) => full_disk(&line).map(|why| (crate::runner::Fault::DiskFull, why)),
         Err(e) => e
             .fault()
             .map(|k| (k, format!("the container could not be checked: {e}"))),
+    }
+}
+
+/// Why a `df -Pk` line says its filesystem is full (at most [`FULL_KIB`] free), if it does.
+fn full_disk(df_line: &str) -> Option<String> {
+    let avail = df_line
+        .split_whitespace()
+        .nth(3)
+        .and_then(|v| v.parse::<u64>().ok())?;
+    (avail <= FULL_KIB)
+        .then(|| format!("the disk is full: the filesystem of /logs/verifier has {avail} KiB free"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only skillscope's own measurement makes a missing reward a fault: the tests run the
+    /// agent's code, which printed the kernel's disk-full message and killed test.sh (the
+    /// attack of tests/fixtures/hostile-pytest/fault-by-message turned a failure of the agent's
+    /// into an infrastructure fault, requeued without end).
+    #[test]
+    fn a_disk_is_full_only_by_its_free_space() {
+        let full = "overlay 98304 98300 0 100% /logs/verifier";
+        assert!(full_disk(full).unwrap().contains("disk is full"));
+        let roomy = "overlay 98304 1000 97304 2% /logs/verifier";
+        assert_eq!(full_disk(roomy), None);
+        assert_eq!(
+            full_disk("df: /logs/verifier: No space left on device"),
+            None
+        );
+        assert_eq!(full_disk(""), None);
     }
 }

@@ -14,8 +14,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::{FileKind, Manifest, absolute, sha256_of};
-use super::rule::{Class, Rules, VERIFIER_ONLY, parent, shell_quote, within};
+use super::manifest::{FileKind, Manifest, absolute, pyc_source, sha256_of};
+use super::rule::{
+    Class, Rules, VERIFIER_ONLY, holds_verifier_folder, parent, shell_quote, within,
+};
 use crate::runner::RunnerError;
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -78,6 +80,9 @@ pub struct Collected {
     pub dropped_links: Vec<DroppedLink>,
     /// Modules that would shadow the toolchain (`path`, module).
     pub shadows: Vec<(String, String)>,
+    /// Byte-code files of the image changed though their source was never touched and the
+    /// image's byte code was valid for it: the interpreter never rewrites valid byte code.
+    pub forged_bytecode: Vec<String>,
     /// The limit of the check that was reached, if one was.
     pub limit: Option<String>,
     /// Paths read (changed since the start, by `ctime`).
@@ -166,6 +171,8 @@ fn read_changes(
     let mut archive = tar::Archive::new(r);
     archive.set_ignore_zeros(true);
     let mut entries: Vec<Entry> = Vec::new();
+    // Regular files read unchanged so far (what a later hard link entry may name).
+    let mut unchanged_files: std::collections::HashSet<String> = Default::default();
     let (mut bytes, mut offset) = (0u64, 0u64);
     let mut limit = None;
     let io = |e: std::io::Error| RunnerError::io(std::env::temp_dir(), e);
@@ -207,6 +214,22 @@ fn read_changes(
         match t {
             tar::EntryType::Link => {
                 e.hard = link.as_deref().and_then(|l| absolute(l.as_bytes()));
+                // A second name of a file read earlier in this stream (tar writes it as a hard
+                // link): unchanged when that file is, and the image has this name with the same
+                // content and mode (a hard link the image itself had, listed because both names
+                // looked new: an image unpacked just before the trial, as a node's fresh pull).
+                e.changed = !e.hard.as_deref().is_some_and(|h| {
+                    unchanged_files.contains(h)
+                        && match (image, manifest.get(h)) {
+                            (Some(i), Some(t)) => {
+                                i.kind == FileKind::File
+                                    && i.sha256.is_some()
+                                    && i.sha256 == t.sha256
+                                    && i.mode == mode
+                            }
+                            _ => false,
+                        }
+                });
             }
             tar::EntryType::Symlink => {
                 e.changed = !image
@@ -236,6 +259,9 @@ fn read_changes(
                     i.kind == FileKind::File && i.sha256 == Some(sha) && i.mode == mode
                 });
                 e.content = Some((start, written));
+                if !e.changed {
+                    unchanged_files.insert(e.path.clone());
+                }
             }
             _ => {
                 e.changed = !image.is_some_and(|i| i.kind == kind && i.mode == mode);
@@ -272,31 +298,41 @@ pub fn link_refused(
     manifest: &Manifest,
     work_links: &BTreeMap<String, String>,
 ) -> Option<String> {
-    let forbidden = |p: &str| -> Option<String> {
-        if VERIFIER_ONLY.iter().any(|d| within(p, d)) {
-            return Some(format!("into {p}, which only the verifier has"));
-        }
-        if p == "/dev/null" {
-            return None;
-        }
-        ["/proc", "/sys", "/dev", STATIC_SHELL_DIR]
-            .iter()
-            .find(|d| within(p, d))
-            .map(|d| format!("into {d}"))
-    };
-    let mut pending: Vec<String> = Vec::new();
     let start = if target.starts_with('/') {
         target.to_string()
     } else {
         format!("{}/{target}", parent(link_path))
     };
-    pending.extend(
-        start
-            .split('/')
-            .rev()
-            .filter(|c| !c.is_empty())
-            .map(str::to_string),
-    );
+    let p = match resolve(&start, manifest, work_links) {
+        Some(p) => p,
+        None => return Some("in a loop of links".into()),
+    };
+    if VERIFIER_ONLY.iter().any(|d| within(&p, d)) {
+        return Some(format!("into {p}, which only the verifier has"));
+    }
+    if p == "/dev/null" {
+        return None;
+    }
+    ["/proc", "/sys", "/dev", STATIC_SHELL_DIR]
+        .iter()
+        .find(|d| within(&p, d))
+        .map(|d| format!("into {d}"))
+}
+
+/// The path `path` (absolute) names once every link in it is followed — the work's links
+/// (`work_links`) over the image's — with `.` and `..` read as the kernel reads them; `None` in
+/// a loop of links.
+pub fn resolve(
+    path: &str,
+    manifest: &Manifest,
+    work_links: &BTreeMap<String, String>,
+) -> Option<String> {
+    let mut pending: Vec<String> = path
+        .split('/')
+        .rev()
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
     let mut cur: Vec<String> = Vec::new();
     let mut hops = 0;
     while let Some(part) = pending.pop() {
@@ -317,7 +353,7 @@ pub fn link_refused(
         if let Some(t) = next {
             hops += 1;
             if hops > 40 {
-                return Some("in a loop of links".into());
+                return None;
             }
             cur.pop();
             if t.starts_with('/') {
@@ -331,7 +367,7 @@ pub fn link_refused(
             );
         }
     }
-    forbidden(&format!("/{}", cur.join("/")))
+    Some(format!("/{}", cur.join("/")))
 }
 
 /// Sorts what the agent changed: `r` is the stream of [`changed_paths_script`], `listed` the
@@ -369,6 +405,9 @@ pub fn sort(
         .filter(|e| rules.classify(&e.path, false, &venvs).is_work())
         .filter_map(|e| Some((e.path.clone(), e.link.clone()?)))
         .collect();
+    // The toolchain's folders and those searched first, also where links lead them (a working
+    // folder the agent made a link to a folder of its own, holding `pytest.py`).
+    let rules = &rules.through_links(&|p: &str| resolve(p, manifest, &work_links));
     let mut carry = tar::Builder::new(
         tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?,
     );
@@ -465,8 +504,22 @@ pub fn sort(
             .append_link(&mut h, &e.path[1..], &target)
             .map_err(io)?;
     }
-    // What the agent deleted: the image's entries of the folders it changed, no longer there.
     let seen: HashSet<&str> = entries.iter().map(|e| e.path.as_str()).collect();
+    out.forged_bytecode = entries
+        .iter()
+        .filter(|e| e.changed && e.kind == FileKind::File)
+        .filter(|e| {
+            let Some(stamp) = manifest.get(&e.path).and_then(|f| f.stamp) else {
+                return false;
+            };
+            pyc_source(&e.path).is_some_and(|src| {
+                !seen.contains(src.as_str())
+                    && manifest.get(&src).and_then(|f| f.stamp) == Some(stamp)
+            })
+        })
+        .map(|e| e.path.clone())
+        .collect();
+    // What the agent deleted: the image's entries of the folders it changed, no longer there.
     for dir in listed_dirs {
         for name in manifest.children(dir) {
             let path = if dir == "/" {
@@ -478,7 +531,11 @@ pub fn sort(
                 continue;
             }
             let image_kind = manifest.get(&path).map(|f| f.kind);
-            let class = rules.classify(&path, image_kind == Some(FileKind::Dir), &venvs);
+            let class = if holds_verifier_folder(&path) {
+                Class::VerifierOnly
+            } else {
+                rules.classify(&path, image_kind == Some(FileKind::Dir), &venvs)
+            };
             out.changes.push(Changed {
                 path: path.clone(),
                 kind: 'D',
@@ -565,6 +622,28 @@ mod tests {
 
     fn listed(paths: &[&str]) -> BTreeSet<String> {
         paths.iter().map(|p| p.to_string()).collect()
+    }
+
+    /// [`sort`] of `changed` against `m` with [`rules`] and the default limits; `now` the
+    /// entries the changed folders `dirs` hold now.
+    fn sorted(changed: &[u8], now: &[&str], dirs: &[&str], m: &Manifest) -> Collected {
+        sort(
+            changed,
+            &listed(now),
+            &listed(dirs),
+            m,
+            &rules(m),
+            Limits::default(),
+        )
+        .unwrap()
+    }
+
+    /// The class a change of `out` was given.
+    fn class_of(out: &Collected, path: &str) -> Option<String> {
+        out.changes
+            .iter()
+            .find(|c| c.path == path)
+            .map(|c| c.class.clone())
     }
 
     #[test]
@@ -697,6 +776,53 @@ mod tests {
         assert!(link_refused("/app/a", "/proc/self/environ", &m, &none).is_some());
     }
 
+    /// A hard link the image itself had, listed with its file (both looked new: an image
+    /// unpacked just before the trial), is no change; a hard link to a changed file, or to a
+    /// file the image has under this name with other bytes, is one.
+    #[test]
+    fn hard_links_the_image_had_are_no_change() {
+        let m = Manifest::from_tar(
+            &tar_of(&[
+                ("usr/", K::Dir, ""),
+                ("usr/bin/", K::Dir, ""),
+                ("usr/bin/gzip", K::File, "GZ"),
+                ("usr/bin/gunzip", K::File, "GZ"),
+                ("usr/bin/zcat", K::File, "ZCAT"),
+            ])[..],
+            ManifestLimits::default(),
+        )
+        .unwrap();
+        let stream = |gzip: &str| {
+            let mut b = tar::Builder::new(Vec::new());
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o755);
+            h.set_size(gzip.len() as u64);
+            b.append_data(&mut h, "usr/bin/gzip", gzip.as_bytes())
+                .unwrap();
+            for name in ["usr/bin/gunzip", "usr/bin/zcat"] {
+                let mut h = tar::Header::new_gnu();
+                h.set_mode(0o755);
+                h.set_entry_type(tar::EntryType::Link);
+                h.set_size(0);
+                b.append_link(&mut h, name, "usr/bin/gzip").unwrap();
+            }
+            b.into_inner().unwrap()
+        };
+        let changed = |gzip: &str| -> Vec<(String, bool)> {
+            let (entries, _, _) = read_changes(&stream(gzip)[..], &m, Limits::default()).unwrap();
+            entries.into_iter().map(|e| (e.path, e.changed)).collect()
+        };
+        assert_eq!(
+            changed("GZ"),
+            vec![
+                ("/usr/bin/gzip".to_string(), false),
+                ("/usr/bin/gunzip".to_string(), false),
+                ("/usr/bin/zcat".to_string(), true),
+            ]
+        );
+        assert!(changed("EVIL").iter().all(|(_, c)| *c));
+    }
+
     #[test]
     fn the_scripts_use_only_the_static_tools() {
         let s = changed_paths_script(&["/proc".into(), "/it's".into()], 3);
@@ -708,5 +834,134 @@ mod tests {
         {
             assert!(word.starts_with(STATIC_SHELL_DIR), "{word} in {s}");
         }
+    }
+
+    /// A `.pyc` of the image rewritten while its source was untouched, the image's byte code
+    /// being valid for it (the attack: pytest's own `__init__` byte code forged with its
+    /// source's header): the interpreter never rewrites valid byte code, so it is forged. Once
+    /// the source was touched (reinstalled, its mtime new), a rewrite is the interpreter's.
+    #[test]
+    fn byte_code_changed_under_an_untouched_source_is_told() {
+        let header = |body: &str| format!("a\r\r\n\0\0\0\0\0\0\0\0\u{8}\0\0\0{body}");
+        let tar = tar_of(&[
+            ("usr/lib/python3/m.py", K::File, "print(1)"),
+            (
+                "usr/lib/python3/__pycache__/m.cpython-311.pyc",
+                K::File,
+                &header("code"),
+            ),
+            ("usr/lib/python3/n.py", K::File, "print(2)"),
+            (
+                "usr/lib/python3/__pycache__/n.cpython-311.pyc",
+                K::File,
+                &header("code"),
+            ),
+        ]);
+        let m = Manifest::from_tar(&tar[..], ManifestLimits::default()).unwrap();
+        let pyc = m
+            .get("/usr/lib/python3/__pycache__/m.cpython-311.pyc")
+            .unwrap();
+        assert_eq!(pyc.stamp, Some((0, 8)));
+        assert_eq!(m.get("/usr/lib/python3/m.py").unwrap().stamp, Some((0, 8)));
+        let changed = tar_of(&[
+            (
+                "usr/lib/python3/__pycache__/m.cpython-311.pyc",
+                K::File,
+                &header("forged"),
+            ),
+            ("usr/lib/python3/n.py", K::File, "print(2)"),
+            (
+                "usr/lib/python3/__pycache__/n.cpython-311.pyc",
+                K::File,
+                &header("again"),
+            ),
+        ]);
+        let out = sorted(&changed, &[], &[], &m);
+        assert_eq!(
+            out.forged_bytecode,
+            vec!["/usr/lib/python3/__pycache__/m.cpython-311.pyc".to_string()]
+        );
+        assert_eq!(
+            super::super::manifest::pyc_source("/a/__pycache__/m.cpython-311.opt-1.pyc"),
+            Some("/a/m.py".into())
+        );
+        assert_eq!(
+            super::super::manifest::pyc_source("/a/m.pyc"),
+            Some("/a/m.py".into())
+        );
+    }
+
+    /// The working folder made a link to a folder of the agent's: `python3 -m pytest` runs in
+    /// /app, which is now /tmp/x, so /tmp/x/pytest.py would be imported (the attack of
+    /// tests/fixtures/hostile-pytest/linked-workdir); /root made a link: its hidden entries stay
+    /// the toolchain's.
+    #[test]
+    fn folders_reached_through_links_are_judged_where_they_are() {
+        let m = image();
+        let changed = tar_of(&[
+            ("app", K::Link, "/tmp/x"),
+            ("tmp/x/", K::Dir, ""),
+            ("tmp/x/pytest.py", K::File, "import os; os._exit(0)"),
+            ("tmp/x/out.txt", K::File, "42"),
+            ("root", K::Link, "tmp/r"),
+            ("tmp/r/", K::Dir, ""),
+            (
+                "tmp/r/.gitconfig",
+                K::File,
+                "[core]\nfsmonitor = /tmp/r/hook\n",
+            ),
+        ]);
+        let out = sorted(&changed, &[], &[], &m);
+        let class = |p: &str| class_of(&out, p);
+        assert_eq!(
+            class("/tmp/x/pytest.py").unwrap(),
+            "shadows the toolchain's module pytest"
+        );
+        assert_eq!(class("/tmp/x/out.txt").unwrap(), "work");
+        assert!(class("/tmp/r/.gitconfig").unwrap().starts_with("toolchain"));
+        assert_eq!(
+            resolve("/app/a/../b", &m, &BTreeMap::new()),
+            Some("/app/b".into())
+        );
+        assert_eq!(
+            resolve("/srv/data/x", &m, &BTreeMap::new()),
+            Some("/app/x".into())
+        );
+    }
+
+    /// `/logs` holds the verifier's own `/logs/verifier` (a mount there): a link, a file or a
+    /// deletion in its place is never carried (the attack of
+    /// tests/fixtures/hostile-pytest/logs-link: the carried link could not replace the folder,
+    /// and the agent's failure became an infrastructure fault); a new folder entry in it is.
+    #[test]
+    fn the_folder_holding_the_verifiers_folders_stays_a_folder() {
+        let tar = tar_of(&[("logs/", K::Dir, ""), ("logs/old.txt", K::File, "x")]);
+        let m = Manifest::from_tar(&tar[..], ManifestLimits::default()).unwrap();
+        let linked = tar_of(&[
+            ("logs", K::Link, "/tmp/l"),
+            ("tmp/l/", K::Dir, ""),
+            ("tmp/l/verifier/", K::Dir, ""),
+            ("tmp/l/verifier/reward.txt", K::File, "1"),
+        ]);
+        let out = sorted(&linked, &["/logs", "/tmp"], &["/"], &m);
+        let class = |p: &str| class_of(&out, p);
+        assert_eq!(class("/logs").as_deref(), Some("verifier only"));
+        assert!(
+            !out.deleted.contains(&"/logs".to_string()),
+            "{:?}",
+            out.deleted
+        );
+        let deleted = tar_of(&[("app/", K::Dir, "")]);
+        let out = sorted(&deleted, &[], &["/"], &m);
+        let gone: Vec<(&str, &str)> = out
+            .changes
+            .iter()
+            .map(|c| (c.path.as_str(), c.class.as_str()))
+            .collect();
+        assert!(gone.contains(&("/logs", "verifier only")), "{gone:?}");
+        assert!(out.deleted.is_empty(), "{:?}", out.deleted);
+        let r = rules(&m);
+        assert_eq!(r.classify("/logs", true, &[]), Class::Work);
+        assert_eq!(r.classify("/logs/artifacts/x", false, &[]), Class::Work);
     }
 }

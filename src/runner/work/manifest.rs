@@ -52,10 +52,52 @@ pub struct FileFact {
     pub sha256: Option<[u8; 32]>,
     /// A symbolic link's target, as written.
     pub link: Option<String>,
-    /// A small file holding a console script as pip or uv writes it
-    /// ([`is_console_script`]): package upgrades rewrite those.
+    /// What a small file holding a console script as pip or uv writes it calls,
+    /// `module:function` ([`console_entry`]): package upgrades rewrite
+    /// those.
     #[serde(default)]
-    pub script: bool,
+    pub script: Option<String>,
+    /// Python's stamp of a source (`.py`: its mtime in seconds and size, each modulo 2³²) or
+    /// the stamp a timestamp-checked byte-code file (`.pyc`) holds for its source (bytes 8–16
+    /// of its header): the byte code is valid when the two agree, and the interpreter then never
+    /// rewrites it.
+    #[serde(default)]
+    pub stamp: Option<(u32, u32)>,
+}
+
+/// The stamp a `.pyc` header (its first 16 bytes) holds for its source, when it is
+/// timestamp-checked (flags 0).
+pub fn pyc_stamp(header: &[u8]) -> Option<(u32, u32)> {
+    let word = |i: usize| -> Option<u32> {
+        Some(u32::from_le_bytes(header.get(i..i + 4)?.try_into().ok()?))
+    };
+    (word(4)? == 0).then_some((word(8)?, word(12)?))
+}
+
+/// The source a byte-code file is compiled from: `d/__pycache__/m.cpython-311.pyc` (and
+/// `.opt-N.pyc`) and the legacy `d/m.pyc` → `d/m.py`.
+pub fn pyc_source(path: &str) -> Option<String> {
+    let stem = path.strip_suffix(".pyc")?;
+    let (dir, name) = stem.rsplit_once('/')?;
+    match dir.strip_suffix("/__pycache__") {
+        Some(up) => Some(format!("{up}/{}.py", name.split('.').next()?)),
+        None => Some(format!("{stem}.py")),
+    }
+}
+
+/// A reader that keeps the first 16 bytes it yields.
+struct Head16<'a, R> {
+    inner: &'a mut R,
+    head: Vec<u8>,
+}
+
+impl<R: Read> Read for Head16<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let want = 16usize.saturating_sub(self.head.len()).min(n);
+        self.head.extend_from_slice(&buf[..want]);
+        Ok(n)
+    }
 }
 
 /// Every path of an image, absolute (`/usr/bin/python3`), the root itself left out.
@@ -162,13 +204,20 @@ impl Manifest {
                 _ if FileKind::of(t) == FileKind::File => {
                     let left = limits.bytes.saturating_sub(bytes);
                     let small = entry.header().size().unwrap_or(u64::MAX) <= MAX_SCRIPT;
+                    let mtime = entry.header().mtime().unwrap_or(0);
                     let mut head = Vec::new();
                     let (sha, n) = if small {
                         entry.read_to_end(&mut head)?;
                         let n = head.len() as u64;
                         (sha256_of(&mut &head[..], u64::MAX)?.0, n)
                     } else {
-                        sha256_of(&mut entry, left + 1)?
+                        let mut r = Head16 {
+                            inner: &mut entry,
+                            head: Vec::new(),
+                        };
+                        let out = sha256_of(&mut r, left + 1)?;
+                        head = r.head;
+                        out
                     };
                     bytes += n;
                     if bytes > limits.bytes {
@@ -183,7 +232,14 @@ impl Manifest {
                         size: n,
                         sha256: Some(sha),
                         link: None,
-                        script: small && is_console_script(Some(&head)),
+                        script: small.then(|| console_entry(Some(&head))).flatten(),
+                        stamp: if path.ends_with(".pyc") {
+                            pyc_stamp(&head)
+                        } else if path.ends_with(".py") {
+                            Some((mtime as u32, n as u32))
+                        } else {
+                            None
+                        },
                     }
                 }
                 _ => FileFact {
@@ -192,7 +248,8 @@ impl Manifest {
                     size: 0,
                     sha256: None,
                     link: (t == tar::EntryType::Symlink).then_some(link).flatten(),
-                    script: false,
+                    script: None,
+                    stamp: None,
                 },
             };
             files.insert(path, fact);
@@ -236,16 +293,18 @@ impl Manifest {
     }
 }
 
-/// True for a console script as pip (distlib) or uv writes it: a Python shebang, then only the
-/// lines of their template, importing one function of one module and calling it.
+/// True for a console script as pip (distlib) or uv writes it ([`console_entry`]).
 pub fn is_console_script(bytes: Option<&[u8]>) -> bool {
-    let Some(text) = bytes.and_then(|b| std::str::from_utf8(b).ok()) else {
-        return false;
-    };
+    console_entry(bytes).is_some()
+}
+
+/// What a console script as pip (distlib) or uv writes it calls, `module:function`: a Python
+/// shebang, then only the lines of their template, importing one function of one module and
+/// calling it. `None` for anything else.
+pub fn console_entry(bytes: Option<&[u8]>) -> Option<String> {
+    let text = bytes.and_then(|b| std::str::from_utf8(b).ok())?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let Some(shebang) = lines.next() else {
-        return false;
-    };
+    let shebang = lines.next()?;
     let interp = shebang.strip_prefix("#!").unwrap_or("").trim();
     let exe = interp.rsplit('/').next().unwrap_or("");
     if !interp.starts_with('/')
@@ -253,7 +312,7 @@ pub fn is_console_script(bytes: Option<&[u8]>) -> bool {
         || interp.contains(' ')
         || !exe.starts_with("python")
     {
-        return false;
+        return None;
     }
     let ident = |s: &str| {
         !s.is_empty()
@@ -263,7 +322,7 @@ pub fn is_console_script(bytes: Option<&[u8]>) -> bool {
                     && p.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
             })
     };
-    let mut function = None;
+    let mut entry: Option<(String, String)> = None;
     let mut called = false;
     for l in lines {
         let t = l.trim();
@@ -284,20 +343,20 @@ pub fn is_console_script(bytes: Option<&[u8]>) -> bool {
                     && ident(module)
                     && ident(f)
                     && !f.contains('.')
-                    && function.is_none()
+                    && entry.is_none()
                 {
-                    function = Some(f.to_string());
-                } else if let Some(f) = &function
+                    entry = Some((module.to_string(), f.to_string()));
+                } else if let Some((_, f)) = &entry
                     && t == format!("sys.exit({f}())")
                 {
                     called = true;
                 } else {
-                    return false;
+                    return None;
                 }
             }
         }
     }
-    called
+    entry.filter(|_| called).map(|(m, f)| format!("{m}:{f}"))
 }
 
 #[cfg(test)]

@@ -19,9 +19,14 @@
 //!    ([`TOOLCHAIN_NAMES`]: byte-code caches, `.pth` files, startup hooks, pip and uv
 //!    configuration, shell start-up files, `$HOME`'s tool folders); pytest's configuration in
 //!    `/`, the folder above `/tests`; every file `test.sh` sources.
-//! 5. A module the agent put in the verifier's working folder or in a project folder on
-//!    `sys.path` (`PYTHONPATH`, a `.pth` file) whose name is a module of the toolchain
-//!    (`pytest.py`, `json/`) would shadow it: it is not carried, and flagged.
+//! 5. The folders the verifier's Python searches before its toolchain — the working folders
+//!    (the image's, and every folder `test.sh` changes into: `python3 -m pytest` puts it first on
+//!    `sys.path`), the project folders on `sys.path` (`PYTHONPATH`, a `.pth` file) and the
+//!    folders the tests put there (`sys.path.insert`) — hold no module of a toolchain module's
+//!    name (`pytest.py`, `json/`, sourceless `pytest.pyc`, and [`OPTIONAL_MODULES`], which the
+//!    toolchain imports when they exist): such a module is not carried, and flagged. Nor do they
+//!    hold a distribution's metadata (`*.dist-info`, `*.egg-info`): pytest loads the plugins
+//!    every distribution on `sys.path` declares (`pytest11` entry points).
 //! 6. Everything else the agent changed is its work: outputs and edited project files under
 //!    `/root`, `/app`, `/opt/<project>`, `/tmp`, `/logs/artifacts`, … Code the tests import from
 //!    there runs in the verifier's processes by design (the code under test); see
@@ -110,6 +115,52 @@ pub const ROOT_TEST_CONFIG: &[&str] = &[
     "setup.cfg",
 ];
 
+/// Modules the toolchain imports when they exist, though no image need have them: a module of
+/// this name first on `sys.path` runs in the verifier's processes without any test importing
+/// it. Found by tracing, with a finder of last resort, what CPython 3.11's standard library and
+/// pytest 8 look up and miss: `org` (`copy` tries Jython's `org.python.core`); pytest's optional
+/// imports (`pygments` for coloured output, `colorama`, `argcomplete`, and its back-ports
+/// `exceptiongroup` and `tomli` before Python 3.11). The standard library's own names
+/// (`msvcrt`, `winreg`, … of other platforms) are in `sys.stdlib_module_names`, which the probe
+/// reads.
+pub const OPTIONAL_MODULES: &[&str] = &[
+    "org",
+    "pygments",
+    "colorama",
+    "argcomplete",
+    "exceptiongroup",
+    "tomli",
+];
+
+/// Endings of a distribution's metadata folders, which `importlib.metadata` reads from every
+/// folder on `sys.path` (pytest loads the `pytest11` entry points it finds there).
+pub const METADATA_ENDINGS: &[&str] = &[".dist-info", ".egg-info"];
+
+/// Why a file `test.sh` sources is the toolchain's (the words [`crate::runner::tamper`] reads).
+pub const SOURCED: &str = "test.sh sources it";
+
+/// Why a distribution's metadata on the verifier's module path is not work (the words
+/// [`crate::runner::tamper`] reads).
+pub const METADATA_ON_PATH: &str = "a distribution's metadata on the verifier's module path (pytest loads the plugins it declares)";
+
+/// The files `uv` reads in the folder it runs in and every folder above it (beside `uv.toml`
+/// and `.python-version`, which [`TOOLCHAIN_NAMES`] has): `uv run`, `uv add` and `uv sync`
+/// (`uv init; uv add pytest; uv run pytest` in some SkillsBench `test.sh`) install the project's
+/// dependencies from them, from where its `[tool.uv]` table says (`find-links`, `no-index`,
+/// `sources`: the agent's own wheels). `uvx` reads only the user's configuration (under
+/// `$HOME`, the toolchain's already).
+pub const UV_PROJECT_FILES: &[&str] = &["pyproject.toml", "uv.lock"];
+
+/// Why a project file in or above a working folder of a `test.sh` that runs uv is not work.
+pub const UV_READS: &str = "uv reads it in and above the verifier's working folders";
+
+/// True when `test_sh` runs `uv` or `uvx` (by name or path).
+pub fn runs_uv(test_sh: &str) -> bool {
+    test_sh
+        .split(|c: char| c.is_whitespace() || ";&|()`$\"'".contains(c))
+        .any(|w| matches!(w.rsplit('/').next(), Some("uv" | "uvx")))
+}
+
 /// The folders that exist only in the verifier's environment.
 pub const VERIFIER_ONLY: &[&str] = &["/tests", "/logs/verifier"];
 
@@ -176,12 +227,21 @@ pub struct Rules {
     trees: Vec<(String, String)>,
     /// Single files of the toolchain, with why.
     files: Vec<(String, String)>,
-    /// Folders where a toolchain module's name shadows it.
+    /// Folders on `sys.path` before the toolchain when the verifier's Python starts, where a
+    /// toolchain module's name shadows it and a distribution's metadata declares plugins.
     shadow_dirs: BTreeSet<String>,
+    /// Folders the tests put on `sys.path` (after pytest loaded its plugins): a toolchain
+    /// module's name shadows it there.
+    test_dirs: BTreeSet<String>,
     /// The toolchain's top-level module names.
     modules: BTreeSet<String>,
     /// Skill folders.
     skills: Vec<String>,
+    /// The image user's home folder.
+    home: String,
+    /// Home folders reached through links (`/root` made a link by the agent): their hidden
+    /// entries are the toolchain's as `/root`'s are.
+    linked_homes: Vec<String>,
 }
 
 /// `path` is `dir` or under it.
@@ -189,6 +249,16 @@ pub fn within(path: &str, dir: &str) -> bool {
     dir == "/"
         || path == dir
         || (path.len() > dir.len() && path.starts_with(dir) && path.as_bytes()[dir.len()] == b'/')
+}
+
+/// True when `path` is a folder above one only the verifier has (`/logs`): the verifier's
+/// environment mounts its own folders there, so the agent's link, file or deletion in its place
+/// is never carried (a link would lead the verifier's reward elsewhere; a deletion cannot remove
+/// a mount).
+pub fn holds_verifier_folder(path: &str) -> bool {
+    VERIFIER_ONLY
+        .iter()
+        .any(|d| d.len() > path.len() && within(d, path))
 }
 
 /// The folder of an absolute path (`/a/b` → `/a`, `/a` → `/`).
@@ -223,12 +293,16 @@ fn image_node_modules(manifest: &Manifest) -> Vec<String> {
 }
 
 /// The module name a file or folder named `name` would be imported as: `x.py`, `x/`,
-/// `x.cpython-311-x86_64-linux-gnu.so`, `x.so`, `x.pyd`.
+/// `x.cpython-311-x86_64-linux-gnu.so`, `x.so`, `x.pyd`, and `x.pyc` (byte code without its
+/// source is imported too).
 pub fn module_name(name: &str, is_dir: bool) -> Option<&str> {
     if is_dir {
         return (!name.contains('.')).then_some(name);
     }
-    if let Some(m) = name.strip_suffix(".py") {
+    if let Some(m) = name
+        .strip_suffix(".py")
+        .or_else(|| name.strip_suffix(".pyc"))
+    {
         return Some(m);
     }
     if name.ends_with(".so") || name.ends_with(".pyd") {
@@ -290,6 +364,57 @@ pub fn sourced_files(test_sh: &str, home: &str) -> Vec<String> {
     out
 }
 
+/// The folders `test.sh` changes into (`cd DIR`, `pushd DIR`; `cd`, `cd ~` and `cd $HOME` are
+/// `home`), absolute: with `python3 -m pytest` each goes first on `sys.path`.
+pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in test_sh.lines() {
+        let line = line.split(" #").next().unwrap_or_default();
+        for part in line.split([';', '&', '|', '(', ')', '{', '}']) {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let Some(first) = words.first() else { continue };
+            if !matches!(*first, "cd" | "pushd") {
+                continue;
+            }
+            let arg = words
+                .iter()
+                .skip(1)
+                .find(|w| !w.starts_with('-'))
+                .map_or("~", |w| w.trim_matches(['"', '\'']));
+            let dir = expand_home(arg, home);
+            let dir = dir.trim_end_matches('/');
+            let dir = if dir.is_empty() { "/" } else { dir };
+            if dir.starts_with('/') && !dir.contains('$') && !out.iter().any(|o| o == dir) {
+                out.push(dir.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The absolute folders Python sources put on `sys.path` by a literal
+/// (`sys.path.insert(0, "/root")`, `sys.path.append('/app/src')`).
+pub fn sys_path_dirs(python: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for call in ["sys.path.insert(", "sys.path.append("] {
+        for (i, _) in python.match_indices(call) {
+            let args = &python[i + call.len()..];
+            let args = &args[..args.find(')').unwrap_or(args.len())];
+            for quote in ['"', '\''] {
+                let mut parts = args.split(quote);
+                parts.next();
+                if let Some(lit) = parts.next() {
+                    let lit = lit.trim_end_matches('/');
+                    if lit.starts_with('/') && !out.iter().any(|o| o == lit) {
+                        out.push(lit.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
 impl Rules {
     /// The rule of a trial on this image: `manifest` and `toolchain` (the image's), the
     /// verifier's working folder `workdir`, what `test_sh` sources and puts on search paths, the
@@ -314,6 +439,8 @@ impl Rules {
             .map(str::to_string)
             .collect();
         let mut shadow_dirs: BTreeSet<String> = BTreeSet::from([workdir.to_string()]);
+        shadow_dirs.extend(working_dirs(test_sh, home));
+        modules.extend(OPTIONAL_MODULES.iter().map(|m| m.to_string()));
         for py in &toolchain.python {
             for d in &py.toolchain {
                 trees.push((
@@ -342,15 +469,110 @@ impl Rules {
             .map(|f| (format!("/{f}"), "pytest reads it above /tests".to_string()))
             .collect();
         for f in sourced_files(test_sh, home) {
-            files.push((f, "test.sh sources it".into()));
+            files.push((f, SOURCED.into()));
+        }
+        if runs_uv(test_sh) {
+            let working = std::iter::once(workdir.to_string()).chain(working_dirs(test_sh, home));
+            for w in working {
+                let mut dir = w.as_str();
+                loop {
+                    for name in UV_PROJECT_FILES {
+                        let f = if dir == "/" {
+                            format!("/{name}")
+                        } else {
+                            format!("{dir}/{name}")
+                        };
+                        if !files.iter().any(|(g, _)| *g == f) {
+                            files.push((f, UV_READS.into()));
+                        }
+                    }
+                    if dir == "/" {
+                        break;
+                    }
+                    dir = parent(dir);
+                }
+            }
         }
         Rules {
             trees,
             files,
             shadow_dirs,
+            test_dirs: BTreeSet::new(),
+            home: home.to_string(),
+            linked_homes: Vec::new(),
             modules,
             skills: skills.to_vec(),
         }
+    }
+
+    /// This rule with every folder and file it names also where links lead it (`resolve`: the
+    /// path once every link in it is followed, `None` in a loop): a working folder, a search
+    /// folder or a sourced file reached through a link the agent made (or the image has) is
+    /// judged where it really is.
+    pub fn through_links(&self, resolve: &dyn Fn(&str) -> Option<String>) -> Rules {
+        let mut r = self.clone();
+        let moved = |p: &str| resolve(p).filter(|q| q != p);
+        for (d, why) in &self.trees {
+            if let Some(q) = moved(d) {
+                r.trees.push((q, format!("{why} (through a link)")));
+            }
+        }
+        for (f, why) in &self.files {
+            if let Some(q) = moved(f) {
+                r.files.push((q, why.clone()));
+            }
+        }
+        for d in &self.shadow_dirs {
+            r.shadow_dirs.extend(moved(d));
+        }
+        for d in &self.test_dirs {
+            r.test_dirs.extend(moved(d));
+        }
+        r.linked_homes.extend(moved(&self.home));
+        r
+    }
+
+    /// Adds the folders the task's tests put on `sys.path` (`python`: their sources) to the
+    /// folders where a toolchain module's name shadows it (a distribution's metadata there is
+    /// work: pytest has loaded its plugins by then, and the tests may read it).
+    pub fn with_test_sources(mut self, python: &str) -> Rules {
+        self.test_dirs.extend(sys_path_dirs(python));
+        self
+    }
+
+    /// What an entry of a folder the verifier's Python searches before its toolchain is, when
+    /// `path` is or lies in one: a module of a toolchain module's name, or a distribution's
+    /// metadata.
+    fn on_module_path(&self, path: &str, is_dir: bool) -> Option<Class> {
+        let dirs = self.shadow_dirs.iter().map(|d| (d, true));
+        for (d, at_start) in dirs.chain(self.test_dirs.iter().map(|d| (d, false))) {
+            if path == d || !within(path, d) {
+                continue;
+            }
+            let rest = if d == "/" {
+                &path[1..]
+            } else {
+                &path[d.len() + 1..]
+            };
+            let top = rest.split('/').next().unwrap_or_default();
+            if at_start && METADATA_ENDINGS.iter().any(|e| top.ends_with(e)) {
+                return Some(Class::Toolchain(METADATA_ON_PATH.into()));
+            }
+            // A folder shadows by its `__init__` (without one it is a namespace portion, which
+            // a module or package later on the path wins over).
+            let module = match rest.split_once('/') {
+                None if is_dir => None,
+                None => module_name(top, false),
+                Some((_, init)) => (!init.contains('/')
+                    && module_name(init, false) == Some("__init__"))
+                .then(|| module_name(top, true))
+                .flatten(),
+            };
+            if let Some(m) = module.filter(|m| self.modules.contains(*m)) {
+                return Some(Class::Shadow(m.to_string()));
+            }
+        }
+        None
     }
 
     /// Why `path` (absolute) is or is not the agent's work; `is_dir` when it is a folder in the
@@ -360,16 +582,29 @@ impl Rules {
         if within(path, AGENT_LOGS) {
             return Class::AgentLogs;
         }
-        if VERIFIER_ONLY.iter().any(|d| within(path, d)) {
+        if VERIFIER_ONLY.iter().any(|d| within(path, d)) || (!is_dir && holds_verifier_folder(path))
+        {
             return Class::VerifierOnly;
         }
         if self.skills.iter().any(|d| within(path, d)) {
             return Class::Skills;
         }
-        if let Some(entry) = home_entry(path)
+        if let Some((_, why)) = self.files.iter().find(|(f, _)| f == path) {
+            return Class::Toolchain(why.clone());
+        }
+        let linked_home = || {
+            self.linked_homes.iter().find_map(|h| {
+                let rest = path.strip_prefix(h.as_str())?.strip_prefix('/')?;
+                rest.split('/').next()
+            })
+        };
+        if let Some(entry) = home_entry(path).or_else(linked_home)
             && entry.starts_with('.')
         {
             return Class::Toolchain(format!("{entry} is a hidden entry of a home folder"));
+        }
+        if let Some(class) = self.on_module_path(path, is_dir) {
+            return class;
         }
         for part in path.split('/').filter(|p| !p.is_empty()) {
             if TOOLCHAIN_NAMES.contains(&part) {
@@ -380,20 +615,11 @@ impl Rules {
         if !is_dir && let Some(end) = TOOLCHAIN_ENDINGS.iter().find(|e| name.ends_with(**e)) {
             return Class::Toolchain(format!("{end} files are the toolchain's"));
         }
-        if let Some((_, why)) = self.files.iter().find(|(f, _)| f == path) {
-            return Class::Toolchain(why.clone());
-        }
         if let Some((_, why)) = self.trees.iter().find(|(d, _)| within(path, d)) {
             return Class::Toolchain(why.clone());
         }
         if let Some(v) = venvs.iter().find(|v| within(path, v)) {
             return Class::Toolchain(format!("{v} is a virtual environment"));
-        }
-        if self.shadow_dirs.contains(parent(path))
-            && let Some(m) = module_name(name, is_dir)
-            && self.modules.contains(m)
-        {
-            return Class::Shadow(m.to_string());
         }
         Class::Work
     }
@@ -525,6 +751,13 @@ mod tests {
     use super::*;
 
     fn rules() -> Rules {
+        rules_with(
+            "source $HOME/.local/bin/env\n. /opt/setup.sh\nexport PATH=/app/kona:$PATH\nPYTHONPATH=\"/root/src:${PYTHONPATH}\" pytest",
+            "",
+        )
+    }
+
+    fn rules_with(test_sh: &str, tests: &str) -> Rules {
         let toolchain = Toolchain {
             path: vec![
                 "/usr/local/bin".into(),
@@ -556,10 +789,11 @@ mod tests {
             &m,
             &toolchain,
             "/app",
-            "source $HOME/.local/bin/env\n. /opt/setup.sh\nexport PATH=/app/kona:$PATH\nPYTHONPATH=\"/root/src:${PYTHONPATH}\" pytest",
+            test_sh,
             "/root",
             &["/root/.claude/skills".into()],
         )
+        .with_test_sources(tests)
     }
 
     #[test]
@@ -599,7 +833,6 @@ mod tests {
             "/app/__pycache__/solution.cpython-312.pyc",
             "/app/solution.pyc",
             "/srv/lib/hook.pth",
-            "/app/sitecustomize.py",
             "/root/.bashrc",
             "/root/.config/pip/pip.conf",
             "/app/uv.toml",
@@ -631,17 +864,145 @@ mod tests {
             r.classify("/app/pytest.py", false, &[]),
             Class::Shadow("pytest".into())
         );
+        // A package shadows by its `__init__`; without one a folder is a namespace portion, which
+        // the toolchain's module wins over.
         assert_eq!(
-            r.classify("/app/json", true, &[]),
+            r.classify("/app/json/__init__.py", false, &[]),
             Class::Shadow("json".into())
         );
+        assert_eq!(r.classify("/app/json", true, &[]), Class::Work);
+        assert_eq!(r.classify("/app/json/decoder.py", false, &[]), Class::Work);
         assert_eq!(
-            r.classify("/srv/lib/_pytest", true, &[]),
+            r.classify(
+                "/srv/lib/_pytest/__init__.cpython-312-x86_64-linux-gnu.so",
+                false,
+                &[]
+            ),
             Class::Shadow("_pytest".into())
+        );
+        // Byte code without its source is imported too.
+        assert_eq!(
+            r.classify("/app/pytest.pyc", false, &[]),
+            Class::Shadow("pytest".into())
+        );
+        // A module the toolchain imports when it exists (`copy` tries Jython's `org`).
+        assert_eq!(
+            r.classify("/app/org/__init__.py", false, &[]),
+            Class::Shadow("org".into())
+        );
+        // Python's startup hooks are modules of the toolchain's too.
+        assert_eq!(
+            r.classify("/app/sitecustomize.py", false, &[]),
+            Class::Shadow("sitecustomize".into())
         );
         // Elsewhere, and under other names, they are work.
         assert_eq!(r.classify("/app/sub/pytest.py", false, &[]), Class::Work);
         assert_eq!(r.classify("/app/report.py", false, &[]), Class::Work);
+    }
+
+    /// A test.sh that runs uv reads the project files of its working folders and the folders
+    /// above them (the attack: a `[tool.uv]` table pointing `find-links` at the agent's own
+    /// wheels for `uv add pytest`, or `uv run` installing a plugin the project declares); one
+    /// that does not, leaves them the agent's work.
+    #[test]
+    fn uv_project_files_in_and_above_the_working_folders_are_not_work() {
+        let uvx = "source $HOME/.local/bin/env\ncd /srv/job\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests/t.py";
+        let r = rules_with(uvx, "");
+        for p in [
+            "/app/pyproject.toml",
+            "/app/uv.lock",
+            "/srv/job/pyproject.toml",
+            "/srv/pyproject.toml",
+            "/pyproject.toml",
+        ] {
+            assert!(
+                matches!(r.classify(p, false, &[]), Class::Toolchain(_)),
+                "{p}: {:?}",
+                r.classify(p, false, &[])
+            );
+        }
+        assert_eq!(
+            r.classify("/app/src/pyproject.toml", false, &[]),
+            Class::Work
+        );
+        let plain = rules_with("cd /srv/job\npytest /tests/t.py", "");
+        assert_eq!(
+            plain.classify("/app/pyproject.toml", false, &[]),
+            Class::Work
+        );
+        assert!(runs_uv("set -e\n/root/.local/bin/uv run pytest"));
+        assert!(runs_uv("if uvx \\\n -p 3.13 pytest; then"));
+        assert!(!runs_uv(
+            "curl -LsSf https://astral.sh/uv/0.9.7/install.sh | sh\npytest"
+        ));
+    }
+
+    /// `python3 -m pytest` after test.sh's `cd /root` puts /root first on sys.path, whatever the
+    /// image's working folder (the attack: /root/pytest.py, carried as work, ran as pytest).
+    #[test]
+    fn the_folders_test_sh_changes_into_are_searched_first() {
+        let r = rules_with("cd /root\npython3 -m pytest /tests/test_outputs.py", "");
+        assert_eq!(
+            r.classify("/root/pytest.py", false, &[]),
+            Class::Shadow("pytest".into())
+        );
+        assert_eq!(r.classify("/root/answer.txt", false, &[]), Class::Work);
+        assert_eq!(
+            working_dirs(
+                "cd /root && pytest\n(cd \"/opt/x/\"; make)\npushd /srv >/dev/null\ncd\ncd $OTHER\ncd rel",
+                "/home/u"
+            ),
+            vec![
+                "/root".to_string(),
+                "/opt/x".into(),
+                "/srv".into(),
+                "/home/u".into()
+            ]
+        );
+    }
+
+    #[test]
+    fn the_folders_the_tests_put_on_sys_path_are_searched_first() {
+        let r = rules_with("", "import sys\nsys.path.insert(0, '/root/src')\n");
+        assert_eq!(
+            r.classify("/root/src/json.py", false, &[]),
+            Class::Shadow("json".into())
+        );
+        // A package installed there keeps its metadata.
+        assert_eq!(
+            r.classify("/root/src/lib-1.0.dist-info/METADATA", false, &[]),
+            Class::Work
+        );
+        assert_eq!(
+            sys_path_dirs(
+                "sys.path.insert(0, \"/app/\")\nsys.path.append('/w') ; sys.path.insert(0, x)"
+            ),
+            vec!["/app".to_string(), "/w".into()]
+        );
+    }
+
+    /// pytest loads the `pytest11` entry points of every distribution on sys.path (the attack:
+    /// `/app/pytest_forge-1.0.dist-info` beside `/app/pytest_forge.py`, carried as work, loaded
+    /// as a plugin by `python3 -m pytest` in /app).
+    #[test]
+    fn distribution_metadata_on_the_module_path_is_not_work() {
+        let r = rules();
+        for p in [
+            "/app/pytest_forge-1.0.dist-info",
+            "/app/pytest_forge-1.0.dist-info/entry_points.txt",
+            "/srv/lib/forge.egg-info/entry_points.txt",
+        ] {
+            assert!(
+                matches!(r.classify(p, false, &[]), Class::Toolchain(ref w) if w == METADATA_ON_PATH),
+                "{p}: {:?}",
+                r.classify(p, false, &[])
+            );
+        }
+        // A package installed with `pip install --target` into a project folder is work.
+        assert_eq!(
+            r.classify("/app/vendor/answerlib-1.0.dist-info/METADATA", false, &[]),
+            Class::Work
+        );
     }
 
     #[test]

@@ -518,7 +518,8 @@ pub struct ReplayArgs {
     #[arg(long, value_name = "STAGE", value_parser = clap::value_parser!(u32).range(1..=19))]
     pub futility_from: Option<u32>,
     /// β of the futility bounds' β-spending (the design has power 1 − β at its drift); smaller
-    /// is a more cautious futility stop [default: 0.2].
+    /// is a more cautious futility stop [default: 0.01, the rule chosen from the published
+    /// registry (docs/scoring.md, "Futility")].
     #[arg(long, value_parser = beta_in_range)]
     pub beta: Option<f64>,
     /// The trial noise the design's fractions plan for, `(σ²_A + σ²_B)/ω²` [default: 1.9, the

@@ -6,7 +6,7 @@
 
 use color_eyre::eyre::Result;
 
-use crate::analysis::sequential::planned::{PlannedDesign, planned};
+use crate::analysis::sequential::planned::{POWER, PlannedDesign, planned};
 use crate::cli::PlanArgs;
 use crate::domain::sequential::DesignSpec;
 use crate::experiment::forecast::{Inputs, forecast};
@@ -173,12 +173,13 @@ fn design_lines(
     }
     let total = (n * k as usize * 2) as f64;
     out.push(format!(
-        "    expected trials used: {:.0} % with no effect (saves ~{:.0} of {:.0}), {:.0} % at {} (80 % power; saves ~{:.0})",
+        "    expected trials used: {:.0} % with no effect (saves ~{:.0} of {:.0}), {:.0} % at {} ({:.0} % power; saves ~{:.0})",
         d.share_null * 100.0,
         (1.0 - d.share_null) * total,
         total,
         d.share_powered * 100.0,
         format::pp_of(d.powered_effect_pp / 100.0),
+        POWER * 100.0,
         (1.0 - d.share_powered) * total
     ));
     out

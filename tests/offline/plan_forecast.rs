@@ -93,7 +93,7 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
         .arg("plan")
         .arg(&plan)
-        .args(["--json", "--db"])
+        .args(["--json", "--stages", "3", "--db"])
         .arg(scratch.db())
         .output()
         .unwrap();
@@ -196,7 +196,7 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
     let text = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
         .arg("plan")
         .arg(&plan)
-        .arg("--db")
+        .args(["--stages", "3", "--db"])
         .arg(scratch.db())
         .output()
         .unwrap();
@@ -206,15 +206,17 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
         "minimum detectable effects at 80% power",
         "Miller 2024",
         &format!("{mde:.1} pp"),
-        "sequential designs (3 stages; O'Brien–Fleming",
-        "stage 1 (1 trial/task, information ",
+        "sequential design, fixed when the experiment is created: 3 stages at 1/2/3 trials",
+        "stage 1 (1 trial per task, α spent ",
         "expected trials used: ",
     ] {
         assert!(t.contains(want), "{want:?} in {t}");
     }
 
     // The sequential design of B − A: stages at 1, 2, 3 trials per task, information fractions
-    // from the same variance components, each bound's Δ = z · SE at that stage's trials.
+    // as planned before the data, (1 + ρ/3)/(1 + ρ/k) at the noise ratio ρ = 1.9 (not this
+    // data's components), each bound's Δ = z · SE at that stage's trials and this data's
+    // variance components.
     let seq = &v["sequential"][0]["design"];
     let var = |k: f64| between + (wa + wb) / k;
     for (s, st) in seq["stages"].as_array().unwrap().iter().enumerate() {
@@ -222,7 +224,7 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
         assert_eq!(st["trials"].as_u64().unwrap(), s as u64 + 1);
         close(
             st["fraction"].as_f64().unwrap(),
-            var(3.0) / var(k),
+            (1.0 + 1.9 / 3.0) / (1.0 + 1.9 / k),
             "fraction",
         );
         close(
@@ -236,13 +238,16 @@ fn plan_prints_cost_time_and_mdes_that_the_formulas_give() {
     let fixed = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
         .arg("plan")
         .arg(&plan)
-        .args(["--no-early-stop", "--db"])
+        .args(["--stages", "3", "--no-early-stop", "--db"])
         .arg(scratch.db())
         .output()
         .unwrap();
     let t = String::from_utf8_lossy(&fixed.stdout);
-    assert!(t.contains("early stopping off (--no-early-stop)"), "{t}");
-    assert!(!t.contains("sequential designs"), "{t}");
+    assert!(
+        t.contains("early stopping off (--no-early-stop or early_stop = false)")
+            && t.contains("every planned trial runs"),
+        "{t}"
+    );
 }
 
 /// Ends trial `i` of `task` × `cond` of `run` with `outcome`, `reward`, `cost` and `secs`.
@@ -549,10 +554,24 @@ fn plan_prints_the_noise_floor_of_round_1_and_warns_of_an_effect_within_it() {
         assert!(got > 0.0);
         spread.insert(label, got);
     }
-    // Beside B − A's MDE: both sides pooled; H1 borrows A for A' (not run yet).
-    let pooled = ((spread["A"].powi(2) + spread["B"].powi(2)) / 2.0).sqrt();
+    // Beside B − A's MDE: the comparison's own A/A noise as the report takes it (both sides'
+    // splits paired over the tasks both measured, at the plan's 4 trials); H1 borrows A for A'
+    // (not run yet).
+    let side = |cond: &'static str| -> Vec<TaskTrials<'_>> {
+        TASKS
+            .iter()
+            .map(|t| TaskTrials {
+                task: t,
+                rewards: &rewards[&(cond, *t)],
+            })
+            .collect()
+    };
+    let (with, without) = (side("curated"), side("no-skills"));
+    let paired = noise::aa_noise_paired_at(("B", &with), ("A", &without), &m, Some(4))
+        .spread_pp
+        .unwrap();
     let b_a = f["power"][0]["aa_noise_pp"].as_f64().unwrap();
-    assert!((b_a - pooled).abs() < 1e-9, "{b_a} vs {pooled}");
+    assert!((b_a - paired).abs() < 1e-9, "{b_a} vs {paired}");
     let h1 = f["power"][1]["aa_noise_pp"].as_f64().unwrap();
     assert!((h1 - spread["A"]).abs() < 1e-9, "{h1}");
     assert!(f["power"][2]["aa_noise_pp"].is_null(), "a share has none");

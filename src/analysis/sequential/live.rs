@@ -129,6 +129,9 @@ pub struct Path<'a> {
     test: SignFlipTest<'a>,
     /// The efficacy bounds applied so far, z (+∞ where none).
     applied: Vec<f64>,
+    /// Whether a stop carries its adjusted estimate (three root searches over the stage-wise
+    /// ordering); a simulation needs only the decisions.
+    estimates: bool,
 }
 
 impl<'a> Path<'a> {
@@ -139,6 +142,16 @@ impl<'a> Path<'a> {
             design,
             test: SignFlipTest::new(flips),
             applied: Vec::new(),
+            estimates: true,
+        }
+    }
+
+    /// [`Path::new`] whose looks carry no adjusted estimate (`adjusted: None`): the decisions
+    /// and bounds alone, for simulations.
+    pub fn decisions_only(spec: &'a DesignSpec, design: &'a Design, flips: &'a Flips) -> Path<'a> {
+        Path {
+            estimates: false,
+            ..Path::new(spec, design, flips)
         }
     }
 
@@ -158,7 +171,7 @@ impl<'a> Path<'a> {
         let crossed = st.crossed && !z.is_nan();
         let judged = judge(self.design, stage, z, efficacy, crossed);
         self.applied.push(efficacy.unwrap_or(f64::INFINITY));
-        let adjusted = if judged.stops() {
+        let adjusted = if self.estimates && judged.stops() {
             let mut applied = self.design.clone();
             applied.efficacy[..stage].copy_from_slice(&self.applied[..stage]);
             adjusted(&applied, stage, z, se).ok()

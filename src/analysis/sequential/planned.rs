@@ -35,6 +35,11 @@ pub struct PlannedStage {
     pub futility_pp: Option<f64>,
 }
 
+/// The power `plan` quotes the expected share of trials at: the effect the efficacy bounds
+/// detect with this probability (a reference point, not the design's β, which sets its
+/// futility bounds).
+pub const POWER: f64 = 0.8;
+
 /// A planned sequential design for one comparison.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PlannedDesign {
@@ -46,7 +51,8 @@ pub struct PlannedDesign {
     pub n_tasks: usize,
     /// Expected share of the comparison's trials used when there is no effect.
     pub share_null: f64,
-    /// Expected share used at the effect the design has 80 % power for.
+    /// Expected share used at the effect the design's efficacy bounds have 80 % power for
+    /// ([`POWER`], futility ignored as non-binding).
     pub share_powered: f64,
     /// That effect, pp (`η·√((ω² + σ²/n)/N)`).
     pub powered_effect_pp: f64,
@@ -65,6 +71,8 @@ pub fn planned(
     spec: &DesignSpec,
 ) -> Result<PlannedDesign, BoundaryError> {
     let design = Design::of(spec)?;
+    let powered =
+        super::boundaries::drift_for_power(&design.fractions, &design.efficacy, 1.0 - POWER)?;
     let last = f64::from(*spec.stage_trials.last().unwrap_or(&1));
     let flips = match spec.statistic {
         Statistic::SignFlip { flips, .. } => {
@@ -108,8 +116,8 @@ pub fn planned(
         spec: spec.clone(),
         n_tasks: n,
         share_null: design.expected_share(0.0, &share),
-        share_powered: design.expected_share(design.drift, &share),
-        powered_effect_pp: design.drift * se(last as u32),
+        share_powered: design.expected_share(powered, &share),
+        powered_effect_pp: powered * se(last as u32),
         stages,
     })
 }

@@ -270,10 +270,21 @@ fn fixed_verdict(flips: &Flips, tasks: &[TaskRewards], k: u32, alpha: f64) -> Fi
     }
 }
 
-/// Applies `spec` (prepared as `design` and `flips`) to `data` stage by stage.
-fn walk(data: &PairedTrials, spec: &DesignSpec, design: &Design, flips: &Flips) -> Replay {
+/// Applies `spec` (prepared as `design` and `flips`) to `data` stage by stage; the stop carries
+/// its adjusted estimate when `estimates`.
+fn walk(
+    data: &PairedTrials,
+    spec: &DesignSpec,
+    design: &Design,
+    flips: &Flips,
+    estimates: bool,
+) -> Replay {
     let tasks = data.task_rewards();
-    let mut path = Path::new(spec, design, flips);
+    let mut path = if estimates {
+        Path::new(spec, design, flips)
+    } else {
+        Path::decisions_only(spec, design, flips)
+    };
     let mut looks = Vec::new();
     for _ in 0..spec.stages {
         let l = path.next(&tasks);
@@ -301,7 +312,7 @@ fn walk(data: &PairedTrials, spec: &DesignSpec, design: &Design, flips: &Flips) 
 /// See [`ReplayError`].
 pub fn replay(data: &PairedTrials, spec: &DesignSpec) -> Result<Replay, ReplayError> {
     let (design, flips) = prepare(data, spec)?;
-    Ok(walk(data, spec, &design, &flips))
+    Ok(walk(data, spec, &design, &flips, true))
 }
 
 /// A design walked over `tasks` once: the share of trials used with futility obeyed, and
@@ -316,7 +327,7 @@ struct Once {
 
 fn run_once(spec: &DesignSpec, design: &Design, flips: &Flips, tasks: &[TaskRewards]) -> Once {
     let n = f64::from(*spec.stage_trials.last().unwrap_or(&1));
-    let mut path = Path::new(spec, design, flips);
+    let mut path = Path::decisions_only(spec, design, flips);
     let mut used = None;
     for _ in 0..spec.stages {
         let l = path.next(tasks);
@@ -416,7 +427,7 @@ pub fn simulate(
 }
 
 /// Over `n` random trial orders of `data` (each task-condition's trials reshuffled, ChaCha8 from
-/// `seed`): each order's replay.
+/// `seed`): each order's replay, its looks without adjusted estimates.
 ///
 /// # Errors
 /// See [`ReplayError`].
@@ -432,7 +443,7 @@ pub fn orders(
         .map(|_| {
             let mut d = data.clone();
             d.shuffle(&mut rng);
-            walk(&d, spec, &design, &flips)
+            walk(&d, spec, &design, &flips, false)
         })
         .collect())
 }

@@ -28,7 +28,7 @@ fn fractions_text(t: &[f64]) -> String {
 
 /// The design in one line: `3 stages at 1/2/3 trials per task (α spent at information
 /// 0.33/0.67/1); O'Brien–Fleming α-spending, one-sided α = 0.025; sign-flip test (65536 flips);
-/// non-binding futility β = 0.2 from stage 2; at least 6 tasks`.
+/// non-binding futility β = 0.01 from stage 2; at least 6 tasks`.
 pub fn spec_text(s: &DesignSpec) -> String {
     let trials = s
         .stage_trials

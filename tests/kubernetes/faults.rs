@@ -4,12 +4,13 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Pod, ResourceQuota, ResourceQuotaSpec};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams};
 use skillscope::runner::kubernetes::{ExecEvent, ExecSpec, KubeFault, Role};
 
-use crate::harness::{Scratch, busybox_env, cluster, cluster_in, end_of, site, started, trial};
+use crate::harness::{
+    Scratch, busybox_env, cluster, cluster_in, end_of, site, started, tight_quota, trial,
+};
 
 async fn pods_of(cluster: &skillscope::runner::kubernetes::Cluster, run_uid: &str) -> usize {
     let pods: Api<Pod> = cluster.api();
@@ -45,30 +46,7 @@ async fn an_image_that_cannot_be_pulled_is_an_image_pull_fault() {
 async fn a_quota_keeps_the_pod_out_past_its_deadline_then_it_is_a_fault() {
     let scratch = Scratch::new("quota").await;
     let cluster = cluster_in(Some(&scratch.name)).await;
-    let quotas: Api<ResourceQuota> = cluster.api();
-    let quota = ResourceQuota {
-        metadata: kube::api::ObjectMeta {
-            name: Some("tight".into()),
-            ..Default::default()
-        },
-        spec: Some(ResourceQuotaSpec {
-            hard: Some([("limits.cpu".to_string(), Quantity("200m".into()))].into()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    quotas
-        .create(&PostParams::default(), &quota)
-        .await
-        .expect("quota");
-    // The quota controller fills the quota's status before it is enforced.
-    for _ in 0..100 {
-        let q = quotas.get("tight").await.unwrap();
-        if q.status.and_then(|s| s.hard).is_some() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    tight_quota(&cluster).await;
     let labels = trial(502);
     let site = site(&cluster, &labels, &[]).await;
     let mut env = busybox_env(Role::Agent).await;

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{Namespace, ResourceQuota, ResourceQuotaSpec};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, DeleteParams, PostParams};
 use skillscope::runner::kubernetes::registry::{PushedImage, ensure_static_image};
 use skillscope::runner::kubernetes::{
@@ -54,6 +55,38 @@ pub async fn cluster_in(ns: Option<&str>) -> Cluster {
         .expect("connecting to the test cluster");
     c.ping().await.expect("the test cluster answers");
     c
+}
+
+/// Creates the ResourceQuota `tight` (`limits.cpu` 200m: no pod that asks for a whole CPU fits)
+/// in `cluster`'s namespace and waits, up to 10 s, until the quota controller has filled its
+/// status, from when it is enforced.
+///
+/// # Panics
+/// When the quota cannot be created or read.
+pub async fn tight_quota(cluster: &Cluster) {
+    let quotas: Api<ResourceQuota> = cluster.api();
+    let quota = ResourceQuota {
+        metadata: kube::api::ObjectMeta {
+            name: Some("tight".into()),
+            ..Default::default()
+        },
+        spec: Some(ResourceQuotaSpec {
+            hard: Some([("limits.cpu".to_string(), Quantity("200m".into()))].into()),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    quotas
+        .create(&PostParams::default(), &quota)
+        .await
+        .expect("quota");
+    for _ in 0..100 {
+        let q = quotas.get("tight").await.unwrap();
+        if q.status.and_then(|s| s.hard).is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// The environment's cluster in its default namespace.

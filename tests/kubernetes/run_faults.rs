@@ -6,16 +6,15 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Pod, ResourceQuota, ResourceQuotaSpec};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-use kube::api::{Api, DeleteParams, ListParams, PostParams};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams};
 use skillscope::engine::{Engine, RunOutcome, RunRequest};
 use skillscope::runner::kubernetes::labels;
 use skillscope::store::{Outcome, TrialRow, TrialStatus, queries};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Scratch as Namespace, cluster, cluster_in};
+use crate::harness::{Scratch as Namespace, cluster, cluster_in, tight_quota};
 use crate::support::common::{Scratch, fixtures};
 use crate::support::lifecycle::Target;
 
@@ -112,17 +111,28 @@ async fn a_pod_deleted_mid_trial_is_a_fault_and_the_retry_passes() {
     pods.delete(&name, &DeleteParams::default().grace_period(0))
         .await
         .unwrap();
+    one_fault_then_a_pass(t, &s, run, "pod-deleted").await;
+}
+
+/// The run `run` ends within 5 minutes, finished: its one trial's first attempt a fault
+/// without a verdict, its second a pass, and nothing of run `name` is left on the cluster.
+async fn one_fault_then_a_pass(
+    t: Target,
+    s: &Scratch,
+    run: tokio::task::JoinHandle<Result<RunOutcome, skillscope::engine::EngineError>>,
+    name: &str,
+) {
     let out = tokio::time::timeout(Duration::from_secs(300), run)
         .await
         .expect("the run ends")
         .unwrap()
         .expect("run");
     assert!(out.finished, "{:?}", out.stop);
-    let history = attempts(&s, &out);
+    let history = attempts(s, &out);
     assert_eq!(history.len(), 2, "{history:#?}");
     assert_faults_without_verdict(&history, 1, "");
     assert_eq!(history[1].outcome, Some(Outcome::Pass), "{history:#?}");
-    t.assert_nothing_left(&s, "pod-deleted").await;
+    t.assert_nothing_left(s, name).await;
 }
 
 /// A loopback proxy to the registry that serves Docker (pushes) and refuses the cluster's
@@ -174,16 +184,7 @@ async fn an_image_the_node_cannot_pull_is_a_fault_never_a_verdict() {
     let (_, registry) = crate::harness::env();
     let mut req = request(t, &s, "unpullable", &dir, "unpullable");
     req.settings.backend.registry = Some(push_only_registry(registry).await);
-    let out = Engine::new(s.store.clone())
-        .run(
-            crate::support::common::prepared(req),
-            CancellationToken::new(),
-        )
-        .await
-        .expect("run");
-    let history = attempts(&s, &out);
-    assert_eq!(history.len(), 3, "given up after 3 faults: {history:#?}");
-    assert_faults_without_verdict(&history, 3, "Pull");
+    let out = given_up_after_three_faults(&s, req, "Pull").await;
     let c = s.store.connect().unwrap();
     let events = queries::recent_events(&c, out.run.id, 50).unwrap();
     assert!(
@@ -201,34 +202,13 @@ async fn a_quota_that_keeps_every_pod_out_is_a_fault_never_a_verdict() {
     t.require().await;
     let ns = Namespace::new("runquota").await;
     let admin = cluster_in(Some(&ns.name)).await;
-    let quotas: Api<ResourceQuota> = admin.api();
-    let quota = ResourceQuota {
-        metadata: kube::api::ObjectMeta {
-            name: Some("tight".into()),
-            ..Default::default()
-        },
-        spec: Some(ResourceQuotaSpec {
-            hard: Some([("limits.cpu".to_string(), Quantity("200m".into()))].into()),
-            ..Default::default()
-        }),
-        ..Default::default()
-    };
-    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    tight_quota(&admin).await;
     let s = Scratch::new();
     let dir = task(&s, "quota", 0, None);
     let mut req = request(t, &s, "quota", &dir, "quota");
     req.settings.backend.namespace = Some(ns.name.clone());
     req.settings.backend.start_timeout_secs = Some(5);
-    let out = Engine::new(s.store.clone())
-        .run(
-            crate::support::common::prepared(req),
-            CancellationToken::new(),
-        )
-        .await
-        .expect("run");
-    let history = attempts(&s, &out);
-    assert_eq!(history.len(), 3, "given up after 3 faults: {history:#?}");
-    assert_faults_without_verdict(&history, 3, "quota");
+    given_up_after_three_faults(&s, req, "quota").await;
     let pods: Api<Pod> = admin.api();
     assert!(
         pods.list(&ListParams::default())
@@ -238,6 +218,22 @@ async fn a_quota_that_keeps_every_pod_out_is_a_fault_never_a_verdict() {
             .is_empty()
     );
     ns.delete().await;
+}
+
+/// Runs `req` in `s` to its end: its one trial given up after three attempts, each a fault with
+/// `reason` in its error and no verdict. The run's outcome.
+async fn given_up_after_three_faults(s: &Scratch, req: RunRequest, reason: &str) -> RunOutcome {
+    let out = Engine::new(s.store.clone())
+        .run(
+            crate::support::common::prepared(req),
+            CancellationToken::new(),
+        )
+        .await
+        .expect("run");
+    let history = attempts(s, &out);
+    assert_eq!(history.len(), 3, "given up after 3 faults: {history:#?}");
+    assert_faults_without_verdict(&history, 3, reason);
+    out
 }
 
 /// Run `name`'s uid once its one trial's agent is at work.
@@ -286,15 +282,5 @@ async fn the_api_server_s_connections_cut_mid_trial_is_a_fault_and_the_retry_pas
     });
     agent_at_work(&s, "api-cut").await;
     relay.cut();
-    let out = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("the run ends")
-        .unwrap()
-        .expect("run");
-    assert!(out.finished, "{:?}", out.stop);
-    let history = attempts(&s, &out);
-    assert_eq!(history.len(), 2, "{history:#?}");
-    assert_faults_without_verdict(&history, 1, "");
-    assert_eq!(history[1].outcome, Some(Outcome::Pass), "{history:#?}");
-    t.assert_nothing_left(&s, "api-cut").await;
+    one_fault_then_a_pass(t, &s, run, "api-cut").await;
 }

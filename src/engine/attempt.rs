@@ -59,6 +59,9 @@ pub(super) struct Running {
     pub stalled: bool,
     /// What it reported so far.
     pub record: AttemptRecord,
+    /// Its `lock.json` as written at its start, and where: the image it runs is added once
+    /// known (`None`: no lock was written).
+    pub lock: Option<(std::path::PathBuf, crate::harbor::lock::TrialLock)>,
 }
 
 /// What every attempt of a run shares.
@@ -93,6 +96,9 @@ impl TrialEvents for Attempts {
     /// writes the record to the ledger (and tells the engine's subscribers), live activity is
     /// written as it comes and watched for stalls.
     async fn event(&self, attempt_id: i64, event: TrialEvent) {
+        if let TrialEvent::Image { tag, .. } = &event {
+            self.lock_image(attempt_id, tag);
+        }
         let phase = match event {
             TrialEvent::Live(live) => return self.live(attempt_id, live).await,
             TrialEvent::Step(step, took) => {
@@ -119,6 +125,29 @@ impl TrialEvents for Attempts {
         self.took_store(attempt_id, t0);
         self.engine
             .send(EngineEvent::TrialProgress { attempt_id, status });
+    }
+}
+
+impl Attempts {
+    /// Adds the image attempt `attempt_id` runs to its lock (`environment.kwargs.image`: a tag
+    /// by build-context hash under Docker, `<registry>/<repo>@sha256:…` as pushed under
+    /// Kubernetes) and rewrites its `lock.json`, so the lock names the exact image.
+    fn lock_image(&self, attempt_id: i64, tag: &str) {
+        let lock = {
+            let mut running = self.running.lock().expect("lock");
+            let Some((path, lock)) = running.get_mut(&attempt_id).and_then(|r| r.lock.as_mut())
+            else {
+                return;
+            };
+            lock.environment
+                .kwargs
+                .insert("image".into(), serde_json::Value::String(tag.to_string()));
+            (path.clone(), lock.clone())
+        };
+        if let Err(e) = jobdir::write_lock(&lock.0, &lock.1) {
+            self.engine
+                .notice("error", format!("writing {}: {e}", lock.0.display()));
+        }
     }
 }
 
@@ -422,14 +451,15 @@ impl Attempts {
             ..row.clone()
         };
         // Harbor writes the lock first, at the trial's start: its resolved inputs.
+        let mut lock = None;
         match jobdir::trial_lock(&planned, &facts) {
-            Some(lock) => {
-                if let Err(e) = jobdir::write_lock(&trial_dir.join("lock.json"), &lock) {
-                    self.engine.notice(
-                        "error",
-                        format!("writing {}: {e}", trial_dir.join("lock.json").display()),
-                    );
+            Some(l) => {
+                let path = trial_dir.join("lock.json");
+                if let Err(e) = jobdir::write_lock(&path, &l) {
+                    self.engine
+                        .notice("error", format!("writing {}: {e}", path.display()));
                 }
+                lock = Some((path, l));
             }
             None => self.engine.notice(
                 "warn",
@@ -475,6 +505,7 @@ impl Attempts {
                 cost_usd: 0.0,
                 stalled: false,
                 record,
+                lock,
             },
         );
         let end = run_trial(&job, &env, self.as_ref(), &cancel).await;

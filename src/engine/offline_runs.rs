@@ -415,3 +415,25 @@ async fn the_verifier_sees_the_work_and_nothing_else() {
             .starts_with("toolchain")
     );
 }
+
+/// A trial's `lock.json` names the image it ran (`environment.kwargs.image`, the tag the
+/// backend gave — under Kubernetes the pushed digest reference), besides what Harbor's lock
+/// holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lock_names_the_image_the_trial_ran() {
+    let s = Scratch::new();
+    let backend = Arc::new(FakeBackend::new(1, 2));
+    let out = s.run(s.request("lock", &TASKS[..2], 1, 2), backend).await;
+    let rows = s.latest(out.run.id);
+    assert_eq!(rows.len(), 2, "{rows:#?}");
+    for row in &rows {
+        let dir = std::path::Path::new(row.trial_dir.as_deref().expect("trial folder"));
+        let lock: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("lock.json")).expect("lock.json"))
+                .expect("a lock");
+        let tag = row.image.as_deref().expect("the image is recorded");
+        assert!(tag.starts_with(&format!("fake/{}:", row.task_id)), "{tag}");
+        assert_eq!(lock["environment"]["kwargs"]["image"], tag, "{lock:#}");
+        assert!(lock["task"]["digest"].as_str().is_some(), "{lock:#}");
+    }
+}

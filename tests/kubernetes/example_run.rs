@@ -20,6 +20,16 @@ fn table(out: &str) -> Vec<String> {
     lines[start..=end].iter().map(|l| l.to_string()).collect()
 }
 
+/// Every `lock.json` under `dir`, at any depth.
+fn locks_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file() && e.file_name() == "lock.json")
+        .map(|e| e.into_path())
+        .collect()
+}
+
 fn run_examples(flags: &[String]) -> (Scratch, Vec<String>) {
     let s = Scratch::new();
     let mut args = vec!["run", "--trials", "2", "--headless"];
@@ -63,6 +73,26 @@ async fn the_readme_example_run_gives_the_same_table_as_on_docker() {
         v["runs"][0]["run"]["settings"]["backend"]["kind"], "kubernetes",
         "{v:#}"
     );
+    // Every trial's lock names the image it ran as pushed: by digest, in the cluster's registry.
+    let (_, registry) = crate::harness::env();
+    let locks = locks_under(s.dir.path());
+    assert_eq!(
+        locks.len(),
+        20,
+        "5 tasks × 2 conditions × 2 trials: {locks:?}"
+    );
+    for path in &locks {
+        let lock: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).expect("a lock");
+        let image = lock["environment"]["kwargs"]["image"]
+            .as_str()
+            .unwrap_or("");
+        assert!(
+            image.starts_with(&format!("{registry}/")) && image.contains("@sha256:"),
+            "{}: {lock:#}",
+            path.display()
+        );
+    }
     let t0 = std::time::Instant::now();
     loop {
         let left = kube_objects_of(&uid).await;

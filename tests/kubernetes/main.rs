@@ -20,4 +20,5 @@ mod harness;
 mod lifecycle;
 mod preflight;
 mod run_faults;
+mod run_support;
 mod shared_cases;

@@ -2,81 +2,18 @@
 //! every connection to the API server cut mid-exec, an image the node cannot pull, a namespace
 //! ResourceQuota that keeps every pod out. Each is a
 //! runner fault with its reason, retried, never a verdict, and the run leaves nothing behind.
-
-use std::path::Path;
-use std::time::{Duration, Instant};
-
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, DeleteParams, ListParams};
-use skillscope::engine::{Engine, RunOutcome, RunRequest};
 use skillscope::runner::kubernetes::labels;
-use skillscope::store::{Outcome, TrialRow, TrialStatus, queries};
+use skillscope::store::queries;
 use tokio::net::{TcpListener, TcpStream};
-use tokio_util::sync::CancellationToken;
 
 use crate::harness::{Scratch as Namespace, cluster, cluster_in, tight_quota};
-use crate::support::common::{Scratch, fixtures};
+use crate::run_support::{
+    agent_at_work, given_up_after_three_faults, one_fault_then_a_pass, request, spawn_run, task,
+};
+use crate::support::common::Scratch;
 use crate::support::lifecycle::Target;
-
-/// A tasks folder in `s` with fixture `passes` as `name`, its oracle sleeping `sleep` seconds
-/// first, its image made unique (a file of `unique` content) when given.
-fn task(s: &Scratch, name: &str, sleep: u32, unique: Option<&str>) -> std::path::PathBuf {
-    let root = s.dir.path().join("fault-tasks");
-    let dir = root.join(name);
-    for sub in ["environment", "solution", "tests"] {
-        std::fs::create_dir_all(dir.join(sub)).unwrap();
-    }
-    let from = fixtures().join("passes");
-    for f in [
-        "task.toml",
-        "instruction.md",
-        "environment/Dockerfile",
-        "tests/test.sh",
-    ] {
-        std::fs::copy(from.join(f), dir.join(f)).unwrap();
-    }
-    std::fs::write(
-        dir.join("solution/solve.sh"),
-        format!("#!/bin/sh\nsleep {sleep}\necho 42 > /root/answer.txt\n"),
-    )
-    .unwrap();
-    if let Some(u) = unique {
-        let mut df = std::fs::read_to_string(dir.join("environment/Dockerfile")).unwrap();
-        df.push_str(&format!("RUN echo {u} > /unique.txt\n"));
-        std::fs::write(dir.join("environment/Dockerfile"), df).unwrap();
-    }
-    root
-}
-
-fn request(t: Target, s: &Scratch, name: &str, dir: &Path, task: &str) -> RunRequest {
-    t.request(s, name, Some(dir), &[task], 1)
-}
-
-/// The run's attempts of its one trial, oldest first, once the run ended.
-fn attempts(s: &Scratch, out: &RunOutcome) -> Vec<TrialRow> {
-    let c = s.store.connect().unwrap();
-    let current = queries::current_trials(&c, out.run.id).unwrap();
-    assert_eq!(current.len(), 1, "{current:#?}");
-    queries::trial_attempts(&c, out.run.id, &current[0].key()).unwrap()
-}
-
-/// Every attempt but the last was interrupted by a fault of the cluster with `reason` in its
-/// error, never judged.
-fn assert_faults_without_verdict(history: &[TrialRow], upto: usize, reason: &str) {
-    for a in &history[..upto] {
-        assert_eq!(
-            a.outcome,
-            Some(Outcome::Interrupted),
-            "a fault became a verdict: {a:#?}"
-        );
-        assert!(a.fault.is_some(), "no fault recorded: {a:#?}");
-        assert_eq!(a.reward, None, "{a:#?}");
-        assert!(
-            a.error.as_deref().unwrap_or_default().contains(reason),
-            "expected {reason:?} in {a:#?}"
-        );
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_pod_deleted_mid_trial_is_a_fault_and_the_retry_passes() {
@@ -86,15 +23,7 @@ async fn a_pod_deleted_mid_trial_is_a_fault_and_the_retry_passes() {
     let s = Scratch::new();
     let dir = task(&s, "deleted", 8, None);
     let req = request(t, &s, "pod-deleted", &dir, "deleted");
-    let engine = Engine::new(s.store.clone());
-    let run = tokio::spawn(async move {
-        engine
-            .run(
-                crate::support::common::prepared(req),
-                CancellationToken::new(),
-            )
-            .await
-    });
+    let run = spawn_run(&s, req);
     // The agent at work: its pod is deleted under it.
     let uid = agent_at_work(&s, "pod-deleted").await;
     let cluster = cluster().await;
@@ -112,27 +41,6 @@ async fn a_pod_deleted_mid_trial_is_a_fault_and_the_retry_passes() {
         .await
         .unwrap();
     one_fault_then_a_pass(t, &s, run, "pod-deleted").await;
-}
-
-/// The run `run` ends within 5 minutes, finished: its one trial's first attempt a fault
-/// without a verdict, its second a pass, and nothing of run `name` is left on the cluster.
-async fn one_fault_then_a_pass(
-    t: Target,
-    s: &Scratch,
-    run: tokio::task::JoinHandle<Result<RunOutcome, skillscope::engine::EngineError>>,
-    name: &str,
-) {
-    let out = tokio::time::timeout(Duration::from_secs(300), run)
-        .await
-        .expect("the run ends")
-        .unwrap()
-        .expect("run");
-    assert!(out.finished, "{:?}", out.stop);
-    let history = attempts(s, &out);
-    assert_eq!(history.len(), 2, "{history:#?}");
-    assert_faults_without_verdict(&history, 1, "");
-    assert_eq!(history[1].outcome, Some(Outcome::Pass), "{history:#?}");
-    t.assert_nothing_left(s, name).await;
 }
 
 /// A loopback proxy to the registry that serves Docker (pushes) and refuses the cluster's
@@ -220,43 +128,6 @@ async fn a_quota_that_keeps_every_pod_out_is_a_fault_never_a_verdict() {
     ns.delete().await;
 }
 
-/// Runs `req` in `s` to its end: its one trial given up after three attempts, each a fault with
-/// `reason` in its error and no verdict. The run's outcome.
-async fn given_up_after_three_faults(s: &Scratch, req: RunRequest, reason: &str) -> RunOutcome {
-    let out = Engine::new(s.store.clone())
-        .run(
-            crate::support::common::prepared(req),
-            CancellationToken::new(),
-        )
-        .await
-        .expect("run");
-    let history = attempts(s, &out);
-    assert_eq!(history.len(), 3, "given up after 3 faults: {history:#?}");
-    assert_faults_without_verdict(&history, 3, reason);
-    out
-}
-
-/// Run `name`'s uid once its one trial's agent is at work.
-async fn agent_at_work(s: &Scratch, name: &str) -> String {
-    let t0 = Instant::now();
-    loop {
-        let c = s.store.connect().unwrap();
-        if let Some(r) = queries::find_run(&c, name).unwrap()
-            && queries::current_trials(&c, r.id)
-                .unwrap()
-                .iter()
-                .any(|x| x.status == TrialStatus::Agent)
-        {
-            return r.uid;
-        }
-        assert!(
-            t0.elapsed() < Duration::from_secs(180),
-            "the agent never started"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
-
 /// Every connection to the API server cut mid-trial (as a restart of the API server cuts them;
 /// the server itself, shared with other tests, keeps running): the agent's exec stream is cut,
 /// the attempt is a fault, and the retry passes.
@@ -271,15 +142,7 @@ async fn the_api_server_s_connections_cut_mid_trial_is_a_fault_and_the_retry_pas
     let kubeconfig = crate::harness::kubeconfig_variant(s.dir.path(), Some(&relay.url), None);
     let mut req = request(t, &s, "api-cut", &dir, "api-cut");
     req.settings.backend.kubeconfig = Some(kubeconfig);
-    let engine = Engine::new(s.store.clone());
-    let run = tokio::spawn(async move {
-        engine
-            .run(
-                crate::support::common::prepared(req),
-                CancellationToken::new(),
-            )
-            .await
-    });
+    let run = spawn_run(&s, req);
     agent_at_work(&s, "api-cut").await;
     relay.cut();
     one_fault_then_a_pass(t, &s, run, "api-cut").await;

@@ -17,11 +17,23 @@
 //! | a z statistic or bound | two decimals; an infinite bound `∞` | `2.51`, `∞` |
 //! | a probability (α, a p-value) | as written, up to four significant decimals | `0.025`, `0.0019` |
 //! | undefined | `—`, with the reason where there is room | `— (1 task: a CI needs 2 or more)` |
+//! | a wait (how long a host may stay away) | whole seconds under 2 min, else whole minutes | `45 s`, `30 min` |
 //!
 //! Machine outputs (CSV, JSON) keep full precision and never use these.
 
 /// The mark of an undefined number.
 pub const UNDEFINED: &str = "—";
+
+/// A wait, as the engine's messages give it: whole seconds under two minutes, else whole
+/// minutes (`45 s`, `30 min`).
+pub fn wait(d: std::time::Duration) -> String {
+    let s = d.as_secs();
+    if s < 120 {
+        format!("{s} s")
+    } else {
+        format!("{} min", s / 60)
+    }
+}
 
 /// A fraction as a percentage with one decimal: `0.297` → `29.7%`.
 pub fn rate(fraction: f64) -> String {
@@ -169,6 +181,15 @@ pub fn tasks_by_trials(tasks: usize, trials: u32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn waits_in_seconds_then_minutes() {
+        use std::time::Duration;
+        assert_eq!(wait(Duration::from_secs(45)), "45 s");
+        assert_eq!(wait(Duration::from_secs(119)), "119 s");
+        assert_eq!(wait(Duration::from_secs(120)), "2 min");
+        assert_eq!(wait(Duration::from_secs(1830)), "30 min");
+    }
 
     #[test]
     fn zero_has_one_spelling() {

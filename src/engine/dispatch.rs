@@ -801,7 +801,7 @@ impl Dispatcher {
     /// the run when it lasts longer than the run's `docker_wait`.
     async fn watch_wait(&mut self) -> Result<(), EngineError> {
         let wait = self.sched.wait_for_docker(now(), self.docker_wait);
-        let budget = human(self.docker_wait);
+        let budget = crate::format::wait(self.docker_wait);
         let (since, error) = self.pool.unavailable().unwrap_or_default();
         match wait {
             Wait::Began => {
@@ -990,14 +990,4 @@ fn costs(
             .push(r.cost_usd);
     }
     out
-}
-
-/// `45 s`, `30 min`.
-fn human(d: Duration) -> String {
-    let s = d.as_secs();
-    if s < 120 {
-        format!("{s} s")
-    } else {
-        format!("{} min", s / 60)
-    }
 }

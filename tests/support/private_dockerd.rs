@@ -222,10 +222,47 @@ impl PrivateDockerd {
             })
             .collect()
     }
+
+    /// The ids of the containers under this daemon's data root.
+    fn container_ids(&self) -> std::collections::HashSet<String> {
+        std::fs::read_dir(self.dir.join("data/containers"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect()
+    }
+
+    /// The processes of containers `ids`, whatever their network namespace: those whose cgroup
+    /// is `…/docker/<id>`. A container with a network of its own is outside the daemon's
+    /// namespace, and one whose shim outlived a killed daemon stays running after the restarted
+    /// daemon removed its record: its processes would outlive the test.
+    fn container_processes(ids: &std::collections::HashSet<String>) -> Vec<i32> {
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        std::fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/cgroup")).is_ok_and(|c| {
+                    c.lines().any(|l| {
+                        l.rsplit_once("/docker/")
+                            .is_some_and(|(_, id)| ids.contains(id.trim()))
+                    })
+                })
+            })
+            .collect()
+    }
 }
 
 impl Drop for PrivateDockerd {
     fn drop(&mut self) {
+        // Taken first: removing the containers below deletes their records, not always their
+        // processes.
+        let containers = self.container_ids();
         if self.child.is_none() && self.dir.join("data").exists() {
             // Killed earlier: start it once more so it cleans up its containers itself.
             let _ = self.try_launch();
@@ -248,8 +285,10 @@ impl Drop for PrivateDockerd {
         }
         self.stop();
         // containerd, shims: whatever is still inside the namespace was started by this daemon.
+        // And its containers' processes, which have network namespaces of their own.
         for _ in 0..50 {
-            let left = self.processes_inside();
+            let mut left = self.processes_inside();
+            left.extend(Self::container_processes(&containers));
             if left.is_empty() {
                 break;
             }

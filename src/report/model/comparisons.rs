@@ -106,13 +106,7 @@ fn comparison_columns(r: &Results) -> Vec<Column> {
         Column::number("aa_noise", "A/A noise (pp)")
             .short("A/A ±pp")
             .priority(2)
-            .csv(&[
-                "aa_noise_pp",
-                "aa_noise_splits",
-                "aa_noise_seed",
-                "aa_noise_band_low_pp",
-                "aa_noise_band_high_pp",
-            ])
+            .csv(&super::conditions::AA_NOISE_CSV)
             .reason("aa_noise_undefined"),
         Column::number("delta_ci", ci_title(r, ", pp"))
             .short("95% CI")

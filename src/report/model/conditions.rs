@@ -10,6 +10,15 @@ use crate::report::charts::ChartKind;
 use crate::report::md_cell;
 use crate::skillsbench::condition::condition_label;
 
+/// The CSV fields of an A/A noise column, the conditions' and the comparisons' alike: the spread,
+/// its random splits and seed, and its Monte Carlo band.
+pub(super) const AA_NOISE_CSV: [&str; 5] = [
+    "aa_noise_pp",
+    "aa_noise_splits",
+    "aa_noise_seed",
+    "aa_noise_band_low_pp",
+    "aa_noise_band_high_pp",
+];
 /// The CSV name of a failure mode (`wrong_output`).
 pub fn mode_key(m: FailureMode) -> String {
     serde_json::to_value(m)
@@ -126,13 +135,7 @@ pub fn table(r: &Results) -> Table {
             .short("A/A ±pp")
             .abbr("A/A")
             .priority(4)
-            .csv(&[
-                "aa_noise_pp",
-                "aa_noise_splits",
-                "aa_noise_seed",
-                "aa_noise_band_low_pp",
-                "aa_noise_band_high_pp",
-            ])
+            .csv(&AA_NOISE_CSV)
             .reason("aa_noise_undefined")
             .except(View::Terminal),
     ];

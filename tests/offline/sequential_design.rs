@@ -13,6 +13,7 @@ use skillscope::store::queries::{self, TrialPatch};
 use skillscope::store::{Outcome, TrialStatus};
 
 use crate::support::common::{Scratch, fixtures, skillscope};
+use crate::support::process::Skillscope;
 
 /// Six fixture tasks: as few as a sequential design judges.
 const TASKS: [&str; 6] = [
@@ -207,6 +208,15 @@ fn a_resume_with_another_design_is_refused() {
     );
 }
 
+/// `skillscope <args> --headless` in `s` with a test Acontext key.
+fn experiment(s: &Scratch, args: &[&str]) -> std::process::Output {
+    Skillscope::new(args)
+        .arg("--headless")
+        .scratch(s)
+        .env("SKILLSCOPE_TEST_ACONTEXT_KEY", "sk-ac-test")
+        .output()
+}
+
 /// An experiment plan with `tasks`, `trials` and a `[sequential]` table of `stages`.
 fn plan(dir: &Path, stages: u32) -> PathBuf {
     let list: Vec<String> = TASKS.iter().map(|t| format!("{t:?}")).collect();
@@ -248,15 +258,7 @@ fn a_plan_whose_sequential_table_changed_is_refused() {
         vec!["experiment", &p5],
         vec!["experiment", &p3, "--stages", "5"],
     ] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
-            .args(&args)
-            .arg("--headless")
-            .env("XDG_DATA_HOME", s.dir.path().join("data"))
-            .env("SKILLSCOPE_DB", s.db())
-            .env("SKILLSCOPE_TEST_ACONTEXT_KEY", "sk-ac-test")
-            .current_dir(s.dir.path())
-            .output()
-            .unwrap();
+        let out = experiment(&s, &args);
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(
@@ -268,13 +270,6 @@ fn a_plan_whose_sequential_table_changed_is_refused() {
         unchanged(&before, &recorded(&s.db()), &format!("{args:?}"));
     }
     // The plan it was created with goes past the check (to the preflight, which fails here).
-    let same = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
-        .args(["experiment", &p3, "--headless"])
-        .env("XDG_DATA_HOME", s.dir.path().join("data"))
-        .env("SKILLSCOPE_DB", s.db())
-        .env("SKILLSCOPE_TEST_ACONTEXT_KEY", "sk-ac-test")
-        .current_dir(s.dir.path())
-        .output()
-        .unwrap();
+    let same = experiment(&s, &["experiment", &p3]);
     assert!(!stderr(&same).contains("another plan"), "{}", stderr(&same));
 }

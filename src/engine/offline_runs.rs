@@ -87,6 +87,17 @@ const TASKS: &[&str] = &[
     "temperature-unit-normalization",
 ];
 
+/// Counts the attempts of each task: the nth call for a task's attempt returns n.
+fn attempt_counter() -> impl Fn(&FakeCall) -> u32 + Send + Sync + 'static {
+    let calls = std::sync::Mutex::new(std::collections::HashMap::<String, u32>::new());
+    move |c| {
+        let mut calls = calls.lock().unwrap();
+        let n = calls.entry(c.task.clone()).or_default();
+        *n += 1;
+        *n
+    }
+}
+
 fn script(
     f: impl Fn(&FakeCall) -> FakeTrial + Send + Sync + 'static,
 ) -> Arc<dyn crate::runner::fake::FakeScript> {
@@ -139,20 +150,12 @@ async fn trials_are_placed_within_each_hosts_slots() {
 async fn a_runner_fault_is_never_a_verdict() {
     let s = Scratch::new();
     // The first two attempts of each task (one per trial) meet a fault.
-    let calls = Arc::new(std::sync::Mutex::new(std::collections::HashMap::<
-        String,
-        u32,
-    >::new()));
+    let nth = attempt_counter();
     let backend = Arc::new(FakeBackend::scripted(
         1,
         2,
         script(move |c| {
-            let n = {
-                let mut calls = calls.lock().unwrap();
-                let n = calls.entry(c.task.clone()).or_default();
-                *n += 1;
-                *n
-            };
+            let n = nth(c);
             let mut t = FakeTrial::pass(Duration::from_millis(20));
             if n <= 2 {
                 t.fault = Some((FakePhase::Agent, Fault::ConnectionLost));
@@ -414,6 +417,57 @@ async fn the_verifier_sees_the_work_and_nothing_else() {
             .unwrap()
             .starts_with("toolchain")
     );
+}
+
+/// Where the site lets the verifier's environment start beside the agent's
+/// (`TrialSite::verifier_may_wait`), the verdict is the same — the work carried, what the agent
+/// left running not — and a fault at the agent's start or in its exec is no verdict and leaves
+/// no environment behind, the waiting verifier's included.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_verifier_that_waits_beside_the_agent() {
+    let s = Scratch::new();
+    let nth = attempt_counter();
+    let backend = Arc::new(FakeBackend::scripted(
+        1,
+        2,
+        script(move |c| {
+            let n = nth(c);
+            let mut t = FakeTrial {
+                writes: vec![("/app/answer.txt".into(), "42".into())],
+                verdict: FakeVerdict::RewardIfFile("/app/answer.txt".into(), "42".into()),
+                leaves_process: true,
+                verifier_waits: true,
+                ..FakeTrial::pass(Duration::from_millis(20))
+            };
+            t.fault = match n {
+                1 => Some((FakePhase::Start, Fault::ConnectionLost)),
+                2 => Some((FakePhase::Agent, Fault::ConnectionLost)),
+                _ => None,
+            };
+            t
+        }),
+    ));
+    let out = s
+        .run(s.request("waits", &TASKS[..2], 1, 2), backend.clone())
+        .await;
+    assert!(out.finished, "{out:?}");
+    let latest = s.latest(out.run.id);
+    assert!(
+        latest.iter().all(|r| r.outcome == Some(Outcome::Pass)),
+        "{latest:#?}"
+    );
+    let all = s.attempts(out.run.id);
+    let interrupted = all
+        .iter()
+        .filter(|r| r.outcome == Some(Outcome::Interrupted))
+        .count();
+    assert_eq!(interrupted, 4, "two per trial: {all:#?}");
+    let counts = &backend.host(0).counts;
+    let load = |a: &std::sync::atomic::AtomicUsize| a.load(std::sync::atomic::Ordering::SeqCst);
+    // Per task: the start fault's waiting verifier, then two environments each for the
+    // agent fault and the pass.
+    assert_eq!(load(&counts.started), 2 * (1 + 2 + 2));
+    assert_eq!(load(&counts.alive), 0, "every environment is gone");
 }
 
 /// A trial's `lock.json` names the image it ran (`environment.kwargs.image`, the tag the

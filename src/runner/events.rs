@@ -105,9 +105,10 @@ pub enum Step {
     Exposure,
     /// The agent's session (its execs).
     Agent,
-    /// Every process of the agent ended (`kill -9 -1` from skillscope's shell) and confirmed.
+    /// Every process of the agent ended (`kill -9 -1` from skillscope's shell) and confirmed —
+    /// and, when the trial goes on to its verifier, what the agent changed read in the same exec.
     Kill,
-    /// What the agent changed read by content and sorted (work, toolchain).
+    /// What the agent changed sorted by content against the image (work, toolchain).
     Collect,
     /// `/logs/agent` copied out and `agent/tamper.json` written.
     Evidence,
@@ -163,8 +164,8 @@ impl Step {
             Step::Start => "agent environment",
             Step::Exposure => "exposure scan",
             Step::Agent => "agent exec",
-            Step::Kill => "end agent processes",
-            Step::Collect => "read changes",
+            Step::Kill => "end agent + read changes",
+            Step::Collect => "sort changes",
             Step::Evidence => "copy out + record",
             Step::VerifierStart => "verifier environment",
             Step::Carry => "carry work",

@@ -572,6 +572,12 @@ impl TrialSite for DockerSite {
         Ok(Arc::new(c))
     }
 
+    /// A container reserves no CPU or memory of the daemon while it idles; a compose task's
+    /// services would see two `main`s, so there the verifier starts after the agent.
+    fn verifier_may_wait(&self) -> bool {
+        self.services.is_empty()
+    }
+
     async fn close(self: Box<Self>) {
         let started = std::mem::take(&mut *self.started.lock().expect("lock"));
         for c in started.iter().rev() {

@@ -145,6 +145,26 @@ impl FakeFs {
         }
     }
 
+    /// What the hand-over script reads after its kill: the entries of every changed folder and
+    /// of `/`, NUL-terminated, one more NUL, then [`FakeFs::changed_tar`].
+    fn after_kill(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        let changed_dirs = self
+            .nodes
+            .iter()
+            .filter(|(_, (n, _, changed))| *changed && matches!(n, Node::Dir))
+            .map(|(p, _)| p.as_str());
+        for dir in changed_dirs.chain(["/"]) {
+            for c in self.children(dir) {
+                out.extend(c.as_bytes());
+                out.push(0);
+            }
+        }
+        out.push(0);
+        out.extend(self.changed_tar());
+        out
+    }
+
     /// A tar of every changed path (relative to `/`).
     fn changed_tar(&self) -> Vec<u8> {
         let mut b = tar::Builder::new(Vec::new());
@@ -362,29 +382,17 @@ impl Environment for FakeEnvironment {
         let fs = self.fs.clone();
         if text.contains("kill -9 -1") {
             let left = self.leftover.swap(false, Ordering::SeqCst);
-            let out = if left && text.contains("/proc/") {
+            let mut out = if left && text.contains("/proc/") {
                 b"77 1 S leftover\n".to_vec()
             } else {
                 Vec::new()
             };
+            if text.contains("-cmin") {
+                // The hand-over: the kill's lists, then what the agent changed.
+                out.extend(b"--\n==\n");
+                out.extend(fs.lock().expect("lock").after_kill());
+            }
             return Ok(done(out, 0));
-        }
-        if text.contains("-cmin") {
-            let tar = fs.lock().expect("lock").changed_tar();
-            return Ok(done(tar, 0));
-        }
-        if text.contains("-mindepth 1 -maxdepth 1") {
-            return Ok(with_stdin(move |input| {
-                let fs = fs.lock().expect("lock");
-                let mut out = Vec::new();
-                for dir in input.split(|b| *b == 0).filter(|d| !d.is_empty()) {
-                    for c in fs.children(&String::from_utf8_lossy(dir)) {
-                        out.extend(c.as_bytes());
-                        out.push(0);
-                    }
-                }
-                out
-            }));
         }
         if text.contains("rm -rf --") {
             return Ok(with_stdin(move |input| {

@@ -69,6 +69,9 @@ pub struct FakeTrial {
     pub fault: Option<(FakePhase, Fault)>,
     /// The agent leaves a process running (the kill ends it).
     pub leaves_process: bool,
+    /// The site lets the verifier's environment start beside the agent's
+    /// ([`TrialSite::verifier_may_wait`], as a Docker trial without services does).
+    pub verifier_waits: bool,
 }
 
 impl FakeTrial {
@@ -81,6 +84,7 @@ impl FakeTrial {
             verdict: FakeVerdict::Reward("1".into()),
             fault: None,
             leaves_process: false,
+            verifier_waits: false,
         }
     }
 
@@ -461,6 +465,10 @@ impl TrialSite for FakeSite {
         }
         self.started.lock().expect("lock").push(id);
         Ok(env)
+    }
+
+    fn verifier_may_wait(&self) -> bool {
+        self.trial.verifier_waits
     }
 
     async fn close(self: Box<Self>) {

@@ -119,10 +119,14 @@ pub(super) async fn in_container(
         None => Ok(()),
     };
     // The agent is done: every process it started ends now, whatever follows.
-    let stopped = handover::stop_agent(scope, container).await;
+    // The trial goes on to its verifier: what the agent changed is read as its processes end.
+    let goes_on =
+        matches!(&run, Ok(r) if r.end != ExecEnd::Cancelled && r.provider_failure.is_none());
+    let stopped =
+        handover::stop_agent(scope, container, goes_on.then_some((plan, started_at))).await;
     let run = run.map_err(|e| Failed::runner(e, &format!("agent {}", env.agent.name())))?;
     exposure_kept?;
-    stopped?;
+    let handed = stopped?;
     scope.tell(TrialEvent::AgentExit(run.exit_code)).await;
     let times = (agent_started.as_str(), agent_finished.as_str());
     let traced = record_trajectory(scope, &ctx, &run, times, &mut evidence.skill_uses).await;
@@ -175,8 +179,13 @@ pub(super) async fn in_container(
         exempt: &exempt,
         installed: &installed,
     };
-    let (verifier, tamper) =
-        handover::to_verifier(scope, container, plan, &skills, started_at).await?;
+    let Some(handed) = handed else {
+        return Err(Failed::new(
+            Outcome::RuntimeError,
+            "the agent's changes were not read",
+        ));
+    };
+    let (verifier, tamper) = handover::to_verifier(scope, container, plan, &skills, handed).await?;
     evidence.tamper = Some(tamper);
     let judged = verify(scope, &verifier, plan.files, agent_timed_out).await;
     let judged = match judged {

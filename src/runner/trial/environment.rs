@@ -225,14 +225,40 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
             .image_entry
             .extend(["sleep".into(), "infinity".into()]);
     }
-    let t0 = std::time::Instant::now();
-    let started = site.start(&agent_spec).await;
-    scope.took(Step::Start, t0).await;
-    let environment = match started {
-        Ok(e) => e,
-        Err(e) => {
+    let mut verifier_spec = base;
+    verifier_spec.name = format!("{}-verifier", verifier_spec.name);
+    verifier_spec.role = Some(Role::Verifier);
+    verifier_spec
+        .labels
+        .insert(labels::ROLE.to_string(), Role::Verifier.as_str().into());
+    verifier_spec.empty_dirs = vec!["/tests".into(), "/logs/verifier".into()];
+    // Where the site allows it, the verifier's environment starts beside the agent's and waits
+    // (the same environment as later: fresh from the image, nothing of the agent's in it).
+    let agent_start = async {
+        let t0 = std::time::Instant::now();
+        let started = site.start(&agent_spec).await;
+        scope.took(Step::Start, t0).await;
+        started
+    };
+    let verifier_start = async {
+        if !site.verifier_may_wait() {
+            return None;
+        }
+        let t0 = std::time::Instant::now();
+        let started = site.start(&verifier_spec).await;
+        scope.took(Step::VerifierStart, t0).await;
+        Some(started)
+    };
+    let (started, early) = tokio::join!(agent_start, verifier_start);
+    let (environment, early) = match (started, early.transpose()) {
+        (Ok(e), Ok(v)) => (e, v),
+        (Err(e), _) => {
             env.reaper.spawn(site.close());
             return Err(Failed::runner(e, ""));
+        }
+        (Ok(_), Err(e)) => {
+            env.reaper.spawn(site.close());
+            return Err(Failed::runner(e, "starting the verifier's environment"));
         }
     };
     let exec_env = container_env(&env.extra_env, task, values);
@@ -244,15 +270,9 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
             id: container.id().to_string(),
         })
         .await;
-    let mut verifier_spec = base;
-    verifier_spec.name = format!("{}-verifier", verifier_spec.name);
-    verifier_spec.role = Some(Role::Verifier);
-    verifier_spec
-        .labels
-        .insert(labels::ROLE.to_string(), Role::Verifier.as_str().into());
-    verifier_spec.empty_dirs = vec!["/tests".into(), "/logs/verifier".into()];
     let plan = super::handover::VerifierPlan {
         spec: verifier_spec,
+        early,
         env: exec_env,
         files: image.verifier_files.as_deref(),
         facts: &facts,

@@ -12,7 +12,9 @@
 //! 3. The verifier's environment starts fresh **from the task's image** — never from the agent's
 //!    filesystem — with skillscope's static shell as its PID 1 (the image's ENTRYPOINT does not
 //!    run), on the same site (a compose task's services), with an empty `/tests` and
-//!    `/logs/verifier` of its own. Steps 2 and 3 run at once.
+//!    `/logs/verifier` of its own. Steps 2 and 3 run at once; where the site allows it
+//!    ([`TrialSite::verifier_may_wait`]: a Docker trial without services) it started with the
+//!    agent's and has waited, idle, since.
 //! 4. The agent's work is carried in as data: its deletions, then its files ([`super::changes::carry`]).
 //!
 //! A trial that cannot get there (the kill, the reading, the new environment or the carrying
@@ -21,10 +23,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::changes::HandedOver;
 use super::{Failed, Scope};
 use crate::runner::Sandbox;
 use crate::runner::agents::AGENT_LOGS;
-use crate::runner::backend::{EnvironmentSpec, TrialSite};
+use crate::runner::backend::{Environment, EnvironmentSpec, TrialSite};
 use crate::runner::events::Step;
 use crate::runner::image::{ImageFacts, VerifierFiles};
 use crate::runner::sandbox::MAX_DOWNLOAD_BYTES;
@@ -42,6 +45,9 @@ pub(super) struct VerifierPlan<'a> {
     /// Its spec: the task's image, the trial's limits and the operator's mounts — none of the
     /// agent's own.
     pub(super) spec: EnvironmentSpec,
+    /// The verifier's environment when it started beside the agent's
+    /// ([`TrialSite::verifier_may_wait`]); `None`: it starts from `spec` once the agent is gone.
+    pub(super) early: Option<Arc<dyn Environment>>,
     /// The trial's environment, for each exec.
     pub(super) env: Vec<String>,
     /// The verifier's copies of skills.
@@ -70,9 +76,19 @@ pub(super) struct Skills<'a> {
 /// Left out of both: PID 1, the script and its children, zombies (they run nothing), and PID 1's
 /// own `sleep` (a child of PID 1 running skillscope's static busybox).
 pub(crate) fn kill_script() -> String {
+    format!(
+        "{}; l; printf %s \"$o\"; echo --; kill -9 -1 2>/dev/null; l; printf %s \"$o\"; true",
+        list_processes()
+    )
+}
+
+/// The shell function `l`, which sets `$o` to the environment's processes, one
+/// `pid ppid state name` line each, leaving out what [`kill_script`] leaves out. It runs in the
+/// script's own shell (never in a `$(…)`, whose children would not be the script's).
+fn list_processes() -> String {
     let s = crate::runner::sandbox::STATIC_SHELL_DIR;
     format!(
-        "l() {{ for d in /proc/[0-9]*; do p=${{d#/proc/}}; \
+        "l() {{ o=; for d in /proc/[0-9]*; do p=${{d#/proc/}}; \
          [ \"$p\" = 1 ] || [ \"$p\" = $$ ] && continue; \
          st=$({s}/cat $d/status 2>/dev/null) || continue; \
          n=$(echo \"$st\" | {s}/sed -n 's/^Name:[[:space:]]*//p'); \
@@ -81,7 +97,24 @@ pub(crate) fn kill_script() -> String {
          [ \"$pp\" = $$ ] || [ \"$t\" = Z ] && continue; \
          e=$({s}/readlink $d/exe 2>/dev/null); \
          [ \"$pp\" = 1 ] && [ \"$n\" = sleep ] && [ \"$e\" = {s}/busybox ] && continue; \
-         echo \"$p $pp $t $n\"; done; }}; l; echo --; kill -9 -1 2>/dev/null; l; true"
+         o=\"$o$p $pp $t $n\n\"; done; }}"
+    )
+}
+
+/// The hand-over in one exec: [`kill_script`]'s two lists, the kill repeated every 50 ms until
+/// no process is left or `limit` passes, then a line `==` — and, when none is left, what the
+/// agent changed ([`work::collect::after_kill_script`] over `pruned` and the last `minutes`).
+/// Exits 3 when processes are left (nothing is read then).
+pub(super) fn handover_script(pruned: &[String], minutes: u64, limit: Duration) -> String {
+    let rounds = limit.as_millis() / 50;
+    format!(
+        "{}; l; printf %s \"$o\"; echo --; kill -9 -1 2>/dev/null; i=0; \
+         while l; [ -n \"$o\" ] && [ $i -lt {rounds} ]; do i=$((i+1)); \
+         {}/sleep 0.05; kill -9 -1 2>/dev/null; done; printf %s \"$o\"; echo ==; \
+         [ -z \"$o\" ] || exit 3; {}",
+        list_processes(),
+        crate::runner::sandbox::STATIC_SHELL_DIR,
+        work::collect::after_kill_script(pruned, minutes)
     )
 }
 
@@ -141,11 +174,28 @@ pub(crate) async fn end_processes(
     }
 }
 
-/// Ends every process of the agent, then copies `/logs/agent` out. The copy is tried even when
-/// the stop failed (what the agent wrote is kept); the stop's failure is then the error.
-pub(super) async fn stop_agent(scope: &Scope<'_>, container: &Sandbox) -> Result<(), Failed> {
+/// Ends every process of the agent — and, when the trial goes on to its verifier (`read`: the
+/// plan and when the agent started), reads what it changed in the same exec — then copies
+/// `/logs/agent` out. The copy is tried even when the stop failed (what the agent wrote is
+/// kept); the stop's failure is then the error.
+pub(super) async fn stop_agent(
+    scope: &Scope<'_>,
+    container: &Sandbox,
+    read: Option<(&VerifierPlan<'_>, std::time::SystemTime)>,
+) -> Result<Option<HandedOver>, Failed> {
     let t0 = std::time::Instant::now();
-    let stopped = end_processes(container, KILL_LIMIT).await;
+    let stopped = match read {
+        Some((plan, started_at)) => super::changes::hand_over(
+            container,
+            &Rules::pruned(&plan.mounts),
+            minutes_since(started_at),
+            KILL_LIMIT,
+            work::Limits::default(),
+        )
+        .await
+        .map(Some),
+        None => end_processes(container, KILL_LIMIT).await.map(|_| None),
+    };
     scope.took(Step::Kill, t0).await;
     let t0 = std::time::Instant::now();
     let dir = scope.job.trial_dir.join("agent");
@@ -153,7 +203,7 @@ pub(super) async fn stop_agent(scope: &Scope<'_>, container: &Sandbox) -> Result
         .download_dir(AGENT_LOGS, &dir, MAX_LOGS_BYTES)
         .await;
     scope.took(Step::Evidence, t0).await;
-    stopped.map_err(|e| Failed::runner(e, "ending the agent's processes"))?;
+    let stopped = stopped.map_err(|e| Failed::runner(e, "ending the agent's processes"))?;
     let copied = copied.map_err(|e| Failed::runner(e, "copying /logs/agent out"))?;
     if !copied.skipped.is_empty() {
         tracing::info!(
@@ -162,7 +212,7 @@ pub(super) async fn stop_agent(scope: &Scope<'_>, container: &Sandbox) -> Result
             "entries of /logs/agent not copied"
         );
     }
-    Ok(())
+    Ok(stopped)
 }
 
 /// Most bytes of the tests' Python sources read for the folders they put on `sys.path`.
@@ -199,14 +249,15 @@ fn minutes_since(since: std::time::SystemTime) -> u64 {
     secs.div_ceil(60).max(1) + 1
 }
 
-/// Reads what the agent changed while the verifier's environment starts, records the tamper
-/// evidence, and carries the work in; returns the verifier's environment and the record.
+/// Sorts what the agent changed (`handed`, read when it stopped) while the verifier's
+/// environment starts, records the tamper evidence, and carries the work in; returns the
+/// verifier's environment and the record.
 pub(super) async fn to_verifier(
     scope: &Scope<'_>,
     agent: &Sandbox,
     plan: &VerifierPlan<'_>,
     skills: &Skills<'_>,
-    started_at: std::time::SystemTime,
+    handed: HandedOver,
 ) -> Result<(Sandbox, TamperRecord), Failed> {
     let job = scope.job;
     let facts = plan.facts;
@@ -232,23 +283,18 @@ pub(super) async fn to_verifier(
         )
         .with_test_sources(&test_sources(&job.task.tests_dir())),
     );
-    let pruned = Rules::pruned(&plan.mounts);
     let manifest = Arc::new(facts.files.clone());
     let collect = async {
         let t0 = std::time::Instant::now();
-        let c = super::changes::collect(
-            agent,
-            &manifest,
-            &rules,
-            &pruned,
-            minutes_since(started_at),
-            work::Limits::default(),
-        )
-        .await;
+        let c =
+            super::changes::sort_handed(handed, &manifest, &rules, work::Limits::default()).await;
         scope.took(Step::Collect, t0).await;
         c
     };
     let start = async {
+        if let Some(v) = &plan.early {
+            return Ok(v.clone());
+        }
         let t0 = std::time::Instant::now();
         let v = plan.site.start(&plan.spec).await;
         scope.took(Step::VerifierStart, t0).await;

@@ -1,6 +1,6 @@
 //! What the agent changed, sorted. Read in its environment once every process of its is gone, by
-//! skillscope's static tools (never the image's: [`changed_paths_script`], [`listing_script`],
-//! run by the trial's hand-over): every path whose inode changed since the environment started —
+//! skillscope's static tools (never the image's: [`after_kill_script`], run by the trial's
+//! hand-over in the exec that ended the agent's processes): every path whose inode changed since the environment started —
 //! the kernel keeps `ctime`, which no process can set back — packed with `tar`; the folders it
 //! changed listed, so what it deleted is known too. Here ([`sort`], pure) each entry is compared
 //! by content with the image's manifest and classified ([`super::Rules`]); the work is packed into
@@ -111,9 +111,12 @@ impl Collected {
     }
 }
 
-/// The script that packs every path changed in the last `minutes` minutes (by `ctime`),
-/// outside `pruned` and outside every read-only mount of the environment, as a tar on stdout
-/// (several archives one after the other).
+/// The script run once every process of the agent has ended: on stdout, the entries of every
+/// folder changed in the last `minutes` minutes (by `ctime`) and of `/` (NUL-terminated: a
+/// superset of the changed image folders', for what the agent deleted), one more NUL, then a tar
+/// of every path changed in those minutes (several archives one after the other) — outside
+/// `pruned` and outside every read-only mount of the environment. Exits 100 when the listing
+/// failed, else as the tar.
 ///
 /// Read-only mounts (a compose service's `:ro` volume, an operator's `--mount …:ro`, the
 /// oracle's solution) are read from the kernel's `/proc/self/mountinfo` (field 5, its octal
@@ -122,25 +125,57 @@ impl Collected {
 /// otherwise be carried into a mount the verifier cannot write. Read-write mounts stay read: an
 /// image's `VOLUME` is a fresh anonymous volume per environment, so the agent's work there
 /// reaches the verifier only by this copy.
-pub fn changed_paths_script(pruned: &[String], minutes: u64) -> String {
+pub fn after_kill_script(pruned: &[String], minutes: u64) -> String {
     let s = STATIC_SHELL_DIR;
+    format!(
+        "{}; {}; lf=$?; {s}/find / -mindepth 1 -maxdepth 1 -print0 || lf=1; printf '\\0'; {}; t=$?; \
+         [ $lf = 0 ] || exit 100; exit $t",
+        read_only_mounts(),
+        changed(
+            pruned,
+            minutes,
+            "-type d ",
+            &format!("{s}/xargs -0 -r {}", entries_of())
+        ),
+        changed(pruned, minutes, "", &tar_of_paths()),
+    )
+}
+
+/// Sets the shell's arguments to `-o -path <mount>` for every read-only mount of the
+/// environment but `/` (see [`after_kill_script`]), and changes to `/`.
+fn read_only_mounts() -> String {
+    let s = STATIC_SHELL_DIR;
+    format!(
+        "cd / && set -- && while read -r _ _ _ _ mp opts _; do case \",$opts,\" in *,ro,*) \
+         [ \"$mp\" = / ] || set -- \"$@\" -o -path \"$({s}/busybox printf '%b' \"$mp\")\";; esac; \
+         done < /proc/self/mountinfo"
+    )
+}
+
+/// `find` of every path of kind `kind` (a `find` test, or empty) changed in the last `minutes`
+/// minutes outside `pruned` and the read-only mounts, NUL-separated into `then`.
+fn changed(pruned: &[String], minutes: u64, kind: &str, then: &str) -> String {
     let prune: Vec<String> = pruned
         .iter()
         .map(|p| format!("-path {}", shell_quote(p)))
         .collect();
     format!(
-        "cd / && set -- && while read -r _ _ _ _ mp opts _; do case \",$opts,\" in *,ro,*) \
-         [ \"$mp\" = / ] || set -- \"$@\" -o -path \"$({s}/busybox printf '%b' \"$mp\")\";; esac; \
-         done < /proc/self/mountinfo; \
-         {s}/find / \\( {} \"$@\" \\) -prune -o -cmin -{minutes} -print0 | {s}/xargs -0 -r {s}/tar -c --no-recursion -f -",
+        "{}/find / \\( {} \"$@\" \\) -prune -o {kind}-cmin -{minutes} -print0 | {then}",
+        STATIC_SHELL_DIR,
         prune.join(" -o ")
     )
 }
 
-/// The script that lists the entries of the folders given NUL-separated on stdin, NUL-separated.
-pub fn listing_script() -> String {
+/// `tar` of the paths on stdin (NUL-separated), no recursion, to stdout.
+fn tar_of_paths() -> String {
     let s = STATIC_SHELL_DIR;
-    format!("{s}/xargs -0 -r {s}/sh -c 'exec {s}/find \"$@\" -mindepth 1 -maxdepth 1 -print0' sh")
+    format!("{s}/xargs -0 -r {s}/tar -c --no-recursion -f -")
+}
+
+/// A command for `xargs` that lists its folders' entries, NUL-separated.
+fn entries_of() -> String {
+    let s = STATIC_SHELL_DIR;
+    format!("{s}/sh -c 'exec {s}/find \"$@\" -mindepth 1 -maxdepth 1 -print0' sh")
 }
 
 /// One entry of the changed paths' stream, kept for the second pass.
@@ -370,8 +405,8 @@ pub fn resolve(
     Some(format!("/{}", cur.join("/")))
 }
 
-/// Sorts what the agent changed: `r` is the stream of [`changed_paths_script`], `listed` the
-/// current entries of the changed image folders ([`listing_script`]). Pure: no environment is
+/// Sorts what the agent changed: `r` is the tar of [`after_kill_script`], `listed` the current
+/// entries of (at least) the changed image folders `listed_dirs` — its listing. Pure: no environment is
 /// asked.
 ///
 /// # Errors
@@ -825,8 +860,9 @@ mod tests {
 
     #[test]
     fn the_scripts_use_only_the_static_tools() {
-        let s = changed_paths_script(&["/proc".into(), "/it's".into()], 3);
-        assert!(s.contains("-cmin -3"), "{s}");
+        let s = after_kill_script(&["/proc".into(), "/it's".into()], 3);
+        assert!(s.contains("-type d -cmin -3"), "{s}");
+        assert!(s.contains(" -cmin -3"), "{s}");
         assert!(s.contains("'/it'\\''s'"), "{s}");
         for word in s
             .split_whitespace()

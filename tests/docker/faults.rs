@@ -749,6 +749,42 @@ async fn real_docker_errors_are_classified() {
     drop_daemon(daemon).await;
 }
 
+/// A private daemon killed (SIGKILL: its containerd and shims live on) and then dropped leaves
+/// no process of its containers behind, also one on a network of its own (outside the daemon's
+/// namespace, which the cleanup's first sweep covers): skillscope's PID 1 and its `sleep` are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_private_daemon_leaves_no_container_process() {
+    use skillscope::runner::docker::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+    use skillscope::runner::docker::start_helper;
+
+    let mut daemon = start_daemon(None).await;
+    let docker = daemon.docker();
+    ensure_busybox(&docker).await.unwrap();
+    let c = start_helper(
+        &docker,
+        &daemon.endpoint(),
+        BUSYBOX_IMAGE,
+        "leak-probe",
+        true,
+    )
+    .await
+    .unwrap();
+    let ids = std::collections::HashSet::from([c.id().to_string()]);
+    assert!(
+        !PrivateDockerd::container_processes(&ids).is_empty(),
+        "the probe's processes are not found by their cgroup"
+    );
+    daemon = tokio::task::spawn_blocking(move || {
+        daemon.kill();
+        daemon
+    })
+    .await
+    .unwrap();
+    drop_daemon(daemon).await;
+    let left = PrivateDockerd::container_processes(&ids);
+    assert!(left.is_empty(), "processes of the probe left: {left:?}");
+}
+
 /// Slots follow the tasks' own limits: on a daemon whose CPUs are known, tasks asking for one CPU
 /// each never run more at once than it has, however high `--concurrency` is.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -237,7 +237,7 @@ impl PrivateDockerd {
     /// is `…/docker/<id>`. A container with a network of its own is outside the daemon's
     /// namespace, and one whose shim outlived a killed daemon stays running after the restarted
     /// daemon removed its record: its processes would outlive the test.
-    fn container_processes(ids: &std::collections::HashSet<String>) -> Vec<i32> {
+    pub fn container_processes(ids: &std::collections::HashSet<String>) -> Vec<i32> {
         if ids.is_empty() {
             return Vec::new();
         }

@@ -300,9 +300,11 @@ pub trait TrialSite: Send + Sync {
     /// True when the verifier's environment may start beside the agent's and wait, idle, while
     /// the agent works: it then holds nothing another trial needs (no capacity reserved for it)
     /// and no service of the site can mistake it for the agent's (no shared `main` alias). The
-    /// verifier's environment is the same either way — fresh from the task's image, skillscope's
-    /// static shell its only process, nothing of the agent's in it until the carry — so only when
-    /// it starts changes. Default: `false` (it starts once the agent is gone).
+    /// verifier's environment is made the same either way — fresh from the task's image,
+    /// skillscope's static shell its only process, nothing of the agent's in it until the carry;
+    /// what changes is that it exists while the agent works (on an `allow_internet` trial's
+    /// network, reachable by address, with nothing listening). Default: `false` (it starts once
+    /// the agent is gone).
     fn verifier_may_wait(&self) -> bool {
         false
     }

@@ -145,16 +145,19 @@ impl FakeFs {
         }
     }
 
-    /// What the hand-over script reads after its kill: the entries of every changed folder and
-    /// of `/`, NUL-terminated, one more NUL, then [`FakeFs::changed_tar`].
+    /// What the hand-over script writes after its kill: `== <nonce>`, for every changed folder
+    /// and `/` a marker `D<folder>` and its entries, NUL-terminated, one more NUL, then
+    /// [`FakeFs::changed_tar`] and the nonce.
     fn after_kill(&self) -> Vec<u8> {
-        let mut out = Vec::new();
+        let nonce = uuid::Uuid::new_v4().hyphenated().to_string();
+        let mut out = format!("== {nonce}\n").into_bytes();
         let changed_dirs = self
             .nodes
             .iter()
             .filter(|(_, (n, _, changed))| *changed && matches!(n, Node::Dir))
             .map(|(p, _)| p.as_str());
         for dir in changed_dirs.chain(["/"]) {
+            out.extend(format!("D{dir}\0").bytes());
             for c in self.children(dir) {
                 out.extend(c.as_bytes());
                 out.push(0);
@@ -162,6 +165,7 @@ impl FakeFs {
         }
         out.push(0);
         out.extend(self.changed_tar());
+        out.extend(nonce.bytes());
         out
     }
 
@@ -388,8 +392,7 @@ impl Environment for FakeEnvironment {
                 Vec::new()
             };
             if text.contains("-cmin") {
-                // The hand-over: the kill's lists, then what the agent changed.
-                out.extend(b"--\n==\n");
+                // The hand-over: what the agent changed, after the kill.
                 out.extend(fs.lock().expect("lock").after_kill());
             }
             return Ok(done(out, 0));

@@ -94,7 +94,7 @@ impl<'a> ExecRequest<'a> {
 }
 
 /// How a [`Sandbox::exec_raw`] ended.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RawExec {
     /// Its output was cut at the cap.
     pub cut: bool,

@@ -12,27 +12,47 @@ use crate::runner::backend::TarBody;
 use crate::runner::sandbox::RawExec;
 use crate::runner::sandbox::{STATIC_SHELL_DIR, Sandbox};
 use crate::runner::work::Rules;
-use crate::runner::work::collect::{Collected, Limits, sort};
+use crate::runner::work::collect::{Collected, LISTING_FAILED, Limits, sort};
 use crate::runner::work::manifest::{FileKind, Manifest, absolute};
 
 /// What the hand-over exec found in the agent's environment ([`hand_over`]), before it is sorted
 /// ([`sort_handed`], once the skill folders are known).
 pub(super) struct HandedOver {
-    /// The exec's stdout: the two process lists, the listing, the tar.
+    /// The exec's stdout: what the agent wrote into it before it died, `== <nonce>`, the
+    /// listing, the tar, the nonce.
     stream: tempfile::NamedTempFile,
-    /// Where in `stream` the listing begins.
-    listing_at: u64,
-    /// How the exec ended; `None` when the reading ran out of time.
-    read: Option<RawExec>,
+    /// What was read: where the listing begins and the tar ends, or the limit reached.
+    found: Result<Framed, String>,
+    /// How the exec ended.
+    read: RawExec,
 }
+
+/// The parts of a whole hand-over stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Framed {
+    /// Just after the line `== <nonce>`.
+    listing_at: u64,
+    /// Where the closing nonce begins (the tar ends there).
+    end: u64,
+}
+
+/// The hand-over's exit code when processes were still there after the kill's limit.
+const PROCESSES_LEFT: i64 = 3;
+/// The hand-over's exit code when no nonce could be drawn.
+const NO_NONCE: i64 = 4;
+/// Length of the kernel's random UUID, the hand-over's nonce.
+const NONCE_LEN: u64 = 36;
 
 /// Ends every process in `sandbox` but skillscope's PID 1 and, once none is left, reads what
 /// the agent changed — one exec ([`super::handover::handover_script`]): the paths changed in the
 /// `minutes` since it started, outside `pruned`, and the entries of the folders it changed.
 ///
 /// # Errors
-/// [`RunnerError`] when the environment cannot be asked (a fault), or processes are left after
-/// `kill_limit` (a fault: a clean hand-over cannot be confirmed).
+/// [`RunnerError`] (a fault: a clean hand-over cannot be confirmed) when the environment cannot
+/// be asked, processes are left after `kill_limit`, or the exec ended without its closing nonce
+/// having been reached — except when the agent's own volume is the cause (more than
+/// `limits.bytes`, or past `limits.time` after the nonce line), which is a limit of the check
+/// and flags the trial ([`sort_handed`]).
 pub(super) async fn hand_over(
     sandbox: &Sandbox,
     pruned: &[String],
@@ -43,76 +63,202 @@ pub(super) async fn hand_over(
     let stream =
         tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
     let script = super::handover::handover_script(pruned, minutes, kill_limit);
+    let wait = kill_limit + limits.time;
     let read = tokio::time::timeout(
-        kill_limit + limits.time,
+        wait,
         sandbox.exec_raw(&script, None, stream.path(), limits.bytes + (256 << 20)),
     )
     .await;
-    let read = match read {
-        Ok(r) => Some(r?),
-        Err(_) => None,
+    let fault = |why: String| {
+        RunnerError::backend_text(format!("ending the processes of {}", sandbox.name()), why)
     };
-    let what = || format!("ending the processes of {}", sandbox.name());
-    let (_, left, listing_at) = {
-        let f =
-            std::fs::File::open(stream.path()).map_err(|e| RunnerError::io(stream.path(), e))?;
-        match parse_processes(std::io::BufReader::new(f)) {
-            Some(p) => p,
-            None => {
-                let why = match &read {
-                    Some(r) => format!(
-                        "skillscope's kill ended with {:?}: {}",
-                        r.exit_code, r.stderr
-                    ),
-                    None => format!("no answer in {}s", (kill_limit + limits.time).as_secs()),
-                };
-                return Err(RunnerError::backend_text(what(), why));
+    let path = stream.path().to_path_buf();
+    let framed = move || -> Result<Option<Framed>, RunnerError> {
+        let f = std::fs::File::open(&path).map_err(|e| RunnerError::io(&path, e))?;
+        let len = f.metadata().map_err(|e| RunnerError::io(&path, e))?.len();
+        frame(std::io::BufReader::new(f), len).map_err(|e| RunnerError::io(&path, e))
+    };
+    let read = match read {
+        Ok(r) => r?,
+        Err(_) => {
+            // Out of time: a limit of the check once the nonce line was written (no process of
+            // the agent's was left then), else the kill never confirmed its end.
+            let tail = tail_text(stream.path());
+            if nonce_line_seen(stream.path()) {
+                return Ok(HandedOver {
+                    stream,
+                    found: Err(format!(
+                        "reading the changed files took more than {}s",
+                        limits.time.as_secs()
+                    )),
+                    read: RawExec::default(),
+                });
             }
+            return Err(fault(format!("no answer in {}s: {tail}", wait.as_secs())));
         }
     };
-    if !left.is_empty() {
-        return Err(RunnerError::backend_text(
-            what(),
-            format!(
-                "{} process(es) still there {}s after SIGKILL: {}",
-                left.len(),
+    match read.exit_code {
+        Some(PROCESSES_LEFT) => {
+            return Err(fault(format!(
+                "process(es) still there {}s after SIGKILL: {}",
                 kill_limit.as_secs(),
-                crate::sanitize::one_line(&left.join("; "))
-            ),
-        ));
+                tail_text(stream.path())
+            )));
+        }
+        Some(NO_NONCE) => return Err(fault("no random nonce could be drawn".into())),
+        _ => {}
     }
-    Ok(HandedOver {
-        stream,
-        listing_at,
-        read,
-    })
+    if read.cut {
+        let found = Err(format!(
+            "more than {} MiB of changed files",
+            limits.bytes >> 20
+        ));
+        return Ok(HandedOver {
+            stream,
+            found,
+            read,
+        });
+    }
+    match tokio::task::spawn_blocking(framed)
+        .await
+        .map_err(|e| RunnerError::Task(e.to_string()))??
+    {
+        Some(f) => Ok(HandedOver {
+            stream,
+            found: Ok(f),
+            read,
+        }),
+        None => Err(fault(format!(
+            "skillscope's hand-over ended ({:?}) without its nonce: {}",
+            read.exit_code, read.stderr
+        ))),
+    }
 }
 
-/// The two process lists at the head of the hand-over's stream (apart by `--`, ended by `==`)
-/// and where the listing after them begins; `None` when the `==` line never came.
-fn parse_processes(mut r: impl std::io::BufRead) -> Option<(Vec<String>, Vec<String>, u64)> {
-    let (mut before, mut after, mut at) = (Vec::new(), Vec::new(), 0u64);
-    let mut second = false;
-    let mut line = Vec::new();
+/// The frame of a whole hand-over stream of `len` bytes: the closing nonce (its last
+/// [`NONCE_LEN`] bytes, a UUID) and the first line `== <that nonce>` before it. `None` when
+/// either is missing. Lines the agent wrote before it died come before that line, whatever they
+/// hold, and cannot name the nonce (drawn after).
+///
+/// # Errors
+/// When `r` cannot be read.
+fn frame(
+    mut r: impl std::io::BufRead + std::io::Seek,
+    len: u64,
+) -> std::io::Result<Option<Framed>> {
+    use std::io::{BufRead, Read, SeekFrom};
+    if len < NONCE_LEN + 4 {
+        return Ok(None);
+    }
+    let end = len - NONCE_LEN;
+    r.seek(SeekFrom::Start(end))?;
+    let mut nonce = Vec::new();
+    r.by_ref().take(NONCE_LEN).read_to_end(&mut nonce)?;
+    if !is_uuid(&nonce) {
+        return Ok(None);
+    }
+    let marker: Vec<u8> = [b"== ".as_slice(), &nonce, b"\n"].concat();
+    r.seek(SeekFrom::Start(0))?;
+    let (mut at, mut line) = (0u64, Vec::new());
+    let mut head = r.take(end);
     loop {
         line.clear();
-        let n = r.read_until(b'\n', &mut line).ok()?;
-        if n == 0 || line.last() != Some(&b'\n') {
-            return None;
+        let n = head.read_until(b'\n', &mut line)?;
+        if n == 0 {
+            return Ok(None);
         }
         at += n as u64;
-        let text = String::from_utf8_lossy(&line[..n - 1]).into_owned();
-        match text.as_str() {
-            "==" => return Some((before, after, at)),
-            "--" if !second => second = true,
-            t if t.trim().is_empty() => {}
-            _ if second => after.push(text),
-            _ => before.push(text),
+        if line == marker {
+            return Ok(Some(Framed {
+                listing_at: at,
+                end,
+            }));
         }
     }
 }
 
-/// Sorts what [`hand_over`] read against `manifest` by `rules`.
+/// True for a UUID as the kernel writes it: 36 lowercase hex digits and dashes, the dashes at 8,
+/// 13, 18 and 23.
+fn is_uuid(b: &[u8]) -> bool {
+    b.len() == NONCE_LEN as usize
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_digit() || (b'a'..=b'f').contains(c),
+        })
+}
+
+/// True when a partial hand-over stream holds a line `== <a UUID>`: the script got past the
+/// kill (or the agent wrote one, which only flags its own trial).
+fn nonce_line_seen(path: &std::path::Path) -> bool {
+    use std::io::BufRead;
+    let Ok(f) = std::fs::File::open(path) else {
+        return false;
+    };
+    let mut r = std::io::BufReader::new(f);
+    let mut line = Vec::new();
+    while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
+        if line.len() == 3 + NONCE_LEN as usize + 1
+            && line.starts_with(b"== ")
+            && is_uuid(&line[3..3 + NONCE_LEN as usize])
+        {
+            return true;
+        }
+        line.clear();
+    }
+    false
+}
+
+/// The last 2 KiB of a partial stream, as one line of text (for a fault's message).
+fn tail_text(path: &std::path::Path) -> String {
+    let bytes = std::fs::read(path).unwrap_or_default();
+    let tail = &bytes[bytes.len().saturating_sub(2048)..];
+    crate::sanitize::one_line(&String::from_utf8_lossy(tail))
+}
+
+/// The listing of a hand-over stream from `listing_at`: the folders listed (the `D<folder>`
+/// markers) and their entries that `manifest` has (only those can have been deleted); and where
+/// the tar begins. `None` for the position when the listing never ended.
+fn read_listing(
+    r: &mut impl std::io::BufRead,
+    listing_at: u64,
+    end: u64,
+    manifest: &Manifest,
+) -> std::io::Result<(BTreeSet<String>, BTreeSet<String>, Option<u64>)> {
+    let (mut listed, mut folders) = (BTreeSet::new(), BTreeSet::new());
+    let mut at = listing_at;
+    let mut item = Vec::new();
+    while at < end {
+        item.clear();
+        let n = r.read_until(0, &mut item)?;
+        if n == 0 || item.last() != Some(&0) {
+            break;
+        }
+        at += n as u64;
+        let body = &item[..n - 1];
+        match body.first() {
+            None => return Ok((listed, folders, Some(at))),
+            Some(b'D') => {
+                if let Some(p) = absolute(&body[1..]) {
+                    folders.insert(p);
+                } else if body == b"D/" {
+                    folders.insert("/".into());
+                }
+            }
+            Some(_) => {
+                if let Some(p) = absolute(body)
+                    && manifest.get(&p).is_some()
+                {
+                    listed.insert(p);
+                }
+            }
+        }
+    }
+    Ok((listed, folders, None))
+}
+
+/// Sorts what [`hand_over`] read against `manifest` by `rules`; a limit of the check that was
+/// reached (bytes, time, a folder not listed, a tar that broke off) is recorded in the result
+/// (the trial is flagged).
 ///
 /// # Errors
 /// [`RunnerError`] when the spool cannot be read or written.
@@ -122,74 +268,59 @@ pub(super) async fn sort_handed(
     rules: &std::sync::Arc<Rules>,
     limits: Limits,
 ) -> Result<Collected, RunnerError> {
-    let Some(read) = handed.read else {
-        return Ok(out_of_time(limits));
-    };
-    let (manifest, rules) = (manifest.clone(), rules.clone());
-    tokio::task::spawn_blocking(move || {
-        use std::io::{BufRead, Seek};
-        let path = handed.stream.path();
-        let mut f = std::io::BufReader::new(
-            std::fs::File::open(path).map_err(|e| RunnerError::io(path, e))?,
-        );
-        f.seek(std::io::SeekFrom::Start(handed.listing_at))
-            .map_err(|e| RunnerError::io(path, e))?;
-        // The listing: NUL-terminated entries up to an empty one.
-        let mut listed: BTreeSet<String> = BTreeSet::new();
-        let mut ended = false;
-        let mut item = Vec::new();
-        loop {
-            item.clear();
-            let n = f
-                .read_until(0, &mut item)
-                .map_err(|e| RunnerError::io(path, e))?;
-            if n == 0 || item.last() != Some(&0) {
-                break;
-            }
-            if n == 1 {
-                ended = true;
-                break;
-            }
-            if let Some(p) = absolute(&item[..n - 1]) {
-                listed.insert(p);
-            }
+    let framed = match handed.found {
+        Ok(f) => f,
+        Err(limit) => {
+            return Ok(Collected {
+                limit: Some(limit),
+                ..Collected::default()
+            });
         }
-        let tar_at = f.stream_position().map_err(|e| RunnerError::io(path, e))?;
+    };
+    let (manifest, rules, read) = (manifest.clone(), rules.clone(), handed.read);
+    tokio::task::spawn_blocking(move || {
+        use std::io::{Read, Seek};
+        let path = handed.stream.path();
+        let io = |e: std::io::Error| RunnerError::io(path, e);
+        let mut f = std::io::BufReader::new(std::fs::File::open(path).map_err(io)?);
+        f.seek(std::io::SeekFrom::Start(framed.listing_at))
+            .map_err(io)?;
+        let (listed, folders, tar_at) =
+            read_listing(&mut f, framed.listing_at, framed.end, &manifest).map_err(io)?;
+        let Some(tar_at) = tar_at else {
+            return Ok(Collected {
+                limit: Some("the changed folders' listing broke off".into()),
+                ..Collected::default()
+            });
+        };
+        let tar_of = || -> Result<_, RunnerError> {
+            let mut f = std::fs::File::open(path).map_err(io)?;
+            f.seek(std::io::SeekFrom::Start(tar_at)).map_err(io)?;
+            Ok(std::io::BufReader::new(f).take(framed.end - tar_at))
+        };
         // The changed folders the image has, and `/`: those whose deletions are read.
         let mut dirs: BTreeSet<String> = BTreeSet::from(["/".to_string()]);
-        {
-            let mut a = tar::Archive::new(std::io::BufReader::new(f));
-            a.set_ignore_zeros(true);
-            if let Ok(entries) = a.entries() {
-                for e in entries.flatten() {
-                    if e.header().entry_type() == tar::EntryType::Directory
-                        && let Some(p) = absolute(&e.path_bytes())
-                        && manifest.get(&p).is_some_and(|f| f.kind == FileKind::Dir)
-                    {
-                        dirs.insert(p);
-                    }
+        let mut a = tar::Archive::new(tar_of()?);
+        a.set_ignore_zeros(true);
+        if let Ok(entries) = a.entries() {
+            for e in entries.flatten() {
+                if e.header().entry_type() == tar::EntryType::Directory
+                    && let Some(p) = absolute(&e.path_bytes())
+                    && manifest.get(&p).is_some_and(|f| f.kind == FileKind::Dir)
+                {
+                    dirs.insert(p);
                 }
             }
         }
-        let mut f = std::fs::File::open(path).map_err(|e| RunnerError::io(path, e))?;
-        f.seek(std::io::SeekFrom::Start(tar_at))
-            .map_err(|e| RunnerError::io(path, e))?;
-        let mut out = sort(
-            std::io::BufReader::new(f),
-            &listed,
-            &dirs,
-            &manifest,
-            &rules,
-            limits,
-        )?;
+        let unlisted = dirs.iter().find(|d| !folders.contains(*d)).cloned();
+        let mut out = sort(tar_of()?, &listed, &dirs, &manifest, &rules, limits)?;
         if out.limit.is_none() {
-            let listing_failed = read.exit_code == Some(LISTING_FAILED);
-            if read.cut {
+            if let Some(d) = unlisted {
                 out.limit = Some(format!(
-                    "more than {} MiB of changed files",
-                    limits.bytes >> 20
+                    "the changed folder {} was not listed",
+                    crate::sanitize::one_line(&d)
                 ));
-            } else if !ended || listing_failed {
+            } else if read.exit_code == Some(LISTING_FAILED) {
                 out.limit = Some("the changed folders could not all be listed".into());
             } else if !read.ok() {
                 out.limit = Some(format!(
@@ -202,22 +333,6 @@ pub(super) async fn sort_handed(
     })
     .await
     .map_err(|e| RunnerError::Task(e.to_string()))?
-}
-
-/// The hand-over's exit code when the listing of changed folders failed
-/// ([`crate::runner::work::collect::after_kill_script`]).
-const LISTING_FAILED: i64 = 100;
-
-/// What a reading that ran out of time found: nothing carried, the limit recorded (the trial is
-/// flagged).
-fn out_of_time(limits: Limits) -> Collected {
-    Collected {
-        limit: Some(format!(
-            "reading the changed files took more than {}s",
-            limits.time.as_secs()
-        )),
-        ..Collected::default()
-    }
 }
 
 /// Longest the deletions may take.
@@ -275,4 +390,87 @@ pub(super) async fn carry(verifier: &Sandbox, work: &Collected) -> Result<(), Ru
         verifier.upload_tar_at(TarBody::Spooled(file), "/").await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::runner::work::manifest::ManifestLimits;
+
+    const NONCE: &str = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0";
+
+    /// A manifest of an image with `/app/keep.txt` and `/app/old.txt`.
+    fn manifest() -> Manifest {
+        let mut b = tar::Builder::new(Vec::new());
+        for (p, body) in [("app/keep.txt", "k"), ("app/old.txt", "o")] {
+            let mut h = tar::Header::new_gnu();
+            h.set_size(body.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append_data(&mut h, p, body.as_bytes()).unwrap();
+        }
+        Manifest::from_tar(&b.into_inner().unwrap()[..], ManifestLimits::default()).unwrap()
+    }
+
+    fn framed(bytes: &[u8]) -> Option<Framed> {
+        frame(std::io::Cursor::new(bytes), bytes.len() as u64).unwrap()
+    }
+
+    /// What the agent wrote into the hand-over's output before it died — a forged `==` line with
+    /// a nonce of its own, a forged listing and tar — comes before the real `== <nonce>`: the
+    /// frame starts after the line naming the closing nonce, never at a forged one.
+    #[test]
+    fn the_frame_starts_at_the_closing_nonces_line() {
+        let forged = "== 11111111-2222-4333-8444-555555555555\n\0\0junk without a newline";
+        let real = format!("\n== {NONCE}\nD/\0/app\0\0TAR");
+        let stream = format!("{forged}{real}{NONCE}");
+        let f = framed(stream.as_bytes()).expect("framed");
+        assert_eq!(
+            &stream[f.listing_at as usize..f.end as usize],
+            "D/\0/app\0\0TAR"
+        );
+        // The forged nonce closing the stream instead: only its own line would match, and the
+        // real nonce's line is never a match for it.
+        let swapped = format!("{forged}{real}11111111-2222-4333-8444-555555555555");
+        let f = framed(swapped.as_bytes()).expect("framed at the forged line");
+        assert!(f.listing_at < forged.len() as u64, "{f:?}");
+    }
+
+    /// A stream cut before its closing nonce, or without the nonce's line, has no frame (the
+    /// hand-over is then a fault, or a limit when it was cut at the cap).
+    #[test]
+    fn a_stream_without_its_nonce_has_no_frame() {
+        let whole = format!("== {NONCE}\nD/\0\0TAR{NONCE}");
+        assert!(framed(whole.as_bytes()).is_some());
+        assert_eq!(framed(&whole.as_bytes()[..whole.len() - 1]), None);
+        assert_eq!(framed(format!("D/\0\0TAR{NONCE}").as_bytes()), None);
+        assert_eq!(framed(format!("==  {NONCE}\nTAR{NONCE}").as_bytes()), None);
+        assert_eq!(framed(b""), None);
+        assert!(!is_uuid(b"0F1E2D3C-4B5A-4968-8776-A5B4C3D2E1F0"));
+        assert!(is_uuid(NONCE.as_bytes()));
+    }
+
+    /// The listing keeps the folders it marked and only the entries the image has (the only ones
+    /// whose absence is a deletion); one that never ends has no tar after it.
+    #[test]
+    fn the_listing_keeps_marked_folders_and_the_images_entries() {
+        let m = manifest();
+        let body = b"D/\0/app\0/new\0D/app\0/app/keep.txt\0/app/new.txt\0\0TAR";
+        let mut r = std::io::Cursor::new(&body[..]);
+        let (listed, folders, tar_at) = read_listing(&mut r, 0, body.len() as u64, &m).unwrap();
+        assert_eq!(
+            folders,
+            BTreeSet::from(["/".to_string(), "/app".to_string()])
+        );
+        // `/app` itself is no entry of this manifest (its tar holds files only), `/new` and
+        // `/app/new.txt` are the agent's.
+        assert_eq!(listed, BTreeSet::from(["/app/keep.txt".to_string()]));
+        assert_eq!(&body[tar_at.unwrap() as usize..], b"TAR");
+        let open = b"D/\0/app\0";
+        let mut r = std::io::Cursor::new(&open[..]);
+        assert_eq!(
+            read_listing(&mut r, 0, open.len() as u64, &m).unwrap().2,
+            None
+        );
+    }
 }

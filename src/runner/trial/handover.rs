@@ -101,19 +101,25 @@ fn list_processes() -> String {
     )
 }
 
-/// The hand-over in one exec: [`kill_script`]'s two lists, the kill repeated every 50 ms until
-/// no process is left or `limit` passes, then a line `==` — and, when none is left, what the
-/// agent changed ([`work::collect::after_kill_script`] over `pruned` and the last `minutes`).
-/// Exits 3 when processes are left (nothing is read then).
+/// The hand-over in one exec: `kill -9 -1` repeated every 50 ms until no process is left or
+/// `limit` passes — then, when none is left, a line `== <nonce>`, what the agent changed
+/// ([`work::collect::after_kill_script`] over `pruned` and the last `minutes`) and the nonce
+/// again, last. The nonce is the kernel's random UUID, drawn once no process of the agent is
+/// left: whatever the agent wrote into the exec's output before it died (as root it can open
+/// `/proc/<pid>/fd/1` of the script) comes before the first `== <nonce>` and cannot name it.
+/// Exits 3, after the processes still there, when some are left; 4 when no nonce can be drawn;
+/// else as [`work::collect::after_kill_script`].
 pub(super) fn handover_script(pruned: &[String], minutes: u64, limit: Duration) -> String {
+    let s = crate::runner::sandbox::STATIC_SHELL_DIR;
     let rounds = limit.as_millis() / 50;
     format!(
-        "{}; l; printf %s \"$o\"; echo --; kill -9 -1 2>/dev/null; i=0; \
-         while l; [ -n \"$o\" ] && [ $i -lt {rounds} ]; do i=$((i+1)); \
-         {}/sleep 0.05; kill -9 -1 2>/dev/null; done; printf %s \"$o\"; echo ==; \
-         [ -z \"$o\" ] || exit 3; {}",
+        "{}; kill -9 -1 2>/dev/null; i=0; \
+         while l; [ -n \"$o\" ] && [ $i -lt {rounds} ]; do \
+         {s}/sleep 0.05 2>/dev/null && i=$((i+1)) || {{ {s}/sleep 1; i=$((i+20)); }}; \
+         kill -9 -1 2>/dev/null; done; [ -z \"$o\" ] || {{ printf %s \"$o\"; exit 3; }}; \
+         r=$({s}/cat /proc/sys/kernel/random/uuid) && [ ${{#r}} = 36 ] || exit 4; \
+         echo \"== $r\"; {}; printf %s \"$r\"; exit $t",
         list_processes(),
-        crate::runner::sandbox::STATIC_SHELL_DIR,
         work::collect::after_kill_script(pruned, minutes)
     )
 }

@@ -111,12 +111,13 @@ impl Collected {
     }
 }
 
-/// The script run once every process of the agent has ended: on stdout, the entries of every
-/// folder changed in the last `minutes` minutes (by `ctime`) and of `/` (NUL-terminated: a
-/// superset of the changed image folders', for what the agent deleted), one more NUL, then a tar
-/// of every path changed in those minutes (several archives one after the other) — outside
-/// `pruned` and outside every read-only mount of the environment. Exits 100 when the listing
-/// failed, else as the tar.
+/// The script run once every process of the agent has ended: on stdout, the listing of every
+/// folder changed in the last `minutes` minutes (by `ctime`) and of `/` — for each folder a
+/// marker `D<folder>` and then its entries, every item NUL-terminated (a superset of the changed
+/// image folders', for what the agent deleted) — one more NUL, then a tar of every path changed
+/// in those minutes (several archives one after the other) — outside `pruned` and outside every
+/// read-only mount of the environment. Leaves its status in `$t`: [`LISTING_FAILED`] when a
+/// folder could not be listed, else the tar's.
 ///
 /// Read-only mounts (a compose service's `:ro` volume, an operator's `--mount …:ro`, the
 /// oracle's solution) are read from the kernel's `/proc/self/mountinfo` (field 5, its octal
@@ -128,8 +129,7 @@ impl Collected {
 pub fn after_kill_script(pruned: &[String], minutes: u64) -> String {
     let s = STATIC_SHELL_DIR;
     format!(
-        "{}; {}; lf=$?; {s}/find / -mindepth 1 -maxdepth 1 -print0 || lf=1; printf '\\0'; {}; t=$?; \
-         [ $lf = 0 ] || exit 100; exit $t",
+        "{}; {}; lf=$?; {} / || lf=1; printf '\\0'; {}; t=$?; [ $lf = 0 ] || t={LISTING_FAILED}",
         read_only_mounts(),
         changed(
             pruned,
@@ -137,9 +137,13 @@ pub fn after_kill_script(pruned: &[String], minutes: u64) -> String {
             "-type d ",
             &format!("{s}/xargs -0 -r {}", entries_of())
         ),
+        entries_of(),
         changed(pruned, minutes, "", &tar_of_paths()),
     )
 }
+
+/// The status of [`after_kill_script`] when a changed folder could not be listed.
+pub const LISTING_FAILED: i64 = 100;
 
 /// Sets the shell's arguments to `-o -path <mount>` for every read-only mount of the
 /// environment but `/` (see [`after_kill_script`]), and changes to `/`.
@@ -172,10 +176,14 @@ fn tar_of_paths() -> String {
     format!("{s}/xargs -0 -r {s}/tar -c --no-recursion -f -")
 }
 
-/// A command for `xargs` that lists its folders' entries, NUL-separated.
+/// A command that lists the folders given as its arguments: for each, `D<folder>` and then its
+/// entries, NUL-terminated; exits 1 when one could not be listed.
 fn entries_of() -> String {
     let s = STATIC_SHELL_DIR;
-    format!("{s}/sh -c 'exec {s}/find \"$@\" -mindepth 1 -maxdepth 1 -print0' sh")
+    format!(
+        "{s}/sh -c 'e=0; for d; do printf \"D%s\\0\" \"$d\"; \
+         {s}/find \"$d\" -mindepth 1 -maxdepth 1 -print0 || e=1; done; exit $e' sh"
+    )
 }
 
 /// One entry of the changed paths' stream, kept for the second pass.

@@ -70,14 +70,16 @@ pub(super) struct Skills<'a> {
     pub(super) installed: &'a [String],
 }
 
-/// The script that lists the processes of an environment, ends every one but its PID 1 and
-/// itself (the shell's builtin `kill`: a `kill` program would end the shell that ran it), and
-/// lists them again: one `pid ppid state name` line each, the two lists apart by a line `--`.
-/// Left out of both: PID 1, the script and its children, zombies (they run nothing), and PID 1's
-/// own `sleep` (a child of PID 1 running skillscope's static busybox).
+/// The script that stops every process of an environment but its PID 1 and itself (SIGSTOP,
+/// first of all: a stopped process can no longer end the script or write), lists them, ends them
+/// (the shell's builtin `kill`: a `kill` program would end the shell that ran it), and lists
+/// them again: one `pid ppid state name` line each, the two lists apart by a line `--`. Left out
+/// of both: PID 1, the script and its children, zombies (they run nothing), and PID 1's own
+/// `sleep` (a child of PID 1 running skillscope's static busybox).
 pub(crate) fn kill_script() -> String {
     format!(
-        "{}; l; printf %s \"$o\"; echo --; kill -9 -1 2>/dev/null; l; printf %s \"$o\"; true",
+        "kill -STOP -1 2>/dev/null; {}; l; printf %s \"$o\"; echo --; kill -9 -1 2>/dev/null; l; \
+         printf %s \"$o\"; true",
         list_processes()
     )
 }
@@ -359,6 +361,10 @@ mod tests {
     fn the_kill_script_uses_only_the_static_tools() {
         let s = kill_script();
         assert!(s.contains("; kill -9 -1"), "the shell's builtin: {s}");
+        assert!(
+            s.starts_with("kill -STOP -1 "),
+            "stopped before anything else: {s}"
+        );
         assert_eq!(
             parse_kill("12 1 S loop\n--\n"),
             (vec!["12 1 S loop".to_string()], Vec::new())

@@ -5,6 +5,7 @@
 //! verifier's in it yet) the agent's deletions, then one tar of its folders, files and links.
 
 use std::collections::BTreeSet;
+use std::io::BufRead;
 use std::time::Duration;
 
 use crate::runner::RunnerError;
@@ -36,12 +37,10 @@ struct Framed {
     end: u64,
 }
 
-/// The hand-over's exit code when processes were still there after the kill's limit.
-const PROCESSES_LEFT: i64 = 3;
-/// The hand-over's exit code when no nonce could be drawn.
-const NO_NONCE: i64 = 4;
-/// Length of the kernel's random UUID, the hand-over's nonce.
-const NONCE_LEN: u64 = 36;
+use super::handover::{NO_NONCE, NONCE_LEN, PROCESSES_LEFT};
+
+/// Length of the line `== <nonce>` with its newline.
+const MARKER_LINE: usize = 3 + NONCE_LEN as usize + 1;
 
 /// Ends every process in `sandbox` but skillscope's PID 1 and, once none is left, reads what
 /// the agent changed — one exec ([`super::handover::handover_script`]): the paths changed in the
@@ -142,11 +141,8 @@ pub(super) async fn hand_over(
 ///
 /// # Errors
 /// When `r` cannot be read.
-fn frame(
-    mut r: impl std::io::BufRead + std::io::Seek,
-    len: u64,
-) -> std::io::Result<Option<Framed>> {
-    use std::io::{BufRead, Read, SeekFrom};
+fn frame(mut r: impl BufRead + std::io::Seek, len: u64) -> std::io::Result<Option<Framed>> {
+    use std::io::{Read, SeekFrom};
     if len < NONCE_LEN + 4 {
         return Ok(None);
     }
@@ -159,20 +155,43 @@ fn frame(
     }
     let marker: Vec<u8> = [b"== ".as_slice(), &nonce, b"\n"].concat();
     r.seek(SeekFrom::Start(0))?;
-    let (mut at, mut line) = (0u64, Vec::new());
-    let mut head = r.take(end);
+    Ok(after_marker_line(r, end, |line| line == marker)
+        .map(|listing_at| Framed { listing_at, end }))
+}
+
+/// Where the first line of `r` (read up to `limit` bytes) that `is_marker` accepts ends; `None`
+/// when no line does. Only lines of at most [`MARKER_LINE`] bytes are offered, and no more of
+/// any line is kept: what the agent wrote before the marker, however long and without a newline,
+/// costs no memory.
+fn after_marker_line(
+    r: impl BufRead,
+    limit: u64,
+    is_marker: impl Fn(&[u8]) -> bool,
+) -> Option<u64> {
+    let mut r = r.take(limit);
+    let (mut at, mut line, mut long) = (0u64, Vec::with_capacity(MARKER_LINE), false);
     loop {
-        line.clear();
-        let n = head.read_until(b'\n', &mut line)?;
-        if n == 0 {
-            return Ok(None);
+        let buf = match r.fill_buf() {
+            Ok(b) if !b.is_empty() => b,
+            _ => return None,
+        };
+        let (n, ends) = match buf.iter().position(|b| *b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (buf.len(), false),
+        };
+        if !long && line.len() + n <= MARKER_LINE {
+            line.extend_from_slice(&buf[..n]);
+        } else {
+            long = true;
         }
+        r.consume(n);
         at += n as u64;
-        if line == marker {
-            return Ok(Some(Framed {
-                listing_at: at,
-                end,
-            }));
+        if ends {
+            if !long && is_marker(&line) {
+                return Some(at);
+            }
+            line.clear();
+            long = false;
         }
     }
 }
@@ -190,29 +209,26 @@ fn is_uuid(b: &[u8]) -> bool {
 /// True when a partial hand-over stream holds a line `== <a UUID>`: the script got past the
 /// kill (or the agent wrote one, which only flags its own trial).
 fn nonce_line_seen(path: &std::path::Path) -> bool {
-    use std::io::BufRead;
     let Ok(f) = std::fs::File::open(path) else {
         return false;
     };
-    let mut r = std::io::BufReader::new(f);
-    let mut line = Vec::new();
-    while r.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-        if line.len() == 3 + NONCE_LEN as usize + 1
-            && line.starts_with(b"== ")
-            && is_uuid(&line[3..3 + NONCE_LEN as usize])
-        {
-            return true;
-        }
-        line.clear();
-    }
-    false
+    after_marker_line(std::io::BufReader::new(f), u64::MAX, |l| {
+        l.len() == MARKER_LINE && l.starts_with(b"== ") && is_uuid(&l[3..MARKER_LINE - 1])
+    })
+    .is_some()
 }
 
 /// The last 2 KiB of a partial stream, as one line of text (for a fault's message).
 fn tail_text(path: &std::path::Path) -> String {
-    let bytes = std::fs::read(path).unwrap_or_default();
-    let tail = &bytes[bytes.len().saturating_sub(2048)..];
-    crate::sanitize::one_line(&String::from_utf8_lossy(tail))
+    use std::io::{Read, Seek};
+    let mut tail = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let _ = f
+            .seek(std::io::SeekFrom::Start(len.saturating_sub(2048)))
+            .and_then(|_| f.take(2048).read_to_end(&mut tail));
+    }
+    crate::sanitize::one_line(&String::from_utf8_lossy(&tail))
 }
 
 /// The listing of a hand-over stream from `listing_at`: the folders listed (the `D<folder>`
@@ -434,6 +450,26 @@ mod tests {
         let swapped = format!("{forged}{real}11111111-2222-4333-8444-555555555555");
         let f = framed(swapped.as_bytes()).expect("framed at the forged line");
         assert!(f.listing_at < forged.len() as u64, "{f:?}");
+    }
+
+    /// A megabyte the agent wrote without a newline before the real line is passed over, and
+    /// only the marker's length of any line is kept.
+    #[test]
+    fn a_long_line_before_the_nonce_is_passed_over() {
+        let junk = "x".repeat(1 << 20);
+        let stream = format!("{junk}== {NONCE}\nmore junk\n== {NONCE}\nD/\0\0{NONCE}");
+        let f = framed(stream.as_bytes()).expect("framed");
+        assert_eq!(&stream[f.listing_at as usize..f.end as usize], "D/\0\0");
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("partial");
+        std::fs::write(&p, format!("{junk}\n== {NONCE}\nD/")).unwrap();
+        assert!(nonce_line_seen(&p));
+        std::fs::write(&p, format!("{junk}== {NONCE}\nD/")).unwrap();
+        assert!(
+            !nonce_line_seen(&p),
+            "a marker inside a longer line is no marker"
+        );
+        assert!(tail_text(&p).len() <= 2048 * 3, "the tail is bounded");
     }
 
     /// A stream cut before its closing nonce, or without the nonce's line, has no frame (the

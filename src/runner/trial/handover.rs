@@ -103,14 +103,21 @@ fn list_processes() -> String {
     )
 }
 
+/// The hand-over's exit code when processes were still there after the kill's limit.
+pub(super) const PROCESSES_LEFT: i64 = 3;
+/// The hand-over's exit code when no nonce could be drawn.
+pub(super) const NO_NONCE: i64 = 4;
+/// Length of the kernel's random UUID, the hand-over's nonce.
+pub(super) const NONCE_LEN: u64 = 36;
+
 /// The hand-over in one exec: `kill -9 -1` repeated every 50 ms until no process is left or
 /// `limit` passes — then, when none is left, a line `== <nonce>`, what the agent changed
 /// ([`work::collect::after_kill_script`] over `pruned` and the last `minutes`) and the nonce
 /// again, last. The nonce is the kernel's random UUID, drawn once no process of the agent is
 /// left: whatever the agent wrote into the exec's output before it died (as root it can open
 /// `/proc/<pid>/fd/1` of the script) comes before the first `== <nonce>` and cannot name it.
-/// Exits 3, after the processes still there, when some are left; 4 when no nonce can be drawn;
-/// else as [`work::collect::after_kill_script`].
+/// Exits [`PROCESSES_LEFT`], after the processes still there, when some are left; [`NO_NONCE`]
+/// when no nonce can be drawn; else as [`work::collect::after_kill_script`].
 pub(super) fn handover_script(pruned: &[String], minutes: u64, limit: Duration) -> String {
     let s = crate::runner::sandbox::STATIC_SHELL_DIR;
     let rounds = limit.as_millis() / 50;
@@ -118,8 +125,8 @@ pub(super) fn handover_script(pruned: &[String], minutes: u64, limit: Duration) 
         "{}; kill -9 -1 2>/dev/null; i=0; \
          while l; [ -n \"$o\" ] && [ $i -lt {rounds} ]; do \
          {s}/sleep 0.05 2>/dev/null && i=$((i+1)) || {{ {s}/sleep 1; i=$((i+20)); }}; \
-         kill -9 -1 2>/dev/null; done; [ -z \"$o\" ] || {{ printf %s \"$o\"; exit 3; }}; \
-         r=$({s}/cat /proc/sys/kernel/random/uuid) && [ ${{#r}} = 36 ] || exit 4; \
+         kill -9 -1 2>/dev/null; done; [ -z \"$o\" ] || {{ printf %s \"$o\"; exit {PROCESSES_LEFT}; }}; \
+         r=$({s}/cat /proc/sys/kernel/random/uuid) && [ ${{#r}} = {NONCE_LEN} ] || exit {NO_NONCE}; \
          echo \"== $r\"; {}; printf %s \"$r\"; exit $t",
         list_processes(),
         work::collect::after_kill_script(pruned, minutes)

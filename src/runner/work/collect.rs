@@ -1,8 +1,8 @@
 //! What the agent changed, sorted. Read in its environment once every process of its is gone, by
 //! skillscope's static tools (never the image's: [`after_kill_script`], run by the trial's
-//! hand-over in the exec that ended the agent's processes): every path whose inode changed since the environment started —
-//! the kernel keeps `ctime`, which no process can set back — packed with `tar`; the folders it
-//! changed listed, so what it deleted is known too. Here ([`sort`], pure) each entry is compared
+//! hand-over in the exec that ended the agent's processes): every path whose inode changed since
+//! the environment started — the kernel keeps `ctime`, which no process can set back — packed
+//! with `tar`; the folders it changed listed, so what it deleted is known too. Here ([`sort`], pure) each entry is compared
 //! by content with the image's manifest and classified ([`super::Rules`]); the work is packed into
 //! a tar of its own for the verifier, the rest is evidence (`agent/tamper.json`). Any limit of
 //! this check that is reached (bytes, files, time) is recorded: the trial is then flagged, never
@@ -414,8 +414,8 @@ pub fn resolve(
 }
 
 /// Sorts what the agent changed: `r` is the tar of [`after_kill_script`], `listed` the current
-/// entries of (at least) the changed image folders `listed_dirs` — its listing. Pure: no environment is
-/// asked.
+/// entries of (at least) the changed image folders `listed_dirs` — its listing. Pure: no
+/// environment is asked.
 ///
 /// # Errors
 /// [`RunnerError::Io`] when the spool cannot be written.

@@ -19,6 +19,7 @@ pub(super) const AA_NOISE_CSV: [&str; 5] = [
     "aa_noise_band_low_pp",
     "aa_noise_band_high_pp",
 ];
+
 /// The CSV name of a failure mode (`wrong_output`).
 pub fn mode_key(m: FailureMode) -> String {
     serde_json::to_value(m)

@@ -391,7 +391,7 @@ async fn a_killed_engine_is_shown_stale() {
     let (run, trials) = state(&s, "stale").unwrap();
     assert_eq!(run.status, "finished");
     assert!(trials.iter().all(|t| t.outcome == Some(Outcome::Pass)));
-    assert_eq!(common::containers_of_run("stale").await, 0);
+    assert_eq!(common::containers_of_run(&s, "stale").await, 0);
 }
 
 /// `skillscope stop` from another shell stops a running engine cleanly: exit code 130, running
@@ -419,7 +419,7 @@ async fn stop_from_another_shell_stops_cleanly() {
         trials.iter().all(|t| t.status == TrialStatus::Queued),
         "{trials:#?}"
     );
-    assert_eq!(common::containers_of_run("stopme").await, 0);
+    assert_eq!(common::containers_of_run(&s, "stopme").await, 0);
 }
 
 /// A task id with non-ASCII letters runs to a verdict (its container and image get valid Docker

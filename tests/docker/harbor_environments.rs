@@ -99,7 +99,7 @@ async fn compose_and_heredoc_tasks_pass_in_both_conditions_and_leave_nothing() {
     )
     .unwrap();
     assert!(blog.contains("dockerfile: heredoc line"), "{blog}");
-    assert_eq!(containers_of_run("harbor-envs").await, 0);
+    assert_eq!(containers_of_run(&s, "harbor-envs").await, 0);
     assert_eq!(networks_of_run("harbor-envs").await, 0);
 }
 
@@ -143,7 +143,7 @@ async fn dockerignore_leaves_a_large_file_and_a_secret_out() {
         let r = one(&rows, "dockerignore", c);
         assert_eq!(r.outcome, Some(Outcome::Pass), "{c}: {:?}", r.error);
     }
-    assert_eq!(containers_of_run("dockerignore").await, 0);
+    assert_eq!(containers_of_run(&s, "dockerignore").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -177,7 +177,7 @@ async fn unsupported_compose_keys_are_a_build_error_naming_each() {
     ] {
         assert!(e.contains(want), "{want} not in {e}");
     }
-    assert_eq!(containers_of_run("bad-compose").await, 0);
+    assert_eq!(containers_of_run(&s, "bad-compose").await, 0);
     assert_eq!(networks_of_run("bad-compose").await, 0);
 }
 
@@ -261,7 +261,7 @@ async fn health_check_names_each_failure_with_its_reason() {
         "{text}"
     );
     assert!(text.contains("missing data file: dataset.csv"), "{text}");
-    assert_eq!(containers_of_run(run).await, 0);
+    assert_eq!(containers_of_run(&s, run).await, 0);
     assert_eq!(networks_of_run(run).await, 0);
 }
 

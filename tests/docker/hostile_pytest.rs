@@ -21,7 +21,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::support::common::{self, Scratch, one};
+use crate::support::common::{Scratch, one};
 use crate::support::python_images::{Layout, copy_tree, ensure_python_image};
 use skillscope::config::EnvSetting;
 use skillscope::skillsbench::Condition;
@@ -407,7 +407,6 @@ async fn run_layout(layout: Layout) {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    let _ = common::containers_of_run(&run_name).await;
 }
 
 /// Every hostile agent on the `python:3.x-slim` layout.

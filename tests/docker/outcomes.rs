@@ -156,7 +156,7 @@ async fn every_outcome_is_recorded_and_none_crashes_the_run() {
     assert_eq!(job.stats.n_trials, ALL.len() as u64);
 
     assert_eq!(
-        containers_of_run("outcomes").await,
+        containers_of_run(&s, "outcomes").await,
         0,
         "containers left behind"
     );

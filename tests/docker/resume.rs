@@ -59,7 +59,7 @@ async fn ctrl_c_stops_cleanly_and_the_same_command_resumes() {
         t0.elapsed()
     );
     assert_eq!(
-        containers_of_run("interrupt").await,
+        containers_of_run(&s, "interrupt").await,
         0,
         "containers left after Ctrl-C"
     );
@@ -109,7 +109,11 @@ async fn a_second_ctrl_c_headless_says_what_it_left_running() {
     let mut child = spawn_run(&s, "twice", &args);
     assert_eq!(wait(&mut child, Duration::from_secs(120)), 0);
     assert_each_trial_exactly_once(&s, "twice", 2);
-    assert_eq!(containers_of_run("twice").await, 0, "leftover containers");
+    assert_eq!(
+        containers_of_run(&s, "twice").await,
+        0,
+        "leftover containers"
+    );
 }
 
 /// Headless into a pipe (`tasks --check | tee`, `run | tee`), a long step is never silent: a
@@ -141,7 +145,7 @@ async fn a_long_step_headless_says_it_still_runs_every_30_seconds() {
     );
     assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     assert_eq!(wait(&mut child, Duration::from_secs(60)), 130);
-    assert_eq!(containers_of_run("heartbeat").await, 0);
+    assert_eq!(containers_of_run(&s, "heartbeat").await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -184,7 +188,7 @@ async fn cancel_command_stops_a_running_trial() {
     let row = one(&s.trials(out.run.id), "sleeper", "no-skills").clone();
     assert_eq!(row.outcome, Some(Outcome::Cancelled));
     assert!(t0.elapsed() < Duration::from_secs(60));
-    assert_eq!(containers_of_run("cancel").await, 0);
+    assert_eq!(containers_of_run(&s, "cancel").await, 0);
     // Its only trial without a verdict was cancelled: the run finished with it cancelled (not
     // "stopped … retry them"), and resuming it changes nothing until the cancelled trial is
     // retried.

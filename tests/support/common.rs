@@ -143,10 +143,15 @@ pub async fn require_docker() {
     );
 }
 
-/// Containers still carrying the run label.
-pub async fn containers_of_run(run: &str) -> usize {
+/// Containers still carrying the uid of run `run` of `s`'s database. By uid, not by name: tests
+/// running at once may give their runs the same name (`outcomes`, `cancel`).
+pub async fn containers_of_run(s: &Scratch, run: &str) -> usize {
+    let uid = skillscope::store::queries::find_run(&s.store.connect().unwrap(), run)
+        .unwrap()
+        .unwrap_or_else(|| panic!("no run {run} in {}", s.db().display()))
+        .uid;
     let d = bollard::Docker::connect_with_defaults().expect("docker");
-    containers_labelled(&d, &format!("skillscope.run={run}"))
+    containers_labelled(&d, &format!("skillscope.run-uid={uid}"))
         .await
         .len()
 }

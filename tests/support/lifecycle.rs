@@ -116,8 +116,8 @@ impl Target {
             .expect("run")
     }
 
-    /// What run `name` (of the store `s`) left on the backend: containers with its label, or
-    /// pods, Secrets and NetworkPolicies with its uid.
+    /// What run `name` (of the store `s`) left on the backend: containers, pods, Secrets and
+    /// NetworkPolicies with its uid.
     pub async fn leftovers(&self, s: &Scratch, name: &str) -> Vec<String> {
         match self.kind {
             BackendKind::Kubernetes => {
@@ -129,7 +129,7 @@ impl Target {
                 kube_objects_of(&uid).await
             }
             _ => {
-                let n = super::common::containers_of_run(name).await;
+                let n = super::common::containers_of_run(s, name).await;
                 (0..n).map(|i| format!("container {i}")).collect()
             }
         }

@@ -37,13 +37,13 @@ struct Framed {
     end: u64,
 }
 
-use super::handover::{NO_NONCE, NONCE_LEN, PROCESSES_LEFT};
+use super::scripts::{NO_NONCE, NONCE_LEN, PROCESSES_LEFT};
 
 /// Length of the line `== <nonce>` with its newline.
 const MARKER_LINE: usize = 3 + NONCE_LEN as usize + 1;
 
 /// Ends every process in `sandbox` but skillscope's PID 1 and, once none is left, reads what
-/// the agent changed — one exec ([`super::handover::handover_script`]): the paths changed in the
+/// the agent changed — one exec ([`super::scripts::handover_script`]): the paths changed in the
 /// `minutes` since it started, outside `pruned`, and the entries of the folders it changed.
 ///
 /// # Errors
@@ -61,7 +61,7 @@ pub(super) async fn hand_over(
 ) -> Result<HandedOver, RunnerError> {
     let stream =
         tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
-    let script = super::handover::handover_script(pruned, minutes, kill_limit);
+    let script = super::scripts::handover_script(pruned, minutes, kill_limit);
     let wait = kill_limit + limits.time;
     let read = tokio::time::timeout(
         wait,

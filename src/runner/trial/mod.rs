@@ -20,6 +20,7 @@ mod environment;
 mod evidence;
 mod generation;
 mod handover;
+mod scripts;
 mod verifier;
 
 use std::path::PathBuf;

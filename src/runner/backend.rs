@@ -376,7 +376,8 @@ impl From<Vec<u8>> for TarBody {
 }
 
 /// One running environment (a container; a pod). Every process in it but skillscope's PID 1 is
-/// ended by the protocol itself (`kill -9 -1` from the static shell), on every backend alike.
+/// ended by the protocol itself (`kill -9 -1` from the static shell), on every backend alike —
+/// first from outside where the backend can ([`Environment::end_from_outside`]).
 #[async_trait]
 pub trait Environment: Send + Sync {
     /// Its id on the host.
@@ -409,6 +410,23 @@ pub trait Environment: Send + Sync {
 
     /// Removes it (forced). Never fails: one already gone is fine.
     async fn remove(&self);
+
+    /// Ends every process but skillscope's PID 1 **from outside the environment**, where the
+    /// backend can: when `list`, the processes seen from outside first (one `pid ppid state name`
+    /// line each, pids as the host numbers them; PID 1 and the one `sleep` it runs left out;
+    /// empty when not `list`), then PID 1 asked
+    /// to `kill -9 -1` ([`crate::runner::docker::OWN_INIT`]'s `USR1`), which nothing inside can
+    /// stop or delay: a process that kills every new one cannot end the exec that follows.
+    /// `Ok(None)` where the backend has no such way (Kubernetes: a pod's PID 1 can be signalled
+    /// only by an exec, which such a process ends first); the protocol's execs then end the
+    /// processes themselves (see docs/limitations.md).
+    ///
+    /// # Errors
+    /// [`RunnerError::Backend`] when the environment cannot be asked (a fault).
+    async fn end_from_outside(&self, list: bool) -> Result<Option<Vec<String>>, RunnerError> {
+        let _ = list;
+        Ok(None)
+    }
 }
 
 /// The capabilities a trial's environment keeps (all others dropped): what package managers and

@@ -191,6 +191,10 @@ const CASES: &[Case] = &[
         Contradicted("reward.txt says 0"),
     ),
     tested("daemon-from-tested-code", Flagged("outlived test.sh")),
+    // A process that kills every new one: skillscope's own execs after the agent or the tests
+    // would end before their first command (a fault, no verdict) but for the end from outside.
+    case("killer-left-by-agent", Run::Pytest, Fails),
+    tested("killer-from-tested-code", Flagged("outlived test.sh")),
     tested("fault-by-message", Fails),
     // The verifier's secret.
     case("verifier-secret", Run::Pytest, Fails),

@@ -19,8 +19,8 @@ use bollard::Docker;
 use bollard::exec::{CreateExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
-    CreateContainerOptions, DownloadFromContainerOptions, ListContainersOptions,
-    RemoveContainerOptions, UploadToContainerOptions,
+    CreateContainerOptions, DownloadFromContainerOptions, KillContainerOptions,
+    ListContainersOptions, RemoveContainerOptions, TopOptions, UploadToContainerOptions,
 };
 use bytes::Bytes;
 use futures_util::StreamExt;
@@ -102,9 +102,13 @@ pub enum ContainerCmd {
 
 /// PID 1 of skillscope's own containers: the static shell runs its arguments in the background
 /// when there are any, then sleeps in a loop (its `sleep`, never the image's), reaping every
-/// orphan the container's processes leave.
-pub const OWN_INIT: &str =
-    "if [ $# -gt 0 ]; then \"$@\" & fi; while :; do /skillscope/static/sleep 3600; done";
+/// orphan the container's processes leave. On `USR1` — which only the host can send it: inside
+/// its namespace a signal reaches PID 1 only through a handler, and the one handler it has ends
+/// the sender too — it ends every other process (`kill -9 -1`, the shell's builtin;
+/// [`crate::runner::backend::Environment::end_from_outside`]). Its `wait` returns on the signal,
+/// so the kill runs at once, not after the `sleep`.
+pub const OWN_INIT: &str = "trap 'kill -9 -1' USR1; if [ $# -gt 0 ]; then \"$@\" & fi; \
+     while :; do /skillscope/static/sleep 3600 & wait $!; done";
 
 impl ContainerSpec {
     /// A short-lived helper of `image` that belongs to no run (a leak check, a kit-volume fill,
@@ -252,6 +256,34 @@ impl DockerContainer {
             ));
         }
         Ok(c)
+    }
+
+    /// Every process of the container but PID 1 and its own `sleep`, as [`others_than_init`]
+    /// lists them.
+    async fn top(&self, what: &str) -> Result<Vec<String>, RunnerError> {
+        let init = self
+            .docker
+            .inspect_container(&self.id, None)
+            .await
+            .map_err(|e| docker_error(what, e))?
+            .state
+            .and_then(|s| s.pid)
+            .filter(|p| *p > 0)
+            .ok_or_else(|| RunnerError::backend_text(what, "the container does not run"))?;
+        let top = self
+            .docker
+            .top_processes(
+                &self.id,
+                Some(TopOptions {
+                    ps_args: "-o pid,ppid,stat,comm".into(),
+                }),
+            )
+            .await
+            .map_err(|e| docker_error(what, e))?;
+        Ok(others_than_init(
+            &top.processes.unwrap_or_default(),
+            &init.to_string(),
+        ))
     }
 
     /// Removes the container (forced, with its anonymous volumes). Never fails.
@@ -455,6 +487,54 @@ impl Environment for DockerContainer {
     async fn remove(&self) {
         self.remove_now().await;
     }
+
+    /// `docker top` (the daemon's `ps` of the container's processes) when `list`, then `USR1`
+    /// to PID 1.
+    async fn end_from_outside(&self, list: bool) -> Result<Option<Vec<String>>, RunnerError> {
+        let what = format!("ending the processes of {} from outside", self.name);
+        let seen = if list {
+            self.top(&what).await?
+        } else {
+            Vec::new()
+        };
+        self.docker
+            .kill_container(
+                &self.id,
+                Some(KillContainerOptions {
+                    signal: "USR1".into(),
+                }),
+            )
+            .await
+            .map_err(|e| docker_error(&what, e))?;
+        Ok(Some(seen))
+    }
+}
+
+/// The rows of `docker top -o pid,ppid,stat,comm` other than PID 1 (host pid `init`), the one
+/// `sleep` it runs, and zombies: one `pid ppid state name` line each (the name made printable).
+/// A second child of PID 1 named `sleep` is listed: PID 1 runs one at a time, so only one can be
+/// its own.
+fn others_than_init(rows: &[Vec<String>], init: &str) -> Vec<String> {
+    let mut own_sleep_seen = false;
+    let mut out = Vec::new();
+    for row in rows {
+        let [pid, ppid, stat, comm] = row.as_slice() else {
+            continue;
+        };
+        if pid == init || stat.starts_with('Z') {
+            continue;
+        }
+        if ppid == init && comm == "sleep" && !own_sleep_seen {
+            own_sleep_seen = true;
+            continue;
+        }
+        let state = stat.chars().next().unwrap_or('?');
+        out.push(format!(
+            "{pid} {ppid} {state} {}",
+            crate::sanitize::one_line(comm)
+        ));
+    }
+    out
 }
 
 /// True for the daemon's "no such file or directory" when copying a path out.
@@ -566,4 +646,44 @@ async fn remove_matching(
         }
     }
     Ok(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(text: &str) -> Vec<Vec<String>> {
+        text.lines()
+            .map(|l| l.split_whitespace().map(str::to_string).collect())
+            .collect()
+    }
+
+    #[test]
+    fn what_runs_beside_pid_1_is_listed_but_its_own_sleep() {
+        let top = rows(
+            "100 90 Ss sh\n101 100 S sleep\n150 90 Rs sh\n151 100 S sleep\n152 150 Z python3\n",
+        );
+        assert_eq!(
+            others_than_init(&top, "100"),
+            vec!["150 90 R sh".to_string(), "151 100 S sleep".to_string()],
+            "a second sleep under PID 1 is not its own"
+        );
+        assert!(others_than_init(&rows("100 90 Ss sh\n101 100 S sleep\n"), "100").is_empty());
+        let odd = vec![vec![
+            "7".into(),
+            "1".into(),
+            "S".into(),
+            "a\u{1b}[2Jb".into(),
+        ]];
+        assert!(!others_than_init(&odd, "100")[0].contains('\u{1b}'));
+    }
+
+    #[test]
+    fn pid_1_ends_the_others_on_usr1_at_once() {
+        assert!(
+            OWN_INIT.starts_with("trap 'kill -9 -1' USR1;"),
+            "{OWN_INIT}"
+        );
+        assert!(OWN_INIT.contains("sleep 3600 & wait $!"), "{OWN_INIT}");
+    }
 }

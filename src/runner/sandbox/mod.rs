@@ -159,6 +159,14 @@ impl Sandbox {
         self.inner.name()
     }
 
+    /// [`Environment::end_from_outside`].
+    ///
+    /// # Errors
+    /// As [`Environment::end_from_outside`].
+    pub async fn end_from_outside(&self, list: bool) -> Result<Option<Vec<String>>, RunnerError> {
+        self.inner.end_from_outside(list).await
+    }
+
     /// The secrets redacted from this environment's output.
     pub fn secrets(&self) -> &Arc<Secrets> {
         &self.secrets

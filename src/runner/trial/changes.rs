@@ -37,7 +37,7 @@ struct Framed {
     end: u64,
 }
 
-use super::scripts::{NO_NONCE, NONCE_LEN, PROCESSES_LEFT};
+use super::scripts::{NO_NONCE, NONCE_LEN, PROCESSES_LEFT, RETRIES, ended_by_a_signal};
 
 /// Length of the line `== <nonce>` with its newline.
 const MARKER_LINE: usize = 3 + NONCE_LEN as usize + 1;
@@ -59,15 +59,31 @@ pub(super) async fn hand_over(
     kill_limit: Duration,
     limits: Limits,
 ) -> Result<HandedOver, RunnerError> {
-    let stream =
-        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
     let script = super::scripts::handover_script(pruned, minutes, kill_limit);
     let wait = kill_limit + limits.time;
-    let read = tokio::time::timeout(
-        wait,
-        sandbox.exec_raw(&script, None, stream.path(), limits.bytes + (256 << 20)),
-    )
-    .await;
+    let outside = sandbox.end_from_outside(false).await?.is_some();
+    let mut again = 0;
+    let (stream, read) = loop {
+        let stream =
+            tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+        let read = tokio::time::timeout(
+            wait,
+            sandbox.exec_raw(&script, None, stream.path(), limits.bytes + (256 << 20)),
+        )
+        .await;
+        // Ended by a signal before its nonce, once PID 1 was asked to end every process: PID
+        // 1's own kill ran late, or a process it had not yet ended reached the exec. Asked
+        // again, nothing of the agent's is left.
+        let killed = matches!(&read, Ok(Ok(r)) if ended_by_a_signal(r.exit_code))
+            && !nonce_line_seen(stream.path());
+        if outside && killed && again < RETRIES {
+            again += 1;
+            sandbox.end_from_outside(false).await?;
+            tokio::time::sleep(Duration::from_millis(20 << again)).await;
+            continue;
+        }
+        break (stream, read);
+    };
     let fault = |why: String| {
         RunnerError::backend_text(format!("ending the processes of {}", sandbox.name()), why)
     };

@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::changes::HandedOver;
-use super::scripts::{kill_script, parse_kill};
+use super::scripts::{RETRIES, ended_by_a_signal, kill_script, parse_kill};
 use super::{Failed, Scope};
 use crate::runner::Sandbox;
 use crate::runner::agents::AGENT_LOGS;
@@ -72,7 +72,9 @@ pub(super) struct Skills<'a> {
 }
 
 /// Ends every process in `sandbox` but skillscope's PID 1, until none is left or `limit`
-/// passes; returns what was running before the first kill (one line each).
+/// passes; returns what was running before anything was ended (one line each): as seen from
+/// outside where the backend can ([`Sandbox::end_from_outside`], which also ends them from
+/// PID 1 first), else as the kill script's first listing saw it.
 ///
 /// # Errors
 /// [`crate::runner::RunnerError`] when the environment cannot be asked (a fault), or processes
@@ -82,12 +84,23 @@ pub(crate) async fn end_processes(
     limit: Duration,
 ) -> Result<Vec<String>, crate::runner::RunnerError> {
     let t0 = tokio::time::Instant::now();
+    let outside = sandbox.end_from_outside(true).await?;
     let mut first: Option<Vec<String>> = None;
+    let mut again = 0;
     loop {
         let (r, out) = sandbox
             .sh_output(&kill_script(), Duration::from_secs(30))
             .await?;
         if r.exit_code != Some(0) {
+            // Ended by a signal after PID 1 was asked to end everything: PID 1's own kill
+            // reached the script (it ran late), or a process it had not yet ended did. Asked
+            // again, nothing of those is left.
+            if outside.is_some() && ended_by_a_signal(r.exit_code) && again < RETRIES {
+                again += 1;
+                sandbox.end_from_outside(false).await?;
+                tokio::time::sleep(Duration::from_millis(20 << again)).await;
+                continue;
+            }
             return Err(crate::runner::RunnerError::backend_text(
                 format!("ending the processes of {}", sandbox.name()),
                 format!("skillscope's kill ended {:?} with {:?}", r.end, r.exit_code),
@@ -97,7 +110,9 @@ pub(crate) async fn end_processes(
         let done = left.is_empty();
         first.get_or_insert(before);
         if done {
-            return Ok(first.unwrap_or_default());
+            let mut seen = outside.unwrap_or_default();
+            seen.extend(first.unwrap_or_default());
+            return Ok(seen);
         }
         if t0.elapsed() > limit {
             return Err(crate::runner::RunnerError::backend_text(

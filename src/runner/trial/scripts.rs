@@ -83,6 +83,16 @@ pub(super) fn parse_kill(out: &str) -> (Vec<String>, Vec<String>) {
     (lines(parts.next()), lines(parts.next()))
 }
 
+/// How many times an exec of skillscope's that a signal ended is run again, once processes were
+/// ended from outside ([`crate::runner::Sandbox::end_from_outside`]).
+pub(super) const RETRIES: u32 = 3;
+
+/// True when an exec's exit code says a signal ended it (`128 + n`, as the shell reports it), or
+/// no code came.
+pub(super) fn ended_by_a_signal(code: Option<i64>) -> bool {
+    code.is_none_or(|c| c > 128)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,5 +116,12 @@ mod tests {
                 "{tool}: {s}"
             );
         }
+    }
+
+    #[test]
+    fn a_signal_ended_exec_is_told_from_an_exit() {
+        assert!(ended_by_a_signal(Some(137)) && ended_by_a_signal(None));
+        assert!(!ended_by_a_signal(Some(0)) && !ended_by_a_signal(Some(PROCESSES_LEFT)));
+        assert!(!ended_by_a_signal(Some(128)));
     }
 }

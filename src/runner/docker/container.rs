@@ -489,11 +489,20 @@ impl Environment for DockerContainer {
     }
 
     /// `docker top` (the daemon's `ps` of the container's processes) when `list`, then `USR1`
-    /// to PID 1.
+    /// to PID 1. `Ok(None)` when `list` and `docker top` fails (its host has no `ps` that takes
+    /// `-o`): nothing is ended then, the exec's own listing is the evidence.
     async fn end_from_outside(&self, list: bool) -> Result<Option<Vec<String>>, RunnerError> {
         let what = format!("ending the processes of {} from outside", self.name);
         let seen = if list {
-            self.top(&what).await?
+            match self.top(&what).await {
+                Ok(seen) => seen,
+                // A daemon's host without a `ps` that takes `-o`: the listing of the protocol's
+                // own exec is the evidence then, so nothing is ended before it.
+                Err(e) => {
+                    tracing::warn!(container = %self.name, error = %e, "docker top failed");
+                    return Ok(None);
+                }
+            }
         } else {
             Vec::new()
         };

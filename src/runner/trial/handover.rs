@@ -110,9 +110,9 @@ pub(crate) async fn end_processes(
         let done = left.is_empty();
         first.get_or_insert(before);
         if done {
-            let mut seen = outside.unwrap_or_default();
-            seen.extend(first.unwrap_or_default());
-            return Ok(seen);
+            // From outside, every process was seen before any ended: whatever started after
+            // that, one of them started it.
+            return Ok(outside.unwrap_or_else(|| first.unwrap_or_default()));
         }
         if t0.elapsed() > limit {
             return Err(crate::runner::RunnerError::backend_text(

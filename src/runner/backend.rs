@@ -377,7 +377,7 @@ impl From<Vec<u8>> for TarBody {
 
 /// One running environment (a container; a pod). Every process in it but skillscope's PID 1 is
 /// ended by the protocol itself (`kill -9 -1` from the static shell), on every backend alike —
-/// first from outside where the backend can ([`Environment::end_from_outside`]).
+/// by PID 1 asked from outside when an exec was ended ([`Environment::end_all_from_pid_1`]).
 #[async_trait]
 pub trait Environment: Send + Sync {
     /// Its id on the host.
@@ -411,21 +411,29 @@ pub trait Environment: Send + Sync {
     /// Removes it (forced). Never fails: one already gone is fine.
     async fn remove(&self);
 
-    /// Ends every process but skillscope's PID 1 **from outside the environment**, where the
-    /// backend can: when `list`, the processes seen from outside first (one `pid ppid state name`
-    /// line each, pids as the host numbers them; PID 1 and the one `sleep` it runs left out;
-    /// empty when not `list`), then PID 1 asked
-    /// to `kill -9 -1` ([`crate::runner::docker::OWN_INIT`]'s `USR1`), which nothing inside can
-    /// stop or delay: a process that kills every new one cannot end the exec that follows.
-    /// `Ok(None)` where the backend has no such way (Kubernetes: a pod's PID 1 can be signalled
-    /// only by an exec, which such a process ends first); the protocol's execs then end the
-    /// processes themselves (see docs/limitations.md).
+    /// Asks skillscope's PID 1, **from outside the environment**, to end every other process
+    /// (`kill -9 -1`: [`crate::runner::docker::OWN_INIT`]'s `USR1`), where the backend can;
+    /// whether it was asked. Asked only once an exec of skillscope's was ended before it could
+    /// finish — by a process that kills every new one, say: PID 1 cannot be ended or stopped
+    /// from inside its namespace, so once its handler has run no such process is left, and the
+    /// exec is run again. Never asked before an exec as a rule: the handler may run late, and it
+    /// ends an exec starting at that instant too (which is then run again). `Ok(false)` where
+    /// the backend has no such way (Kubernetes: a pod's PID 1 can be signalled only by an exec,
+    /// which such a process ends first; docs/limitations.md).
     ///
     /// # Errors
     /// [`RunnerError::Backend`] when the environment cannot be asked (a fault).
-    async fn end_from_outside(&self, list: bool) -> Result<Option<Vec<String>>, RunnerError> {
-        let _ = list;
-        Ok(None)
+    async fn end_all_from_pid_1(&self) -> Result<bool, RunnerError> {
+        Ok(false)
+    }
+
+    /// Its processes as seen from outside, without an exec (one `pid ppid state name` line
+    /// each, pids as the host numbers them; PID 1, the one `sleep` it runs and zombies left
+    /// out), where the backend can: evidence of what ended an exec of skillscope's. A listing at
+    /// one instant: a process that only forks and exits can be missed. `None` where the
+    /// backend cannot, or the listing failed.
+    async fn processes_seen_from_outside(&self) -> Option<Vec<String>> {
+        None
     }
 }
 

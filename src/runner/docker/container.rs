@@ -102,11 +102,11 @@ pub enum ContainerCmd {
 
 /// PID 1 of skillscope's own containers: the static shell runs its arguments in the background
 /// when there are any, then sleeps in a loop (its `sleep`, never the image's), reaping every
-/// orphan the container's processes leave. On `USR1` — which only the host can send it: inside
-/// its namespace a signal reaches PID 1 only through a handler, and the one handler it has ends
-/// the sender too — it ends every other process (`kill -9 -1`, the shell's builtin;
-/// [`crate::runner::backend::Environment::end_from_outside`]). Its `wait` returns on the signal,
-/// so the kill runs at once, not after the `sleep`.
+/// orphan the container's processes leave. On `USR1` it ends every other process (`kill -9 -1`,
+/// the shell's builtin): the daemon sends it when an exec of skillscope's was ended
+/// ([`crate::runner::backend::Environment::end_all_from_pid_1`]); a process inside that sends it
+/// ends itself with the rest. Its `wait` returns on the signal, so the kill runs at once, not
+/// after the `sleep`.
 pub const OWN_INIT: &str = "trap 'kill -9 -1' USR1; if [ $# -gt 0 ]; then \"$@\" & fi; \
      while :; do /skillscope/static/sleep 3600 & wait $!; done";
 
@@ -488,24 +488,19 @@ impl Environment for DockerContainer {
         self.remove_now().await;
     }
 
-    /// `docker top` (the daemon's `ps` of the container's processes) when `list`, then `USR1`
-    /// to PID 1. `Ok(None)` when `list` and `docker top` fails (its host has no `ps` that takes
-    /// `-o`): nothing is ended then, the exec's own listing is the evidence.
-    async fn end_from_outside(&self, list: bool) -> Result<Option<Vec<String>>, RunnerError> {
-        let what = format!("ending the processes of {} from outside", self.name);
-        let seen = if list {
-            match self.top(&what).await {
-                Ok(seen) => seen,
-                // A daemon's host without a `ps` that takes `-o`: the listing of the protocol's
-                // own exec is the evidence then, so nothing is ended before it.
-                Err(e) => {
-                    tracing::warn!(container = %self.name, error = %e, "docker top failed");
-                    return Ok(None);
-                }
-            }
-        } else {
-            Vec::new()
-        };
+    /// `docker top` (the daemon's `ps` of the container's processes).
+    async fn processes_seen_from_outside(&self) -> Option<Vec<String>> {
+        let what = format!("listing the processes of {} from outside", self.name);
+        self.top(&what)
+            .await
+            .inspect_err(
+                |e| tracing::warn!(container = %self.name, error = %e, "docker top failed"),
+            )
+            .ok()
+    }
+
+    /// `USR1` to PID 1, sent by the daemon.
+    async fn end_all_from_pid_1(&self) -> Result<bool, RunnerError> {
         self.docker
             .kill_container(
                 &self.id,
@@ -514,8 +509,10 @@ impl Environment for DockerContainer {
                 }),
             )
             .await
-            .map_err(|e| docker_error(&what, e))?;
-        Ok(Some(seen))
+            .map_err(|e| {
+                docker_error(format!("asking PID 1 of {} to end the rest", self.name), e)
+            })?;
+        Ok(true)
     }
 }
 

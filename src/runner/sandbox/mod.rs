@@ -159,12 +159,17 @@ impl Sandbox {
         self.inner.name()
     }
 
-    /// [`Environment::end_from_outside`].
+    /// [`Environment::end_all_from_pid_1`].
     ///
     /// # Errors
-    /// As [`Environment::end_from_outside`].
-    pub async fn end_from_outside(&self, list: bool) -> Result<Option<Vec<String>>, RunnerError> {
-        self.inner.end_from_outside(list).await
+    /// As [`Environment::end_all_from_pid_1`].
+    pub async fn end_all_from_pid_1(&self) -> Result<bool, RunnerError> {
+        self.inner.end_all_from_pid_1().await
+    }
+
+    /// [`Environment::processes_seen_from_outside`].
+    pub async fn processes_seen_from_outside(&self) -> Option<Vec<String>> {
+        self.inner.processes_seen_from_outside().await
     }
 
     /// The secrets redacted from this environment's output.

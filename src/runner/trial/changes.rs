@@ -37,7 +37,7 @@ struct Framed {
     end: u64,
 }
 
-use super::scripts::{NO_NONCE, NONCE_LEN, PROCESSES_LEFT, RETRIES, ended_by_a_signal};
+use super::scripts::{NO_NONCE, NONCE_LEN, PROCESSES_LEFT, RETRIES, ended_early};
 
 /// Length of the line `== <nonce>` with its newline.
 const MARKER_LINE: usize = 3 + NONCE_LEN as usize + 1;
@@ -61,7 +61,6 @@ pub(super) async fn hand_over(
 ) -> Result<HandedOver, RunnerError> {
     let script = super::scripts::handover_script(pruned, minutes, kill_limit);
     let wait = kill_limit + limits.time;
-    let outside = sandbox.end_from_outside(false).await?.is_some();
     let mut again = 0;
     let (stream, read) = loop {
         let stream =
@@ -71,15 +70,22 @@ pub(super) async fn hand_over(
             sandbox.exec_raw(&script, None, stream.path(), limits.bytes + (256 << 20)),
         )
         .await;
-        // Ended by a signal before its nonce, once PID 1 was asked to end every process: PID
-        // 1's own kill ran late, or a process it had not yet ended reached the exec. Asked
-        // again, nothing of the agent's is left.
-        let killed = matches!(&read, Ok(Ok(r)) if ended_by_a_signal(r.exit_code))
-            && !nonce_line_seen(stream.path());
-        if outside && killed && again < RETRIES {
+        // Ended before it could finish, without a whole frame: a process the agent left that
+        // kills every new one (which may have written a line of its own first), or the
+        // runtime. PID 1, asked from outside, ends every other process; the reading changes
+        // nothing, so it is read again whole.
+        let early = match &read {
+            Ok(Ok(r)) => ended_early(r.exit_code) && !r.cut,
+            Ok(Err(_)) => true,
+            Err(_) => false,
+        };
+        if early
+            && again < RETRIES
+            && !whole(stream.path()).await
+            && sandbox.end_all_from_pid_1().await?
+        {
             again += 1;
-            sandbox.end_from_outside(false).await?;
-            tokio::time::sleep(Duration::from_millis(20 << again)).await;
+            tokio::time::sleep(Duration::from_millis(40 << again)).await;
             continue;
         }
         break (stream, read);
@@ -88,11 +94,6 @@ pub(super) async fn hand_over(
         RunnerError::backend_text(format!("ending the processes of {}", sandbox.name()), why)
     };
     let path = stream.path().to_path_buf();
-    let framed = move || -> Result<Option<Framed>, RunnerError> {
-        let f = std::fs::File::open(&path).map_err(|e| RunnerError::io(&path, e))?;
-        let len = f.metadata().map_err(|e| RunnerError::io(&path, e))?.len();
-        frame(std::io::BufReader::new(f), len).map_err(|e| RunnerError::io(&path, e))
-    };
     let read = match read {
         Ok(r) => r?,
         Err(_) => {
@@ -134,7 +135,7 @@ pub(super) async fn hand_over(
             read,
         });
     }
-    match tokio::task::spawn_blocking(framed)
+    match tokio::task::spawn_blocking(move || framed(&path))
         .await
         .map_err(|e| RunnerError::Task(e.to_string()))??
     {
@@ -148,6 +149,23 @@ pub(super) async fn hand_over(
             read.exit_code, read.stderr
         ))),
     }
+}
+
+/// The frame of the hand-over stream in the file `path` ([`frame`]).
+fn framed(path: &std::path::Path) -> Result<Option<Framed>, RunnerError> {
+    let f = std::fs::File::open(path).map_err(|e| RunnerError::io(path, e))?;
+    let len = f.metadata().map_err(|e| RunnerError::io(path, e))?.len();
+    frame(std::io::BufReader::new(f), len).map_err(|e| RunnerError::io(path, e))
+}
+
+/// Whether the hand-over stream in the file `path` is whole (has its frame), read off the
+/// async runtime.
+async fn whole(path: &std::path::Path) -> bool {
+    let path = path.to_path_buf();
+    matches!(
+        tokio::task::spawn_blocking(move || framed(&path)).await,
+        Ok(Ok(Some(_)))
+    )
 }
 
 /// The frame of a whole hand-over stream of `len` bytes: the closing nonce (its last

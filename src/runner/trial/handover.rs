@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::changes::HandedOver;
-use super::scripts::{RETRIES, ended_by_a_signal, kill_script, parse_kill};
+use super::scripts::{RETRIES, ended_early, kill_script, parse_kill};
 use super::{Failed, Scope};
 use crate::runner::Sandbox;
 use crate::runner::agents::AGENT_LOGS;
@@ -72,9 +72,10 @@ pub(super) struct Skills<'a> {
 }
 
 /// Ends every process in `sandbox` but skillscope's PID 1, until none is left or `limit`
-/// passes; returns what was running before anything was ended (one line each): as seen from
-/// outside where the backend can ([`Sandbox::end_from_outside`], which also ends them from
-/// PID 1 first), else as the kill script's first listing saw it.
+/// passes; returns what was running before the first kill (one line each). When the kill
+/// script is ended before it finishes (a process that kills every new one), what runs is listed
+/// from outside ([`Sandbox::processes_seen_from_outside`]), PID 1 is asked from outside to end
+/// every other process ([`Sandbox::end_all_from_pid_1`]) and the script runs again.
 ///
 /// # Errors
 /// [`crate::runner::RunnerError`] when the environment cannot be asked (a fault), or processes
@@ -84,23 +85,27 @@ pub(crate) async fn end_processes(
     limit: Duration,
 ) -> Result<Vec<String>, crate::runner::RunnerError> {
     let t0 = tokio::time::Instant::now();
-    let outside = sandbox.end_from_outside(true).await?;
     let mut first: Option<Vec<String>> = None;
+    let mut ended: Vec<String> = Vec::new();
     let mut again = 0;
     loop {
-        let (r, out) = sandbox
-            .sh_output(&kill_script(), Duration::from_secs(30))
-            .await?;
-        if r.exit_code != Some(0) {
-            // Ended by a signal after PID 1 was asked to end everything: PID 1's own kill
-            // reached the script (it ran late), or a process it had not yet ended did. Asked
-            // again, nothing of those is left.
-            if outside.is_some() && ended_by_a_signal(r.exit_code) && again < RETRIES {
+        let run = sandbox.sh_output(&kill_script(), KILL_SCRIPT_LIMIT).await;
+        let early = match &run {
+            Ok((r, _)) => ended_early(r.exit_code),
+            Err(_) => true,
+        };
+        if early && again < RETRIES {
+            // What ended it, seen from outside before PID 1 ends it: left by the tests.
+            let seen = sandbox.processes_seen_from_outside().await;
+            if sandbox.end_all_from_pid_1().await? {
                 again += 1;
-                sandbox.end_from_outside(false).await?;
-                tokio::time::sleep(Duration::from_millis(20 << again)).await;
+                ended.extend(seen.unwrap_or_default());
+                tokio::time::sleep(Duration::from_millis(40 << again)).await;
                 continue;
             }
+        }
+        let (r, out) = run?;
+        if r.exit_code != Some(0) {
             return Err(crate::runner::RunnerError::backend_text(
                 format!("ending the processes of {}", sandbox.name()),
                 format!("skillscope's kill ended {:?} with {:?}", r.end, r.exit_code),
@@ -110,9 +115,9 @@ pub(crate) async fn end_processes(
         let done = left.is_empty();
         first.get_or_insert(before);
         if done {
-            // From outside, every process was seen before any ended: whatever started after
-            // that, one of them started it.
-            return Ok(outside.unwrap_or_else(|| first.unwrap_or_default()));
+            let mut seen = ended;
+            seen.extend(first.unwrap_or_default());
+            return Ok(seen);
         }
         if t0.elapsed() > limit {
             return Err(crate::runner::RunnerError::backend_text(
@@ -128,6 +133,9 @@ pub(crate) async fn end_processes(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// Longest one run of the kill script may take.
+const KILL_SCRIPT_LIMIT: Duration = Duration::from_secs(30);
 
 /// Ends every process of the agent — and, when the trial goes on to its verifier (`read`: the
 /// plan and when the agent started), reads what it changed in the same exec — then copies

@@ -11,8 +11,10 @@ use crate::runner::work;
 /// first of all: a stopped process can no longer end the script or write), lists them, ends them
 /// (the shell's builtin `kill`: a `kill` program would end the shell that ran it), and lists
 /// them again: one `pid ppid state name` line each, the two lists apart by a line `--`. Left out
-/// of both: PID 1, the script and its children, zombies (they run nothing), and PID 1's own
-/// `sleep` (a child of PID 1 running skillscope's static busybox).
+/// of both: PID 1, the script and its children, zombies (they run nothing; a zombie leader
+/// whose other threads still run is listed), and PID 1's own `sleep`s (children of PID 1
+/// running skillscope's static busybox as `sleep 3600`, by name, program and command line: a
+/// busybox shell started under the name `sleep` has another command line).
 pub(super) fn kill_script() -> String {
     format!(
         "kill -STOP -1 2>/dev/null; {}; l; printf %s \"$o\"; echo --; kill -9 -1 2>/dev/null; l; \
@@ -33,9 +35,11 @@ fn list_processes() -> String {
          n=$(echo \"$st\" | {s}/sed -n 's/^Name:[[:space:]]*//p'); \
          pp=$(echo \"$st\" | {s}/sed -n 's/^PPid:[[:space:]]*//p'); \
          t=$(echo \"$st\" | {s}/sed -n 's/^State:[[:space:]]*\\([A-Z]\\).*/\\1/p'); \
-         [ \"$pp\" = $$ ] || [ \"$t\" = Z ] && continue; \
+         th=$(echo \"$st\" | {s}/sed -n 's/^Threads:[[:space:]]*//p'); \
+         [ \"$pp\" = $$ ] || {{ [ \"$t\" = Z ] && [ \"$th\" = 1 ]; }} && continue; \
          e=$({s}/readlink $d/exe 2>/dev/null); \
-         [ \"$pp\" = 1 ] && [ \"$n\" = sleep ] && [ \"$e\" = {s}/busybox ] && continue; \
+         [ \"$pp\" = 1 ] && [ \"$n\" = sleep ] && [ \"$e\" = {s}/busybox ] \
+         && [ \"$({s}/tr '\\0' ' ' < $d/cmdline 2>/dev/null)\" = \"{s}/sleep 3600 \" ] && continue; \
          o=\"$o$p $pp $t $n\n\"; done; }}"
     )
 }
@@ -83,14 +87,15 @@ pub(super) fn parse_kill(out: &str) -> (Vec<String>, Vec<String>) {
     (lines(parts.next()), lines(parts.next()))
 }
 
-/// How many times an exec of skillscope's that a signal ended is run again, once processes were
-/// ended from outside ([`crate::runner::Sandbox::end_from_outside`]).
+/// How many times an exec of skillscope's that was ended early is run again, PID 1 asked first
+/// to end every other process ([`crate::runner::Sandbox::end_all_from_pid_1`]).
 pub(super) const RETRIES: u32 = 3;
 
-/// True when an exec's exit code says a signal ended it (`128 + n`, as the shell reports it), or
-/// no code came.
-pub(super) fn ended_by_a_signal(code: Option<i64>) -> bool {
-    code.is_none_or(|c| c > 128)
+/// True when an exec's exit code says it was ended before it could finish: by a signal
+/// (`128 + n`, as the shell reports it), before its program started (126: the runtime's setup
+/// process was ended), or without a code.
+pub(super) fn ended_early(code: Option<i64>) -> bool {
+    code.is_none_or(|c| c == 126 || c > 128)
 }
 
 #[cfg(test)]
@@ -119,9 +124,9 @@ mod tests {
     }
 
     #[test]
-    fn a_signal_ended_exec_is_told_from_an_exit() {
-        assert!(ended_by_a_signal(Some(137)) && ended_by_a_signal(None));
-        assert!(!ended_by_a_signal(Some(0)) && !ended_by_a_signal(Some(PROCESSES_LEFT)));
-        assert!(!ended_by_a_signal(Some(128)));
+    fn an_exec_ended_early_is_told_from_an_exit() {
+        assert!(ended_early(Some(137)) && ended_early(None) && ended_early(Some(126)));
+        assert!(!ended_early(Some(0)) && !ended_early(Some(PROCESSES_LEFT)));
+        assert!(!ended_early(Some(NO_NONCE)) && !ended_early(Some(128)));
     }
 }

@@ -261,25 +261,27 @@ impl DockerContainer {
     /// Every process of the container but PID 1 and its own `sleep`, as [`others_than_init`]
     /// lists them.
     async fn top(&self, what: &str) -> Result<Vec<String>, RunnerError> {
-        let init = self
-            .docker
-            .inspect_container(&self.id, None)
-            .await
-            .map_err(|e| docker_error(what, e))?
-            .state
-            .and_then(|s| s.pid)
-            .filter(|p| *p > 0)
-            .ok_or_else(|| RunnerError::backend_text(what, "the container does not run"))?;
-        let top = self
-            .docker
-            .top_processes(
+        let init =
+            tokio::time::timeout(OUTSIDE_LIMIT, self.docker.inspect_container(&self.id, None))
+                .await
+                .map_err(|_| RunnerError::backend_text(what, "no answer in 30s"))?
+                .map_err(|e| docker_error(what, e))?
+                .state
+                .and_then(|s| s.pid)
+                .filter(|p| *p > 0)
+                .ok_or_else(|| RunnerError::backend_text(what, "the container does not run"))?;
+        let top = tokio::time::timeout(
+            OUTSIDE_LIMIT,
+            self.docker.top_processes(
                 &self.id,
                 Some(TopOptions {
-                    ps_args: "-o pid,ppid,stat,comm".into(),
+                    ps_args: format!("-o {TOP_COLUMNS}"),
                 }),
-            )
-            .await
-            .map_err(|e| docker_error(what, e))?;
+            ),
+        )
+        .await
+        .map_err(|_| RunnerError::backend_text(what, "no answer in 30s"))?
+        .map_err(|e| docker_error(what, e))?;
         Ok(others_than_init(
             &top.processes.unwrap_or_default(),
             &init.to_string(),
@@ -501,43 +503,81 @@ impl Environment for DockerContainer {
 
     /// `USR1` to PID 1, sent by the daemon.
     async fn end_all_from_pid_1(&self) -> Result<bool, RunnerError> {
-        self.docker
-            .kill_container(
+        let what = format!("asking PID 1 of {} to end the rest", self.name);
+        tokio::time::timeout(
+            OUTSIDE_LIMIT,
+            self.docker.kill_container(
                 &self.id,
                 Some(KillContainerOptions {
                     signal: "USR1".into(),
                 }),
-            )
-            .await
-            .map_err(|e| {
-                docker_error(format!("asking PID 1 of {} to end the rest", self.name), e)
-            })?;
+            ),
+        )
+        .await
+        .map_err(|_| RunnerError::backend_text(&what, "no answer in 30s"))?
+        .map_err(|e| docker_error(&what, e))?;
         Ok(true)
     }
 }
 
-/// The rows of `docker top -o pid,ppid,stat,comm` other than PID 1 (host pid `init`), the one
-/// `sleep` it runs, and zombies: one `pid ppid state name` line each (the name made printable).
-/// A second child of PID 1 named `sleep` is listed: PID 1 runs one at a time, so only one can be
-/// its own.
+/// Longest the daemon may take to list a container's processes or to signal its PID 1.
+const OUTSIDE_LIMIT: Duration = Duration::from_secs(30);
+
+/// The columns [`others_than_init`] reads, as `ps -o` names them.
+const TOP_COLUMNS: &str = "pid,ppid,stat,nlwp,args";
+
+/// The rows of `docker top -o pid,ppid,stat,nlwp,args` (host pids) that are neither PID 1 (host
+/// pid `init`), nor the one `sleep 3600` it runs (its child, by its whole command line), nor a
+/// zombie (one with threads still running is kept), nor an exec's process or its descendants
+/// (a parent outside the container: skillscope's own, as the tests have ended): one
+/// `pid ppid state name` line each, the name made printable. A row of another shape is kept,
+/// as `? ? ? <row>`: a listing read wrong must not hide a process.
 fn others_than_init(rows: &[Vec<String>], init: &str) -> Vec<String> {
+    let inside: std::collections::HashSet<&str> = rows
+        .iter()
+        .filter_map(|r| r.first().map(String::as_str))
+        .collect();
+    let mut exec_tree: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    // Roots: a parent outside the container but PID 1's; then their descendants, to a fixpoint.
+    loop {
+        let before = exec_tree.len();
+        for r in rows {
+            if let [pid, ppid, ..] = r.as_slice()
+                && pid != init
+                && (!inside.contains(ppid.as_str()) || exec_tree.contains(ppid.as_str()))
+            {
+                exec_tree.insert(pid);
+            }
+        }
+        if exec_tree.len() == before {
+            break;
+        }
+    }
+    let own = format!("{STATIC_SHELL_DIR}/sleep 3600");
     let mut own_sleep_seen = false;
     let mut out = Vec::new();
     for row in rows {
-        let [pid, ppid, stat, comm] = row.as_slice() else {
+        let [pid, ppid, stat, nlwp, args] = row.as_slice() else {
+            out.push(format!(
+                "? ? ? {}",
+                crate::sanitize::one_line(&row.join(" "))
+            ));
             continue;
         };
-        if pid == init || stat.starts_with('Z') {
+        if pid == init || exec_tree.contains(pid.as_str()) {
             continue;
         }
-        if ppid == init && comm == "sleep" && !own_sleep_seen {
+        if stat.starts_with('Z') && nlwp == "1" {
+            continue;
+        }
+        if ppid == init && *args == own && !own_sleep_seen {
             own_sleep_seen = true;
             continue;
         }
         let state = stat.chars().next().unwrap_or('?');
         out.push(format!(
             "{pid} {ppid} {state} {}",
-            crate::sanitize::one_line(comm)
+            crate::sanitize::one_line(args)
         ));
     }
     out
@@ -658,29 +698,53 @@ async fn remove_matching(
 mod tests {
     use super::*;
 
-    fn rows(text: &str) -> Vec<Vec<String>> {
-        text.lines()
-            .map(|l| l.split_whitespace().map(str::to_string).collect())
-            .collect()
+    fn row(cells: &[&str]) -> Vec<String> {
+        cells.iter().map(|c| c.to_string()).collect()
     }
 
     #[test]
     fn what_runs_beside_pid_1_is_listed_but_its_own_sleep() {
-        let top = rows(
-            "100 90 Ss sh\n101 100 S sleep\n150 90 Rs sh\n151 100 S sleep\n152 150 Z python3\n",
-        );
+        let own = "/skillscope/static/sleep 3600";
+        let top = vec![
+            row(&["100", "90", "Ss", "1", "/skillscope/static/sh -c trap"]),
+            row(&["101", "100", "S", "1", own]),
+            row(&["150", "100", "R", "1", "sh -c while :; do kill; done"]),
+            row(&["151", "100", "S", "1", own]),
+            row(&["152", "150", "Z", "1", "[python3] <defunct>"]),
+            row(&["153", "100", "Zl", "2", "[python3] <defunct>"]),
+            row(&["154", "100", "S", "1", "sleep 3600"]),
+            // An exec (parent outside) and its child: skillscope's own.
+            row(&[
+                "200",
+                "90",
+                "S",
+                "1",
+                "/skillscope/static/sh -c kill -STOP -1",
+            ]),
+            row(&["201", "200", "S", "1", "/skillscope/static/sed -n"]),
+            row(&["300", "100", "S"]),
+        ];
         assert_eq!(
             others_than_init(&top, "100"),
-            vec!["150 90 R sh".to_string(), "151 100 S sleep".to_string()],
-            "a second sleep under PID 1 is not its own"
+            vec![
+                "150 100 R sh -c while :; do kill; done".to_string(),
+                format!("151 100 S {own}"),
+                "153 100 Z [python3] <defunct>".to_string(),
+                "154 100 S sleep 3600".to_string(),
+                "? ? ? 300 100 S".to_string(),
+            ],
+            "a second sleep under PID 1 is not its own; a zombie with threads and a row read \
+             wrong are kept"
         );
-        assert!(others_than_init(&rows("100 90 Ss sh\n101 100 S sleep\n"), "100").is_empty());
-        let odd = vec![vec![
-            "7".into(),
-            "1".into(),
-            "S".into(),
-            "a\u{1b}[2Jb".into(),
-        ]];
+        let quiet = vec![
+            row(&["100", "90", "Ss", "1", "sh"]),
+            row(&["101", "100", "S", "1", own]),
+        ];
+        assert!(others_than_init(&quiet, "100").is_empty());
+        let odd = vec![
+            row(&["100", "90", "Ss", "1", "sh"]),
+            row(&["7", "100", "S", "1", "a\u{1b}[2Jb"]),
+        ];
         assert!(!others_than_init(&odd, "100")[0].contains('\u{1b}'));
     }
 

@@ -73,9 +73,10 @@ pub(super) struct Skills<'a> {
 
 /// Ends every process in `sandbox` but skillscope's PID 1, until none is left or `limit`
 /// passes; returns what was running before the first kill (one line each). When the kill
-/// script is ended before it finishes (a process that kills every new one), what runs is listed
-/// from outside ([`Sandbox::processes_seen_from_outside`]), PID 1 is asked from outside to end
-/// every other process ([`Sandbox::end_all_from_pid_1`]) and the script runs again.
+/// script is ended before it finishes (a process that kills every new one), PID 1 is asked from
+/// outside to end every other process ([`Sandbox::end_all_from_pid_1`]) and the script runs
+/// again; when a signal from inside ended it, what ran is listed from outside first
+/// ([`Sandbox::processes_seen_from_outside`]), or else the signal is listed.
 ///
 /// # Errors
 /// [`crate::runner::RunnerError`] when the environment cannot be asked (a fault), or processes
@@ -95,11 +96,28 @@ pub(crate) async fn end_processes(
             Err(_) => true,
         };
         if early && again < RETRIES {
-            // What ended it, seen from outside before PID 1 ends it: left by the tests.
-            let seen = sandbox.processes_seen_from_outside().await;
+            // Ended from inside (its code says a signal, or its setup process was ended): what
+            // runs now, seen from outside before PID 1 ends it, the tests left — and when
+            // nothing is seen, the signal itself is the evidence. An error or a time limit of
+            // the exec's own is the machine's: run again, no evidence.
+            let inside = match &run {
+                Ok((r, _)) => r.exit_code.filter(|c| *c == 126 || *c > 128),
+                Err(_) => None,
+            };
+            let seen = match inside {
+                Some(_) => sandbox.processes_seen_from_outside().await,
+                None => None,
+            };
             if sandbox.end_all_from_pid_1().await? {
                 again += 1;
-                ended.extend(seen.unwrap_or_default());
+                match (inside, seen) {
+                    (Some(_), Some(seen)) if !seen.is_empty() => ended.extend(seen),
+                    (Some(code), _) if code > 128 => ended.push(format!(
+                        "? ? ? (skillscope's kill script ended by signal {})",
+                        code - 128
+                    )),
+                    _ => {}
+                }
                 tokio::time::sleep(Duration::from_millis(40 << again)).await;
                 continue;
             }

@@ -90,7 +90,20 @@ pub(crate) async fn end_processes(
     let mut ended: Vec<String> = Vec::new();
     let mut again = 0;
     loop {
-        let run = sandbox.sh_output(&kill_script(), KILL_SCRIPT_LIMIT).await;
+        // The exec's own limit runs from its start; starting it can hang too (a process that
+        // stops every new one stops the runtime's setup process): a hang is the machine's,
+        // and PID 1's kill below ends what hangs it.
+        let run = tokio::time::timeout(
+            KILL_SCRIPT_LIMIT + Duration::from_secs(30),
+            sandbox.sh_output(&kill_script(), KILL_SCRIPT_LIMIT),
+        )
+        .await
+        .unwrap_or_else(|_| {
+            Err(crate::runner::RunnerError::backend_text(
+                format!("ending the processes of {}", sandbox.name()),
+                "skillscope's kill script did not start or end in 60s",
+            ))
+        });
         let early = match &run {
             Ok((r, _)) => ended_early(r.exit_code),
             Err(_) => true,
@@ -152,7 +165,7 @@ pub(crate) async fn end_processes(
     }
 }
 
-/// Longest one run of the kill script may take.
+/// Longest one run of the kill script may take once started.
 const KILL_SCRIPT_LIMIT: Duration = Duration::from_secs(30);
 
 /// Ends every process of the agent — and, when the trial goes on to its verifier (`read`: the

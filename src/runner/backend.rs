@@ -427,6 +427,23 @@ pub trait Environment: Send + Sync {
         Ok(false)
     }
 
+    /// Ends every process but skillscope's PID 1 **without an exec**, where the backend can:
+    /// lists them from outside ([`Environment::processes_seen_from_outside`]'s lines), asks
+    /// PID 1 to end the rest ([`Environment::end_all_from_pid_1`]'s signal) and waits until its
+    /// own listing confirms the handler ran and nothing but an exec's process tree is left.
+    /// Returns the listing taken before the signal. Asked before skillscope's hand-over and at
+    /// the end of the tests: no process the agent (or the tests) left can then stop or end the
+    /// exec that follows (a stopped runtime setup process holds the container's lock in the
+    /// daemon: no inspect, kill or remove answers after it). `None` where the backend has no
+    /// such way (Kubernetes: the kill script's exec does it, docs/limitations.md).
+    ///
+    /// # Errors
+    /// [`RunnerError::Backend`] when the backend does not answer, or the end is not confirmed
+    /// in its limit (a fault).
+    async fn end_all_from_outside(&self) -> Option<Result<Vec<String>, RunnerError>> {
+        None
+    }
+
     /// Its processes as seen from outside, without an exec (one `pid ppid state name` line
     /// each, pids as the host numbers them; PID 1, the one `sleep` it runs and zombies left
     /// out), where the backend can: evidence of what ended an exec of skillscope's. A listing at

@@ -195,6 +195,8 @@ const CASES: &[Case] = &[
     // would end before their first command (a fault, no verdict) but for the end from outside.
     case("killer-left-by-agent", Run::Pytest, Fails),
     tested("killer-from-tested-code", Flagged("outlived test.sh")),
+    case("stopper-left-by-agent", Run::Pytest, Fails),
+    tested("stopper-from-tested-code", Flagged("outlived test.sh")),
     tested("fault-by-message", Fails),
     // The verifier's secret.
     case("verifier-secret", Run::Pytest, Fails),

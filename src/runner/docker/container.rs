@@ -260,7 +260,13 @@ impl DockerContainer {
 
     /// Every process of the container but PID 1 and its own `sleep`, as [`others_than_init`]
     /// lists them.
-    async fn top(&self, what: &str) -> Result<Vec<String>, RunnerError> {
+    /// PID 1's host pid and the rows of `docker top -o pid,ppid,stat,nlwp,args` (host pids),
+    /// each call held to [`OUTSIDE_LIMIT`].
+    ///
+    /// # Errors
+    /// [`RunnerError::Backend`] naming `what` when the daemon does not answer in time, fails, or
+    /// the container does not run.
+    async fn top_rows(&self, what: &str) -> Result<(String, Vec<Vec<String>>), RunnerError> {
         let init =
             tokio::time::timeout(OUTSIDE_LIMIT, self.docker.inspect_container(&self.id, None))
                 .await
@@ -270,6 +276,11 @@ impl DockerContainer {
                 .and_then(|s| s.pid)
                 .filter(|p| *p > 0)
                 .ok_or_else(|| RunnerError::backend_text(what, "the container does not run"))?;
+        Ok((init.to_string(), self.rows(what).await?))
+    }
+
+    /// The rows of `docker top -o pid,ppid,stat,nlwp,args`, held to [`OUTSIDE_LIMIT`].
+    async fn rows(&self, what: &str) -> Result<Vec<Vec<String>>, RunnerError> {
         let top = tokio::time::timeout(
             OUTSIDE_LIMIT,
             self.docker.top_processes(
@@ -282,10 +293,50 @@ impl DockerContainer {
         .await
         .map_err(|_| RunnerError::backend_text(what, "no answer in 30s"))?
         .map_err(|e| docker_error(what, e))?;
-        Ok(others_than_init(
-            &top.processes.unwrap_or_default(),
-            &init.to_string(),
-        ))
+        Ok(top.processes.unwrap_or_default())
+    }
+
+    /// The container's processes but PID 1's own, seen from outside ([`others_than_init`]).
+    async fn top(&self, what: &str) -> Result<Vec<String>, RunnerError> {
+        let (init, rows) = self.top_rows(what).await?;
+        Ok(others_than_init(&rows, &init))
+    }
+
+    /// Ends every process but PID 1 without an exec: lists them from outside, sends PID 1 its
+    /// `USR1` through the daemon, and waits until the daemon's listing shows PID 1's handler
+    /// has run — its `sleep` replaced by a new one and nothing else left but an exec's process
+    /// tree — polling every 10 ms for at most [`CONFIRM_LIMIT`]. Returns the listing taken
+    /// before the signal ([`others_than_init`]).
+    ///
+    /// # Errors
+    /// [`RunnerError::Backend`] when the daemon does not answer, or the end is not confirmed in
+    /// time (PID 1 gone or held: a fault either way).
+    async fn end_all_confirmed(&self) -> Result<Vec<String>, RunnerError> {
+        let what = format!("ending the processes of {} from outside", self.name);
+        let (init, rows) = self.top_rows(&what).await?;
+        let before = others_than_init(&rows, &init);
+        let old_sleep = own_sleep(&rows, &init);
+        self.end_all_from_pid_1().await?;
+        let t0 = std::time::Instant::now();
+        loop {
+            let rows = self.rows(&what).await?;
+            let left = others_than_init(&rows, &init);
+            let sleep = own_sleep(&rows, &init);
+            if left.is_empty() && sleep.is_some() && sleep != old_sleep {
+                return Ok(before);
+            }
+            if t0.elapsed() > CONFIRM_LIMIT {
+                return Err(RunnerError::backend_text(
+                    what,
+                    format!(
+                        "PID 1 did not confirm the end in {}s; left: {}",
+                        CONFIRM_LIMIT.as_secs(),
+                        crate::sanitize::one_line(&left.join("; "))
+                    ),
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Removes the container (forced, with its anonymous volumes). Never fails.
@@ -501,6 +552,11 @@ impl Environment for DockerContainer {
             .ok()
     }
 
+    /// [`DockerContainer::end_all_confirmed`].
+    async fn end_all_from_outside(&self) -> Option<Result<Vec<String>, RunnerError>> {
+        Some(self.end_all_confirmed().await)
+    }
+
     /// `USR1` to PID 1, sent by the daemon.
     async fn end_all_from_pid_1(&self) -> Result<bool, RunnerError> {
         let what = format!("asking PID 1 of {} to end the rest", self.name);
@@ -522,6 +578,23 @@ impl Environment for DockerContainer {
 
 /// Longest the daemon may take to list a container's processes or to signal its PID 1.
 const OUTSIDE_LIMIT: Duration = Duration::from_secs(30);
+
+/// Longest PID 1's handler may take, once signalled, to be seen to have ended every other
+/// process ([`DockerContainer::end_all_confirmed`]).
+const CONFIRM_LIMIT: Duration = Duration::from_secs(30);
+
+/// The host pid of the one `sleep 3600` PID 1 (host pid `init`) runs, from the rows of
+/// [`TOP_COLUMNS`]; not a zombie. A new pid after PID 1's `USR1` shows its handler has run
+/// (`kill -9 -1` ends the old one, and PID 1's loop starts the next).
+fn own_sleep(rows: &[Vec<String>], init: &str) -> Option<String> {
+    let own = format!("{STATIC_SHELL_DIR}/sleep 3600");
+    rows.iter().find_map(|r| match r.as_slice() {
+        [pid, ppid, stat, _, args] if ppid == init && *args == own && !stat.starts_with('Z') => {
+            Some(pid.clone())
+        }
+        _ => None,
+    })
+}
 
 /// The columns [`others_than_init`] reads, as `ps -o` names them.
 const TOP_COLUMNS: &str = "pid,ppid,stat,nlwp,args";
@@ -746,6 +819,28 @@ mod tests {
             row(&["7", "100", "S", "1", "a\u{1b}[2Jb"]),
         ];
         assert!(!others_than_init(&odd, "100")[0].contains('\u{1b}'));
+    }
+
+    #[test]
+    fn pid_1s_sleep_is_told_by_parent_and_command_line_not_by_name() {
+        let own = "/skillscope/static/sleep 3600";
+        let before = vec![
+            row(&["100", "90", "Ss", "1", "sh"]),
+            row(&["150", "100", "S", "1", "sleep 3600"]),
+            row(&["151", "150", "S", "1", own]),
+            row(&["152", "100", "T", "1", own]),
+        ];
+        assert_eq!(own_sleep(&before, "100").as_deref(), Some("152"));
+        // PID 1's handler ran: the old sleep a zombie not yet reaped, a new one started.
+        let after = vec![
+            row(&["100", "90", "Ss", "1", "sh"]),
+            row(&["152", "100", "Z", "1", "[sleep] <defunct>"]),
+            row(&["160", "100", "S", "1", own]),
+        ];
+        assert_eq!(own_sleep(&after, "100").as_deref(), Some("160"));
+        assert!(others_than_init(&after, "100").is_empty());
+        let gone = vec![row(&["100", "90", "Ss", "1", "sh"])];
+        assert_eq!(own_sleep(&gone, "100"), None);
     }
 
     #[test]

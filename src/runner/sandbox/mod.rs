@@ -167,6 +167,14 @@ impl Sandbox {
         self.inner.end_all_from_pid_1().await
     }
 
+    /// [`Environment::end_all_from_outside`].
+    ///
+    /// # Errors
+    /// As [`Environment::end_all_from_outside`].
+    pub async fn end_all_from_outside(&self) -> Option<Result<Vec<String>, RunnerError>> {
+        self.inner.end_all_from_outside().await
+    }
+
     /// [`Environment::processes_seen_from_outside`].
     pub async fn processes_seen_from_outside(&self) -> Option<Vec<String>> {
         self.inner.processes_seen_from_outside().await

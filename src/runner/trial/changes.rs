@@ -59,6 +59,11 @@ pub(super) async fn hand_over(
     kill_limit: Duration,
     limits: Limits,
 ) -> Result<HandedOver, RunnerError> {
+    // Where the backend can, every process of the agent's is ended from outside first: none
+    // can then stop or end the exec (its runtime's setup process included).
+    if let Some(ended) = sandbox.end_all_from_outside().await {
+        ended?;
+    }
     let script = super::scripts::handover_script(pruned, minutes, kill_limit);
     let wait = kill_limit + limits.time;
     let mut again = 0;

@@ -72,7 +72,9 @@ pub(super) struct Skills<'a> {
 }
 
 /// Ends every process in `sandbox` but skillscope's PID 1, until none is left or `limit`
-/// passes; returns what was running before the first kill (one line each). When the kill
+/// passes; returns what was running before the first kill (one line each). Where the backend
+/// can, that is done from outside, without an exec ([`Sandbox::end_all_from_outside`]: Docker);
+/// elsewhere by skillscope's kill script in an exec. When the kill
 /// script is ended before it finishes (a process that kills every new one), PID 1 is asked from
 /// outside to end every other process ([`Sandbox::end_all_from_pid_1`]) and the script runs
 /// again; when a signal from inside ended it, what ran is listed from outside first
@@ -85,6 +87,10 @@ pub(crate) async fn end_processes(
     sandbox: &Sandbox,
     limit: Duration,
 ) -> Result<Vec<String>, crate::runner::RunnerError> {
+    // Where the backend can, without an exec: nothing left can stop or end one.
+    if let Some(ended) = sandbox.end_all_from_outside().await {
+        return ended;
+    }
     let t0 = tokio::time::Instant::now();
     let mut first: Option<Vec<String>> = None;
     let mut ended: Vec<String> = Vec::new();

@@ -72,13 +72,18 @@ pub async fn checks(run: &RunRequest, db: &Path) -> Vec<Check> {
     let backend = crate::engine::backend_of(&settings);
     let n_tasks = count_tasks(run);
     let places = backend.places();
+    let local = std::sync::atomic::AtomicBool::new(false);
     let hosts = places.into_iter().enumerate().map(|(i, p)| {
         let backend = backend.clone();
+        let local = &local;
         async move {
             let what = format!("Docker host {}", p.name);
             let connect = async {
                 match backend.connect(i, None).await {
-                    Ok(h) => host_check(h.as_ref(), what.clone(), n_tasks).await,
+                    Ok(h) => {
+                        local.fetch_or(h.local(), std::sync::atomic::Ordering::Relaxed);
+                        host_check(h.as_ref(), what.clone(), n_tasks).await
+                    }
                     Err(e) => Check::fail(
                         "docker",
                         what.clone(),
@@ -97,6 +102,12 @@ pub async fn checks(run: &RunRequest, db: &Path) -> Vec<Check> {
         }
     });
     let mut out = futures_util::future::join_all(hosts).await;
+    // A daemon on this machine runs its containers on this kernel; a cluster's nodes and a
+    // remote daemon's kernels are not read from here.
+    if cluster.is_empty() && local.into_inner() {
+        let scope = std::fs::read_to_string(YAMA_PTRACE_SCOPE).ok();
+        out.push(ptrace_check(scope.as_deref()));
+    }
     let db_folder = db
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -110,6 +121,39 @@ pub async fn checks(run: &RunRequest, db: &Path) -> Vec<Check> {
     }
     out.extend(cluster);
     out
+}
+
+/// Where this kernel keeps Yama's `ptrace` scope.
+const YAMA_PTRACE_SCOPE: &str = "/proc/sys/kernel/yama/ptrace_scope";
+
+/// Whether an agent can attach with `ptrace` to skillscope's PID 1 of its own environment, from
+/// Yama's `ptrace_scope` as read on this machine (`None`: the kernel has no Yama): a warning at 0
+/// or without Yama (Docker's default seccomp profile allows `ptrace` and the agent runs as root),
+/// since a process held by `ptrace` outlives `kill -9 -1` (docs/limitations.md, *`ptrace` of PID
+/// 1*); ok at 1 or more (PID 1 is no descendant of the agent's processes).
+pub fn ptrace_check(scope: Option<&str>) -> Check {
+    const WHAT: &str = "ptrace of an environment's PID 1";
+    const FIX: &str = "set `kernel.yama.ptrace_scope = 1` (sysctl) on hosts that run untrusted agents;                        docs/limitations.md says what an agent can do otherwise";
+    match scope.map(str::trim).map(str::parse::<u32>) {
+        Some(Ok(n)) if n >= 1 => Check::ok(
+            "docker",
+            WHAT,
+            format!("refused: Yama's ptrace_scope is {n}"),
+        ),
+        Some(Ok(n)) => Check::warn(
+            "docker",
+            WHAT,
+            format!("allowed: Yama's ptrace_scope is {n}"),
+            FIX,
+        ),
+        Some(Err(_)) => Check::warn(
+            "docker",
+            WHAT,
+            "allowed, as far as can be told: Yama's ptrace_scope could not be read",
+            FIX,
+        ),
+        None => Check::warn("docker", WHAT, "allowed: this kernel has no Yama", FIX),
+    }
 }
 
 /// Tasks the run selects (its filter, else the folder's task folders), for the disk estimate.
@@ -239,4 +283,30 @@ pub fn writable_check(what: &'static str, path: &Path) -> Option<Check> {
         ));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preflight::Verdict;
+
+    #[test]
+    fn ptrace_of_pid_1_is_a_warning_unless_yama_refuses_it() {
+        for (scope, verdict) in [
+            (None, Verdict::Warn),
+            (Some("0\n"), Verdict::Warn),
+            (Some("garbage"), Verdict::Warn),
+            (Some("1\n"), Verdict::Ok),
+            (Some("3"), Verdict::Ok),
+        ] {
+            let c = ptrace_check(scope);
+            assert_eq!(c.verdict, verdict, "{scope:?}: {c:?}");
+            assert_eq!(
+                c.fix.is_some(),
+                verdict == Verdict::Warn,
+                "{scope:?}: {c:?}"
+            );
+        }
+        assert!(ptrace_check(None).detail.contains("no Yama"));
+    }
 }

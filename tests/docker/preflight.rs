@@ -121,6 +121,23 @@ async fn a_wrong_acontext_key_fails_the_preflight_in_seconds_and_starts_nothing(
             .any(|c| c["area"] == "docker" && c["verdict"] == "ok"),
         "{v:#}"
     );
+    // The local daemon runs containers on this kernel: whether an agent could hold PID 1 with
+    // ptrace is said from its Yama setting (a warning does not stop the run).
+    let yama = std::fs::read_to_string("/proc/sys/kernel/yama/ptrace_scope").ok();
+    let refused = yama
+        .as_deref()
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .is_some_and(|n| n >= 1);
+    let ptrace: Vec<&serde_json::Value> = checks
+        .iter()
+        .filter(|c| c["area"] == "docker" && c["what"] == "ptrace of an environment's PID 1")
+        .collect();
+    assert_eq!(ptrace.len(), 1, "{v:#}");
+    assert_eq!(
+        ptrace[0]["verdict"],
+        if refused { "ok" } else { "warn" },
+        "{v:#}"
+    );
 
     // A server that is down: one failure naming where it looked, still in seconds.
     let down = [

@@ -626,8 +626,7 @@ fn others_than_init(rows: &[Vec<String>], init: &str) -> Vec<String> {
             break;
         }
     }
-    let own = format!("{STATIC_SHELL_DIR}/sleep 3600");
-    let mut own_sleep_seen = false;
+    let own_sleep = own_sleep(rows, init);
     let mut out = Vec::new();
     for row in rows {
         let [pid, ppid, stat, nlwp, args] = row.as_slice() else {
@@ -643,8 +642,7 @@ fn others_than_init(rows: &[Vec<String>], init: &str) -> Vec<String> {
         if stat.starts_with('Z') && nlwp == "1" {
             continue;
         }
-        if ppid == init && *args == own && !own_sleep_seen {
-            own_sleep_seen = true;
+        if own_sleep.as_ref() == Some(pid) {
             continue;
         }
         let state = stat.chars().next().unwrap_or('?');

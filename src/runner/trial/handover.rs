@@ -73,8 +73,9 @@ pub(super) struct Skills<'a> {
 
 /// Ends every process in `sandbox` but skillscope's PID 1, until none is left or `limit`
 /// passes; returns what was running before the first kill (one line each). Where the backend
-/// can, that is done from outside, without an exec ([`Sandbox::end_all_from_outside`]: Docker);
-/// elsewhere by skillscope's kill script in an exec. When the kill
+/// can, that is done from outside, without an exec ([`Sandbox::end_all_from_outside`]: Docker,
+/// held to that backend's own limit instead of `limit`); elsewhere by skillscope's kill script
+/// in an exec. When the kill
 /// script is ended before it finishes (a process that kills every new one), PID 1 is asked from
 /// outside to end every other process ([`Sandbox::end_all_from_pid_1`]) and the script runs
 /// again; when a signal from inside ended it, what ran is listed from outside first

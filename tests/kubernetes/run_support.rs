@@ -12,8 +12,8 @@ use tokio_util::sync::CancellationToken;
 use crate::support::common::{Scratch, fixtures};
 use crate::support::lifecycle::Target;
 
-/// A tasks folder in `s` with fixture `passes` as `name`, its oracle sleeping `sleep` seconds
-/// first, its image made unique (a file of `unique` content) when given.
+/// A tasks folder in `s` with fixture `passes` as `name`, its oracle printing `at work` and then
+/// sleeping `sleep` seconds first, its image made unique (a file of `unique` content) when given.
 pub fn task(s: &Scratch, name: &str, sleep: u32, unique: Option<&str>) -> std::path::PathBuf {
     let root = s.dir.path().join("fault-tasks");
     let dir = root.join(name);
@@ -31,7 +31,7 @@ pub fn task(s: &Scratch, name: &str, sleep: u32, unique: Option<&str>) -> std::p
     }
     std::fs::write(
         dir.join("solution/solve.sh"),
-        format!("#!/bin/sh\nsleep {sleep}\necho 42 > /root/answer.txt\n"),
+        format!("#!/bin/sh\necho at work\nsleep {sleep}\necho 42 > /root/answer.txt\n"),
     )
     .unwrap();
     if let Some(u) = unique {
@@ -110,7 +110,9 @@ pub async fn one_fault_then_a_pass(t: Target, s: &Scratch, run: RunTask, name: &
     t.assert_nothing_left(s, name).await;
 }
 
-/// Run `name`'s uid once its one trial's agent is at work.
+/// Run `name`'s uid once its one trial's agent is at work: its `solve.sh` ([`task`]) printed its
+/// first line, so the agent's exec is open (the status `agent` alone is recorded before the
+/// oracle's upload and exec: a fault injected then would hit a step that is retried, or none).
 pub async fn agent_at_work(s: &Scratch, name: &str) -> String {
     let t0 = Instant::now();
     loop {
@@ -119,7 +121,12 @@ pub async fn agent_at_work(s: &Scratch, name: &str) -> String {
             && queries::current_trials(&c, r.id)
                 .unwrap()
                 .iter()
-                .any(|x| x.status == TrialStatus::Agent)
+                .filter(|x| x.status == TrialStatus::Agent)
+                .filter_map(|x| x.trial_dir.as_deref())
+                .any(|d| {
+                    std::fs::read_to_string(Path::new(d).join("agent/oracle.txt"))
+                        .is_ok_and(|t| t.contains("at work"))
+                })
         {
             return r.uid;
         }

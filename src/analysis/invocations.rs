@@ -323,16 +323,44 @@ pub fn score_run(
     run_id: i64,
     table: &CategoryTable,
 ) -> Result<usize, StoreError> {
-    // The rows written are derived from the run's trials, read in the same transaction.
+    let marker = || -> Result<String, StoreError> {
+        Ok(format!(
+            "v1 {} table {table:?}",
+            inv::evidence_marker(conn, run_id)?
+        ))
+    };
+    let unchanged = |marker: &str| -> Result<Option<usize>, StoreError> {
+        if inv::scoring_marker_of(conn, run_id)?.as_deref() == Some(marker) {
+            return inv::invocation_count(conn, run_id).map(Some);
+        }
+        Ok(None)
+    };
+    // An unchanged run is read in a snapshot of its own and needs no write lock (a read-only
+    // store can be reported on).
+    if conn.is_autocommit() {
+        let snapshot = conn.unchecked_transaction()?;
+        let n = unchanged(&marker()?)?;
+        snapshot.finish()?;
+        if let Some(n) = n {
+            return Ok(n);
+        }
+    }
+    // The rows written are derived from the run's trials, read in the same transaction — one
+    // that holds the write lock from its start (`BEGIN IMMEDIATE`): a deferred one that read
+    // before another connection's commit (the engine's writer, mid-run) could not become a
+    // writer, and SQLite would answer "database is locked" at once instead of waiting.
     inv::without_parent_checks(conn, || {
         let tx = if conn.is_autocommit() {
-            Some(conn.unchecked_transaction()?)
+            Some(rusqlite::Transaction::new_unchecked(
+                conn,
+                rusqlite::TransactionBehavior::Immediate,
+            )?)
         } else {
             None
         };
-        let marker = format!("v1 {} table {table:?}", inv::evidence_marker(conn, run_id)?);
-        if inv::scoring_marker_of(conn, run_id)?.as_deref() == Some(marker.as_str()) {
-            return inv::invocation_count(conn, run_id);
+        let marker = marker()?;
+        if let Some(n) = unchanged(&marker)? {
+            return Ok(n);
         }
         // Read, scored and written a chunk at a time: the run's evidence is never all in memory.
         let mut sync = inv::InvocationSync::begin(conn, run_id)?;

@@ -902,3 +902,50 @@ fn trend_thresholds_through_the_store() {
         assert_eq!(nine[0].trend, Trend::InsufficientData);
     }
 }
+
+/// `report` while a run is in flight: another connection commits (the engine's writer, here a
+/// thread changing `skill_uses`) between the scoring's reads and its writes. Each call must wait
+/// its turn for the write lock, not fail with "database is locked" (a deferred transaction that
+/// read before the other's commit cannot become a writer in WAL mode: SQLite answers BUSY at
+/// once, without waiting out the busy timeout).
+#[test]
+fn scoring_beside_a_writer_waits_instead_of_failing() {
+    let (scratch, conn) = empty_store();
+    let mut b = Builder::new(&conn, "live", &["curated"]);
+    let mut ids = Vec::new();
+    for k in 0..20 {
+        let (id, _) = b.trial(&P1, "curated", k * 60, &[("s", READ)]);
+        ids.push(id);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let other = scratch.store.connect().unwrap();
+        let id = ids[0];
+        std::thread::spawn(move || {
+            let mut n = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                // Each commit changes the evidence's marker: the next scoring writes again.
+                let uses = vec![SkillUseRow {
+                    skill: format!("s{}", n % 3),
+                    kind: "read".into(),
+                    first_step: Some(3),
+                    count: 1,
+                }];
+                queries::set_skill_uses(&other, id, &uses).unwrap();
+                n += 1;
+            }
+            n
+        })
+    };
+    let mut scored = 0;
+    for _ in 0..200 {
+        score_run(&conn, b.run.id, &CategoryTable::default())
+            .expect("scoring beside a writer waits for the lock");
+        scored += 1;
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let commits = writer.join().unwrap();
+    assert_eq!(scored, 200);
+    assert!(commits > 0, "the writer committed while the scoring ran");
+}

@@ -437,10 +437,20 @@ pub trait Environment: Send + Sync {
     /// daemon: no inspect, kill or remove answers after it). `None` where the backend has no
     /// such way (Kubernetes: the kill script's exec does it, docs/limitations.md).
     ///
+    /// `execs_ended`: no exec of skillscope's can be running (the tests' exec exited): then an
+    /// exec's process tree is no exemption — every process but PID 1's own is listed, and one
+    /// the listing could not catch (a process that forks and exits) is added as a line where
+    /// the backend can count it. Otherwise a process whose parent is outside the environment is
+    /// taken for a running exec's and left out of the listing.
+    ///
     /// # Errors
     /// [`RunnerError::Backend`] when the backend does not answer, or the end is not confirmed
     /// in its limit (a fault).
-    async fn end_all_from_outside(&self) -> Option<Result<Vec<String>, RunnerError>> {
+    async fn end_all_from_outside(
+        &self,
+        execs_ended: bool,
+    ) -> Option<Result<Vec<String>, RunnerError>> {
+        let _ = execs_ended;
         None
     }
 

@@ -191,6 +191,7 @@ const CASES: &[Case] = &[
         Contradicted("reward.txt says 0"),
     ),
     tested("daemon-from-tested-code", Flagged("outlived test.sh")),
+    tested("hopper-from-tested-code", Flagged("outlived test.sh")),
     // A process that kills every new one: skillscope's own execs after the agent or the tests
     // would end before their first command (a fault, no verdict) but for the end from outside.
     case("killer-left-by-agent", Run::Pytest, Fails),

@@ -102,13 +102,19 @@ pub enum ContainerCmd {
 
 /// PID 1 of skillscope's own containers: the static shell runs its arguments in the background
 /// when there are any, then sleeps in a loop (its `sleep`, never the image's), reaping every
-/// orphan the container's processes leave. On `USR1` it ends every other process (`kill -9 -1`,
-/// the shell's builtin): the daemon sends it when an exec of skillscope's was ended
-/// ([`crate::runner::backend::Environment::end_all_from_pid_1`]); a process inside that sends it
-/// ends itself with the rest. Its `wait` returns on the signal, so the kill runs at once, not
-/// after the `sleep`.
-pub const OWN_INIT: &str = "trap 'kill -9 -1' USR1; if [ $# -gt 0 ]; then \"$@\" & fi; \
-     while :; do /skillscope/static/sleep 3600 & wait $!; done";
+/// orphan the container's processes leave. On `USR1` it counts the processes of its pid
+/// namespace (`/proc/[0-9]*`, its own shell's glob: no process started) and ends every other
+/// (`kill -9 -1`, the shell's builtin): the daemon sends it when an exec of skillscope's was
+/// ended ([`crate::runner::backend::Environment::end_all_from_pid_1`]) and to end everything
+/// from outside; a process inside that sends it ends itself with the rest. Its `wait` returns
+/// on the signal, so the kill runs at once, not after the `sleep`. The next `sleep` carries the
+/// count as a second argument (`sleep 3600 N`: busybox sums them; `0` before any signal), so
+/// the daemon's listing of PID 1's children says how many processes were alive at the kill —
+/// PID 1 and its old `sleep` included — even those no listing caught (a process that forks a
+/// copy of itself and exits, over and over).
+pub const OWN_INIT: &str = "c=0; trap 'set -- /proc/[0-9]*; c=$#; kill -9 -1' USR1; \
+     if [ $# -gt 0 ]; then \"$@\" & fi; \
+     while :; do /skillscope/static/sleep 3600 $c & wait $!; done";
 
 impl ContainerSpec {
     /// A short-lived helper of `image` that belongs to no run (a leak check, a kit-volume fill,
@@ -306,23 +312,37 @@ impl DockerContainer {
     /// `USR1` through the daemon, and waits until the daemon's listing shows PID 1's handler
     /// has run — its `sleep` replaced by a new one and nothing else left but an exec's process
     /// tree — polling every 10 ms for at most [`CONFIRM_LIMIT`]. Returns the listing taken
-    /// before the signal ([`others_than_init`]).
+    /// before the signal ([`others_than_init`]; with `execs_ended`, an exec's process tree
+    /// listed too: none of skillscope's runs), and a line more when PID 1 counted more
+    /// processes at its kill than that listing had rows ([`unlisted`]; not asked when an exec
+    /// of skillscope's may have run then: a process it started in between would count).
     ///
     /// # Errors
     /// [`RunnerError::Backend`] when the daemon does not answer, or the end is not confirmed in
     /// time (PID 1 gone or held: a fault either way).
-    async fn end_all_confirmed(&self) -> Result<Vec<String>, RunnerError> {
+    async fn end_all_confirmed(&self, execs_ended: bool) -> Result<Vec<String>, RunnerError> {
         let what = format!("ending the processes of {} from outside", self.name);
         let (init, rows) = self.top_rows(&what).await?;
-        let before = others_than_init(&rows, &init);
-        let old_sleep = own_sleep(&rows, &init);
+        let mut before = if execs_ended {
+            all_but_init(&rows, &init)
+        } else {
+            others_than_init(&rows, &init)
+        };
+        let old_sleep = own_sleep(&rows, &init).map(|(pid, _)| pid);
+        let quiet = execs_ended || exec_tree(&rows, &init).is_empty();
         self.end_all_from_pid_1().await?;
         let t0 = std::time::Instant::now();
         loop {
-            let rows = self.rows(&what).await?;
-            let left = others_than_init(&rows, &init);
-            let sleep = own_sleep(&rows, &init);
-            if left.is_empty() && sleep.is_some() && sleep != old_sleep {
+            let after = self.rows(&what).await?;
+            let left = others_than_init(&after, &init);
+            let sleep = own_sleep(&after, &init);
+            if let Some((pid, counted)) = sleep.filter(|(pid, _)| Some(pid) != old_sleep.as_ref())
+                && left.is_empty()
+            {
+                tracing::debug!(container = %self.name, %pid, counted, listed = rows.len(), "ended from outside");
+                if quiet && let Some(line) = unlisted(counted, rows.len()) {
+                    before.push(line);
+                }
                 return Ok(before);
             }
             if t0.elapsed() > CONFIRM_LIMIT {
@@ -553,8 +573,11 @@ impl Environment for DockerContainer {
     }
 
     /// [`DockerContainer::end_all_confirmed`].
-    async fn end_all_from_outside(&self) -> Option<Result<Vec<String>, RunnerError>> {
-        Some(self.end_all_confirmed().await)
+    async fn end_all_from_outside(
+        &self,
+        execs_ended: bool,
+    ) -> Option<Result<Vec<String>, RunnerError>> {
+        Some(self.end_all_confirmed(execs_ended).await)
     }
 
     /// `USR1` to PID 1, sent by the daemon.
@@ -583,17 +606,61 @@ const OUTSIDE_LIMIT: Duration = Duration::from_secs(30);
 /// process ([`DockerContainer::end_all_confirmed`]).
 const CONFIRM_LIMIT: Duration = Duration::from_secs(30);
 
-/// The host pid of the one `sleep 3600` PID 1 (host pid `init`) runs, from the rows of
-/// [`TOP_COLUMNS`]; not a zombie. A new pid after PID 1's `USR1` shows its handler has run
-/// (`kill -9 -1` ends the old one, and PID 1's loop starts the next).
-fn own_sleep(rows: &[Vec<String>], init: &str) -> Option<String> {
-    let own = format!("{STATIC_SHELL_DIR}/sleep 3600");
+/// The host pid of the one `sleep 3600 N` PID 1 (host pid `init`) runs, and its `N` (the
+/// processes PID 1 counted at its last `USR1`, [`OWN_INIT`]), from the rows of [`TOP_COLUMNS`];
+/// not a zombie. A new pid after PID 1's `USR1` shows its handler has run (`kill -9 -1` ends
+/// the old one, and PID 1's loop starts the next).
+fn own_sleep(rows: &[Vec<String>], init: &str) -> Option<(String, u64)> {
+    let own = format!("{STATIC_SHELL_DIR}/sleep 3600 ");
     rows.iter().find_map(|r| match r.as_slice() {
-        [pid, ppid, stat, _, args] if ppid == init && *args == own && !stat.starts_with('Z') => {
-            Some(pid.clone())
+        [pid, ppid, stat, _, args] if ppid == init && !stat.starts_with('Z') => {
+            let n = args.strip_prefix(&own)?;
+            let counted = n
+                .parse::<u64>()
+                .ok()
+                .filter(|_| n.bytes().all(|b| b.is_ascii_digit()))?;
+            Some((pid.clone(), counted))
         }
         _ => None,
     })
+}
+
+/// The host pids of the rows of an exec's process tree: a parent outside the container but
+/// PID 1 (host pid `init`; skillscope's own exec), and their descendants.
+fn exec_tree<'a>(rows: &'a [Vec<String>], init: &str) -> std::collections::HashSet<&'a str> {
+    let inside: std::collections::HashSet<&str> = rows
+        .iter()
+        .filter_map(|r| r.first().map(String::as_str))
+        .collect();
+    let mut tree: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    // Roots: a parent outside the container but PID 1's; then their descendants, to a fixpoint.
+    loop {
+        let before = tree.len();
+        for r in rows {
+            if let [pid, ppid, ..] = r.as_slice()
+                && pid != init
+                && (!inside.contains(ppid.as_str()) || tree.contains(ppid.as_str()))
+            {
+                tree.insert(pid);
+            }
+        }
+        if tree.len() == before {
+            return tree;
+        }
+    }
+}
+
+/// The evidence line for the processes PID 1 counted at its `USR1` (`counted`, itself and its
+/// old `sleep` included) beyond the `listed` rows of the listing taken just before the signal,
+/// if any: processes alive at the kill that the listing did not show (one that forks a copy of
+/// itself and exits is never caught by `docker top`, which reads the pids first and their rows
+/// after). Not asked when an exec's process tree was listed: a running exec may start a process
+/// between the listing and the signal.
+fn unlisted(counted: u64, listed: usize) -> Option<String> {
+    let more = counted.checked_sub(listed as u64).filter(|n| *n > 0)?;
+    Some(format!(
+        "? ? ? {more} process(es) PID 1 counted at its kill that the listing did not show"
+    ))
 }
 
 /// The columns [`others_than_init`] reads, as `ps -o` names them.
@@ -606,27 +673,25 @@ const TOP_COLUMNS: &str = "pid,ppid,stat,nlwp,args";
 /// `pid ppid state name` line each, the name made printable. A row of another shape is kept,
 /// as `? ? ? <row>`: a listing read wrong must not hide a process.
 fn others_than_init(rows: &[Vec<String>], init: &str) -> Vec<String> {
-    let inside: std::collections::HashSet<&str> = rows
-        .iter()
-        .filter_map(|r| r.first().map(String::as_str))
-        .collect();
-    let mut exec_tree: std::collections::HashSet<&str> = std::collections::HashSet::new();
-    // Roots: a parent outside the container but PID 1's; then their descendants, to a fixpoint.
-    loop {
-        let before = exec_tree.len();
-        for r in rows {
-            if let [pid, ppid, ..] = r.as_slice()
-                && pid != init
-                && (!inside.contains(ppid.as_str()) || exec_tree.contains(ppid.as_str()))
-            {
-                exec_tree.insert(pid);
-            }
-        }
-        if exec_tree.len() == before {
-            break;
-        }
-    }
-    let own_sleep = own_sleep(rows, init);
+    listed(rows, init, &exec_tree(rows, init))
+}
+
+/// [`others_than_init`] with an exec's process tree kept: for the end of the tests once their
+/// exec exited, when a process whose parent is not in the listing is no exec of skillscope's
+/// but one whose parent ended after the listing read the pids (or was never caught).
+fn all_but_init(rows: &[Vec<String>], init: &str) -> Vec<String> {
+    listed(rows, init, &std::collections::HashSet::new())
+}
+
+/// The rows of `rows` but PID 1 (host pid `init`), its own `sleep`, zombies and the pids in
+/// `exempt`, as [`others_than_init`] writes them.
+fn listed(
+    rows: &[Vec<String>],
+    init: &str,
+    exempt: &std::collections::HashSet<&str>,
+) -> Vec<String> {
+    let exec_tree = exempt;
+    let own_sleep = own_sleep(rows, init).map(|(pid, _)| pid);
     let mut out = Vec::new();
     for row in rows {
         let [pid, ppid, stat, nlwp, args] = row.as_slice() else {
@@ -775,7 +840,7 @@ mod tests {
 
     #[test]
     fn what_runs_beside_pid_1_is_listed_but_its_own_sleep() {
-        let own = "/skillscope/static/sleep 3600";
+        let own = "/skillscope/static/sleep 3600 0";
         let top = vec![
             row(&["100", "90", "Ss", "1", "/skillscope/static/sh -c trap"]),
             row(&["101", "100", "S", "1", own]),
@@ -821,32 +886,67 @@ mod tests {
 
     #[test]
     fn pid_1s_sleep_is_told_by_parent_and_command_line_not_by_name() {
-        let own = "/skillscope/static/sleep 3600";
+        let own = "/skillscope/static/sleep 3600 0";
         let before = vec![
             row(&["100", "90", "Ss", "1", "sh"]),
-            row(&["150", "100", "S", "1", "sleep 3600"]),
+            row(&["150", "100", "S", "1", "sleep 3600 0"]),
             row(&["151", "150", "S", "1", own]),
+            row(&["153", "100", "S", "1", "/skillscope/static/sleep 3600"]),
+            row(&["154", "100", "S", "1", "/skillscope/static/sleep 3600 1x"]),
             row(&["152", "100", "T", "1", own]),
         ];
-        assert_eq!(own_sleep(&before, "100").as_deref(), Some("152"));
-        // PID 1's handler ran: the old sleep a zombie not yet reaped, a new one started.
+        assert_eq!(own_sleep(&before, "100"), Some(("152".to_string(), 0)));
+        // PID 1's handler ran: the old sleep a zombie not yet reaped, a new one started with
+        // the count of what was alive at the kill.
         let after = vec![
             row(&["100", "90", "Ss", "1", "sh"]),
             row(&["152", "100", "Z", "1", "[sleep] <defunct>"]),
-            row(&["160", "100", "S", "1", own]),
+            row(&["160", "100", "S", "1", "/skillscope/static/sleep 3600 7"]),
         ];
-        assert_eq!(own_sleep(&after, "100").as_deref(), Some("160"));
+        assert_eq!(own_sleep(&after, "100"), Some(("160".to_string(), 7)));
         assert!(others_than_init(&after, "100").is_empty());
         let gone = vec![row(&["100", "90", "Ss", "1", "sh"])];
         assert_eq!(own_sleep(&gone, "100"), None);
     }
 
     #[test]
+    fn processes_counted_by_pid_1_beyond_the_listing_are_evidence() {
+        // PID 1 and its sleep: the listing's two rows, counted as two — nothing unseen.
+        assert_eq!(unlisted(2, 2), None);
+        // A process that ended between the listing and the kill: fewer counted, nothing unseen.
+        assert_eq!(unlisted(2, 3), None);
+        // A process that forks a copy of itself and exits: counted, never listed.
+        let line = unlisted(4, 2).unwrap();
+        assert!(line.starts_with("? ? ? 2 process(es)"), "{line}");
+        let rows = vec![
+            row(&["100", "90", "Ss", "1", "sh"]),
+            row(&["101", "100", "S", "1", "/skillscope/static/sleep 3600 0"]),
+            row(&["200", "90", "S", "1", "/skillscope/static/sh -c x"]),
+            row(&["201", "200", "S", "1", "python3"]),
+            row(&["202", "100", "S", "1", "python3"]),
+        ];
+        let tree = exec_tree(&rows, "100");
+        assert_eq!(tree.len(), 2, "{tree:?}");
+        assert!(tree.contains("200") && tree.contains("201"));
+        // Once the tests' exec exited, a parent outside the listing is no exec of skillscope's
+        // (a hopper's generation whose parent ended after the pids were read): listed.
+        assert_eq!(others_than_init(&rows, "100"), vec!["202 100 S python3"]);
+        assert_eq!(
+            all_but_init(&rows, "100"),
+            vec![
+                "200 90 S /skillscope/static/sh -c x",
+                "201 200 S python3",
+                "202 100 S python3"
+            ]
+        );
+    }
+
+    #[test]
     fn pid_1_ends_the_others_on_usr1_at_once() {
         assert!(
-            OWN_INIT.starts_with("trap 'kill -9 -1' USR1;"),
+            OWN_INIT.starts_with("c=0; trap 'set -- /proc/[0-9]*; c=$#; kill -9 -1' USR1;"),
             "{OWN_INIT}"
         );
-        assert!(OWN_INIT.contains("sleep 3600 & wait $!"), "{OWN_INIT}");
+        assert!(OWN_INIT.contains("sleep 3600 $c & wait $!"), "{OWN_INIT}");
     }
 }

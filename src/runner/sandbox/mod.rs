@@ -171,8 +171,11 @@ impl Sandbox {
     ///
     /// # Errors
     /// As [`Environment::end_all_from_outside`].
-    pub async fn end_all_from_outside(&self) -> Option<Result<Vec<String>, RunnerError>> {
-        self.inner.end_all_from_outside().await
+    pub async fn end_all_from_outside(
+        &self,
+        execs_ended: bool,
+    ) -> Option<Result<Vec<String>, RunnerError>> {
+        self.inner.end_all_from_outside(execs_ended).await
     }
 
     /// [`Environment::processes_seen_from_outside`].

@@ -61,7 +61,9 @@ pub(super) async fn hand_over(
 ) -> Result<HandedOver, RunnerError> {
     // Where the backend can, every process of the agent's is ended from outside first: none
     // can then stop or end the exec (its runtime's setup process included).
-    if let Some(ended) = sandbox.end_all_from_outside().await {
+    // The agent's exec may still run (its time limit): its tree is the agent's all the same,
+    // and this listing is no evidence.
+    if let Some(ended) = sandbox.end_all_from_outside(false).await {
         ended?;
     }
     let script = super::scripts::handover_script(pruned, minutes, kill_limit);

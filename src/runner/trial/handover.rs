@@ -74,9 +74,8 @@ pub(super) struct Skills<'a> {
 /// Ends every process in `sandbox` but skillscope's PID 1, until none is left or `limit`
 /// passes; returns what was running before the first kill (one line each). Where the backend
 /// can, that is done from outside, without an exec ([`Sandbox::end_all_from_outside`]: Docker,
-/// held to that backend's own limit instead of `limit`); elsewhere by skillscope's kill script
-/// in an exec. When the kill
-/// script is ended before it finishes (a process that kills every new one), PID 1 is asked from
+/// held to that backend's own limit instead of `limit`; `execs_ended` as there); elsewhere by
+/// skillscope's kill script in an exec. When the kill script is ended before it finishes (a process that kills every new one), PID 1 is asked from
 /// outside to end every other process ([`Sandbox::end_all_from_pid_1`]) and the script runs
 /// again; when a signal from inside ended it, what ran is listed from outside first
 /// ([`Sandbox::processes_seen_from_outside`]), or else the signal is listed.
@@ -87,9 +86,10 @@ pub(super) struct Skills<'a> {
 pub(crate) async fn end_processes(
     sandbox: &Sandbox,
     limit: Duration,
+    execs_ended: bool,
 ) -> Result<Vec<String>, crate::runner::RunnerError> {
     // Where the backend can, without an exec: nothing left can stop or end one.
-    if let Some(ended) = sandbox.end_all_from_outside().await {
+    if let Some(ended) = sandbox.end_all_from_outside(execs_ended).await {
         return ended;
     }
     let t0 = tokio::time::Instant::now();
@@ -195,7 +195,9 @@ pub(super) async fn stop_agent(
         )
         .await
         .map(Some),
-        None => end_processes(container, KILL_LIMIT).await.map(|_| None),
+        None => end_processes(container, KILL_LIMIT, false)
+            .await
+            .map(|_| None),
     };
     scope.took(Step::Kill, t0).await;
     let t0 = std::time::Instant::now();

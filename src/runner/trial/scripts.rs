@@ -14,7 +14,8 @@ use crate::runner::work;
 /// of both: PID 1, the script and its children, zombies (they run nothing; a zombie leader
 /// whose other threads still run is listed), and PID 1's own `sleep`s (children of PID 1
 /// running skillscope's static busybox as `sleep 3600`, by name, program and command line: a
-/// busybox shell started under the name `sleep` has another command line).
+/// busybox shell started under the name `sleep` has another command line: `sleep 3600 N`, N
+/// the count [`crate::runner::docker::OWN_INIT`] carries).
 pub(super) fn kill_script() -> String {
     format!(
         "kill -STOP -1 2>/dev/null; {}; l; printf %s \"$o\"; echo --; kill -9 -1 2>/dev/null; l; \
@@ -39,7 +40,8 @@ fn list_processes() -> String {
          [ \"$pp\" = $$ ] || {{ [ \"$t\" = Z ] && [ \"$th\" = 1 ]; }} && continue; \
          e=$({s}/readlink $d/exe 2>/dev/null); \
          [ \"$pp\" = 1 ] && [ \"$n\" = sleep ] && [ \"$e\" = {s}/busybox ] \
-         && [ \"$({s}/tr '\\0' ' ' < $d/cmdline 2>/dev/null)\" = \"{s}/sleep 3600 \" ] && continue; \
+         && case \"$({s}/tr '\\0' ' ' < $d/cmdline 2>/dev/null)\" in \
+         \"{s}/sleep 3600 \"[0-9]*\" \") continue;; esac; \
          o=\"$o$p $pp $t $n\n\"; done; }}"
     )
 }

@@ -68,7 +68,10 @@ pub(super) async fn verify(
     tracing::debug!(trial = %job.row.trial_name, ms = t0.elapsed().as_millis() as u64, "verifier done");
     // What the tests left running ends before the reward is read.
     let t0 = std::time::Instant::now();
-    let left = super::handover::end_processes(container, std::time::Duration::from_secs(30)).await;
+    // When test.sh exited, no exec of skillscope's runs: every process left is the tests'.
+    let exited = matches!(&verified, Ok(r) if r.end == ExecEnd::Exited);
+    let left =
+        super::handover::end_processes(container, std::time::Duration::from_secs(30), exited).await;
     scope.took(Step::Sweep, t0).await;
     let t0 = std::time::Instant::now();
     let mut download = container

@@ -40,10 +40,15 @@ pub async fn run_verifier(
             format!("{s}/sh"),
             "-c".into(),
             // The reward folder is an empty volume of the verifier's own; open to a test that
-            // runs as another user. Only the test itself runs anything of the image's.
+            // runs as another user. Only the test itself runs anything of the image's. The
+            // moment test.sh exits, this shell stops every other process but PID 1 (its
+            // builtin `kill`: nothing new is started): whatever outlived test.sh is frozen as
+            // it was — it can write nothing more, fork nothing, exit nothing — until PID 1 ends
+            // it, and the listing before that sees it (`trial::handover::end_processes`).
             format!(
                 "{s}/mkdir -p /logs/verifier; {s}/chmod 777 /logs/verifier 2>/dev/null; \
-                 {s}/chmod +x /tests/test.sh 2>/dev/null; (/tests/test.sh)"
+                 {s}/chmod +x /tests/test.sh 2>/dev/null; (/tests/test.sh); t=$?; \
+                 kill -STOP -1 2>/dev/null; exit $t"
             ),
         ],
         env: values.resolve(&task.config.verifier.env),

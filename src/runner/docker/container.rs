@@ -313,9 +313,9 @@ impl DockerContainer {
     /// has run — its `sleep` replaced by a new one and nothing else left but an exec's process
     /// tree — polling every 10 ms for at most [`CONFIRM_LIMIT`]. Returns the listing taken
     /// before the signal ([`others_than_init`]; with `execs_ended`, an exec's process tree
-    /// listed too: none of skillscope's runs), and a line more when PID 1 counted more
-    /// processes at its kill than that listing had rows ([`unlisted`]; not asked when an exec
-    /// of skillscope's may have run then: a process it started in between would count).
+    /// listed too: none of skillscope's runs) and, with `execs_ended` only, a line more when
+    /// PID 1 counted more processes at its kill than that listing had rows ([`unlisted`]; a
+    /// running exec of skillscope's could start one in between).
     ///
     /// # Errors
     /// [`RunnerError::Backend`] when the daemon does not answer, or the end is not confirmed in
@@ -329,7 +329,6 @@ impl DockerContainer {
             others_than_init(&rows, &init)
         };
         let old_sleep = own_sleep(&rows, &init).map(|(pid, _)| pid);
-        let quiet = execs_ended || exec_tree(&rows, &init).is_empty();
         self.end_all_from_pid_1().await?;
         let t0 = std::time::Instant::now();
         loop {
@@ -340,7 +339,7 @@ impl DockerContainer {
                 && left.is_empty()
             {
                 tracing::debug!(container = %self.name, %pid, counted, listed = rows.len(), "ended from outside");
-                if quiet && let Some(line) = unlisted(counted, rows.len()) {
+                if execs_ended && let Some(line) = unlisted(counted, rows.len()) {
                     before.push(line);
                 }
                 return Ok(before);
@@ -654,8 +653,8 @@ fn exec_tree<'a>(rows: &'a [Vec<String>], init: &str) -> std::collections::HashS
 /// old `sleep` included) beyond the `listed` rows of the listing taken just before the signal,
 /// if any: processes alive at the kill that the listing did not show (one that forks a copy of
 /// itself and exits is never caught by `docker top`, which reads the pids first and their rows
-/// after). Not asked when an exec's process tree was listed: a running exec may start a process
-/// between the listing and the signal.
+/// after). Asked only once the tests' exec exited: a running exec may start a process between
+/// the listing and the signal.
 fn unlisted(counted: u64, listed: usize) -> Option<String> {
     let more = counted.checked_sub(listed as u64).filter(|n| *n > 0)?;
     Some(format!(
@@ -690,7 +689,6 @@ fn listed(
     init: &str,
     exempt: &std::collections::HashSet<&str>,
 ) -> Vec<String> {
-    let exec_tree = exempt;
     let own_sleep = own_sleep(rows, init).map(|(pid, _)| pid);
     let mut out = Vec::new();
     for row in rows {
@@ -701,7 +699,7 @@ fn listed(
             ));
             continue;
         };
-        if pid == init || exec_tree.contains(pid.as_str()) {
+        if pid == init || exempt.contains(pid.as_str()) {
             continue;
         }
         if stat.starts_with('Z') && nlwp == "1" {

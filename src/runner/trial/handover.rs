@@ -75,10 +75,11 @@ pub(super) struct Skills<'a> {
 /// passes; returns what was running before the first kill (one line each). Where the backend
 /// can, that is done from outside, without an exec ([`Sandbox::end_all_from_outside`]: Docker,
 /// held to that backend's own limit instead of `limit`; `execs_ended` as there); elsewhere by
-/// skillscope's kill script in an exec. When the kill script is ended before it finishes (a process that kills every new one), PID 1 is asked from
-/// outside to end every other process ([`Sandbox::end_all_from_pid_1`]) and the script runs
-/// again; when a signal from inside ended it, what ran is listed from outside first
-/// ([`Sandbox::processes_seen_from_outside`]), or else the signal is listed.
+/// skillscope's kill script in an exec. When the kill script is ended before it finishes (a
+/// process that kills every new one), PID 1 is asked from outside to end every other process
+/// ([`Sandbox::end_all_from_pid_1`]) and the script runs again; when a signal from inside ended
+/// it, what ran is listed from outside first ([`Sandbox::processes_seen_from_outside`]), or else
+/// the signal is listed.
 ///
 /// # Errors
 /// [`crate::runner::RunnerError`] when the environment cannot be asked (a fault), or processes

@@ -17,6 +17,7 @@ mod harness_agents;
 mod hostile;
 mod hostile_pytest;
 mod outcomes;
+mod own_init;
 mod plan;
 mod preflight;
 mod read_only;

@@ -102,8 +102,10 @@ pub enum ContainerCmd {
 
 /// PID 1 of skillscope's own containers: the static shell runs its arguments in the background
 /// when there are any, then sleeps in a loop (its `sleep`, never the image's), reaping every
-/// orphan the container's processes leave. On `USR1` it counts the processes of its pid
-/// namespace (`/proc/[0-9]*`, its own shell's glob: no process started) and ends every other
+/// orphan the container's processes leave. On `USR1` it counts the live processes of its pid
+/// namespace (`/proc/[0-9]*`, its own shell's glob, each `stat`'s state read with its builtin
+/// `read` — the field after the last `) `, so no name can fake it; zombies not counted; no
+/// process started) and ends every other
 /// (`kill -9 -1`, the shell's builtin): the daemon sends it when an exec of skillscope's was
 /// ended ([`crate::runner::backend::Environment::end_all_from_pid_1`]) and to end everything
 /// from outside; a process inside that sends it ends itself with the rest. Its `wait` returns
@@ -112,7 +114,9 @@ pub enum ContainerCmd {
 /// the daemon's listing of PID 1's children says how many processes were alive at the kill —
 /// PID 1 and its old `sleep` included — even those no listing caught (a process that forks a
 /// copy of itself and exits, over and over).
-pub const OWN_INIT: &str = "c=0; trap 'set -- /proc/[0-9]*; c=$#; kill -9 -1' USR1; \
+pub const OWN_INIT: &str = "c=0; trap 'c=0; for d in /proc/[0-9]*; do \
+     { read -r s < $d/stat; } 2>/dev/null && case ${s##*) } in Z*) ;; *) c=$((c+1));; esac; \
+     done; kill -9 -1' USR1; \
      if [ $# -gt 0 ]; then \"$@\" & fi; \
      while :; do /skillscope/static/sleep 3600 $c & wait $!; done";
 
@@ -339,7 +343,7 @@ impl DockerContainer {
                 && left.is_empty()
             {
                 tracing::debug!(container = %self.name, %pid, counted, listed = rows.len(), "ended from outside");
-                if execs_ended && let Some(line) = unlisted(counted, rows.len()) {
+                if execs_ended && let Some(line) = unlisted(counted, live(&rows)) {
                     before.push(line);
                 }
                 return Ok(before);
@@ -662,6 +666,14 @@ fn unlisted(counted: u64, listed: usize) -> Option<String> {
     ))
 }
 
+/// How many of `rows` ([`TOP_COLUMNS`]) are not zombies, as PID 1 counts at its kill
+/// ([`OWN_INIT`]); a row of another shape counts (it is evidence already).
+fn live(rows: &[Vec<String>]) -> usize {
+    rows.iter()
+        .filter(|r| !matches!(r.as_slice(), [_, _, stat, _, _] if stat.starts_with('Z')))
+        .count()
+}
+
 /// The columns [`others_than_init`] reads, as `ps -o` names them.
 const TOP_COLUMNS: &str = "pid,ppid,stat,nlwp,args";
 
@@ -908,6 +920,21 @@ mod tests {
     }
 
     #[test]
+    fn the_listing_is_compared_with_pid_1_s_count_by_its_live_rows() {
+        let rows = vec![
+            row(&["100", "90", "Ss", "1", "sh"]),
+            row(&["101", "100", "S", "1", "/skillscope/static/sleep 3600 0"]),
+            row(&["102", "100", "Z", "1", "[python3] <defunct>"]),
+            row(&["103", "100", "Zl", "3", "python3"]),
+            vec!["odd".to_string()],
+        ];
+        // PID 1 counts no zombie: neither does the comparison; a row read wrong counts.
+        assert_eq!(live(&rows), 3);
+        // A zombie listed, reaped before the kill, must not cover a live process never listed.
+        assert!(unlisted(3, live(&rows[..3])).is_some());
+    }
+
+    #[test]
     fn processes_counted_by_pid_1_beyond_the_listing_are_evidence() {
         // PID 1 and its sleep: the listing's two rows, counted as two — nothing unseen.
         assert_eq!(unlisted(2, 2), None);
@@ -941,10 +968,13 @@ mod tests {
 
     #[test]
     fn pid_1_ends_the_others_on_usr1_at_once() {
+        // The count, then the kill, in the handler; what it counts is checked on the real shell
+        // (tests/docker/own_init.rs).
         assert!(
-            OWN_INIT.starts_with("c=0; trap 'set -- /proc/[0-9]*; c=$#; kill -9 -1' USR1;"),
+            OWN_INIT.starts_with("c=0; trap 'c=0; for d in /proc/[0-9]*; do "),
             "{OWN_INIT}"
         );
+        assert!(OWN_INIT.contains("done; kill -9 -1' USR1;"), "{OWN_INIT}");
         assert!(OWN_INIT.contains("sleep 3600 $c & wait $!"), "{OWN_INIT}");
     }
 }

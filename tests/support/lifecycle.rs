@@ -332,6 +332,7 @@ pub async fn hostile_agents(t: Target) {
         "reward-dirs",
         "pytest-root-config",
         "proc-secret",
+        "hopper-from-tested-code",
     ];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
     let out = t
@@ -372,6 +373,15 @@ pub async fn hostile_agents(t: Target) {
         "{r:#?}"
     );
     assert_no_file_holds(&trial_dir(r), "vtok-3f9a2c71e0d84b5a");
+    // What the tested code left outlived `test.sh` (frozen when it exited, then listed): flagged
+    // on both backends, whatever it forged.
+    let r = one(&rows, "hopper-from-tested-code", "no-skills");
+    let tamper = read(&trial_dir(r).join("agent/tamper.json"));
+    assert!(
+        r.tamper.as_ref().is_some_and(|t| t["kind"] == "tampered")
+            && tamper.contains("outlived test.sh"),
+        "{r:#?}\n{tamper}"
+    );
     t.assert_nothing_left(&s, "hostile").await;
 }
 

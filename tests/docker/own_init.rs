@@ -110,3 +110,47 @@ fn pid_1_counts_the_live_processes_at_its_kill_and_ends_them() {
         left.is_empty().then_some(())
     });
 }
+
+/// An exec cancelled while what it started stops every new process (as a test's last
+/// `kill -STOP -1` may, or a hostile agent's loop) ends at once, and its environment goes: the
+/// rest is ended by PID 1, asked from outside — an exec started to end them would have its
+/// runtime setup process stopped, and Docker 20.10 then holds the container for good.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_exec_that_stops_every_new_process_ends_and_its_environment_goes() {
+    use skillscope::runner::ExecEnd;
+    use skillscope::runner::ExecRequest;
+    use skillscope::runner::docker::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+    use skillscope::runner::docker::start_helper;
+
+    let docker = bollard::Docker::connect_with_local_defaults().expect("docker");
+    ensure_busybox(&docker).await.expect("base image");
+    let c = start_helper(
+        &docker,
+        &uuid::Uuid::new_v4().to_string(),
+        BUSYBOX_IMAGE,
+        "stopper-probe",
+        false,
+    )
+    .await
+    .expect("helper");
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let exec = {
+        let c = c.clone();
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            c.exec(ExecRequest::sh("while :; do kill -STOP -1; done", &cancel))
+                .await
+        })
+    };
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    cancel.cancel();
+    let ended = tokio::time::timeout(Duration::from_secs(60), exec)
+        .await
+        .expect("the cancelled exec did not end")
+        .unwrap()
+        .expect("the exec");
+    assert_eq!(ended.end, ExecEnd::Cancelled);
+    tokio::time::timeout(Duration::from_secs(60), c.remove())
+        .await
+        .expect("the environment could not be removed");
+}

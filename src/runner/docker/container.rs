@@ -362,19 +362,42 @@ impl DockerContainer {
         }
     }
 
-    /// Removes the container (forced, with its anonymous volumes). Never fails.
+    /// Removes the container (forced, with its anonymous volumes), held to [`REMOVE_LIMIT`].
+    /// Never fails.
     pub async fn remove_now(&self) {
-        let _ = self
-            .docker
-            .remove_container(
-                &self.id,
-                Some(RemoveContainerOptions {
-                    force: true,
-                    v: true,
-                    ..Default::default()
-                }),
-            )
-            .await;
+        remove_forced(&self.docker, &self.id).await;
+    }
+}
+
+/// Longest one container's forced removal may take. Docker 20.10 holds a container whose exec's
+/// runtime setup process was stopped (SIGSTOP from inside) for good: the removal never answers,
+/// and a run must not wait on it forever (the container is left, named in the log).
+const REMOVE_LIMIT: Duration = Duration::from_secs(60);
+
+/// Removes container `id` (forced, with its anonymous volumes), held to [`REMOVE_LIMIT`]; true
+/// when the daemon removed it.
+async fn remove_forced(docker: &Docker, id: &str) -> bool {
+    let removed = tokio::time::timeout(
+        REMOVE_LIMIT,
+        docker.remove_container(
+            id,
+            Some(RemoveContainerOptions {
+                force: true,
+                v: true,
+                ..Default::default()
+            }),
+        ),
+    )
+    .await;
+    match removed {
+        Ok(r) => r.is_ok(),
+        Err(_) => {
+            tracing::warn!(
+                container = %id,
+                "the daemon did not remove the container in 60s; left (docs/operations.md)"
+            );
+            false
+        }
     }
 }
 
@@ -804,17 +827,7 @@ async fn remove_matching(
         let Some(id) = c.id.clone().filter(|_| pick(c.created, labels)) else {
             continue;
         };
-        let r = docker
-            .remove_container(
-                &id,
-                Some(RemoveContainerOptions {
-                    force: true,
-                    v: true,
-                    ..Default::default()
-                }),
-            )
-            .await;
-        if r.is_ok() {
+        if remove_forced(docker, &id).await {
             n += 1;
         }
     }

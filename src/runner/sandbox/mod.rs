@@ -454,8 +454,20 @@ impl Sandbox {
     }
 
     /// Kills every process in the environment except its PID 1 (skillscope's), best effort:
-    /// `kill -9 -1` from the static shell, as root.
+    /// where the backend can, PID 1 is asked from outside ([`Environment::end_all_from_pid_1`]:
+    /// Docker's signal, no exec started — an exec's runtime setup process stopped by what runs
+    /// inside, the tests' own `kill -STOP -1` as `test.sh` exits included, would hold the
+    /// daemon's lock on the environment for good); elsewhere `kill -9 -1` from the static shell,
+    /// as root.
     pub async fn kill_all(&self) {
+        match self.inner.end_all_from_pid_1().await {
+            Ok(true) => return,
+            Ok(false) => {}
+            Err(e) => {
+                tracing::warn!(environment = %self.name(), error = %e, "cannot ask PID 1 to end the rest");
+                return;
+            }
+        }
         let never = CancellationToken::new();
         let mut req = self.own_sh("kill -9 -1 2>/dev/null; true", &never);
         req.user = Some("0".into());

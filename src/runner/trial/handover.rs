@@ -285,6 +285,7 @@ pub(super) async fn to_verifier(
             &facts.home(),
             &skill_dirs,
         )
+        .with_image_env(&facts.env, &test_sh)
         .with_test_sources(&test_sources(&job.task.tests_dir())),
     );
     let manifest = Arc::new(facts.files.clone());

@@ -12,6 +12,7 @@
 pub mod collect;
 pub mod manifest;
 pub mod rule;
+pub mod test_sh;
 
 use serde::{Deserialize, Serialize};
 

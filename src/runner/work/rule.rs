@@ -14,19 +14,25 @@
 //! 4. **The toolchain** is restored: the system folders ([`SYSTEM_TREES`]); every folder of
 //!    `PATH`; every interpreter's standard library and site folders (read once per image by
 //!    running the image's own Python: `sys.path`, `site`'s folders, the user site and the user
-//!    base); every virtual environment (a folder with `pyvenv.cfg`, the image's or one the agent
-//!    made) and conda environment; configuration and caches by name wherever they are
+//!    base) and every Python installation of the image off `PATH` too ([`python_installs`]);
+//!    every virtual environment (a folder with `pyvenv.cfg`, the image's or one the agent
+//!    made) and conda environment; an interpreter's name in any `bin` folder
+//!    ([`INTERPRETER_NAMES`]); configuration and caches by name wherever they are
 //!    ([`TOOLCHAIN_NAMES`]: byte-code caches, `.pth` files, startup hooks, pip and uv
 //!    configuration, shell start-up files, `$HOME`'s tool folders); pytest's configuration in
-//!    `/`, the folder above `/tests`; every file `test.sh` sources.
+//!    `/`, the folder above `/tests`, and in and above every folder `test.sh` copies the tests
+//!    into ([`test_copies`]); every file `test.sh` sources; the requirement files it has pip
+//!    install from ([`pip_requirements`]).
 //! 5. The folders the verifier's Python searches before its toolchain — the working folders
-//!    (the image's, and every folder `test.sh` changes into: `python3 -m pytest` puts it first on
-//!    `sys.path`), the project folders on `sys.path` (`PYTHONPATH`, a `.pth` file) and the
-//!    folders the tests put there (`sys.path.insert`) — hold no module of a toolchain module's
-//!    name (`pytest.py`, `json/`, sourceless `pytest.pyc`, and [`OPTIONAL_MODULES`], which the
-//!    toolchain imports when they exist): such a module is not carried, and flagged. Nor do they
-//!    hold a distribution's metadata (`*.dist-info`, `*.egg-info`): pytest loads the plugins
-//!    every distribution on `sys.path` declares (`pytest11` entry points).
+//!    (the image's, `/`, and every folder `test.sh` changes into, also inside `bash -c` and
+//!    through the image's environment: `python3 -m pytest` puts it first on `sys.path`), the
+//!    project folders on `sys.path` (`PYTHONPATH`, a `.pth` file) and the folders the tests put
+//!    there (`sys.path.insert`) — hold no module of a toolchain module's name (`pytest.py`,
+//!    `json/`, sourceless `pytest.pyc`, a link named `pytest`, and [`OPTIONAL_MODULES`], which
+//!    the toolchain imports when they exist), nor a module under a namespace package's name
+//!    (portions merge): such a module is not carried, and flagged. Nor do they hold a
+//!    distribution's metadata (`*.dist-info`, `*.egg-info`, in any case): pytest loads the
+//!    plugins every distribution on `sys.path` declares (`pytest11` entry points).
 //! 6. Everything else the agent changed is its work: outputs and edited project files under
 //!    `/root`, `/app`, `/opt/<project>`, `/tmp`, `/logs/artifacts`, … Code the tests import from
 //!    there runs in the verifier's processes by design (the code under test); see
@@ -37,6 +43,10 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::Manifest;
+use super::test_sh::{
+    pip_requirements, relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs,
+    test_copies, working_dirs,
+};
 use crate::runner::STATIC_SHELL_DIR;
 
 /// Folders whose whole tree is the system's toolchain: programs, libraries, the loader's and
@@ -136,6 +146,101 @@ pub const OPTIONAL_MODULES: &[&str] = &[
 /// folder on `sys.path` (pytest loads the `pytest11` entry points it finds there).
 pub const METADATA_ENDINGS: &[&str] = &[".dist-info", ".egg-info"];
 
+/// Why pytest's configuration in or above a folder `test.sh` copies tests into is not work.
+pub const PYTEST_READS: &str =
+    "pytest reads it in and above the folder test.sh copies the tests into";
+
+/// Why a requirements file `test.sh` installs from is not work.
+pub const PIP_READS: &str = "test.sh installs what it names (pip -r/-c)";
+
+/// Programs an interpreter or test runner goes by: such a name in any `bin` folder is the
+/// toolchain's (a project's `.venv/bin/python` without its `pyvenv.cfg` is still one).
+pub const INTERPRETER_NAMES: &[&str] = &[
+    "python", "python3", "pytest", "py.test", "pip", "pip3", "uv", "uvx", "node", "npm", "npx",
+];
+
+/// True for [`INTERPRETER_NAMES`] and `pythonX.Y`, `pipX.Y`.
+pub fn is_interpreter_name(name: &str) -> bool {
+    INTERPRETER_NAMES.contains(&name)
+        || ["python3.", "pip3."].iter().any(|p| {
+            name.strip_prefix(p)
+                .is_some_and(|v| !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()))
+        })
+}
+
+/// Every Python installation of the image wherever it stands, not only those on `PATH`: each
+/// folder that holds a standard library (`os.py`), each `site-packages` and `dist-packages`,
+/// and each installation prefix's `bin` whose `python3` (or `python`) a `test.sh` may run by
+/// its path (`/opt/py/bin/python3`).
+fn python_installs(manifest: &Manifest) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for path in manifest.files.keys() {
+        let (dir, name) = (parent(path), path.rsplit('/').next().unwrap_or_default());
+        let found = if name == "os.py" {
+            Some((dir.to_string(), "a Python standard library of the image"))
+        } else if name == "site-packages" || name == "dist-packages" {
+            Some((path.clone(), "a Python site folder of the image"))
+        } else if dir.ends_with("/bin") && (name == "python" || name == "python3") {
+            Some((dir.to_string(), "an interpreter's folder of the image"))
+        } else {
+            None
+        };
+        if let Some((d, why)) = found
+            && !out.iter().any(|(o, _)| *o == d)
+        {
+            out.push((d, why.to_string()));
+        }
+    }
+    out
+}
+
+/// The namespace packages in toolchain folder `dir`: entries without `__init__.py` that hold
+/// Python modules (their portions merge with one earlier on `sys.path`).
+fn namespace_packages(manifest: &Manifest, dir: &str) -> Vec<String> {
+    manifest
+        .children(dir)
+        .filter(|c| !c.contains('.') && !c.contains('-'))
+        .filter(|c| {
+            let pkg = format!("{dir}/{c}");
+            manifest.get(&format!("{pkg}/__init__.py")).is_none()
+                && manifest
+                    .files
+                    .range(format!("{pkg}/")..)
+                    .take_while(|(p, _)| p.starts_with(&format!("{pkg}/")))
+                    .any(|(p, _)| p.ends_with(".py") || p.ends_with(".so"))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// Adds each of `names` in folder `dir` and in every folder above it to `files`, with `why`
+/// (files a tool reads in the folder it runs in and upwards).
+fn in_and_above(files: &mut Vec<(String, String)>, dir: &str, names: &[&str], why: &str) {
+    let mut dir = dir;
+    loop {
+        for name in names {
+            let f = join(dir, name);
+            if !files.iter().any(|(g, _)| *g == f) {
+                files.push((f, why.to_string()));
+            }
+        }
+        if dir == "/" {
+            return;
+        }
+        dir = parent(dir);
+    }
+}
+
+/// `rel` (relative) read from folder `dir`.
+fn join(dir: &str, rel: &str) -> String {
+    let rel = rel.trim_start_matches("./").trim_end_matches('/');
+    match (dir, rel) {
+        (d, "" | ".") => d.to_string(),
+        ("/", r) => format!("/{r}"),
+        (d, r) => format!("{d}/{r}"),
+    }
+}
+
 /// Why a file `test.sh` sources is the toolchain's (the words [`crate::runner::tamper`] reads).
 pub const SOURCED: &str = "test.sh sources it";
 
@@ -153,13 +258,6 @@ pub const UV_PROJECT_FILES: &[&str] = &["pyproject.toml", "uv.lock"];
 
 /// Why a project file in or above a working folder of a `test.sh` that runs uv is not work.
 pub const UV_READS: &str = "uv reads it in and above the verifier's working folders";
-
-/// True when `test_sh` runs `uv` or `uvx` (by name or path).
-pub fn runs_uv(test_sh: &str) -> bool {
-    test_sh
-        .split(|c: char| c.is_whitespace() || ";&|()`$\"'".contains(c))
-        .any(|w| matches!(w.rsplit('/').next(), Some("uv" | "uvx")))
-}
 
 /// The folders that exist only in the verifier's environment.
 pub const VERIFIER_ONLY: &[&str] = &["/tests", "/logs/verifier"];
@@ -235,6 +333,10 @@ pub struct Rules {
     test_dirs: BTreeSet<String>,
     /// The toolchain's top-level module names.
     modules: BTreeSet<String>,
+    /// Names under which a folder without `__init__.py` supplies modules to the toolchain: its
+    /// namespace packages (whose portions merge, first on `sys.path` first) and
+    /// [`OPTIONAL_MODULES`] (absent from the image: any portion is taken).
+    portions: BTreeSet<String>,
     /// Skill folders.
     skills: Vec<String>,
     /// The image user's home folder.
@@ -311,110 +413,6 @@ pub fn module_name(name: &str, is_dir: bool) -> Option<&str> {
     None
 }
 
-/// `$HOME`, `${HOME}` and a leading `~` of `word` read as `home`.
-fn expand_home(word: &str, home: &str) -> String {
-    let w = word.replace("${HOME}", home).replace("$HOME", home);
-    match w.strip_prefix('~') {
-        Some(rest) => format!("{home}{rest}"),
-        None => w,
-    }
-}
-
-/// The folders `test.sh` puts on a search path (`PATH=…`, `PYTHONPATH=…`, `NODE_PATH=…`,
-/// exported or not), absolute, with `$HOME` read as `home` (other variables left out).
-pub fn search_dirs(test_sh: &str, home: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for word in test_sh.split(|c: char| c.is_whitespace() || c == ';') {
-        let Some((name, value)) = word.split_once('=') else {
-            continue;
-        };
-        if !matches!(name, "PATH" | "PYTHONPATH" | "NODE_PATH") {
-            continue;
-        }
-        for dir in value.trim_matches(['"', '\'']).split(':') {
-            let dir = expand_home(dir, home);
-            let dir = dir.trim_end_matches('/');
-            if dir.starts_with('/') && !dir.contains('$') && !out.iter().any(|o| o == dir) {
-                out.push(dir.to_string());
-            }
-        }
-    }
-    out
-}
-
-/// The files `test.sh` sources (`source F`, `. F`), with `$HOME`, `${HOME}` and `~` read as
-/// `home`.
-pub fn sourced_files(test_sh: &str, home: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for line in test_sh.lines() {
-        for part in line.split([';', '&', '|']) {
-            let words: Vec<&str> = part.split_whitespace().collect();
-            let Some(i) = words.iter().position(|w| *w == "source" || *w == ".") else {
-                continue;
-            };
-            let Some(file) = words.get(i + 1) else {
-                continue;
-            };
-            let file = expand_home(file.trim_matches(['"', '\'']), home);
-            if file.starts_with('/') && !file.contains('$') {
-                out.push(file);
-            }
-        }
-    }
-    out
-}
-
-/// The folders `test.sh` changes into (`cd DIR`, `pushd DIR`; `cd`, `cd ~` and `cd $HOME` are
-/// `home`), absolute: with `python3 -m pytest` each goes first on `sys.path`.
-pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for line in test_sh.lines() {
-        let line = line.split(" #").next().unwrap_or_default();
-        for part in line.split([';', '&', '|', '(', ')', '{', '}']) {
-            let words: Vec<&str> = part.split_whitespace().collect();
-            let Some(first) = words.first() else { continue };
-            if !matches!(*first, "cd" | "pushd") {
-                continue;
-            }
-            let arg = words
-                .iter()
-                .skip(1)
-                .find(|w| !w.starts_with('-'))
-                .map_or("~", |w| w.trim_matches(['"', '\'']));
-            let dir = expand_home(arg, home);
-            let dir = dir.trim_end_matches('/');
-            let dir = if dir.is_empty() { "/" } else { dir };
-            if dir.starts_with('/') && !dir.contains('$') && !out.iter().any(|o| o == dir) {
-                out.push(dir.to_string());
-            }
-        }
-    }
-    out
-}
-
-/// The absolute folders Python sources put on `sys.path` by a literal
-/// (`sys.path.insert(0, "/root")`, `sys.path.append('/app/src')`).
-pub fn sys_path_dirs(python: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for call in ["sys.path.insert(", "sys.path.append("] {
-        for (i, _) in python.match_indices(call) {
-            let args = &python[i + call.len()..];
-            let args = &args[..args.find(')').unwrap_or(args.len())];
-            for quote in ['"', '\''] {
-                let mut parts = args.split(quote);
-                parts.next();
-                if let Some(lit) = parts.next() {
-                    let lit = lit.trim_end_matches('/');
-                    if lit.starts_with('/') && !out.iter().any(|o| o == lit) {
-                        out.push(lit.to_string());
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
 impl Rules {
     /// The rule of a trial on this image: `manifest` and `toolchain` (the image's), the
     /// verifier's working folder `workdir`, what `test_sh` sources and puts on search paths, the
@@ -438,9 +436,19 @@ impl Rules {
             .into_iter()
             .map(str::to_string)
             .collect();
-        let mut shadow_dirs: BTreeSet<String> = BTreeSet::from([workdir.to_string()]);
+        // `/` too: `cd "$(dirname "$0")/.."` is the folder above `/tests`.
+        let mut shadow_dirs: BTreeSet<String> =
+            BTreeSet::from([workdir.to_string(), "/".to_string()]);
         shadow_dirs.extend(working_dirs(test_sh, home));
         modules.extend(OPTIONAL_MODULES.iter().map(|m| m.to_string()));
+        let mut portions: BTreeSet<String> =
+            OPTIONAL_MODULES.iter().map(|m| m.to_string()).collect();
+        for py in &toolchain.python {
+            for d in &py.toolchain {
+                portions.extend(namespace_packages(manifest, d));
+            }
+        }
+        trees.extend(python_installs(manifest));
         for py in &toolchain.python {
             for d in &py.toolchain {
                 trees.push((
@@ -460,9 +468,20 @@ impl Rules {
         for d in image_node_modules(manifest) {
             trees.push((d, "Node packages of the image".into()));
         }
+        let working: Vec<String> = std::iter::once(workdir.to_string())
+            .chain(working_dirs(test_sh, home))
+            .collect();
         for d in search_dirs(test_sh, home) {
             let why = format!("test.sh puts {d} on a search path");
             trees.push((d, why));
+        }
+        // A relative entry (`PYTHONPATH=src`) is read from whichever folder test.sh is in.
+        for rel in relative_search_dirs(test_sh) {
+            for w in &working {
+                let d = join(w, &rel);
+                let why = format!("test.sh puts {rel} on a search path (from {w})");
+                trees.push((d, why));
+            }
         }
         let mut files: Vec<(String, String)> = ROOT_TEST_CONFIG
             .iter()
@@ -471,26 +490,21 @@ impl Rules {
         for f in sourced_files(test_sh, home) {
             files.push((f, SOURCED.into()));
         }
-        if runs_uv(test_sh) {
-            let working = std::iter::once(workdir.to_string()).chain(working_dirs(test_sh, home));
-            for w in working {
-                let mut dir = w.as_str();
-                loop {
-                    for name in UV_PROJECT_FILES {
-                        let f = if dir == "/" {
-                            format!("/{name}")
-                        } else {
-                            format!("{dir}/{name}")
-                        };
-                        if !files.iter().any(|(g, _)| *g == f) {
-                            files.push((f, UV_READS.into()));
-                        }
-                    }
-                    if dir == "/" {
-                        break;
-                    }
-                    dir = parent(dir);
+        for d in test_copies(test_sh) {
+            in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
+        }
+        for f in pip_requirements(test_sh) {
+            if f.starts_with('/') {
+                files.push((f, PIP_READS.into()));
+            } else {
+                for w in &working {
+                    files.push((join(w, &f), PIP_READS.into()));
                 }
+            }
+        }
+        if runs_uv(test_sh) {
+            for w in &working {
+                in_and_above(&mut files, w, UV_PROJECT_FILES, UV_READS);
             }
         }
         Rules {
@@ -501,8 +515,24 @@ impl Rules {
             home: home.to_string(),
             linked_homes: Vec::new(),
             modules,
+            portions,
             skills: skills.to_vec(),
         }
+    }
+
+    /// This rule with the folders `test.sh` changes into through a variable of the image's
+    /// environment (`cd $APP_HOME`, `ENV APP_HOME=/opt/project`; `env`: `NAME=value` each)
+    /// searched first as well.
+    pub fn with_image_env(mut self, env: &[String], test_sh: &str) -> Rules {
+        for (name, value) in env.iter().filter_map(|e| e.split_once('=')) {
+            let used =
+                test_sh.contains(&format!("${name}")) || test_sh.contains(&format!("${{{name}}}"));
+            let value = value.trim_end_matches('/');
+            if used && value.starts_with('/') && !value.contains(':') {
+                self.shadow_dirs.insert(value.to_string());
+            }
+        }
+        self
     }
 
     /// This rule with every folder and file it names also where links lead it (`resolve`: the
@@ -555,18 +585,27 @@ impl Rules {
                 &path[d.len() + 1..]
             };
             let top = rest.split('/').next().unwrap_or_default();
-            if at_start && METADATA_ENDINGS.iter().any(|e| top.ends_with(e)) {
+            // `importlib.metadata` reads the names lower-cased.
+            let lower = top.to_ascii_lowercase();
+            if at_start && METADATA_ENDINGS.iter().any(|e| lower.ends_with(e)) {
                 return Some(Class::Toolchain(METADATA_ON_PATH.into()));
             }
             // A folder shadows by its `__init__` (without one it is a namespace portion, which
             // a module or package later on the path wins over).
+            // A link or a file without a suffix counts by its whole name: a link to a package
+            // is one.
             let module = match rest.split_once('/') {
                 None if is_dir => None,
-                None => module_name(top, false),
-                Some((_, init)) => (!init.contains('/')
-                    && module_name(init, false) == Some("__init__"))
-                .then(|| module_name(top, true))
-                .flatten(),
+                None => module_name(top, false).or_else(|| (!top.contains('.')).then_some(top)),
+                Some((_, below)) => {
+                    let named = module_name(below.rsplit('/').next().unwrap_or_default(), false);
+                    if named.is_some() && self.portions.contains(top) {
+                        return Some(Class::Shadow(top.to_string()));
+                    }
+                    (!below.contains('/') && named == Some("__init__"))
+                        .then(|| module_name(top, true))
+                        .flatten()
+                }
             };
             if let Some(m) = module.filter(|m| self.modules.contains(*m)) {
                 return Some(Class::Shadow(m.to_string()));
@@ -612,6 +651,9 @@ impl Rules {
             }
         }
         let name = path.rsplit('/').next().unwrap_or_default();
+        if parent(path).ends_with("/bin") && is_interpreter_name(name) {
+            return Class::Toolchain(format!("{name} in a bin folder is an interpreter's name"));
+        }
         if !is_dir && let Some(end) = TOOLCHAIN_ENDINGS.iter().find(|e| name.ends_with(**e)) {
             return Class::Toolchain(format!("{end} files are the toolchain's"));
         }
@@ -779,11 +821,20 @@ mod tests {
             }],
             user: "root".into(),
         };
-        let tar = super::super::manifest::tests::tar_of(&[(
-            "app/.venv/pyvenv.cfg",
-            super::super::manifest::FileKind::File,
-            "home = /usr/bin",
-        )]);
+        use super::super::manifest::FileKind;
+        let tar = super::super::manifest::tests::tar_of(&[
+            ("app/.venv/pyvenv.cfg", FileKind::File, "home = /usr/bin"),
+            ("usr/local/lib/python3.12/os.py", FileKind::File, ""),
+            // A namespace package of the toolchain: no `__init__.py`, modules below.
+            (
+                "usr/local/lib/python3.12/site-packages/mpl_toolkits/mplot3d/__init__.py",
+                FileKind::File,
+                "",
+            ),
+            // A second installation, off PATH (`cp -a /usr/local /opt/py`).
+            ("opt/py/bin/python3", FileKind::File, ""),
+            ("opt/py/lib/python3.11/os.py", FileKind::File, ""),
+        ]);
         let m = Manifest::from_tar(&tar[..], Default::default()).unwrap();
         Rules::new(
             &m,
@@ -794,6 +845,17 @@ mod tests {
             &["/root/.claude/skills".into()],
         )
         .with_test_sources(tests)
+    }
+
+    /// Asserts that each of `paths` (a file) is the toolchain's under `r`.
+    fn assert_toolchain(r: &Rules, paths: &[&str]) {
+        for p in paths {
+            assert!(
+                matches!(r.classify(p, false, &[]), Class::Toolchain(_)),
+                "{p}: {:?}",
+                r.classify(p, false, &[])
+            );
+        }
     }
 
     #[test]
@@ -818,38 +880,35 @@ mod tests {
     #[test]
     fn the_toolchain_is_never_work() {
         let r = rules();
-        for p in [
-            "/usr/local/bin/pytest",
-            "/usr/bin/bash",
-            "/usr/local/lib/python3.12/json/__init__.py",
-            "/usr/local/lib/python3.12/site-packages/_pytest/main.py",
-            "/root/.local/lib/python3.12/site-packages/evil.py",
-            "/root/.local/bin/env",
-            "/app/.venv/bin/python",
-            "/opt/tools/bin/runner",
-            "/etc/ld.so.preload",
-            "/etc/apt/apt.conf.d/99hook",
-            "/var/lib/dpkg/info/python3.postinst",
-            "/app/__pycache__/solution.cpython-312.pyc",
-            "/app/solution.pyc",
-            "/srv/lib/hook.pth",
-            "/root/.bashrc",
-            "/root/.config/pip/pip.conf",
-            "/app/uv.toml",
-            "/conftest.py",
-            "/pyproject.toml",
-            "/opt/setup.sh",
-            "/app/kona/pytest",
-            "/root/src/json.py",
-            "/root/.m2/repository/x.jar",
-            "/home/dev/.gitconfig",
-        ] {
-            assert!(
-                matches!(r.classify(p, false, &[]), Class::Toolchain(_)),
-                "{p}: {:?}",
-                r.classify(p, false, &[])
-            );
-        }
+        assert_toolchain(
+            &r,
+            &[
+                "/usr/local/bin/pytest",
+                "/usr/bin/bash",
+                "/usr/local/lib/python3.12/json/__init__.py",
+                "/usr/local/lib/python3.12/site-packages/_pytest/main.py",
+                "/root/.local/lib/python3.12/site-packages/evil.py",
+                "/root/.local/bin/env",
+                "/app/.venv/bin/python",
+                "/opt/tools/bin/runner",
+                "/etc/ld.so.preload",
+                "/etc/apt/apt.conf.d/99hook",
+                "/var/lib/dpkg/info/python3.postinst",
+                "/app/__pycache__/solution.cpython-312.pyc",
+                "/app/solution.pyc",
+                "/srv/lib/hook.pth",
+                "/root/.bashrc",
+                "/root/.config/pip/pip.conf",
+                "/app/uv.toml",
+                "/conftest.py",
+                "/pyproject.toml",
+                "/opt/setup.sh",
+                "/app/kona/pytest",
+                "/root/src/json.py",
+                "/root/.m2/repository/x.jar",
+                "/home/dev/.gitconfig",
+            ],
+        );
         // A virtual environment the agent made is the toolchain too.
         assert!(matches!(
             r.classify("/work/venv/bin/pytest", false, &["/work/venv".into()]),
@@ -908,19 +967,16 @@ mod tests {
     fn uv_project_files_in_and_above_the_working_folders_are_not_work() {
         let uvx = "source $HOME/.local/bin/env\ncd /srv/job\nuvx -p 3.13 -w pytest==8.4.1 pytest /tests/t.py";
         let r = rules_with(uvx, "");
-        for p in [
-            "/app/pyproject.toml",
-            "/app/uv.lock",
-            "/srv/job/pyproject.toml",
-            "/srv/pyproject.toml",
-            "/pyproject.toml",
-        ] {
-            assert!(
-                matches!(r.classify(p, false, &[]), Class::Toolchain(_)),
-                "{p}: {:?}",
-                r.classify(p, false, &[])
-            );
-        }
+        assert_toolchain(
+            &r,
+            &[
+                "/app/pyproject.toml",
+                "/app/uv.lock",
+                "/srv/job/pyproject.toml",
+                "/srv/pyproject.toml",
+                "/pyproject.toml",
+            ],
+        );
         assert_eq!(
             r.classify("/app/src/pyproject.toml", false, &[]),
             Class::Work
@@ -939,6 +995,142 @@ mod tests {
 
     /// `python3 -m pytest` after test.sh's `cd /root` puts /root first on sys.path, whatever the
     /// image's working folder (the attack: /root/pytest.py, carried as work, ran as pytest).
+    #[test]
+    fn namespace_portions_links_and_metadata_of_any_case_shadow_the_toolchain() {
+        let r = rules_with("python3 -m pytest /tests/test_outputs.py", "");
+        // `copy` tries `org.python.core`; `mpl_toolkits` is a namespace package of the image:
+        // portions first on `sys.path` supply their modules, `__init__.py` or not.
+        for (p, m) in [
+            ("/app/org/python/core.py", "org"),
+            ("/app/mpl_toolkits/mplot3d/__init__.py", "mpl_toolkits"),
+            ("/app/mpl_toolkits/mplot3d/axes3d.py", "mpl_toolkits"),
+            // A link (or a file without a suffix) by its whole name.
+            ("/app/pytest", "pytest"),
+            // `/`: `cd "$(dirname "$0")/.."` from `/tests`.
+            ("/pytest.py", "pytest"),
+        ] {
+            assert_eq!(r.classify(p, false, &[]), Class::Shadow(m.into()), "{p}");
+        }
+        assert_eq!(
+            r.classify(
+                "/app/pytest_forge-1.0.DIST-INFO/entry_points.txt",
+                false,
+                &[]
+            ),
+            Class::Toolchain(METADATA_ON_PATH.into())
+        );
+        // Data under a namespace's name, and folders of other names, are work.
+        for p in [
+            "/app/org/notes.txt",
+            "/app/html/index.html",
+            "/app/data/reader.py",
+            "/app/solution.py",
+            "/app/README",
+        ] {
+            assert_eq!(r.classify(p, false, &[]), Class::Work, "{p}");
+        }
+    }
+
+    #[test]
+    fn every_python_installation_of_the_image_and_interpreter_names_are_the_toolchain() {
+        let r = rules_with("/opt/py/bin/python3 -m pytest /tests/test_outputs.py", "");
+        assert_toolchain(
+            &r,
+            &[
+                "/opt/py/lib/python3.11/site-packages/pytest/__init__.py",
+                "/opt/py/lib/python3.11/json/__init__.py",
+                "/opt/py/bin/python3",
+                // A project's `.venv` without its `pyvenv.cfg` still has an interpreter's name.
+                "/srv/.venv/bin/python",
+                "/srv/env/bin/python3.11",
+                "/app/tools/bin/pytest",
+            ],
+        );
+        assert_eq!(r.classify("/app/bin/report.sh", false, &[]), Class::Work);
+        assert!(is_interpreter_name("python3.12") && !is_interpreter_name("python3.x"));
+    }
+
+    #[test]
+    fn folders_test_sh_reaches_by_a_shell_a_variable_or_a_relative_path_are_searched() {
+        let shell = rules_with(
+            "bash -c \"cd /srv && python3 -m pytest /tests/test_outputs.py\"",
+            "",
+        );
+        assert_eq!(
+            shell.classify("/srv/pytest.py", false, &[]),
+            Class::Shadow("pytest".into())
+        );
+        let env = rules_with(
+            "cd $APP_HOME
+python3 -m pytest",
+            "",
+        )
+        .with_image_env(
+            &["APP_HOME=/opt/project".into(), "UNUSED=/var/x".into()],
+            "cd $APP_HOME
+python3 -m pytest",
+        );
+        assert_eq!(
+            env.classify("/opt/project/pytest.py", false, &[]),
+            Class::Shadow("pytest".into())
+        );
+        assert_eq!(env.classify("/var/x/pytest.py", false, &[]), Class::Work);
+        let rel = rules_with(
+            "cd /app
+PYTHONPATH=src pytest /tests/test_outputs.py",
+            "",
+        );
+        assert!(matches!(
+            rel.classify("/app/src/pytest.py", false, &[]),
+            Class::Toolchain(_)
+        ));
+        assert_eq!(
+            relative_search_dirs("PYTHONPATH=src:./lib:/abs:$X pytest"),
+            vec!["src", "./lib"]
+        );
+    }
+
+    #[test]
+    fn what_pytest_and_pip_read_where_test_sh_puts_them_is_not_work() {
+        // Tests copied into the working folder: pytest reads the configuration there and above.
+        let copied = rules_with(
+            "cp /tests/test_outputs.py /app/ && cd /app
+pytest test_outputs.py",
+            "",
+        );
+        for p in ["/app/conftest.py", "/app/pytest.ini", "/app/tox.ini"] {
+            assert_eq!(
+                copied.classify(p, false, &[]),
+                Class::Toolchain(PYTEST_READS.into()),
+                "{p}"
+            );
+        }
+        // Not copied: pytest runs the tests in /tests, and the agent's conftest is its own.
+        let plain = rules_with("python3 -m pytest /tests/test_outputs.py", "");
+        assert_eq!(plain.classify("/app/conftest.py", false, &[]), Class::Work);
+        assert_eq!(
+            test_copies("cp -r /tests /work/t; cp /tests/test_a.py /srv/x.py; cp a b"),
+            vec!["/work/t".to_string(), "/srv".into()]
+        );
+        // pip installs what the requirement files name.
+        let pip = rules_with(
+            "cd /app
+pip install --no-index -r requirements.txt
+pytest",
+            "",
+        );
+        assert_eq!(
+            pip.classify("/app/requirements.txt", false, &[]),
+            Class::Toolchain(PIP_READS.into())
+        );
+        assert_eq!(
+            pip_requirements(
+                "pip install -r a.txt --constraint=/c.txt -rb.txt; uv pip install -c d.txt"
+            ),
+            vec!["a.txt", "/c.txt", "b.txt", "d.txt"]
+        );
+    }
+
     #[test]
     fn the_folders_test_sh_changes_into_are_searched_first() {
         let r = rules_with("cd /root\npython3 -m pytest /tests/test_outputs.py", "");
@@ -1026,35 +1218,6 @@ mod tests {
             Class::Skills
         );
         assert_eq!(r.classify("/logs/verifier2/x", false, &[]), Class::Work);
-    }
-
-    #[test]
-    fn search_paths_are_read_from_test_sh() {
-        let sh = "export PATH=\"$HOME/.local/bin:/app/kona:$PATH\"\nPYTHONPATH=/root/src:/app/environment/skills/x python3 -m pytest\nNODE_PATH=relative:/opt/n";
-        assert_eq!(
-            search_dirs(sh, "/root"),
-            vec![
-                "/root/.local/bin".to_string(),
-                "/app/kona".into(),
-                "/root/src".into(),
-                "/app/environment/skills/x".into(),
-                "/opt/n".into()
-            ]
-        );
-    }
-
-    #[test]
-    fn sourced_files_are_read_from_test_sh() {
-        let sh = "curl -LsSf https://astral.sh/uv/install.sh | sh\nsource $HOME/.local/bin/env\n. /opt/venv/bin/activate && pytest\nsource \"${HOME}/.cargo/env\"; echo\nsource ~/x.sh\nsource $OTHER/y";
-        assert_eq!(
-            sourced_files(sh, "/root"),
-            vec![
-                "/root/.local/bin/env".to_string(),
-                "/opt/venv/bin/activate".into(),
-                "/root/.cargo/env".into(),
-                "/root/x.sh".into()
-            ]
-        );
     }
 
     #[test]

@@ -194,20 +194,40 @@ fn python_installs(manifest: &Manifest) -> Vec<(String, String)> {
     out
 }
 
-/// The namespace packages in toolchain folder `dir`: entries without `__init__.py` that hold
-/// Python modules (their portions merge with one earlier on `sys.path`).
+/// Folder names a carelessly packaged distribution leaves in a site folder without being a
+/// namespace anything imports (`tests/`, `docs/`, …): an agent's folder of that name is its own.
+const NOT_NAMESPACES: &[&str] = &[
+    "tests",
+    "test",
+    "testing",
+    "docs",
+    "doc",
+    "examples",
+    "example",
+    "scripts",
+    "benchmarks",
+];
+
+/// The namespace packages in toolchain folder `dir`: entries without `__init__.py` that hold a
+/// package (`mpl_toolkits/mplot3d/__init__.py`, `google/protobuf/__init__.py`) — portions
+/// merge with one earlier on `sys.path` — but [`NOT_NAMESPACES`].
 fn namespace_packages(manifest: &Manifest, dir: &str) -> Vec<String> {
     manifest
         .children(dir)
-        .filter(|c| !c.contains('.') && !c.contains('-'))
+        .filter(|c| !c.contains('.') && !c.contains('-') && !NOT_NAMESPACES.contains(c))
         .filter(|c| {
             let pkg = format!("{dir}/{c}");
+            let below = format!("{pkg}/");
             manifest.get(&format!("{pkg}/__init__.py")).is_none()
                 && manifest
                     .files
-                    .range(format!("{pkg}/")..)
-                    .take_while(|(p, _)| p.starts_with(&format!("{pkg}/")))
-                    .any(|(p, _)| p.ends_with(".py") || p.ends_with(".so"))
+                    .range(below.clone()..)
+                    .take_while(|(p, _)| p.starts_with(&below))
+                    .any(|(p, _)| {
+                        p[below.len()..]
+                            .split_once('/')
+                            .is_some_and(|(_, rest)| rest == "__init__.py")
+                    })
         })
         .map(str::to_string)
         .collect()
@@ -831,6 +851,17 @@ mod tests {
                 FileKind::File,
                 "",
             ),
+            // Folders a careless distribution leaves: no namespace anything imports.
+            (
+                "usr/local/lib/python3.12/site-packages/tests/sub/__init__.py",
+                FileKind::File,
+                "",
+            ),
+            (
+                "usr/local/lib/python3.12/site-packages/tools/run.py",
+                FileKind::File,
+                "",
+            ),
             // A second installation, off PATH (`cp -a /usr/local /opt/py`).
             ("opt/py/bin/python3", FileKind::File, ""),
             ("opt/py/lib/python3.11/os.py", FileKind::File, ""),
@@ -1026,6 +1057,9 @@ mod tests {
             "/app/data/reader.py",
             "/app/solution.py",
             "/app/README",
+            "/app/tests/test_solution.py",
+            "/app/tests/sub/__init__.py",
+            "/app/tools/run.py",
         ] {
             assert_eq!(r.classify(p, false, &[]), Class::Work, "{p}");
         }

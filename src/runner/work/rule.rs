@@ -511,7 +511,13 @@ impl Rules {
             files.push((f, SOURCED.into()));
         }
         for d in test_copies(test_sh) {
-            in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
+            if d.starts_with('/') {
+                in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
+            } else {
+                for w in &working {
+                    in_and_above(&mut files, &join(w, &d), ROOT_TEST_CONFIG, PYTEST_READS);
+                }
+            }
         }
         for f in pip_requirements(test_sh) {
             if f.starts_with('/') {
@@ -1139,6 +1145,17 @@ pytest test_outputs.py",
                 "{p}"
             );
         }
+        let relative = rules_with("cp /tests/test_outputs.py .\npytest test_outputs.py", "");
+        assert_eq!(
+            relative.classify("/app/conftest.py", false, &[]),
+            Class::Toolchain(PYTEST_READS.into())
+        );
+        // Data copied beside the work: no test there, the agent's project files are its own.
+        let data = rules_with("cp /tests/expected.npz /root/expected.npz\npytest", "");
+        assert_eq!(
+            data.classify("/root/pyproject.toml", false, &[]),
+            Class::Work
+        );
         // Not copied: pytest runs the tests in /tests, and the agent's conftest is its own.
         let plain = rules_with("python3 -m pytest /tests/test_outputs.py", "");
         assert_eq!(plain.classify("/app/conftest.py", false, &[]), Class::Work);

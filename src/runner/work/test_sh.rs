@@ -4,9 +4,11 @@
 //! runs uv. [`super::rule`] turns them into the toolchain's folders and files and the folders
 //! searched first; what the reader does not follow is in docs/limitations.md.
 
-/// The folders `test.sh` copies the task's tests into (`cp [-r] /tests/… DEST`: `DEST`, or its
-/// folder when it names a file), absolute: pytest reads its configuration and `conftest.py` in
-/// and above the tests it runs.
+/// The folders `test.sh` copies the task's Python tests into (`cp [-r] /tests/… DEST` of a
+/// `.py` file, a folder or a glob: `DEST`, or its folder when it names a file), as written
+/// (a relative one is read from `test.sh`'s working folders):
+/// pytest reads its configuration and `conftest.py` in and above the tests it runs. A copy of
+/// data (`cp /tests/expected.csv /root/expected.csv`, `.mjs`, `.npz`) is no test.
 pub fn test_copies(test_sh: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in test_sh.lines() {
@@ -26,14 +28,21 @@ pub fn test_copies(test_sh: &str) -> Vec<String> {
             let Some((dest, sources)) = args.split_last() else {
                 continue;
             };
-            if !sources
-                .iter()
-                .any(|s| *s == "/tests" || s.starts_with("/tests/"))
-            {
+            // A test (`.py`), a folder or a glob of the tests; not a data file.
+            let tests = |s: &&str| {
+                let name = s.rsplit('/').next().unwrap_or_default();
+                (*s == "/tests" || s.starts_with("/tests/"))
+                    && (name.ends_with(".py") || !name.contains('.') || name == ".")
+            };
+            if !sources.iter().any(tests) {
                 continue;
             }
             let dest = dest.trim_end_matches('/');
-            let dir = if dest.ends_with(".py") {
+            let named_file = dest
+                .rsplit('/')
+                .next()
+                .is_some_and(|n| n.contains('.') && n != "." && n != "..");
+            let dir = if named_file {
                 dest.rsplit_once('/')
                     .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d })
             } else if dest.is_empty() {
@@ -41,7 +50,7 @@ pub fn test_copies(test_sh: &str) -> Vec<String> {
             } else {
                 dest
             };
-            if dir.starts_with('/') && !dir.contains('$') && !out.iter().any(|o| o == dir) {
+            if !dir.contains('$') && !out.iter().any(|o| o == dir) {
                 out.push(dir.to_string());
             }
         }
@@ -220,6 +229,20 @@ pub fn sys_path_dirs(python: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copies_of_tests_are_read_and_copies_of_data_are_not() {
+        // Forms of real SkillsBench test.sh (yujianll/skill-usage): data copied beside the
+        // work is no test; a test copied into /app is.
+        let sh = "cp /tests/gen_ground_truth.mjs /root/gen_ground_truth.mjs\n\
+                  cp /tests/dyn_masks.npz /root/dyn_masks.npz\ncp /tests/correct_output.csv .\n\
+                  cp /tests/test.py /app/test.py\ncp -r /tests /work/t\ncp /tests/*.py /srv/\n\
+                  cp a b\ncp -r /tests/. /opt/x/\ncp /tests/test_b.py .";
+        assert_eq!(
+            test_copies(sh),
+            vec!["/app", "/work/t", "/srv", "/opt/x", "."]
+        );
+    }
 
     #[test]
     fn search_paths_are_read_from_test_sh() {

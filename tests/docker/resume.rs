@@ -40,6 +40,50 @@ fn assert_each_trial_exactly_once(s: &Scratch, run: &str, expected: usize) {
     assert_eq!(r.status, "finished");
 }
 
+/// Two removals of one environment at once (a trial's background removal meeting its site's
+/// close): the second, answered "removal already in progress", returns only once the container
+/// is gone — else a stopping run could exit with its containers still listed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_that_meets_another_returns_when_the_container_is_gone() {
+    use skillscope::runner::docker::base_image::{BUSYBOX_IMAGE, ensure_busybox};
+    use skillscope::runner::docker::start_helper;
+
+    require_docker().await;
+    let docker = bollard::Docker::connect_with_local_defaults().expect("docker");
+    ensure_busybox(&docker).await.expect("base image");
+    for round in 0..5 {
+        let c = start_helper(
+            &docker,
+            &uuid::Uuid::new_v4().to_string(),
+            BUSYBOX_IMAGE,
+            "removal-probe",
+            false,
+        )
+        .await
+        .expect("helper");
+        let id = c.id().to_string();
+        let first = {
+            let c = c.clone();
+            tokio::spawn(async move { c.remove().await })
+        };
+        tokio::time::sleep(Duration::from_millis(5 * round)).await;
+        c.remove().await;
+        let seen = docker.inspect_container(&id, None).await;
+        assert!(
+            matches!(
+                seen,
+                Err(bollard::errors::Error::DockerResponseServerError {
+                    status_code: 404,
+                    ..
+                })
+            ),
+            "round {round}: still there after the second removal returned: {:?}",
+            seen.map(|i| i.state.and_then(|s| s.status))
+        );
+        first.await.unwrap();
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ctrl_c_stops_cleanly_and_the_same_command_resumes() {
     require_docker().await;

@@ -362,10 +362,10 @@ impl DockerContainer {
         }
     }
 
-    /// Removes the container (forced, with its anonymous volumes), held to [`REMOVE_LIMIT`].
-    /// Never fails.
-    pub async fn remove_now(&self) {
-        remove_forced(&self.docker, &self.id).await;
+    /// Removes the container (forced, with its anonymous volumes), held to [`REMOVE_LIMIT`]; true
+    /// once the daemon no longer lists it. Never fails.
+    pub async fn remove_now(&self) -> bool {
+        remove_forced(&self.docker, &self.id).await
     }
 }
 
@@ -374,23 +374,37 @@ impl DockerContainer {
 /// and a run must not wait on it forever (the container is left, named in the log).
 const REMOVE_LIMIT: Duration = Duration::from_secs(60);
 
+/// How often a removal another request started is asked after.
+const REMOVAL_POLL: Duration = Duration::from_millis(100);
+
 /// Removes container `id` (forced, with its anonymous volumes), held to [`REMOVE_LIMIT`]; true
-/// when the daemon removed it.
+/// once the container is gone. While the daemon answers 409 (a removal already in progress, as
+/// when a trial's background removal and its site's close meet) the removal is asked again until
+/// the daemon no longer knows the container (404), so a caller never goes on — or a stopping run
+/// exits — while the daemon still holds it.
 async fn remove_forced(docker: &Docker, id: &str) -> bool {
-    let removed = tokio::time::timeout(
-        REMOVE_LIMIT,
-        docker.remove_container(
-            id,
-            Some(RemoveContainerOptions {
-                force: true,
-                v: true,
-                ..Default::default()
-            }),
-        ),
-    )
-    .await;
-    match removed {
-        Ok(r) => r.is_ok(),
+    let gone = async {
+        loop {
+            let removed = docker
+                .remove_container(
+                    id,
+                    Some(RemoveContainerOptions {
+                        force: true,
+                        v: true,
+                        ..Default::default()
+                    }),
+                )
+                .await;
+            match removed {
+                Ok(()) => break true,
+                Err(e) if status_of(&e) == Some(404) => break true,
+                Err(e) if status_of(&e) == Some(409) => tokio::time::sleep(REMOVAL_POLL).await,
+                Err(_) => break false,
+            }
+        }
+    };
+    match tokio::time::timeout(REMOVE_LIMIT, gone).await {
+        Ok(gone) => gone,
         Err(_) => {
             tracing::warn!(
                 container = %id,
@@ -398,6 +412,14 @@ async fn remove_forced(docker: &Docker, id: &str) -> bool {
             );
             false
         }
+    }
+}
+
+/// The HTTP status of a daemon's error answer; `None` for a fault of the connection.
+fn status_of(e: &bollard::errors::Error) -> Option<u16> {
+    match e {
+        bollard::errors::Error::DockerResponseServerError { status_code, .. } => Some(*status_code),
+        _ => None,
     }
 }
 

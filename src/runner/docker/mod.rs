@@ -580,13 +580,20 @@ impl TrialSite for DockerSite {
 
     async fn close(self: Box<Self>) {
         let started = std::mem::take(&mut *self.started.lock().expect("lock"));
+        let mut all_gone = true;
         for c in started.iter().rev() {
-            c.remove_now().await;
+            all_gone &= c.remove_now().await;
         }
-        self.services.remove().await;
-        // Nothing is attached to the network any more: the next trial of the run takes it.
+        all_gone &= self.services.remove().await;
         if let Some(n) = self.network {
-            self.pool.give(&self.host_name, &self.run, n);
+            if all_gone {
+                // Nothing is attached to the network any more: the next trial of the run takes it.
+                self.pool.give(&self.host_name, &self.run, n);
+            } else {
+                // A container the daemon still holds may still be attached: the network is not
+                // handed to another trial (the run's sweep removes it when it can).
+                let _ = self.docker.remove_network(&n.name).await;
+            }
         }
     }
 }

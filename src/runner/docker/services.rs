@@ -91,14 +91,19 @@ impl TrialServices {
         self.containers.is_empty() && self.networks.is_empty()
     }
 
-    /// Removes the services (forced) and then the networks. Never fails.
-    pub async fn remove(&self) {
-        futures_util::future::join_all(self.containers.iter().map(|c| c.remove_now())).await;
+    /// Removes the services (forced) and then the networks; true when every service container is
+    /// gone. Never fails.
+    pub async fn remove(&self) -> bool {
+        let gone = futures_util::future::join_all(self.containers.iter().map(|c| c.remove_now()))
+            .await
+            .into_iter()
+            .all(|g| g);
         if let Some(docker) = &self.docker {
             for n in &self.networks {
                 let _ = docker.remove_network(n).await;
             }
         }
+        gone
     }
 }
 

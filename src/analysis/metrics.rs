@@ -99,6 +99,14 @@ pub fn method_d_of<T: Scored>(
     (!per_task.is_empty()).then(|| per_task.values().sum::<f64>() / per_task.len() as f64)
 }
 
+/// True for a finished attempt that counts as done: finished, and neither cancelled nor
+/// interrupted (those never ran to an end — a condition stopped early cancels its queued
+/// trials). One definition for every "done" count: [`summarize_planned`] (`status --json`) and
+/// the results' tally (the tables).
+pub fn counts_as_done(finished: bool, outcome: Option<Outcome>) -> bool {
+    finished && !matches!(outcome, Some(Outcome::Cancelled | Outcome::Interrupted))
+}
+
 /// True for an outcome the verifier judged: pass, fail (wrong output) and the two timeouts — the
 /// trials the pass rate over judged trials counts ([`pass_rate_judged`], and
 /// [`crate::analysis::results`]'s "trials with a verdict").
@@ -231,8 +239,11 @@ pub struct ConditionSummary {
     pub queued: usize,
     /// Trials in progress.
     pub running: usize,
-    /// Trials finished.
+    /// Trials finished ([`counts_as_done`]: cancelled and interrupted ones are not).
     pub done: usize,
+    /// Trials cancelled or interrupted (never run to an end; also in
+    /// [`ConditionSummary::outcomes`]).
+    pub cancelled: usize,
     /// Finished trials that failed with a partial reward (strictly between 0 and 1): Method D
     /// averages rewards, so they count fractionally (a `fail` with reward 0.74 adds 0.74).
     pub partial: usize,
@@ -275,6 +286,7 @@ pub fn summarize_planned<T: Scored>(
                 queued: 0,
                 running: 0,
                 done: 0,
+                cancelled: 0,
                 partial: 0,
                 pass_rate_judged: pass_rate_judged(task_ids, plan, c, trials),
             };
@@ -285,7 +297,11 @@ pub fn summarize_planned<T: Scored>(
                 match t.status() {
                     TrialStatus::Queued => s.queued += 1,
                     TrialStatus::Done => {
-                        s.done += 1;
+                        if counts_as_done(true, t.outcome()) {
+                            s.done += 1;
+                        } else {
+                            s.cancelled += 1;
+                        }
                         if let Some(o) = t.outcome() {
                             *s.outcomes.entry(o.as_str().to_string()).or_default() += 1;
                         }
@@ -383,5 +399,21 @@ mod tests {
         assert_eq!(s[0].queued, 1);
         assert_eq!(s[0].outcomes["pass"], 1);
         assert_eq!(s[0].n_planned, 2);
+    }
+
+    #[test]
+    fn a_cancelled_trial_is_not_done() {
+        // `status --json` and the table agree: 2 planned, 1 done, 1 cancelled (not run).
+        let ids = vec!["a".to_string()];
+        let rows = vec![
+            row("a", "A", 1, Some(Outcome::Pass), Some(1.0)),
+            row("a", "A", 2, Some(Outcome::Cancelled), None),
+            row("a", "A", 3, Some(Outcome::Interrupted), None),
+        ];
+        let s = summarize(&ids, 3, &["A".to_string()], &rows);
+        assert_eq!((s[0].done, s[0].cancelled), (1, 2));
+        assert_eq!(s[0].outcomes["cancelled"], 1);
+        assert!(counts_as_done(true, Some(Outcome::Fail)));
+        assert!(!counts_as_done(false, Some(Outcome::Pass)));
     }
 }

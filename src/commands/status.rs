@@ -24,10 +24,21 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         .map(|r| run_status(conn, r))
         .collect::<Result<_>>()?;
     if args.json {
+        // Each run with its comparisons as the table shows them (Δ, g, their CIs, A/A noise,
+        // each `null` with its reason when undefined).
+        let runs: Vec<serde_json::Value> = statuses
+            .iter()
+            .map(|s| {
+                let mut v = serde_json::to_value(s)?;
+                let results = super::shared::table::run_results(conn, &s.run.name)?;
+                v["comparisons"] = serde_json::to_value(&results.comparisons)?;
+                Ok(v)
+            })
+            .collect::<Result<_>>()?;
         println!(
             "{}",
             serde_json::to_string_pretty(&serde_json::json!({
-                "runs": statuses,
+                "runs": runs,
                 "store": store_json(&reading.access),
             }))?
         );

@@ -452,12 +452,23 @@ fn check(n: usize, round1: &RunSpec, round2: &RunSpec, threshold: f64) {
         assert_ne!(g["group"], "middle", "one level, one row");
     }
 
-    // Comparisons: over the tasks both ran, the others not run, Δ their mean difference.
+    // Trials of `label` on task `ti` that finished (not cancelled, not unfinished).
+    let finished = |label: &str, ti: usize| -> usize {
+        let (_, spec, ci) = labels.iter().find(|(l, _, _)| *l == label).unwrap();
+        spec.cells[ti][*ci]
+            .iter()
+            .flatten()
+            .filter(|e| !matches!(e, Ending::Cancelled | Ending::Unfinished))
+            .count()
+    };
+    // Comparisons: over the tasks both ran, the others not run, Δ their mean difference —
+    // undefined while a side has no finished trial on them (Method D would count it 0).
     for c in res["comparisons"].as_array().unwrap() {
         let (w, wo) = (c["with"].as_str().unwrap(), c["without"].as_str().unwrap());
         let mut matched = Vec::new();
         let (mut not_w, mut not_wo) = (Vec::new(), Vec::new());
-        for (task, _, _) in &TASKS[..n] {
+        let (mut finished_w, mut finished_wo) = (0, 0);
+        for (ti, (task, _, _)) in TASKS[..n].iter().enumerate() {
             let a = rows
                 .get(&(w.to_string(), task.to_string()))
                 .and_then(|r| r.0);
@@ -465,7 +476,11 @@ fn check(n: usize, round1: &RunSpec, round2: &RunSpec, threshold: f64) {
                 .get(&(wo.to_string(), task.to_string()))
                 .and_then(|r| r.0);
             match (a, b) {
-                (Some(a), Some(b)) => matched.push(a - b),
+                (Some(a), Some(b)) => {
+                    matched.push(a - b);
+                    finished_w += finished(w, ti);
+                    finished_wo += finished(wo, ti);
+                }
                 (None, Some(_)) => not_w.push(task.to_string()),
                 (Some(_), None) => not_wo.push(task.to_string()),
                 (None, None) => {}
@@ -492,9 +507,17 @@ fn check(n: usize, round1: &RunSpec, round2: &RunSpec, threshold: f64) {
                 "Δ",
             ),
             None => assert!(
-                matched.is_empty() && c["delta_undefined"].is_string(),
+                (matched.is_empty() || finished_w == 0 || finished_wo == 0)
+                    && c["delta_undefined"].is_string(),
                 "{c}"
             ),
+        }
+        if !matched.is_empty() {
+            assert_eq!(
+                c["delta_pp"].is_null(),
+                finished_w == 0 || finished_wo == 0,
+                "{c}"
+            );
         }
         if matched.len() < 2 {
             assert!(c["delta_ci_pp"].is_null(), "{c}");

@@ -396,6 +396,19 @@ fn the_disjoint_gemini_flash_run_compares_only_the_task_both_conditions_ran() {
         );
         assert_eq!(c["n_tasks"], 10, "{c}");
     }
+    // Its comparisons as the report has them: Δ, g and the A/A noise, one definition.
+    let cmp = st["comparisons"].as_array().unwrap();
+    assert_eq!(
+        cmp.len(),
+        r["comparisons"].as_array().unwrap().len(),
+        "{st}"
+    );
+    for (mine, theirs) in cmp.iter().zip(r["comparisons"].as_array().unwrap()) {
+        for k in ["name", "delta_pp", "g", "delta_undefined", "aa_noise"] {
+            assert_eq!(mine[k], theirs[k], "{k}: {mine}");
+        }
+        assert!(mine["delta_pp"].is_number(), "{mine}");
+    }
     // The dashboard: 20 of 20, and a cost no file reported is unknown, not $0.0000.
     let conn = s.store.connect().unwrap();
     let id = skillscope::store::queries::find_run(&conn, run)

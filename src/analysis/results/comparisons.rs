@@ -260,8 +260,21 @@ pub(super) fn compare(
         drift: Vec::new(),
         sequential: None,
     };
-    match (p_with, p_without) {
-        (Some(w), Some(wo)) => {
+    // Mid-run, a side none of whose trials on the matched tasks has finished scores 0 under
+    // Method D (unfinished trials count 0): a Δ against it says only that it has not run yet.
+    let unstarted = [cw, cwo]
+        .into_iter()
+        .find(|side| !side.aggregated && idx.iter().all(|&i| side.per_task_rewards[i].is_empty()));
+    match (p_with, p_without, unstarted) {
+        (Some(_), Some(_), Some(side)) => {
+            let why = format!("no trial of {} has finished yet", side.label);
+            c.delta_ci_pp = None;
+            c.delta_se_pp = None;
+            c.ci_undefined = Some(why.clone());
+            c.delta_undefined = Some(why.clone());
+            c.g_undefined = Some(why);
+        }
+        (Some(w), Some(wo), None) => {
             c.delta_pp = Some(delta_pp(w, wo));
             c.g = normalized_gain(w, wo);
             if c.g.is_none() {

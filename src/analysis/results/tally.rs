@@ -353,7 +353,7 @@ impl Cell {
         rule: &SuccessRule,
     ) {
         // What counts: a finished trial that was not cancelled or interrupted.
-        let counts = done && !matches!(outcome, Some(Outcome::Cancelled | Outcome::Interrupted));
+        let counts = crate::analysis::metrics::counts_as_done(done, outcome);
         let success = rule.trial_succeeded(done, outcome, reward);
         let reward = if counts { reward } else { None };
         if counts {

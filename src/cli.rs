@@ -537,13 +537,14 @@ pub struct ReplayArgs {
     pub seed: u64,
     /// Also simulate N null experiments (labels swapped within task) and N under the observed
     /// effect (tasks resampled): type-I error (flagged when it exceeds α) and power. With
-    /// --sharp-null: the experiments per task count [default there: 2000].
-    #[arg(long, value_name = "N")]
+    /// --sharp-null: the experiments per task count [default there: 2000]. At least 2 (a rate
+    /// and its Monte Carlo SE need two draws).
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(2..))]
     pub simulate: Option<usize>,
     /// Also replay each run over N random trial orders (each task-condition's trials
     /// reshuffled): the mean share of trials used, the disagreements per order and the rate of
-    /// fixed-design effects lost.
-    #[arg(long, value_name = "N")]
+    /// fixed-design effects lost. At least 1.
+    #[arg(long, value_name = "N", value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub orders: Option<usize>,
     /// Instead of runs: the design's type-I error under a sharp null (per task a pass
     /// probability from U(0, 1), the same under both conditions) at each of these task counts,

@@ -198,6 +198,8 @@ pub struct PowerRow {
     /// drawn from both sides' trials.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aa_noise_band_pp: Option<(f64, f64)>,
+    /// Why [`PowerRow::aa_noise_pp`] is undefined, when it is.
+    pub aa_noise_undefined: Option<String>,
 }
 
 /// A condition's noise floor measured from its trials so far (`plan`).
@@ -369,6 +371,11 @@ pub fn power_row(
         components: c,
         aa_noise_pp: None,
         aa_noise_band_pp: None,
+        aa_noise_undefined: Some(if unit == "share" {
+            "a share of the gap, not a difference of two conditions".into()
+        } else {
+            "no trials measured yet".into()
+        }),
     }
 }
 

@@ -407,3 +407,29 @@ fn sharp_nulls(args: &ReplayArgs) -> Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::{Cli, Command};
+
+    fn parse(extra: &[&str]) -> Result<crate::cli::ReplayArgs, clap::Error> {
+        let argv = ["skillscope", "replay", "r1"].iter().chain(extra);
+        match Cli::try_parse_from(argv)?.command {
+            Command::Replay(a) => Ok(a),
+            other => panic!("parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn simulations_need_two_draws_and_orders_one() {
+        // Zero or one draw would print a rate with no Monte Carlo error (power 100 % ± 0.00).
+        for bad in [["--simulate", "0"], ["--simulate", "1"], ["--orders", "0"]] {
+            let e = parse(&bad).expect_err("refused");
+            assert_eq!(e.kind(), clap::error::ErrorKind::ValueValidation, "{bad:?}");
+        }
+        assert_eq!(parse(&["--simulate", "2"]).unwrap().simulate, Some(2));
+        assert_eq!(parse(&["--orders", "1"]).unwrap().orders, Some(1));
+    }
+}

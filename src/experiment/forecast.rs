@@ -613,12 +613,17 @@ fn noise_floor(
             }
             _ => {
                 let (Some((hx, nx)), Some((hy, ny))) = (side(x), side(y)) else {
+                    let short = if side(x).is_none() { x } else { y };
+                    p.aa_noise_undefined = Some(format!(
+                        "no task of {short} has 2 or more finished trials yet"
+                    ));
                     continue;
                 };
                 ((scale(hx, nx).powi(2) + scale(hy, ny).powi(2)) / 2.0).sqrt()
             }
         };
         p.aa_noise_pp = Some(h);
+        p.aa_noise_undefined = None;
         if p.effect.abs() <= h {
             notes.push(format!(
                 "{}: the planned effect {:+.1} pp is within the A/A noise ±{h:.1} pp — a Δ that size is what rerunning one condition gives at {} tasks × {} trials; plan a larger effect, more trials per task or more tasks",

@@ -356,6 +356,9 @@ impl TaskConfig {
         let raw: toml::Table = toml::from_str(text).map_err(|e| fail(syntax_error(text, &e)))?;
         let written = Written::of(text);
         let mut problems = Vec::new();
+        // The keys of the wrong type are reported, then left out so that the rest is still
+        // checked against its bounds (every wrong field at once, not the type errors first).
+        let mut checked = raw.clone();
         for (table, key, kind) in KNOWN_KEYS {
             let value = if table.is_empty() {
                 raw.get(*key)
@@ -376,6 +379,11 @@ impl TaskConfig {
                     written.value(table, key, v),
                     written.place(table, key)
                 ));
+                if table.is_empty() {
+                    checked.remove(*key);
+                } else if let Some(toml::Value::Table(t)) = checked.get_mut(*table) {
+                    t.remove(*key);
+                }
             }
         }
         for table in ["metadata", "agent", "verifier", "solution", "environment"] {
@@ -387,13 +395,17 @@ impl TaskConfig {
                     v.type_str(),
                     written.place("", table)
                 ));
+                checked.remove(table);
             }
         }
-        if !problems.is_empty() {
-            return Err(fail(problems.join("; ")));
-        }
-        let mut config: TaskConfig =
-            toml::from_str(text).map_err(|e| fail(syntax_error(text, &e)))?;
+        let mut config: TaskConfig = match toml::Value::Table(checked).try_into() {
+            Ok(c) => c,
+            // Every known key was checked above; what serde still refuses is reported as it says.
+            Err(e) => {
+                problems.push(e.to_string());
+                return Err(fail(problems.join("; ")));
+            }
+        };
         let env = raw.get("environment").and_then(|v| v.as_table());
         for (key, target) in [
             ("memory", &mut config.environment.memory_mb),
@@ -772,10 +784,12 @@ allow_internet = false
             "[environment] cpus: expected a number",
             "[environment] memory_mb: expected a whole number",
             "[environment] allow_internet: expected true or false",
+            // A value out of bounds beside the type errors, not hidden behind them.
+            "[verifier] timeout_sec: must be a number of seconds above 0",
         ] {
             assert!(err.contains(key), "{key} missing from {err}");
         }
-        // Bounds are checked once the types are right: all of them, not only the first.
+        // Bounds alone: all of them, not only the first.
         let err = TaskConfig::parse(
             "[agent]\ntimeout_sec = 1e308\n[verifier]\ntimeout_sec = inf\n[environment]\ncpus = 0\nmemory_mb = 0\n",
             Path::new("t/task.toml"),

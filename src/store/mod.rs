@@ -207,6 +207,7 @@ const OUR_TABLES: [&str; 3] = ["runs", "run_tasks", "trials"];
 /// # Errors
 /// [`StoreError::Foreign`] naming the file and its tables.
 pub(crate) fn refuse_foreign(path: &Path) -> Result<(), StoreError> {
+    refuse_non_file(path)?;
     if std::fs::metadata(path).map_or(true, |m| m.len() == 0) {
         return Ok(());
     }
@@ -251,6 +252,38 @@ pub(crate) fn refuse_foreign(path: &Path) -> Result<(), StoreError> {
                 shown.join(", ")
             )
         },
+    })
+}
+
+/// Refuses an existing `path` that is not a regular file (after links): a folder, `/dev/null`,
+/// a pipe — SQLite would otherwise answer "database is locked" or "disk I/O error".
+///
+/// # Errors
+/// [`StoreError::Open`] naming the file and what it is.
+fn refuse_non_file(path: &Path) -> Result<(), StoreError> {
+    use std::os::unix::fs::FileTypeExt;
+    let Ok(meta) = std::fs::metadata(path) else {
+        return Ok(());
+    };
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a folder"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a named pipe"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    Err(StoreError::Open {
+        path: path.to_path_buf(),
+        message: format!("it is {what}, not a database file; pass --db with a database file"),
     })
 }
 

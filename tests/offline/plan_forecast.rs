@@ -575,6 +575,10 @@ fn plan_prints_the_noise_floor_of_round_1_and_warns_of_an_effect_within_it() {
     let h1 = f["power"][1]["aa_noise_pp"].as_f64().unwrap();
     assert!((h1 - spread["A"]).abs() < 1e-9, "{h1}");
     assert!(f["power"][2]["aa_noise_pp"].is_null(), "a share has none");
+    // An undefined A/A noise says why: in the JSON and in words under the table.
+    let why = f["power"][2]["aa_noise_undefined"].as_str().unwrap();
+    assert!(why.contains("a share of the gap"), "{why}");
+    assert!(f["power"][0]["aa_noise_undefined"].is_null(), "{f:#}");
 
     // In words: the floor, and a note for an effect within the noise — none for one above it.
     let small = plan_out(&["--effect", "1"]);
@@ -583,6 +587,7 @@ fn plan_prints_the_noise_floor_of_round_1_and_warns_of_an_effect_within_it() {
         "A: flip rate ",
         "A/A noise ±",
         "the planned effect +1.0 pp is within the A/A noise",
+        "A/A noise — for H2 share of the B − A gap",
     ] {
         assert!(small.contains(want), "{want:?} in {small}");
     }

@@ -58,6 +58,20 @@ fn status_says_which_trial_runs_now_and_in_which_phase() {
     );
 }
 
+/// Runs `skillscope ARGS --db DB`, asserts it failed with one line on stderr and returns it.
+fn refused_in_one_line(args: &[&str], db: &std::path::Path) -> String {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
+        .args(args)
+        .arg("--db")
+        .arg(db)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{args:?}: {err}");
+    assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+    err
+}
+
 /// Another program's SQLite file (its own `runs` table) is refused in one line, and left as it
 /// was: no migration, no switch to WAL, not a byte changed (issue 36: ~200 lines of migration SQL
 /// were printed twice).
@@ -76,15 +90,7 @@ fn another_programs_sqlite_file_is_refused_in_one_line_and_left_unchanged() {
     }
     let before = std::fs::read(&db).unwrap();
     for args in [&["status"][..], &["status", "--json"], &["report"]] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"))
-            .args(args)
-            .arg("--db")
-            .arg(&db)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(!out.status.success(), "{args:?}: {err}");
-        assert_eq!(err.trim_end().lines().count(), 1, "{args:?}: {err}");
+        let err = refused_in_one_line(args, &db);
         assert!(
             err.contains("is not a skillscope database"),
             "{args:?}: {err}"
@@ -94,6 +100,23 @@ fn another_programs_sqlite_file_is_refused_in_one_line_and_left_unchanged() {
     }
     assert_eq!(std::fs::read(&db).unwrap(), before, "the file changed");
     assert!(!dir.path().join("other.db-wal").exists());
+}
+
+/// A `--db` that is no file — `/dev/null`, a folder — is refused in one line saying what it is,
+/// never SQLite's "database is locked".
+#[test]
+fn a_db_that_is_no_file_is_refused_saying_what_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    for (db, what) in [
+        (std::path::PathBuf::from("/dev/null"), "a character device"),
+        (dir.path().to_path_buf(), "a folder"),
+    ] {
+        for args in [&["status"][..], &["report"]] {
+            let err = refused_in_one_line(args, &db);
+            assert!(err.contains(what), "{args:?} {}: {err}", db.display());
+            assert!(!err.contains("locked"), "{err}");
+        }
+    }
 }
 
 /// `watch` without a name follows the run an engine is running now, not the run created last

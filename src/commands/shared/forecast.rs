@@ -125,6 +125,20 @@ pub fn print_lines(f: &Forecast) -> Vec<String> {
                 .into(),
         );
     }
+    // An undefined A/A noise says why, once per reason.
+    let mut why_none: Vec<String> = Vec::new();
+    for p in &f.power {
+        if let (None, Some(why)) = (p.aa_noise_pp, &p.aa_noise_undefined) {
+            let line = format!(
+                "A/A noise — for {}: {why}",
+                crate::sanitize::text(&p.hypothesis)
+            );
+            if !why_none.contains(&line) {
+                why_none.push(line);
+            }
+        }
+    }
+    out.extend(why_none);
     out.extend(f.notes.iter().map(|n| format!("note: {n}")));
     out
 }

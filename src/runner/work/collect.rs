@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::{FileKind, Manifest, absolute, pyc_source, sha256_of};
+use super::manifest::{FileKind, Manifest, absolute, absolute_escaped, pyc_source, sha256_of};
 use super::rule::{
     Class, Rules, VERIFIER_ONLY, holds_verifier_folder, parent, shell_quote, within,
 };
@@ -186,6 +186,11 @@ fn entries_of() -> String {
     )
 }
 
+/// The class of a path of the work whose name is not UTF-8: recorded, not carried (Python
+/// itself reads such names — `site` runs a `.pth` file of any name —, so none is given to the
+/// verifier).
+pub const NOT_UTF8_NAME: &str = "not carried: its name is not UTF-8";
+
 /// One entry of the changed paths' stream, kept for the second pass.
 struct Entry {
     path: String,
@@ -198,6 +203,9 @@ struct Entry {
     hard: Option<String>,
     /// Where its content sits in the spool, for a carried file.
     content: Option<(u64, u64)>,
+    /// Its name is not UTF-8: `path` holds it escaped ([`absolute_escaped`]); recorded, never
+    /// carried.
+    not_utf8: bool,
     changed: bool,
 }
 
@@ -232,7 +240,7 @@ fn read_changes(
             limit = Some(format!("more than {} changed paths", limits.entries));
             break;
         }
-        let Some(path) = absolute(&entry.path_bytes()) else {
+        let Some((path, not_utf8)) = absolute_escaped(&entry.path_bytes()) else {
             continue;
         };
         let header = entry.header();
@@ -253,7 +261,14 @@ fn read_changes(
             hard: None,
             content: None,
             changed: true,
+            not_utf8,
         };
+        if not_utf8 {
+            // Recorded (the image has no such name: every path of its manifest is UTF-8), never
+            // read or carried.
+            entries.push(e);
+            continue;
+        }
         match t {
             tar::EntryType::Link => {
                 e.hard = link.as_deref().and_then(|l| absolute(l.as_bytes()));
@@ -480,9 +495,13 @@ pub fn sort(
             path: e.path.clone(),
             kind,
             what: what.into(),
-            class: describe(&class),
+            class: if e.not_utf8 && class.is_work() {
+                NOT_UTF8_NAME.to_string()
+            } else {
+                describe(&class)
+            },
         });
-        if !class.is_work() {
+        if !class.is_work() || e.not_utf8 {
             continue;
         }
         // A path whose kind changed goes first (the image's is deleted in the verifier).
@@ -764,6 +783,40 @@ mod tests {
             .collect();
         assert_eq!(names, vec!["app/main.py", "app/out.txt", "app/ok"]);
         assert_eq!(out.work_files, 2);
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_recorded_and_not_carried() {
+        use std::os::unix::ffi::OsStrExt;
+        let m = image();
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, body) in [
+            (&b"app/\xffout.txt"[..], &b"42"[..]),
+            (b"usr/lib/python3/site-packages/\xfe.pth", b"import evil"),
+            (b"app/out.txt", b"42"),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_mode(0o644);
+            h.set_size(body.len() as u64);
+            b.append_data(&mut h, std::ffi::OsStr::from_bytes(name), body)
+                .unwrap();
+        }
+        let changed = b.into_inner().unwrap();
+        let out = sorted(&changed, &["/app/out.txt"], &[], &m);
+        assert_eq!(
+            class_of(&out, "/app/\\xffout.txt").as_deref(),
+            Some(NOT_UTF8_NAME)
+        );
+        let toolchain = class_of(&out, "/usr/lib/python3/site-packages/\\xfe.pth").unwrap();
+        assert!(toolchain.starts_with("toolchain"), "{toolchain}");
+        let f = std::fs::File::open(out.carry.as_ref().unwrap().path()).unwrap();
+        let names: Vec<String> = tar::Archive::new(f)
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect();
+        assert_eq!(names, vec!["app/out.txt"]);
     }
 
     #[test]

@@ -144,6 +144,26 @@ pub fn absolute(name: &[u8]) -> Option<String> {
     (!out.is_empty()).then_some(out)
 }
 
+/// [`absolute`] for any name, with whether it was not UTF-8: such a name is written with each
+/// byte that is not part of valid UTF-8 as `\xNN` (`/app/\xff.pth`), so it can be recorded —
+/// never used as a path. `None` for the root itself and for names that hold `..`.
+pub fn absolute_escaped(name: &[u8]) -> Option<(String, bool)> {
+    if std::str::from_utf8(name).is_ok() {
+        return absolute(name).map(|p| (p, false));
+    }
+    let mut text = String::new();
+    for chunk in name.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for b in chunk.invalid() {
+            text.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    if name.split(|b| *b == b'/').any(|part| part == b"..") {
+        return None;
+    }
+    absolute(text.as_bytes()).map(|p| (p, true))
+}
+
 /// SHA-256 of everything `r` yields (reading at most `cap` bytes more), with how many bytes
 /// were read.
 ///
@@ -418,6 +438,12 @@ pub(crate) mod tests {
 
     #[test]
     fn names_are_made_absolute_and_escapes_refused() {
+        assert_eq!(
+            absolute_escaped(b"./app/\xff.pth"),
+            Some(("/app/\\xff.pth".into(), true))
+        );
+        assert_eq!(absolute_escaped(b"./app/x"), Some(("/app/x".into(), false)));
+        assert_eq!(absolute_escaped(b"./app/../\xff"), None);
         assert_eq!(absolute(b"./a/b"), Some("/a/b".into()));
         assert_eq!(absolute(b"a//b/"), Some("/a/b".into()));
         assert_eq!(absolute(b"./"), None);

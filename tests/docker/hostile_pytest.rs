@@ -55,6 +55,8 @@ enum Run {
     RelativePath,
     /// `pip install -r requirements.txt` in the working folder, then pytest.
     Requirements,
+    /// A project folder copied to a scratch folder, pytest run there.
+    CopiedProject,
 }
 
 impl Run {
@@ -79,6 +81,9 @@ impl Run {
             Run::RelativePath => "cd /app\nPYTHONPATH=src pytest {}",
             Run::Requirements => {
                 "cd /app\n[ -f requirements.txt ] && python3 -m pip install --no-index -q -r requirements.txt\npytest {}"
+            }
+            Run::CopiedProject => {
+                "mkdir -p /opt/project\ncp -r /opt/project /tmp/eval && cd /tmp/eval\npython3 -m pytest {}"
             }
         }
         .replace("{}", PYTEST)
@@ -214,6 +219,11 @@ const CASES: &[Case] = &[
     case(
         "shadow-pytest-task-root",
         Run::TaskRoot,
+        Flagged("module pytest"),
+    ),
+    case(
+        "shadow-pytest-copied-project",
+        Run::CopiedProject,
         Flagged("module pytest"),
     ),
     case(

@@ -44,8 +44,8 @@ use serde::{Deserialize, Serialize};
 
 use super::manifest::Manifest;
 use super::test_sh::{
-    pip_requirements, relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs,
-    test_copies, working_dirs,
+    copied_into_working, pip_requirements, relative_search_dirs, runs_uv, search_dirs,
+    sourced_files, sys_path_dirs, test_copies, working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -460,6 +460,8 @@ impl Rules {
         let mut shadow_dirs: BTreeSet<String> =
             BTreeSet::from([workdir.to_string(), "/".to_string()]);
         shadow_dirs.extend(working_dirs(test_sh, home));
+        // A folder test.sh copies into a working folder is searched first from there.
+        shadow_dirs.extend(copied_into_working(test_sh, home));
         modules.extend(OPTIONAL_MODULES.iter().map(|m| m.to_string()));
         let mut portions: BTreeSet<String> =
             OPTIONAL_MODULES.iter().map(|m| m.to_string()).collect();

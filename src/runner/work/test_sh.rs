@@ -11,6 +11,81 @@
 /// data (`cp /tests/expected.csv /root/expected.csv`, `.mjs`, `.npz`) is no test.
 pub fn test_copies(test_sh: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
+    for cp in copies(test_sh) {
+        // A test (`.py`), a folder or a glob of the tests; not a data file.
+        let tests = |s: &&str| {
+            let name = s.rsplit('/').next().unwrap_or_default();
+            (*s == "/tests" || s.starts_with("/tests/"))
+                && (name.ends_with(".py") || !name.contains('.') || name == ".")
+        };
+        if !cp.sources.iter().any(tests) {
+            continue;
+        }
+        let dest = cp.dest.trim_end_matches('/');
+        let named_file = !cp.into_folder
+            && dest
+                .rsplit('/')
+                .next()
+                .is_some_and(|n| n.contains('.') && n != "." && n != "..");
+        let dir = if named_file {
+            dest.rsplit_once('/')
+                .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d })
+        } else if dest.is_empty() {
+            "/"
+        } else {
+            dest
+        };
+        if !dir.contains('$') && !out.iter().any(|o| o == dir) {
+            out.push(dir.to_string());
+        }
+    }
+    out
+}
+
+/// The folders whose content `test.sh` copies into one of its working folders
+/// (`cp -r /opt/project /tmp/eval && cd /tmp/eval`, `cp -r /opt/project/. /tmp/eval`, a glob
+/// `/opt/project/*`): what is there is searched first once `test.sh` is in that folder. Absolute
+/// sources only, `$HOME` read as `home`.
+pub fn copied_into_working(test_sh: &str, home: &str) -> Vec<String> {
+    let working = working_dirs(test_sh, home);
+    let mut out: Vec<String> = Vec::new();
+    for cp in copies(test_sh) {
+        let dest = expand_home(cp.dest, home);
+        let dest = dest.trim_end_matches('/');
+        for s in cp.sources {
+            let s = expand_home(s, home);
+            let source = s
+                .trim_end_matches("/*")
+                .trim_end_matches("/.")
+                .trim_end_matches('/');
+            if !source.starts_with('/') || source.contains(['$', '*', '?', '[']) {
+                continue;
+            }
+            let name = source.rsplit('/').next().unwrap_or_default();
+            // The copy is the folder itself (a new DEST) or a folder in DEST named like it.
+            let lands = working
+                .iter()
+                .any(|w| w == dest || *w == format!("{dest}/{name}"));
+            if lands && !out.iter().any(|o| o == source) {
+                out.push(source.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// One `cp` of `test.sh`: its destination and sources, as written.
+struct Copy<'a> {
+    dest: &'a str,
+    /// The destination was named by `-t` / `--target-directory`: always a folder.
+    into_folder: bool,
+    sources: Vec<&'a str>,
+}
+
+/// Every `cp` of `test_sh`, in order (each part of a line between `;`, `&`, `|` and
+/// parentheses; words unquoted).
+fn copies(test_sh: &str) -> Vec<Copy<'_>> {
+    let mut out = Vec::new();
     for line in test_sh.lines() {
         for part in line.split([';', '&', '|', '(', ')']) {
             let words: Vec<&str> = part
@@ -20,42 +95,56 @@ pub fn test_copies(test_sh: &str) -> Vec<String> {
             let Some(at) = words.iter().position(|w| *w == "cp" || w.ends_with("/cp")) else {
                 continue;
             };
-            let args: Vec<&str> = words[at + 1..]
-                .iter()
-                .copied()
-                .filter(|w| !w.starts_with('-'))
-                .collect();
-            let Some((dest, sources)) = args.split_last() else {
-                continue;
+            let (target, mut operands) = cp_operands(&words[at + 1..]);
+            let (dest, into_folder) = match target {
+                Some(t) => (t, true),
+                None => match operands.pop() {
+                    Some(d) => (d, false),
+                    None => continue,
+                },
             };
-            // A test (`.py`), a folder or a glob of the tests; not a data file.
-            let tests = |s: &&str| {
-                let name = s.rsplit('/').next().unwrap_or_default();
-                (*s == "/tests" || s.starts_with("/tests/"))
-                    && (name.ends_with(".py") || !name.contains('.') || name == ".")
-            };
-            if !sources.iter().any(tests) {
-                continue;
-            }
-            let dest = dest.trim_end_matches('/');
-            let named_file = dest
-                .rsplit('/')
-                .next()
-                .is_some_and(|n| n.contains('.') && n != "." && n != "..");
-            let dir = if named_file {
-                dest.rsplit_once('/')
-                    .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d })
-            } else if dest.is_empty() {
-                "/"
-            } else {
-                dest
-            };
-            if !dir.contains('$') && !out.iter().any(|o| o == dir) {
-                out.push(dir.to_string());
-            }
+            out.push(Copy {
+                dest,
+                into_folder,
+                sources: operands,
+            });
         }
     }
     out
+}
+
+/// The operands of one `cp` (the words after it): the target folder a `-t DIR`,
+/// `--target-directory[=]DIR` or a cluster ending in it (`-rt DIR`, `-rtDIR`) names, and the
+/// other operands (options and `-S`'s suffix left out).
+fn cp_operands<'a>(words: &[&'a str]) -> (Option<&'a str>, Vec<&'a str>) {
+    let (mut target, mut operands) = (None, Vec::new());
+    let mut it = words.iter().copied();
+    while let Some(w) = it.next() {
+        if let Some(t) = w.strip_prefix("--target-directory=") {
+            target = Some(t);
+        } else if w == "--target-directory" {
+            target = it.next();
+        } else if w == "--suffix" {
+            it.next();
+        } else if w.starts_with("--") {
+        } else if let Some(flags) = w.strip_prefix('-').filter(|f| !f.is_empty()) {
+            // Short options; `t` and `S` take the rest of the word, or the next one.
+            if let Some(i) = flags.find(['t', 'S']) {
+                let rest = &flags[i + 1..];
+                let value = if rest.is_empty() {
+                    it.next()
+                } else {
+                    Some(rest)
+                };
+                if flags.as_bytes()[i] == b't' {
+                    target = value;
+                }
+            }
+        } else {
+            operands.push(w);
+        }
+    }
+    (target, operands)
 }
 
 /// The relative folders `test.sh` puts on a search path (`PYTHONPATH=src`), as written.
@@ -241,6 +330,30 @@ mod tests {
         assert_eq!(
             test_copies(sh),
             vec!["/app", "/work/t", "/srv", "/opt/x", "."]
+        );
+        // A target folder named by option, before the sources: never a source taken for it.
+        let sh = "cp -t /srv/a /tests/test_x.py
+cp --target-directory=/srv/b /tests/t.py
+                  cp -rt /srv/c /tests
+cp -t/srv/d.d /tests/t.py
+                  cp --target-directory /srv/e /tests/t.py
+cp -S .bak /tests/t.py /srv/f/
+                  cp -t /srv/g /tests/data.csv";
+        assert_eq!(
+            test_copies(sh),
+            vec!["/srv/a", "/srv/b", "/srv/c", "/srv/d.d", "/srv/e", "/srv/f"]
+        );
+    }
+
+    #[test]
+    fn folders_copied_into_a_working_folder_are_read() {
+        let sh = "cp -r /opt/project /tmp/eval && cd /tmp/eval && python3 -m pytest\n\
+                  cp -r /srv/lib /work; cd /work/lib\ncp -r ~/proj/. /run/x\ncd /run/x\n\
+                  cp -r /opt/data/* /elsewhere\ncp -t /tmp/t /opt/tools; pushd /tmp/t/tools\n\
+                  cp -r $SRC /tmp/eval";
+        assert_eq!(
+            copied_into_working(sh, "/root"),
+            vec!["/opt/project", "/srv/lib", "/root/proj", "/opt/tools"]
         );
     }
 

@@ -321,7 +321,7 @@ fn read_listing(
 /// [`RunnerError`] when the spool cannot be read or written.
 pub(super) async fn sort_handed(
     handed: HandedOver,
-    manifest: &std::sync::Arc<Manifest>,
+    facts: &std::sync::Arc<crate::runner::image::ImageFacts>,
     rules: &std::sync::Arc<Rules>,
     limits: Limits,
 ) -> Result<Collected, RunnerError> {
@@ -334,8 +334,9 @@ pub(super) async fn sort_handed(
             });
         }
     };
-    let (manifest, rules, read) = (manifest.clone(), rules.clone(), handed.read);
+    let (facts, rules, read) = (facts.clone(), rules.clone(), handed.read);
     tokio::task::spawn_blocking(move || {
+        let manifest = &facts.files;
         use std::io::{Read, Seek};
         let path = handed.stream.path();
         let io = |e: std::io::Error| RunnerError::io(path, e);
@@ -343,7 +344,7 @@ pub(super) async fn sort_handed(
         f.seek(std::io::SeekFrom::Start(framed.listing_at))
             .map_err(io)?;
         let (listed, folders, tar_at) =
-            read_listing(&mut f, framed.listing_at, framed.end, &manifest).map_err(io)?;
+            read_listing(&mut f, framed.listing_at, framed.end, manifest).map_err(io)?;
         let Some(tar_at) = tar_at else {
             return Ok(Collected {
                 limit: Some("the changed folders' listing broke off".into()),
@@ -370,7 +371,7 @@ pub(super) async fn sort_handed(
             }
         }
         let unlisted = dirs.iter().find(|d| !folders.contains(*d)).cloned();
-        let mut out = sort(tar_of()?, &listed, &dirs, &manifest, &rules, limits)?;
+        let mut out = sort(tar_of()?, &listed, &dirs, manifest, &rules, limits)?;
         if out.limit.is_none() {
             if let Some(d) = unlisted {
                 out.limit = Some(format!(

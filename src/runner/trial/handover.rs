@@ -288,11 +288,9 @@ pub(super) async fn to_verifier(
         .with_image_env(&facts.env, &test_sh)
         .with_test_sources(&test_sources(&job.task.tests_dir())),
     );
-    let manifest = Arc::new(facts.files.clone());
     let collect = async {
         let t0 = std::time::Instant::now();
-        let c =
-            super::changes::sort_handed(handed, &manifest, &rules, work::Limits::default()).await;
+        let c = super::changes::sort_handed(handed, facts, &rules, work::Limits::default()).await;
         scope.took(Step::Collect, t0).await;
         c
     };

@@ -220,7 +220,10 @@ fn money_line(s: &RunStatus) -> Option<String> {
     // A cost no trial reported is unknown — never $0 — and the trials without one are counted.
     let unpriced = match s.unpriced {
         0 => String::new(),
-        n => format!(" ({n} trials without a cost, not counted)"),
+        n => format!(
+            " ({} without a cost, not counted)",
+            crate::format::count(n, "trial", "trials")
+        ),
     };
     match &s.cost {
         Some(c) => {
@@ -230,8 +233,8 @@ fn money_line(s: &RunStatus) -> Option<String> {
             }
         }
         None if s.unpriced > 0 => money.push(format!(
-            "cost unknown ({} trials without a cost)",
-            s.unpriced
+            "cost unknown ({} without a cost)",
+            crate::format::count(s.unpriced, "trial", "trials")
         )),
         None => {}
     }

@@ -93,7 +93,7 @@ pub fn table(p: &Preflight) -> super::table::Fitted {
 pub fn summary(p: &Preflight) -> Vec<String> {
     let mut out = Vec::new();
     for c in p.checks.iter().filter(|c| c.verdict != Verdict::Ok) {
-        out.push(crate::sanitize::text(&format!(
+        let line = crate::sanitize::text(&format!(
             "{} {} — {}: {}{}",
             c.verdict.label(),
             c.area,
@@ -103,7 +103,10 @@ pub fn summary(p: &Preflight) -> Vec<String> {
                 .as_deref()
                 .map(|f| format!(" → {f}"))
                 .unwrap_or_default()
-        )));
+        ));
+        // One line, each run of blanks one space (a wrapped message's indentation, a line break
+        // of a server's answer).
+        out.push(line.split_whitespace().collect::<Vec<_>>().join(" "));
     }
     let failed = p.failures().count();
     let warned = p
@@ -140,5 +143,35 @@ pub fn print(p: &Preflight, to_stderr: bool) {
         crate::errln!("{text}");
     } else {
         crate::outln!("{text}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::preflight::Check;
+
+    #[test]
+    fn a_warning_is_one_line_with_single_spaces() {
+        let p = Preflight {
+            checks: vec![
+                Check::ok("docker", "daemon answers", "20.10"),
+                Check::warn(
+                    "acontext",
+                    "learning spaces",
+                    "24 spaces exist:\n                        the run makes 2 more",
+                    "remove   unused ones",
+                ),
+            ],
+            seconds: 1.0,
+        };
+        let lines = summary(&p);
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(
+            lines[0].ends_with("24 spaces exist: the run makes 2 more → remove unused ones"),
+            "{}",
+            lines[0]
+        );
+        assert!(lines[1].contains("1 warning(s) above"), "{}", lines[1]);
     }
 }

@@ -40,6 +40,9 @@ pub struct Measured<'a> {
     /// Per-task Method D means, in the task order shared by every condition of the set; `None`
     /// for a task the condition did not run.
     pub per_task: &'a [Option<f64>],
+    /// Per task: the rewards of its finished trials (empty: none finished yet); an empty slice
+    /// when not known (published aggregates): every task then counts as finished.
+    pub finished: &'a [Vec<f64>],
 }
 
 /// SkillsBench's self-generated Δ over no skills, percentage points (paper, Table 3 average).
@@ -280,6 +283,16 @@ fn delta(
             format!("no task ran under both {with} and {without}"),
         );
     }
+    // Mid-run, a side none of whose trials there has finished scores 0: no Δ against it.
+    if let Some(side) = [&w, &wo].into_iter().find(|m| {
+        idx.iter()
+            .all(|&i| m.finished.get(i).is_some_and(Vec::is_empty))
+    }) {
+        return unmeasured(
+            Verdict::Undefined,
+            format!("no trial of {} has finished on these tasks", side.label),
+        );
+    }
     let (mw, mwo) = (mean(&pw), mean(&pwo));
     let d = delta_pp(mw, mwo);
     let ci = method.paired_difference(&pw, &pwo).map(|c| c.scaled(100.0));
@@ -502,7 +515,45 @@ mod tests {
     }
 
     fn cond<'a>(label: &'a str, per_task: &'a [Option<f64>]) -> Measured<'a> {
-        Measured { label, per_task }
+        Measured {
+            label,
+            per_task,
+            finished: &[],
+        }
+    }
+
+    #[test]
+    fn no_delta_against_a_side_with_no_finished_trial() {
+        // Mid-run: A' has passed every task, A has finished none (Method D scores it 0).
+        let m = CiMethod::default();
+        let (va, va2) = (some(&[0.0, 0.0, 0.0]), some(&[1.0, 1.0, 1.0]));
+        let (none, done) = (vec![Vec::new(); 3], vec![vec![1.0]; 3]);
+        let a = Measured {
+            finished: &none,
+            ..cond("A", &va)
+        };
+        let a2 = Measured {
+            finished: &done,
+            ..cond("A'", &va2)
+        };
+        let h = answer("all tasks", &[a, a2], &m, NO_POWER_GATE);
+        let h1 = h.iter().find(|h| h.measure == "Δ A' − A").unwrap();
+        assert_eq!(h1.verdict, Verdict::Undefined);
+        assert_eq!(h1.value, None);
+        assert!(
+            h1.answer.contains("no trial of A has finished"),
+            "{}",
+            h1.answer
+        );
+        // Once one of A's trials has finished, the Δ is measured.
+        let one = vec![vec![0.0], Vec::new(), Vec::new()];
+        let a = Measured {
+            finished: &one,
+            ..cond("A", &va)
+        };
+        let h = answer("all tasks", &[a, a2], &m, NO_POWER_GATE);
+        let h1 = h.iter().find(|h| h.measure == "Δ A' − A").unwrap();
+        assert!(h1.value.is_some(), "{}", h1.answer);
     }
 
     #[test]

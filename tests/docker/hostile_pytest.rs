@@ -57,6 +57,10 @@ enum Run {
     Requirements,
     /// A project folder copied to a scratch folder, pytest run there.
     CopiedProject,
+    /// A project folder copied to a scratch folder with the tests, pytest run there.
+    CopiedProjectTests,
+    /// A project folder copied to a scratch folder, `PYTHONPATH=src` there, then pytest.
+    CopiedProjectPath,
 }
 
 impl Run {
@@ -84,6 +88,12 @@ impl Run {
             }
             Run::CopiedProject => {
                 "mkdir -p /opt/project\ncp -r /opt/project /tmp/eval && cd /tmp/eval\npython3 -m pytest {}"
+            }
+            Run::CopiedProjectTests => {
+                "mkdir -p /opt/project\ncp -r /opt/project/. /tmp/eval 2>/dev/null\ncp /tests/test_outputs.py /tmp/eval/ && cd /tmp/eval\npytest --ctrf /logs/verifier/ctrf.json test_outputs.py -rA"
+            }
+            Run::CopiedProjectPath => {
+                "mkdir -p /opt/project\ncp -r /opt/project \\\n  /tmp/eval\ncd /tmp/eval && PYTHONPATH=src pytest {}"
             }
         }
         .replace("{}", PYTEST)
@@ -225,6 +235,16 @@ const CASES: &[Case] = &[
         "shadow-pytest-copied-project",
         Run::CopiedProject,
         Flagged("module pytest"),
+    ),
+    case(
+        "conftest-copied-project",
+        Run::CopiedProjectTests,
+        LeftBehind("/opt/project/conftest.py"),
+    ),
+    case(
+        "shadow-pytest-copied-project-path",
+        Run::CopiedProjectPath,
+        LeftBehind("/opt/project/src/pytest.py"),
     ),
     case(
         "conftest-copied-tests",

@@ -513,9 +513,16 @@ fn check(n: usize, round1: &RunSpec, round2: &RunSpec, threshold: f64) {
             ),
         }
         if !matched.is_empty() {
+            let unstarted = finished_w == 0 || finished_wo == 0;
+            assert_eq!(c["delta_pp"].is_null(), unstarted, "{c}");
+            // Nor is any task's change told against a side with no finished trial.
+            let told: u64 = ["improved", "degraded", "unchanged"]
+                .iter()
+                .map(|k| c[*k].as_u64().unwrap())
+                .sum();
             assert_eq!(
-                c["delta_pp"].is_null(),
-                finished_w == 0 || finished_wo == 0,
+                told as usize,
+                if unstarted { 0 } else { matched.len() },
                 "{c}"
             );
         }

@@ -101,7 +101,8 @@ pub enum Change {
     Degraded,
     /// Equal.
     Unchanged,
-    /// One side did not run it: no comparison.
+    /// One side did not run it (or, mid-run, one side has no finished trial on the compared
+    /// tasks yet): no comparison.
     NotRun,
 }
 
@@ -195,13 +196,32 @@ pub(super) fn mean_at(c: &ConditionResult, idx: &[usize]) -> f64 {
     )
 }
 
-/// Δ (pp) and g of `cw` against `cwo` over the tasks `idx`; `None`s without any.
+/// The side of a comparison over the tasks `idx` none of whose trials there has finished
+/// (published aggregates excepted): mid-run Method D scores it 0, and a Δ against it would
+/// only say it has not run.
+pub(super) fn unstarted<'a>(
+    cw: &'a ConditionResult,
+    cwo: &'a ConditionResult,
+    idx: &[usize],
+) -> Option<&'a ConditionResult> {
+    [cw, cwo]
+        .into_iter()
+        .find(|side| !side.aggregated && idx.iter().all(|&i| side.per_task_rewards[i].is_empty()))
+}
+
+/// Why Δ is undefined against the [`unstarted`] side `side`.
+pub(super) fn unstarted_why(side: &ConditionResult) -> String {
+    format!("no trial of {} has finished on these tasks", side.label)
+}
+
+/// Δ (pp) and g of `cw` against `cwo` over the tasks `idx`; `None`s without any, or while a
+/// side has no finished trial there ([`unstarted`]).
 pub(super) fn delta_and_gain(
     cw: &ConditionResult,
     cwo: &ConditionResult,
     idx: &[usize],
 ) -> (Option<f64>, Option<f64>) {
-    if idx.is_empty() {
+    if idx.is_empty() || unstarted(cw, cwo, idx).is_some() {
         return (None, None);
     }
     let (w, wo) = (mean_at(cw, idx), mean_at(cwo, idx));
@@ -261,13 +281,11 @@ pub(super) fn compare(
         sequential: None,
     };
     // Mid-run, a side none of whose trials on the matched tasks has finished scores 0 under
-    // Method D (unfinished trials count 0): a Δ against it says only that it has not run yet.
-    let unstarted = [cw, cwo]
-        .into_iter()
-        .find(|side| !side.aggregated && idx.iter().all(|&i| side.per_task_rewards[i].is_empty()));
+    // Method D (unfinished trials count 0): a Δ against it says only that it has not run.
+    let unstarted = unstarted(cw, cwo, &idx);
     match (p_with, p_without, unstarted) {
         (Some(_), Some(_), Some(side)) => {
-            let why = format!("no trial of {} has finished yet", side.label);
+            let why = unstarted_why(side);
             c.delta_ci_pp = None;
             c.delta_se_pp = None;
             c.ci_undefined = Some(why.clone());
@@ -292,6 +310,8 @@ pub(super) fn compare(
     for (i, t) in tasks.iter().enumerate() {
         let (w, wo) = (cw.per_task[i], cwo.per_task[i]);
         let (delta, change) = match (w, wo) {
+            // While a side has no finished trial, no task's change is told either.
+            (Some(_), Some(_)) if unstarted.is_some() => (None, Change::NotRun),
             (Some(w), Some(wo)) => {
                 let d = w - wo;
                 if cw.is_flaky(i) || cwo.is_flaky(i) {

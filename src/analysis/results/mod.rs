@@ -305,6 +305,11 @@ fn measured(conditions: &[ConditionResult]) -> Vec<super::hypotheses::Measured<'
         .map(|c| super::hypotheses::Measured {
             label: &c.label,
             per_task: &c.per_task,
+            finished: if c.aggregated {
+                &[]
+            } else {
+                &c.per_task_rewards
+            },
         })
         .collect()
 }

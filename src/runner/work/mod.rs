@@ -11,6 +11,7 @@
 
 pub mod collect;
 pub mod manifest;
+pub mod paths;
 pub mod rule;
 pub mod test_sh;
 

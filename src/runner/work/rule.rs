@@ -43,9 +43,11 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::Manifest;
+use super::paths::join;
+pub use super::paths::{parent, within};
 use super::test_sh::{
-    copied_into_working, pip_requirements, relative_search_dirs, runs_uv, search_dirs,
-    sourced_files, sys_path_dirs, test_copies, working_dirs,
+    Landings, pip_requirements, relative_search_dirs, runs_uv, search_dirs, sourced_files,
+    sys_path_dirs, test_copies, working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -251,16 +253,6 @@ fn in_and_above(files: &mut Vec<(String, String)>, dir: &str, names: &[&str], wh
     }
 }
 
-/// `rel` (relative) read from folder `dir`.
-fn join(dir: &str, rel: &str) -> String {
-    let rel = rel.trim_start_matches("./").trim_end_matches('/');
-    match (dir, rel) {
-        (d, "" | ".") => d.to_string(),
-        ("/", r) => format!("/{r}"),
-        (d, r) => format!("{d}/{r}"),
-    }
-}
-
 /// Why a file `test.sh` sources is the toolchain's (the words [`crate::runner::tamper`] reads).
 pub const SOURCED: &str = "test.sh sources it";
 
@@ -366,13 +358,6 @@ pub struct Rules {
     linked_homes: Vec<String>,
 }
 
-/// `path` is `dir` or under it.
-pub fn within(path: &str, dir: &str) -> bool {
-    dir == "/"
-        || path == dir
-        || (path.len() > dir.len() && path.starts_with(dir) && path.as_bytes()[dir.len()] == b'/')
-}
-
 /// True when `path` is a folder above one only the verifier has (`/logs`): the verifier's
 /// environment mounts its own folders there, so the agent's link, file or deletion in its place
 /// is never carried (a link would lead the verifier's reward elsewhere; a deletion cannot remove
@@ -381,14 +366,6 @@ pub fn holds_verifier_folder(path: &str) -> bool {
     VERIFIER_ONLY
         .iter()
         .any(|d| d.len() > path.len() && within(d, path))
-}
-
-/// The folder of an absolute path (`/a/b` → `/a`, `/a` → `/`).
-pub fn parent(path: &str) -> &str {
-    match path.rfind('/') {
-        Some(0) | None => "/",
-        Some(i) => &path[..i],
-    }
 }
 
 /// The entry of a home folder (`/root/x`, `/home/u/x`) that `path` is or lies in.
@@ -459,9 +436,26 @@ impl Rules {
         // `/` too: `cd "$(dirname "$0")/.."` is the folder above `/tests`.
         let mut shadow_dirs: BTreeSet<String> =
             BTreeSet::from([workdir.to_string(), "/".to_string()]);
-        shadow_dirs.extend(working_dirs(test_sh, home));
-        // A folder test.sh copies into a working folder is searched first from there.
-        shadow_dirs.extend(copied_into_working(test_sh, home));
+        // The folders test.sh runs in, and the places its copies bring there (`cp -r
+        // /opt/project /tmp/eval && cd /tmp/eval`: what `/opt/project` holds is read from
+        // `/tmp/eval`) — everything said of a working folder below is said of those too.
+        let working: Vec<String> = std::iter::once(workdir.to_string())
+            .chain(working_dirs(test_sh, home))
+            .collect();
+        let landings = Landings::read(test_sh, home, &working);
+        let also = |dirs: Vec<String>| -> Vec<String> {
+            let mut out = dirs.clone();
+            for d in &dirs {
+                for s in landings.sources_of(d) {
+                    if !out.contains(&s) {
+                        out.push(s);
+                    }
+                }
+            }
+            out
+        };
+        let working = also(working);
+        shadow_dirs.extend(working.iter().cloned());
         modules.extend(OPTIONAL_MODULES.iter().map(|m| m.to_string()));
         let mut portions: BTreeSet<String> =
             OPTIONAL_MODULES.iter().map(|m| m.to_string()).collect();
@@ -490,12 +484,11 @@ impl Rules {
         for d in image_node_modules(manifest) {
             trees.push((d, "Node packages of the image".into()));
         }
-        let working: Vec<String> = std::iter::once(workdir.to_string())
-            .chain(working_dirs(test_sh, home))
-            .collect();
         for d in search_dirs(test_sh, home) {
             let why = format!("test.sh puts {d} on a search path");
-            trees.push((d, why));
+            for d in also(vec![d]) {
+                trees.push((d, why.clone()));
+            }
         }
         // A relative entry (`PYTHONPATH=src`) is read from whichever folder test.sh is in.
         for rel in relative_search_dirs(test_sh) {
@@ -509,25 +502,36 @@ impl Rules {
             .iter()
             .map(|f| (format!("/{f}"), "pytest reads it above /tests".to_string()))
             .collect();
+        // A file by its absolute path, and where a copy brings it from.
+        let at_and_from = |f: &str| -> Vec<String> {
+            let name = f.rsplit('/').next().unwrap_or_default();
+            let mut out = vec![f.to_string()];
+            out.extend(landings.sources_of(parent(f)).iter().map(|d| join(d, name)));
+            out
+        };
         for f in sourced_files(test_sh, home) {
-            files.push((f, SOURCED.into()));
+            for f in at_and_from(&f) {
+                files.push((f, SOURCED.into()));
+            }
         }
         for d in test_copies(test_sh) {
-            if d.starts_with('/') {
-                in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
+            let dirs = if d.starts_with('/') {
+                vec![d]
             } else {
-                for w in &working {
-                    in_and_above(&mut files, &join(w, &d), ROOT_TEST_CONFIG, PYTEST_READS);
-                }
+                working.iter().map(|w| join(w, &d)).collect()
+            };
+            for d in also(dirs) {
+                in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
             }
         }
         for f in pip_requirements(test_sh) {
-            if f.starts_with('/') {
-                files.push((f, PIP_READS.into()));
+            let at: Vec<String> = if f.starts_with('/') {
+                at_and_from(&f)
             } else {
-                for w in &working {
-                    files.push((join(w, &f), PIP_READS.into()));
-                }
+                working.iter().map(|w| join(w, &f)).collect()
+            };
+            for f in at {
+                files.push((f, PIP_READS.into()));
             }
         }
         if runs_uv(test_sh) {

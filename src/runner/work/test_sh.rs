@@ -4,6 +4,8 @@
 //! runs uv. [`super::rule`] turns them into the toolchain's folders and files and the folders
 //! searched first; what the reader does not follow is in docs/limitations.md.
 
+use super::paths::{join, parent, within};
+
 /// The folders `test.sh` copies the task's Python tests into (`cp [-r] /tests/… DEST` of a
 /// `.py` file, a folder or a glob: `DEST`, or its folder when it names a file), as written
 /// (a relative one is read from `test.sh`'s working folders):
@@ -42,36 +44,102 @@ pub fn test_copies(test_sh: &str) -> Vec<String> {
     out
 }
 
-/// The folders whose content `test.sh` copies into one of its working folders
-/// (`cp -r /opt/project /tmp/eval && cd /tmp/eval`, `cp -r /opt/project/. /tmp/eval`, a glob
-/// `/opt/project/*`): what is there is searched first once `test.sh` is in that folder. Absolute
-/// sources only, `$HOME` read as `home`.
-pub fn copied_into_working(test_sh: &str, home: &str) -> Vec<String> {
-    let working = working_dirs(test_sh, home);
-    let mut out: Vec<String> = Vec::new();
-    for cp in copies(test_sh) {
-        let dest = expand_home(cp.dest, home);
-        let dest = dest.trim_end_matches('/');
-        for s in cp.sources {
-            let s = expand_home(s, home);
-            let source = s
-                .trim_end_matches("/*")
-                .trim_end_matches("/.")
-                .trim_end_matches('/');
-            if !source.starts_with('/') || source.contains(['$', '*', '?', '[']) {
-                continue;
+/// Where `test.sh` copies folders before it runs the tests (`cp -r /opt/project /tmp/eval`,
+/// `cp -r /opt/project/. /tmp/eval`, `cp /opt/project/*.py .`): each landing folder with the
+/// folder whose content appears there. What the rule says of a folder at or under a landing
+/// folder — searched first, pytest's configuration, a relative search path, a requirement
+/// file — it says of the same place in the source too ([`Landings::sources_of`]), since
+/// `test.sh` itself brings the agent's files there.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Landings {
+    /// (landing folder, source folder), absolute.
+    pairs: Vec<(String, String)>,
+}
+
+impl Landings {
+    /// Reads the copies of `test_sh`: relative sources and destinations read from each of
+    /// `working` (the image's working folder and `test.sh`'s, [`working_dirs`]), `$HOME` and
+    /// `~` as `home`, a glob in the last part of a source read as its folder; a source with a
+    /// variable or a glob above its last part is not followed. A folder copied into a folder
+    /// that exists lands in it under its own name, else as it: both are taken.
+    pub fn read(test_sh: &str, home: &str, working: &[String]) -> Landings {
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        let resolve = |word: &str| -> Vec<String> {
+            let w = expand_home(word, home);
+            if w.contains('$') {
+                Vec::new()
+            } else if w.starts_with('/') {
+                vec![w]
+            } else {
+                working.iter().map(|d| join(d, &w)).collect()
             }
-            let name = source.rsplit('/').next().unwrap_or_default();
-            // The copy is the folder itself (a new DEST) or a folder in DEST named like it.
-            let lands = working
-                .iter()
-                .any(|w| w == dest || *w == format!("{dest}/{name}"));
-            if lands && !out.iter().any(|o| o == source) {
-                out.push(source.to_string());
+        };
+        for cp in copies(test_sh) {
+            let dests: Vec<String> = resolve(cp.dest)
+                .into_iter()
+                .map(|d| {
+                    let d = d.trim_end_matches('/');
+                    // A destination named like a file (`/tmp/eval/conftest.py`) is its folder.
+                    let file_like = !cp.into_folder
+                        && d.rsplit('/')
+                            .next()
+                            .is_some_and(|n| n.contains('.') && n != "..");
+                    let d = if file_like { parent(d) } else { d };
+                    if d.is_empty() {
+                        "/".to_string()
+                    } else {
+                        d.to_string()
+                    }
+                })
+                .collect();
+            for s in &cp.sources {
+                for source in resolve(s) {
+                    let source = source.trim_end_matches('/');
+                    let (folder, name) = match source.rsplit_once('/') {
+                        Some((f, n)) => (if f.is_empty() { "/" } else { f }, n),
+                        None => continue,
+                    };
+                    if folder.contains(['*', '?', '[']) {
+                        continue;
+                    }
+                    // `DIR/*`, `DIR/*.py`, `DIR/.`, `DIR/x.py`: what lands is of `DIR`; `DIR`
+                    // itself lands as it or under its name.
+                    let whole = !name.contains(['*', '?', '[', '.']) && !name.is_empty();
+                    let source_dir = if whole { source } else { folder };
+                    for d in &dests {
+                        let mut add = |landing: String| {
+                            let pair = (landing, source_dir.to_string());
+                            if !pairs.contains(&pair) {
+                                pairs.push(pair);
+                            }
+                        };
+                        add(d.clone());
+                        if whole {
+                            add(join(d, name));
+                        }
+                    }
+                }
             }
         }
+        Landings { pairs }
     }
-    out
+
+    /// The places in a source folder whose content appears at folder `dir` through a copy:
+    /// for each landing folder `L` at or above `dir`, the source `S` joined with the rest
+    /// (`/tmp/eval/tests` → `/opt/project/tests`).
+    pub fn sources_of(&self, dir: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for (landing, source) in &self.pairs {
+            if landing != "/" && within(dir, landing) {
+                let rest = dir[landing.len()..].trim_start_matches('/');
+                let s = join(source, rest);
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
 }
 
 /// One `cp` of `test.sh`: its destination and sources, as written.
@@ -86,10 +154,11 @@ struct Copy<'a> {
 /// parentheses; words unquoted).
 fn copies(test_sh: &str) -> Vec<Copy<'_>> {
     let mut out = Vec::new();
-    for line in test_sh.lines() {
+    for line in logical_lines(test_sh) {
         for part in line.split([';', '&', '|', '(', ')']) {
             let words: Vec<&str> = part
                 .split_whitespace()
+                .filter(|w| *w != "\\" && !is_redirection(w))
                 .map(|w| w.trim_matches(['"', '\'']))
                 .collect();
             let Some(at) = words.iter().position(|w| *w == "cp" || w.ends_with("/cp")) else {
@@ -111,6 +180,32 @@ fn copies(test_sh: &str) -> Vec<Copy<'_>> {
         }
     }
     out
+}
+
+/// The lines of `test_sh` with each continued line (`\\` at its end) joined to the next; the
+/// text of each stays `test_sh`'s (a continuation's backslash and line break read as blanks).
+fn logical_lines(test_sh: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = test_sh.as_bytes();
+    for (i, _) in test_sh.match_indices('\n') {
+        if i > 0 && bytes[i - 1] == b'\\' {
+            continue;
+        }
+        out.push(&test_sh[start..i]);
+        start = i + 1;
+    }
+    if start < test_sh.len() {
+        out.push(&test_sh[start..]);
+    }
+    out
+}
+
+/// True for a word of a redirection (`>out`, `2>/dev/null`, `2>` of `2>&1` split at `&`,
+/// `&>log`, `<in`), which is no operand.
+fn is_redirection(word: &str) -> bool {
+    word.trim_start_matches(|c: char| c.is_ascii_digit())
+        .starts_with(['>', '<'])
 }
 
 /// The operands of one `cp` (the words after it): the target folder a `-t DIR`,
@@ -265,10 +360,10 @@ pub fn sourced_files(test_sh: &str, home: &str) -> Vec<String> {
 /// `home`), absolute: with `python3 -m pytest` each goes first on `sys.path`.
 pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for line in test_sh.lines() {
+    for line in logical_lines(test_sh) {
         let line = line.split(" #").next().unwrap_or_default();
         for part in line.split([';', '&', '|', '(', ')', '{', '}']) {
-            let words: Vec<&str> = part.split_whitespace().collect();
+            let words: Vec<&str> = part.split_whitespace().filter(|w| *w != "\\").collect();
             // Anywhere in the part, not only first: `bash -c "cd /srv && …"`.
             let Some(at) = words
                 .iter()
@@ -346,14 +441,44 @@ cp -S .bak /tests/t.py /srv/f/
     }
 
     #[test]
-    fn folders_copied_into_a_working_folder_are_read() {
-        let sh = "cp -r /opt/project /tmp/eval && cd /tmp/eval && python3 -m pytest\n\
-                  cp -r /srv/lib /work; cd /work/lib\ncp -r ~/proj/. /run/x\ncd /run/x\n\
-                  cp -r /opt/data/* /elsewhere\ncp -t /tmp/t /opt/tools; pushd /tmp/t/tools\n\
-                  cp -r $SRC /tmp/eval";
+    fn folders_copied_before_the_tests_are_mapped_to_their_sources() {
+        let working = |sh: &str| {
+            let mut w = vec!["/app".to_string()];
+            w.extend(working_dirs(sh, "/root"));
+            w
+        };
+        let sources = |sh: &str, dir: &str| {
+            let l = Landings::read(sh, "/root", &working(sh));
+            l.sources_of(dir)
+        };
+        let sh = "cp -r /opt/project /tmp/eval && cd /tmp/eval/tests && python3 -m pytest";
+        assert!(sources(sh, "/tmp/eval").contains(&"/opt/project".to_string()));
+        assert!(sources(sh, "/tmp/eval/tests").contains(&"/opt/project/tests".to_string()));
+        // Into a folder that exists: under its own name.
+        assert!(sources(sh, "/tmp/eval/project").contains(&"/opt/project".to_string()));
+        // Relative destination and source, read from the working folders; globs; `~`.
+        let sh = "cd /tmp/eval && cp -r /opt/project/* . && python3 -m pytest";
+        assert_eq!(sources(sh, "/tmp/eval"), vec!["/opt/project"]);
+        let sh = "cd /opt/project && cp -r . /tmp/eval";
+        assert!(sources(sh, "/tmp/eval").contains(&"/opt/project".to_string()));
+        let sh = "cp /opt/project/*.py /tmp/eval/\ncp -r ~/proj/. /run/x";
+        assert_eq!(sources(sh, "/tmp/eval"), vec!["/opt/project"]);
+        assert_eq!(sources(sh, "/run/x"), vec!["/root/proj"]);
+        // The image's working folder; `-t`; a redirection and a continued line.
+        let sh = "cp -r /opt/project/. /app 2>/dev/null\ncp -t /srv /opt/tools >/dev/null 2>&1\n\
+                  cp -r /opt/a \\\n  /tmp/b";
+        assert_eq!(sources(sh, "/app"), vec!["/opt/project"]);
+        assert!(sources(sh, "/srv/tools").contains(&"/opt/tools".to_string()));
+        assert!(sources(sh, "/tmp/b").contains(&"/opt/a".to_string()));
+        // A variable or a glob above the last part is not followed.
+        assert!(sources("cp -r $SRC /tmp/e\ncp -r /o/*/x /tmp/e", "/tmp/e").is_empty());
+    }
+
+    #[test]
+    fn redirections_are_no_operands() {
         assert_eq!(
-            copied_into_working(sh, "/root"),
-            vec!["/opt/project", "/srv/lib", "/root/proj", "/opt/tools"]
+            test_copies("cp -r /tests /app/t 2>/dev/null\ncp /tests/a.py /srv/ >/dev/null 2>&1"),
+            vec!["/app/t", "/srv"]
         );
     }
 

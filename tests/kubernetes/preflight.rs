@@ -114,22 +114,29 @@ async fn rbac_gaps_are_listed_verb_by_verb() {
         .expect("binding");
     let dir = tempfile::tempdir().unwrap();
     let limited = kubeconfig_variant(dir.path(), None, Some("skillscope-limited"));
-    let problems = preflight(&PreflightSpec {
-        cluster: ClusterSpec {
-            kubeconfig: Some(limited),
-            namespace: Some(scratch.name.clone()),
-            ..spec()
-        },
-        ..Default::default()
-    })
-    .await;
-    assert_eq!(
-        problems,
-        vec![format!(
-            "kubernetes: RBAC in namespace '{}' lacks pods: delete; pods/exec: get",
-            scratch.name
-        )]
-    );
+    let want = vec![format!(
+        "kubernetes: RBAC in namespace '{}' lacks pods: delete; pods/exec: get",
+        scratch.name
+    )];
+    // The API server's authorizer learns of a new binding from its cache a moment later (CI:
+    // all of `pods` still lacking right after it was made): asked again until it has.
+    let mut problems = Vec::new();
+    for _ in 0..40 {
+        problems = preflight(&PreflightSpec {
+            cluster: ClusterSpec {
+                kubeconfig: Some(limited.clone()),
+                namespace: Some(scratch.name.clone()),
+                ..spec()
+            },
+            ..Default::default()
+        })
+        .await;
+        if problems == want {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+    assert_eq!(problems, want);
     scratch.delete().await;
 }
 

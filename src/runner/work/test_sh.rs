@@ -4,7 +4,7 @@
 //! runs uv. [`super::rule`] turns them into the toolchain's folders and files and the folders
 //! searched first; what the reader does not follow is in docs/limitations.md.
 
-use super::paths::{join, parent, within};
+use super::paths::{join, within};
 
 /// The folders `test.sh` copies the task's Python tests into (`cp [-r] /tests/… DEST` of a
 /// `.py` file, a folder or a glob: `DEST`, or its folder when it names a file), as written
@@ -23,20 +23,7 @@ pub fn test_copies(test_sh: &str) -> Vec<String> {
         if !cp.sources.iter().any(tests) {
             continue;
         }
-        let dest = cp.dest.trim_end_matches('/');
-        let named_file = !cp.into_folder
-            && dest
-                .rsplit('/')
-                .next()
-                .is_some_and(|n| n.contains('.') && n != "." && n != "..");
-        let dir = if named_file {
-            dest.rsplit_once('/')
-                .map_or("/", |(d, _)| if d.is_empty() { "/" } else { d })
-        } else if dest.is_empty() {
-            "/"
-        } else {
-            dest
-        };
+        let dir = dest_folder(cp.dest, cp.into_folder);
         if !dir.contains('$') && !out.iter().any(|o| o == dir) {
             out.push(dir.to_string());
         }
@@ -75,16 +62,10 @@ impl Landings {
             }
         };
         for cp in copies(test_sh) {
-            let dests: Vec<String> = resolve(cp.dest)
+            let dests: Vec<String> = resolve(dest_folder(cp.dest, cp.into_folder))
                 .into_iter()
                 .map(|d| {
                     let d = d.trim_end_matches('/');
-                    // A destination named like a file (`/tmp/eval/conftest.py`) is its folder.
-                    let file_like = !cp.into_folder
-                        && d.rsplit('/')
-                            .next()
-                            .is_some_and(|n| n.contains('.') && n != "..");
-                    let d = if file_like { parent(d) } else { d };
                     if d.is_empty() {
                         "/".to_string()
                     } else {
@@ -139,6 +120,24 @@ impl Landings {
             }
         }
         out
+    }
+}
+
+/// The folder a copy lands in: its destination, or the destination's folder when it is named
+/// like a file (`/tmp/eval/conftest.py` → `/tmp/eval`, `x.py` → `.`) and not given by `-t`.
+fn dest_folder(dest: &str, into_folder: bool) -> &str {
+    let d = dest.trim_end_matches('/');
+    let file_like = !into_folder
+        && d.rsplit('/')
+            .next()
+            .is_some_and(|n| n.contains('.') && n != "." && n != "..");
+    if !file_like {
+        return if d.is_empty() { "/" } else { d };
+    }
+    match d.rsplit_once('/') {
+        Some(("", _)) => "/",
+        Some((folder, _)) => folder,
+        None => ".",
     }
 }
 

@@ -94,11 +94,32 @@ pub async fn ensure_base_image() -> Result<String, RunnerError> {
     Ok(host.name)
 }
 
-/// What an image's facts are kept under: the daemon and the image id.
+/// What an image's facts are kept under: the daemon and the image id (or its content's digest,
+/// [`content_key`]).
 type FactsKey = (String, String);
 
 /// Each image's facts, read once per daemon and image.
 type FactsCache = tokio::sync::Mutex<HashMap<FactsKey, Arc<OnceCell<Arc<ImageFacts>>>>>;
+
+/// What an image's facts hold apart from its id: its layers (the `RootFS` diff ids, each a digest
+/// of a layer's content) and the configuration the facts read (environment, working folder,
+/// entrypoint, user), as a SHA-256 hex digest. Two images that differ only in their labels (a
+/// task copied under another name, the same environment built for two tasks) have the same
+/// files and toolchain: their facts are read once. `None` when the daemon names no layers.
+fn content_key(inspect: &bollard::models::ImageInspect) -> Option<String> {
+    use sha2::Digest;
+    let layers = inspect.root_fs.as_ref()?.layers.as_ref()?;
+    let config = inspect.config.clone().unwrap_or_default();
+    let text = serde_json::json!({
+        "layers": layers,
+        "env": config.env,
+        "working_dir": config.working_dir,
+        "entrypoint": config.entrypoint,
+        "user": config.user,
+    })
+    .to_string();
+    Some(hex::encode(sha2::Sha256::digest(text.as_bytes())))
+}
 
 /// Trials on Docker daemons.
 pub struct DockerBackend {
@@ -228,6 +249,15 @@ pub struct DockerPlace {
 const PROBE_LIMIT: Duration = Duration::from_secs(120);
 
 impl DockerPlace {
+    /// The cell of this daemon's facts kept under `key` (an image id, or `content:<digest>` of
+    /// [`content_key`]).
+    async fn facts_cell(&self, key: &str) -> Arc<OnceCell<Arc<ImageFacts>>> {
+        let mut map = self.facts.lock().await;
+        map.entry((self.host.name.clone(), key.to_string()))
+            .or_default()
+            .clone()
+    }
+
     /// Reads what image `id` holds: its files by content (the export of a container created from
     /// it, never started) and its interpreters' search paths (asked in a helper container with
     /// skillscope's static shell as PID 1).
@@ -377,23 +407,32 @@ impl Host for DockerPlace {
     }
 
     async fn image_facts(&self, reference: &str) -> Result<Arc<ImageFacts>, RunnerError> {
-        let id = self
+        let inspect = self
             .host
             .docker
             .inspect_image(reference)
             .await
-            .map_err(|e| docker_error(format!("inspecting image {reference}"), e))?
-            .id
-            .unwrap_or_else(|| reference.to_string());
-        let cell = {
-            let mut map = self.facts.lock().await;
-            map.entry((self.host.name.clone(), id.clone()))
-                .or_default()
-                .clone()
-        };
-        cell.get_or_try_init(|| async { self.read_facts(&id).await.map(Arc::new) })
-            .await
-            .cloned()
+            .map_err(|e| docker_error(format!("inspecting image {reference}"), e))?;
+        let id = inspect.id.clone().unwrap_or_else(|| reference.to_string());
+        let cell = self.facts_cell(&id).await;
+        cell.get_or_try_init(|| async {
+            let key = content_key(&inspect).map_or_else(|| id.clone(), |k| format!("content:{k}"));
+            let shared = self.facts_cell(&key).await;
+            let facts = shared
+                .get_or_try_init(|| async { self.read_facts(&id).await.map(Arc::new) })
+                .await?
+                .clone();
+            Ok(if facts.id == id {
+                facts
+            } else {
+                Arc::new(ImageFacts {
+                    id: id.clone(),
+                    ..(*facts).clone()
+                })
+            })
+        })
+        .await
+        .cloned()
     }
 
     async fn open_site(&self, spec: &SiteSpec<'_>) -> Result<Box<dyn TrialSite>, SiteError> {
@@ -602,4 +641,45 @@ impl TrialSite for DockerSite {
 /// [`RunnerError`] (kept here so the classification stays with bollard).
 pub fn is_fault(e: &RunnerError) -> Option<Fault> {
     e.fault()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bollard::models::{ImageConfig, ImageInspect, ImageInspectRootFs};
+
+    fn image(layers: &[&str], env: &[&str], label: &str) -> ImageInspect {
+        ImageInspect {
+            id: Some(format!("sha256:{label}")),
+            root_fs: Some(ImageInspectRootFs {
+                typ: "layers".into(),
+                layers: Some(layers.iter().map(|l| l.to_string()).collect()),
+            }),
+            config: Some(ImageConfig {
+                env: Some(env.iter().map(|e| e.to_string()).collect()),
+                labels: Some(HashMap::from([("skillscope.task".into(), label.into())])),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn images_that_differ_only_in_labels_share_their_facts() {
+        let a = content_key(&image(&["sha256:1", "sha256:2"], &["PATH=/bin"], "a")).unwrap();
+        let b = content_key(&image(&["sha256:1", "sha256:2"], &["PATH=/bin"], "b")).unwrap();
+        assert_eq!(a, b);
+        let other_layer = content_key(&image(&["sha256:1", "sha256:3"], &["PATH=/bin"], "a"));
+        let other_env = content_key(&image(&["sha256:1", "sha256:2"], &["PATH=/usr/bin"], "a"));
+        let reordered = content_key(&image(&["sha256:2", "sha256:1"], &["PATH=/bin"], "a"));
+        for k in [other_layer, other_env, reordered] {
+            assert_ne!(k.as_deref(), Some(a.as_str()));
+        }
+        let mut user = image(&["sha256:1", "sha256:2"], &["PATH=/bin"], "a");
+        user.config.as_mut().unwrap().user = Some("1000".into());
+        assert_ne!(content_key(&user).unwrap(), a);
+        let mut no_layers = image(&[], &[], "a");
+        no_layers.root_fs = None;
+        assert_eq!(content_key(&no_layers), None);
+    }
 }

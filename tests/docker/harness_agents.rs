@@ -104,6 +104,26 @@ async fn run_harness_on(
     run: &str,
     docker_host: Option<&str>,
 ) -> Outcomes {
+    run_harness_from(
+        h,
+        model,
+        config,
+        run,
+        docker_host,
+        &harness_run::harness_tasks(),
+    )
+    .await
+}
+
+/// [`run_harness_on`] on the task folders in `tasks`.
+async fn run_harness_from(
+    h: &Harness,
+    model: &ScriptedModel,
+    config: &str,
+    run: &str,
+    docker_host: Option<&str>,
+    tasks: &Path,
+) -> Outcomes {
     require_docker().await;
     let _serial = serial().await;
     glibc_image::ensure_glibc_image().await;
@@ -111,7 +131,8 @@ async fn run_harness_on(
     let cfg = dir.path().join("skillscope.toml");
     std::fs::write(&cfg, config).unwrap();
     let base = format!("{}{}", model.base_url(&gateway().await), h.base_path);
-    let mut cmd = harness_run::harness_run(h.agent, h.model, run, dir.path());
+    let mut cmd =
+        harness_run::harness_run_under(h.agent, h.model, run, dir.path(), "curated", 1, tasks);
     if let Some(host) = docker_host {
         cmd.args(["--docker-host", host]);
     }
@@ -373,16 +394,41 @@ async fn provider_failures(h: &Harness) {
     assert_not_written(o.dir.path(), DUMMY_KEY);
 
     // 429: retried automatically (here once, without waiting), then left as provider-error.
+    // Gemini CLI retries a 429 itself before it gives up: 10 attempts 5–30 s apart for a model
+    // whose policy names them (gemini-3-flash-preview; the settings' `maxAttempts` yields to
+    // it), 3.5 minutes per trial. Its case runs the task with a 20 s agent timeout instead: the
+    // agent's time ends while the CLI still retries, which is the provider's failure too
+    // (`stalled_on_provider`) — what a SkillsBench task with a short agent timeout meets.
     let model = ScriptedModel::start(Script {
         fail_with: Some(429),
         ..solving_script(h)
     })
     .await;
-    let o = run_harness(
+    let short = tempfile::tempdir().unwrap();
+    let tasks = if h.agent == GEMINI.agent {
+        common::copy_tree(&harness_run::harness_tasks(), short.path(), None);
+        let toml = short.path().join("hello-skill/task.toml");
+        let text = std::fs::read_to_string(&toml).unwrap();
+        assert!(text.contains("[agent]\ntimeout_sec = 300\n"), "{text}");
+        std::fs::write(
+            &toml,
+            text.replace(
+                "[agent]\ntimeout_sec = 300\n",
+                "[agent]\ntimeout_sec = 20\n",
+            ),
+        )
+        .unwrap();
+        short.path().to_path_buf()
+    } else {
+        harness_run::harness_tasks()
+    };
+    let o = run_harness_from(
         h,
         &model,
         "[harness]\nprovider_retries = 1\nprovider_backoff_secs = 0\n",
         &format!("{}-429", h.agent),
+        None,
+        &tasks,
     )
     .await;
     // The trial is left without a verdict once its retries are used up: the run stops with

@@ -47,6 +47,7 @@ async fn run(conditions: &str, run: &str, model: &ScriptedModel, extra: &[&str])
         dir.path(),
         conditions,
         1,
+        &harness_run::harness_tasks(),
     )
     .args(extra)
     .env("ANTHROPIC_API_KEY", DUMMY_KEY)

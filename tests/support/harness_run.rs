@@ -20,15 +20,16 @@ pub fn kit_cache() -> PathBuf {
 /// `skillscope run --headless` for `agent`/`model` as run `run`; the store is `dir/s.db`, trial
 /// folders go to `dir/jobs`. The caller adds credentials and runs it.
 pub fn harness_run(agent: &str, model: &str, run: &str, dir: &Path) -> Command {
-    harness_run_under(agent, model, run, dir, "curated", 1)
+    harness_run_under(agent, model, run, dir, "curated", 1, &harness_tasks())
 }
 
 /// As [`harness_run`], with `trials` trials.
 pub fn harness_run_n(agent: &str, model: &str, run: &str, dir: &Path, trials: u32) -> Command {
-    harness_run_under(agent, model, run, dir, "curated", trials)
+    harness_run_under(agent, model, run, dir, "curated", trials, &harness_tasks())
 }
 
-/// [`harness_run`] under `conditions` instead of curated, with `trials` trials.
+/// [`harness_run`] under `conditions` instead of curated, with `trials` trials, on the task
+/// folders in `tasks` ([`harness_tasks`] for the fixture's).
 pub fn harness_run_under(
     agent: &str,
     model: &str,
@@ -36,6 +37,7 @@ pub fn harness_run_under(
     dir: &Path,
     conditions: &str,
     trials: u32,
+    tasks: &Path,
 ) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_skillscope"));
     cmd.args(["run", "--headless", "--conditions", conditions])
@@ -49,7 +51,7 @@ pub fn harness_run_under(
         ])
         .args(["--run", run])
         .arg("--tasks")
-        .arg(harness_tasks())
+        .arg(tasks)
         .arg("--db")
         .arg(dir.join("s.db"))
         .arg("--jobs-dir")

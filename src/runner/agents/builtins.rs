@@ -100,8 +100,10 @@ pub fn gemini_builtin_names(kit: &Kit) -> Vec<String> {
 
 /// Gemini CLI's `~/.gemini/settings.json` (no secret in it): API-key auth pre-selected (headless
 /// mode cannot ask), environment-variable redaction on (the key is otherwise visible to the
-/// agent's shell commands), no usage statistics, telemetry, IDE or update traffic, at most one
-/// attempt per model request (the engine retries whole trials with backoff), skills on with the
+/// agent's shell commands), no usage statistics, telemetry, IDE or update traffic, one attempt
+/// per model request (the engine retries whole trials with backoff; Gemini CLI 0.61 lets a
+/// model's own policy override it — `gemini-3-flash-preview` retries a 429 ten times, 5–30 s
+/// apart, and a trial whose time ends meanwhile is a provider failure), skills on with the
 /// built-ins `builtin` off except those named in `spare` (a visible skill of that name replaces
 /// the built-in, and Gemini CLI switches skills off by name).
 pub fn gemini_settings(builtin: &[String], spare: &[String]) -> String {

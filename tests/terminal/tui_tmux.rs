@@ -743,8 +743,11 @@ async fn quitting_the_dashboard_after_the_last_verdict_finishes_the_run() {
         ),
         (120, 40),
     );
-    let screen = tmux.wait_for("every trial judged", Duration::from_secs(180));
-    assert!(screen.contains("finish the run"), "{screen}");
+    tmux.wait_for("every trial judged", Duration::from_secs(180));
+    // The footer says it too. Not asserted on the same capture: tmux can be read while a frame's
+    // write is half applied (the header new, the rows and footer below it not yet), as CI saw
+    // once on a trial of 2 s.
+    tmux.wait_for("finish the run", Duration::from_secs(10));
     tmux.keys(&["q"]);
     let t0 = Instant::now();
     while !status_file.exists() {

@@ -1,9 +1,9 @@
-//! The verifier: copy `tests/` to `/tests`, run `tests/test.sh`, read the reward.
+//! The verifier: run `/tests/test.sh`, read the reward.
 //!
 //! Follows Harbor's `verifier/verifier.py`, in the verifier's own environment
 //! ([`crate::runner::trial`]'s handover: fresh from the task's image with the agent's work
-//! carried in, an empty `/tests` and `/logs/verifier` of its own): `tests/` is uploaded after the
-//! agent is gone; `chmod +x /tests/test.sh; (/tests/test.sh)` runs with the task's `[verifier]
+//! carried in, an empty `/tests` and `/logs/verifier` of its own): `tests/` is in `/tests`, carried
+//! in after the agent is gone with its work (`trial::changes::carry`); `chmod +x /tests/test.sh; (/tests/test.sh)` runs with the task's `[verifier]
 //! env` in this exec only, started by skillscope's static shell (never the image's `sh`), output
 //! to `verifier/test-stdout.txt`; the script's exit code is recorded but does not decide the
 //! outcome — the reward file does. `reward.json` (a map of finite numbers) wins over `reward.txt`
@@ -19,11 +19,12 @@ use super::sandbox::{ExecRequest, ExecResult, STATIC_SHELL_DIR, Sandbox};
 use crate::skillsbench::Task;
 use crate::skillsbench::env::EnvValues;
 
-/// Uploads `tests/` and runs the verifier in `container` (the verifier's own), streaming its output to `verifier_dir/test-stdout.txt`. `[verifier] env` is
+/// Runs the verifier in `container` (the verifier's own, the task's `tests/` already at
+/// `/tests`), streaming its output to `verifier_dir/test-stdout.txt`. `[verifier] env` is
 /// resolved from `values` ([`EnvValues::resolve`]) and given to this exec alone.
 ///
 /// # Errors
-/// [`RunnerError`] when the tests cannot be copied in or the exec cannot start.
+/// [`RunnerError`] when the exec cannot start.
 pub async fn run_verifier(
     container: &Sandbox,
     task: &Task,
@@ -32,7 +33,6 @@ pub async fn run_verifier(
     cancel: &CancellationToken,
     values: &EnvValues,
 ) -> Result<ExecResult, RunnerError> {
-    container.upload_dir(&task.tests_dir(), "/tests").await?;
     let out = verifier_dir.join("test-stdout.txt");
     let s = STATIC_SHELL_DIR;
     let req = ExecRequest {

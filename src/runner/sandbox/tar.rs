@@ -35,6 +35,41 @@ pub(crate) fn tar_dir<W: std::io::Write>(
     b.into_inner().map_err(|e| RunnerError::io(local, e))
 }
 
+/// Size of a tar's end-of-archive marker as the `tar` crate writes it: two zero blocks.
+const END_OF_ARCHIVE: u64 = 1024;
+
+/// Appends a folder's contents under `prefix/` (as [`tar_dir`]) to the finished tar in the file
+/// `tar` (one the `tar` crate wrote: its end-of-archive marker is replaced, a new one written
+/// after the new entries), so that one upload carries both. Returns `false`, the file
+/// unchanged, when it does not end as such a tar does (the caller then uploads the folder on its
+/// own).
+///
+/// # Errors
+/// [`RunnerError::Io`] when the file or the folder cannot be read or written.
+pub(crate) fn append_dir(tar: &Path, local: &Path, prefix: &str) -> Result<bool, RunnerError> {
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |e: std::io::Error| RunnerError::io(tar, e);
+    let mut f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(tar)
+        .map_err(io)?;
+    let len = f.metadata().map_err(io)?.len();
+    if len < END_OF_ARCHIVE || len % 512 != 0 {
+        return Ok(false);
+    }
+    let mut end = [0u8; END_OF_ARCHIVE as usize];
+    f.seek(SeekFrom::Start(len - END_OF_ARCHIVE)).map_err(io)?;
+    f.read_exact(&mut end).map_err(io)?;
+    if end.iter().any(|b| *b != 0) {
+        return Ok(false);
+    }
+    f.set_len(len - END_OF_ARCHIVE).map_err(io)?;
+    f.seek(SeekFrom::End(0)).map_err(io)?;
+    tar_dir(f, local, prefix)?;
+    Ok(true)
+}
+
 /// Extracts the regular files and folders of a tar (as Docker archives a folder: its own name
 /// first) into `dest`, dropping the first path component. Refused, and named in the result:
 /// links (symbolic and hard), devices and pipes, paths that are absolute or hold `..`, names
@@ -146,6 +181,52 @@ mod tests {
             b.append(&h, *data).unwrap();
         }
         b.into_inner().unwrap()
+    }
+
+    /// The names and contents of a tar's entries, in order.
+    fn listed(bytes: &[u8]) -> Vec<(String, Vec<u8>)> {
+        use std::io::Read;
+        let mut a = tar::Archive::new(bytes);
+        let mut out = Vec::new();
+        for e in a.entries().unwrap() {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().display().to_string();
+            let mut data = Vec::new();
+            e.read_to_end(&mut data).unwrap();
+            out.push((name, data));
+        }
+        out
+    }
+
+    /// A folder appended to a finished tar comes after its entries, in one archive a reader
+    /// reads to the end; a file that does not end as such a tar is left as it was.
+    #[test]
+    fn a_folder_appended_to_a_tar_is_read_after_its_entries() {
+        let tmp = tempfile::tempdir().unwrap();
+        let tests = tmp.path().join("tests");
+        std::fs::create_dir_all(tests.join("data")).unwrap();
+        std::fs::write(tests.join("test.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::write(tests.join("data/expected.csv"), "a,b\n").unwrap();
+        let work = tmp.path().join("work.tar");
+        std::fs::write(&work, tar_of(&[("app/out.txt", b"42\n")])).unwrap();
+        assert!(append_dir(&work, &tests, "tests").unwrap());
+        let got = listed(&std::fs::read(&work).unwrap());
+        assert_eq!(got[0], ("app/out.txt".to_string(), b"42\n".to_vec()));
+        let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+        for n in ["tests/test.sh", "tests/data/expected.csv"] {
+            assert!(names.contains(&n), "{names:?}");
+        }
+        assert_eq!(std::fs::read(&work).unwrap().len() % 512, 0);
+        // Not a finished tar: unchanged, and the caller uploads the folder on its own.
+        let cut = tmp.path().join("cut.tar");
+        let mut bytes = tar_of(&[("app/out.txt", b"42\n")]);
+        bytes.truncate(1024);
+        std::fs::write(&cut, &bytes).unwrap();
+        assert!(!append_dir(&cut, &tests, "tests").unwrap());
+        assert_eq!(std::fs::read(&cut).unwrap(), bytes);
+        let short = tmp.path().join("short.tar");
+        std::fs::write(&short, b"x").unwrap();
+        assert!(!append_dir(&short, &tests, "tests").unwrap());
     }
 
     #[test]

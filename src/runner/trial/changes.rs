@@ -396,11 +396,18 @@ pub(super) async fn sort_handed(
 /// Longest the deletions may take.
 const DELETE_LIMIT: Duration = Duration::from_secs(300);
 
-/// Applies `work` in `verifier` (fresh from the image; nothing of the verifier's in it yet).
+/// Applies `work` in `verifier` (fresh from the image; nothing of the verifier's in it yet), then
+/// puts the task's `tests` folder at `/tests`: its entries ride at the end of the work's tar, one
+/// upload for both (the work never names `/tests`: [`crate::runner::work::rule::VERIFIER_ONLY`]);
+/// an upload of their own when the agent left no work to carry.
 ///
 /// # Errors
-/// [`RunnerError`] when the environment cannot be written (a fault).
-pub(super) async fn carry(verifier: &Sandbox, work: &Collected) -> Result<(), RunnerError> {
+/// [`RunnerError`] when the environment cannot be written (a fault), or the tests cannot be read.
+pub(super) async fn carry(
+    verifier: &Sandbox,
+    work: &Collected,
+    tests: &std::path::Path,
+) -> Result<(), RunnerError> {
     if !work.deleted.is_empty() {
         let s = STATIC_SHELL_DIR;
         let list: Vec<u8> = work
@@ -441,11 +448,21 @@ pub(super) async fn carry(verifier: &Sandbox, work: &Collected) -> Result<(), Ru
             }
         }
     }
+    let mut tests_carried = false;
     if let Some(tar) = &work.carry {
+        let (path, dir) = (tar.path().to_path_buf(), tests.to_path_buf());
+        tests_carried = tokio::task::spawn_blocking(move || {
+            crate::runner::sandbox::tar::append_dir(&path, &dir, "tests")
+        })
+        .await
+        .map_err(|e| RunnerError::Task(e.to_string()))??;
         let file = tokio::fs::File::open(tar.path())
             .await
             .map_err(|e| RunnerError::io(tar.path(), e))?;
         verifier.upload_tar_at(TarBody::Spooled(file), "/").await?;
+    }
+    if !tests_carried {
+        verifier.upload_dir(tests, "/tests").await?;
     }
     Ok(())
 }

@@ -15,7 +15,8 @@
 //!    `/logs/verifier` of its own. Steps 2 and 3 run at once; where the site allows it
 //!    ([`TrialSite::verifier_may_wait`]: a Docker trial without services) it started with the
 //!    agent's and has waited, idle, since.
-//! 4. The agent's work is carried in as data: its deletions, then its files ([`super::changes::carry`]).
+//! 4. The agent's work is carried in as data: its deletions, then its files, and after them the
+//!    task's tests at `/tests` ([`super::changes::carry`]).
 //!
 //! A trial that cannot get there (the kill, the reading, the new environment or the carrying
 //! fails) is an infrastructure fault: interrupted and queued again, never a verdict.
@@ -318,7 +319,7 @@ pub(super) async fn to_verifier(
     let record = record_tamper(scope, &collected, facts, skills)?;
     scope.took(Step::Evidence, t0).await;
     let t0 = std::time::Instant::now();
-    super::changes::carry(&verifier, &collected)
+    super::changes::carry(&verifier, &collected, &job.task.tests_dir())
         .await
         .map_err(|e| Failed::runner(e, "carrying the agent's work to the verifier"))?;
     scope.took(Step::Carry, t0).await;

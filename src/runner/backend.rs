@@ -454,6 +454,15 @@ pub trait Environment: Send + Sync {
         None
     }
 
+    /// Lifts the environment's CPU limit to the whole host's, where the backend can: called by
+    /// the hand-over once every process of the agent's was ended from outside
+    /// ([`Environment::end_all_from_outside`]), so that skillscope's own reading of what the
+    /// agent changed is not held to the task's CPUs (a task of 0.25 CPU doubles a hand-over's
+    /// time: docs/performance.md). The verifier's environment keeps its limit: the tests run
+    /// under the task's. Never fails: a limit that stays only costs time. Nothing where the
+    /// backend cannot (Kubernetes 1.20: a pod's resources cannot change).
+    async fn lift_cpu_limit(&self) {}
+
     /// Its processes as seen from outside, without an exec (one `pid ppid state name` line
     /// each, pids as the host numbers them; PID 1, the one `sleep` it runs and zombies left
     /// out), where the backend can: evidence of what ended an exec of skillscope's. A listing at

@@ -157,6 +157,9 @@ pub struct DockerContainer {
     pub id: String,
     /// Container name.
     pub name: String,
+    /// The host's CPUs, in billionths, when the container was started with a lower CPU limit
+    /// that [`Environment::lift_cpu_limit`] may lift (a trial's environment on its site).
+    lift_to_nano_cpus: Option<i64>,
 }
 
 impl DockerContainer {
@@ -234,6 +237,7 @@ impl DockerContainer {
             docker: docker.clone(),
             id: created.id,
             name: spec.name.clone(),
+            lift_to_nano_cpus: None,
         };
         // API 1.41 joins one network at creation; the others are joined before the start.
         for (n, aliases) in spec.networks.iter().skip(1).filter(|_| !spec.network_none) {
@@ -362,6 +366,13 @@ impl DockerContainer {
         }
     }
 
+    /// The container, its CPU limit (`spec_cpus`) liftable to `host_cpus` by
+    /// [`Environment::lift_cpu_limit`] when it is lower.
+    pub fn with_liftable_cpus(mut self, spec_cpus: Option<f64>, host_cpus: u32) -> Self {
+        self.lift_to_nano_cpus = lift_to(spec_cpus, host_cpus);
+        self
+    }
+
     /// Removes the container (forced, with its anonymous volumes), held to [`REMOVE_LIMIT`]; true
     /// once the daemon no longer lists it. Never fails.
     pub async fn remove_now(&self) -> bool {
@@ -421,6 +432,16 @@ fn status_of(e: &bollard::errors::Error) -> Option<u16> {
         bollard::errors::Error::DockerResponseServerError { status_code, .. } => Some(*status_code),
         _ => None,
     }
+}
+
+/// The CPUs, in billionths, a container started with `spec_cpus` is lifted to on a host of
+/// `host_cpus`: the host's, when the limit is lower; `None` when there is nothing to lift.
+fn lift_to(spec_cpus: Option<f64>, host_cpus: u32) -> Option<i64> {
+    let host = i64::from(host_cpus) * 1_000_000_000;
+    spec_cpus
+        .map(|c| (c * 1e9).round() as i64)
+        .filter(|c| *c < host)
+        .map(|_| host)
 }
 
 /// The host configuration of `spec`.
@@ -618,6 +639,27 @@ impl Environment for DockerContainer {
                 |e| tracing::warn!(container = %self.name, error = %e, "docker top failed"),
             )
             .ok()
+    }
+
+    /// `docker update --cpus <host's CPUs>`, when the container was started with fewer.
+    async fn lift_cpu_limit(&self) {
+        let Some(nano_cpus) = self.lift_to_nano_cpus else {
+            return;
+        };
+        let update = self.docker.update_container(
+            &self.id,
+            bollard::models::ContainerUpdateBody {
+                nano_cpus: Some(nano_cpus),
+                ..Default::default()
+            },
+        );
+        match tokio::time::timeout(OUTSIDE_LIMIT, update).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(container = %self.name, error = %e, "CPU limit not lifted");
+            }
+            Err(_) => tracing::debug!(container = %self.name, "CPU limit not lifted in 30s"),
+        }
     }
 
     /// [`DockerContainer::end_all_confirmed`].
@@ -881,6 +923,16 @@ mod tests {
 
     fn row(cells: &[&str]) -> Vec<String> {
         cells.iter().map(|c| c.to_string()).collect()
+    }
+
+    /// Only a limit below the host's CPUs is lifted, and to the host's CPUs (the daemon refuses
+    /// more than it has).
+    #[test]
+    fn a_cpu_limit_is_lifted_to_the_hosts_cpus_only_when_lower() {
+        assert_eq!(lift_to(Some(0.25), 2), Some(2_000_000_000));
+        assert_eq!(lift_to(Some(1.0), 4), Some(4_000_000_000));
+        assert_eq!(lift_to(Some(2.0), 2), None);
+        assert_eq!(lift_to(None, 2), None);
     }
 
     #[test]

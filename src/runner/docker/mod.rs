@@ -598,7 +598,7 @@ impl TrialSite for DockerSite {
             _ => None,
         };
         let c = match DockerContainer::start(&self.docker, &spec).await {
-            Ok(c) => c,
+            Ok(c) => c.with_liftable_cpus(spec.cpus, self.cpus),
             Err(e) => {
                 // The shell's volume or a kept network may be gone (a prune, a sweep): the next
                 // trial makes them again.

@@ -178,6 +178,11 @@ impl Sandbox {
         self.inner.end_all_from_outside(execs_ended).await
     }
 
+    /// [`Environment::lift_cpu_limit`]: only once nothing of the agent's runs.
+    pub async fn lift_cpu_limit(&self) {
+        self.inner.lift_cpu_limit().await;
+    }
+
     /// [`Environment::processes_seen_from_outside`].
     pub async fn processes_seen_from_outside(&self) -> Option<Vec<String>> {
         self.inner.processes_seen_from_outside().await

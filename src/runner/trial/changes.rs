@@ -65,6 +65,9 @@ pub(super) async fn hand_over(
     // and this listing is no evidence.
     if let Some(ended) = sandbox.end_all_from_outside(false).await {
         ended?;
+        // Nothing of the agent's runs any more: skillscope's own reading below is not held to
+        // the task's CPUs.
+        sandbox.lift_cpu_limit().await;
     }
     let script = super::scripts::handover_script(pruned, minutes, kill_limit);
     let wait = kill_limit + limits.time;

@@ -114,9 +114,9 @@ pub enum Step {
     Evidence,
     /// The verifier's environment created and started from the task's image.
     VerifierStart,
-    /// The agent's work carried into the verifier's environment.
+    /// The agent's work carried into the verifier's environment, the task's tests with it.
     Carry,
-    /// The verifier's copies of skills and the tests uploaded.
+    /// The verifier's copies of skills uploaded (the tests arrive with the work: [`Step::Carry`]).
     Upload,
     /// The verifier (its execs).
     Verifier,

@@ -3,8 +3,9 @@
 //! Follows Harbor's `verifier/verifier.py`, in the verifier's own environment
 //! ([`crate::runner::trial`]'s handover: fresh from the task's image with the agent's work
 //! carried in, an empty `/tests` and `/logs/verifier` of its own): `tests/` is in `/tests`, carried
-//! in after the agent is gone with its work (`trial::changes::carry`); `chmod +x /tests/test.sh; (/tests/test.sh)` runs with the task's `[verifier]
-//! env` in this exec only, started by skillscope's static shell (never the image's `sh`), output
+//! in after the agent is gone with its work (`trial::changes::carry`);
+//! `chmod +x /tests/test.sh; (/tests/test.sh)` runs with the task's `[verifier] env` in this exec
+//! only, started by skillscope's static shell (never the image's `sh`), output
 //! to `verifier/test-stdout.txt`; the script's exit code is recorded but does not decide the
 //! outcome — the reward file does. `reward.json` (a map of finite numbers) wins over `reward.txt`
 //! (one number); an empty or malformed file is no reward.

@@ -598,7 +598,10 @@ impl TrialSite for DockerSite {
             _ => None,
         };
         let c = match DockerContainer::start(&self.docker, &spec).await {
-            Ok(c) => c.with_liftable_cpus(spec.cpus, self.cpus),
+            // Only the agent's limit is ever lifted (after its processes ended): the verifier's
+            // tests run under the task's.
+            Ok(c) if env.role == Some(Role::Agent) => c.with_liftable_cpus(spec.cpus, self.cpus),
+            Ok(c) => c,
             Err(e) => {
                 // The shell's volume or a kept network may be gone (a prune, a sweep): the next
                 // trial makes them again.

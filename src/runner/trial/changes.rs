@@ -402,7 +402,8 @@ const DELETE_LIMIT: Duration = Duration::from_secs(300);
 /// Applies `work` in `verifier` (fresh from the image; nothing of the verifier's in it yet), then
 /// puts the task's `tests` folder at `/tests`: its entries ride at the end of the work's tar, one
 /// upload for both (the work never names `/tests`: [`crate::runner::work::rule::VERIFIER_ONLY`]);
-/// an upload of their own when the agent left no work to carry.
+/// an upload of their own when the agent left no work to carry. Called once per attempt: the
+/// tests are appended to `work`'s tar file in place.
 ///
 /// # Errors
 /// [`RunnerError`] when the environment cannot be written (a fault), or the tests cannot be read.

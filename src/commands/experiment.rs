@@ -294,8 +294,9 @@ pub fn print_outcome(o: &ExperimentOutcome, dry: bool) {
         return;
     };
     crate::outln!("{}", conditions_table(r));
+    let width = crate::console::table::terminal_width();
     for n in super::shared::table::condition_notes(r) {
-        crate::outln!("{n}");
+        crate::outln!("{}", crate::console::table::note(&n, width));
     }
     crate::outln!(
         "{}",

@@ -191,8 +191,12 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
             }
         }
     }
+    let width = crate::console::table::terminal_width();
     for n in notes {
-        println!("{}", crate::sanitize::text(&n));
+        println!(
+            "{}",
+            crate::console::table::note(&crate::sanitize::text(&n), width)
+        );
     }
     store.writer().stop();
     Ok(())

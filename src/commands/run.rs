@@ -367,11 +367,17 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
             .unwrap_or_default()
     );
     crate::outln!("{}", conditions_table(&results));
+    let width = crate::console::table::terminal_width();
     for n in super::shared::table::condition_notes(&results) {
-        crate::outln!("{n}");
+        crate::outln!("{}", crate::console::table::note(&n, width));
     }
     crate::outln!(
-        "pass rate = Method D: per task the mean reward over its trials, averaged over all selected tasks (missing or errored trials count 0)"
+        "{}",
+        crate::console::table::note(
+            "pass rate = Method D: per task the mean reward over its trials, averaged over all \
+             selected tasks (missing or errored trials count 0)",
+            width
+        )
     );
     // The trial folders relative to here when they are below it (`jobs/`), else absolute.
     let jobs = std::path::Path::new(&outcome.run.jobs_dir);

@@ -69,8 +69,12 @@ pub fn execute(args: StatusArgs) -> Result<()> {
     for s in &statuses {
         print_run(conn, s, &mut notes)?;
     }
+    let width = crate::console::table::terminal_width();
     for n in notes {
-        println!("{}", crate::sanitize::text(&n));
+        println!(
+            "{}",
+            crate::console::table::note(&crate::sanitize::text(&n), width)
+        );
     }
     Ok(())
 }

@@ -114,6 +114,24 @@ fn legend_lines(head: &str, items: &[String], sep: &str, width: usize) -> Vec<St
     lines
 }
 
+/// A note under a table (`infra = trials an infrastructure fault ended …`) wrapped at word
+/// boundaries to `width` (a terminal's: [`terminal_width`]; `None`, into a pipe: one line as it
+/// is), the lines after the first indented under its explanation — after the first ` = ` when
+/// that comes within the first 24 characters, else not at all. A word longer than the room
+/// stays whole on a line of its own.
+pub fn note(text: &str, width: Option<u16>) -> String {
+    let Some(width) = width.map(usize::from) else {
+        return text.to_string();
+    };
+    let (head, rest) = match text.find(" = ") {
+        Some(at) if chars(&text[..at]) < 24 => text.split_at(at + 3),
+        _ => ("", text),
+    };
+    let words: Vec<String> = rest.split(' ').map(str::to_string).collect();
+    let room = width.saturating_sub(chars(head)).max(20);
+    legend_lines(head, &words, " ", chars(head) + room).join("\n")
+}
+
 fn chars(s: &str) -> usize {
     s.chars().count()
 }
@@ -353,6 +371,37 @@ fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A note wraps at word boundaries under its explanation on a terminal, and stays one line
+    /// into a pipe.
+    #[test]
+    fn a_note_wraps_between_words_under_its_explanation() {
+        let text = "infra = trials an infrastructure fault ended (no reward, a build, runtime or \
+                    provider error): not failures of the agent; Method D counts them 0";
+        assert_eq!(note(text, None), text);
+        let wrapped = note(text, Some(80));
+        let lines: Vec<&str> = wrapped.lines().collect();
+        assert!(lines.len() > 1, "{wrapped}");
+        for l in &lines {
+            assert!(l.chars().count() <= 80, "{l:?}");
+        }
+        for l in &lines[1..] {
+            assert!(
+                l.starts_with("        ") && !l.starts_with("         "),
+                "{l:?}"
+            );
+        }
+        assert_eq!(
+            wrapped.split_whitespace().collect::<Vec<_>>(),
+            text.split_whitespace().collect::<Vec<_>>(),
+            "no word is broken or lost"
+        );
+        // No `=` near the start: no indent; a word longer than the room stays whole.
+        let long = format!("see {} for more", "x".repeat(50));
+        let w = note(&long, Some(30));
+        assert!(w.lines().any(|l| l == "x".repeat(50)), "{w}");
+        assert!(w.lines().all(|l| !l.starts_with(' ')), "{w}");
+    }
 
     #[test]
     fn spare_room_goes_first_to_the_columns_that_want_least_more() {

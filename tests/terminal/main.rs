@@ -4,5 +4,6 @@
 #[path = "../support/mod.rs"]
 mod support;
 
+mod status_notes;
 mod tui_keys;
 mod tui_tmux;

@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Scratch, containers_of_run, fixtures, one, require_docker};
+use common::{
+    Scratch, containers_of_run, containers_of_run_described, fixtures, one, require_docker,
+};
 use skillscope::engine::Engine;
 use skillscope::skillsbench::Condition;
 use skillscope::store::{CommandKind, Outcome, TrialStatus, queries};
@@ -102,11 +104,8 @@ async fn ctrl_c_stops_cleanly_and_the_same_command_resumes() {
         "stopping took {:?}",
         t0.elapsed()
     );
-    assert_eq!(
-        containers_of_run(&s, "interrupt").await,
-        0,
-        "containers left after Ctrl-C"
-    );
+    let left = containers_of_run_described(&s, "interrupt").await;
+    assert!(left.is_empty(), "containers left after Ctrl-C: {left:#?}");
     {
         let c = s.store.connect().unwrap();
         let r = queries::find_run(&c, "interrupt").unwrap().unwrap();

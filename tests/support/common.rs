@@ -146,18 +146,43 @@ pub async fn require_docker() {
 /// Containers still carrying the uid of run `run` of `s`'s database. By uid, not by name: tests
 /// running at once may give their runs the same name (`outcomes`, `cancel`).
 pub async fn containers_of_run(s: &Scratch, run: &str) -> usize {
+    containers_of_run_described(s, run).await.len()
+}
+
+/// The containers of run `run` left on the default daemon (as [`containers_of_run`]), one
+/// `name state (status) labels` each: what a failed "nothing left" assertion shows.
+pub async fn containers_of_run_described(s: &Scratch, run: &str) -> Vec<String> {
     let uid = skillscope::store::queries::find_run(&s.store.connect().unwrap(), run)
         .unwrap()
         .unwrap_or_else(|| panic!("no run {run} in {}", s.db().display()))
         .uid;
     let d = bollard::Docker::connect_with_defaults().expect("docker");
-    containers_labelled(&d, &format!("skillscope.run-uid={uid}"))
+    labelled(&d, &format!("skillscope.run-uid={uid}"))
         .await
-        .len()
+        .into_iter()
+        .map(|c| {
+            format!(
+                "{} {:?} ({}) labels {:?}",
+                c.names.unwrap_or_default().join(","),
+                c.state,
+                c.status.unwrap_or_default(),
+                c.labels.unwrap_or_default()
+            )
+        })
+        .collect()
 }
 
 /// The names of the containers of `docker` (running or not) that carry `label` (`key=value`).
 pub async fn containers_labelled(docker: &bollard::Docker, label: &str) -> Vec<String> {
+    labelled(docker, label)
+        .await
+        .into_iter()
+        .map(|c| c.names.unwrap_or_default().join(","))
+        .collect()
+}
+
+/// The containers of `docker` (running or not) that carry `label` (`key=value`).
+async fn labelled(docker: &bollard::Docker, label: &str) -> Vec<bollard::models::ContainerSummary> {
     let filters = std::collections::HashMap::from([("label".to_string(), vec![label.to_string()])]);
     docker
         .list_containers(Some(bollard::query_parameters::ListContainersOptions {
@@ -167,9 +192,6 @@ pub async fn containers_labelled(docker: &bollard::Docker, label: &str) -> Vec<S
         }))
         .await
         .expect("list containers")
-        .into_iter()
-        .map(|c| c.names.unwrap_or_default().join(","))
-        .collect()
 }
 
 /// Runs the `skillscope` binary in the scratch folder (its database, a private data folder):

@@ -191,13 +191,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
             }
         }
     }
-    let width = crate::console::table::terminal_width();
-    for n in notes {
-        println!(
-            "{}",
-            crate::console::table::note(&crate::sanitize::text(&n), width)
-        );
-    }
+    super::shared::table::print_notes(&notes);
     store.writer().stop();
     Ok(())
 }

@@ -69,13 +69,7 @@ pub fn execute(args: StatusArgs) -> Result<()> {
     for s in &statuses {
         print_run(conn, s, &mut notes)?;
     }
-    let width = crate::console::table::terminal_width();
-    for n in notes {
-        println!(
-            "{}",
-            crate::console::table::note(&crate::sanitize::text(&n), width)
-        );
-    }
+    super::shared::table::print_notes(&notes);
     Ok(())
 }
 

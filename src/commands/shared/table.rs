@@ -121,6 +121,18 @@ pub fn condition_notes(r: &Results) -> Vec<String> {
     notes
 }
 
+/// Prints `notes` (gathered from several tables, each once), sanitized, each wrapped at the
+/// terminal's width ([`crate::console::table::note`]).
+pub fn print_notes(notes: &[String]) {
+    let width = crate::console::table::terminal_width();
+    for n in notes {
+        println!(
+            "{}",
+            crate::console::table::note(&crate::sanitize::text(n), width)
+        );
+    }
+}
+
 /// The comparisons: Δ with its CI, tasks compared, g, tasks better / worse / same.
 pub fn comparisons_table(r: &Results) -> Fitted {
     model_table(&model::comparisons::table(r), terminal_width())

@@ -8,7 +8,7 @@
 //! this check that is reached (bytes, files, time) is recorded: the trial is then flagged, never
 //! passed on a partial read.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::io::{Read, Write};
 use std::time::Duration;
 
@@ -207,6 +207,9 @@ struct Entry {
     /// carried.
     not_utf8: bool,
     changed: bool,
+    /// A regular file's Python stamp as the tar header gives it: mtime in seconds and size,
+    /// each modulo 2³² (what the interpreter compares a `.pyc` against).
+    stamp: Option<(u32, u32)>,
 }
 
 /// Sorts the changed paths' tar stream `r` against the image: every entry compared with the
@@ -262,6 +265,12 @@ fn read_changes(
             content: None,
             changed: true,
             not_utf8,
+            stamp: (kind == FileKind::File).then(|| {
+                (
+                    header.mtime().unwrap_or(0) as u32,
+                    header.size().unwrap_or(0) as u32,
+                )
+            }),
         };
         if not_utf8 {
             // Recorded (the image has no such name: every path of its manifest is UTF-8), never
@@ -428,6 +437,31 @@ pub fn resolve(
     Some(format!("/{}", cur.join("/")))
 }
 
+/// The image's byte-code files among `entries` that changed though their source's stamp did
+/// not, where the image's byte code was valid for that source (its stamp the source's): the
+/// interpreter never rewrites valid byte code, so the new one was forged. A source is touched
+/// when its mtime or size moved, not when it is merely listed: every file of an image unpacked
+/// just before the trial (a fresh build or pull) is listed, its inode being that recent.
+fn forged_bytecode(entries: &[Entry], manifest: &Manifest) -> Vec<String> {
+    let listed: HashMap<&str, &Entry> = entries.iter().map(|e| (e.path.as_str(), e)).collect();
+    entries
+        .iter()
+        .filter(|e| e.changed && e.kind == FileKind::File)
+        .filter(|e| {
+            let Some(stamp) = manifest.get(&e.path).and_then(|f| f.stamp) else {
+                return false;
+            };
+            pyc_source(&e.path).is_some_and(|src| {
+                manifest.get(&src).and_then(|f| f.stamp) == Some(stamp)
+                    && listed
+                        .get(src.as_str())
+                        .is_none_or(|now| now.kind == FileKind::File && now.stamp == Some(stamp))
+            })
+        })
+        .map(|e| e.path.clone())
+        .collect()
+}
+
 /// Sorts what the agent changed: `r` is the tar of [`after_kill_script`], `listed` the current
 /// entries of (at least) the changed image folders `listed_dirs` — its listing. Pure: no
 /// environment is asked.
@@ -567,20 +601,7 @@ pub fn sort(
             .map_err(io)?;
     }
     let seen: HashSet<&str> = entries.iter().map(|e| e.path.as_str()).collect();
-    out.forged_bytecode = entries
-        .iter()
-        .filter(|e| e.changed && e.kind == FileKind::File)
-        .filter(|e| {
-            let Some(stamp) = manifest.get(&e.path).and_then(|f| f.stamp) else {
-                return false;
-            };
-            pyc_source(&e.path).is_some_and(|src| {
-                !seen.contains(src.as_str())
-                    && manifest.get(&src).and_then(|f| f.stamp) == Some(stamp)
-            })
-        })
-        .map(|e| e.path.clone())
-        .collect();
+    out.forged_bytecode = forged_bytecode(&entries, manifest);
     // What the agent deleted: the image's entries of the folders it changed, no longer there.
     for dir in listed_dirs {
         for name in manifest.children(dir) {
@@ -935,8 +956,10 @@ mod tests {
 
     /// A `.pyc` of the image rewritten while its source was untouched, the image's byte code
     /// being valid for it (the attack: pytest's own `__init__` byte code forged with its
-    /// source's header): the interpreter never rewrites valid byte code, so it is forged. Once
-    /// the source was touched (reinstalled, its mtime new), a rewrite is the interpreter's.
+    /// source's header): the interpreter never rewrites valid byte code, so it is forged — also
+    /// when the source is listed with its stamp unchanged (an image unpacked just before the
+    /// trial lists every file). Once the source was touched (reinstalled, its mtime new), a
+    /// rewrite is the interpreter's.
     #[test]
     fn byte_code_changed_under_an_untouched_source_is_told() {
         let header = |body: &str| format!("a\r\r\n\0\0\0\0\0\0\0\0\u{8}\0\0\0{body}");
@@ -960,24 +983,53 @@ mod tests {
             .unwrap();
         assert_eq!(pyc.stamp, Some((0, 8)));
         assert_eq!(m.get("/usr/lib/python3/m.py").unwrap().stamp, Some((0, 8)));
-        let changed = tar_of(&[
-            (
-                "usr/lib/python3/__pycache__/m.cpython-311.pyc",
-                K::File,
-                &header("forged"),
-            ),
-            ("usr/lib/python3/n.py", K::File, "print(2)"),
-            (
-                "usr/lib/python3/__pycache__/n.cpython-311.pyc",
-                K::File,
-                &header("again"),
-            ),
+        // The tar of the changed paths, each `(path, content, mtime)`.
+        let changed_tar = |files: &[(&str, &str, u64)]| {
+            let mut b = tar::Builder::new(Vec::new());
+            for (name, data, mtime) in files {
+                let mut h = tar::Header::new_gnu();
+                h.set_mode(0o755);
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_size(data.len() as u64);
+                h.set_mtime(*mtime);
+                b.append_data(&mut h, name, data.as_bytes()).unwrap();
+            }
+            b.into_inner().unwrap()
+        };
+        let m_pyc = "usr/lib/python3/__pycache__/m.cpython-311.pyc";
+        let n_pyc = "usr/lib/python3/__pycache__/n.cpython-311.pyc";
+        let forged = header("forged");
+        let again = header("again");
+        // m's byte code forged, m.py not listed; n.py reinstalled (a new mtime) and n's byte
+        // code rewritten by the interpreter.
+        let changed = changed_tar(&[
+            (m_pyc, &forged, 0),
+            ("usr/lib/python3/n.py", "print(2)", 1_796_590_355),
+            (n_pyc, &again, 0),
+        ]);
+        let out = sorted(&changed, &[], &[], &m);
+        assert_eq!(out.forged_bytecode, vec![format!("/{m_pyc}")]);
+        // Both sources listed as the image has them (stamp unchanged, as when the image was
+        // unpacked a minute before): both rewrites are forged.
+        let changed = changed_tar(&[
+            ("usr/lib/python3/m.py", "print(1)", 0),
+            (m_pyc, &forged, 0),
+            ("usr/lib/python3/n.py", "print(2)", 0),
+            (n_pyc, &again, 0),
         ]);
         let out = sorted(&changed, &[], &[], &m);
         assert_eq!(
             out.forged_bytecode,
-            vec!["/usr/lib/python3/__pycache__/m.cpython-311.pyc".to_string()]
+            vec![format!("/{m_pyc}"), format!("/{n_pyc}")]
         );
+        // The same size and a new mtime, or the same mtime and a new size: touched.
+        let changed = changed_tar(&[
+            ("usr/lib/python3/m.py", "print(1)", 7),
+            (m_pyc, &forged, 0),
+            ("usr/lib/python3/n.py", "print(22)", 0),
+            (n_pyc, &again, 0),
+        ]);
+        assert!(sorted(&changed, &[], &[], &m).forged_bytecode.is_empty());
         assert_eq!(
             super::super::manifest::pyc_source("/a/__pycache__/m.cpython-311.opt-1.pyc"),
             Some("/a/m.py".into())

@@ -54,18 +54,22 @@ impl Signals {
         let (shutdown, hangup) = (signals.shutdown.clone(), signals.hangup.clone());
         let resumable = signals.resumable;
         let held = signals.terminal_held.clone();
+        // The listeners exist from here on, each keeping a signal that comes while it is not
+        // awaited: a Ctrl-C before the task first runs, or a second one while the first is
+        // being announced, is never lost (a `ctrl_c()` future made anew per loop missed it).
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut int = signal(SignalKind::interrupt()).ok();
+        let mut term = signal(SignalKind::terminate()).ok();
+        let mut hup = if sighup_ignored() {
+            None
+        } else {
+            signal(SignalKind::hangup()).ok()
+        };
         tokio::spawn(async move {
-            use tokio::signal::unix::{SignalKind, signal};
-            let mut term = signal(SignalKind::terminate()).ok();
-            let mut hup = if sighup_ignored() {
-                None
-            } else {
-                signal(SignalKind::hangup()).ok()
-            };
             let mut stopping = false;
             loop {
                 tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
+                    Some(()) = recv(&mut int) => {}
                     Some(()) = recv(&mut term) => {}
                     Some(()) = recv(&mut hup) => {
                         hangup.cancel();

@@ -939,7 +939,7 @@ impl Dispatcher {
     /// (trial containers, helpers) is removed; the Harbor job files are written.
     async fn clean_stop(&mut self) {
         self.stop_trials.cancel();
-        self.prebuilds.stop();
+        self.prebuilds.ended().await;
         while let Some(joined) = self.running.join_next_with_id().await {
             if let Ok((id, h, r)) = self.joined(joined) {
                 self.on_attempt_end(id, h, r).await;

@@ -85,4 +85,11 @@ impl Prebuilds {
     pub fn stop(&mut self) {
         self.running.abort_all();
     }
+
+    /// Waits until every stopped build ahead has ended, so no request of theirs (a helper
+    /// container's create) is still being sent when the stopping run sweeps its containers.
+    pub async fn ended(&mut self) {
+        self.running.abort_all();
+        while self.running.join_next().await.is_some() {}
+    }
 }

@@ -390,9 +390,11 @@ const REMOVAL_POLL: Duration = Duration::from_millis(100);
 
 /// Removes container `id` (forced, with its anonymous volumes), held to [`REMOVE_LIMIT`]; true
 /// once the container is gone. While the daemon answers 409 (a removal already in progress, as
-/// when a trial's background removal and its site's close meet) the removal is asked again until
-/// the daemon no longer knows the container (404), so a caller never goes on — or a stopping run
-/// exits — while the daemon still holds it.
+/// when a trial's background removal and its site's close meet) or 5xx (Docker 20.10's "could
+/// not kill" of a container whose processes are still being ended, under load) the removal is
+/// asked again until the daemon no longer knows the container (404), so a caller never goes on —
+/// or a stopping run exits — while the daemon still holds it. A daemon that does not answer at
+/// all ends the removal at once (false).
 async fn remove_forced(docker: &Docker, id: &str) -> bool {
     let gone = async {
         loop {
@@ -409,7 +411,9 @@ async fn remove_forced(docker: &Docker, id: &str) -> bool {
             match removed {
                 Ok(()) => break true,
                 Err(e) if status_of(&e) == Some(404) => break true,
-                Err(e) if status_of(&e) == Some(409) => tokio::time::sleep(REMOVAL_POLL).await,
+                Err(e) if status_of(&e).is_some_and(removal_asked_again) => {
+                    tokio::time::sleep(REMOVAL_POLL).await
+                }
                 Err(_) => break false,
             }
         }
@@ -424,6 +428,12 @@ async fn remove_forced(docker: &Docker, id: &str) -> bool {
             false
         }
     }
+}
+
+/// Whether a removal the daemon answered with `status` is asked again: 409 (another removal
+/// is under way) and 5xx (the daemon could not end the container yet).
+fn removal_asked_again(status: u16) -> bool {
+    status == 409 || (500..600).contains(&status)
 }
 
 /// The HTTP status of a daemon's error answer; `None` for a fault of the connection.
@@ -842,9 +852,17 @@ pub async fn remove_labeled_older_than(
         .unwrap_or_default()
         .as_secs() as i64;
     remove_matching(docker, label_filter, |created, _| {
-        created.is_none_or(|t| now.saturating_sub(t) >= age.as_secs() as i64)
+        created_before(created, now, age)
     })
     .await
+}
+
+/// Whether a container created at `created` (seconds since the epoch, by the daemon's clock;
+/// `None`: unknown) is at least `age` old at `now`. Age zero takes every container, also one
+/// created in the second after `now` was read (the sweep of a stopping run: it lists after
+/// reading the clock).
+fn created_before(created: Option<i64>, now: i64, age: Duration) -> bool {
+    age.is_zero() || created.is_none_or(|t| now.saturating_sub(t) >= age.as_secs() as i64)
 }
 
 /// Removes the containers (and networks) labelled `label=value` except those whose
@@ -933,6 +951,33 @@ mod tests {
         assert_eq!(lift_to(Some(1.0), 4), Some(4_000_000_000));
         assert_eq!(lift_to(Some(2.0), 2), None);
         assert_eq!(lift_to(None, 2), None);
+    }
+
+    /// A sweep of age zero (a stopping run's) takes every container, also one the daemon dates
+    /// a second after the sweep read the clock; an older age spares what is younger.
+    #[test]
+    fn age_zero_takes_every_container_and_an_age_spares_younger_ones() {
+        let zero = Duration::ZERO;
+        assert!(created_before(Some(101), 100, zero));
+        assert!(created_before(Some(100), 100, zero));
+        assert!(created_before(None, 100, zero));
+        let minute = Duration::from_secs(60);
+        assert!(created_before(Some(40), 100, minute));
+        assert!(!created_before(Some(41), 100, minute));
+        assert!(!created_before(Some(101), 100, minute));
+        assert!(created_before(None, 100, minute));
+    }
+
+    /// A removal is asked again while another is under way (409) or the daemon failed to end
+    /// the container yet (5xx); a refusal of the request itself (400, 403) is final.
+    #[test]
+    fn removals_are_asked_again_after_a_conflict_or_a_daemon_error() {
+        for status in [409, 500, 503] {
+            assert!(removal_asked_again(status), "{status}");
+        }
+        for status in [400, 403, 404] {
+            assert!(!removal_asked_again(status), "{status}");
+        }
     }
 
     #[test]

@@ -248,6 +248,11 @@ pub struct DockerPlace {
 /// A helper container's budget for reading an image's toolchain.
 const PROBE_LIMIT: Duration = Duration::from_secs(120);
 
+/// The budget for reading what an image holds: its export (a stream the daemon may stop
+/// feeding without ending) and the toolchain probe. Past it the facts are a fault of the
+/// daemon's, and the helper's removal ends the export.
+const FACTS_LIMIT: Duration = Duration::from_secs(600);
+
 impl DockerPlace {
     /// The cell of this daemon's facts kept under `key` (an image id, or `content:<digest>` of
     /// [`content_key`]).
@@ -272,7 +277,7 @@ impl DockerPlace {
         let shell = static_shell::ensure(&self.host).await?;
         let spec = self.host.helper_spec(id, "image-facts", &shell);
         let c = DockerContainer::start(docker, &spec).await?;
-        let result = async {
+        let read = async {
             let stream = docker.export_container(&c.id);
             let reader =
                 tokio_util::io::StreamReader::new(futures_util::StreamExt::map(stream, |r| {
@@ -305,8 +310,16 @@ impl DockerPlace {
                 Vec::new()
             };
             Ok::<_, RunnerError>((files, python, path))
-        }
-        .await;
+        };
+        let result = tokio::time::timeout(FACTS_LIMIT, read)
+            .await
+            .unwrap_or_else(|_| {
+                Err(RunnerError::Backend {
+                    context: format!("reading the files of image {id}"),
+                    message: format!("the daemon's export did not end within {FACTS_LIMIT:?}"),
+                    fault: crate::runner::Fault::DaemonTimeout,
+                })
+            });
         c.remove_now().await;
         let (files, python, path) = result?;
         Ok(ImageFacts {

@@ -34,6 +34,28 @@ pub const MAX_OUTPUT_BYTES: u64 = 64 * 1024 * 1024;
 /// rest is left there and `TRUNCATED.txt` in the folder says so.
 pub const MAX_DOWNLOAD_BYTES: u64 = 256 * 1024 * 1024;
 
+/// Longest a copy out of an environment may go without a byte: a backend that stops feeding a
+/// stream without ending it is a fault ([`crate::runner::Fault::DaemonTimeout`]), never a wait
+/// without end.
+pub const COPY_STALL_LIMIT: Duration = Duration::from_secs(120);
+
+/// The next chunk of the copy of `src`, or the stall fault when none comes within `limit`
+/// ([`COPY_STALL_LIMIT`]).
+async fn next_chunk(
+    stream: &mut futures_util::stream::BoxStream<'static, Result<bytes::Bytes, RunnerError>>,
+    src: &str,
+    limit: Duration,
+) -> Option<Result<bytes::Bytes, RunnerError>> {
+    match tokio::time::timeout(limit, stream.next()).await {
+        Ok(next) => next,
+        Err(_) => Some(Err(RunnerError::Backend {
+            context: format!("copying {src} out of the environment"),
+            message: format!("no data for {limit:?}"),
+            fault: crate::runner::Fault::DaemonTimeout,
+        })),
+    }
+}
+
 pub use super::STATIC_SHELL_DIR;
 
 /// How an exec ended.
@@ -590,11 +612,11 @@ impl Sandbox {
     ///
     /// # Errors
     /// [`RunnerError::NotFound`] for a path that does not exist; [`RunnerError::Backend`] for
-    /// the transfer.
+    /// the transfer, also when no byte comes for [`COPY_STALL_LIMIT`].
     pub async fn download_tar(&self, src: &str, cap: u64) -> Result<(Vec<u8>, bool), RunnerError> {
         let mut stream = self.inner.download_tar(src).await?;
         let mut buf = Vec::new();
-        while let Some(chunk) = stream.next().await {
+        while let Some(chunk) = next_chunk(&mut stream, src, COPY_STALL_LIMIT).await {
             let chunk = chunk?;
             if (buf.len() + chunk.len()) as u64 > cap {
                 return Ok((buf, true));
@@ -618,7 +640,7 @@ impl Sandbox {
     ) -> Result<bool, RunnerError> {
         let mut stream = self.inner.download_tar(src).await?;
         let mut written = 0u64;
-        while let Some(chunk) = stream.next().await {
+        while let Some(chunk) = next_chunk(&mut stream, src, COPY_STALL_LIMIT).await {
             let chunk = chunk?;
             if written + chunk.len() as u64 > cap {
                 return Ok(true);
@@ -679,5 +701,34 @@ impl Reaper {
     pub async fn drain(&self) {
         let mut set = std::mem::take(&mut *self.pending.lock().expect("reaper lock"));
         while set.join_next().await.is_some() {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures_util::stream;
+
+    /// A copy whose stream stops feeding without ending is the daemon's fault once the limit
+    /// passes; chunks and the stream's end come through as they are.
+    #[tokio::test]
+    async fn a_copy_stream_that_stalls_is_a_daemon_timeout() {
+        let limit = Duration::from_millis(50);
+        let mut stalled = stream::pending().boxed();
+        let err = next_chunk(&mut stalled, "/logs", limit)
+            .await
+            .expect("an item")
+            .expect_err("a stall");
+        assert_eq!(
+            err.fault(),
+            Some(crate::runner::Fault::DaemonTimeout),
+            "{err}"
+        );
+        assert!(err.to_string().contains("/logs"), "{err}");
+
+        let mut flowing = stream::iter([Ok(bytes::Bytes::from_static(b"tar"))]).boxed();
+        let chunk = next_chunk(&mut flowing, "/logs", limit).await;
+        assert_eq!(chunk.unwrap().unwrap(), bytes::Bytes::from_static(b"tar"));
+        assert!(next_chunk(&mut flowing, "/logs", limit).await.is_none());
     }
 }

@@ -93,7 +93,7 @@ async fn the_experiment_runs_every_phase_and_resumes_after_a_dead_server() {
     // Back up: the same call finishes every phase without re-running round 1.
     server.restart().await;
     let trials_before = queries::current_trials(&conn, r1.id).unwrap();
-    let out = exp.run(&setup).await.unwrap();
+    let out = bounded(&store, exp.run(&setup)).await.unwrap();
     assert!(out.finished);
     assert_eq!(out.experiment.phase, "done");
     assert_eq!(
@@ -524,7 +524,7 @@ async fn a_split_experiment_learns_from_train_tasks_and_selects_round_2_skills()
         ))
         .unwrap();
         let (setup, exp) = experiment(&store, &server, plan, &split_tasks(), dir.path());
-        let out = exp.run(&setup).await.unwrap();
+        let out = bounded(&store, exp.run(&setup)).await.unwrap();
         assert!(out.finished, "{mode}: {:?}", out.experiment);
         let conn = store.connect().unwrap();
 
@@ -793,7 +793,7 @@ async fn the_dry_run_of_the_example_plan_needs_only_the_binary() {
     for d in path.split(':') {
         assert!(!Path::new(d).join("cargo").exists(), "cargo in {d}");
     }
-    let mut cmd = tokio::process::Command::new(env!("CARGO_BIN_EXE_skillscope"));
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_skillscope"));
     cmd.args(["experiment", "examples.toml", "--dry-run", "--headless"])
         .current_dir(dir.path())
         .env_clear()
@@ -802,10 +802,11 @@ async fn the_dry_run_of_the_example_plan_needs_only_the_binary() {
         cmd.env("DOCKER_HOST", host);
     }
     let t0 = std::time::Instant::now();
-    let out = cmd
-        .output()
-        .await
-        .expect("run skillscope experiment --dry-run");
+    let out = tokio::task::spawn_blocking(move || {
+        crate::support::process::bounded_output(&mut cmd, crate::support::process::OUTPUT_LIMIT)
+    })
+    .await
+    .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
@@ -918,4 +919,27 @@ async fn ctrl_c_in_a_dry_run_promises_no_resume() {
         out.contains("a dry run is not resumed: the same command starts a new one"),
         "{out}"
     );
+}
+
+/// `run` (an experiment in this process), at most 15 minutes: past that the test fails with each
+/// run's trials that have no verdict yet and their phase, so a hang names where it stopped.
+async fn bounded<T>(store: &Store, run: impl std::future::Future<Output = T>) -> T {
+    let limit = std::time::Duration::from_secs(15 * 60);
+    match tokio::time::timeout(limit, run).await {
+        Ok(v) => v,
+        Err(_) => {
+            let conn = store.connect().unwrap();
+            let mut open = Vec::new();
+            for r in queries::list_runs(&conn).unwrap() {
+                for t in queries::current_trials(&conn, r.id).unwrap() {
+                    if t.outcome.is_none() {
+                        open.push(format!("{} {} {}", r.name, t.trial_name, t.status));
+                    }
+                }
+            }
+            panic!(
+                "the experiment did not end within {limit:?}; trials without a verdict: {open:#?}"
+            );
+        }
+    }
 }

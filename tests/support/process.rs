@@ -87,17 +87,16 @@ impl Skillscope {
         self
     }
 
-    /// Runs it to its end.
+    /// Runs it to its end, at most [`OUTPUT_LIMIT`] ([`bounded_output`]).
     pub fn output(mut self) -> Output {
-        self.0.output().expect("run skillscope")
+        bounded_output(&mut self.0, OUTPUT_LIMIT)
     }
 
-    /// Runs it to its end without blocking the test's runtime.
-    pub async fn output_async(self) -> Output {
-        tokio::process::Command::from(self.0)
-            .output()
+    /// Runs it to its end without blocking the test's runtime, at most [`OUTPUT_LIMIT`].
+    pub async fn output_async(mut self) -> Output {
+        tokio::task::spawn_blocking(move || bounded_output(&mut self.0, OUTPUT_LIMIT))
             .await
-            .expect("run skillscope")
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
     }
 
     /// Starts it, its output going to `stdout` and `stderr`.
@@ -107,6 +106,77 @@ impl Skillscope {
             .stderr(stderr)
             .spawn()
             .expect("spawn skillscope")
+    }
+}
+
+/// How long one `skillscope` command of a test may take (the slowest takes a few minutes): a
+/// hang fails its test with what the command printed, before CI's watch
+/// (`scripts/ci-watch.sh`) stops the whole suite for its silence.
+pub const OUTPUT_LIMIT: Duration = Duration::from_secs(15 * 60);
+
+/// Runs `cmd` to its end, its standard output and error collected, like
+/// [`Command::output`]; past `limit` it is killed and the test fails with the last of what it
+/// printed so far.
+pub fn bounded_output(cmd: &mut Command, limit: Duration) -> Output {
+    use std::io::Read;
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {:?}: {e}", cmd.get_program()));
+    let collect = |mut r: Box<dyn Read + Send>| {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let into = seen.clone();
+        let reader = std::thread::spawn(move || {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = r.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                into.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        });
+        (seen, reader)
+    };
+    let (out, out_reader) = collect(Box::new(child.stdout.take().unwrap()));
+    let (err, err_reader) = collect(Box::new(child.stderr.take().unwrap()));
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if t0.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            let tail = |b: &std::sync::Mutex<Vec<u8>>| {
+                let b = b.lock().unwrap();
+                String::from_utf8_lossy(&b[b.len().saturating_sub(6000)..]).into_owned()
+            };
+            panic!(
+                "{:?} {:?} did not end within {limit:?}; it was killed. Its last output:\n\
+                 --- stdout\n{}\n--- stderr\n{}",
+                cmd.get_program(),
+                cmd.get_args().collect::<Vec<_>>(),
+                tail(&out),
+                tail(&err)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    // A grandchild that kept the pipes open does not hold the test: what came is enough.
+    for reader in [out_reader, err_reader] {
+        let t = Instant::now();
+        while !reader.is_finished() && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let take =
+        |b: std::sync::Arc<std::sync::Mutex<Vec<u8>>>| std::mem::take(&mut *b.lock().unwrap());
+    Output {
+        status,
+        stdout: take(out),
+        stderr: take(err),
     }
 }
 

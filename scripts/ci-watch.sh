@@ -56,7 +56,7 @@ diagnose() {
   timeout 20 docker ps -a --format '{{.ID}} {{.Names}} | {{.Status}} | {{.Labels}}' | cut -c1-300 |
     head -n 60 || say "docker ps did not answer in 20 s"
   local dockerd
-  dockerd=$(pidof dockerd | awk '{print $1}')
+  dockerd=$(pgrep -xo dockerd)
   if [ -n "$dockerd" ]; then
     # Blocked at least half the quiet stretch: a hang's goroutines, and the daemon's idle ones.
     local min=$(( quiet_secs / 120 ))

@@ -89,7 +89,7 @@ impl Prebuilds {
     /// Waits until every stopped build ahead has ended, so no request of theirs (a helper
     /// container's create) is still being sent when the stopping run sweeps its containers.
     pub async fn ended(&mut self) {
-        self.running.abort_all();
+        self.stop();
         while self.running.join_next().await.is_some() {}
     }
 }

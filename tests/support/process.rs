@@ -141,28 +141,19 @@ pub fn bounded_output(cmd: &mut Command, limit: Duration) -> Output {
     };
     let (out, out_reader) = collect(Box::new(child.stdout.take().unwrap()));
     let (err, err_reader) = collect(Box::new(child.stderr.take().unwrap()));
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break st;
-        }
-        if t0.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            let tail = |b: &std::sync::Mutex<Vec<u8>>| {
-                let b = b.lock().unwrap();
-                String::from_utf8_lossy(&b[b.len().saturating_sub(6000)..]).into_owned()
-            };
-            panic!(
-                "{:?} {:?} did not end within {limit:?}; it was killed. Its last output:\n\
-                 --- stdout\n{}\n--- stderr\n{}",
-                cmd.get_program(),
-                cmd.get_args().collect::<Vec<_>>(),
-                tail(&out),
-                tail(&err)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let Some(status) = exit_within(&mut child, limit) else {
+        let tail = |b: &std::sync::Mutex<Vec<u8>>| {
+            let b = b.lock().unwrap();
+            String::from_utf8_lossy(&b[b.len().saturating_sub(6000)..]).into_owned()
+        };
+        panic!(
+            "{:?} {:?} did not end within {limit:?}; it was killed. Its last output:\n\
+             --- stdout\n{}\n--- stderr\n{}",
+            cmd.get_program(),
+            cmd.get_args().collect::<Vec<_>>(),
+            tail(&out),
+            tail(&err)
+        );
     };
     // A grandchild that kept the pipes open does not hold the test: what came is enough.
     for reader in [out_reader, err_reader] {
@@ -244,16 +235,26 @@ pub fn stderr_lines(
 
 /// Waits for the process to exit; its exit code. Past `limit` it is killed and the test fails.
 pub fn wait(child: &mut Child, limit: Duration) -> i32 {
+    match exit_within(child, limit) {
+        Some(st) => st.code().unwrap_or(-1),
+        None => panic!("skillscope did not exit within {limit:?}"),
+    }
+}
+
+/// The process's exit status once it exits; `None` when it ran past `limit` (it is then
+/// killed and reaped).
+fn exit_within(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
     let t0 = Instant::now();
     loop {
         if let Some(st) = child.try_wait().unwrap() {
-            return st.code().unwrap_or(-1);
+            return Some(st);
         }
         if t0.elapsed() > limit {
             let _ = child.kill();
-            panic!("skillscope did not exit within {limit:?}");
+            let _ = child.wait();
+            return None;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        std::thread::sleep(Duration::from_millis(50));
     }
 }
 

@@ -715,10 +715,14 @@ mod tests {
     async fn a_copy_stream_that_stalls_is_a_daemon_timeout() {
         let limit = Duration::from_millis(50);
         let mut stalled = stream::pending().boxed();
-        let err = next_chunk(&mut stalled, "/logs", limit)
-            .await
-            .expect("an item")
-            .expect_err("a stall");
+        let err = tokio::time::timeout(
+            Duration::from_secs(10),
+            next_chunk(&mut stalled, "/logs", limit),
+        )
+        .await
+        .expect("the stall told within the limit, not waited out")
+        .expect("an item")
+        .expect_err("a stall");
         assert_eq!(
             err.fault(),
             Some(crate::runner::Fault::DaemonTimeout),

@@ -248,6 +248,17 @@ fn test_sources(dir: &std::path::Path) -> String {
     out
 }
 
+/// The names of the entries of the task's tests folder `dir` (none when it cannot be read).
+fn test_names(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// Minutes since `since` (rounded up, at least 1): the window of `find -cmin`.
 fn minutes_since(since: std::time::SystemTime) -> u64 {
     let secs = since.elapsed().unwrap_or_default().as_secs();
@@ -287,7 +298,8 @@ pub(super) async fn to_verifier(
             &skill_dirs,
         )
         .with_image_env(&facts.env, &test_sh)
-        .with_test_sources(&test_sources(&job.task.tests_dir())),
+        .with_test_sources(&test_sources(&job.task.tests_dir()))
+        .with_test_names(&test_names(&job.task.tests_dir())),
     );
     let collect = async {
         let t0 = std::time::Instant::now();

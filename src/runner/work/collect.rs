@@ -370,24 +370,37 @@ pub fn link_refused(
     } else {
         format!("{}/{target}", parent(link_path))
     };
-    let p = match resolve(&start, manifest, work_links) {
-        Some(p) => p,
-        None => return Some("in a loop of links".into()),
-    };
-    if VERIFIER_ONLY.iter().any(|d| within(&p, d)) {
-        return Some(format!("into {p}, which only the verifier has"));
-    }
-    if p == "/dev/null" {
-        return None;
-    }
-    ["/proc", "/sys", "/dev", STATIC_SHELL_DIR]
+    // Judged both where the agent's folders replace the image's links and where the image's
+    // links stay (a replacing folder that is not carried leaves the image's link in place).
+    let kept: BTreeMap<String, String> = work_links
         .iter()
-        .find(|d| within(&p, d))
-        .map(|d| format!("into {d}"))
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(p, t)| (p.clone(), t.clone()))
+        .collect();
+    for links in [work_links, &kept] {
+        let p = match resolve(&start, manifest, links) {
+            Some(p) => p,
+            None => return Some("in a loop of links".into()),
+        };
+        if VERIFIER_ONLY.iter().any(|d| within(&p, d)) {
+            return Some(format!("into {p}, which only the verifier has"));
+        }
+        if p == "/dev/null" {
+            continue;
+        }
+        if let Some(d) = ["/proc", "/sys", "/dev", STATIC_SHELL_DIR]
+            .iter()
+            .find(|d| within(&p, d))
+        {
+            return Some(format!("into {d}"));
+        }
+    }
+    None
 }
 
 /// The path `path` (absolute) names once every link in it is followed — the work's links
-/// (`work_links`) over the image's — with `.` and `..` read as the kernel reads them; `None` in
+/// (`work_links`; an empty target where the agent replaced an image's link by a file or
+/// folder) over the image's — with `.` and `..` read as the kernel reads them; `None` in
 /// a loop of links.
 pub fn resolve(
     path: &str,
@@ -413,10 +426,12 @@ pub fn resolve(
         }
         cur.push(part);
         let here = format!("/{}", cur.join("/"));
-        let next = work_links
-            .get(&here)
-            .cloned()
-            .or_else(|| manifest.get(&here).and_then(|f| f.link.clone()));
+        // An empty target: the agent replaced the image's link there (no link any more).
+        let next = match work_links.get(&here) {
+            Some(t) if t.is_empty() => None,
+            Some(t) => Some(t.clone()),
+            None => manifest.get(&here).and_then(|f| f.link.clone()),
+        };
         if let Some(t) = next {
             hops += 1;
             if hops > 40 {
@@ -491,26 +506,58 @@ pub fn sort(
         })
         .map(|e| parent(&e.path).to_string())
         .collect();
-    let work_links: BTreeMap<String, String> = entries
+    let mut work_links: BTreeMap<String, String> = entries
         .iter()
         .filter(|e| e.changed && e.kind == FileKind::Link)
         .filter(|e| rules.classify(&e.path, false, &venvs).is_work())
         .filter_map(|e| Some((e.path.clone(), e.link.clone()?)))
         .collect();
+    // The image's links the agent replaced by a file or folder are links no more (a link of the
+    // work is checked through the agent's folder, as the verifier's kernel will follow it).
+    for e in entries
+        .iter()
+        .filter(|e| e.changed && e.kind != FileKind::Link)
+    {
+        if manifest
+            .get(&e.path)
+            .is_some_and(|i| i.kind == FileKind::Link)
+        {
+            work_links.insert(e.path.clone(), String::new());
+        }
+    }
     // The toolchain's folders and those searched first, also where links lead them (a working
     // folder the agent made a link to a folder of its own, holding `pytest.py`).
-    let rules = &rules.through_links(&|p: &str| resolve(p, manifest, &work_links));
+    // A link named `bin` (`.venv/bin` made a link to `/opt/x`): the folder it leads to is a
+    // `bin` folder.
+    let bin_dirs: Vec<String> = work_links
+        .iter()
+        .filter(|(p, t)| !t.is_empty() && p.rsplit('/').next() == Some("bin"))
+        .filter_map(|(p, _)| resolve(p, manifest, &work_links))
+        .collect();
+    let rules = &rules
+        .through_links(&|p: &str| resolve(p, manifest, &work_links))
+        .with_bin_dirs(bin_dirs);
     let mut carry = tar::Builder::new(
         tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?,
     );
     let mut carried: HashSet<String> = HashSet::new();
+    // Where each regular file's bytes are in the spool (what a hard link entry names).
+    let content_at: HashMap<String, (u64, u64)> = entries
+        .iter()
+        .filter_map(|e| Some((e.path.clone(), e.content?)))
+        .collect();
     let mut links_last: Vec<&Entry> = Vec::new();
     let io = |e: std::io::Error| RunnerError::io(std::env::temp_dir(), e);
     for e in &entries {
         if !e.changed {
             continue;
         }
-        let class = rules.classify(&e.path, e.kind == FileKind::Dir, &venvs);
+        let mut class = rules.classify(&e.path, e.kind == FileKind::Dir, &venvs);
+        if class.is_work()
+            && let Some(why) = unplaceable(e, manifest, rules, &carried)
+        {
+            class = Class::Toolchain(why);
+        }
         let kind = if manifest.get(&e.path).is_some() {
             'C'
         } else {
@@ -565,7 +612,16 @@ pub fn sort(
                 carry.append_link(&mut h, rel, &target[1..]).map_err(io)?;
                 carried.insert(e.path.clone());
             }
-            (FileKind::File, None, Some((start, len))) => {
+            // A file's bytes; a second name of a file that is not carried (an unchanged image
+            // file, or one left behind) is carried as a file of its own with that file's bytes.
+            (FileKind::File, hard, content) => {
+                let bytes = match hard {
+                    Some(target) => content_at.get(target.as_str()).copied(),
+                    None => content,
+                };
+                let Some((start, len)) = bytes else {
+                    continue;
+                };
                 use std::io::Seek;
                 let f = spool.as_file_mut();
                 f.seek(std::io::SeekFrom::Start(start)).map_err(io)?;
@@ -654,6 +710,34 @@ pub fn sort(
     Ok(out)
 }
 
+/// Why the work entry `e` cannot be placed in the verifier's environment, which starts from the
+/// image and takes only what is `carried` (entries come parents first): a folder of the image
+/// that the verifier runs in, or holds one it runs in, made a file (the verifier could not start
+/// there: the agent's doing, never a fault of the machine); or a path under one of the image's
+/// files or links that stays there because the agent's folder in its place is not carried.
+fn unplaceable(
+    e: &Entry,
+    manifest: &Manifest,
+    rules: &Rules,
+    carried: &HashSet<String>,
+) -> Option<String> {
+    let image_dir = |p: &str| manifest.get(p).is_some_and(|i| i.kind == FileKind::Dir);
+    if matches!(e.kind, FileKind::File | FileKind::Other)
+        && image_dir(&e.path)
+        && rules.holds_working_folder(&e.path)
+    {
+        return Some("a folder the verifier runs in stays a folder".into());
+    }
+    let mut a = parent(&e.path);
+    while a != "/" && !a.is_empty() {
+        if manifest.get(a).is_some_and(|i| i.kind != FileKind::Dir) && !carried.contains(a) {
+            return Some(format!("under {a}, which stays the image's (not carried)"));
+        }
+        a = parent(a);
+    }
+    None
+}
+
 /// The stored words of a class.
 pub fn describe(class: &Class) -> String {
     match class {
@@ -672,6 +756,11 @@ mod tests {
     use super::super::manifest::{FileKind as K, ManifestLimits};
     use super::super::rule::{PythonPaths, Toolchain};
     use super::*;
+
+    /// The manifest of an image holding `entries`.
+    fn manifest_of(entries: &[(&str, K, &str)]) -> Manifest {
+        Manifest::from_tar(&tar_of(entries)[..], ManifestLimits::default()).unwrap()
+    }
 
     fn image() -> Manifest {
         let tar = tar_of(&[
@@ -891,6 +980,19 @@ mod tests {
         assert!(link_refused("/app/a", "/app/x/z", &m, &looped).is_some());
         assert_eq!(link_refused("/app/a", "/dev/null", &m, &none), None);
         assert!(link_refused("/app/a", "/proc/self/environ", &m, &none).is_some());
+        // The image's link `/opt/p/cur` replaced by the agent's folder: its `..` is the
+        // folder's, as the verifier's kernel reads it when the folder is carried.
+        let deep = manifest_of(&[
+            ("opt/", K::Dir, ""),
+            ("opt/p/", K::Dir, ""),
+            ("opt/p/r/", K::Dir, ""),
+            ("opt/p/r/v1/", K::Dir, ""),
+            ("opt/p/cur", K::Link, "/opt/p/r/v1"),
+        ]);
+        let target = "/opt/p/cur/../../../tests/expected";
+        assert_eq!(link_refused("/app/a", target, &deep, &none), None);
+        let replaced = BTreeMap::from([("/opt/p/cur".to_string(), String::new())]);
+        assert!(link_refused("/app/a", target, &deep, &replaced).is_some());
     }
 
     /// A hard link the image itself had, listed with its file (both looked new: an image
@@ -898,17 +1000,13 @@ mod tests {
     /// file the image has under this name with other bytes, is one.
     #[test]
     fn hard_links_the_image_had_are_no_change() {
-        let m = Manifest::from_tar(
-            &tar_of(&[
-                ("usr/", K::Dir, ""),
-                ("usr/bin/", K::Dir, ""),
-                ("usr/bin/gzip", K::File, "GZ"),
-                ("usr/bin/gunzip", K::File, "GZ"),
-                ("usr/bin/zcat", K::File, "ZCAT"),
-            ])[..],
-            ManifestLimits::default(),
-        )
-        .unwrap();
+        let m = manifest_of(&[
+            ("usr/", K::Dir, ""),
+            ("usr/bin/", K::Dir, ""),
+            ("usr/bin/gzip", K::File, "GZ"),
+            ("usr/bin/gunzip", K::File, "GZ"),
+            ("usr/bin/zcat", K::File, "ZCAT"),
+        ]);
         let stream = |gzip: &str| {
             let mut b = tar::Builder::new(Vec::new());
             let mut h = tar::Header::new_gnu();
@@ -938,6 +1036,92 @@ mod tests {
             ]
         );
         assert!(changed("EVIL").iter().all(|(_, c)| *c));
+    }
+
+    #[test]
+    fn a_second_name_of_a_file_not_carried_is_carried_with_its_bytes() {
+        let m = image();
+        // `ln /app/data.csv /app/answer.csv`: the image's file is unchanged (not carried), the
+        // new name comes as a hard link to it in the changes' stream.
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o755);
+        h.set_size(3);
+        b.append_data(&mut h, "app/data.csv", &b"a,b"[..]).unwrap();
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o755);
+        h.set_entry_type(tar::EntryType::Link);
+        h.set_size(0);
+        b.append_link(&mut h, "app/answer.csv", "app/data.csv")
+            .unwrap();
+        let out = sorted(&b.into_inner().unwrap(), &[], &[], &m);
+        let f = std::fs::File::open(out.carry.as_ref().unwrap().path()).unwrap();
+        let mut a = tar::Archive::new(f);
+        let mut carried: Vec<(String, String)> = Vec::new();
+        for e in a.entries().unwrap() {
+            let mut e = e.unwrap();
+            let name = e.path().unwrap().display().to_string();
+            let mut body = String::new();
+            e.read_to_string(&mut body).unwrap();
+            carried.push((name, body));
+        }
+        assert_eq!(
+            carried,
+            vec![("app/answer.csv".to_string(), "a,b".to_string())]
+        );
+        assert_eq!(out.work_files, 1);
+    }
+
+    #[test]
+    fn what_the_verifier_could_not_be_given_is_not_carried() {
+        let m = image();
+        // `/app`, the working folder, made a file: the verifier still runs in a folder.
+        let out = sorted(&tar_of(&[("app", K::File, "nothing")]), &[], &[], &m);
+        assert_eq!(
+            class_of(&out, "/app").as_deref(),
+            Some("toolchain: a folder the verifier runs in stays a folder")
+        );
+        assert!(out.carry.is_none());
+        // An image file test.sh installs from, made a folder: it stays a file in the verifier,
+        // so nothing can be put under it.
+        let t = Toolchain::default();
+        let r = Rules::new(&m, &t, "/app", "pip install -r /app/data.csv", "/root", &[]);
+        let changed = tar_of(&[
+            ("app/data.csv/", K::Dir, ""),
+            ("app/data.csv/x", K::File, "x"),
+        ]);
+        let out = sort(
+            &changed[..],
+            &listed(&[]),
+            &listed(&[]),
+            &m,
+            &r,
+            Limits::default(),
+        )
+        .unwrap();
+        assert!(
+            class_of(&out, "/app/data.csv/x").is_some_and(|c| c.contains("under /app/data.csv")),
+            "{:?}",
+            out.changes
+        );
+        assert!(out.carry.is_none());
+        // `.venv/bin` made a link to a folder of the agent's: a `python` there is an
+        // interpreter's name in a `bin` folder.
+        let changed = tar_of(&[
+            ("opt/", K::Dir, ""),
+            ("opt/x/", K::Dir, ""),
+            ("opt/x/python", K::File, "#!/bin/sh"),
+            ("opt/x/notes.txt", K::File, "n"),
+            ("app/.venv/", K::Dir, ""),
+            ("app/.venv/bin", K::Link, "/opt/x"),
+        ]);
+        let out = sorted(&changed, &[], &[], &m);
+        assert!(
+            class_of(&out, "/opt/x/python").is_some_and(|c| c.contains("interpreter's name")),
+            "{:?}",
+            out.changes
+        );
+        assert_eq!(class_of(&out, "/opt/x/notes.txt").as_deref(), Some("work"));
     }
 
     #[test]

@@ -18,7 +18,7 @@
 //!    every virtual environment (a folder with `pyvenv.cfg`, the image's or one the agent
 //!    made) and conda environment; an interpreter's name in any `bin` folder
 //!    ([`INTERPRETER_NAMES`]); configuration and caches by name wherever they are
-//!    ([`TOOLCHAIN_NAMES`]: byte-code caches, `.pth` files, startup hooks, pip and uv
+//!    ([`TOOLCHAIN_NAMES`]: byte-code caches, startup hooks, pip and uv
 //!    configuration, shell start-up files, `$HOME`'s tool folders); pytest's configuration in
 //!    `/`, the folder above `/tests`, and in and above every folder `test.sh` copies the tests
 //!    into ([`test_copies`]); every file `test.sh` sources; the requirement files it has pip
@@ -46,8 +46,9 @@ use super::manifest::Manifest;
 use super::paths::join;
 pub use super::paths::{parent, within};
 use super::test_sh::{
-    Landings, pip_requirements, relative_search_dirs, runs_uv, search_dirs, sourced_files,
-    sys_path_dirs, test_copies, working_dirs,
+    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, loader_searches_working, pip_requirements,
+    relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
+    working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -85,11 +86,11 @@ pub const TOOLCHAIN_NAMES: &[&str] = &[
     ".pydistutils.cfg",
     ".pypirc",
     "pyvenv.cfg",
-    // $HOME's tool folders: the user site and uv's `bin/env` (`.local`), caches, tool
-    // configuration, Node's and conda's per-user folders, Rust's toolchains.
+    // $HOME's tool folders: the user site and uv's `bin/env` (`.local`), pip's, Node's and
+    // conda's per-user folders, Rust's toolchains. (Caches and tool configuration, `.cache` and
+    // `.config`, are read from a home folder only: a home's hidden entries are all the
+    // toolchain's; a project's `.config/` or a model cache under `/app/.cache` is work.)
     ".local",
-    ".cache",
-    ".config",
     ".pip",
     ".npm",
     ".npmrc",
@@ -112,9 +113,10 @@ pub const TOOLCHAIN_NAMES: &[&str] = &[
     ".inputrc",
 ];
 
-/// Endings of files that are the toolchain's wherever they stand: byte-code, and `.pth` files
-/// (read from site folders at every interpreter start).
-pub const TOOLCHAIN_ENDINGS: &[&str] = &[".pyc", ".pyo", ".pth"];
+/// Endings of files that are the toolchain's wherever they stand: byte-code. (`.pth` files are
+/// read only from site folders, which are the toolchain's whole; elsewhere `model.pth` is a
+/// PyTorch checkpoint, work.)
+pub const TOOLCHAIN_ENDINGS: &[&str] = &[".pyc", ".pyo"];
 
 /// pytest's configuration files, read in `/` (the folder above `/tests`) when it runs a test
 /// there; `conftest.py` there is loaded.
@@ -151,6 +153,9 @@ pub const METADATA_ENDINGS: &[&str] = &[".dist-info", ".egg-info"];
 /// Why pytest's configuration in or above a folder `test.sh` copies tests into is not work.
 pub const PYTEST_READS: &str =
     "pytest reads it in and above the folder test.sh copies the tests into";
+
+/// Why a path of a test's name where test.sh copies the tests or runs is not work.
+pub const TESTS_LAND: &str = "the task's tests are copied or read there";
 
 /// Why a requirements file `test.sh` installs from is not work.
 pub const PIP_READS: &str = "test.sh installs what it names (pip -r/-c)";
@@ -191,6 +196,28 @@ fn python_installs(manifest: &Manifest) -> Vec<(String, String)> {
             && !out.iter().any(|(o, _)| *o == d)
         {
             out.push((d, why.to_string()));
+        }
+    }
+    out
+}
+
+/// The top-level module names of every standard library and site folder of the image
+/// ([`python_installs`], which includes those of interpreters off `PATH` and of the image's
+/// virtual environments): a module of such a name earlier on `sys.path` shadows it, whichever
+/// interpreter test.sh runs.
+fn install_modules(manifest: &Manifest) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for (dir, _) in python_installs(manifest) {
+        if dir.ends_with("/bin") {
+            continue;
+        }
+        for name in manifest.children(&dir) {
+            let is_dir = manifest
+                .get(&join(&dir, name))
+                .is_some_and(|f| f.kind == super::manifest::FileKind::Dir);
+            if let Some(m) = module_name(name, is_dir) {
+                out.insert(m.to_string());
+            }
         }
     }
     out
@@ -343,6 +370,15 @@ pub struct Rules {
     /// Folders the tests put on `sys.path` (after pytest loaded its plugins): a toolchain
     /// module's name shadows it there.
     test_dirs: BTreeSet<String>,
+    /// Folders the dynamic loader searches by name (an empty `LD_LIBRARY_PATH` entry: the
+    /// working folders): a library's name there (`lib*.so*`) is the toolchain's.
+    loader_dirs: BTreeSet<String>,
+    /// Folders test.sh copies the tests into or runs in: the tests' own names there are the
+    /// verifier's ([`Rules::with_test_names`]).
+    test_places: Vec<String>,
+    /// Folders the agent's links named `bin` lead to: an interpreter's name there is one in a
+    /// `bin` folder.
+    bin_dirs: BTreeSet<String>,
     /// The toolchain's top-level module names.
     modules: BTreeSet<String>,
     /// Names under which a folder without `__init__.py` supplies modules to the toolchain: its
@@ -465,6 +501,7 @@ impl Rules {
             }
         }
         trees.extend(python_installs(manifest));
+        modules.extend(install_modules(manifest));
         for py in &toolchain.python {
             for d in &py.toolchain {
                 trees.push((
@@ -484,19 +521,34 @@ impl Rules {
         for d in image_node_modules(manifest) {
             trees.push((d, "Node packages of the image".into()));
         }
-        for d in search_dirs(test_sh, home) {
+        // Folders of programs and libraries found by name are the toolchain's whole; folders of
+        // Python modules (`PYTHONPATH`) are searched first (step 5), their other files work.
+        for d in search_dirs(test_sh, home, PROGRAM_PATHS)
+            .into_iter()
+            .chain(search_dirs(test_sh, home, LOADER_PATHS))
+        {
             let why = format!("test.sh puts {d} on a search path");
             for d in also(vec![d]) {
                 trees.push((d, why.clone()));
             }
         }
+        for d in search_dirs(test_sh, home, MODULE_PATHS) {
+            shadow_dirs.extend(also(vec![d]));
+        }
         // A relative entry (`PYTHONPATH=src`) is read from whichever folder test.sh is in.
-        for rel in relative_search_dirs(test_sh) {
+        for rel in relative_search_dirs(test_sh, PROGRAM_PATHS) {
             for w in &working {
                 let d = join(w, &rel);
                 let why = format!("test.sh puts {rel} on a search path (from {w})");
                 trees.push((d, why));
             }
+        }
+        for rel in relative_search_dirs(test_sh, MODULE_PATHS) {
+            shadow_dirs.extend(working.iter().map(|w| join(w, &rel)));
+        }
+        let mut loader_dirs: BTreeSet<String> = BTreeSet::new();
+        if loader_searches_working(test_sh) {
+            loader_dirs.extend(working.iter().cloned());
         }
         let mut files: Vec<(String, String)> = ROOT_TEST_CONFIG
             .iter()
@@ -510,10 +562,20 @@ impl Rules {
             out
         };
         for f in sourced_files(test_sh, home) {
-            for f in at_and_from(&f) {
+            // A relative one (`source .venv/bin/activate`) from whichever folder test.sh is in.
+            let at: Vec<String> = if f.starts_with('/') {
+                vec![f]
+            } else {
+                working.iter().map(|w| join(w, &f)).collect()
+            };
+            for f in at.iter().flat_map(|f| at_and_from(f)) {
                 files.push((f, SOURCED.into()));
             }
         }
+        // Where test.sh copies the tests, and the folders it runs in (a relative test path is
+        // read there): pytest's configuration and the packages' `__init__.py` in and above them
+        // are read (an `__init__.py` beside a test makes it a package's module, run first).
+        let mut test_places: Vec<String> = working.clone();
         for d in test_copies(test_sh) {
             let dirs = if d.starts_with('/') {
                 vec![d]
@@ -522,6 +584,10 @@ impl Rules {
             };
             for d in also(dirs) {
                 in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
+                in_and_above(&mut files, &d, &["__init__.py"], PYTEST_READS);
+                if !test_places.contains(&d) {
+                    test_places.push(d);
+                }
             }
         }
         for f in pip_requirements(test_sh) {
@@ -543,6 +609,9 @@ impl Rules {
             trees,
             files,
             shadow_dirs,
+            loader_dirs,
+            test_places,
+            bin_dirs: BTreeSet::new(),
             test_dirs: BTreeSet::new(),
             home: home.to_string(),
             linked_homes: Vec::new(),
@@ -562,6 +631,49 @@ impl Rules {
             let value = value.trim_end_matches('/');
             if used && value.starts_with('/') && !value.contains(':') {
                 self.shadow_dirs.insert(value.to_string());
+            }
+            // The image's own search paths: a relative `PATH` entry (`node_modules/.bin`) is
+            // read from whichever folder test.sh is in; the loader's absolute folders are the
+            // toolchain's, an empty or relative entry makes it search the working folder.
+            for entry in value.split(':') {
+                let entry = entry.trim_end_matches('/');
+                match name {
+                    "PATH" if !entry.starts_with('/') && !entry.is_empty() => {
+                        for w in self.test_places.clone() {
+                            let why = format!("the image's PATH has {entry} (from {w})");
+                            self.trees.push((join(&w, entry), why));
+                        }
+                    }
+                    "LD_LIBRARY_PATH" if entry.starts_with('/') => {
+                        let why = format!("the image's LD_LIBRARY_PATH has {entry}");
+                        self.trees.push((entry.to_string(), why));
+                    }
+                    "LD_LIBRARY_PATH" => {
+                        self.loader_dirs.extend(self.test_places.iter().cloned());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        self
+    }
+
+    /// This rule with `dirs`, the folders links named `bin` lead to, read as `bin` folders.
+    pub fn with_bin_dirs(mut self, dirs: impl IntoIterator<Item = String>) -> Rules {
+        self.bin_dirs.extend(dirs);
+        self
+    }
+
+    /// This rule with the names of the task's tests (`names`: the entries of its `tests/`
+    /// folder) the verifier's where test.sh copies the tests or runs: an agent's file or folder
+    /// of such a name there would stop the copy or be collected in the test's place.
+    pub fn with_test_names(mut self, names: &[String]) -> Rules {
+        for place in &self.test_places {
+            for n in names {
+                let f = join(place, n);
+                if !self.files.iter().any(|(g, _)| *g == f) {
+                    self.files.push((f, TESTS_LAND.into()));
+                }
             }
         }
         self
@@ -646,6 +758,12 @@ impl Rules {
         None
     }
 
+    /// True when `path` is a folder the verifier's Python runs in or searches first (a working
+    /// folder), or holds one.
+    pub fn holds_working_folder(&self, path: &str) -> bool {
+        self.shadow_dirs.iter().any(|d| within(d, path))
+    }
+
     /// Why `path` (absolute) is or is not the agent's work; `is_dir` when it is a folder in the
     /// agent's filesystem. `venvs`: virtual environments the agent made (their trees are the
     /// toolchain too).
@@ -662,6 +780,21 @@ impl Rules {
         }
         if let Some((_, why)) = self.files.iter().find(|(f, _)| f == path) {
             return Class::Toolchain(why.clone());
+        }
+        // Under a test's name where the tests land (a folder in the test file's place).
+        if let Some((f, _)) = self
+            .files
+            .iter()
+            .find(|(f, why)| why == TESTS_LAND && within(path, f))
+        {
+            return Class::Toolchain(format!("under {f}: {TESTS_LAND}"));
+        }
+        let name = path.rsplit('/').next().unwrap_or_default();
+        if self.loader_dirs.contains(parent(path))
+            && name.starts_with("lib")
+            && name.contains(".so")
+        {
+            return Class::Toolchain("a library's name where the loader searches".into());
         }
         let linked_home = || {
             self.linked_homes.iter().find_map(|h| {
@@ -682,8 +815,8 @@ impl Rules {
                 return Class::Toolchain(format!("{part} is the toolchain's wherever it is"));
             }
         }
-        let name = path.rsplit('/').next().unwrap_or_default();
-        if parent(path).ends_with("/bin") && is_interpreter_name(name) {
+        let dir = parent(path);
+        if (dir.ends_with("/bin") || self.bin_dirs.contains(dir)) && is_interpreter_name(name) {
             return Class::Toolchain(format!("{name} in a bin folder is an interpreter's name"));
         }
         if !is_dir && let Some(end) = TOOLCHAIN_ENDINGS.iter().find(|e| name.ends_with(**e)) {
@@ -726,11 +859,26 @@ impl Rules {
 /// `SKILLSCOPE-PYTHON <path> <json>`. Run with skillscope's static shell in a helper
 /// environment of the image (nothing of an agent's in it), with the image's environment.
 pub fn python_probe(path: &[String]) -> String {
+    // Run with `-S`, then `site.main()` under a finder of last resort: the names the
+    // interpreter's start-up looks for and misses (Debian's `sitecustomize` tries
+    // `apport_python_hook`) are the toolchain's names too.
     let code = r#"import sys, json, os
+class _Miss:
+    names = set()
+    def find_spec(self, name, path=None, target=None):
+        _Miss.names.add(name.split(".")[0])
+        return None
+_miss = _Miss()
+sys.meta_path.append(_miss)
 try:
     import site
+    site.main()
 except Exception:
     site = None
+try:
+    sys.meta_path.remove(_miss)
+except ValueError:
+    pass
 try:
     import sysconfig
     paths = sysconfig.get_paths()
@@ -759,7 +907,7 @@ for p in sys.path:
         tool.add(p)
     else:
         project.append(p)
-mods = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
+mods = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names) | _Miss.names | {n.split(".")[0] for n in sys.modules}
 for d in tool:
     try:
         for n in os.listdir(d):
@@ -775,7 +923,7 @@ print(json.dumps({"toolchain": sorted(t for t in tool if t), "project": project,
         "seen=''; for d in {dirs}; do for n in python3 python python3.8 python3.9 python3.10 python3.11 python3.12 python3.13 python3.14; do \
            p=\"$d/$n\"; [ -x \"$p\" ] || continue; r=$(readlink -f \"$p\" 2>/dev/null || echo \"$p\"); \
            case \" $seen \" in *\" $r \"*) continue;; esac; seen=\"$seen $r\"; \
-           out=$(\"$p\" -c {code} 2>/dev/null) && echo \"SKILLSCOPE-PYTHON $p $out\"; done; done; true",
+           out=$(\"$p\" -S -c {code} 2>/dev/null) && echo \"SKILLSCOPE-PYTHON $p $out\"; done; done; true",
         dirs = if dirs.is_empty() {
             "/usr/bin".to_string()
         } else {
@@ -921,6 +1069,74 @@ mod tests {
     }
 
     #[test]
+    fn what_red_teaming_found_is_judged_by_what_reads_it() {
+        let r = rules();
+        // A PYTHONPATH folder: shadowing names flagged, the rest work.
+        assert_eq!(
+            r.classify("/root/src/json.py", false, &[]),
+            Class::Shadow("json".into())
+        );
+        assert_eq!(r.classify("/root/src/model.py", false, &[]), Class::Work);
+        // `.pth` outside a site folder, a project's `.config` and `.cache` are work; a home's
+        // are not.
+        for p in [
+            "/app/model.pth",
+            "/app/.config/settings.json",
+            "/app/.cache/hf/w.bin",
+        ] {
+            assert_eq!(r.classify(p, false, &[]), Class::Work, "{p}");
+        }
+        assert_toolchain(&r, &["/root/.cache/pip/x", "/home/u/.config/x"]);
+        // The tests copied into /app: `__init__.py` there and above, and the tests' names
+        // (also as folders) where they land or are read.
+        let sh = "cp /tests/test_outputs.py /opt/eval/ && cd /opt/eval\n\
+                  [ -f .venv/bin/activate ] && source .venv/bin/activate\n\
+                  export LD_LIBRARY_PATH=/opt/native:$LD_LIBRARY_PATH\npytest test_outputs.py";
+        let c = rules_with(sh, "").with_test_names(&["test_outputs.py".into()]);
+        assert_toolchain(
+            &c,
+            &[
+                "/opt/eval/__init__.py",
+                "/opt/__init__.py",
+                "/opt/eval/test_outputs.py",
+                "/opt/eval/test_outputs.py/test_mine.py",
+                "/app/test_outputs.py",
+                // A relative file test.sh sources, from each folder it runs in.
+                "/opt/eval/.venv/bin/activate",
+                "/app/.venv/bin/activate",
+                // The loader's folders, and a library's name where an empty entry searches.
+                "/opt/native/libfoo.so",
+                "/opt/eval/libpython3.11.so.1.0",
+            ],
+        );
+        assert_eq!(c.classify("/opt/eval/answer.txt", false, &[]), Class::Work);
+        assert_eq!(
+            c.classify("/opt/eval/pkg/__init__.py", false, &[]),
+            Class::Work
+        );
+        // The image's relative PATH entry and loader folders.
+        let img = rules_with("pytest", "").with_image_env(
+            &[
+                "PATH=node_modules/.bin:/usr/bin".into(),
+                "LD_LIBRARY_PATH=/opt/nv/lib:".into(),
+            ],
+            "pytest",
+        );
+        assert_toolchain(
+            &img,
+            &[
+                "/app/node_modules/.bin/pytest",
+                "/opt/nv/lib/x.so",
+                "/app/libpython3.11.so.1.0",
+            ],
+        );
+        assert_eq!(
+            img.classify("/app/ext.cpython-311.so", false, &[]),
+            Class::Work
+        );
+    }
+
+    #[test]
     fn the_toolchain_is_never_work() {
         let r = rules();
         assert_toolchain(
@@ -939,7 +1155,7 @@ mod tests {
                 "/var/lib/dpkg/info/python3.postinst",
                 "/app/__pycache__/solution.cpython-312.pyc",
                 "/app/solution.pyc",
-                "/srv/lib/hook.pth",
+                "/usr/local/lib/python3.12/site-packages/hook.pth",
                 "/root/.bashrc",
                 "/root/.config/pip/pip.conf",
                 "/app/uv.toml",
@@ -947,7 +1163,6 @@ mod tests {
                 "/pyproject.toml",
                 "/opt/setup.sh",
                 "/app/kona/pytest",
-                "/root/src/json.py",
                 "/root/.m2/repository/x.jar",
                 "/home/dev/.gitconfig",
             ],
@@ -1126,12 +1341,18 @@ python3 -m pytest",
 PYTHONPATH=src pytest /tests/test_outputs.py",
             "",
         );
-        assert!(matches!(
-            rel.classify("/app/src/pytest.py", false, &[]),
-            Class::Toolchain(_)
-        ));
+        // A module folder on PYTHONPATH is searched first: a toolchain module's name there
+        // shadows it; its other files are the project's (work).
         assert_eq!(
-            relative_search_dirs("PYTHONPATH=src:./lib:/abs:$X pytest"),
+            rel.classify("/app/src/pytest.py", false, &[]),
+            Class::Shadow("pytest".into())
+        );
+        assert_eq!(
+            rel.classify("/app/src/solution.py", false, &[]),
+            Class::Work
+        );
+        assert_eq!(
+            relative_search_dirs("PYTHONPATH=src:./lib:/abs:$X pytest", MODULE_PATHS),
             vec!["src", "./lib"]
         );
     }

@@ -241,10 +241,32 @@ fn cp_operands<'a>(words: &[&'a str]) -> (Option<&'a str>, Vec<&'a str>) {
     (target, operands)
 }
 
-/// The relative folders `test.sh` puts on a search path (`PYTHONPATH=src`), as written.
-pub fn relative_search_dirs(test_sh: &str) -> Vec<String> {
+/// Search-path variables whose folders hold programs or libraries found by name: every file in
+/// such a folder is the toolchain's.
+pub const PROGRAM_PATHS: &[&str] = &["PATH", "NODE_PATH"];
+
+/// The dynamic loader's search path: its absolute folders are the toolchain's; an entry that is
+/// empty, relative or a variable (`LD_LIBRARY_PATH=/opt/lib:$LD_LIBRARY_PATH`, empty when unset)
+/// makes the loader search the working folder ([`loader_searches_working`]).
+pub const LOADER_PATHS: &[&str] = &["LD_LIBRARY_PATH"];
+
+/// True when `test_sh` gives the loader a search path with an entry that is not absolute (empty,
+/// relative, or a variable that may expand to nothing): the loader then searches the working
+/// folder for the libraries the toolchain's programs need.
+pub fn loader_searches_working(test_sh: &str) -> bool {
+    search_path_entries(test_sh, LOADER_PATHS).any(|e| !e.starts_with('/'))
+}
+
+/// Search-path variables whose folders hold Python modules ahead of the toolchain's: a module
+/// of a toolchain module's name there shadows it.
+pub const MODULE_PATHS: &[&str] = &["PYTHONPATH"];
+
+/// The relative folders `test.sh` puts on one of the search paths `names` (`PYTHONPATH=src`),
+/// as written; an empty entry (`PYTHONPATH=/x:` with nothing after) is the working folder, `.`.
+pub fn relative_search_dirs(test_sh: &str, names: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for dir in search_path_entries(test_sh) {
+    for dir in search_path_entries(test_sh, names) {
+        let dir = if dir.is_empty() { "." } else { dir };
         let dir = dir.trim_end_matches('/');
         if !dir.is_empty()
             && !dir.starts_with('/')
@@ -258,13 +280,13 @@ pub fn relative_search_dirs(test_sh: &str) -> Vec<String> {
     out
 }
 
-/// Every entry of every `PATH=…`, `PYTHONPATH=…` and `NODE_PATH=…` in `test_sh` (exported or
-/// not), as written.
-fn search_path_entries(test_sh: &str) -> impl Iterator<Item = &str> {
+/// Every entry of every assignment to one of the variables `names` in `test_sh` (`PATH=…`,
+/// exported or not), as written.
+fn search_path_entries<'a>(test_sh: &'a str, names: &'a [&str]) -> impl Iterator<Item = &'a str> {
     test_sh
         .split(|c: char| c.is_whitespace() || c == ';')
         .filter_map(|word| word.split_once('='))
-        .filter(|(name, _)| matches!(*name, "PATH" | "PYTHONPATH" | "NODE_PATH"))
+        .filter(move |(name, _)| names.contains(name))
         .flat_map(|(_, value)| value.trim_matches(['"', '\'']).split(':'))
 }
 
@@ -319,11 +341,12 @@ fn expand_home(word: &str, home: &str) -> String {
     }
 }
 
-/// The folders `test.sh` puts on a search path (`PATH=…`, `PYTHONPATH=…`, `NODE_PATH=…`,
-/// exported or not), absolute, with `$HOME` read as `home` (other variables left out).
-pub fn search_dirs(test_sh: &str, home: &str) -> Vec<String> {
+/// The folders `test.sh` puts on one of the search paths `names` ([`PROGRAM_PATHS`],
+/// [`MODULE_PATHS`]; exported or not), absolute, with `$HOME` read as `home` (other variables
+/// left out).
+pub fn search_dirs(test_sh: &str, home: &str, names: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for dir in search_path_entries(test_sh) {
+    for dir in search_path_entries(test_sh, names) {
         let dir = expand_home(dir, home);
         let dir = dir.trim_end_matches('/');
         if dir.starts_with('/') && !dir.contains('$') && !out.iter().any(|o| o == dir) {
@@ -334,7 +357,8 @@ pub fn search_dirs(test_sh: &str, home: &str) -> Vec<String> {
 }
 
 /// The files `test.sh` sources (`source F`, `. F`), with `$HOME`, `${HOME}` and `~` read as
-/// `home`.
+/// `home`; a relative one (`source .venv/bin/activate`) as written, read from whichever folder
+/// test.sh is in.
 pub fn sourced_files(test_sh: &str, home: &str) -> Vec<String> {
     let mut out = Vec::new();
     for line in test_sh.lines() {
@@ -347,7 +371,7 @@ pub fn sourced_files(test_sh: &str, home: &str) -> Vec<String> {
                 continue;
             };
             let file = expand_home(file.trim_matches(['"', '\'']), home);
-            if file.starts_with('/') && !file.contains('$') {
+            if !file.is_empty() && !file.contains('$') {
                 out.push(file);
             }
         }
@@ -485,15 +509,23 @@ cp -S .bak /tests/t.py /srv/f/
     fn search_paths_are_read_from_test_sh() {
         let sh = "export PATH=\"$HOME/.local/bin:/app/kona:$PATH\"\nPYTHONPATH=/root/src:/app/environment/skills/x python3 -m pytest\nNODE_PATH=relative:/opt/n";
         assert_eq!(
-            search_dirs(sh, "/root"),
+            search_dirs(sh, "/root", PROGRAM_PATHS),
             vec![
                 "/root/.local/bin".to_string(),
                 "/app/kona".into(),
-                "/root/src".into(),
-                "/app/environment/skills/x".into(),
                 "/opt/n".into()
             ]
         );
+        assert_eq!(
+            search_dirs(sh, "/root", MODULE_PATHS),
+            vec!["/root/src".to_string(), "/app/environment/skills/x".into()]
+        );
+        let loader = "export LD_LIBRARY_PATH=/opt/lib:$LD_LIBRARY_PATH\nPYTHONPATH=:/x pytest";
+        assert_eq!(search_dirs(loader, "/root", LOADER_PATHS), vec!["/opt/lib"]);
+        assert!(loader_searches_working(loader));
+        assert!(!loader_searches_working("LD_LIBRARY_PATH=/a:/b x"));
+        // An empty entry is the working folder.
+        assert_eq!(relative_search_dirs(loader, MODULE_PATHS), vec!["."]);
     }
 
     #[test]

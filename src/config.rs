@@ -397,11 +397,125 @@ impl FileConfig {
             path: path.clone(),
             message: e.to_string(),
         })?;
-        toml::from_str(&text).map_err(|e| ConfigError::File {
-            path,
-            message: e.to_string(),
-        })
+        FileConfig::parse(&text).map_err(|message| ConfigError::File { path, message })
     }
+
+    /// Parses settings text: every wrong key at once — a table or key skillscope does not
+    /// know, a value of the wrong type, a value out of bounds — each named with its table, key,
+    /// line and column, joined with `; `.
+    fn parse(text: &str) -> Result<FileConfig, String> {
+        use crate::skillsbench::task::{Written, syntax_error};
+        let raw: toml::Table = toml::from_str(text).map_err(|e| syntax_error(text, &e))?;
+        let written = Written::of(text);
+        let mut problems: Vec<String> = Vec::new();
+        for (table, value) in &raw {
+            let place = written.place("", table);
+            let Some(keys) = value
+                .as_table()
+                .filter(|_| SETTINGS_TABLES.contains(&table.as_str()))
+            else {
+                problems.push(if value.is_table() {
+                    format!(
+                        "[{table}]{place}: unknown table (the tables are {})",
+                        tables_list()
+                    )
+                } else {
+                    format!(
+                        "{table}{place}: a key outside any table (settings go in one of {})",
+                        tables_list()
+                    )
+                });
+                continue;
+            };
+            // Each key alone, so that every wrong one is named, not only the first.
+            for (key, v) in keys {
+                let one = toml::Table::from_iter([(
+                    table.clone(),
+                    toml::Value::Table(toml::Table::from_iter([(key.clone(), v.clone())])),
+                )]);
+                if let Err(e) = toml::Value::Table(one).try_into::<FileConfig>() {
+                    problems.push(format!(
+                        "[{table}] {key}{}: {}",
+                        written.place(table, key),
+                        plain_type_words(e.message())
+                    ));
+                }
+            }
+        }
+        let config: Option<FileConfig> = problems
+            .is_empty()
+            .then(|| {
+                toml::Value::Table(raw)
+                    .try_into()
+                    .map_err(|e| e.to_string())
+            })
+            .transpose()?;
+        if let Some(c) = &config {
+            let mut bound = |table: &str, key: &str, why: String| {
+                problems.push(format!(
+                    "[{table}] {key}{}: {why}",
+                    written.place(table, key)
+                ));
+            };
+            if c.run.concurrency == Some(0) {
+                bound("run", "concurrency", "must be at least 1".into());
+            }
+            if let Some(m) = c.run.max_cost_usd
+                && !(m.is_finite() && m >= 0.0)
+            {
+                bound(
+                    "run",
+                    "max_cost_usd",
+                    format!("must be US dollars ≥ 0, got {m}"),
+                );
+            }
+            if let Some(t) = &c.ui.theme
+                && !["dark", "light", "mono"].contains(&t.as_str())
+                && !Path::new(t).is_file()
+            {
+                bound(
+                    "ui",
+                    "theme",
+                    format!("{t:?} is neither dark, light, mono nor a theme file that exists"),
+                );
+            }
+        }
+        match config {
+            Some(c) if problems.is_empty() => Ok(c),
+            _ => Err(problems.join("; ")),
+        }
+    }
+}
+
+/// The tables of `skillscope.toml`.
+const SETTINGS_TABLES: &[&str] = &["run", "acontext", "ui", "backend", "harness"];
+
+/// `[run], [acontext], …`.
+fn tables_list() -> String {
+    SETTINGS_TABLES
+        .iter()
+        .map(|t| format!("[{t}]"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A deserializer's message in plain words: `expected usize` → `expected a whole number`.
+fn plain_type_words(message: &str) -> String {
+    let mut m = message.trim().replace('\n', " ");
+    for (rust, plain) in [
+        ("usize", "a whole number"),
+        ("u64", "a whole number"),
+        ("u32", "a whole number"),
+        ("u16", "a whole number"),
+        ("u8", "a whole number"),
+        ("i64", "a whole number"),
+        ("f64", "a number"),
+        ("a string", "text in quotes"),
+        ("a sequence", "a list ([…])"),
+    ] {
+        m = m.replace(&format!("expected {rust}"), &format!("expected {plain}"));
+    }
+    m
 }
 
 /// One extra environment variable for containers.
@@ -581,5 +695,34 @@ mod tests {
         std::fs::write(tmp.path(), "[run]\nconcurency = 3\n").unwrap();
         let e = FileConfig::load(Some(tmp.path())).unwrap_err().to_string();
         assert!(e.contains("concurency"), "{e}");
+        assert!(e.contains(&tmp.path().display().to_string()), "{e}");
+    }
+
+    #[test]
+    fn every_wrong_setting_is_named_with_its_table_and_key() {
+        let text = "concurrency = 2\n[runn]\nx = 1\n[run]\nconcurrency = \"two\"\nstall_secs = 1.5\nmax_cost_usd = -10\n[ui]\ntheme = \"nope\"\n[harness]\nprovider_retries = 1.5\n";
+        let e = FileConfig::parse(text).unwrap_err();
+        for want in [
+            "concurrency (line 1, column 15): a key outside any table",
+            "[runn] (line 2",
+            "[run] concurrency (line 5, column 15): invalid type: string \"two\", expected a whole number",
+            "[run] stall_secs (line 6",
+            "[harness] provider_retries (line 11",
+        ] {
+            assert!(e.contains(want), "{want:?} not in {e}");
+        }
+        // Bounds are checked once the types are right, with the same names.
+        let e = FileConfig::parse(
+            "[run]\nconcurrency = 0\nmax_cost_usd = -10\n[ui]\ntheme = \"nope\"\n",
+        )
+        .unwrap_err();
+        for want in [
+            "[run] concurrency (line 2, column 15): must be at least 1",
+            "[run] max_cost_usd (line 3, column 16): must be US dollars ≥ 0, got -10",
+            "[ui] theme (line 5, column 9): \"nope\" is neither",
+        ] {
+            assert!(e.contains(want), "{want:?} not in {e}");
+        }
+        assert!(FileConfig::parse("[run]\nconcurrency = 2\n[ui]\ntheme = \"mono\"\n").is_ok());
     }
 }

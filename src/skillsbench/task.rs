@@ -272,13 +272,14 @@ fn size_mb(text: &str) -> Option<u64> {
 
 /// Where the keys of a `task.toml` are written, from the `toml` crate's spans: each value's line
 /// and column and its text as written (so `1e308` is echoed as `1e308`, not as 309 digits).
-struct Written<'a> {
+pub(crate) struct Written<'a> {
     text: &'a str,
     doc: Option<toml::Spanned<toml::de::DeTable<'a>>>,
 }
 
 impl<'a> Written<'a> {
-    fn of(text: &'a str) -> Written<'a> {
+    /// The places of `text`'s keys (none when it is not TOML).
+    pub(crate) fn of(text: &'a str) -> Written<'a> {
         Written {
             text,
             doc: toml::de::DeTable::parse(text).ok(),
@@ -302,7 +303,7 @@ impl<'a> Written<'a> {
     }
 
     /// ` (line L, column C)` for `key` of `table`, or nothing when it is not written.
-    fn place(&self, table: &str, key: &str) -> String {
+    pub(crate) fn place(&self, table: &str, key: &str) -> String {
         self.at(table, key)
             .map(|(l, c, _)| format!(" (line {l}, column {c})"))
             .unwrap_or_default()
@@ -325,7 +326,7 @@ fn line_column(text: &str, offset: usize) -> (usize, usize) {
 }
 
 /// A TOML syntax error as one line: `line L, column C: what the parser expected`.
-fn syntax_error(text: &str, e: &toml::de::Error) -> String {
+pub(crate) fn syntax_error(text: &str, e: &toml::de::Error) -> String {
     let what = e.message().trim().replace('\n', "; ");
     match e.span() {
         Some(span) => {

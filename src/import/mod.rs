@@ -124,28 +124,45 @@ pub fn condition_from(hints: &[&str]) -> Option<&'static str> {
         return Some("self-generated");
     }
     for h in hints {
-        let lower = h.to_lowercase();
-        let tokens: Vec<&str> = lower
-            .split(|c: char| !c.is_ascii_alphanumeric())
-            .filter(|t| !t.is_empty())
-            .collect();
-        let no = tokens
-            .iter()
-            .any(|t| matches!(*t, "noskills" | "noskill" | "withoutskills" | "baseline"))
-            || tokens
-                .windows(2)
-                .any(|w| (w[0] == "no" || w[0] == "without") && w[1].starts_with("skill"));
-        if no {
-            return Some("no-skills");
+        // A folder named `<run>__<condition>` (skillscope's job folders): the part after the
+        // last `__` names the condition, whatever the run's name says (`…-noskills-curated__curated`).
+        let last = h
+            .trim_end_matches('/')
+            .rsplit('/')
+            .next()
+            .unwrap_or_default();
+        let parts = last.rsplit("__").skip_while(|p| p.is_empty());
+        if let Some(c) = parts.map(named_condition).find(Option::is_some) {
+            return c;
         }
-        if tokens
-            .iter()
-            .any(|t| matches!(*t, "skills" | "withskills" | "curated" | "skill"))
-        {
-            return Some("curated");
+        if let Some(c) = named_condition(h) {
+            return Some(c);
         }
     }
     None
+}
+
+/// The condition one hint's words name (see [`condition_from`]), without the self-generated
+/// reading.
+fn named_condition(hint: &str) -> Option<&'static str> {
+    let lower = hint.to_lowercase();
+    let tokens: Vec<&str> = lower
+        .split(|c: char| !c.is_ascii_alphanumeric())
+        .filter(|t| !t.is_empty())
+        .collect();
+    let no = tokens
+        .iter()
+        .any(|t| matches!(*t, "noskills" | "noskill" | "withoutskills" | "baseline"))
+        || tokens
+            .windows(2)
+            .any(|w| (w[0] == "no" || w[0] == "without") && w[1].starts_with("skill"));
+    if no {
+        return Some("no-skills");
+    }
+    tokens
+        .iter()
+        .any(|t| matches!(*t, "skills" | "withskills" | "curated" | "skill"))
+        .then_some("curated")
 }
 
 /// An imported task's row: domain and difficulty from the catalog (`unknown` when it does not

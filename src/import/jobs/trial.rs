@@ -686,6 +686,14 @@ mod tests {
             condition_from(&["", "jobs/2026-01-01__10-00", "x__abc"]),
             None
         );
+        // skillscope's own job folders, `<run>__<condition>`: the condition after the last `__`,
+        // whatever the run's name says.
+        for (job, c) in [
+            ("examples-oracle-noskills-curated-x5__curated", "curated"),
+            ("examples-oracle-noskills-curated-x5__noskills", "no-skills"),
+        ] {
+            assert_eq!(condition_from(&[&format!("/w/jobs/{job}/"), job]), Some(c));
+        }
         // Earlier hints win.
         assert_eq!(
             condition_from(&["with-skills", "noskills"]),

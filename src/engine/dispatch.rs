@@ -374,6 +374,11 @@ impl Dispatcher {
                 .iter()
                 .filter(|t| t.status == TrialStatus::Done)
                 .count(),
+            finished: current
+                .iter()
+                .filter(|t| t.status == TrialStatus::Done)
+                .map(|t| (t.key(), t.outcome))
+                .collect(),
         });
         self.attempts.write_job_files(false).await;
         self.start_sequential().await?;

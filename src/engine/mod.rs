@@ -158,6 +158,8 @@ pub enum EngineEvent {
         total: usize,
         /// Of which already finished.
         done: usize,
+        /// The finished ones' outcomes (what a display resuming the run counts from).
+        finished: Vec<(crate::domain::TrialKey, Option<crate::domain::Outcome>)>,
     },
     /// An attempt moved to another phase (or was queued).
     TrialProgress {

@@ -22,6 +22,7 @@ pub fn record_run_starts(engine: &crate::engine::Engine) -> tokio::task::JoinHan
                     run_id,
                     total,
                     done,
+                    ..
                 }) => {
                     let who = format!(
                         "engine pid {} on {}",
@@ -108,35 +109,47 @@ pub async fn show_progress(events: tokio::sync::broadcast::Receiver<EngineEvent>
     show_progress_from(events, None).await
 }
 
-/// How far run `name` is, from the store: (trials planned, trials with a verdict) — what a
-/// progress display that starts after the engine's `Started` event (a run gone headless when its
-/// terminal went away) counts from. `None` when the store cannot tell.
-pub fn progress_now(store: &crate::store::Store, name: &str) -> Option<(usize, usize)> {
+/// How far a run is: trials planned, and the outcomes of those with a verdict.
+#[derive(Debug, Clone, Default)]
+pub struct SoFar {
+    /// Trials planned (latest attempts).
+    pub total: usize,
+    /// The finished trials' outcomes.
+    pub finished: Vec<(crate::domain::TrialKey, Option<Outcome>)>,
+}
+
+/// How far run `name` is, from the store — what a progress display that starts after the
+/// engine's `Started` event (a run gone headless when its terminal went away) counts from.
+/// `None` when the store cannot tell.
+pub fn progress_now(store: &crate::store::Store, name: &str) -> Option<SoFar> {
     let conn = store.connect().ok()?;
     let run = crate::store::queries::find_run(&conn, name).ok()??;
     let current = crate::store::queries::current_briefs(&conn, run.id).ok()?;
-    let done = current
-        .iter()
-        .filter(|t| t.status == crate::domain::TrialStatus::Done)
-        .count();
-    Some((current.len(), done))
+    Some(SoFar {
+        total: current.len(),
+        finished: current
+            .iter()
+            .filter(|t| t.status == crate::domain::TrialStatus::Done)
+            .map(|t| (t.key(), t.outcome))
+            .collect(),
+    })
 }
 
-/// [`show_progress`] counting from `from` = (trials planned, trials done) until the engine's
-/// next `Started` event says otherwise: lines read `[done/planned]` against the run's plan even
-/// when the display starts in the middle of a run.
+/// [`show_progress`] counting from `from` until the engine's next `Started` event says
+/// otherwise: lines read `[done/planned]` against the run's plan, and the pass, fail and other
+/// counts include the trials finished before, even when the display starts in the middle of a
+/// run or the run is resumed.
 pub async fn show_progress_from(
     mut events: tokio::sync::broadcast::Receiver<EngineEvent>,
-    from: Option<(usize, usize)>,
+    from: Option<SoFar>,
 ) -> bool {
     let tty = std::io::stderr().is_terminal();
     let bar = ProgressBar::hidden();
     let mut counts = Counts::default();
-    if let Some((total, done)) = from {
-        counts.total = total;
-        counts.done = done;
-        bar.set_length(total as u64);
-        bar.set_position(done as u64);
+    if let Some(so_far) = from {
+        counts.start(&so_far);
+        bar.set_length(counts.total as u64);
+        bar.set_position(counts.done as u64);
     }
     let mut out = Lines {
         tty,
@@ -170,7 +183,9 @@ pub async fn show_progress_from(
             out.say(line);
         }
         match event {
-            Ok(EngineEvent::Started { total, done, .. }) => {
+            Ok(EngineEvent::Started {
+                total, finished, ..
+            }) => {
                 if tty {
                     bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
                     bar.set_style(
@@ -181,11 +196,10 @@ pub async fn show_progress_from(
                         .progress_chars("=> "),
                     );
                 }
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-                counts.total = total;
-                counts.done = done;
-                counts.seen.clear();
+                counts.start(&SoFar { total, finished });
+                bar.set_length(counts.total as u64);
+                bar.set_position(counts.done as u64);
+                bar.set_message(counts.message());
             }
             Ok(EngineEvent::TrialProgress { attempt_id, status }) => {
                 if status.is_active() {
@@ -343,6 +357,21 @@ struct Counts {
 }
 
 impl Counts {
+    /// Counts from `so_far`: its finished trials done, each in its outcome's bucket.
+    fn start(&mut self, so_far: &SoFar) {
+        *self = Counts {
+            total: so_far.total,
+            ..Counts::default()
+        };
+        for (k, outcome) in &so_far.finished {
+            let key = (k.task_id.clone(), k.condition.clone(), k.trial_index);
+            if self.seen.insert(key, *outcome).is_none() {
+                self.done += 1;
+                self.bucket(*outcome, 1);
+            }
+        }
+    }
+
     fn record(&mut self, row: &TrialRow) {
         let key = (row.task_id.clone(), row.condition.clone(), row.trial_index);
         match self.seen.insert(key, row.outcome) {
@@ -385,6 +414,30 @@ mod tests {
             status: TrialStatus::Done,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_resumed_run_counts_the_verdicts_it_had() {
+        let key = |task: &str| crate::domain::TrialKey {
+            task_id: task.into(),
+            condition: "no-skills".into(),
+            trial_index: 1,
+        };
+        let mut c = Counts::default();
+        c.start(&SoFar {
+            total: 4,
+            finished: vec![
+                (key("a"), Some(Outcome::Fail)),
+                (key("b"), Some(Outcome::Pass)),
+                (key("c"), Some(Outcome::Pass)),
+            ],
+        });
+        assert_eq!((c.done, c.pass, c.fail, c.errors), (3, 2, 1, 0));
+        // The failed trial retried, the last one run: every verdict counted once.
+        c.record(&done("a", 1, 2, Outcome::Pass));
+        c.record(&done("d", 1, 1, Outcome::Fail));
+        assert_eq!((c.done, c.pass, c.fail, c.errors), (4, 3, 1, 0));
+        assert_eq!(c.message(), "pass 3 · fail 1 · other 0");
     }
 
     #[test]

@@ -496,16 +496,38 @@ fn base_components(
     observed: &Observed,
     imported: &[(String, Observed)],
 ) -> (Components, String) {
+    // Measurements without any variance (every trial of every task gave the same reward, as a
+    // deterministic agent's do) are no basis for power: a forecast from them would claim any
+    // effect detectable with two tasks. They are passed over, and said so.
+    let varies = |c: &Components| c.var_diff > 0.0 || c.within_sum() > 0.0;
+    let mut flat: Option<String> = None;
     if let Some(c) = observed.components("A", "B") {
-        return (c, format!("round 1 ({} tasks)", c.n_tasks));
+        if varies(&c) {
+            return (c, format!("round 1 ({} tasks)", c.n_tasks));
+        }
+        flat = Some(format!("round 1 ({} tasks)", c.n_tasks));
     }
     if let Some((name, c)) = imported
         .iter()
         .filter_map(|(n, o)| o.components("A", "B").map(|c| (n, c)))
+        .filter(|(_, c)| varies(c))
         .max_by_key(|(_, c)| c.n_tasks)
     {
         return (c, format!("{name} ({} tasks)", c.n_tasks));
     }
+    let (c, source) = bound_components(plan);
+    match flat {
+        Some(f) => (
+            c,
+            format!("{source} — {f} measured no variance (every trial the same reward)"),
+        ),
+        None => (c, format!("{source}, nothing measured yet")),
+    }
+}
+
+/// A bound on the B − A components from the paper's pass rates of the plan's agent and model,
+/// else binary rewards at 50 % (the worst case), with its source.
+fn bound_components(plan: &Plan) -> (Components, String) {
     let paper = crate::analysis::paper::for_run(&plan.agent, plan.model.as_deref());
     let rate = |m: &str| {
         paper
@@ -518,7 +540,7 @@ fn base_components(
         (Some(a), Some(b)) => (
             power::binary_bound(a, b),
             format!(
-                "bound from the paper's pass rates of {} (A {:.1}%, B {:.1}%), nothing measured yet",
+                "bound from the paper's pass rates of {} (A {:.1}%, B {:.1}%)",
                 agent_label(plan),
                 a * 100.0,
                 b * 100.0
@@ -526,7 +548,7 @@ fn base_components(
         ),
         _ => (
             power::binary_bound(0.5, 0.5),
-            "worst-case bound (binary rewards at 50%), nothing measured yet".into(),
+            "worst-case bound (binary rewards at 50%)".into(),
         ),
     }
 }
@@ -761,4 +783,43 @@ pub fn round_lines(f: &Forecast, round: u8) -> Vec<String> {
         )
     }));
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn observed(a: &[(&str, &[f64])], b: &[(&str, &[f64])]) -> Observed {
+        let side = |s: &[(&str, &[f64])]| -> BTreeMap<String, Vec<f64>> {
+            s.iter().map(|(t, r)| (t.to_string(), r.to_vec())).collect()
+        };
+        Observed {
+            per_task: BTreeMap::from([("A".into(), side(a)), ("B".into(), side(b))]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn measurements_without_variance_are_no_basis_for_power() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let plan = crate::experiment::plan::Plan::load(&dir.join("plans/examples.toml")).unwrap();
+        // Every trial the same reward: the bound, said so — never a variance of 0.
+        let flat = observed(
+            &[("t1", &[0.0, 0.0]), ("t2", &[0.0, 0.0])],
+            &[("t1", &[1.0, 1.0]), ("t2", &[1.0, 1.0])],
+        );
+        let (c, source) = base_components(&plan, &flat, &[]);
+        assert!(c.var_of_mean(2, 1) > 0.0, "{c:?}");
+        assert!(
+            source.contains("round 1 (2 tasks) measured no variance"),
+            "{source}"
+        );
+        // Some variance: the measurement itself.
+        let varied = observed(
+            &[("t1", &[0.0, 1.0]), ("t2", &[0.0, 0.0])],
+            &[("t1", &[1.0, 1.0]), ("t2", &[1.0, 1.0])],
+        );
+        let (c, source) = base_components(&plan, &varied, &[]);
+        assert_eq!((c.n_tasks, source.as_str()), (2, "round 1 (2 tasks)"));
+    }
 }

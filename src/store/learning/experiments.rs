@@ -121,13 +121,28 @@ pub fn find_or_insert_experiment(
 /// with. A plan, its `[sequential]` design among it, is fixed when its experiment is created
 /// (issue 47).
 pub fn plan_conflict(row: &ExperimentRow, plan: &serde_json::Value) -> Option<String> {
-    (&row.plan != plan).then(|| {
+    (design_of(&row.plan) != design_of(plan)).then(|| {
         format!(
             "experiment {} exists with another plan — {}; a plan (its [sequential] design among it) is fixed when its experiment is created: give the plan another name",
             row.name,
             plan_differences(&row.plan, plan)
         )
     })
+}
+
+/// Keys of a plan that say how it runs, not what it measures: a stopped experiment resumes with
+/// another value (`--concurrency`, as `run` does).
+const NOT_THE_DESIGN: &[&str] = &["concurrency"];
+
+/// `plan` without [`NOT_THE_DESIGN`].
+fn design_of(plan: &serde_json::Value) -> serde_json::Value {
+    let mut p = plan.clone();
+    if let Some(o) = p.as_object_mut() {
+        for k in NOT_THE_DESIGN {
+            o.remove(*k);
+        }
+    }
+    p
 }
 
 /// The top-level keys (tables) of two plans that differ, each with both values:
@@ -258,4 +273,32 @@ pub fn round2_skills(
             })
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plan_resumes_with_another_concurrency_but_not_another_design() {
+        let row = |plan: serde_json::Value| ExperimentRow {
+            id: 1,
+            name: "ex".into(),
+            created_at: String::new(),
+            updated_at: String::new(),
+            plan,
+            phase: "round1".into(),
+            round1_run: "r1".into(),
+            round2_run: "r2".into(),
+            note: None,
+            split: None,
+        };
+        let stored = row(serde_json::json!({"concurrency": 2, "trials": 3}));
+        assert_eq!(
+            plan_conflict(&stored, &serde_json::json!({"concurrency": 1, "trials": 3})),
+            None
+        );
+        let why = plan_conflict(&stored, &serde_json::json!({"concurrency": 2, "trials": 5}));
+        assert!(why.is_some_and(|w| w.contains("trials")));
+    }
 }

@@ -693,7 +693,15 @@ fn state_text(app: &App, s: &Snapshot, liveness: &Liveness) -> String {
             run.waiting_since.as_deref().map(clock).unwrap_or_default()
         ),
         ("running", Mode::Run, _) if p.running + p.queued == 0 => {
-            "every trial judged · q finishes the run, r retries".to_string()
+            let ended = if p.cancelled > 0 {
+                format!(
+                    "every trial ended ({} cancelled)",
+                    crate::format::count(p.cancelled, "trial", "trials")
+                )
+            } else {
+                "every trial judged".to_string()
+            };
+            format!("{ended} · q finishes the run, r retries")
         }
         ("running", _, _) if p.running + p.queued == 0 => "running · all trials done".to_string(),
         ("finished", _, _) => match &run.stop_reason {

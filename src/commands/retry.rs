@@ -76,6 +76,7 @@ fn trial_label(t: &TrialRow) -> String {
 /// passed (without `--force`) or has not finished.
 pub fn retry(args: RetryArgs) -> Result<()> {
     let conn = Store::open_existing(&args.target.db.db)?;
+    crate::store::wait_when_locked(&conn)?;
     let (run, trials) = select(&conn, &args.target)?;
     let targets: Vec<&TrialRow> = if args.failed || args.cancelled {
         trials
@@ -137,6 +138,7 @@ pub fn retry(args: RetryArgs) -> Result<()> {
 /// more than one trial; a trial that has finished.
 pub fn cancel(sel: TrialSelector) -> Result<()> {
     let conn = Store::open_existing(&sel.db.db)?;
+    crate::store::wait_when_locked(&conn)?;
     let (run, trials) = select(&conn, &sel)?;
     let [t] = trials.as_slice() else {
         return Err(eyre!(

@@ -316,6 +316,33 @@ fn open_migrated(path: &Path) -> Result<Connection, StoreError> {
     }
 }
 
+/// Makes `conn` (a command's own, short-lived one: `retry`, `cancel`) wait out a database
+/// another process holds locked for up to [`writer::BUSY_BUDGET`], as the engine's writer does,
+/// saying once on standard error that it waits — instead of failing after SQLite's 10 s.
+///
+/// # Errors
+/// SQLite's, when the handler cannot be set.
+pub fn wait_when_locked(conn: &Connection) -> Result<(), StoreError> {
+    /// Milliseconds between tries.
+    const STEP_MS: u64 = 100;
+    fn handler(tries: i32) -> bool {
+        if tries == 0 {
+            eprintln!(
+                "the database is locked by another process; waiting (up to {} min)",
+                writer::BUSY_BUDGET.as_secs() / 60
+            );
+        }
+        let waited_ms = u64::try_from(tries).unwrap_or(0) * STEP_MS;
+        if waited_ms >= writer::BUSY_BUDGET.as_millis() as u64 {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(STEP_MS));
+        true
+    }
+    conn.busy_handler(Some(handler))?;
+    Ok(())
+}
+
 fn open_conn(path: &Path, flags: OpenFlags) -> Result<Connection, StoreError> {
     // SQLite says "unable to open database file" for every cause: name the one that holds.
     let err = |e: rusqlite::Error| StoreError::Open {

@@ -370,15 +370,33 @@ async fn a_killed_engine_is_shown_stale() {
         String::from_utf8_lossy(&refused.stderr).contains("--force"),
         "{refused:?}"
     );
+    // Another process holds the database for 12 s (past SQLite's 10 s): the retry waits it
+    // out, says so, and is queued.
+    let db = s.db();
+    let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+    let held = std::thread::spawn(move || {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        locked_tx.send(()).unwrap();
+        std::thread::sleep(Duration::from_secs(12));
+        c.execute_batch("COMMIT").unwrap();
+    });
+    locked_rx.recv().unwrap();
     let retry = Skillscope::bin()
         .args(retry_args)
         .arg(s.db())
         .arg("--force")
         .output();
+    held.join().unwrap();
     let text = String::from_utf8_lossy(&retry.stdout).into_owned();
     assert!(
         text.contains("has no live engine") && text.contains("skillscope"),
-        "{text}"
+        "{text} {}",
+        String::from_utf8_lossy(&retry.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&retry.stderr).contains("locked by another process; waiting"),
+        "{retry:?}"
     );
     // The same command resumes it: the left-over attempt is re-queued and the retry applied.
     let mut child = spawn_run(&s, "stale", &args);

@@ -105,6 +105,30 @@ impl<R: Read> Read for Head16<'_, R> {
 pub struct Manifest {
     /// Path → fact.
     pub files: BTreeMap<String, FileFact>,
+    /// The folders the dynamic loader's configuration names (`/etc/ld.so.conf` and the
+    /// `/etc/ld.so.conf.d/*.conf` it includes): libraries there are found by name.
+    #[serde(default)]
+    pub loader_dirs: Vec<String>,
+}
+
+/// True for the files the dynamic loader's configuration is read from.
+fn is_loader_conf(path: &str) -> bool {
+    path == "/etc/ld.so.conf"
+        || path
+            .strip_prefix("/etc/ld.so.conf.d/")
+            .is_some_and(|n| !n.contains('/') && n.ends_with(".conf"))
+}
+
+/// The absolute folders a loader configuration file names, one per line (`include` lines and
+/// comments left out: the files it includes are read on their own).
+fn loader_conf_dirs(text: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or_default().trim())
+        .filter(|l| l.starts_with('/'))
+        .map(|l| l.trim_end_matches('/').to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
 }
 
 /// The limits of one manifest's read: past them the read fails (an image that large is read
@@ -194,6 +218,7 @@ impl Manifest {
         let mut archive = tar::Archive::new(r);
         archive.set_ignore_zeros(true);
         let mut files = BTreeMap::new();
+        let mut loader_dirs: Vec<String> = Vec::new();
         let mut bytes = 0u64;
         for entry in archive.entries()? {
             let mut entry = entry?;
@@ -239,6 +264,13 @@ impl Manifest {
                         head = r.head;
                         out
                     };
+                    if small && is_loader_conf(&path) {
+                        for d in loader_conf_dirs(&head) {
+                            if !loader_dirs.contains(&d) {
+                                loader_dirs.push(d);
+                            }
+                        }
+                    }
                     bytes += n;
                     if bytes > limits.bytes {
                         return Err(std::io::Error::other(format!(
@@ -274,7 +306,7 @@ impl Manifest {
             };
             files.insert(path, fact);
         }
-        Ok(Manifest { files })
+        Ok(Manifest { files, loader_dirs })
     }
 
     /// The fact of `path`, when the image has it.
@@ -408,6 +440,35 @@ pub(crate) mod tests {
             }
         }
         b.into_inner().unwrap()
+    }
+
+    #[test]
+    fn the_loaders_configured_folders_are_read() {
+        let tar = tar_of(&[
+            ("etc/", FileKind::Dir, ""),
+            (
+                "etc/ld.so.conf",
+                FileKind::File,
+                "include /etc/ld.so.conf.d/*.conf\n",
+            ),
+            ("etc/ld.so.conf.d/", FileKind::Dir, ""),
+            (
+                "etc/ld.so.conf.d/py.conf",
+                FileKind::File,
+                "# Python\n/opt/py/lib/\n",
+            ),
+            ("etc/ld.so.conf.d/x.conf.bak", FileKind::File, "/opt/old\n"),
+        ]);
+        let m = Manifest::from_tar(&tar[..], ManifestLimits::default()).unwrap();
+        assert_eq!(m.loader_dirs, vec!["/opt/py/lib"]);
+        let rules =
+            super::super::rule::Rules::new(&m, &Default::default(), "/app", "", "/root", &[]);
+        assert!(
+            !rules
+                .classify("/opt/py/lib/libpython3.11.so.1.0", false, &[])
+                .is_work()
+        );
+        assert!(rules.classify("/opt/old/x.so", false, &[]).is_work());
     }
 
     #[test]

@@ -501,6 +501,9 @@ impl Rules {
             }
         }
         trees.extend(python_installs(manifest));
+        for d in &manifest.loader_dirs {
+            trees.push((d.clone(), format!("the image's ld.so.conf names {d}")));
+        }
         modules.extend(install_modules(manifest));
         for py in &toolchain.python {
             for d in &py.toolchain {

@@ -498,7 +498,7 @@ fn beta_in_range(s: &str) -> Result<f64, String> {
 /// `skillscope replay`.
 #[derive(Debug, Args, Clone)]
 pub struct ReplayArgs {
-    /// Runs in the store (native or imported, e.g. `registry-claude-code-Opus 4.7` after
+    /// Runs in the store (native or imported, e.g. `registry-claude-code-opus-4.7` after
     /// `skillscope import results-registry.json`); B − A is its second condition against its
     /// first. Without a name: every run with two conditions.
     #[arg(value_name = "RUN")]

@@ -15,6 +15,15 @@ use crate::store::{CommandKind, Store, queries};
 /// `--trial` the run does not have is an error with the valid values as its hint.
 fn select(conn: &rusqlite::Connection, sel: &TrialSelector) -> Result<(RunRow, Vec<TrialRow>)> {
     let run = super::find_run(conn, Some(&sel.run))?;
+    if run.status == "imported" {
+        return Err(crate::console::hinted(
+            format!(
+                "run {} was imported: its trials ran elsewhere, so none can be retried or cancelled here",
+                run.name
+            ),
+            "run its tasks with skillscope run under another --run name",
+        ));
+    }
     if let Some(task) = &sel.task {
         let ids: Vec<String> = queries::run_tasks(conn, run.id)?
             .into_iter()

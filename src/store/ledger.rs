@@ -612,6 +612,16 @@ fn changed_since_begun(
 }
 
 fn check_same(existing: &RunRow, new: &NewRun) -> Result<(), StoreError> {
+    if existing.status == "imported" {
+        return Err(StoreError::Conflict(format!(
+            "run {:?} was imported (its trials ran elsewhere) and cannot be resumed; choose another --run name to run its tasks here",
+            existing.name
+        )));
+    }
+    let agent = |a: &str, m: &Option<String>| match m {
+        Some(m) => format!("{a} with model {m}"),
+        None => format!("{a} (no model)"),
+    };
     let mut diffs = Vec::new();
     if existing.tasks_dir != new.tasks_dir {
         diffs.push(format!(
@@ -621,14 +631,16 @@ fn check_same(existing: &RunRow, new: &NewRun) -> Result<(), StoreError> {
     }
     if existing.agent != new.agent || existing.model != new.model {
         diffs.push(format!(
-            "agent {} {:?} (now {} {:?})",
-            existing.agent, existing.model, new.agent, new.model
+            "agent {} (now {})",
+            agent(&existing.agent, &existing.model),
+            agent(&new.agent, &new.model)
         ));
     }
     if existing.conditions != new.conditions {
         diffs.push(format!(
-            "conditions {:?} (now {:?})",
-            existing.conditions, new.conditions
+            "conditions {} (now {})",
+            existing.conditions.join(", "),
+            new.conditions.join(", ")
         ));
     }
     if existing.n_trials != new.n_trials {

@@ -358,6 +358,38 @@ fn trials_with_foreign_trajectories_are_imported_and_named() {
     assert!(text.contains("skilled-task__Ccccccc"), "{text}");
 }
 
+/// An imported run's trials ran elsewhere: `retry` refuses them at once (exit 1, saying why),
+/// rather than queueing a command no engine can ever apply.
+#[test]
+fn an_imported_run_refuses_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/harbor");
+    let db = dir.path().join("i.db");
+    let bin = env!("CARGO_BIN_EXE_skillscope");
+    let out = std::process::Command::new(bin)
+        .args(["import", "--db"])
+        .arg(&db)
+        .arg(&fixtures)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let json = std::process::Command::new(bin)
+        .args(["status", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let name = v["runs"][0]["run"]["name"].as_str().unwrap();
+    let out = std::process::Command::new(bin)
+        .args(["retry", name, "--failed", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("was imported"), "{err}");
+}
+
 #[test]
 fn summary_of_a_real_trajectory_says_what_failed() {
     let trial = shared().join(

@@ -373,8 +373,11 @@ pub struct Rules {
     /// Folders the dynamic loader searches by name (an empty `LD_LIBRARY_PATH` entry: the
     /// working folders): a library's name there (`lib*.so*`) is the toolchain's.
     loader_dirs: BTreeSet<String>,
-    /// Folders test.sh copies the tests into or runs in: the tests' own names there are the
-    /// verifier's ([`Rules::with_test_names`]).
+    /// The folders test.sh runs in (the image's working folder, those it changes into, and
+    /// where their copies come from).
+    working: Vec<String>,
+    /// Folders test.sh copies the tests into: the tests' own names there are the verifier's
+    /// ([`Rules::with_test_names`]).
     test_places: Vec<String>,
     /// Folders the agent's links named `bin` lead to: an interpreter's name there is one in a
     /// `bin` folder.
@@ -578,7 +581,7 @@ impl Rules {
         // Where test.sh copies the tests, and the folders it runs in (a relative test path is
         // read there): pytest's configuration and the packages' `__init__.py` in and above them
         // are read (an `__init__.py` beside a test makes it a package's module, run first).
-        let mut test_places: Vec<String> = working.clone();
+        let mut test_places: Vec<String> = Vec::new();
         for d in test_copies(test_sh) {
             let dirs = if d.starts_with('/') {
                 vec![d]
@@ -613,6 +616,7 @@ impl Rules {
             files,
             shadow_dirs,
             loader_dirs,
+            working,
             test_places,
             bin_dirs: BTreeSet::new(),
             test_dirs: BTreeSet::new(),
@@ -642,7 +646,7 @@ impl Rules {
                 let entry = entry.trim_end_matches('/');
                 match name {
                     "PATH" if !entry.starts_with('/') && !entry.is_empty() => {
-                        for w in self.test_places.clone() {
+                        for w in self.working.clone() {
                             let why = format!("the image's PATH has {entry} (from {w})");
                             self.trees.push((join(&w, entry), why));
                         }
@@ -652,7 +656,7 @@ impl Rules {
                         self.trees.push((entry.to_string(), why));
                     }
                     "LD_LIBRARY_PATH" => {
-                        self.loader_dirs.extend(self.test_places.iter().cloned());
+                        self.loader_dirs.extend(self.working.iter().cloned());
                     }
                     _ => {}
                 }
@@ -668,15 +672,29 @@ impl Rules {
     }
 
     /// This rule with the names of the task's tests (`names`: the entries of its `tests/`
-    /// folder) the verifier's where test.sh copies the tests or runs: an agent's file or folder
-    /// of such a name there would stop the copy or be collected in the test's place.
+    /// folder) the verifier's where test.sh copies the tests (every name: an agent's folder
+    /// there would stop the copy), and, of the test modules pytest collects (`test_*.py`,
+    /// `*_test.py`), in the folders it runs in (a relative test path is read there when a copy
+    /// or a `cd` fails). A data file of a test's name where test.sh runs stays work: the
+    /// agent's output may be named so.
     pub fn with_test_names(mut self, names: &[String]) -> Rules {
-        for place in &self.test_places {
-            for n in names {
-                let f = join(place, n);
-                if !self.files.iter().any(|(g, _)| *g == f) {
-                    self.files.push((f, TESTS_LAND.into()));
-                }
+        let is_test_module =
+            |n: &str| n.ends_with(".py") && (n.starts_with("test_") || n.ends_with("_test.py"));
+        let at: Vec<(String, &String)> = self
+            .test_places
+            .iter()
+            .flat_map(|p| names.iter().map(move |n| (p.clone(), n)))
+            .chain(
+                self.working
+                    .iter()
+                    .flat_map(|w| names.iter().map(move |n| (w.clone(), n)))
+                    .filter(|(_, n)| is_test_module(n)),
+            )
+            .collect();
+        for (place, n) in at {
+            let f = join(&place, n);
+            if !self.files.iter().any(|(g, _)| *g == f) {
+                self.files.push((f, TESTS_LAND.into()));
             }
         }
         self
@@ -1095,7 +1113,8 @@ mod tests {
         let sh = "cp /tests/test_outputs.py /opt/eval/ && cd /opt/eval\n\
                   [ -f .venv/bin/activate ] && source .venv/bin/activate\n\
                   export LD_LIBRARY_PATH=/opt/native:$LD_LIBRARY_PATH\npytest test_outputs.py";
-        let c = rules_with(sh, "").with_test_names(&["test_outputs.py".into()]);
+        let c =
+            rules_with(sh, "").with_test_names(&["test_outputs.py".into(), "expected.json".into()]);
         assert_toolchain(
             &c,
             &[
@@ -1113,6 +1132,10 @@ mod tests {
             ],
         );
         assert_eq!(c.classify("/opt/eval/answer.txt", false, &[]), Class::Work);
+        // A data file of a test's name: the verifier's where the tests are copied, the agent's
+        // output where test.sh only runs.
+        assert_toolchain(&c, &["/opt/eval/expected.json"]);
+        assert_eq!(c.classify("/app/expected.json", false, &[]), Class::Work);
         assert_eq!(
             c.classify("/opt/eval/pkg/__init__.py", false, &[]),
             Class::Work

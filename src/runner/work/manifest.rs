@@ -461,14 +461,6 @@ pub(crate) mod tests {
         ]);
         let m = Manifest::from_tar(&tar[..], ManifestLimits::default()).unwrap();
         assert_eq!(m.loader_dirs, vec!["/opt/py/lib"]);
-        let rules =
-            super::super::rule::Rules::new(&m, &Default::default(), "/app", "", "/root", &[]);
-        assert!(
-            !rules
-                .classify("/opt/py/lib/libpython3.11.so.1.0", false, &[])
-                .is_work()
-        );
-        assert!(rules.classify("/opt/old/x.so", false, &[]).is_work());
     }
 
     #[test]

@@ -1163,6 +1163,17 @@ mod tests {
     }
 
     #[test]
+    fn the_folders_the_loaders_configuration_names_are_the_toolchain() {
+        let m = Manifest {
+            loader_dirs: vec!["/opt/py/lib".into()],
+            ..Default::default()
+        };
+        let r = Rules::new(&m, &Toolchain::default(), "/app", "", "/root", &[]);
+        assert_toolchain(&r, &["/opt/py/lib/libpython3.11.so.1.0"]);
+        assert!(r.classify("/opt/old/x.so", false, &[]).is_work());
+    }
+
+    #[test]
     fn the_toolchain_is_never_work() {
         let r = rules();
         assert_toolchain(

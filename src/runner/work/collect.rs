@@ -8,16 +8,15 @@
 //! this check that is reached (bytes, files, time) is recorded: the trial is then flagged, never
 //! passed on a partial read.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{Read, Write};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::links::{View, WorkLinks};
 use super::manifest::{FileKind, Manifest, absolute, absolute_escaped, pyc_source, sha256_of};
-use super::rule::{
-    Class, Rules, VERIFIER_ONLY, holds_verifier_folder, parent, shell_quote, within,
-};
+use super::rule::{Class, Rules, holds_verifier_folder, parent, shell_quote};
 use crate::runner::RunnerError;
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -356,102 +355,6 @@ impl<R: Read> Read for TeeReader<'_, R> {
     }
 }
 
-/// Where a link of the work leads, read through the image's links and the work's own, or why it
-/// may not be carried as a link: into a folder only the verifier has (`/tests`,
-/// `/logs/verifier`), the kernel's folders, skillscope's shell, or nowhere (a loop).
-pub fn link_refused(
-    link_path: &str,
-    target: &str,
-    manifest: &Manifest,
-    work_links: &BTreeMap<String, String>,
-) -> Option<String> {
-    let start = if target.starts_with('/') {
-        target.to_string()
-    } else {
-        format!("{}/{target}", parent(link_path))
-    };
-    // Judged both where the agent's folders replace the image's links and where the image's
-    // links stay (a replacing folder that is not carried leaves the image's link in place).
-    let kept: BTreeMap<String, String> = work_links
-        .iter()
-        .filter(|(_, t)| !t.is_empty())
-        .map(|(p, t)| (p.clone(), t.clone()))
-        .collect();
-    for links in [work_links, &kept] {
-        let p = match resolve(&start, manifest, links) {
-            Some(p) => p,
-            None => return Some("in a loop of links".into()),
-        };
-        if VERIFIER_ONLY.iter().any(|d| within(&p, d)) {
-            return Some(format!("into {p}, which only the verifier has"));
-        }
-        if p == "/dev/null" {
-            continue;
-        }
-        if let Some(d) = ["/proc", "/sys", "/dev", STATIC_SHELL_DIR]
-            .iter()
-            .find(|d| within(&p, d))
-        {
-            return Some(format!("into {d}"));
-        }
-    }
-    None
-}
-
-/// The path `path` (absolute) names once every link in it is followed — the work's links
-/// (`work_links`; an empty target where the agent replaced an image's link by a file or
-/// folder) over the image's — with `.` and `..` read as the kernel reads them; `None` in
-/// a loop of links.
-pub fn resolve(
-    path: &str,
-    manifest: &Manifest,
-    work_links: &BTreeMap<String, String>,
-) -> Option<String> {
-    let mut pending: Vec<String> = path
-        .split('/')
-        .rev()
-        .filter(|c| !c.is_empty())
-        .map(str::to_string)
-        .collect();
-    let mut cur: Vec<String> = Vec::new();
-    let mut hops = 0;
-    while let Some(part) = pending.pop() {
-        match part.as_str() {
-            "." => continue,
-            ".." => {
-                cur.pop();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(part);
-        let here = format!("/{}", cur.join("/"));
-        // An empty target: the agent replaced the image's link there (no link any more).
-        let next = match work_links.get(&here) {
-            Some(t) if t.is_empty() => None,
-            Some(t) => Some(t.clone()),
-            None => manifest.get(&here).and_then(|f| f.link.clone()),
-        };
-        if let Some(t) = next {
-            hops += 1;
-            if hops > 40 {
-                return None;
-            }
-            cur.pop();
-            if t.starts_with('/') {
-                cur.clear();
-            }
-            pending.extend(
-                t.split('/')
-                    .rev()
-                    .filter(|c| !c.is_empty())
-                    .map(str::to_string),
-            );
-        }
-    }
-    Some(format!("/{}", cur.join("/")))
-}
-
 /// The image's byte-code files among `entries` that changed though their source's stamp did
 /// not, where the image's byte code was valid for that source (its stamp the source's): the
 /// interpreter never rewrites valid byte code, so the new one was forged. A source is touched
@@ -506,12 +409,16 @@ pub fn sort(
         })
         .map(|e| parent(&e.path).to_string())
         .collect();
-    let mut work_links: BTreeMap<String, String> = entries
+    let mut work_links = WorkLinks::none();
+    for e in entries
         .iter()
         .filter(|e| e.changed && e.kind == FileKind::Link)
         .filter(|e| rules.classify(&e.path, false, &venvs).is_work())
-        .filter_map(|e| Some((e.path.clone(), e.link.clone()?)))
-        .collect();
+    {
+        if let Some(t) = &e.link {
+            work_links.add_made(&e.path, t);
+        }
+    }
     // The image's links the agent replaced by a file or folder are links no more (a link of the
     // work is checked through the agent's folder, as the verifier's kernel will follow it).
     for e in entries
@@ -522,7 +429,7 @@ pub fn sort(
             .get(&e.path)
             .is_some_and(|i| i.kind == FileKind::Link)
         {
-            work_links.insert(e.path.clone(), String::new());
+            work_links.add_replaced(&e.path);
         }
     }
     // The toolchain's folders and those searched first, also where links lead them (a working
@@ -530,12 +437,12 @@ pub fn sort(
     // A link named `bin` (`.venv/bin` made a link to `/opt/x`): the folder it leads to is a
     // `bin` folder.
     let bin_dirs: Vec<String> = work_links
-        .iter()
-        .filter(|(p, t)| !t.is_empty() && p.rsplit('/').next() == Some("bin"))
-        .filter_map(|(p, _)| resolve(p, manifest, &work_links))
+        .iter_made()
+        .filter(|(p, _)| p.rsplit('/').next() == Some("bin"))
+        .filter_map(|(p, _)| work_links.resolve(p, manifest, View::Agent))
         .collect();
     let rules = &rules
-        .through_links(&|p: &str| resolve(p, manifest, &work_links))
+        .through_links(&|p: &str| work_links.resolve(p, manifest, View::Agent))
         .with_bin_dirs(bin_dirs);
     let mut carry = tar::Builder::new(
         tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?,
@@ -639,7 +546,7 @@ pub fn sort(
     // Links last, so no file of the work is written through one.
     for e in links_last {
         let target = e.link.clone().unwrap_or_default();
-        if let Some(why) = link_refused(&e.path, &target, manifest, &work_links) {
+        if let Some(why) = work_links.refused(&e.path, &target, manifest) {
             out.dropped_links.push(DroppedLink {
                 path: e.path.clone(),
                 target,
@@ -752,15 +659,10 @@ pub fn describe(class: &Class) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::super::manifest::tests::tar_of;
+    use super::super::manifest::tests::{manifest_of, tar_of};
     use super::super::manifest::{FileKind as K, ManifestLimits};
     use super::super::rule::{PythonPaths, Toolchain};
     use super::*;
-
-    /// The manifest of an image holding `entries`.
-    fn manifest_of(entries: &[(&str, K, &str)]) -> Manifest {
-        Manifest::from_tar(&tar_of(entries)[..], ManifestLimits::default()).unwrap()
-    }
 
     fn image() -> Manifest {
         let tar = tar_of(&[
@@ -961,38 +863,6 @@ mod tests {
         )
         .unwrap();
         assert!(out.limit.unwrap().contains("MiB"));
-    }
-
-    #[test]
-    fn links_resolve_through_the_image_and_the_work() {
-        let m = image();
-        let none = BTreeMap::new();
-        assert_eq!(link_refused("/app/a", "data.csv", &m, &none), None);
-        assert_eq!(link_refused("/app/a", "/usr/bin/python3", &m, &none), None);
-        assert!(link_refused("/app/a", "../tests/x", &m, &none).is_some());
-        assert!(link_refused("/app/a", "/srv/data/../../tests", &m, &none).is_some());
-        let work = BTreeMap::from([("/app/b".to_string(), "/logs/verifier".to_string())]);
-        assert!(link_refused("/app/a", "b/reward.txt", &m, &work).is_some());
-        let looped = BTreeMap::from([
-            ("/app/x".to_string(), "/app/y".to_string()),
-            ("/app/y".to_string(), "/app/x".to_string()),
-        ]);
-        assert!(link_refused("/app/a", "/app/x/z", &m, &looped).is_some());
-        assert_eq!(link_refused("/app/a", "/dev/null", &m, &none), None);
-        assert!(link_refused("/app/a", "/proc/self/environ", &m, &none).is_some());
-        // The image's link `/opt/p/cur` replaced by the agent's folder: its `..` is the
-        // folder's, as the verifier's kernel reads it when the folder is carried.
-        let deep = manifest_of(&[
-            ("opt/", K::Dir, ""),
-            ("opt/p/", K::Dir, ""),
-            ("opt/p/r/", K::Dir, ""),
-            ("opt/p/r/v1/", K::Dir, ""),
-            ("opt/p/cur", K::Link, "/opt/p/r/v1"),
-        ]);
-        let target = "/opt/p/cur/../../../tests/expected";
-        assert_eq!(link_refused("/app/a", target, &deep, &none), None);
-        let replaced = BTreeMap::from([("/opt/p/cur".to_string(), String::new())]);
-        assert!(link_refused("/app/a", target, &deep, &replaced).is_some());
     }
 
     /// A hard link the image itself had, listed with its file (both looked new: an image
@@ -1252,14 +1122,6 @@ mod tests {
         );
         assert_eq!(class("/tmp/x/out.txt").unwrap(), "work");
         assert!(class("/tmp/r/.gitconfig").unwrap().starts_with("toolchain"));
-        assert_eq!(
-            resolve("/app/a/../b", &m, &BTreeMap::new()),
-            Some("/app/b".into())
-        );
-        assert_eq!(
-            resolve("/srv/data/x", &m, &BTreeMap::new()),
-            Some("/app/x".into())
-        );
     }
 
     /// `/logs` holds the verifier's own `/logs/verifier` (a mount there): a link, a file or a

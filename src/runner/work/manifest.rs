@@ -415,6 +415,11 @@ pub fn console_entry(bytes: Option<&[u8]>) -> Option<String> {
 pub(crate) mod tests {
     use super::*;
 
+    /// The manifest of an image holding `entries` (as [`tar_of`] takes them).
+    pub(crate) fn manifest_of(entries: &[(&str, FileKind, &str)]) -> Manifest {
+        Manifest::from_tar(&tar_of(entries)[..], ManifestLimits::default()).unwrap()
+    }
+
     /// A tar of `entries`: `(name, kind, content or link target)`.
     pub(crate) fn tar_of(entries: &[(&str, FileKind, &str)]) -> Vec<u8> {
         let mut b = tar::Builder::new(Vec::new());

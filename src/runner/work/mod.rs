@@ -10,6 +10,7 @@
 //! evidence (`agent/tamper.json`).
 
 pub mod collect;
+pub mod links;
 pub mod manifest;
 pub mod paths;
 pub mod rule;
@@ -18,6 +19,7 @@ pub mod test_sh;
 use serde::{Deserialize, Serialize};
 
 pub use collect::{Changed, Collected, DroppedLink, Limits};
+pub use links::WorkLinks;
 pub use manifest::{FileFact, FileKind, Manifest};
 pub use rule::{Class, PythonPaths, Rules, Toolchain};
 

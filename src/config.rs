@@ -404,7 +404,7 @@ impl FileConfig {
     /// know, a value of the wrong type, a value out of bounds — each named with its table, key,
     /// line and column, joined with `; `.
     fn parse(text: &str) -> Result<FileConfig, String> {
-        use crate::skillsbench::task::{Written, syntax_error};
+        use crate::toml_text::{Written, syntax_error};
         let raw: toml::Table = toml::from_str(text).map_err(|e| syntax_error(text, &e))?;
         let written = Written::of(text);
         let mut problems: Vec<String> = Vec::new();

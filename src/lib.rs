@@ -10,7 +10,8 @@ pub mod domain; // a trial's status, outcome, row, key and plan; a run; timestam
 pub mod format; // number formats every output shares: rate, pp, g, CI, undefined
 pub mod fs; // files in folders a container can write: no link followed, reads capped
 pub mod sanitize; // untrusted text made safe for a terminal
-pub mod skillsbench; // tasks, task.toml, SKILL.md, conditions, Dockerfiles, compose, catalog
+pub mod skillsbench;
+pub mod toml_text; // TOML files as written: a key's line and column, syntax errors in one line // tasks, task.toml, SKILL.md, conditions, Dockerfiles, compose, catalog
 // Floor 2: storage and settings.
 pub mod config; // skillscope.toml and run settings
 pub mod console; // the one error line, colour rules, tables fitted to the terminal

@@ -51,6 +51,7 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
                 "trials_seen": report.trials_seen,
                 "imported": report.imported,
                 "already_present": report.already_present,
+                "superseded_attempts": report.superseded_attempts,
                 "broken": report.broken.iter().map(|(p, why)| serde_json::json!({"path": p, "why": why})).collect::<Vec<_>>(),
                 "skipped": report.skipped.iter().map(|(p, why)| serde_json::json!({"path": p, "why": why})).collect::<Vec<_>>(),
                 "missing_trajectory": report.missing_trajectory,
@@ -160,6 +161,12 @@ pub async fn execute(args: ImportArgs) -> Result<()> {
         println!(
             "{} multi-step trial(s) scored by their trial-level reward (Harbor's aggregate over steps)",
             report.multi_step
+        );
+    }
+    if report.superseded_attempts > 0 {
+        println!(
+            "{} earlier attempt(s) of retried trials in skillscope's job folders recorded as superseded (only each trial's latest attempt counts)",
+            report.superseded_attempts
         );
     }
     if report.unknown_condition > 0 {

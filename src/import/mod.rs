@@ -54,6 +54,9 @@ pub struct ImportReport {
     pub imported: usize,
     /// Trials already in the store (re-import).
     pub already_present: usize,
+    /// Earlier attempts of skillscope's own retried trials, recorded as superseded by a later
+    /// attempt of the same trial (they do not count: [`jobs`]'s `attempts`).
+    pub superseded_attempts: usize,
     /// Files skipped, with why.
     pub broken: Vec<(PathBuf, String)>,
     /// Trials imported without a trajectory.

@@ -99,6 +99,26 @@ impl ImportTx<'_> {
         Ok(st.query_row([key], |_| Ok(())).optional()?.is_some())
     }
 
+    /// The stored attempt with import key `key`, when it is one of run `run_id`'s trials:
+    /// (row id, trial index, attempt).
+    ///
+    /// # Errors
+    /// Database errors.
+    pub fn attempt_by_key(
+        &self,
+        run_id: i64,
+        key: &str,
+    ) -> Result<Option<(i64, u32, u32)>, StoreError> {
+        let mut st = self.conn.prepare_cached(
+            "SELECT id, trial_index, attempt FROM trials WHERE import_key = ?1 AND run_id = ?2",
+        )?;
+        Ok(st
+            .query_row(rusqlite::params![key, run_id], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .optional()?)
+    }
+
     /// Every stored import key of `source` (`csv`, `registry`: keys `<source>:…`), in one range
     /// scan of the import-key index.
     ///

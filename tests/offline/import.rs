@@ -1147,3 +1147,133 @@ fn the_noise_floor_is_recomputed_from_the_trial_folders() {
     assert!((x.aa_noise.spread_pp.unwrap() - want.spread_pp.unwrap()).abs() < 1e-9);
     store.writer().stop();
 }
+
+/// skillscope's own job folder holds every attempt of a retried trial (Harbor's holds one
+/// folder per trial). Imported, a retried trial is one trial whose latest attempt counts —
+/// whichever folder is read first, in one import or across two — and the pass rate is the
+/// one recomputed by hand from the job's latest attempts (its `result.json` names them).
+#[test]
+fn retried_trials_of_our_own_jobs_count_once() {
+    use skillscope::harbor::jobdir::{
+        TrialFacts, job_name, trial_name, trial_result, write_json_atomic,
+    };
+    use skillscope::store::{TrialRow, TrialStatus};
+    let run = "r1-oracle-curated-x1";
+    // (task, attempt, outcome, reward): task-a failed on the machine, then passed on a retry;
+    // task-b failed twice, then failed its verdict on a third attempt; task-c ran once.
+    let attempts = [
+        ("task-a", 1, Outcome::RuntimeError, None),
+        ("task-a", 2, Outcome::Pass, Some(1.0)),
+        ("task-b", 1, Outcome::NoReward, None),
+        ("task-b", 2, Outcome::RuntimeError, None),
+        ("task-b", 3, Outcome::Fail, Some(0.0)),
+        ("task-c", 1, Outcome::Pass, Some(1.0)),
+    ];
+    let write = |root: &Path, which: &[usize]| {
+        let job_dir = root.join("jobs").join(job_name(run, "curated"));
+        let facts = TrialFacts {
+            task_path: PathBuf::from("/t/x"),
+            task_checksum: "0".repeat(64),
+            agent_name: "oracle".into(),
+            agent_version: "1".into(),
+            model: None,
+            job_dir: job_dir.clone(),
+            job_id: "j".into(),
+            cpus: None,
+            memory_mb: None,
+            kwargs: BTreeMap::from([("condition".to_string(), serde_json::json!("curated"))]),
+            task_digest: None,
+            task_version: None,
+            skills: Vec::new(),
+        };
+        for &i in which {
+            let (task, attempt, outcome, reward) = attempts[i];
+            let row = TrialRow {
+                task_id: task.into(),
+                condition: "curated".into(),
+                trial_index: 1,
+                attempt,
+                status: TrialStatus::Done,
+                outcome: Some(outcome),
+                reward,
+                rewards: reward.map(|r| serde_json::json!({ "reward": r })),
+                agent: "oracle".into(),
+                trial_name: trial_name(task, run, "curated", 1, attempt),
+                started_at: Some("2026-11-20T09:30:00.000Z".into()),
+                finished_at: Some("2026-11-20T09:31:00.000Z".into()),
+                ..TrialRow::default()
+            };
+            let trial_dir = job_dir.join(&row.trial_name);
+            write_json_atomic(
+                &trial_dir.join("result.json"),
+                &trial_result(&row, &facts, &trial_dir),
+            )
+            .unwrap();
+        }
+    };
+    let current = |store: &Store| {
+        let conn = store.connect().unwrap();
+        let run = queries::find_run(&conn, "retried").unwrap().unwrap();
+        let mut t: Vec<(String, u32, u32, Option<Outcome>)> =
+            queries::current_trials(&conn, run.id)
+                .unwrap()
+                .into_iter()
+                .map(|t| (t.task_id, t.trial_index, t.attempt, t.outcome))
+                .collect();
+        t.sort_by(|a, b| a.0.cmp(&b.0));
+        t
+    };
+    let expected = vec![
+        ("task-a".to_string(), 1, 2, Some(Outcome::Pass)),
+        ("task-b".to_string(), 1, 3, Some(Outcome::Fail)),
+        ("task-c".to_string(), 1, 1, Some(Outcome::Pass)),
+    ];
+    let import_opts = |root: &Path| ImportOptions {
+        run: Some("retried".into()),
+        ..opts(vec![root.join("jobs")])
+    };
+    // One import of the whole folder.
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), &[0, 1, 2, 3, 4, 5]);
+    let store = Store::open(&dir.path().join("r.db")).unwrap();
+    let report = import(&store, &import_opts(dir.path())).unwrap();
+    assert_eq!(report.imported, 6, "{:?}", report.broken);
+    assert_eq!(report.superseded_attempts, 3);
+    assert_eq!(current(&store), expected);
+    // By hand from the raw folders: the latest attempt of each (task, trial index) by its
+    // attempt number in skillscope's names, scored by its reward (none counts 0).
+    let by_hand = {
+        let mut latest: BTreeMap<&str, (u32, f64)> = BTreeMap::new();
+        for (task, attempt, _, reward) in attempts {
+            let e = latest.entry(task).or_insert((0, 0.0));
+            if attempt > e.0 {
+                *e = (attempt, reward.unwrap_or(0.0));
+            }
+        }
+        latest.values().map(|(_, r)| *r).sum::<f64>() / latest.len() as f64
+    };
+    let (rate, tasks) = pass_rate_of(&store, "retried");
+    assert_eq!(tasks, 3);
+    assert!((rate - by_hand).abs() < 1e-12, "{rate} vs {by_hand}");
+    store.writer().stop();
+
+    // Two imports: the later attempts first, then the earlier ones (a job copied while it ran),
+    // and the other way round. Either way one trial per task, its latest attempt current.
+    for (first, then) in [
+        (&[1usize, 4, 5][..], &[0usize, 2, 3][..]),
+        (&[0, 2, 5][..], &[1, 3, 4][..]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("r.db")).unwrap();
+        write(dir.path(), first);
+        import(&store, &import_opts(dir.path())).unwrap();
+        write(dir.path(), then);
+        let again = import(&store, &import_opts(dir.path())).unwrap();
+        assert_eq!(again.imported, 3);
+        assert_eq!(again.already_present, 3);
+        assert_eq!(current(&store), expected, "{first:?} then {then:?}");
+        let (rate, _) = pass_rate_of(&store, "retried");
+        assert!((rate - by_hand).abs() < 1e-12);
+        store.writer().stop();
+    }
+}

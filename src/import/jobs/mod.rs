@@ -49,6 +49,7 @@ pub(super) const MAX_RESULT: u64 = 8 * 1024 * 1024;
 /// Most bytes read from one trajectory.
 pub(super) const MAX_TRAJECTORY: u64 = 64 * 1024 * 1024;
 
+mod attempts;
 mod trial;
 
 use trial::{Parsed, parse_trial};
@@ -154,6 +155,8 @@ struct State {
     tasks: HashSet<(i64, String)>,
     imported: usize,
     present: usize,
+    /// Attempts of skillscope's own trials recorded as superseded by a later attempt.
+    superseded: usize,
     touched: BTreeSet<i64>,
     /// Per job folder: its plan, and per (run, condition) the trials imported per task.
     jobs: HashMap<String, JobTrials>,
@@ -191,29 +194,57 @@ fn write_batch(
                 &[imported_task(catalog, &p.trial.task_id, &p.task_path)],
             )?;
         }
-        let slot = (run.id, p.trial.task_id.clone(), p.trial.condition.clone());
-        let next = match st.next_index.get(&slot) {
-            Some(n) => *n,
+        // Another attempt of the same trial of skillscope's, already recorded (in this import
+        // or an earlier one): this one joins its trial, and only the latest attempt counts.
+        let mut recorded: Vec<(i64, u32, u32)> = Vec::new();
+        if let Some(o) = &p.origin {
+            for (_, key) in &o.siblings {
+                recorded.extend(tx.attempt_by_key(run.id, key)?);
+            }
+        }
+        let trial_index = match recorded.first() {
+            Some((_, index, _)) => *index,
             None => {
-                tx.top_trial_index(run.id, &p.trial.task_id, &p.trial.condition)?
-                    .unwrap_or(0)
-                    + 1
+                let slot = (run.id, p.trial.task_id.clone(), p.trial.condition.clone());
+                let next = match st.next_index.get(&slot) {
+                    Some(n) => *n,
+                    None => {
+                        tx.top_trial_index(run.id, &p.trial.task_id, &p.trial.condition)?
+                            .unwrap_or(0)
+                            + 1
+                    }
+                };
+                st.next_index.insert(slot, next + 1);
+                next
             }
         };
-        st.next_index.insert(slot, next + 1);
         let trial = TrialRow {
             run_id: run.id,
-            trial_index: next,
+            trial_index,
+            attempt: p.origin.as_ref().map_or(p.trial.attempt, |o| o.attempt),
             ..p.trial
         };
         let id = tx.insert_trial(&trial)?;
+        let latest = recorded.iter().map(|r| r.2).max().unwrap_or(0);
+        for (other, _, attempt) in &recorded {
+            if *attempt < trial.attempt {
+                tx.supersede(*other)?;
+                st.superseded += 1;
+            }
+        }
+        if latest > trial.attempt {
+            tx.supersede(id)?;
+            st.superseded += 1;
+        }
         let job = st.jobs.entry(p.job.dir.clone()).or_default();
         job.plan = p.job.plan.clone();
-        *job.seen
-            .entry((run.id, trial.condition.clone()))
-            .or_default()
-            .entry(trial.task_id.clone())
-            .or_default() += 1;
+        if recorded.is_empty() {
+            *job.seen
+                .entry((run.id, trial.condition.clone()))
+                .or_default()
+                .entry(trial.task_id.clone())
+                .or_default() += 1;
+        }
         if !p.skill_uses.is_empty() {
             let rows: Vec<SkillUseRow> = p
                 .skill_uses
@@ -438,6 +469,7 @@ pub(super) fn import_folders(
         let st = state.lock().expect("state");
         report.imported = st.imported;
         report.already_present = st.present;
+        report.superseded_attempts = st.superseded;
         report.runs = st.runs.keys().cloned().collect();
     }
     Ok(loose)

@@ -46,6 +46,8 @@ pub(super) struct ConfigPart {
     pub(super) task: Option<TaskPart>,
     pub(super) trials_dir: Option<String>,
     pub(super) agent: Option<AgentConfigPart>,
+    /// Read loosely: only `kwargs.condition` (skillscope's condition key) is looked at.
+    pub(super) environment: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -153,6 +155,9 @@ pub(super) struct Parsed {
     pub(super) exposure: Option<crate::skillsbench::exposure::SkillExposure>,
     /// The Harbor job folder holding the trial, and what the job planned.
     pub(super) job: JobRef,
+    /// Which attempt of which trial it is, when skillscope wrote the folder
+    /// ([`super::attempts`]); `None` for Harbor's own folders.
+    pub(super) origin: Option<super::attempts::Origin>,
 }
 
 /// Harbor exception type → outcome (the verifier's reward decides when there is none).
@@ -303,6 +308,8 @@ pub(super) fn parse_trial(
         None,
     )
     .map(|c| c.as_str().to_string());
+    let job = job_of(trial_dir, jobs);
+    let origin = skillscope_origin(&r, &trial, job.plan.as_ref().map(|p| p.n_attempts));
     Some(Parsed {
         trial,
         run_name,
@@ -314,8 +321,33 @@ pub(super) fn parse_trial(
         )
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok()),
-        job: job_of(trial_dir, jobs),
+        job,
+        origin,
     })
+}
+
+/// The trial index and attempt of a trial folder skillscope wrote ([`super::attempts`]).
+fn skillscope_origin(
+    r: &ResultFile,
+    trial: &TrialRow,
+    n_trials: Option<u32>,
+) -> Option<super::attempts::Origin> {
+    let config = r.config.as_ref()?;
+    let condition = config
+        .environment
+        .as_ref()?
+        .pointer("/kwargs/condition")?
+        .as_str()?;
+    super::attempts::origin_of(
+        super::attempts::Written {
+            id: r.id.as_deref()?,
+            trials_dir: config.trials_dir.as_deref()?,
+            condition,
+            task: &trial.task_id,
+            trial_name: &trial.trial_name,
+        },
+        n_trials,
+    )
 }
 
 /// Decodes a `result.json`: the result with its task and trial names when it is a trial's. A

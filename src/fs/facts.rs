@@ -11,6 +11,9 @@ use std::path::Path;
 pub struct FileSystem {
     /// Bytes free for an unprivileged writer (`f_bavail × f_frsize`).
     pub free_bytes: u64,
+    /// Its size in bytes (`f_blocks × f_frsize`): 0 for a virtual file system (`/proc`,
+    /// `/sys`), which holds no files of its own — not a full one.
+    pub size_bytes: u64,
     /// Mounted read-only (`ST_RDONLY`).
     pub read_only: bool,
 }
@@ -30,6 +33,7 @@ pub fn file_system(path: &Path) -> Option<FileSystem> {
     }
     Some(FileSystem {
         free_bytes: (st.f_bavail as u64).saturating_mul(st.f_frsize as u64),
+        size_bytes: (st.f_blocks as u64).saturating_mul(st.f_frsize as u64),
         read_only: st.f_flag & libc::ST_RDONLY != 0,
     })
 }

@@ -114,6 +114,13 @@ pub fn open_for_reading(path: &Path) -> Result<Reading, StoreError> {
             path.display()
         )));
     }
+    // An empty file is no database yet: reading it must not make it one.
+    if std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        return Err(StoreError::NotFound(format!(
+            "{} is an empty file, not a skillscope database (start a run first, or pass --db); it was left as it is",
+            path.display()
+        )));
+    }
     // Another program's database is refused before anything opens it for writing or copies it.
     super::refuse_foreign(path)?;
     let Some(why) = why_read_only(path) else {
@@ -301,6 +308,12 @@ pub fn diagnose_open(path: &Path) -> Option<String> {
     if let Some(why) = why_read_only(path) {
         return Some(why);
     }
+    if crate::fs::file_system(&dir).is_some_and(|f| f.size_bytes == 0) {
+        return Some(format!(
+            "the folder {} is on a virtual file system (like /proc or /sys), which cannot hold a database",
+            dir.display()
+        ));
+    }
     if disk_full(&dir) {
         return Some(format!(
             "no space left on the device holding {}",
@@ -332,7 +345,7 @@ fn mounted_read_only(path: &Path) -> bool {
 }
 
 fn disk_full(dir: &Path) -> bool {
-    crate::fs::file_system(dir).is_some_and(|f| f.free_bytes == 0)
+    crate::fs::file_system(dir).is_some_and(|f| f.free_bytes == 0 && f.size_bytes > 0)
 }
 
 /// Escapes a path for an SQLite `file:` URI (`%`, `?` and `#` would end or change it).
@@ -358,6 +371,20 @@ mod tests {
         assert!(latest_version() > 0);
     }
 
+    /// `status` on an empty file (a typo'd `--db`, a `touch`ed name) says so and leaves the
+    /// file empty: reading never turns it into a database.
+    #[test]
+    fn an_empty_file_is_not_read_as_a_store() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("empty.db");
+        std::fs::write(&db, b"").unwrap();
+        let e = open_for_reading(&db).err().expect("refused");
+        assert!(matches!(e, StoreError::NotFound(_)), "{e}");
+        assert!(e.to_string().contains("is an empty file"), "{e}");
+        assert_eq!(std::fs::metadata(&db).unwrap().len(), 0);
+        assert!(!dir.path().join("empty.db-wal").exists());
+    }
+
     #[test]
     fn uri_paths_are_escaped() {
         assert_eq!(uri_escape("/a b/x?y#z%"), "/a b/x%3fy%23z%25");
@@ -373,5 +400,9 @@ mod tests {
         );
         assert!(diagnose_open(dir.path()).unwrap().contains("is a folder"));
         assert_eq!(diagnose_open(&dir.path().join("x.db")), None);
+        // `/proc` has no free bytes because it has no bytes at all: not a full disk.
+        let proc = diagnose_open(Path::new("/proc/x.db")).unwrap();
+        assert!(proc.contains("virtual file system"), "{proc}");
+        assert!(!disk_full(Path::new("/proc")));
     }
 }

@@ -131,7 +131,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     pub trials: u32,
     /// Agent (harness): oracle, nop, claude-code, codex or gemini-cli.
-    #[arg(long, default_value = "oracle")]
+    #[arg(long, default_value = "oracle",
+          value_parser = clap::builder::PossibleValuesParser::new(crate::runner::agents::AGENT_NAMES))]
     pub agent: String,
     /// Model name, for agents that use one.
     #[arg(long)]

@@ -71,6 +71,11 @@ fn zero_trials_or_concurrency_is_a_usage_error_like_text() {
             "--concurrency",
         );
     }
+    // An agent that does not exist is a wrong command line too (it exited 1).
+    usage(
+        &["run", "--headless", "--tasks", tasks, "--agent", "nope"],
+        "--agent",
+    );
     left_nothing(dir.path());
     // The settings file's 0 is bad input, not a command line: one error line, exit 1.
     std::fs::write(dir.path().join("s.toml"), "[run]\nconcurrency = 0\n").unwrap();

@@ -267,6 +267,9 @@ fn trajectory_of(agent: &dyn Agent, steps: Vec<Step>) -> Trajectory {
     }
 }
 
+/// Every agent's name, as `run --agent` takes it (the command line refuses others: exit 2).
+pub const AGENT_NAMES: &[&str] = &["oracle", "nop", "claude-code", "codex", "gemini-cli"];
+
 /// Looks an agent up by name: `oracle`, `nop`, or a harness (`claude-code`, `codex`,
 /// `gemini-cli`; see [`harness`]) at the versions pinned in `harness`.
 ///
@@ -285,10 +288,11 @@ pub fn agent_by_name(
         "oracle" => Ok(Arc::new(OracleAgent)),
         "nop" => Ok(Arc::new(NopAgent)),
         other => Err(RunnerError::Task(format!(
-            "unknown agent {other:?}{} (available: oracle, nop, claude-code, codex, gemini-cli)",
+            "unknown agent {other:?}{} (available: {})",
             model
                 .map(|m| format!(" with model {m}"))
-                .unwrap_or_default()
+                .unwrap_or_default(),
+            AGENT_NAMES.join(", ")
         ))),
     }
 }

@@ -146,6 +146,10 @@ pub struct App {
     /// True when the same command resumes a stopped run; false for a dry run, which the next
     /// one replaces (the stop dialog says which).
     pub resumable: bool,
+    /// The engine goes on working once every trial shown has its verdict (an experiment:
+    /// learning, export, the next round), and ends by itself: `q` then stops it, after asking —
+    /// it never "finishes" it.
+    pub works_past_its_trials: bool,
     /// The event log pane.
     pub events: EventsState,
     /// Where the last frame drew what a click can hit.
@@ -179,6 +183,7 @@ impl App {
             help_scroll: 0,
             mouse: true,
             resumable: true,
+            works_past_its_trials: false,
             events: EventsState::default(),
             hits: Hits::default(),
         }
@@ -431,7 +436,10 @@ impl App {
             // The engine has ended: nothing to stop.
             Mode::Run if self.ended.is_some() => vec![Effect::Quit],
             Mode::Run if self.stopping => Vec::new(),
-            Mode::Run if self.progress.running + self.progress.queued > 0 => {
+            Mode::Run
+                if self.works_past_its_trials
+                    || self.progress.running + self.progress.queued > 0 =>
+            {
                 self.popup = Some(Popup::Confirm(Confirm::StopRun));
                 Vec::new()
             }

@@ -127,6 +127,8 @@ pub async fn open<T, E>(
     );
     app.mouse = d.mouse;
     app.resumable = d.resumable;
+    // An engine that ends by itself (an experiment) still works once its trials have verdicts.
+    app.works_past_its_trials = engine.as_ref().is_some_and(|e| e.finish.is_none());
     run(app, worker, engine, hangup).await
 }
 

@@ -873,3 +873,37 @@ fn tab_reaches_every_pane() {
     a.on_key(key(KeyCode::Esc));
     assert_eq!(a.pane, Pane::Grid);
 }
+
+/// The dashboard's footer at 120 columns.
+fn footer_of(app: &mut App) -> String {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 40)).unwrap();
+    t.draw(|f| skillscope::tui::views::draw(f, app)).unwrap();
+    t.backend().to_string()
+}
+
+/// Every trial has its verdict: `q` finishes a run (its engine stays up only for retries from
+/// the dashboard) and the footer says so; an experiment's engine is still at work then
+/// (learning, export, the next round), so its footer says `q` stops it, and `q` asks first.
+#[test]
+fn q_finishes_a_run_but_asks_before_stopping_an_experiment() {
+    let q = key(KeyCode::Char('q'));
+    let all_judged = |a: &mut App| {
+        a.progress.running = 0;
+        a.progress.queued = 0;
+    };
+    let mut r = app(Mode::Run);
+    all_judged(&mut r);
+    assert!(footer_of(&mut r).contains("finish the run"));
+    assert_eq!(r.on_key(q), vec![Effect::FinishRun]);
+    let mut e = app(Mode::Run);
+    e.works_past_its_trials = true;
+    all_judged(&mut e);
+    let footer = footer_of(&mut e);
+    assert!(
+        footer.contains("stop the run") && !footer.contains("finish the run"),
+        "{footer}"
+    );
+    assert!(e.on_key(q).is_empty());
+    assert_eq!(e.popup, Some(Popup::Confirm(Confirm::StopRun)));
+    assert_eq!(e.on_key(key(KeyCode::Char('y'))), vec![Effect::StopRun]);
+}

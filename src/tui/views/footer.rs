@@ -127,7 +127,8 @@ fn hint_line(app: &App, width: usize) -> Line<'static> {
         let p = &app.progress;
         all[i].1 = if app.ended.is_some() {
             "close"
-        } else if p.running + p.queued == 0 && app.snapshot.is_some() {
+        } else if p.running + p.queued == 0 && app.snapshot.is_some() && !app.works_past_its_trials
+        {
             "finish the run"
         } else {
             "stop the run"

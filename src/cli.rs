@@ -190,8 +190,9 @@ pub struct RunArgs {
     /// Config file [default: ./skillscope.toml when present].
     #[arg(long, value_name = "TOML")]
     pub config: Option<PathBuf>,
-    /// Copy /logs out through the Docker API even from a local daemon (as for remote hosts)
-    /// instead of bind-mounting the trial's agent/ and verifier/ folders.
+    /// Treat a local Docker daemon as a remote one: copy the agent's read-only files (the
+    /// oracle's solution, a harness kit) into the container instead of mounting them. (/logs is
+    /// always copied out, never mounted.)
     #[arg(long)]
     pub copy_logs: bool,
     /// How long to wait while no Docker host answers before the run stops, seconds [default:

@@ -600,7 +600,8 @@ pub struct RunSettings {
     pub env: Vec<EnvSetting>,
     /// Extra bind mounts.
     pub mounts: Vec<String>,
-    /// Copy trial logs out through the Docker API even from a local daemon.
+    /// Copy the agent's read-only files (the oracle's solution, a harness kit) in even from a
+    /// local daemon, as for a remote one, instead of mounting them (`--copy-logs`).
     pub copy_logs: bool,
     /// Harness versions and provider-failure retries.
     pub harness: HarnessSettings,

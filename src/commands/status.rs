@@ -8,6 +8,20 @@ use crate::cli::StatusArgs;
 use crate::store::learning as lq;
 use crate::store::{Store, queries};
 
+/// Prints one line of status text, wrapped between words to the terminal's width (a line into a
+/// pipe stays whole), so an 80-column terminal never cuts a word.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!(
+            "{}",
+            crate::console::table::paragraph(
+                &format!($($arg)*),
+                crate::console::table::terminal_width()
+            )
+        )
+    };
+}
+
 /// Runs `skillscope status`.
 ///
 /// # Errors
@@ -45,14 +59,14 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         return Ok(());
     }
     if let Some(note) = reading.access.note() {
-        println!("{}", crate::sanitize::text(&note));
+        say!("{}", crate::sanitize::text(&note));
     }
     if statuses.is_empty() {
-        println!("no runs in {}", args.db.db.display());
+        say!("no runs in {}", args.db.db.display());
     }
     let clean = crate::sanitize::one_line;
     for e in lq::list_experiments(conn)? {
-        println!(
+        say!(
             "experiment {} — phase {} (runs {}, {}){}",
             clean(&e.name),
             clean(&e.phase),
@@ -88,7 +102,7 @@ fn print_run(conn: &rusqlite::Connection, s: &RunStatus, notes: &mut Vec<String>
                 .map_or_else(|| clean(key), |c| c.label.clone())
         };
         for l in crate::report::model::sequential::lines(rec, &label) {
-            println!("sequential {l}");
+            say!("sequential {l}");
         }
     }
     for n in super::shared::table::condition_notes(&results) {
@@ -97,14 +111,14 @@ fn print_run(conn: &rusqlite::Connection, s: &RunStatus, notes: &mut Vec<String>
         }
     }
     if let Some(line) = money_line(s) {
-        println!("{line}");
+        say!("{line}");
     }
     for f in &s.skill_flags {
-        println!("SKILLS WHERE NONE BELONG — {}", crate::sanitize::text(f));
+        say!("SKILLS WHERE NONE BELONG — {}", crate::sanitize::text(f));
     }
     if !s.liveness.is_stale() {
         for (trial, phase, since) in &s.running {
-            println!(
+            say!(
                 "running now: {} — {phase}{}",
                 crate::sanitize::one_line(trial),
                 since
@@ -115,20 +129,20 @@ fn print_run(conn: &rusqlite::Connection, s: &RunStatus, notes: &mut Vec<String>
         }
     }
     for line in flag_lines(s) {
-        println!("{line}");
+        say!("{line}");
     }
     for (trial, since) in &s.stalled {
-        println!(
+        say!(
             "stalled since {}: {} (no agent output; it keeps running)",
             clean(since),
             clean(trial)
         );
     }
     if s.pending_commands > 0 {
-        println!("{} operator command(s) pending", s.pending_commands);
+        say!("{} operator command(s) pending", s.pending_commands);
     }
     for line in space_lines(s) {
-        println!("{line}");
+        say!("{line}");
     }
     println!();
     Ok(())
@@ -154,7 +168,7 @@ fn print_header(s: &RunStatus) {
             crate::format::count(s.n_tasks, "task", "tasks")
         )
     };
-    println!(
+    say!(
         "run {} — {} · agent {}{} · {design} · created {}",
         clean(&r.name),
         engine_line(r, &s.liveness),
@@ -166,7 +180,7 @@ fn print_header(s: &RunStatus) {
         clean(&r.created_at)
     );
     if let Some(pin) = &r.task_set {
-        println!(
+        say!(
             "task set {} ({}, {} digests): {} of {} pinned task(s) matched{}",
             crate::sanitize::text(&pin.label()),
             crate::sanitize::text(&pin.file),
@@ -184,7 +198,7 @@ fn print_header(s: &RunStatus) {
         );
     }
     if let (Some(since), false) = (&r.waiting_since, s.liveness.is_stale()) {
-        println!(
+        say!(
             "waiting for Docker since {since}: {}",
             crate::sanitize::text(r.waiting_reason.as_deref().unwrap_or("no host answers"))
         );
@@ -195,7 +209,7 @@ fn print_header(s: &RunStatus) {
             .iter()
             .filter(|h| h.state != "up" || s.hosts.len() > 1)
         {
-            println!(
+            say!(
                 "docker host {} — {} since {}{} · {}/{} slots busy",
                 clean(&h.host),
                 clean(&h.state),

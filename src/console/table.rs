@@ -132,6 +132,29 @@ pub fn note(text: &str, width: Option<u16>) -> String {
     legend_lines(head, &words, " ", chars(head) + room).join("\n")
 }
 
+/// One line of text (a run's header, a flag, a learning space's state) wrapped at spaces to
+/// `width` (a terminal's: [`terminal_width`]; `None`, into a pipe: one line as it is), the lines
+/// after the first indented by two spaces. A word longer than the room stays whole.
+pub fn paragraph(text: &str, width: Option<u16>) -> String {
+    let Some(width) = width.map(usize::from) else {
+        return text.to_string();
+    };
+    let words: Vec<String> = text.split(' ').map(str::to_string).collect();
+    let mut lines = vec![String::new()];
+    for (i, word) in words.iter().enumerate() {
+        let line = lines.last_mut().expect("one line");
+        if i > 0 && chars(line) + 1 + chars(word) > width.max(20) {
+            lines.push(format!("  {word}"));
+        } else {
+            if i > 0 {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines.join("\n")
+}
+
 fn chars(s: &str) -> usize {
     s.chars().count()
 }
@@ -370,6 +393,24 @@ fn build(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_paragraph_wraps_between_words_with_a_hanging_indent() {
+        let text = "run examples-oracle-x5 — finished · agent oracle · 5 tasks × 5 trials · created 2026-12-06T23:52:31.241Z";
+        assert_eq!(paragraph(text, None), text);
+        let w = paragraph(text, Some(80));
+        let lines: Vec<&str> = w.lines().collect();
+        assert_eq!(lines.len(), 2, "{w}");
+        assert!(lines.iter().all(|l| l.chars().count() <= 80), "{w}");
+        assert_eq!(lines[1], "  2026-12-06T23:52:31.241Z");
+        assert_eq!(w.replace("\n  ", " "), text);
+        // A word longer than the room stays whole.
+        let long = format!("a {}", "x".repeat(30));
+        assert_eq!(
+            paragraph(&long, Some(20)),
+            format!("a\n  {}", "x".repeat(30))
+        );
+    }
     use super::*;
 
     /// A note wraps at word boundaries under its explanation on a terminal, and stays one line

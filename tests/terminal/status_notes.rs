@@ -1,5 +1,6 @@
 //! `status` in a real 80×24 terminal: the notes under its table wrap between words, under their
-//! explanation, instead of being cut by the terminal mid-word (`pro`/`vider`).
+//! explanation, instead of being cut by the terminal mid-word (`pro`/`vider`), and so do the
+//! lines above it (a run's header).
 
 use std::time::Duration;
 
@@ -48,4 +49,16 @@ fn status_notes_wrap_between_words_at_80_columns() {
     for l in &lines {
         assert!(l.chars().count() <= 80, "{l:?}");
     }
+    // The run's header, longer than 80 columns, wraps between words too (its start may have
+    // scrolled off the 24 rows): its last line, indented under the run, holds its time whole.
+    let created = lines
+        .iter()
+        .find(|l| l.contains("created 20"))
+        .unwrap_or_else(|| panic!("no header:\n{screen}"));
+    let time = created.trim_end().rsplit(' ').next().unwrap();
+    assert!(created.starts_with("  "), "{screen}");
+    assert!(
+        time.len() == 24 && time.ends_with('Z'),
+        "{time:?} in {screen}"
+    );
 }

@@ -92,7 +92,7 @@ pub fn execute(args: PlanArgs) -> Result<()> {
         );
         return Ok(());
     }
-    crate::outln!(
+    crate::sayln!(
         "plan of experiment {} — {} trial(s) per task and condition, {} slot(s)",
         plan.name(),
         plan.trials,
@@ -102,22 +102,22 @@ pub fn execute(args: PlanArgs) -> Result<()> {
         crate::outln!("{line}");
     }
     let Some(spec) = spec else {
-        crate::outln!(
+        crate::sayln!(
             "no sequential design (the plan has no [sequential] stages): every planned trial runs"
         );
         return Ok(());
     };
     if !early_stop {
-        crate::outln!(
+        crate::sayln!(
             "early stopping off (--no-early-stop or early_stop = false): the design's looks are recorded, every planned trial runs"
         );
         return Ok(());
     }
-    crate::outln!(
+    crate::sayln!(
         "sequential design, fixed when the experiment is created: {}",
         spec_text(&spec)
     );
-    crate::outln!(
+    crate::sayln!(
         "per comparison (bounds in large samples; Δ at the planned variance; a look applies the sign-flip bound of its data):"
     );
     for ((h, d), p) in designs
@@ -125,7 +125,7 @@ pub fn execute(args: PlanArgs) -> Result<()> {
         .zip(f.power.iter().filter(|p| p.unit == "pp"))
     {
         for line in design_lines(h, d, p.n_tasks, p.trials) {
-            crate::outln!("{line}");
+            crate::sayln!("{line}");
         }
     }
     Ok(())

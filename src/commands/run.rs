@@ -353,7 +353,7 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
         ),
         None => "stopped; re-run the same command to resume".to_string(),
     };
-    crate::outln!(
+    crate::sayln!(
         "run {} — {} ({}, agent {}{})",
         outcome.run.name,
         state,
@@ -389,7 +389,7 @@ fn print_summary(store: &Store, outcome: &RunOutcome) -> Result<()> {
                 .map(|p| format!("{}/", p.display()))
         })
         .unwrap_or_else(|| outcome.run.jobs_dir.clone());
-    crate::outln!(
+    crate::sayln!(
         "database {} · trial folders in {jobs}",
         store.path().display()
     );

@@ -8,20 +8,6 @@ use crate::cli::StatusArgs;
 use crate::store::learning as lq;
 use crate::store::{Store, queries};
 
-/// Prints one line of status text, wrapped between words to the terminal's width (a line into a
-/// pipe stays whole), so an 80-column terminal never cuts a word.
-macro_rules! say {
-    ($($arg:tt)*) => {
-        println!(
-            "{}",
-            crate::console::table::paragraph(
-                &format!($($arg)*),
-                crate::console::table::terminal_width()
-            )
-        )
-    };
-}
-
 /// Runs `skillscope status`.
 ///
 /// # Errors
@@ -59,14 +45,14 @@ pub fn execute(args: StatusArgs) -> Result<()> {
         return Ok(());
     }
     if let Some(note) = reading.access.note() {
-        say!("{}", crate::sanitize::text(&note));
+        crate::sayln!("{}", crate::sanitize::text(&note));
     }
     if statuses.is_empty() {
-        say!("no runs in {}", args.db.db.display());
+        crate::sayln!("no runs in {}", args.db.db.display());
     }
     let clean = crate::sanitize::one_line;
     for e in lq::list_experiments(conn)? {
-        say!(
+        crate::sayln!(
             "experiment {} — phase {} (runs {}, {}){}",
             clean(&e.name),
             clean(&e.phase),
@@ -102,7 +88,7 @@ fn print_run(conn: &rusqlite::Connection, s: &RunStatus, notes: &mut Vec<String>
                 .map_or_else(|| clean(key), |c| c.label.clone())
         };
         for l in crate::report::model::sequential::lines(rec, &label) {
-            say!("sequential {l}");
+            crate::sayln!("sequential {l}");
         }
     }
     for n in super::shared::table::condition_notes(&results) {
@@ -111,14 +97,14 @@ fn print_run(conn: &rusqlite::Connection, s: &RunStatus, notes: &mut Vec<String>
         }
     }
     if let Some(line) = money_line(s) {
-        say!("{line}");
+        crate::sayln!("{line}");
     }
     for f in &s.skill_flags {
-        say!("SKILLS WHERE NONE BELONG — {}", crate::sanitize::text(f));
+        crate::sayln!("SKILLS WHERE NONE BELONG — {}", crate::sanitize::text(f));
     }
     if !s.liveness.is_stale() {
         for (trial, phase, since) in &s.running {
-            say!(
+            crate::sayln!(
                 "running now: {} — {phase}{}",
                 crate::sanitize::one_line(trial),
                 since
@@ -129,20 +115,20 @@ fn print_run(conn: &rusqlite::Connection, s: &RunStatus, notes: &mut Vec<String>
         }
     }
     for line in flag_lines(s) {
-        say!("{line}");
+        crate::sayln!("{line}");
     }
     for (trial, since) in &s.stalled {
-        say!(
+        crate::sayln!(
             "stalled since {}: {} (no agent output; it keeps running)",
             clean(since),
             clean(trial)
         );
     }
     if s.pending_commands > 0 {
-        say!("{} operator command(s) pending", s.pending_commands);
+        crate::sayln!("{} operator command(s) pending", s.pending_commands);
     }
     for line in space_lines(s) {
-        say!("{line}");
+        crate::sayln!("{line}");
     }
     println!();
     Ok(())
@@ -168,7 +154,7 @@ fn print_header(s: &RunStatus) {
             crate::format::count(s.n_tasks, "task", "tasks")
         )
     };
-    say!(
+    crate::sayln!(
         "run {} — {} · agent {}{} · {design} · created {}",
         clean(&r.name),
         engine_line(r, &s.liveness),
@@ -180,7 +166,7 @@ fn print_header(s: &RunStatus) {
         clean(&r.created_at)
     );
     if let Some(pin) = &r.task_set {
-        say!(
+        crate::sayln!(
             "task set {} ({}, {} digests): {} of {} pinned task(s) matched{}",
             crate::sanitize::text(&pin.label()),
             crate::sanitize::text(&pin.file),
@@ -198,7 +184,7 @@ fn print_header(s: &RunStatus) {
         );
     }
     if let (Some(since), false) = (&r.waiting_since, s.liveness.is_stale()) {
-        say!(
+        crate::sayln!(
             "waiting for Docker since {since}: {}",
             crate::sanitize::text(r.waiting_reason.as_deref().unwrap_or("no host answers"))
         );
@@ -209,7 +195,7 @@ fn print_header(s: &RunStatus) {
             .iter()
             .filter(|h| h.state != "up" || s.hosts.len() > 1)
         {
-            say!(
+            crate::sayln!(
                 "docker host {} — {} since {}{} · {}/{} slots busy",
                 clean(&h.host),
                 clean(&h.state),

@@ -208,6 +208,25 @@ macro_rules! outln {
     }};
 }
 
+/// [`outln!`] for a line of text (not a table): wrapped between words to the terminal's width
+/// with a hanging indent ([`table::paragraph`]), one line as it is into a pipe — so an 80-column
+/// terminal never cuts a word.
+#[macro_export]
+macro_rules! sayln {
+    ($($arg:tt)*) => {{
+        $crate::console::write_line(
+            ::std::io::stdout(),
+            ::std::format_args!(
+                "{}",
+                $crate::console::table::paragraph(
+                    &::std::format!($($arg)*),
+                    $crate::console::table::terminal_width()
+                )
+            ),
+        );
+    }};
+}
+
 /// `eprintln!` that drops what cannot be written (see [`outln!`]).
 #[macro_export]
 macro_rules! errln {

@@ -67,7 +67,8 @@ const TEXT_MIN: usize = 30;
 /// A table fitted to a width (see the module docs): one table, or the several it was split
 /// into, and the abbreviations its headers took. `Display` prints the tables one under the other
 /// and, when there are any, the line `abbreviations: canc = cancelled · …` (wrapped to the width)
-/// under them.
+/// under them; a no-break space in a cell (which kept a quantity whole in the layout) prints as a
+/// plain space.
 pub struct Fitted {
     /// The table, or the tables it was split into (each beginning with the first column).
     pub tables: Vec<Table>,
@@ -82,7 +83,9 @@ impl std::fmt::Display for Fitted {
             if i > 0 {
                 writeln!(f)?;
             }
-            write!(f, "{t}")?;
+            // A no-break space kept a quantity whole while the table was laid out; printed, it
+            // is a plain space (what a reader copies, greps or pipes).
+            write!(f, "{}", t.to_string().replace('\u{a0}', " "))?;
         }
         if !self.abbreviations.is_empty() {
             let width = self.width.map_or(usize::MAX, usize::from);
@@ -134,17 +137,19 @@ pub fn note(text: &str, width: Option<u16>) -> String {
 
 /// One line of text (a run's header, a flag, a learning space's state) wrapped at spaces to
 /// `width` (a terminal's: [`terminal_width`]; `None`, into a pipe: one line as it is), the lines
-/// after the first indented by two spaces. A word longer than the room stays whole.
+/// after the first indented two spaces more than the text's own indent. A word longer than the
+/// room stays whole.
 pub fn paragraph(text: &str, width: Option<u16>) -> String {
     let Some(width) = width.map(usize::from) else {
         return text.to_string();
     };
+    let indent = " ".repeat(chars(text) - chars(text.trim_start_matches(' ')) + 2);
     let words: Vec<String> = text.split(' ').map(str::to_string).collect();
     let mut lines = vec![String::new()];
     for (i, word) in words.iter().enumerate() {
         let line = lines.last_mut().expect("one line");
         if i > 0 && chars(line) + 1 + chars(word) > width.max(20) {
-            lines.push(format!("  {word}"));
+            lines.push(format!("{indent}{word}"));
         } else {
             if i > 0 {
                 line.push(' ');

@@ -8,8 +8,29 @@ use crate::console::table::fit;
 
 use crate::analysis::forecast::{Forecast, duration_interval, usd, usd_interval};
 
+/// A right-aligned cell whose quantities stay whole when its column wraps.
 fn right(s: String) -> Cell {
-    Cell::new(s).set_alignment(CellAlignment::Right)
+    Cell::new(whole_quantities(&s)).set_alignment(CellAlignment::Right)
+}
+
+/// `text` with a no-break space between a number and the unit after it (`68.6 pp`, `15 s`,
+/// `3 min`), so a narrow column wraps between quantities (`20 s` / `(15 s–25 s)`), never inside
+/// one (`20 s (15` / `s–25 s)`).
+fn whole_quantities(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    chars
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| {
+            let number_before = i > 0 && chars[i - 1].is_ascii_digit();
+            let unit_after = chars.get(i + 1).is_some_and(|n| n.is_alphabetic());
+            if c == ' ' && number_before && unit_after {
+                '\u{a0}'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 /// Trials, cost and wall time per condition and in total.
@@ -140,5 +161,42 @@ pub fn print_lines(f: &Forecast) -> Vec<String> {
     }
     out.extend(why_none);
     out.extend(f.notes.iter().map(|n| format!("note: {n}")));
-    out
+    // Lines of text wrap between words on a terminal, as the tables fit it.
+    let width = terminal_width();
+    out.into_iter()
+        .map(|l| {
+            if l.contains('\n') {
+                l
+            } else {
+                crate::console::table::paragraph(&l, width)
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wall-time interval in a narrow column wraps between its quantities, and prints with
+    /// plain spaces.
+    #[test]
+    fn quantities_stay_whole_in_a_narrow_column() {
+        assert_eq!(
+            whole_quantities("20 s (15 s–25 s) · 68.6 pp · 5 × 2"),
+            "20\u{a0}s (15\u{a0}s–25\u{a0}s) · 68.6\u{a0}pp · 5 × 2"
+        );
+        let columns = [Column::new("wall time")];
+        let t = fit(
+            &columns,
+            vec![vec![right("20 s (15 s–25 s)".into())]],
+            Some(14),
+        );
+        let text = t.to_string();
+        assert!(!text.contains('\u{a0}'), "{text}");
+        assert!(
+            text.contains("20 s") && text.contains("(15 s–25 s)"),
+            "{text}"
+        );
+    }
 }

@@ -284,7 +284,10 @@ impl Lines {
     fn say(&mut self, line: String) {
         self.last = std::time::Instant::now();
         if self.tty {
-            self.bar.println(line);
+            // Wrapped between words to the terminal's width, as `status` wraps its lines.
+            let width = crossterm::terminal::size().ok().map(|(w, _)| w);
+            self.bar
+                .println(crate::console::table::paragraph(&line, width));
         } else {
             // Every line of a log says when (once, when all output is stamped already).
             if crate::console::stamping() {

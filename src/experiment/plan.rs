@@ -267,9 +267,11 @@ impl Plan {
     /// # Errors
     /// As [`Plan::load`].
     pub fn parse(text: &str, path: &Path, base: &Path) -> Result<Plan, ConfigError> {
-        let mut plan: Plan = toml::from_str(text).map_err(|e| ConfigError::File {
-            path: path.to_path_buf(),
-            message: e.to_string(),
+        let mut plan: Plan = crate::toml_text::parse_naming_every_key(text).map_err(|message| {
+            ConfigError::File {
+                path: path.to_path_buf(),
+                message,
+            }
         })?;
         let base = std::fs::canonicalize(base).unwrap_or_else(|_| base.to_path_buf());
         // Relative paths are taken from the plan's folder and printed canonical: `../reports`

@@ -174,3 +174,26 @@ fn experiment_help_and_the_readme_name_one_dry_run_folder() {
     );
     left_nothing(dir.path());
 }
+
+/// An experiment plan with several wrong keys names every one of them — its table, key, line
+/// and column — in one error line, not the first alone over several lines of parser art.
+#[test]
+fn a_plan_names_every_wrong_key_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("p.toml"),
+        "trails = 2\nagent = \"oracle\"\n[spaces.a]\nlable = \"LS-A\"\n[acontext]\nbase_url = 3\n",
+    )
+    .unwrap();
+    let err = one_error(&skillscope(dir.path(), &["plan", "p.toml"]));
+    for want in [
+        "p.toml",
+        "`trails` (line 1",
+        "`spaces.a.lable` (line 4",
+        "`acontext.base_url` (line 6",
+    ] {
+        assert!(err.contains(want), "{want:?} in {err}");
+    }
+    std::fs::remove_file(dir.path().join("p.toml")).unwrap();
+    left_nothing(dir.path());
+}

@@ -887,20 +887,37 @@ fn footer_of(app: &mut App) -> String {
 #[test]
 fn q_finishes_a_run_but_asks_before_stopping_an_experiment() {
     let q = key(KeyCode::Char('q'));
+    // Every trial judged, and the engine alive (the fixture's owner process is gone).
     let all_judged = |a: &mut App| {
         a.progress.running = 0;
         a.progress.queued = 0;
+        std::sync::Arc::make_mut(a.snapshot.as_mut().unwrap()).owner_alive = Some(true);
     };
     let mut r = app(Mode::Run);
     all_judged(&mut r);
-    assert!(footer_of(&mut r).contains("finish the run"));
+    let screen = footer_of(&mut r);
+    assert!(screen.contains("finish the run"), "{screen}");
+    assert!(
+        screen.contains("every trial judged · q finishes the run"),
+        "{screen}"
+    );
+    // With a trial cancelled, the title says every trial ended, and how many were cancelled.
+    r.progress.cancelled = 2;
+    let screen = footer_of(&mut r);
+    assert!(
+        screen.contains("every trial ended (2 trials cancelled)"),
+        "{screen}"
+    );
     assert_eq!(r.on_key(q), vec![Effect::FinishRun]);
     let mut e = app(Mode::Run);
     e.works_past_its_trials = true;
     all_judged(&mut e);
     let footer = footer_of(&mut e);
     assert!(
-        footer.contains("stop the run") && !footer.contains("finish the run"),
+        footer.contains("stop the run")
+            && !footer.contains("finish the run")
+            && !footer.contains("q finishes")
+            && footer.contains("every trial judged · r retries"),
         "{footer}"
     );
     assert!(e.on_key(q).is_empty());

@@ -701,7 +701,12 @@ fn state_text(app: &App, s: &Snapshot, liveness: &Liveness) -> String {
             } else {
                 "every trial judged".to_string()
             };
-            format!("{ended} · q finishes the run, r retries")
+            // An experiment's engine goes on (learning, export, the next round): q stops it.
+            if app.works_past_its_trials {
+                format!("{ended} · r retries")
+            } else {
+                format!("{ended} · q finishes the run, r retries")
+            }
         }
         ("running", _, _) if p.running + p.queued == 0 => "running · all trials done".to_string(),
         ("finished", _, _) => match &run.stop_reason {

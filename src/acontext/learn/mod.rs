@@ -137,7 +137,9 @@ pub struct LearnOptions {
     pub status_mode: StatusMode,
     /// Longest wait for one session's learning to finish.
     pub learn_timeout: Duration,
-    /// First and longest pause between learning-status polls.
+    /// First and longest pause between learning-status polls (default 0.5 s doubling to 30 s:
+    /// a session the server learns in a few seconds is seen done within about a second of it,
+    /// for two more GETs per session than a 2 s start).
     pub poll: (Duration, Duration),
     /// How long to keep retrying a step while the server is unreachable or failing (5xx).
     pub server_wait: Duration,
@@ -162,7 +164,7 @@ impl LearnOptions {
             experiment: None,
             status_mode: StatusMode::Auto,
             learn_timeout: Duration::from_secs(30 * 60),
-            poll: (Duration::from_secs(2), Duration::from_secs(30)),
+            poll: (Duration::from_millis(500), Duration::from_secs(30)),
             server_wait: Duration::from_secs(15 * 60),
             max_tries: 3,
             summary_limit: crate::harbor::summary::DEFAULT_LIMIT,

@@ -100,7 +100,7 @@ impl ImportTx<'_> {
     }
 
     /// The stored attempt with import key `key`, when it is one of run `run_id`'s trials:
-    /// (row id, trial index, attempt).
+    /// (row id, trial index, attempt, superseded).
     ///
     /// # Errors
     /// Database errors.
@@ -108,13 +108,14 @@ impl ImportTx<'_> {
         &self,
         run_id: i64,
         key: &str,
-    ) -> Result<Option<(i64, u32, u32)>, StoreError> {
+    ) -> Result<Option<(i64, u32, u32, bool)>, StoreError> {
         let mut st = self.conn.prepare_cached(
-            "SELECT id, trial_index, attempt FROM trials WHERE import_key = ?1 AND run_id = ?2",
+            "SELECT id, trial_index, attempt, superseded FROM trials
+             WHERE import_key = ?1 AND run_id = ?2",
         )?;
         Ok(st
             .query_row(rusqlite::params![key, run_id], |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? != 0))
             })
             .optional()?)
     }

@@ -1266,11 +1266,13 @@ fn retried_trials_of_our_own_jobs_count_once() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("r.db")).unwrap();
         write(dir.path(), first);
-        import(&store, &import_opts(dir.path())).unwrap();
+        let once = import(&store, &import_opts(dir.path())).unwrap();
         write(dir.path(), then);
         let again = import(&store, &import_opts(dir.path())).unwrap();
         assert_eq!(again.imported, 3);
         assert_eq!(again.already_present, 3);
+        // Each earlier attempt is counted superseded once, across both imports.
+        assert_eq!(once.superseded_attempts + again.superseded_attempts, 3);
         assert_eq!(current(&store), expected, "{first:?} then {then:?}");
         let (rate, _) = pass_rate_of(&store, "retried");
         assert!((rate - by_hand).abs() < 1e-12);

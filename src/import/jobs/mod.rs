@@ -196,14 +196,14 @@ fn write_batch(
         }
         // Another attempt of the same trial of skillscope's, already recorded (in this import
         // or an earlier one): this one joins its trial, and only the latest attempt counts.
-        let mut recorded: Vec<(i64, u32, u32)> = Vec::new();
+        let mut recorded: Vec<(i64, u32, u32, bool)> = Vec::new();
         if let Some(o) = &p.origin {
             for (_, key) in &o.siblings {
                 recorded.extend(tx.attempt_by_key(run.id, key)?);
             }
         }
         let trial_index = match recorded.first() {
-            Some((_, index, _)) => *index,
+            Some((_, index, _, _)) => *index,
             None => {
                 let slot = (run.id, p.trial.task_id.clone(), p.trial.condition.clone());
                 let next = match st.next_index.get(&slot) {
@@ -226,8 +226,8 @@ fn write_batch(
         };
         let id = tx.insert_trial(&trial)?;
         let latest = recorded.iter().map(|r| r.2).max().unwrap_or(0);
-        for (other, _, attempt) in &recorded {
-            if *attempt < trial.attempt {
+        for (other, _, attempt, superseded) in &recorded {
+            if *attempt < trial.attempt && !superseded {
                 tx.supersede(*other)?;
                 st.superseded += 1;
             }

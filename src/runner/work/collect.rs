@@ -460,6 +460,18 @@ pub fn sort(
             continue;
         }
         let mut class = rules.classify(&e.path, e.kind == FileKind::Dir, &venvs);
+        // A regular file without a module's suffix (`/app/token`, `/app/code`) is never
+        // imported: it shadows nothing (a link of that name may be a package; a program of a
+        // verifier module's name, `pytest`, stays the verifier's).
+        if let Class::Shadow(m) = &class
+            && e.kind == FileKind::File
+            && e.path.rsplit('/').next().is_some_and(|n| {
+                super::rule::module_name(n, false).is_none() && !rules.verifier_program(n)
+            })
+            && !m.is_empty()
+        {
+            class = Class::Work;
+        }
         if class.is_work()
             && let Some(why) = unplaceable(e, manifest, rules, &carried)
         {
@@ -529,6 +541,17 @@ pub fn sort(
                 let Some((start, len)) = bytes else {
                     continue;
                 };
+                // What is carried is bounded as what is read: hard links to one file read once
+                // would carry its bytes once per name.
+                if out.work_bytes + len > limits.bytes {
+                    out.limit.get_or_insert_with(|| {
+                        format!(
+                            "more than {} MiB of work to carry (a file's bytes once per name)",
+                            limits.bytes >> 20
+                        )
+                    });
+                    continue;
+                }
                 use std::io::Seek;
                 let f = spool.as_file_mut();
                 f.seek(std::io::SeekFrom::Start(start)).map_err(io)?;
@@ -579,6 +602,10 @@ pub fn sort(
             let image_kind = manifest.get(&path).map(|f| f.kind);
             let class = if holds_verifier_folder(&path) {
                 Class::VerifierOnly
+            } else if image_kind == Some(FileKind::Dir) && rules.holds_working_folder(&path) {
+                // `rm -rf /app`: without it the tests could not start, and a failing agent
+                // would leave its trial without a verdict.
+                Class::Toolchain("a folder the verifier runs in stays a folder".into())
             } else {
                 rules.classify(&path, image_kind == Some(FileKind::Dir), &venvs)
             };
@@ -629,7 +656,7 @@ fn unplaceable(
     carried: &HashSet<String>,
 ) -> Option<String> {
     let image_dir = |p: &str| manifest.get(p).is_some_and(|i| i.kind == FileKind::Dir);
-    if matches!(e.kind, FileKind::File | FileKind::Other)
+    if matches!(e.kind, FileKind::File | FileKind::Other | FileKind::Link)
         && image_dir(&e.path)
         && rules.holds_working_folder(&e.path)
     {
@@ -940,6 +967,106 @@ mod tests {
             vec![("app/answer.csv".to_string(), "a,b".to_string())]
         );
         assert_eq!(out.work_files, 1);
+    }
+
+    /// Many names of one file read once (`ln blob /app/h/d1` … ×16, the blob itself kept out
+    /// of the work) would carry its bytes once per name: what is carried is bounded as what is
+    /// read, and the trial flagged past it.
+    #[test]
+    fn hard_links_cannot_carry_more_than_the_bytes_limit() {
+        let m = image();
+        let mut b = tar::Builder::new(Vec::new());
+        let mut h = tar::Header::new_gnu();
+        h.set_mode(0o644);
+        h.set_size(1000);
+        b.append_data(&mut h, "app/blob.pyc", &[7u8; 1000][..])
+            .unwrap();
+        for i in 0..16 {
+            let mut h = tar::Header::new_gnu();
+            h.set_mode(0o644);
+            h.set_entry_type(tar::EntryType::Link);
+            h.set_size(0);
+            b.append_link(&mut h, format!("app/d{i}"), "app/blob.pyc")
+                .unwrap();
+        }
+        let limits = Limits {
+            bytes: 4000,
+            ..Limits::default()
+        };
+        let out = sort(
+            &b.into_inner().unwrap()[..],
+            &BTreeSet::new(),
+            &BTreeSet::new(),
+            &m,
+            &rules(&m),
+            limits,
+        )
+        .unwrap();
+        assert!(out.work_bytes <= 4000, "{}", out.work_bytes);
+        assert_eq!(out.work_files, 4);
+        assert!(out.limit.unwrap().contains("work to carry"));
+    }
+
+    /// `rm -rf /app` (the working folder) or `/app` made a dangling link: the verifier still
+    /// runs in the folder, so a failing agent's trial gets its verdict (it had none); an honest
+    /// agent's files of a standard module's name but no suffix (`/app/token`) are its work.
+    #[test]
+    fn the_working_folder_stays_and_suffixless_files_are_data() {
+        let m = image();
+        let out = sorted(&tar_of(&[]), &["/srv"], &["/"], &m);
+        assert_eq!(
+            class_of(&out, "/app").as_deref(),
+            Some("toolchain: a folder the verifier runs in stays a folder")
+        );
+        assert!(
+            !out.deleted.contains(&"/app".to_string()),
+            "{:?}",
+            out.deleted
+        );
+        let out = sorted(
+            &tar_of(&[("app", K::Link, "/nonexistent/app")]),
+            &[],
+            &[],
+            &m,
+        );
+        assert_eq!(
+            class_of(&out, "/app").as_deref(),
+            Some("toolchain: a folder the verifier runs in stays a folder")
+        );
+        // `token` is a standard module here.
+        let t = Toolchain {
+            path: vec!["/usr/bin".into()],
+            python: vec![PythonPaths {
+                interpreter: "/usr/bin/python3".into(),
+                toolchain: vec!["/usr/lib/python3".into()],
+                project: vec![],
+                modules: ["pytest", "token"].into_iter().map(String::from).collect(),
+            }],
+            user: "root".into(),
+        };
+        let r = Rules::new(&m, &t, "/app", "", "/root", &[]);
+        let out = sort(
+            &tar_of(&[
+                ("app/token", K::File, "abc"),
+                ("app/token.py", K::File, "x = 1"),
+                ("app/pytest", K::File, "#!/bin/sh"),
+            ])[..],
+            &BTreeSet::new(),
+            &BTreeSet::new(),
+            &m,
+            &r,
+            Limits::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            class_of(&out, "/app/token.py").as_deref(),
+            Some("shadows the toolchain's module token")
+        );
+        assert_eq!(class_of(&out, "/app/token").as_deref(), Some("work"));
+        assert_eq!(
+            class_of(&out, "/app/pytest").as_deref(),
+            Some("shadows the toolchain's module pytest")
+        );
     }
 
     #[test]

@@ -46,9 +46,9 @@ use super::manifest::Manifest;
 use super::paths::join;
 pub use super::paths::{parent, within};
 use super::test_sh::{
-    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, loader_searches_working, pip_requirements,
-    relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
-    working_dirs,
+    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, installed_modules,
+    loader_searches_working, pip_requirements, pytest_arguments, relative_search_dirs, runs_uv,
+    search_dirs, sourced_files, sys_path_dirs, test_copies, working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -144,6 +144,21 @@ pub const OPTIONAL_MODULES: &[&str] = &[
     "argcomplete",
     "exceptiongroup",
     "tomli",
+];
+
+/// Modules that are the verifier's wherever the agent writes them (dotted: every package on the
+/// way counts): the test runner itself and what it imports first (`pytest`, `_pytest`,
+/// `pluggy`, `iniconfig`), and `org.python.core`, which `copy` imports when it exists. A folder
+/// the verifier's Python searches is not always one `test.sh` names as written (`cd ~user`,
+/// `PYTHONPATH="$SRC:…"`, a `.pth` line naming a folder the image lacks, `su -`): a module of
+/// these names is never carried, and flagged, wherever it stands in the work. The names `test.sh`
+/// installs ([`installed_modules`]) join them.
+pub const VERIFIER_MODULES: &[&str] = &[
+    "pytest",
+    "_pytest",
+    "pluggy",
+    "iniconfig",
+    "org.python.core",
 ];
 
 /// Endings of a distribution's metadata folders, which `importlib.metadata` reads from every
@@ -388,6 +403,11 @@ pub struct Rules {
     /// namespace packages (whose portions merge, first on `sys.path` first) and
     /// [`OPTIONAL_MODULES`] (absent from the image: any portion is taken).
     portions: BTreeSet<String>,
+    /// Modules that are the verifier's wherever they stand ([`VERIFIER_MODULES`] and those
+    /// `test.sh` installs), dotted.
+    anywhere: Vec<String>,
+    /// The programs `test.sh` runs by name ([`command_names`]).
+    commands: BTreeSet<String>,
     /// Skill folders.
     skills: Vec<String>,
     /// The image user's home folder.
@@ -449,6 +469,25 @@ pub fn module_name(name: &str, is_dir: bool) -> Option<&str> {
     None
 }
 
+/// True when the file `path` is a module of `dotted` or of a package on its way, wherever it
+/// stands: for `org.python.core`, `…/org.py`, `…/org/__init__.py`, `…/org/python.py`,
+/// `…/org/python/__init__.py`, `…/org/python/core.py`, `…/org/python/core/__init__.py` (and
+/// their byte code and extension modules).
+pub fn names_module(path: &str, dotted: &str) -> bool {
+    let comps: Vec<&str> = path.split('/').filter(|c| !c.is_empty()).collect();
+    let Some((last, dirs)) = comps.split_last() else {
+        return false;
+    };
+    let Some(file) = module_name(last, false) else {
+        return false;
+    };
+    let parts: Vec<&str> = dotted.split('.').collect();
+    (1..=parts.len()).any(|k| {
+        (file == parts[k - 1] && dirs.ends_with(&parts[..k - 1]))
+            || (file == "__init__" && dirs.ends_with(&parts[..k]))
+    })
+}
+
 impl Rules {
     /// The rule of a trial on this image: `manifest` and `toolchain` (the image's), the
     /// verifier's working folder `workdir`, what `test_sh` sources and puts on search paths, the
@@ -461,6 +500,7 @@ impl Rules {
         home: &str,
         skills: &[String],
     ) -> Rules {
+        let test_sh = &as_read(test_sh);
         let mut trees: Vec<(String, String)> = SYSTEM_TREES
             .iter()
             .map(|d| (d.to_string(), "a system folder".to_string()))
@@ -596,6 +636,19 @@ impl Rules {
                 }
             }
         }
+        // The configuration pytest is told to read (`-c /app/pytest.ini`): its `addopts` would
+        // load what the agent names.
+        let (pytest_configs, pytest_plugins) = pytest_arguments(test_sh);
+        for f in pytest_configs {
+            let at: Vec<String> = if f.starts_with('/') {
+                vec![f]
+            } else {
+                working.iter().map(|w| join(w, &f)).collect()
+            };
+            for f in at {
+                files.push((f, PYTEST_READS.into()));
+            }
+        }
         for f in pip_requirements(test_sh) {
             let at: Vec<String> = if f.starts_with('/') {
                 at_and_from(&f)
@@ -624,6 +677,13 @@ impl Rules {
             linked_homes: Vec::new(),
             modules,
             portions,
+            anywhere: VERIFIER_MODULES
+                .iter()
+                .map(|m| m.to_string())
+                .chain(installed_modules(test_sh))
+                .chain(pytest_plugins)
+                .collect(),
+            commands: command_names(test_sh),
             skills: skills.to_vec(),
         }
     }
@@ -632,6 +692,7 @@ impl Rules {
     /// environment (`cd $APP_HOME`, `ENV APP_HOME=/opt/project`; `env`: `NAME=value` each)
     /// searched first as well.
     pub fn with_image_env(mut self, env: &[String], test_sh: &str) -> Rules {
+        let test_sh = &as_read(test_sh);
         for (name, value) in env.iter().filter_map(|e| e.split_once('=')) {
             let used =
                 test_sh.contains(&format!("${name}")) || test_sh.contains(&format!("${{{name}}}"));
@@ -779,6 +840,14 @@ impl Rules {
         None
     }
 
+    /// True when a file named `name` is one of the verifier's modules' programs or links
+    /// wherever it stands (`pytest`: [`VERIFIER_MODULES`] and what `test.sh` installs).
+    pub fn verifier_program(&self, name: &str) -> bool {
+        self.anywhere
+            .iter()
+            .any(|m| m.split('.').next() == Some(name))
+    }
+
     /// True when `path` is a folder the verifier's Python runs in or searches first (a working
     /// folder), or holds one.
     pub fn holds_working_folder(&self, path: &str) -> bool {
@@ -848,6 +917,17 @@ impl Rules {
         }
         if let Some(v) = venvs.iter().find(|v| within(path, v)) {
             return Class::Toolchain(format!("{v} is a virtual environment"));
+        }
+        if let Some(m) = self.anywhere.iter().find(|m| {
+            names_module(path, m)
+                // A link (to a package) or a program (`pytest` on a `PATH` folder) of its name.
+                || (!is_dir && m.split('.').next() == Some(name))
+        }) {
+            return Class::Shadow(m.clone());
+        }
+        // A program test.sh runs, in any `bin` folder (one put on `PATH` through a variable).
+        if !is_dir && dir.ends_with("/bin") && self.commands.iter().any(|c| c == name) {
+            return Class::Toolchain(format!("{name} in a bin folder is a program test.sh runs"));
         }
         Class::Work
     }
@@ -928,6 +1008,23 @@ for p in sys.path:
         tool.add(p)
     else:
         project.append(p)
+# A `.pth` line naming a folder the image lacks: `site` adds it once it exists (the agent's).
+for d in list(tool):
+    try:
+        names = [n for n in os.listdir(d) if n.endswith(".pth")]
+    except Exception:
+        names = []
+    for n in names:
+        try:
+            with open(os.path.join(d, n)) as f:
+                for line in f:
+                    line = line.strip()
+                    if line and line[0] != chr(35) and not line.startswith(("import ", "import\t")):
+                        q = os.path.normpath(os.path.join(d, line))
+                        if not os.path.exists(q):
+                            tool.add(q)
+        except Exception:
+            pass
 mods = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names) | _Miss.names | {n.split(".")[0] for n in sys.modules}
 for d in tool:
     try:
@@ -992,6 +1089,76 @@ pub fn shell_quote(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The second red team's forgeries (2026-12-07), judged where the reader cannot follow
+    /// test.sh (`cd ~root`, `cd ../root`, `PYTHONPATH="$SRC:…"`, `su -`, a `.pth` line naming
+    /// a folder the image lacks): the verifier's own modules are its wherever they stand, what
+    /// test.sh installs joins them, a program test.sh runs is the verifier's in any `bin`
+    /// folder — while an honest project's files of other names stay work.
+    #[test]
+    fn the_verifiers_modules_and_programs_are_its_anywhere() {
+        let r = rules_with(
+            "TOOLS=/opt/x/bin; export PATH=\"$TOOLS:$PATH\"\ncd ~root && mkdir -p /logs/verifier\npython3 -m pip install /tests/answerlib-1.0-py3-none-any.whl pytest-json-ctrf==0.3.5\npytest --ctrf /logs/verifier/ctrf.json /tests/test_outputs.py",
+            "",
+        );
+        for (p, m) in [
+            ("/root/pytest.py", "pytest"),
+            ("/root/src/pytest.py", "pytest"),
+            ("/home/u/lib/pytest/__init__.py", "pytest"),
+            ("/srv/x/_pytest/__init__.py", "_pytest"),
+            ("/tmp/pluggy.py", "pluggy"),
+            ("/opt/project-src/org/python/core.py", "org.python.core"),
+            ("/opt/p/org/__init__.py", "org.python.core"),
+            ("/opt/p/org.py", "org.python.core"),
+            ("/app/lib/answerlib/__init__.py", "answerlib"),
+            ("/app/pytest_json_ctrf.py", "pytest_json_ctrf"),
+            // A link to a package, or a program, of a verifier module's name.
+            ("/root/src/pytest", "pytest"),
+        ] {
+            assert_eq!(r.classify(p, false, &[]), Class::Shadow(m.into()), "{p}");
+        }
+        for p in ["/opt/x/bin/mkdir", "/opt/x/bin/pytest"] {
+            assert!(
+                matches!(r.classify(p, false, &[]), Class::Toolchain(_)),
+                "{p}"
+            );
+        }
+        for p in [
+            "/app/src/org/example/Main.java",
+            "/app/lib/answers.py",
+            "/app/bin/report",
+            "/app/pytest_notes.txt",
+            "/app/docs/pytest.md",
+        ] {
+            assert_eq!(r.classify(p, false, &[]), Class::Work, "{p}");
+        }
+        assert_eq!(r.classify("/app/lib/pytest", true, &[]), Class::Work);
+        // The configuration pytest is told to read, and the plugins it is told to load.
+        let c = rules_with(
+            "cd /app\npytest -c pytest.ini --config-file=/opt/cfg.toml -p forgeplug -p no:cacheprovider /tests",
+            "",
+        );
+        for p in ["/app/pytest.ini", "/opt/cfg.toml"] {
+            assert!(
+                matches!(c.classify(p, false, &[]), Class::Toolchain(_)),
+                "{p}"
+            );
+        }
+        assert_eq!(
+            c.classify("/srv/x/forgeplug.py", false, &[]),
+            Class::Shadow("forgeplug".into())
+        );
+        assert_eq!(
+            c.classify("/srv/x/cacheprovider.py", false, &[]),
+            Class::Work
+        );
+        assert!(names_module(
+            "/a/org/python/core/__init__.py",
+            "org.python.core"
+        ));
+        assert!(!names_module("/a/python/core.py", "org.python.core"));
+        assert!(!names_module("/a/org/core.py", "org.python.core"));
+    }
 
     fn rules() -> Rules {
         rules_with(
@@ -1249,8 +1416,13 @@ mod tests {
             r.classify("/app/sitecustomize.py", false, &[]),
             Class::Shadow("sitecustomize".into())
         );
-        // Elsewhere, and under other names, they are work.
-        assert_eq!(r.classify("/app/sub/pytest.py", false, &[]), Class::Work);
+        // Elsewhere, and under other names, they are work — but the verifier's own modules
+        // (pytest and what it imports first) are its wherever they stand.
+        assert_eq!(r.classify("/app/sub/json.py", false, &[]), Class::Work);
+        assert_eq!(
+            r.classify("/app/sub/pytest.py", false, &[]),
+            Class::Shadow("pytest".into())
+        );
         assert_eq!(r.classify("/app/report.py", false, &[]), Class::Work);
     }
 
@@ -1372,7 +1544,7 @@ python3 -m pytest",
             env.classify("/opt/project/pytest.py", false, &[]),
             Class::Shadow("pytest".into())
         );
-        assert_eq!(env.classify("/var/x/pytest.py", false, &[]), Class::Work);
+        assert_eq!(env.classify("/var/x/json.py", false, &[]), Class::Work);
         let rel = rules_with(
             "cd /app
 PYTHONPATH=src pytest /tests/test_outputs.py",

@@ -181,6 +181,118 @@ fn copies(test_sh: &str) -> Vec<Copy<'_>> {
     out
 }
 
+/// `test_sh` as the reader reads it: comments removed as the shell removes them (a `#` that
+/// starts a word outside quotes: `echo "step #1" && cd /root` keeps its `cd`), and each
+/// variable `test_sh` assigns a literal value exactly once (`VENV=/app/.venv`, `export
+/// TOOLS="/opt/tools/bin"`) read as that value wherever it is used (`$VENV`, `${VENV}`), a
+/// `${NAME:-word}` of a name it never assigns as `word`.
+pub fn as_read(test_sh: &str) -> String {
+    let mut text = String::with_capacity(test_sh.len());
+    for line in test_sh.split_inclusive('\n') {
+        let (mut quote, mut prev) = (None::<char>, ' ');
+        for c in line.chars() {
+            match (quote, c) {
+                (None, '#') if prev.is_whitespace() || ";&|(".contains(prev) => {
+                    if line.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    break;
+                }
+                (None, '\'' | '"') => quote = Some(c),
+                (Some(q), _) if c == q => quote = None,
+                _ => {}
+            }
+            text.push(c);
+            prev = c;
+        }
+    }
+    // Literal assignments, by name: the values seen.
+    let mut values: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for line in text.lines() {
+        for part in line.split([';', '&', '|']) {
+            let mut words = part.split_whitespace();
+            let mut w = words.next().unwrap_or_default();
+            if matches!(w, "export" | "local" | "declare" | "readonly") {
+                w = words.next().unwrap_or_default();
+            }
+            let Some((name, value)) = w.split_once('=') else {
+                continue;
+            };
+            let value = value.trim_matches(['"', '\'']);
+            let literal = !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !value.contains(['$', '`', '(', ' ']);
+            if literal {
+                values
+                    .entry(name.to_string())
+                    .or_default()
+                    .push(value.to_string());
+            } else if !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            {
+                // Assigned from something not literal: never read as one value.
+                values
+                    .entry(name.to_string())
+                    .or_default()
+                    .push(String::from("\0"));
+            }
+        }
+    }
+    let mut out = text;
+    for (name, vals) in &values {
+        if vals.len() != 1 || vals[0] == "\0" {
+            continue;
+        }
+        let v = &vals[0];
+        out = out.replace(&format!("${{{name}}}"), v);
+        // `$NAME` not followed by more of a name.
+        let pat = format!("${name}");
+        let mut done = String::with_capacity(out.len());
+        let mut rest = out.as_str();
+        while let Some(at) = rest.find(&pat) {
+            let after = &rest[at + pat.len()..];
+            done.push_str(&rest[..at]);
+            if after.starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_') {
+                done.push_str(&pat);
+            } else {
+                done.push_str(v);
+            }
+            rest = after;
+        }
+        done.push_str(rest);
+        out = done;
+    }
+    // `${NAME:-word}` of a name never assigned: its default.
+    let mut done = String::with_capacity(out.len());
+    let mut rest = out.as_str();
+    while let Some(at) = rest.find("${") {
+        done.push_str(&rest[..at]);
+        let body = &rest[at + 2..];
+        match body.find('}') {
+            Some(end) => {
+                let inner = &body[..end];
+                match inner.split_once(":-") {
+                    Some((n, word)) if !values.contains_key(n) && !word.contains('$') => {
+                        done.push_str(word)
+                    }
+                    _ => {
+                        done.push_str("${");
+                        done.push_str(inner);
+                        done.push('}');
+                    }
+                }
+                rest = &body[end + 1..];
+            }
+            None => {
+                done.push_str("${");
+                rest = body;
+            }
+        }
+    }
+    done.push_str(rest);
+    done
+}
+
 /// The lines of `test_sh` with each continued line (`\\` at its end) joined to the next; the
 /// text of each stays `test_sh`'s (a continuation's backslash and line break read as blanks).
 fn logical_lines(test_sh: &str) -> Vec<&str> {
@@ -325,6 +437,176 @@ pub fn pip_requirements(test_sh: &str) -> Vec<String> {
     out
 }
 
+/// The programs `test_sh` runs by name: the first word of each command (after `;`, `&&`, `||`,
+/// `|`, `(`, `` ` ``, `$(`, the shell's keywords, `VAR=value` assignments and the wrappers
+/// `sudo`, `env`, `exec`, `command`, `time`, `nohup`, `xargs`). A name with a `/` is a path, not
+/// looked up on `PATH`.
+pub fn command_names(test_sh: &str) -> std::collections::BTreeSet<String> {
+    const SKIP: &[&str] = &[
+        "if", "then", "else", "elif", "fi", "do", "done", "while", "until", "for", "case", "esac",
+        "!", "{", "}", "time", "sudo", "env", "exec", "command", "nohup", "xargs", "[[", "]]",
+    ];
+    let mut out = std::collections::BTreeSet::new();
+    for line in logical_lines(test_sh) {
+        for segment in line.split(|c: char| ";&|()`".contains(c)) {
+            let segment = segment.trim_start_matches('$');
+            let word = segment
+                .split_whitespace()
+                .map(|w| w.trim_matches(['"', '\'']))
+                .find(|w| !SKIP.contains(w) && !w.contains('=') && !w.starts_with('-'));
+            if let Some(w) = word
+                && !w.is_empty()
+                && !w.contains('/')
+                && !w.contains('$')
+                && w.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c))
+            {
+                out.insert(w.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// What `test_sh`'s pytest commands name on their command line: the configuration files
+/// (`-c FILE`, `--config-file[=]FILE`) and the plugins they load by module name (`-p NAME`,
+/// `-pNAME`; `no:NAME` disables one). Paths as written (a relative one is read from the working
+/// folders).
+pub fn pytest_arguments(test_sh: &str) -> (Vec<String>, Vec<String>) {
+    let (mut configs, mut plugins) = (Vec::new(), Vec::new());
+    for line in logical_lines(test_sh) {
+        if !line.contains("pytest") || line.contains("pip") {
+            continue;
+        }
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || ";&|()".contains(c))
+            .map(|w| w.trim_matches(['"', '\'']))
+            .filter(|w| !w.is_empty())
+            .collect();
+        for (i, w) in words.iter().enumerate() {
+            let next = || words.get(i + 1).map(|n| n.to_string());
+            match *w {
+                "-c" | "--config-file" => configs.extend(next()),
+                "-p" => plugins.extend(next()),
+                _ => {
+                    if let Some(f) = w.strip_prefix("--config-file=") {
+                        configs.push(f.to_string());
+                    } else if let Some(p) = w
+                        .strip_prefix("-p")
+                        .filter(|p| !p.is_empty() && !p.starts_with('-'))
+                    {
+                        plugins.push(p.to_string());
+                    }
+                }
+            }
+        }
+    }
+    configs.retain(|c| !c.contains('$'));
+    plugins.retain(|p| !p.starts_with("no:") && !p.contains('$'));
+    (configs, plugins)
+}
+
+/// The module names of the packages `test_sh` installs — `pip install X`, `uv pip install X`,
+/// `uv add X`, `uv tool install X`, `uvx --with X`, `uv run --with X`, a wheel file's
+/// distribution — lower-cased with `-` and `.` read as `_` (a distribution's usual module
+/// name). Options, requirement files, paths of folders and variables are not names.
+pub fn installed_modules(test_sh: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in logical_lines(test_sh) {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || ";&|()".contains(c))
+            .map(|w| w.trim_matches(['"', '\'']))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            let base = w.rsplit('/').next().unwrap_or(w);
+            // Where the package names start: after `install` / `add`, or each `--with` /
+            // `--from` value.
+            let starts = match base {
+                "install" | "add" => words[..i].iter().any(|p| {
+                    let b = p.rsplit('/').next().unwrap_or(p);
+                    b.starts_with("pip") || b == "uv" || b == "tool"
+                }),
+                _ => false,
+            };
+            if matches!(w, "--with" | "--from" | "-w") {
+                out.extend(words.get(i + 1).and_then(|n| module_of_requirement(n)));
+                i += 2;
+                continue;
+            }
+            if let Some(n) = w
+                .strip_prefix("--with=")
+                .or_else(|| w.strip_prefix("--from="))
+            {
+                out.extend(module_of_requirement(n));
+            }
+            if starts {
+                let mut j = i + 1;
+                while j < words.len() {
+                    let a = words[j];
+                    if matches!(
+                        a,
+                        "-r" | "--requirement"
+                            | "-c"
+                            | "--constraint"
+                            | "-t"
+                            | "--target"
+                            | "--prefix"
+                            | "--root"
+                            | "-i"
+                            | "--index-url"
+                            | "--extra-index-url"
+                            | "-f"
+                            | "--find-links"
+                            | "--python"
+                            | "-p"
+                    ) {
+                        j += 2;
+                        continue;
+                    }
+                    if !a.starts_with('-') {
+                        out.extend(module_of_requirement(a));
+                    }
+                    j += 1;
+                }
+                i = j;
+                continue;
+            }
+            i += 1;
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The module name a requirement (`pytest==8.4.1`, `Pytest-Json-Ctrf[x]>=1`, a wheel
+/// `answerlib-1.0-py3-none-any.whl`) most likely installs; `None` for a path of a folder, a
+/// URL or a variable.
+fn module_of_requirement(req: &str) -> Option<String> {
+    if req.contains('$') || req.contains("://") || req.starts_with('.') {
+        return None;
+    }
+    let name = if req.ends_with(".whl") || req.ends_with(".tar.gz") || req.ends_with(".zip") {
+        req.rsplit('/').next()?.split('-').next()?
+    } else {
+        if req.contains('/') {
+            return None;
+        }
+        req.split(['=', '<', '>', '~', '!', '[', ';', '@', ' '])
+            .next()?
+    };
+    let m: String = name
+        .trim()
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c == '-' || c == '.' { '_' } else { c })
+        .collect();
+    (!m.is_empty() && m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(m)
+}
+
 /// True when `test_sh` runs `uv` or `uvx` (by name or path).
 pub fn runs_uv(test_sh: &str) -> bool {
     test_sh
@@ -335,9 +617,15 @@ pub fn runs_uv(test_sh: &str) -> bool {
 /// `$HOME`, `${HOME}` and a leading `~` of `word` read as `home`.
 fn expand_home(word: &str, home: &str) -> String {
     let w = word.replace("${HOME}", home).replace("$HOME", home);
-    match w.strip_prefix('~') {
-        Some(rest) => format!("{home}{rest}"),
-        None => w,
+    let Some(rest) = w.strip_prefix('~') else {
+        return w;
+    };
+    // `~`, `~/x`: the home; `~user/x`: that user's (`~root` is `/root`).
+    let (user, tail) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    match user {
+        "" => format!("{home}{tail}"),
+        "root" => format!("/root{tail}"),
+        u => format!("/home/{u}{tail}"),
     }
 }
 
@@ -384,7 +672,6 @@ pub fn sourced_files(test_sh: &str, home: &str) -> Vec<String> {
 pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for line in logical_lines(test_sh) {
-        let line = line.split(" #").next().unwrap_or_default();
         for part in line.split([';', '&', '|', '(', ')', '{', '}']) {
             let words: Vec<&str> = part.split_whitespace().filter(|w| *w != "\\").collect();
             // Anywhere in the part, not only first: `bash -c "cd /srv && …"`.
@@ -435,6 +722,51 @@ pub fn sys_path_dirs(python: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+
+    /// The second red team's forms: literal variables, defaults, `~root`, a `#` in quotes.
+    #[test]
+    fn test_sh_is_read_with_its_literal_variables_and_comments_as_the_shell_has_them() {
+        let sh = "VENV=/app/.venv\nexport TOOLS=\"/opt/tools/bin\" # tools\nSRC=/root/src; X=$(pwd)\nX=/b\nsource \"$VENV/bin/activate\"\nexport PATH=\"$TOOLS:$PATH\"\nPYTHONPATH=\"${SRC}:$PYTHONPATH\" pytest\ncd \"${APP_DIR:-/root}\" && echo \"step #1\" && cd /srv # cd /nowhere\ncd $X; echo $#; echo ${#SRC}";
+        let r = as_read(sh);
+        assert!(r.contains("source \"/app/.venv/bin/activate\""), "{r}");
+        assert!(r.contains("export PATH=\"/opt/tools/bin:$PATH\""), "{r}");
+        assert!(r.contains("PYTHONPATH=\"/root/src:$PYTHONPATH\""), "{r}");
+        assert!(
+            r.contains("cd \"/root\" && echo \"step #1\" && cd /srv"),
+            "{r}"
+        );
+        assert!(!r.contains("nowhere") && !r.contains("# tools"), "{r}");
+        // Assigned twice, or from a command: not one value.
+        assert!(r.contains("cd $X;"), "{r}");
+        assert!(r.contains("echo $#") && r.contains("${#SRC}"), "{r}");
+        assert_eq!(
+            sourced_files(&r, "/root"),
+            vec!["/app/.venv/bin/activate".to_string()]
+        );
+        assert_eq!(
+            working_dirs(&r, "/root"),
+            vec!["/root".to_string(), "/srv".to_string()]
+        );
+        assert_eq!(expand_home("~root/x", "/home/u"), "/root/x");
+        assert_eq!(expand_home("~/x", "/home/u"), "/home/u/x");
+        assert_eq!(expand_home("~bob", "/root"), "/home/bob");
+    }
+
+    #[test]
+    fn what_test_sh_installs_and_runs_is_named() {
+        let sh = "curl -LsSf https://astral.sh/uv/install.sh | sh\nsource $HOME/.local/bin/env\npython3 -m pip install --no-cache-dir -q pytest==8.4.1 'Pytest-Json-Ctrf[x]>=0.3' -r /tests/req.txt\nuv pip install --target /opt/t /tests/answerlib-1.0-py3-none-any.whl $EXTRA ./local\nuvx -p 3.11 --with pytest-json-ctrf==0.3.5 --with=numpy pytest --ctrf x\napt-get install -y curl\nif [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; fi";
+        assert_eq!(
+            installed_modules(sh),
+            vec!["answerlib", "numpy", "pytest", "pytest_json_ctrf"]
+        );
+        let cmds = command_names(sh);
+        for c in [
+            "curl", "sh", "source", "python3", "uv", "uvx", "apt-get", "echo", "[",
+        ] {
+            assert_eq!(cmds.contains(c), c != "[", "{c}: {cmds:?}");
+        }
+        assert!(!cmds.contains("if") && !cmds.contains("then") && !cmds.contains("pytest==8.4.1"));
+    }
     use super::*;
 
     #[test]

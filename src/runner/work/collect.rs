@@ -459,19 +459,7 @@ pub fn sort(
         if !e.changed {
             continue;
         }
-        let mut class = rules.classify(&e.path, e.kind == FileKind::Dir, &venvs);
-        // A regular file without a module's suffix (`/app/token`, `/app/code`) is never
-        // imported: it shadows nothing (a link of that name may be a package; a program of a
-        // verifier module's name, `pytest`, stays the verifier's).
-        if let Class::Shadow(m) = &class
-            && e.kind == FileKind::File
-            && e.path.rsplit('/').next().is_some_and(|n| {
-                super::rule::module_name(n, false).is_none() && !rules.verifier_program(n)
-            })
-            && !m.is_empty()
-        {
-            class = Class::Work;
-        }
+        let mut class = rules.classify_entry(&e.path, e.kind, &venvs);
         if class.is_work()
             && let Some(why) = unplaceable(e, manifest, rules, &carried)
         {

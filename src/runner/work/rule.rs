@@ -42,7 +42,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use super::manifest::Manifest;
+use super::manifest::{FileKind, Manifest};
 use super::paths::join;
 pub use super::paths::{parent, within};
 use super::test_sh::{
@@ -799,7 +799,7 @@ impl Rules {
     /// What an entry of a folder the verifier's Python searches before its toolchain is, when
     /// `path` is or lies in one: a module of a toolchain module's name, or a distribution's
     /// metadata.
-    fn on_module_path(&self, path: &str, is_dir: bool) -> Option<Class> {
+    fn on_module_path(&self, path: &str, is_dir: bool, regular: bool) -> Option<Class> {
         let dirs = self.shadow_dirs.iter().map(|d| (d, true));
         for (d, at_start) in dirs.chain(self.test_dirs.iter().map(|d| (d, false))) {
             if path == d || !within(path, d) {
@@ -818,10 +818,12 @@ impl Rules {
             }
             // A folder shadows by its `__init__` (without one it is a namespace portion, which
             // a module or package later on the path wins over).
-            // A link or a file without a suffix counts by its whole name: a link to a package
-            // is one.
+            // A link (or an entry of unknown kind) without a suffix counts by its whole name: a
+            // link to a package is one. A regular file without a module's suffix (`/app/token`)
+            // is never imported.
             let module = match rest.split_once('/') {
                 None if is_dir => None,
+                None if regular => module_name(top, false),
                 None => module_name(top, false).or_else(|| (!top.contains('.')).then_some(top)),
                 Some((_, below)) => {
                     let named = module_name(below.rsplit('/').next().unwrap_or_default(), false);
@@ -840,14 +842,6 @@ impl Rules {
         None
     }
 
-    /// True when a file named `name` is one of the verifier's modules' programs or links
-    /// wherever it stands (`pytest`: [`VERIFIER_MODULES`] and what `test.sh` installs).
-    pub fn verifier_program(&self, name: &str) -> bool {
-        self.anywhere
-            .iter()
-            .any(|m| m.split('.').next() == Some(name))
-    }
-
     /// True when `path` is a folder the verifier's Python runs in or searches first (a working
     /// folder), or holds one.
     pub fn holds_working_folder(&self, path: &str) -> bool {
@@ -858,6 +852,17 @@ impl Rules {
     /// agent's filesystem. `venvs`: virtual environments the agent made (their trees are the
     /// toolchain too).
     pub fn classify(&self, path: &str, is_dir: bool, venvs: &[String]) -> Class {
+        self.classify_as(path, is_dir, false, venvs)
+    }
+
+    /// [`Rules::classify`] of an entry whose kind is known: a regular file without a module's
+    /// suffix shadows no module (a link of that name may be a package; a program of a verifier
+    /// module's name, `pytest`, stays the verifier's).
+    pub fn classify_entry(&self, path: &str, kind: FileKind, venvs: &[String]) -> Class {
+        self.classify_as(path, kind == FileKind::Dir, kind == FileKind::File, venvs)
+    }
+
+    fn classify_as(&self, path: &str, is_dir: bool, regular: bool, venvs: &[String]) -> Class {
         if within(path, AGENT_LOGS) {
             return Class::AgentLogs;
         }
@@ -897,7 +902,7 @@ impl Rules {
         {
             return Class::Toolchain(format!("{entry} is a hidden entry of a home folder"));
         }
-        if let Some(class) = self.on_module_path(path, is_dir) {
+        if let Some(class) = self.on_module_path(path, is_dir, regular) {
             return class;
         }
         for part in path.split('/').filter(|p| !p.is_empty()) {

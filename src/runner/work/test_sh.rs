@@ -207,7 +207,7 @@ pub fn as_read(test_sh: &str) -> String {
         }
     }
     // Literal assignments, by name: the values seen.
-    let mut values: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    let mut values: std::collections::BTreeMap<String, Vec<Option<String>>> = Default::default();
     for line in text.lines() {
         for part in line.split([';', '&', '|']) {
             let mut words = part.split_whitespace();
@@ -218,32 +218,23 @@ pub fn as_read(test_sh: &str) -> String {
             let Some((name, value)) = w.split_once('=') else {
                 continue;
             };
-            let value = value.trim_matches(['"', '\'']);
-            let literal = !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !value.contains(['$', '`', '(', ' ']);
-            if literal {
-                values
-                    .entry(name.to_string())
-                    .or_default()
-                    .push(value.to_string());
-            } else if !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-            {
-                // Assigned from something not literal: never read as one value.
-                values
-                    .entry(name.to_string())
-                    .or_default()
-                    .push(String::from("\0"));
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                continue;
             }
+            // `None`: assigned from something not literal, never read as one value.
+            let value = value.trim_matches(['"', '\'']);
+            let literal = !value.contains(['$', '`', '(', ' ']);
+            values
+                .entry(name.to_string())
+                .or_default()
+                .push(literal.then(|| value.to_string()));
         }
     }
     let mut out = text;
     for (name, vals) in &values {
-        if vals.len() != 1 || vals[0] == "\0" {
+        let [Some(v)] = vals.as_slice() else {
             continue;
-        }
-        let v = &vals[0];
+        };
         out = out.replace(&format!("${{{name}}}"), v);
         // `$NAME` not followed by more of a name.
         let pat = format!("${name}");

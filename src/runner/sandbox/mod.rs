@@ -408,8 +408,10 @@ impl Sandbox {
     /// Runs a script of skillscope's own (static shell, as root) with `stdin` written to it (the
     /// script reads exactly its length through the static `head -c`: no backend needs to close
     /// an exec's stdin), its stdout written raw (no redaction: data, never shown) to `out` up to `cap`
-    /// bytes, the last 2 KiB of its stderr kept; the rest of a longer output is drained and
-    /// dropped.
+    /// bytes, the last 2 KiB of its stderr kept. Past `cap` the exec is ended — every process of
+    /// the environment but its PID 1 ([`Sandbox::kill_all`]: callers run it when nothing else
+    /// runs there) — and `cut` is set: an output without end (a sparse file of 100 GB in a tar)
+    /// holds the slot seconds, not until the caller's time limit.
     ///
     /// # Errors
     /// [`RunnerError::Backend`] when the exec fails or its stream is cut; [`RunnerError::Io`]
@@ -452,7 +454,7 @@ impl Sandbox {
                     Chunk::Stdout(b) if !cut => {
                         if written + b.len() as u64 > cap {
                             cut = true;
-                            continue;
+                            break;
                         }
                         written += b.len() as u64;
                         file.write_all(&b)
@@ -472,6 +474,13 @@ impl Sandbox {
         };
         let ((), read) = tokio::join!(feed, read);
         let (cut, err_tail) = read?;
+        if cut {
+            self.kill_all().await;
+            let _ = tokio::time::timeout(Duration::from_secs(10), async {
+                while output.next().await.is_some() {}
+            })
+            .await;
+        }
         let exit_code = started.exit.code().await?;
         Ok(RawExec {
             cut,
@@ -707,7 +716,88 @@ impl Reaper {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use futures_util::stream;
+    use crate::runner::backend::{ExecExit, ExecStream};
+    use futures_util::stream::{self, BoxStream};
+
+    /// An environment whose one exec writes output without end until PID 1 is asked to end
+    /// every other process.
+    struct Endless {
+        ended: Arc<std::sync::atomic::AtomicBool>,
+    }
+
+    struct Exit;
+
+    #[async_trait::async_trait]
+    impl ExecExit for Exit {
+        async fn code(self: Box<Self>) -> Result<Option<i64>, RunnerError> {
+            Ok(Some(137))
+        }
+    }
+
+    #[async_trait::async_trait]
+    impl Environment for Endless {
+        fn id(&self) -> &str {
+            "endless"
+        }
+        fn name(&self) -> &str {
+            "endless"
+        }
+        async fn spawn(&self, _: &ExecSpec) -> Result<ExecStream, RunnerError> {
+            let ended = self.ended.clone();
+            let output = stream::unfold((), move |()| {
+                let ended = ended.clone();
+                async move {
+                    tokio::task::yield_now().await;
+                    (!ended.load(std::sync::atomic::Ordering::SeqCst)).then(|| {
+                        (
+                            Ok(Chunk::Stdout(bytes::Bytes::from(vec![0u8; 64 << 10]))),
+                            (),
+                        )
+                    })
+                }
+            })
+            .boxed();
+            Ok(ExecStream {
+                output,
+                input: None,
+                exit: Box::new(Exit),
+            })
+        }
+        async fn upload_tar(&self, _: TarBody, _: &str) -> Result<(), RunnerError> {
+            Ok(())
+        }
+        async fn download_tar(
+            &self,
+            _: &str,
+        ) -> Result<BoxStream<'static, Result<bytes::Bytes, RunnerError>>, RunnerError> {
+            Ok(stream::empty().boxed())
+        }
+        async fn remove(&self) {}
+        async fn end_all_from_pid_1(&self) -> Result<bool, RunnerError> {
+            self.ended.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok(true)
+        }
+    }
+
+    /// Past its cap an exec of skillscope's is ended, not drained to its end.
+    #[tokio::test]
+    async fn an_output_past_the_cap_ends_the_exec() {
+        let ended = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sandbox = Sandbox::new(Arc::new(Endless {
+            ended: ended.clone(),
+        }));
+        let out = tempfile::NamedTempFile::new().unwrap();
+        let read = tokio::time::timeout(
+            Duration::from_secs(20),
+            sandbox.exec_raw("tar", None, out.path(), 1 << 20),
+        )
+        .await
+        .expect("ended at the cap, not drained")
+        .unwrap();
+        assert!(read.cut);
+        assert!(ended.load(std::sync::atomic::Ordering::SeqCst));
+        assert!(std::fs::metadata(out.path()).unwrap().len() <= 1 << 20);
+    }
 
     /// A copy whose stream stops feeding without ending is the daemon's fault once the limit
     /// passes; chunks and the stream's end come through as they are.

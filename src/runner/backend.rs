@@ -309,6 +309,15 @@ pub trait TrialSite: Send + Sync {
         false
     }
 
+    /// What the site mounts writable over the image in every environment it starts (a compose
+    /// file's writable bind mounts, each a fresh copy of its host folder per environment), as
+    /// each mount's target and its files (absolute paths at the target). The agent found them
+    /// there and the verifier finds them there again: what the agent changed is measured against
+    /// them as against the image's files. Default: none.
+    fn mounted(&self) -> &[(String, crate::runner::work::Manifest)] {
+        &[]
+    }
+
     /// Removes the site's environments (the last started first), services and networks. Never
     /// fails.
     async fn close(self: Box<Self>);

@@ -103,6 +103,56 @@ async fn compose_and_heredoc_tasks_pass_in_both_conditions_and_leave_nothing() {
     assert_eq!(networks_of_run("harbor-envs").await, 0);
 }
 
+/// A compose task's writable bind of its own folder is copied per trial: the agent's writes reach
+/// the verifier only as carried work (its deletion too), never the task's folder, and a later
+/// trial that does nothing fails where an earlier one passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_writable_bind_of_the_task_folder_is_each_trials_own() {
+    let s = Scratch::new();
+    let tasks = tasks_folder(&["compose-bind"]);
+    let task = tasks.path().join("compose-bind");
+    let mut req = s.request(
+        "bind-honest",
+        &["compose-bind"],
+        vec![Condition::NoSkills],
+        1,
+    );
+    req.tasks_dir = tasks.path().to_path_buf();
+    let out = s.run(req).await;
+    assert!(out.finished);
+    let rows = s.trials(out.run.id);
+    let r = one(&rows, "compose-bind", "no-skills");
+    let dir = PathBuf::from(r.trial_dir.as_deref().unwrap());
+    let stdout = std::fs::read_to_string(dir.join("verifier/test-stdout.txt")).unwrap_or_default();
+    assert_eq!(r.outcome, Some(Outcome::Pass), "{:?}\n{stdout}", r.error);
+    assert!(r.tamper.is_none(), "{:?}", r.tamper);
+    // An agent that does nothing, after one that passed, fails.
+    std::fs::write(task.join("solution/solve.sh"), "#!/bin/sh\ntrue\n").unwrap();
+    let mut req = s.request("bind-idle", &["compose-bind"], vec![Condition::NoSkills], 1);
+    req.tasks_dir = tasks.path().to_path_buf();
+    let out = s.run(req).await;
+    let rows = s.trials(out.run.id);
+    let idle = one(&rows, "compose-bind", "no-skills");
+    assert_eq!(idle.outcome, Some(Outcome::Fail), "{:?}", idle.error);
+    assert_eq!(containers_of_run(&s, "bind-idle").await, 0);
+    let log = std::fs::read_to_string(dir.join("environment/services.log")).unwrap();
+    assert!(log.contains("/app mounted from this trial's copy"), "{log}");
+    assert!(
+        !dir.join("environment/binds").exists(),
+        "the copies are removed"
+    );
+    // The task's folder is as it was.
+    let app = task.join("environment/app");
+    assert!(
+        !app.join("answer.txt").exists(),
+        "the agent wrote into the task's folder"
+    );
+    assert!(
+        app.join("sub/keep.txt").exists(),
+        "the agent deleted in the task's folder"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dockerignore_leaves_a_large_file_and_a_secret_out() {
     require_docker().await;

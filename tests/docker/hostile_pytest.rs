@@ -329,6 +329,19 @@ const CASES: &[Case] = &[
     case("workdir-deleted", Run::PythonM, LeftBehind("/app")),
     case("workdir-dangling-link", Run::PythonM, LeftBehind("/app")),
     case("honest-suffixless-outputs", Run::PythonM, Pass),
+    // Found by a third red team (2026-12-07): a compose file's writable bind of the task's folder
+    // was one folder for the agent, the verifier and every trial.
+    case(
+        "compose-bind-workdir",
+        Run::PythonM,
+        Flagged("module pytest"),
+    ),
+    case(
+        "compose-bind-user-site",
+        Run::Pytest,
+        LeftBehind("/root/.local/lib"),
+    ),
+    case("honest-compose-bind", Run::PythonM, Pass),
     // Agent code run by the environment itself; rewards written before the verifier.
     case("entrypoint-entry-d", Run::Pytest, Flagged("/entry.sh")),
     case("reward-at-start", Run::Pytest, Flagged("/logs/verifier")),
@@ -538,7 +551,7 @@ async fn run_layout(layout: Layout) {
     let names: Vec<&str> = cases.iter().map(|c| c.name).collect();
     let run_name = format!("hostile-pytest-{}", layout.name());
     let mut req = s.request(&run_name, &names, vec![Condition::NoSkills], 1);
-    req.tasks_dir = tasks;
+    req.tasks_dir = tasks.clone();
     req.settings.env =
         vec![EnvSetting::parse(&format!("VERIFIER_TOKEN={VERIFIER_TOKEN}")).unwrap()];
     let t0 = std::time::Instant::now();
@@ -578,6 +591,16 @@ async fn run_layout(layout: Layout) {
                 assert!(!bytes.contains(form), "{form} in {}", e.path().display());
             }
         }
+    }
+    // A writable bind's writes never reach the task's folder.
+    for planted in [
+        "compose-bind-workdir/environment/app/pytest.py",
+        "honest-compose-bind/environment/app/answer.txt",
+    ] {
+        assert!(
+            !tasks.join(planted).exists(),
+            "{planted} in the task's folder"
+        );
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

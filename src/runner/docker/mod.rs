@@ -12,6 +12,7 @@
 //!   skillscope's static shell ([`static_shell`]).
 
 pub mod base_image;
+mod bind_copies;
 mod container;
 mod fault;
 mod host;
@@ -515,6 +516,7 @@ impl Host for DockerPlace {
             services,
             network,
             started: Mutex::default(),
+            verifiers: Default::default(),
         }))
     }
 
@@ -575,6 +577,8 @@ pub struct DockerSite {
     services: services::TrialServices,
     network: Option<network::TrialNetwork>,
     started: Mutex<Vec<DockerContainer>>,
+    /// Verifier environments started so far (each gets fresh copies of writable binds).
+    verifiers: std::sync::atomic::AtomicUsize,
 }
 
 /// A mount as Docker's bind syntax.
@@ -600,6 +604,13 @@ impl TrialSite for DockerSite {
         spec.pids_limit = env.pids_limit;
         spec.hardened = true;
         spec.empty_volumes = env.empty_dirs.clone();
+        if env.role == Some(Role::Verifier) {
+            // The verifier finds the task's folders as they were, never the agent's copy.
+            let n = self
+                .verifiers
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            spec.binds = self.services.verifier_binds(n, &spec.binds).await?;
+        }
         spec.binds.extend(env.mounts.iter().map(bind));
         spec.binds.push(self.shell.clone());
         spec.extra_hosts.extend(env.extra_hosts.iter().cloned());
@@ -631,6 +642,10 @@ impl TrialSite for DockerSite {
     /// services would see two `main`s, so there the verifier starts after the agent.
     fn verifier_may_wait(&self) -> bool {
         self.services.is_empty()
+    }
+
+    fn mounted(&self) -> &[(String, crate::runner::work::Manifest)] {
+        self.services.copies().mounted()
     }
 
     async fn close(self: Box<Self>) {

@@ -26,6 +26,7 @@ use bollard::models::{ContainerStateStatusEnum, HealthConfig, HealthStatusEnum};
 use futures_util::StreamExt;
 use tokio_util::sync::CancellationToken;
 
+use super::bind_copies::{BindCopies, CopyError};
 use super::container::{ContainerCmd, ContainerSpec, DockerContainer};
 use super::docker_error;
 use super::host::DockerHost;
@@ -83,6 +84,8 @@ pub struct TrialServices {
     docker: Option<Docker>,
     containers: Vec<DockerContainer>,
     networks: Vec<String>,
+    /// The trial's copies of the compose file's writable bind folders.
+    copies: BindCopies,
 }
 
 impl TrialServices {
@@ -91,8 +94,36 @@ impl TrialServices {
         self.containers.is_empty() && self.networks.is_empty()
     }
 
-    /// Removes the services (forced) and then the networks; true when every service container is
-    /// gone. Never fails.
+    /// The trial's copies of the compose file's writable bind folders.
+    pub fn copies(&self) -> &BindCopies {
+        &self.copies
+    }
+
+    /// `binds` for a verifier's environment (the `n`th of the trial): each writable bind a fresh
+    /// copy of the task's folder ([`BindCopies::for_verifier`]), made off the async threads.
+    ///
+    /// # Errors
+    /// [`RunnerError`] when a copy cannot be made (a full disk).
+    pub async fn verifier_binds(
+        &self,
+        n: usize,
+        binds: &[String],
+    ) -> Result<Vec<String>, RunnerError> {
+        if self.copies.is_empty() {
+            return Ok(binds.to_vec());
+        }
+        let (copies, binds) = (self.copies.clone(), binds.to_vec());
+        tokio::task::spawn_blocking(move || copies.for_verifier(n, &binds))
+            .await
+            .map_err(|e| RunnerError::Task(e.to_string()))?
+            .map_err(|e| match e {
+                CopyError::Io(p, e) => RunnerError::io(p, e),
+                CopyError::TooLarge(m) => RunnerError::Task(m),
+            })
+    }
+
+    /// Removes the services (forced) and then the networks, and the trial's copies of bind
+    /// folders; true when every service container is gone. Never fails.
     pub async fn remove(&self) -> bool {
         let gone = futures_util::future::join_all(self.containers.iter().map(|c| c.remove_now()))
             .await
@@ -102,6 +133,10 @@ impl TrialServices {
             for n in &self.networks {
                 let _ = docker.remove_network(n).await;
             }
+        }
+        if !self.copies.is_empty() {
+            let copies = self.copies.clone();
+            let _ = tokio::task::spawn_blocking(move || copies.remove()).await;
         }
         gone
     }
@@ -291,6 +326,7 @@ async fn start_plan(
         };
         images.insert(svc.name.clone(), image);
     }
+    let mut binds = bind_lines(input, plan, services, log).await?;
     // Starting and waiting get `[environment] build_timeout_sec` of their own.
     let deadline = Instant::now() + task.build_timeout();
     // Networks.
@@ -326,13 +362,9 @@ async fn start_plan(
     let mut started: HashMap<String, DockerContainer> = HashMap::new();
     for svc in &plan.services {
         wait_for_dependencies(docker, svc, &started, deadline, input.cancel, log).await?;
-        for b in &svc.binds {
-            if let Err(why) = bind_line(input, b) {
-                log.line(format!("{}: {} not mounted: {why}", svc.name, b.target));
-            }
-        }
         let (image, hash) = &images[&svc.name];
-        let sspec = service_spec(input, svc, image, hash, spec, &net_names);
+        let lines = binds.remove(&svc.name).unwrap_or_default();
+        let sspec = service_spec(input, svc, image, hash, spec, &net_names, lines);
         let c = DockerContainer::start(docker, &sspec)
             .await
             .map_err(ServiceError::Runner)?;
@@ -369,8 +401,89 @@ async fn start_plan(
         .await?;
     }
     wait_for_dependencies(docker, &plan.main, &started, deadline, input.cancel, log).await?;
-    apply_main(input, &plan.main, spec, &net_names, log);
+    let main_binds = binds.remove(MAIN_SERVICE).unwrap_or_default();
+    apply_main(input, &plan.main, spec, &net_names, main_binds, log);
     Ok(())
+}
+
+/// `main`'s key in the map [`bind_lines`] returns.
+const MAIN_SERVICE: &str = "";
+
+/// Every service's bind mounts as Docker's `source:target[:ro]` lines, by service name (`main`'s
+/// under [`MAIN_SERVICE`], its `/logs` folders left out: skillscope mounts them). A bind that
+/// cannot be mounted is logged and left out; a writable one from outside the trial folder is
+/// mounted from the trial's copy ([`BindCopies`]), made here off the async threads.
+///
+/// # Errors
+/// [`ServiceError::Task`] when a writable folder is too large to copy, [`ServiceError::Runner`]
+/// when the copy fails (a full disk).
+async fn bind_lines(
+    input: &ServicesInput<'_>,
+    plan: &ComposePlan,
+    services: &mut TrialServices,
+    log: &mut ServiceLog,
+) -> Result<HashMap<String, Vec<String>>, ServiceError> {
+    // (service, line when mounted as it is, or the source to copy, target, main's target).
+    let mut wanted: Vec<(String, Result<String, compose::BindDef>)> = Vec::new();
+    let main = std::iter::once((MAIN_SERVICE, &plan.main));
+    for (key, svc) in main.chain(plan.services.iter().map(|s| (s.name.as_str(), s))) {
+        let who = if key.is_empty() { "main" } else { key };
+        for b in &svc.binds {
+            if key.is_empty()
+                && ENV_LOG_DIRS
+                    .iter()
+                    .any(|(_, d)| b.target.trim_end_matches('/') == *d)
+            {
+                log.line(format!(
+                    "main: {} is mounted by skillscope itself",
+                    b.target
+                ));
+                continue;
+            }
+            match bind_line(input, b) {
+                Err(why) => log.line(format!("{who}: {} not mounted: {why}", b.target)),
+                Ok(line) if b.read_only || b.source.starts_with(input.trial_dir) => {
+                    wanted.push((key.to_string(), Ok(line)));
+                }
+                Ok(_) => {
+                    log.line(format!(
+                        "{who}: {} mounted from this trial's copy of {}",
+                        b.target,
+                        b.source.display()
+                    ));
+                    wanted.push((key.to_string(), Err(b.clone())));
+                }
+            }
+        }
+    }
+    let mut copies = std::mem::take(&mut services.copies);
+    if copies.is_empty() {
+        copies = BindCopies::new(input.trial_dir);
+    }
+    let (lines, copies) = tokio::task::spawn_blocking(move || {
+        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        for (key, want) in wanted {
+            let line = match want {
+                Ok(line) => line,
+                Err(b) => {
+                    let main_target = key.is_empty().then_some(b.target.as_str());
+                    match copies.site_source(&b.source, main_target) {
+                        Ok(copy) => format!("{}:{}", copy.display(), b.target),
+                        Err(e) => return (Err(e), copies),
+                    }
+                }
+            };
+            out.entry(key).or_default().push(line);
+        }
+        (Ok(out), copies)
+    })
+    .await
+    .map_err(|e| ServiceError::Runner(RunnerError::Task(e.to_string())))?;
+    services.copies = copies;
+    lines.map_err(|e| match e {
+        CopyError::TooLarge(m) => ServiceError::Task(format!("a writable bind mount: {m}")),
+        CopyError::Io(p, e) => ServiceError::Runner(RunnerError::io(p, e)),
+    })
 }
 
 fn file_safe(s: &str) -> String {
@@ -575,6 +688,7 @@ fn service_spec(
     hash: &str,
     main: &ContainerSpec,
     net_names: &HashMap<String, String>,
+    binds: Vec<String>,
 ) -> ContainerSpec {
     let mut labels: HashMap<String, String> = svc
         .labels
@@ -591,11 +705,7 @@ fn service_spec(
         name: format!("{}-{}", main.name, file_safe(&svc.name)),
         labels,
         env: svc.environment.clone(),
-        binds: svc
-            .binds
-            .iter()
-            .filter_map(|b| bind_line(input, b).ok())
-            .collect(),
+        binds,
         cpus: svc.cpus.map(|c| c.min(input.host.ncpu as f64)),
         memory_bytes: svc.memory_bytes,
         network_none: none.unwrap_or(!input.task.config.environment.allow_internet),
@@ -622,13 +732,14 @@ fn service_spec(
 }
 
 /// `main`'s overrides on the trial container: its networks (with the alias `main`), environment
-/// (before the operator's `--env`), bind mounts (the `/logs` folders stay skillscope's), limits
-/// and the other settings it names.
+/// (before the operator's `--env`), bind mounts (`binds`, from [`bind_lines`]), limits and the
+/// other settings it names.
 fn apply_main(
     input: &ServicesInput<'_>,
     main: &ServiceDef,
     spec: &mut ContainerSpec,
     net_names: &HashMap<String, String>,
+    binds: Vec<String>,
     log: &mut ServiceLog,
 ) {
     let (networks, none) = networks_of(main, net_names);
@@ -639,22 +750,7 @@ fn apply_main(
     let mut env = main.environment.clone();
     env.append(&mut spec.env);
     spec.env = env;
-    for b in &main.binds {
-        if ENV_LOG_DIRS
-            .iter()
-            .any(|(_, d)| b.target.trim_end_matches('/') == *d)
-        {
-            log.line(format!(
-                "main: {} is mounted by skillscope itself",
-                b.target
-            ));
-            continue;
-        }
-        match bind_line(input, b) {
-            Ok(line) => spec.binds.push(line),
-            Err(why) => log.line(format!("main: {} not mounted: {why}", b.target)),
-        }
-    }
+    spec.binds.extend(binds);
     if let Some(c) = main.cpus {
         spec.cpus = Some(c.min(input.host.ncpu as f64));
     }

@@ -201,6 +201,12 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         SiteError::Runner(e) => Failed::runner(e, "starting the task's services"),
         SiteError::Cancelled => cancel.failed("stopped while the task's services started"),
     })?;
+    // What the site mounts writable over the image is the task's, as the image's files are.
+    let facts = if site.mounted().is_empty() {
+        facts
+    } else {
+        std::sync::Arc::new(facts.with_mounted(site.mounted()))
+    };
     let base = EnvironmentSpec {
         image: image.tag.clone(),
         name,

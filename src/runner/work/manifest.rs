@@ -309,6 +309,24 @@ impl Manifest {
         Ok(Manifest { files, loader_dirs })
     }
 
+    /// This filesystem with `mounted` laid over it at `target` (absolute), as a mount shows it:
+    /// what the image had at `target` and under it is hidden, `mounted`'s paths (absolute, at
+    /// `target` and under it) take its place. A path of `mounted` outside `target` is left out.
+    pub fn mount(&mut self, target: &str, mounted: &Manifest) {
+        let target = target.trim_end_matches('/');
+        let under = |p: &str| {
+            p == target
+                || p.strip_prefix(target)
+                    .is_some_and(|rest| target.is_empty() || rest.starts_with('/'))
+        };
+        self.files.retain(|p, _| !under(p));
+        for (p, f) in &mounted.files {
+            if under(p) {
+                self.files.insert(p.clone(), f.clone());
+            }
+        }
+    }
+
     /// The fact of `path`, when the image has it.
     pub fn get(&self, path: &str) -> Option<&FileFact> {
         self.files.get(path)
@@ -445,6 +463,46 @@ pub(crate) mod tests {
             }
         }
         b.into_inner().unwrap()
+    }
+
+    #[test]
+    fn a_mount_hides_what_the_image_had_there() {
+        let mut image = manifest_of(&[
+            ("app/", FileKind::Dir, ""),
+            ("app/image-only.py", FileKind::File, "x"),
+            ("app/same.py", FileKind::File, "image"),
+            ("apple/kept.txt", FileKind::File, "k"),
+            ("etc/hosts", FileKind::File, "h"),
+        ]);
+        let mounted = manifest_of(&[
+            ("app/", FileKind::Dir, ""),
+            ("app/same.py", FileKind::File, "task"),
+            ("app/sub/new.txt", FileKind::File, "n"),
+            ("elsewhere.txt", FileKind::File, "outside the target"),
+        ]);
+        image.mount("/app/", &mounted);
+        let paths: Vec<&str> = image.files.keys().map(String::as_str).collect();
+        assert_eq!(
+            paths,
+            [
+                "/app",
+                "/app/same.py",
+                "/app/sub/new.txt",
+                "/apple/kept.txt",
+                "/etc/hosts"
+            ]
+        );
+        let task = manifest_of(&[("x", FileKind::File, "task")]);
+        assert_eq!(
+            image.get("/app/same.py").unwrap().sha256,
+            task.get("/x").unwrap().sha256
+        );
+        // A file mounted over a file.
+        image.mount(
+            "/etc/hosts",
+            &manifest_of(&[("etc/hosts", FileKind::File, "mine")]),
+        );
+        assert_eq!(image.get("/etc/hosts").unwrap().size, 4);
     }
 
     #[test]

@@ -60,6 +60,18 @@ impl ImageFacts {
         out
     }
 
+    /// These facts with what a trial's site mounts over the image in every environment
+    /// (`mounts`: each mount's target and its files, absolute paths at the target): the files
+    /// the agent found there and the verifier finds there again, so what the agent changed is
+    /// measured against them, as against the image's.
+    pub fn with_mounted(&self, mounts: &[(String, Manifest)]) -> ImageFacts {
+        let mut out = self.clone();
+        for (target, files) in mounts {
+            out.files.mount(target, files);
+        }
+        out
+    }
+
     /// The home folder of the image's user (`/root` for root).
     pub fn home(&self) -> String {
         match self.user.split(':').next().unwrap_or_default() {

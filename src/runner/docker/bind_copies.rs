@@ -1,0 +1,346 @@
+//! Per-trial copies of a compose file's writable bind mounts.
+//!
+//! A compose file may mount a host folder writable into `main` (`./app:/app`,
+//! `${CONTEXT_DIR}/local:/root/.local`). Mounted as it is, that one folder would be shared by the
+//! agent's environment, the verifier's and every other trial of the task: the agent's writes
+//! would reach the verifier outside the rule of [`crate::runner::work`] (a planted module in a
+//! user site folder), persist in the task's folder, and a later trial — an agent that does
+//! nothing — would find an earlier trial's answer there. So each writable bind's host folder (or
+//! file) is copied per trial: one copy for the trial's site (the agent's environment and the
+//! task's services, which share it as compose shares it), and a fresh copy, made from the task's
+//! folder again, for each verifier environment. What the agent changed there reaches the
+//! verifier the way all its work does: read by content against the folder's files
+//! ([`BindCopies::mounted`]) and carried by the rule.
+//!
+//! Read-only binds stay the host's folder (a hardened environment cannot remount them), and so
+//! do binds of the trial's own folder (`HOST_*_LOGS_PATH`). The copies live in the trial folder
+//! under `environment/binds/` and are removed with the site.
+
+use std::path::{Path, PathBuf};
+
+use crate::runner::work::Manifest;
+use crate::runner::work::manifest::ManifestLimits;
+
+/// Most bytes of one trial's copies of a task's writable bind folders: past it the task cannot
+/// run (a folder that large is mounted read-only, or left out of the compose file).
+pub const MAX_BYTES: u64 = 2 << 30;
+/// Most entries of one trial's copies.
+pub const MAX_ENTRIES: usize = 200_000;
+
+/// Why a bind could not be copied.
+#[derive(Debug)]
+pub enum CopyError {
+    /// The task's folder is past [`MAX_BYTES`] or [`MAX_ENTRIES`] (a fault of the task).
+    TooLarge(String),
+    /// The host's filesystem failed (a full disk): a fault of the machine.
+    Io(PathBuf, std::io::Error),
+}
+
+/// One copied bind.
+#[derive(Debug, Clone)]
+struct Copied {
+    /// The task's host folder or file (canonical).
+    source: PathBuf,
+    /// The site's copy (what the agent's environment and the services mount).
+    site: PathBuf,
+    /// Where it is mounted in `main` (absolute), when `main` mounts it.
+    targets: Vec<String>,
+}
+
+/// A trial's copies of its task's writable bind sources (empty for a task without any).
+#[derive(Debug, Default, Clone)]
+pub struct BindCopies {
+    /// `<trial>/environment/binds`.
+    root: PathBuf,
+    copies: Vec<Copied>,
+    /// Bytes and entries copied so far, for the site's copies.
+    bytes: u64,
+    entries: usize,
+    /// The folder's files where `main` mounts them.
+    mounted: Vec<(String, Manifest)>,
+}
+
+impl BindCopies {
+    /// No copies yet; they go under `<trial_dir>/environment/binds`.
+    pub fn new(trial_dir: &Path) -> BindCopies {
+        BindCopies {
+            root: trial_dir.join("environment").join("binds"),
+            ..Default::default()
+        }
+    }
+
+    /// The host path to mount for `source` in the site: the site's copy, made at the first ask
+    /// (one source mounted twice, in `main` and a service, is one copy). `main_target` is where
+    /// `main` mounts it (`None` for a service's bind).
+    ///
+    /// # Errors
+    /// [`CopyError`] when the folder is too large or cannot be copied.
+    pub fn site_source(
+        &mut self,
+        source: &Path,
+        main_target: Option<&str>,
+    ) -> Result<PathBuf, CopyError> {
+        let source =
+            std::fs::canonicalize(source).map_err(|e| CopyError::Io(source.to_path_buf(), e))?;
+        let at = match self.copies.iter().position(|c| c.source == source) {
+            Some(i) => i,
+            None => {
+                let site = self.root.join("site").join(self.copies.len().to_string());
+                let (mut bytes, mut entries) = (self.bytes, self.entries);
+                copy_tree(&source, &site, &mut bytes, &mut entries)?;
+                (self.bytes, self.entries) = (bytes, entries);
+                self.copies.push(Copied {
+                    source,
+                    site,
+                    targets: Vec::new(),
+                });
+                self.copies.len() - 1
+            }
+        };
+        if let Some(t) = main_target {
+            let c = &mut self.copies[at];
+            c.targets.push(t.to_string());
+            let files = files_at(&c.source, t)?;
+            self.mounted.push((t.to_string(), files));
+        }
+        Ok(self.copies[at].site.clone())
+    }
+
+    /// True when nothing was copied.
+    pub fn is_empty(&self) -> bool {
+        self.copies.is_empty()
+    }
+
+    /// The task's files where `main` mounts a copied bind, by content (for
+    /// [`crate::runner::backend::TrialSite::mounted`]).
+    pub fn mounted(&self) -> &[(String, Manifest)] {
+        &self.mounted
+    }
+
+    /// `binds` (Docker's `source:target[:mode]` lines) for a verifier's environment: each site
+    /// copy replaced by a fresh copy of the task's folder, made now under `verifier-<n>`.
+    ///
+    /// # Errors
+    /// [`CopyError::Io`] when a copy cannot be made (limits were checked by the site's copy).
+    pub fn for_verifier(&self, n: usize, binds: &[String]) -> Result<Vec<String>, CopyError> {
+        let mut out = Vec::with_capacity(binds.len());
+        for line in binds {
+            let hit = self.copies.iter().enumerate().find_map(|(i, c)| {
+                let prefix = format!("{}:", c.site.display());
+                line.strip_prefix(&prefix).map(|rest| (i, c, rest))
+            });
+            match hit {
+                Some((i, c, rest)) => {
+                    let fresh = self.root.join(format!("verifier-{n}")).join(i.to_string());
+                    let (mut bytes, mut entries) = (0, 0);
+                    copy_tree(&c.source, &fresh, &mut bytes, &mut entries)?;
+                    out.push(format!("{}:{rest}", fresh.display()));
+                }
+                None => out.push(line.clone()),
+            }
+        }
+        Ok(out)
+    }
+
+    /// Removes every copy. Never fails (what cannot be removed stays in the trial folder).
+    pub fn remove(&self) {
+        if !self.copies.is_empty() {
+            let _ = std::fs::remove_dir_all(&self.root);
+        }
+    }
+}
+
+/// Copies `from` (a folder or a regular file) to `to` (which must not exist): folders, regular
+/// files and symbolic links (as links, never followed), with their modes, owners and
+/// modification times; devices, pipes and sockets are left out. Counts into `bytes` and
+/// `entries`, failing past [`MAX_BYTES`] or [`MAX_ENTRIES`].
+fn copy_tree(
+    from: &Path,
+    to: &Path,
+    bytes: &mut u64,
+    entries: &mut usize,
+) -> Result<(), CopyError> {
+    use std::os::unix::fs::MetadataExt;
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| CopyError::Io(parent.to_path_buf(), e))?;
+    }
+    for entry in walkdir::WalkDir::new(from).follow_links(false) {
+        let entry = entry.map_err(|e| {
+            let path = e.path().unwrap_or(from).to_path_buf();
+            CopyError::Io(path, e.into())
+        })?;
+        let rel = entry.path().strip_prefix(from).unwrap_or(Path::new(""));
+        let dst = if rel.as_os_str().is_empty() {
+            to.to_path_buf()
+        } else {
+            to.join(rel)
+        };
+        let io = |e| CopyError::Io(dst.clone(), e);
+        let meta = entry
+            .path()
+            .symlink_metadata()
+            .map_err(|e| CopyError::Io(entry.path().to_path_buf(), e))?;
+        *entries += 1;
+        let t = meta.file_type();
+        if t.is_file() {
+            *bytes += meta.len();
+        }
+        if *bytes > MAX_BYTES || *entries > MAX_ENTRIES {
+            return Err(CopyError::TooLarge(format!(
+                "{} is past {} GiB or {MAX_ENTRIES} entries: mount it read-only (`:ro`)",
+                from.display(),
+                MAX_BYTES >> 30
+            )));
+        }
+        if t.is_dir() {
+            std::fs::create_dir(&dst).map_err(io)?;
+            std::fs::set_permissions(&dst, meta.permissions()).map_err(io)?;
+        } else if t.is_file() {
+            std::fs::copy(entry.path(), &dst).map_err(io)?;
+        } else if t.is_symlink() {
+            let target = std::fs::read_link(entry.path())
+                .map_err(|e| CopyError::Io(entry.path().to_path_buf(), e))?;
+            std::os::unix::fs::symlink(target, &dst).map_err(io)?;
+        } else {
+            continue;
+        }
+        std::os::unix::fs::lchown(&dst, Some(meta.uid()), Some(meta.gid())).map_err(io)?;
+        let mtime = filetime::FileTime::from_last_modification_time(&meta);
+        filetime::set_symlink_file_times(&dst, mtime, mtime).map_err(io)?;
+    }
+    // A folder's time after its entries were made in it.
+    if let Ok(meta) = from.symlink_metadata()
+        && meta.is_dir()
+    {
+        let mtime = filetime::FileTime::from_last_modification_time(&meta);
+        let _ = filetime::set_symlink_file_times(to, mtime, mtime);
+    }
+    Ok(())
+}
+
+/// The files of `source` (a folder or a file) as they appear mounted at `target`, by content.
+fn files_at(source: &Path, target: &str) -> Result<Manifest, CopyError> {
+    let io = |e| CopyError::Io(source.to_path_buf(), e);
+    let mut b = tar::Builder::new(tempfile::tempfile().map_err(io)?);
+    b.follow_symlinks(false);
+    let name = target.trim_start_matches('/');
+    if source.is_dir() {
+        b.append_dir_all(name, source).map_err(io)?;
+    } else {
+        b.append_path_with_name(source, name).map_err(io)?;
+    }
+    let mut file = b.into_inner().map_err(io)?;
+    use std::io::Seek;
+    file.rewind().map_err(io)?;
+    Manifest::from_tar(
+        std::io::BufReader::new(file),
+        ManifestLimits {
+            entries: MAX_ENTRIES + 1,
+            bytes: MAX_BYTES + 1,
+        },
+    )
+    .map_err(io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn task_folder() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("app/sub")).unwrap();
+        std::fs::write(d.path().join("app/data.txt"), "task data").unwrap();
+        std::fs::write(d.path().join("app/sub/run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            d.path().join("app/sub/run.sh"),
+            std::fs::Permissions::from_mode(0o750),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink("/etc/passwd", d.path().join("app/link")).unwrap();
+        d
+    }
+
+    #[test]
+    fn each_environment_gets_its_own_copy_of_the_task_folder() {
+        let task = task_folder();
+        let trial = tempfile::tempdir().unwrap();
+        let mut copies = BindCopies::new(trial.path());
+        let source = task.path().join("app");
+        let site = copies.site_source(&source, Some("/app")).unwrap();
+        // A service mounting the same folder shares the site's copy.
+        assert_eq!(copies.site_source(&source, None).unwrap(), site);
+        assert!(site.starts_with(trial.path()));
+        assert_eq!(std::fs::read(site.join("data.txt")).unwrap(), b"task data");
+        let mode = std::fs::metadata(site.join("sub/run.sh"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o750);
+        assert_eq!(
+            std::fs::read_link(site.join("link")).unwrap(),
+            Path::new("/etc/passwd"),
+            "a link is copied as a link, never followed"
+        );
+        // The agent writes into its copy; the task's folder and the verifier's copy are untouched.
+        std::fs::write(site.join("data.txt"), "forged").unwrap();
+        std::fs::write(site.join("answer.txt"), "42").unwrap();
+        let other = "/elsewhere:/x".to_string();
+        let lines = [format!("{}:/app", site.display()), other.clone()];
+        let v = copies.for_verifier(0, &lines).unwrap();
+        assert_eq!(v[1], other);
+        let fresh = PathBuf::from(v[0].strip_suffix(":/app").unwrap());
+        assert_ne!(fresh, site);
+        assert_eq!(std::fs::read(fresh.join("data.txt")).unwrap(), b"task data");
+        assert!(!fresh.join("answer.txt").exists());
+        assert_eq!(
+            std::fs::read(source.join("data.txt")).unwrap(),
+            b"task data"
+        );
+        assert!(!source.join("answer.txt").exists());
+        // The task's files where main mounts them, by content.
+        let [(target, files)] = copies.mounted() else {
+            panic!("{:?}", copies.mounted())
+        };
+        assert_eq!(target, "/app");
+        let keys: Vec<&str> = files.files.keys().map(String::as_str).collect();
+        assert_eq!(
+            keys,
+            [
+                "/app",
+                "/app/data.txt",
+                "/app/link",
+                "/app/sub",
+                "/app/sub/run.sh"
+            ]
+        );
+        copies.remove();
+        assert!(!trial.path().join("environment/binds").exists());
+        assert!(source.join("data.txt").exists(), "the task's folder stays");
+    }
+
+    #[test]
+    fn a_bound_file_is_copied_too() {
+        let task = task_folder();
+        let trial = tempfile::tempdir().unwrap();
+        let mut copies = BindCopies::new(trial.path());
+        let site = copies
+            .site_source(&task.path().join("app/data.txt"), Some("/etc/data.txt"))
+            .unwrap();
+        assert_eq!(std::fs::read(&site).unwrap(), b"task data");
+        let files = &copies.mounted()[0].1;
+        assert!(files.get("/etc/data.txt").is_some(), "{:?}", files.files);
+    }
+
+    #[test]
+    fn a_folder_past_the_limit_is_the_tasks_fault() {
+        let from = tempfile::tempdir().unwrap();
+        std::fs::write(from.path().join("a"), "12345").unwrap();
+        let to = tempfile::tempdir().unwrap();
+        let (mut bytes, mut entries) = (MAX_BYTES - 2, 0);
+        match copy_tree(from.path(), &to.path().join("c"), &mut bytes, &mut entries) {
+            Err(CopyError::TooLarge(m)) => assert!(m.contains(":ro"), "{m}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

@@ -46,9 +46,10 @@ use super::manifest::{FileKind, Manifest};
 use super::paths::join;
 pub use super::paths::{parent, within};
 use super::test_sh::{
-    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, installed_modules,
-    loader_searches_working, pip_requirements, pytest_arguments, relative_search_dirs, runs_uv,
-    search_dirs, sourced_files, sys_path_dirs, test_copies, working_dirs,
+    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, environment_files,
+    installed_modules, loader_searches_working, pip_requirements, pytest_arguments,
+    relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
+    unresolved, working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -415,6 +416,9 @@ pub struct Rules {
     /// Home folders reached through links (`/root` made a link by the agent): their hidden
     /// entries are the toolchain's as `/root`'s are.
     linked_homes: Vec<String>,
+    /// Why the reader cannot name every folder test.sh runs Python in ([`unresolved`]), if it
+    /// cannot: then every folder is one searched first (the rule fails closed).
+    every_folder_first: Option<String>,
 }
 
 /// True when `path` is a folder above one only the verifier has (`/logs`): the verifier's
@@ -607,7 +611,12 @@ impl Rules {
             out.extend(landings.sources_of(parent(f)).iter().map(|d| join(d, name)));
             out
         };
-        for f in sourced_files(test_sh, home) {
+        // A file test.sh takes variables from, by `source` or at run time (`export $(cat .env |
+        // xargs)`, a `read` loop's input).
+        for f in sourced_files(test_sh, home)
+            .into_iter()
+            .chain(environment_files(test_sh))
+        {
             // A relative one (`source .venv/bin/activate`) from whichever folder test.sh is in.
             let at: Vec<String> = if f.starts_with('/') {
                 vec![f]
@@ -675,6 +684,7 @@ impl Rules {
             test_dirs: BTreeSet::new(),
             home: home.to_string(),
             linked_homes: Vec::new(),
+            every_folder_first: unresolved(test_sh, &[]),
             modules,
             portions,
             anywhere: VERIFIER_MODULES
@@ -693,6 +703,12 @@ impl Rules {
     /// searched first as well.
     pub fn with_image_env(mut self, env: &[String], test_sh: &str) -> Rules {
         let test_sh = &as_read(test_sh);
+        // The image's variables are known values: a `cd $APP_HOME` is followed.
+        let names: Vec<&str> = env
+            .iter()
+            .filter_map(|e| Some(e.split_once('=')?.0))
+            .collect();
+        self.every_folder_first = unresolved(test_sh, &names);
         for (name, value) in env.iter().filter_map(|e| e.split_once('=')) {
             let used =
                 test_sh.contains(&format!("${name}")) || test_sh.contains(&format!("${{{name}}}"));
@@ -800,7 +816,16 @@ impl Rules {
     /// `path` is or lies in one: a module of a toolchain module's name, or a distribution's
     /// metadata.
     fn on_module_path(&self, path: &str, is_dir: bool, regular: bool) -> Option<Class> {
-        let dirs = self.shadow_dirs.iter().map(|d| (d, true));
+        // Failing closed, every folder above `path` is one searched first.
+        let ancestors: Vec<String> = match &self.every_folder_first {
+            Some(_) => {
+                std::iter::successors(Some(parent(path)), |p| (*p != "/").then(|| parent(p)))
+                    .map(str::to_string)
+                    .collect()
+            }
+            None => Vec::new(),
+        };
+        let dirs = self.shadow_dirs.iter().chain(&ancestors).map(|d| (d, true));
         for (d, at_start) in dirs.chain(self.test_dirs.iter().map(|d| (d, false))) {
             if path == d || !within(path, d) {
                 continue;
@@ -1525,6 +1550,36 @@ mod tests {
         assert!(is_interpreter_name("python3.12") && !is_interpreter_name("python3.x"));
     }
 
+    /// A form the reader cannot name (the third red team's `cd $'/root'`, an environment read
+    /// from a file at run time): every folder is searched first, and the file is the toolchain's.
+    #[test]
+    fn what_test_sh_reaches_in_forms_not_followed_fails_closed() {
+        let named = rules_with("cd /srv && python3 -m pytest", "");
+        assert_eq!(named.classify("/opt/deep/json.py", false, &[]), Class::Work);
+        let unnamed = rules_with("cd $'/root' && python3 -m pytest", "");
+        for p in ["/opt/deep/json.py", "/root/json.py", "/json.py"] {
+            assert_eq!(
+                unnamed.classify(p, false, &[]),
+                Class::Shadow("json".into()),
+                "{p}"
+            );
+        }
+        assert_eq!(
+            unnamed.classify("/opt/deep/report.py", false, &[]),
+            Class::Work
+        );
+        // The image's own variable is a known value.
+        let sh = "cd \"$APP_HOME\" && python3 -m pytest";
+        let image = rules_with(sh, "").with_image_env(&["APP_HOME=/opt/app".into()], sh);
+        assert_eq!(image.classify("/var/deep/json.py", false, &[]), Class::Work);
+        let sh = "cd /app\nexport $(grep -v '^#' .env | xargs)\npython3 -m pytest";
+        let env = rules_with(sh, "");
+        assert_eq!(
+            env.classify("/app/.env", false, &[]),
+            Class::Toolchain(SOURCED.into())
+        );
+    }
+
     #[test]
     fn folders_test_sh_reaches_by_a_shell_a_variable_or_a_relative_path_are_searched() {
         let shell = rules_with(
@@ -1602,7 +1657,7 @@ pytest test_outputs.py",
         assert_eq!(plain.classify("/app/conftest.py", false, &[]), Class::Work);
         assert_eq!(
             test_copies("cp -r /tests /work/t; cp /tests/test_a.py /srv/x.py; cp a b"),
-            vec!["/work/t".to_string(), "/srv".into()]
+            vec!["/work/t".to_string(), "/work/t/tests".into(), "/srv".into()]
         );
         // pip installs what the requirement files name.
         let pip = rules_with(

@@ -23,9 +23,23 @@ pub fn test_copies(test_sh: &str) -> Vec<String> {
         if !cp.sources.iter().any(tests) {
             continue;
         }
-        let dir = dest_folder(cp.dest, cp.into_folder);
-        if !dir.contains('$') && !out.iter().any(|o| o == dir) {
-            out.push(dir.to_string());
+        let dir = dest_folder(cp.dest, cp.into_folder, cp.into_file);
+        let mut dirs = vec![dir.to_string()];
+        // A folder copied whole into a folder that exists lands under its own name.
+        for src in cp.sources.iter().filter(|s| tests(s)) {
+            let name = src
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .unwrap_or_default();
+            if !name.is_empty() && !name.contains(['.', '*', '?', '[']) && !cp.into_file {
+                dirs.push(join(dir, name));
+            }
+        }
+        for d in dirs {
+            if !d.contains('$') && !out.contains(&d) {
+                out.push(d);
+            }
         }
     }
     out
@@ -62,7 +76,7 @@ impl Landings {
             }
         };
         for cp in copies(test_sh) {
-            let dests: Vec<String> = resolve(dest_folder(cp.dest, cp.into_folder))
+            let dests: Vec<String> = resolve(dest_folder(cp.dest, cp.into_folder, cp.into_file))
                 .into_iter()
                 .map(|d| {
                     let d = d.trim_end_matches('/');
@@ -123,14 +137,16 @@ impl Landings {
     }
 }
 
-/// The folder a copy lands in: its destination, or the destination's folder when it is named
-/// like a file (`/tmp/eval/conftest.py` → `/tmp/eval`, `x.py` → `.`) and not given by `-t`.
-fn dest_folder(dest: &str, into_folder: bool) -> &str {
+/// The folder a copy lands in: its destination, or the destination's folder when it is a file
+/// (`into_file`: `cat … > FILE`) or named like one (`/tmp/eval/conftest.py` → `/tmp/eval`,
+/// `x.py` → `.`) and not given by `-t` (`into_folder`).
+fn dest_folder(dest: &str, into_folder: bool, into_file: bool) -> &str {
     let d = dest.trim_end_matches('/');
-    let file_like = !into_folder
-        && d.rsplit('/')
-            .next()
-            .is_some_and(|n| n.contains('.') && n != "." && n != "..");
+    let file_like = into_file
+        || !into_folder
+            && d.rsplit('/')
+                .next()
+                .is_some_and(|n| n.contains('.') && n != "." && n != "..");
     if !file_like {
         return if d.is_empty() { "/" } else { d };
     }
@@ -141,26 +157,61 @@ fn dest_folder(dest: &str, into_folder: bool) -> &str {
     }
 }
 
-/// One `cp` of `test.sh`: its destination and sources, as written.
+/// One copy of `test.sh` (`cp`, `ln`, `rsync`, `cat … > FILE`): its destination and sources,
+/// as written.
 struct Copy<'a> {
     dest: &'a str,
     /// The destination was named by `-t` / `--target-directory`: always a folder.
     into_folder: bool,
+    /// The destination is a file by construction (`cat … > FILE`).
+    into_file: bool,
     sources: Vec<&'a str>,
 }
 
-/// Every `cp` of `test_sh`, in order (each part of a line between `;`, `&`, `|` and
-/// parentheses; words unquoted).
+/// Every copy of `test_sh` (`cp`, `ln`, `rsync`, and `cat` into a file), in order (each part
+/// of a line between `;`, `&`, `|` and parentheses; words unquoted).
 fn copies(test_sh: &str) -> Vec<Copy<'_>> {
     let mut out = Vec::new();
     for line in logical_lines(test_sh) {
         for part in line.split([';', '&', '|', '(', ')']) {
-            let words: Vec<&str> = part
-                .split_whitespace()
+            let all: Vec<&str> = part.split_whitespace().collect();
+            let words: Vec<&str> = all
+                .iter()
+                .copied()
                 .filter(|w| *w != "\\" && !is_redirection(w))
                 .map(|w| w.trim_matches(['"', '\'']))
                 .collect();
-            let Some(at) = words.iter().position(|w| *w == "cp" || w.ends_with("/cp")) else {
+            let is = |w: &str, name: &str| w == name || w.ends_with(&format!("/{name}"));
+            // `cat SOURCES > FILE` (or `>FILE`, `>> FILE`).
+            if let Some(at) = words.iter().position(|w| is(w, "cat")) {
+                let target = all.iter().enumerate().find_map(|(i, w)| {
+                    let rest = w.strip_prefix(">>").or_else(|| w.strip_prefix('>'))?;
+                    let t = if rest.is_empty() {
+                        all.get(i + 1).copied()?
+                    } else {
+                        rest
+                    };
+                    Some(t.trim_matches(['"', '\'']))
+                });
+                if let Some(dest) = target.filter(|t| !t.starts_with('&') && *t != "/dev/null") {
+                    let sources = words[at + 1..]
+                        .iter()
+                        .copied()
+                        .filter(|w| !w.starts_with('-') && *w != dest)
+                        .collect();
+                    out.push(Copy {
+                        dest,
+                        into_folder: false,
+                        into_file: true,
+                        sources,
+                    });
+                }
+                continue;
+            }
+            let Some(at) = words
+                .iter()
+                .position(|w| is(w, "cp") || is(w, "ln") || is(w, "rsync"))
+            else {
                 continue;
             };
             let (target, mut operands) = cp_operands(&words[at + 1..]);
@@ -174,6 +225,7 @@ fn copies(test_sh: &str) -> Vec<Copy<'_>> {
             out.push(Copy {
                 dest,
                 into_folder,
+                into_file: false,
                 sources: operands,
             });
         }
@@ -460,7 +512,7 @@ pub fn command_names(test_sh: &str) -> std::collections::BTreeSet<String> {
 }
 
 /// What `test_sh`'s pytest commands name on their command line: the configuration files
-/// (`-c FILE`, `--config-file[=]FILE`) and the plugins they load by module name (`-p NAME`,
+/// (`-c FILE`, `-cFILE`, `--config-file[=]FILE`) and the plugins they load by module name (`-p NAME`,
 /// `-pNAME`; `no:NAME` disables one). Paths as written (a relative one is read from the working
 /// folders).
 pub fn pytest_arguments(test_sh: &str) -> (Vec<String>, Vec<String>) {
@@ -481,6 +533,11 @@ pub fn pytest_arguments(test_sh: &str) -> (Vec<String>, Vec<String>) {
                 "-p" => plugins.extend(next()),
                 _ => {
                     if let Some(f) = w.strip_prefix("--config-file=") {
+                        configs.push(f.to_string());
+                    } else if let Some(f) = w
+                        .strip_prefix("-c")
+                        .filter(|f| !f.is_empty() && !f.starts_with('-'))
+                    {
                         configs.push(f.to_string());
                     } else if let Some(p) = w
                         .strip_prefix("-p")
@@ -688,6 +745,131 @@ pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
     out
 }
 
+/// Why the reader cannot name every folder `test_sh` (as read, [`as_read`]) runs Python in or
+/// every file it takes its environment from, if it cannot: a `cd`, `pushd` or sourced file
+/// named by anything but a literal path (a variable left, `$(…)`, `$'…'`, quotes inside the
+/// word, a backslash, a glob); `CDPATH`; `HOME` assigned (`cd ~` then goes elsewhere); a login
+/// shell (`su -`, `su -l`, `sudo -i`, `runuser -l`: the user's home); an environment read from
+/// text at run time (`eval`, `set -a`, `export $(…)`, `export` in a `read` loop, `env $(…)`).
+/// The rule then fails closed: every folder is one the verifier's Python may search first.
+/// `known`: variables whose values the reader knows (`HOME`, the image's environment), as
+/// good as literals.
+pub fn unresolved(test_sh: &str, known: &[&str]) -> Option<String> {
+    // `$(dirname "$0")`: the folder of test.sh, `/tests`.
+    let test_sh = &[
+        "$(dirname \"$0\")",
+        "$(dirname $0)",
+        "$(dirname \"${BASH_SOURCE[0]}\")",
+    ]
+    .iter()
+    .fold(test_sh.to_string(), |w, f| w.replace(f, "/tests"));
+    let literal = |word: &str| {
+        let mut word = word.to_string();
+        for k in known.iter().chain(&["HOME", "TEST_DIR"]) {
+            word = word
+                .replace(&format!("${{{k}}}"), "x")
+                .replace(&format!("${k}"), "x");
+        }
+        let word = word.as_str();
+        let w = word
+            .strip_prefix('"')
+            .and_then(|w| w.strip_suffix('"'))
+            .or_else(|| word.strip_prefix('\'').and_then(|w| w.strip_suffix('\'')))
+            .unwrap_or(word);
+        !w.is_empty() && !w.contains(['$', '`', '*', '?', '[', '\\', '"', '\'', '{'])
+    };
+    let reads_env_in_loop = test_sh.split_whitespace().any(|w| w == "read")
+        && test_sh
+            .split(|c: char| c.is_whitespace() || ";&|(){}".contains(c))
+            .any(|w| matches!(w, "export" | "declare" | "typeset"));
+    if reads_env_in_loop {
+        return Some("test.sh exports what a `read` loop reads".into());
+    }
+    for line in logical_lines(test_sh) {
+        for part in line.split([';', '&', '|', '(', ')', '{', '}']) {
+            let words: Vec<&str> = part.split_whitespace().filter(|w| *w != "\\").collect();
+            for (i, w) in words.iter().enumerate() {
+                let bare = w.trim_start_matches(['"', '\'']);
+                let next = words.get(i + 1).copied();
+                let why = match bare {
+                    "cd" | "pushd" => next
+                        .filter(|n| !n.starts_with('-') && !n.starts_with('~') && !literal(n))
+                        .map(|n| format!("test.sh changes into `{n}`")),
+                    "source" | "." if i == 0 => next
+                        .filter(|n| !literal(n) && !n.starts_with('~'))
+                        .map(|n| format!("test.sh sources `{n}`")),
+                    "eval" => Some("test.sh runs `eval`".into()),
+                    "set"
+                        if next.is_some_and(|n| n.starts_with('-') && n.contains('a'))
+                            || next == Some("-o") && words.get(i + 2) == Some(&"allexport") =>
+                    {
+                        Some("test.sh exports every variable it sets (`set -a`)".into())
+                    }
+                    "export" | "declare" | "typeset" | "env"
+                        if next.is_some_and(|n| {
+                            n.trim_start_matches(['"', '\'']).starts_with(['$', '`'])
+                        }) =>
+                    {
+                        Some(format!("test.sh runs `{bare}` on what a command prints"))
+                    }
+                    "su" | "sudo" | "runuser"
+                        if words[i + 1..]
+                            .iter()
+                            .take_while(|a| a.starts_with('-'))
+                            .any(|a| matches!(*a, "-" | "-l" | "--login" | "-i")) =>
+                    {
+                        Some(format!("test.sh runs a login shell (`{bare} -`)"))
+                    }
+                    _ if bare.starts_with("CDPATH=") || bare.starts_with("HOME=") => Some(format!(
+                        "test.sh sets {}",
+                        &bare[..bare.find('=').unwrap_or(0)]
+                    )),
+                    _ => None,
+                };
+                if why.is_some() {
+                    return why;
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The files `test_sh` (as read) takes an environment from at run time other than by sourcing
+/// them: the paths on a line that runs `eval`, `xargs`, `export $(…)`, `env $(…)`, or a `read`
+/// loop's input (`done < .env`), as written (a relative one is read from the working folders).
+pub fn environment_files(test_sh: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let loop_reads = test_sh.split_whitespace().any(|w| w == "read");
+    for line in logical_lines(test_sh) {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || ";&|(){}`".contains(c))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let env_line = words.iter().any(|w| matches!(*w, "eval" | "xargs"))
+            || line.contains("export $")
+            || line.contains("export \"$")
+            || line.contains("env $(")
+            || loop_reads && words.iter().any(|w| *w == "done" || w.starts_with('<'));
+        if !env_line {
+            continue;
+        }
+        for w in &words {
+            let w = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '<');
+            let w = w.trim_matches(['"', '\'']);
+            let pathlike = w.contains('/') || (w.starts_with('.') && w.len() > 1 && w != "..");
+            if pathlike
+                && !w.starts_with('-')
+                && !w.contains(['$', '*', '?', '=', '>'])
+                && !out.iter().any(|o| o == w)
+            {
+                out.push(w.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// The absolute folders Python sources put on `sys.path` by a literal
 /// (`sys.path.insert(0, "/root")`, `sys.path.append('/app/src')`).
 pub fn sys_path_dirs(python: &str) -> Vec<String> {
@@ -713,6 +895,76 @@ pub fn sys_path_dirs(python: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn forms_the_reader_cannot_name_fail_closed() {
+        for (sh, why) in [
+            ("cd $'/root' && python3 -m pytest", "changes into"),
+            ("cd \"/srv\"/'eval'", "changes into"),
+            ("cd /r\\oot", "changes into"),
+            ("cd \"$(dirname \"$(which python3)\")\"", "changes into"),
+            ("for d in /srv /root; do cd $d; done", "changes into"),
+            ("cd /ro*", "changes into"),
+            ("CDPATH=/srv cd eval", "sets CDPATH"),
+            ("HOME=/srv; cd ~", "sets HOME"),
+            ("su - root -c 'python3 -m pytest'", "login shell"),
+            ("sudo -i python3 -m pytest", "login shell"),
+            ("source \"$VENV/bin/activate\"", "sources"),
+            ("export $(grep -v '^#' .env | xargs)", "runs `export`"),
+            ("env $(cat /app/.env) pytest", "runs `env`"),
+            ("eval \"$(cat /app/setup)\"", "eval"),
+            ("set -a; . /app/.env; set +a", "set -a"),
+            (
+                "while IFS='=' read -r k v; do export \"$k=$v\"; done < /app/.env",
+                "read",
+            ),
+        ] {
+            let got = unresolved(&as_read(sh), &[]);
+            assert!(
+                got.as_deref().is_some_and(|g| g.contains(why)),
+                "{sh}: {got:?}"
+            );
+        }
+        for sh in [
+            "cd /app && python3 -m pytest",
+            "cd \"/root\"\npython3 -m pytest",
+            "cd ~ && cd ~root && cd -",
+            "source $HOME/.local/bin/env",
+            "cd \"$(dirname \"$0\")/..\"",
+            "cd \"$TEST_DIR\"",
+            "VENV=/app/.venv\nsource \"$VENV/bin/activate\"",
+            "cd \"${APP_DIR:-/root}\"",
+            "export PYTHONPATH=/app:$PYTHONPATH\npytest -rA",
+            "cd $APP_HOME",
+        ] {
+            let got = unresolved(&as_read(sh), &["APP_HOME"]);
+            assert_eq!(got, None, "{sh}");
+        }
+    }
+
+    #[test]
+    fn files_an_environment_is_read_from_are_named() {
+        assert_eq!(
+            environment_files("cd /app\nexport $(grep -v '^#' .env | xargs)\npytest"),
+            [".env"]
+        );
+        assert_eq!(
+            environment_files(
+                "while IFS='=' read -r k v; do\n  export \"$k=$v\"\ndone < /app/config/env.txt\n"
+            ),
+            ["/app/config/env.txt"]
+        );
+        assert_eq!(
+            environment_files("eval \"$(cat /opt/setup)\""),
+            ["/opt/setup"]
+        );
+        assert!(environment_files("cat /app/answer.txt\npytest /tests").is_empty());
+    }
+
+    #[test]
+    fn a_config_file_attached_to_c_is_read() {
+        let (configs, _) = pytest_arguments("pytest -c/app/pytest.ini /tests/test_outputs.py");
+        assert_eq!(configs, ["/app/pytest.ini"]);
+    }
 
     /// The second red team's forms: literal variables, defaults, `~root`, a `#` in quotes.
     #[test]
@@ -770,7 +1022,7 @@ mod tests {
                   cp a b\ncp -r /tests/. /opt/x/\ncp /tests/test_b.py .";
         assert_eq!(
             test_copies(sh),
-            vec!["/app", "/work/t", "/srv", "/opt/x", "."]
+            vec!["/app", "/work/t", "/work/t/tests", "/srv", "/opt/x", "."]
         );
         // A target folder named by option, before the sources: never a source taken for it.
         let sh = "cp -t /srv/a /tests/test_x.py
@@ -782,7 +1034,15 @@ cp -S .bak /tests/t.py /srv/f/
                   cp -t /srv/g /tests/data.csv";
         assert_eq!(
             test_copies(sh),
-            vec!["/srv/a", "/srv/b", "/srv/c", "/srv/d.d", "/srv/e", "/srv/f"]
+            vec![
+                "/srv/a",
+                "/srv/b",
+                "/srv/c",
+                "/srv/c/tests",
+                "/srv/d.d",
+                "/srv/e",
+                "/srv/f"
+            ]
         );
     }
 
@@ -824,7 +1084,31 @@ cp -S .bak /tests/t.py /srv/f/
     fn redirections_are_no_operands() {
         assert_eq!(
             test_copies("cp -r /tests /app/t 2>/dev/null\ncp /tests/a.py /srv/ >/dev/null 2>&1"),
-            vec!["/app/t", "/srv"]
+            vec!["/app/t", "/app/t/tests", "/srv"]
+        );
+    }
+
+    /// The third red team's forms: the tests brought by `cat >`, `ln -s`, `rsync`, and a whole
+    /// folder copied into a folder that exists (it lands under its own name).
+    #[test]
+    fn tests_linked_or_written_by_cat_land_too() {
+        assert_eq!(
+            test_copies(
+                "cat /tests/test_outputs.py > /app/test_x.py\ncat /tests/data.csv >/srv/d.csv\n\
+                 ln -s /tests/test_outputs.py /opt/t/\nln -sf /tests /work\nrsync -a /tests/ /r/t\n\
+                 cat /tests/test_outputs.py >> /tmp/all\ncat /tests/test_outputs.py | python3 -"
+            ),
+            // `rsync /tests/` brings the folder's entries; its name is taken too (more is read
+            // as the verifier's, never less).
+            vec![
+                "/app",
+                "/opt/t",
+                "/work",
+                "/work/tests",
+                "/r/t",
+                "/r/t/tests",
+                "/tmp"
+            ]
         );
     }
 

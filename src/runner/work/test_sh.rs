@@ -786,6 +786,19 @@ pub fn unresolved(test_sh: &str, known: &[&str]) -> Option<String> {
         return Some("test.sh exports what a `read` loop reads".into());
     }
     for line in logical_lines(test_sh) {
+        // A search path set from what the reader cannot name (quotes read as the shell reads
+        // them; the variable's own value, `$PYTHONPATH`, added to is no unknown).
+        for word in shell_words(line) {
+            let Some((name, value)) = word.split_once('=') else {
+                continue;
+            };
+            if SEARCH_SETTINGS.contains(&name) {
+                let value = without_itself(value, name).replace(['"', '\''], "");
+                if !value.is_empty() && !literal(&value) {
+                    return Some(format!("test.sh sets `{word}`"));
+                }
+            }
+        }
         for part in line.split([';', '&', '|', '(', ')', '{', '}']) {
             let words: Vec<&str> = part.split_whitespace().filter(|w| *w != "\\").collect();
             for (i, w) in words.iter().enumerate() {
@@ -833,6 +846,113 @@ pub fn unresolved(test_sh: &str, known: &[&str]) -> Option<String> {
         }
     }
     None
+}
+
+/// The words of one line of shell as the shell splits them: at blanks and `;`, `&`, `|`, `(`,
+/// `)` outside quotes, `$(…)`, `${…}` and backquotes; each word as written (quotes kept).
+fn shell_words(line: &str) -> Vec<String> {
+    let (mut words, mut word) = (Vec::new(), String::new());
+    let (mut quote, mut depth, mut backquote) = (None::<char>, 0usize, false);
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        let inside = quote.is_some() || depth > 0 || backquote;
+        match c {
+            '\\' if quote != Some('\'') => {
+                word.push(c);
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+                continue;
+            }
+            '\'' | '"' if depth == 0 && !backquote => match quote {
+                None => quote = Some(c),
+                Some(q) if q == c => quote = None,
+                _ => {}
+            },
+            '`' if quote != Some('\'') && depth == 0 => backquote = !backquote,
+            '$' if quote != Some('\'') && matches!(chars.peek(), Some('(' | '{')) => {
+                word.push(c);
+                word.push(chars.next().unwrap_or_default());
+                depth += 1;
+                continue;
+            }
+            '(' | '{' if depth > 0 => depth += 1,
+            ')' | '}' if depth > 0 => depth -= 1,
+            c if !inside && (c.is_whitespace() || ";&|()".contains(c)) => {
+                if !word.is_empty() {
+                    words.push(std::mem::take(&mut word));
+                }
+                continue;
+            }
+            _ => {}
+        }
+        word.push(c);
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    words
+}
+
+/// The variables that say where the verifier's programs find what they load: a value the
+/// reader cannot name makes [`unresolved`] fail closed.
+const SEARCH_SETTINGS: &[&str] = &[
+    "PATH",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONUSERBASE",
+    "PYTEST_ADDOPTS",
+    "PYTEST_PLUGINS",
+    "LD_LIBRARY_PATH",
+    "LD_PRELOAD",
+    "NODE_PATH",
+];
+
+/// `value` of variable `name` without its references to `name` itself (`$PATH`, `${PATH}`,
+/// `${PYTHONPATH:+:$PYTHONPATH}`): what it adds to the value it had.
+fn without_itself(value: &str, name: &str) -> String {
+    let braced = format!("${{{name}");
+    let plain = format!("${name}");
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(at) = rest
+        .find(&plain)
+        .into_iter()
+        .chain(rest.find(&braced))
+        .min()
+    {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let skip = if let Some(after) = tail.strip_prefix(&braced)
+            && after.starts_with(['}', ':', '-', '+'])
+        {
+            // Up to the brace that closes it.
+            let mut depth = 1;
+            let end = after
+                .char_indices()
+                .find(|&(_, c)| {
+                    match c {
+                        '{' => depth += 1,
+                        '}' => depth -= 1,
+                        _ => {}
+                    }
+                    depth == 0
+                })
+                .map_or(after.len(), |(i, _)| i + 1);
+            braced.len() + end
+        } else if tail.starts_with(&plain)
+            && !tail[plain.len()..].starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+        {
+            plain.len()
+        } else {
+            // Another name that begins the same (`$PATHS`): kept.
+            out.push_str(&tail[..1]);
+            1
+        };
+        rest = &tail[skip..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The files `test_sh` (as read) takes an environment from at run time other than by sourcing
@@ -913,6 +1033,11 @@ mod tests {
             ("env $(cat /app/.env) pytest", "runs `env`"),
             ("eval \"$(cat /app/setup)\"", "eval"),
             ("set -a; . /app/.env; set +a", "set -a"),
+            ("export PYTHONPATH=\"${SRC%/}:$PYTHONPATH\"", "sets"),
+            ("PYTHONPATH=$(pwd)/src pytest", "sets"),
+            ("export PYTEST_ADDOPTS=\"$OPTS\"", "sets"),
+            ("PATH=`cat /app/path`:$PATH", "sets"),
+            ("export PATH=$PATHS:$PATH", "sets"),
             (
                 "while IFS='=' read -r k v; do export \"$k=$v\"; done < /app/.env",
                 "read",
@@ -935,10 +1060,35 @@ mod tests {
             "cd \"${APP_DIR:-/root}\"",
             "export PYTHONPATH=/app:$PYTHONPATH\npytest -rA",
             "cd $APP_HOME",
+            "export PATH=\"$HOME/.local/bin:$PATH\"",
+            "export PYTHONPATH=\"/app/src${PYTHONPATH:+:$PYTHONPATH}\"",
+            "PYTHONPATH=/root/src:${PYTHONPATH} pytest",
+            "export PATH=$PATH:/opt/bin",
+            "PYTEST_ADDOPTS=-rA pytest",
+            "PYTEST_ADDOPTS=\"-rA -q\" pytest",
         ] {
             let got = unresolved(&as_read(sh), &["APP_HOME"]);
             assert_eq!(got, None, "{sh}");
         }
+    }
+
+    #[test]
+    fn shell_words_keep_quotes_and_substitutions_whole() {
+        assert_eq!(
+            shell_words("export A=\"x y\" B=$(cmd \"a b\"):${C:+:$C} `d e`;f|g"),
+            [
+                "export",
+                "A=\"x y\"",
+                "B=$(cmd \"a b\"):${C:+:$C}",
+                "`d e`",
+                "f",
+                "g"
+            ]
+        );
+        assert_eq!(
+            shell_words("PYTEST_ADDOPTS='-p x' pytest"),
+            ["PYTEST_ADDOPTS='-p x'", "pytest"]
+        );
     }
 
     #[test]

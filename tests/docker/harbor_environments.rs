@@ -137,10 +137,13 @@ async fn a_writable_bind_of_the_task_folder_is_each_trials_own() {
     assert_eq!(containers_of_run(&s, "bind-idle").await, 0);
     let log = std::fs::read_to_string(dir.join("environment/services.log")).unwrap();
     assert!(log.contains("/app mounted from this trial's copy"), "{log}");
-    assert!(
-        !dir.join("environment/binds").exists(),
-        "the copies are removed"
-    );
+    // The copies were outside the trial folder, and are gone.
+    let root = log
+        .lines()
+        .find_map(|l| l.split("copies in ").nth(1)?.split(" (removed").next())
+        .unwrap_or_else(|| panic!("no copies' folder: {log}"));
+    assert!(!root.starts_with(&*dir.to_string_lossy()), "{root}");
+    assert!(!Path::new(root).exists(), "{root} is left");
     // The task's folder is as it was.
     let app = task.join("environment/app");
     assert!(

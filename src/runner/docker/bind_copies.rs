@@ -13,8 +13,11 @@
 //! ([`BindCopies::mounted`]) and carried by the rule.
 //!
 //! Read-only binds stay the host's folder (a hardened environment cannot remount them), and so
-//! do binds of the trial's own folder (`HOST_*_LOGS_PATH`). The copies live in the trial folder
-//! under `environment/binds/` and are removed with the site.
+//! do binds of the trial's own folder (`HOST_*_LOGS_PATH`) and of what is neither a folder nor a
+//! regular file (a socket, a device: nothing to copy). The copies live in a folder of their own
+//! in the system's temporary folder (`skillscope-binds-*`, like the hand-over's spool: what the
+//! agent wrote there never enters the trial folder, which is kept and shared) and are removed
+//! with the site.
 
 use std::path::{Path, PathBuf};
 
@@ -50,8 +53,8 @@ struct Copied {
 /// A trial's copies of its task's writable bind sources (empty for a task without any).
 #[derive(Debug, Default, Clone)]
 pub struct BindCopies {
-    /// `<trial>/environment/binds`.
-    root: PathBuf,
+    /// `$TMPDIR/skillscope-binds-*`, made at the first copy.
+    root: Option<PathBuf>,
     copies: Vec<Copied>,
     /// Bytes and entries copied so far, for the site's copies.
     bytes: u64,
@@ -61,12 +64,23 @@ pub struct BindCopies {
 }
 
 impl BindCopies {
-    /// No copies yet; they go under `<trial_dir>/environment/binds`.
-    pub fn new(trial_dir: &Path) -> BindCopies {
-        BindCopies {
-            root: trial_dir.join("environment").join("binds"),
-            ..Default::default()
+    /// The folder the copies are in, once one is made.
+    pub fn root(&self) -> Option<&Path> {
+        self.root.as_deref()
+    }
+
+    /// The copies' folder, made at the first ask.
+    fn root_made(&mut self) -> Result<PathBuf, CopyError> {
+        if let Some(r) = &self.root {
+            return Ok(r.clone());
         }
+        let dir = tempfile::Builder::new()
+            .prefix("skillscope-binds-")
+            .tempdir()
+            .map_err(|e| CopyError::Io(std::env::temp_dir(), e))?
+            .keep();
+        self.root = Some(dir.clone());
+        Ok(dir)
     }
 
     /// The host path to mount for `source` in the site: the site's copy, made at the first ask
@@ -85,7 +99,10 @@ impl BindCopies {
         let at = match self.copies.iter().position(|c| c.source == source) {
             Some(i) => i,
             None => {
-                let site = self.root.join("site").join(self.copies.len().to_string());
+                let site = self
+                    .root_made()?
+                    .join("site")
+                    .join(self.copies.len().to_string());
                 let (mut bytes, mut entries) = (self.bytes, self.entries);
                 copy_tree(&source, &site, &mut bytes, &mut entries)?;
                 (self.bytes, self.entries) = (bytes, entries);
@@ -124,6 +141,9 @@ impl BindCopies {
     /// [`CopyError::Io`] when a copy cannot be made (limits were checked by the site's copy).
     pub fn for_verifier(&self, n: usize, binds: &[String]) -> Result<Vec<String>, CopyError> {
         let mut out = Vec::with_capacity(binds.len());
+        let Some(root) = &self.root else {
+            return Ok(binds.to_vec());
+        };
         for line in binds {
             let hit = self.copies.iter().enumerate().find_map(|(i, c)| {
                 let prefix = format!("{}:", c.site.display());
@@ -131,7 +151,7 @@ impl BindCopies {
             });
             match hit {
                 Some((i, c, rest)) => {
-                    let fresh = self.root.join(format!("verifier-{n}")).join(i.to_string());
+                    let fresh = root.join(format!("verifier-{n}")).join(i.to_string());
                     let (mut bytes, mut entries) = (0, 0);
                     copy_tree(&c.source, &fresh, &mut bytes, &mut entries)?;
                     out.push(format!("{}:{rest}", fresh.display()));
@@ -144,8 +164,8 @@ impl BindCopies {
 
     /// Removes every copy. Never fails (what cannot be removed stays in the trial folder).
     pub fn remove(&self) {
-        if !self.copies.is_empty() {
-            let _ = std::fs::remove_dir_all(&self.root);
+        if let Some(root) = &self.root {
+            let _ = std::fs::remove_dir_all(root);
         }
     }
 }
@@ -264,13 +284,13 @@ mod tests {
     #[test]
     fn each_environment_gets_its_own_copy_of_the_task_folder() {
         let task = task_folder();
-        let trial = tempfile::tempdir().unwrap();
-        let mut copies = BindCopies::new(trial.path());
+        let mut copies = BindCopies::default();
         let source = task.path().join("app");
         let site = copies.site_source(&source, Some("/app")).unwrap();
         // A service mounting the same folder shares the site's copy.
         assert_eq!(copies.site_source(&source, None).unwrap(), site);
-        assert!(site.starts_with(trial.path()));
+        let root = copies.root().unwrap().to_path_buf();
+        assert!(site.starts_with(&root) && root.starts_with(std::env::temp_dir()));
         assert_eq!(std::fs::read(site.join("data.txt")).unwrap(), b"task data");
         let mode = std::fs::metadata(site.join("sub/run.sh"))
             .unwrap()
@@ -315,21 +335,21 @@ mod tests {
             ]
         );
         copies.remove();
-        assert!(!trial.path().join("environment/binds").exists());
+        assert!(!root.exists());
         assert!(source.join("data.txt").exists(), "the task's folder stays");
     }
 
     #[test]
     fn a_bound_file_is_copied_too() {
         let task = task_folder();
-        let trial = tempfile::tempdir().unwrap();
-        let mut copies = BindCopies::new(trial.path());
+        let mut copies = BindCopies::default();
         let site = copies
             .site_source(&task.path().join("app/data.txt"), Some("/etc/data.txt"))
             .unwrap();
         assert_eq!(std::fs::read(&site).unwrap(), b"task data");
         let files = &copies.mounted()[0].1;
         assert!(files.get("/etc/data.txt").is_some(), "{:?}", files.files);
+        copies.remove();
     }
 
     #[test]

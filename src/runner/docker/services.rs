@@ -442,7 +442,13 @@ async fn bind_lines(
             }
             match bind_line(input, b) {
                 Err(why) => log.line(format!("{who}: {} not mounted: {why}", b.target)),
-                Ok(line) if b.read_only || b.source.starts_with(input.trial_dir) => {
+                // A socket or a device is shared as it is (nothing to copy).
+                Ok(line)
+                    if b.read_only
+                        || b.source.starts_with(input.trial_dir)
+                        || !std::fs::metadata(&b.source)
+                            .is_ok_and(|m| m.is_dir() || m.is_file()) =>
+                {
                     wanted.push((key.to_string(), Ok(line)));
                 }
                 Ok(_) => {
@@ -457,9 +463,6 @@ async fn bind_lines(
         }
     }
     let mut copies = std::mem::take(&mut services.copies);
-    if copies.is_empty() {
-        copies = BindCopies::new(input.trial_dir);
-    }
     let (lines, copies) = tokio::task::spawn_blocking(move || {
         let mut out: HashMap<String, Vec<String>> = HashMap::new();
         for (key, want) in wanted {
@@ -479,6 +482,12 @@ async fn bind_lines(
     })
     .await
     .map_err(|e| ServiceError::Runner(RunnerError::Task(e.to_string())))?;
+    if let Some(root) = copies.root() {
+        log.line(format!(
+            "copies in {} (removed with the trial's environments)",
+            root.display()
+        ));
+    }
     services.copies = copies;
     lines.map_err(|e| match e {
         CopyError::TooLarge(m) => ServiceError::Task(format!("a writable bind mount: {m}")),

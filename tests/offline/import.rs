@@ -1160,7 +1160,8 @@ fn retried_trials_of_our_own_jobs_count_once() {
     use skillscope::store::{TrialRow, TrialStatus};
     let run = "r1-oracle-curated-x1";
     // (task, attempt, outcome, reward): task-a failed on the machine, then passed on a retry;
-    // task-b failed twice, then failed its verdict on a third attempt; task-c ran once.
+    // task-b failed twice, then failed its verdict on a third attempt; task-c ran once; task-d
+    // got a partial reward on its retry; task-e passed after its agent's time ran out.
     let attempts = [
         ("task-a", 1, Outcome::RuntimeError, None),
         ("task-a", 2, Outcome::Pass, Some(1.0)),
@@ -1168,6 +1169,9 @@ fn retried_trials_of_our_own_jobs_count_once() {
         ("task-b", 2, Outcome::RuntimeError, None),
         ("task-b", 3, Outcome::Fail, Some(0.0)),
         ("task-c", 1, Outcome::Pass, Some(1.0)),
+        ("task-d", 1, Outcome::RuntimeError, None),
+        ("task-d", 2, Outcome::Fail, Some(0.4)),
+        ("task-e", 1, Outcome::AgentTimeout, Some(1.0)),
     ];
     let write = |root: &Path, which: &[usize]| {
         let job_dir = root.join("jobs").join(job_name(run, "curated"));
@@ -1227,6 +1231,8 @@ fn retried_trials_of_our_own_jobs_count_once() {
         ("task-a".to_string(), 1, 2, Some(Outcome::Pass)),
         ("task-b".to_string(), 1, 3, Some(Outcome::Fail)),
         ("task-c".to_string(), 1, 1, Some(Outcome::Pass)),
+        ("task-d".to_string(), 1, 2, Some(Outcome::Fail)),
+        ("task-e".to_string(), 1, 1, Some(Outcome::AgentTimeout)),
     ];
     let import_opts = |root: &Path| ImportOptions {
         run: Some("retried".into()),
@@ -1234,11 +1240,11 @@ fn retried_trials_of_our_own_jobs_count_once() {
     };
     // One import of the whole folder.
     let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), &[0, 1, 2, 3, 4, 5]);
+    write(dir.path(), &[0, 1, 2, 3, 4, 5, 6, 7, 8]);
     let store = Store::open(&dir.path().join("r.db")).unwrap();
     let report = import(&store, &import_opts(dir.path())).unwrap();
-    assert_eq!(report.imported, 6, "{:?}", report.broken);
-    assert_eq!(report.superseded_attempts, 3);
+    assert_eq!(report.imported, 9, "{:?}", report.broken);
+    assert_eq!(report.superseded_attempts, 4);
     assert_eq!(current(&store), expected);
     // By hand from the raw folders: the latest attempt of each (task, trial index) by its
     // attempt number in skillscope's names, scored by its reward (none counts 0).
@@ -1253,15 +1259,17 @@ fn retried_trials_of_our_own_jobs_count_once() {
         latest.values().map(|(_, r)| *r).sum::<f64>() / latest.len() as f64
     };
     let (rate, tasks) = pass_rate_of(&store, "retried");
-    assert_eq!(tasks, 3);
+    assert_eq!(tasks, 5);
+    // (0 + 1 + 1 + 0.4 + 1) / 5: the partial reward and the pass after a timeout as recorded.
+    assert!((by_hand - 0.68).abs() < 1e-12, "{by_hand}");
     assert!((rate - by_hand).abs() < 1e-12, "{rate} vs {by_hand}");
     store.writer().stop();
 
     // Two imports: the later attempts first, then the earlier ones (a job copied while it ran),
     // and the other way round. Either way one trial per task, its latest attempt current.
     for (first, then) in [
-        (&[1usize, 4, 5][..], &[0usize, 2, 3][..]),
-        (&[0, 2, 5][..], &[1, 3, 4][..]),
+        (&[1usize, 4, 5, 7, 8][..], &[0usize, 2, 3, 6][..]),
+        (&[0, 2, 5, 6][..], &[1, 3, 4, 7, 8][..]),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("r.db")).unwrap();
@@ -1269,10 +1277,10 @@ fn retried_trials_of_our_own_jobs_count_once() {
         let once = import(&store, &import_opts(dir.path())).unwrap();
         write(dir.path(), then);
         let again = import(&store, &import_opts(dir.path())).unwrap();
-        assert_eq!(again.imported, 3);
-        assert_eq!(again.already_present, 3);
+        assert_eq!(again.imported, then.len());
+        assert_eq!(again.already_present, first.len());
         // Each earlier attempt is counted superseded once, across both imports.
-        assert_eq!(once.superseded_attempts + again.superseded_attempts, 3);
+        assert_eq!(once.superseded_attempts + again.superseded_attempts, 4);
         assert_eq!(current(&store), expected, "{first:?} then {then:?}");
         let (rate, _) = pass_rate_of(&store, "retried");
         assert!((rate - by_hand).abs() < 1e-12);

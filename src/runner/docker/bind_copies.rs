@@ -151,9 +151,12 @@ impl BindCopies {
             });
             match hit {
                 Some((i, c, rest)) => {
+                    // One fresh copy per source, shared by its mounts (as the site's is).
                     let fresh = root.join(format!("verifier-{n}")).join(i.to_string());
-                    let (mut bytes, mut entries) = (0, 0);
-                    copy_tree(&c.source, &fresh, &mut bytes, &mut entries)?;
+                    if fresh.symlink_metadata().is_err() {
+                        let (mut bytes, mut entries) = (0, 0);
+                        copy_tree(&c.source, &fresh, &mut bytes, &mut entries)?;
+                    }
                     out.push(format!("{}:{rest}", fresh.display()));
                 }
                 None => out.push(line.clone()),
@@ -306,9 +309,15 @@ mod tests {
         std::fs::write(site.join("data.txt"), "forged").unwrap();
         std::fs::write(site.join("answer.txt"), "42").unwrap();
         let other = "/elsewhere:/x".to_string();
-        let lines = [format!("{}:/app", site.display()), other.clone()];
+        let lines = [
+            format!("{}:/app", site.display()),
+            other.clone(),
+            format!("{}:/srv/app", site.display()),
+        ];
         let v = copies.for_verifier(0, &lines).unwrap();
         assert_eq!(v[1], other);
+        // The same folder at two targets: one fresh copy for both.
+        assert_eq!(v[2].strip_suffix(":/srv/app"), v[0].strip_suffix(":/app"));
         let fresh = PathBuf::from(v[0].strip_suffix(":/app").unwrap());
         assert_ne!(fresh, site);
         assert_eq!(std::fs::read(fresh.join("data.txt")).unwrap(), b"task data");

@@ -11,6 +11,22 @@ pub fn join(dir: &str, rel: &str) -> String {
     }
 }
 
+/// `path` (absolute) with its `.` and `..` parts read as the kernel reads them (`..` of `/` is
+/// `/`; links are not followed).
+pub fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for p in path.split('/') {
+        match p {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            p => parts.push(p),
+        }
+    }
+    format!("/{}", parts.join("/"))
+}
+
 /// `path` is `dir` or under it.
 pub fn within(path: &str, dir: &str) -> bool {
     dir == "/"

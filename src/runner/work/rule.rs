@@ -43,11 +43,11 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use super::manifest::{FileKind, Manifest};
-use super::paths::join;
+use super::paths::{join, normalize};
 pub use super::paths::{parent, within};
 use super::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, environment_files,
-    installed_modules, loader_searches_working, pip_requirements, pytest_arguments,
+    installed_modules, loader_searches_working, pip_requirements, pytest_arguments, pytest_targets,
     relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
     unresolved, working_dirs,
 };
@@ -419,6 +419,9 @@ pub struct Rules {
     /// Why the reader cannot name every folder test.sh runs Python in ([`unresolved`]), if it
     /// cannot: then every folder is one searched first (the rule fails closed).
     every_folder_first: Option<String>,
+    /// Folders holding an `__init__.py` (the work's or the image's): packages, never a folder
+    /// Python starts in when the rule fails closed.
+    package_dirs: BTreeSet<String>,
 }
 
 /// True when `path` is a folder above one only the verifier has (`/logs`): the verifier's
@@ -522,9 +525,20 @@ impl Rules {
         // The folders test.sh runs in, and the places its copies bring there (`cp -r
         // /opt/project /tmp/eval && cd /tmp/eval`: what `/opt/project` holds is read from
         // `/tmp/eval`) — everything said of a working folder below is said of those too.
-        let working: Vec<String> = std::iter::once(workdir.to_string())
-            .chain(working_dirs(test_sh, home))
-            .collect();
+        // A relative one (`cd src`) from every folder known before it.
+        let mut working: Vec<String> = vec![workdir.to_string()];
+        for d in working_dirs(test_sh, home) {
+            let at: Vec<String> = if d.starts_with('/') {
+                vec![normalize(&d)]
+            } else {
+                working.iter().map(|w| normalize(&join(w, &d))).collect()
+            };
+            for d in at {
+                if !working.contains(&d) {
+                    working.push(d);
+                }
+            }
+        }
         let landings = Landings::read(test_sh, home, &working);
         let also = |dirs: Vec<String>| -> Vec<String> {
             let mut out = dirs.clone();
@@ -630,20 +644,37 @@ impl Rules {
         // Where test.sh copies the tests, and the folders it runs in (a relative test path is
         // read there): pytest's configuration and the packages' `__init__.py` in and above them
         // are read (an `__init__.py` beside a test makes it a package's module, run first).
+        // Where pytest is told to find tests outside `/tests` is such a place too, however the
+        // tests got there (`install`, `tar`, `mv`, a heredoc): and pytest puts that folder first
+        // on `sys.path` before it imports a test module.
         let mut test_places: Vec<String> = Vec::new();
-        for d in test_copies(test_sh) {
-            let dirs = if d.starts_with('/') {
-                vec![d]
+        let targets = pytest_targets(test_sh).into_iter().filter_map(|t| {
+            let t = t.trim_end_matches('/');
+            let dir = if t.ends_with(".py") { parent(t) } else { t };
+            (!dir.is_empty()).then(|| dir.to_string())
+        });
+        for d in test_copies(test_sh).into_iter().chain(targets) {
+            let dirs: Vec<String> = if d.starts_with('/') {
+                vec![normalize(&d)]
             } else {
-                working.iter().map(|w| join(w, &d)).collect()
+                working.iter().map(|w| normalize(&join(w, &d))).collect()
             };
             for d in also(dirs) {
+                if within(&d, "/tests") {
+                    continue;
+                }
                 in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
                 in_and_above(&mut files, &d, &["__init__.py"], PYTEST_READS);
+                shadow_dirs.insert(d.clone());
                 if !test_places.contains(&d) {
                     test_places.push(d);
                 }
             }
+        }
+        // A user base or a Python home test.sh names (`PYTHONUSERBASE=/opt/pyuser`): its tree
+        // is searched for modules and `.pth` files as the toolchain's.
+        for d in search_dirs(test_sh, home, &["PYTHONUSERBASE", "PYTHONHOME"]) {
+            trees.push((d.clone(), format!("test.sh makes {d} Python's own folder")));
         }
         // The configuration pytest is told to read (`-c /app/pytest.ini`): its `addopts` would
         // load what the agent names.
@@ -684,7 +715,8 @@ impl Rules {
             test_dirs: BTreeSet::new(),
             home: home.to_string(),
             linked_homes: Vec::new(),
-            every_folder_first: unresolved(test_sh, &[]),
+            every_folder_first: unresolved(test_sh, &[], home),
+            package_dirs: BTreeSet::new(),
             modules,
             portions,
             anywhere: VERIFIER_MODULES
@@ -708,7 +740,7 @@ impl Rules {
             .iter()
             .filter_map(|e| Some(e.split_once('=')?.0))
             .collect();
-        self.every_folder_first = unresolved(test_sh, &names);
+        self.every_folder_first = unresolved(test_sh, &names, &self.home);
         for (name, value) in env.iter().filter_map(|e| e.split_once('=')) {
             let used =
                 test_sh.contains(&format!("${name}")) || test_sh.contains(&format!("${{{name}}}"));
@@ -745,6 +777,14 @@ impl Rules {
     /// This rule with `dirs`, the folders links named `bin` lead to, read as `bin` folders.
     pub fn with_bin_dirs(mut self, dirs: impl IntoIterator<Item = String>) -> Rules {
         self.bin_dirs.extend(dirs);
+        self
+    }
+
+    /// This rule knowing the folders that are packages (`dirs`: those holding an
+    /// `__init__.py`, the work's or the image's): failing closed, a module in a package (an
+    /// honest `/app/src/kit/types.py`) is not taken for one in a folder searched first.
+    pub fn with_package_dirs(mut self, dirs: impl IntoIterator<Item = String>) -> Rules {
+        self.package_dirs.extend(dirs);
         self
     }
 
@@ -820,6 +860,7 @@ impl Rules {
         let ancestors: Vec<String> = match &self.every_folder_first {
             Some(_) => {
                 std::iter::successors(Some(parent(path)), |p| (*p != "/").then(|| parent(p)))
+                    .filter(|d| !self.package_dirs.contains(*d))
                     .map(str::to_string)
                     .collect()
             }
@@ -955,8 +996,10 @@ impl Rules {
         }) {
             return Class::Shadow(m.clone());
         }
-        // A program test.sh runs, in any `bin` folder (one put on `PATH` through a variable).
-        if !is_dir && dir.ends_with("/bin") && self.commands.iter().any(|c| c == name) {
+        // A program test.sh runs, in any `bin` folder (one put on `PATH` through a variable);
+        // failing closed, in any folder (`PATH="$PWD/node_modules/.bin:$PATH"`).
+        let bin = dir.ends_with("/bin") || self.every_folder_first.is_some();
+        if !is_dir && bin && self.commands.iter().any(|c| c == name) {
             return Class::Toolchain(format!("{name} in a bin folder is a program test.sh runs"));
         }
         Class::Work
@@ -1695,9 +1738,83 @@ pytest",
                 "/root".to_string(),
                 "/opt/x".into(),
                 "/srv".into(),
-                "/home/u".into()
+                "/home/u".into(),
+                "rel".into()
             ]
         );
+        // A relative one is read from every folder known before it (the fourth red team's
+        // `cd /opt/project; cd src`, `pushd src`, `cd "$(dirname "$0")/../workspace"`).
+        for sh in [
+            "cd /opt/project\ncd src\npython3 -m pytest",
+            "pushd /opt/project >/dev/null\npushd src\npython3 -m pytest",
+        ] {
+            let r = rules_with(sh, "");
+            assert_eq!(
+                r.classify("/opt/project/src/json.py", false, &[]),
+                Class::Shadow("json".into()),
+                "{sh}"
+            );
+        }
+        let r = rules_with(
+            "cd \"$(dirname \"$0\")/../workspace\"\npython3 -m pytest",
+            "",
+        );
+        assert_eq!(
+            r.classify("/workspace/json.py", false, &[]),
+            Class::Shadow("json".into())
+        );
+    }
+
+    /// Where pytest is told to find tests (however they got there) is where its configuration,
+    /// `conftest.py` and the tests' imports are read (the fourth red team: `install`, `tar`,
+    /// `mv`, a heredoc, `$(mktemp -d)`).
+    #[test]
+    fn where_pytest_finds_tests_is_read_as_the_verifiers() {
+        let r = rules_with(
+            "install -D -m 644 /tests/test_outputs.py /srv/eval/test_outputs.py\n\
+             pytest --ctrf /logs/verifier/ctrf.json /srv/eval/test_outputs.py -rA",
+            "",
+        );
+        assert!(matches!(
+            r.classify("/srv/eval/conftest.py", false, &[]),
+            Class::Toolchain(_)
+        ));
+        assert!(matches!(
+            r.classify("/srv/pytest.ini", false, &[]),
+            Class::Toolchain(_)
+        ));
+        assert_eq!(
+            r.classify("/srv/eval/json.py", false, &[]),
+            Class::Shadow("json".into())
+        );
+        let r = rules_with(
+            "WORK=$(mktemp -d)\ncp /tests/test_outputs.py \"$WORK\"/\ncd \"$WORK\"\npytest test_outputs.py",
+            "",
+        );
+        for f in ["/tmp/conftest.py", "/tmp/pytest.ini"] {
+            assert!(
+                matches!(r.classify(f, false, &[]), Class::Toolchain(_)),
+                "{f}"
+            );
+        }
+        // Failing closed, a package's module is no module of a folder searched first.
+        let r = rules_with("export HOME=/srv\npytest /tests", "")
+            .with_package_dirs(["/app/src/kit".to_string()]);
+        assert_eq!(r.classify("/app/src/kit/json.py", false, &[]), Class::Work);
+        assert_eq!(
+            r.classify("/app/src/json.py", false, &[]),
+            Class::Shadow("json".into())
+        );
+        // The image's own home set again is no unknown; a user base is Python's own folder.
+        let r = rules_with(
+            "export HOME=/root\nexport PYTHONUSERBASE=/opt/pyuser\npytest",
+            "",
+        );
+        assert_eq!(r.classify("/opt/deep/json.py", false, &[]), Class::Work);
+        assert!(matches!(
+            r.classify("/opt/pyuser/lib/python3.11/site-packages/x.pth", false, &[]),
+            Class::Toolchain(_)
+        ));
     }
 
     #[test]

@@ -258,6 +258,19 @@ pub fn as_read(test_sh: &str) -> String {
             prev = c;
         }
     }
+    // `$(dirname "$0")` is the folder of test.sh; a folder `mktemp -d` makes is a fresh one
+    // under `/tmp` (nothing of the agent's is in it; what pytest reads above it is `/tmp`'s).
+    for f in [
+        "$(dirname \"$0\")",
+        "$(dirname $0)",
+        "$(dirname \"${BASH_SOURCE[0]}\")",
+    ] {
+        text = text.replace(f, "/tests");
+    }
+    while let Some(at) = text.find("$(mktemp -d") {
+        let end = text[at..].find(')').map_or(text.len(), |e| at + e + 1);
+        text.replace_range(at..end, MKTEMP_FOLDER);
+    }
     // Literal assignments, by name: the values seen.
     let mut values: std::collections::BTreeMap<String, Vec<Option<String>>> = Default::default();
     for line in text.lines() {
@@ -335,6 +348,9 @@ pub fn as_read(test_sh: &str) -> String {
     done.push_str(rest);
     done
 }
+
+/// What `as_read` reads a folder `mktemp -d` makes as.
+pub const MKTEMP_FOLDER: &str = "/tmp/mktemp-folder";
 
 /// The lines of `test_sh` with each continued line (`\\` at its end) joined to the next; the
 /// text of each stays `test_sh`'s (a continuation's backslash and line break read as blanks).
@@ -737,8 +753,83 @@ pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
             let dir = expand_home(arg, home);
             let dir = dir.trim_end_matches('/');
             let dir = if dir.is_empty() { "/" } else { dir };
-            if dir.starts_with('/') && !dir.contains('$') && !out.iter().any(|o| o == dir) {
+            // A relative one (`cd src`, `cd ..`) as written: [`super::rule`] reads it from
+            // every folder known before it.
+            if dir != "-" && !dir.contains('$') && !out.iter().any(|o| o == dir) {
                 out.push(dir.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The test paths pytest is given (`pytest P`, `python3 -m pytest P`, `py.test P`): each
+/// positional argument naming a file or folder (a node id's `::…` left out), as written.
+/// pytest reads its configuration and `conftest.py` in and above the folder of each, and puts
+/// that folder first on `sys.path` before it imports a test module.
+pub fn pytest_targets(test_sh: &str) -> Vec<String> {
+    const TAKES_VALUE: &[&str] = &[
+        "-c",
+        "-p",
+        "-k",
+        "-m",
+        "-o",
+        "-n",
+        "-W",
+        "-r",
+        "--ctrf",
+        "--junitxml",
+        "--junit-xml",
+        "--rootdir",
+        "--confcutdir",
+        "--basetemp",
+        "--log-file",
+        "--html",
+        "--json-report-file",
+        "--cov",
+        "--cov-report",
+        "--tb",
+        "--timeout",
+        "--durations",
+        "--maxfail",
+        "--deselect",
+        "--ignore",
+        "--ignore-glob",
+        "--override-ini",
+        "--import-mode",
+        "--config-file",
+        "--capture",
+        "--log-level",
+        "--log-cli-level",
+        "--dist",
+        "--reruns",
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for line in logical_lines(test_sh) {
+        let words: Vec<String> = shell_words(line)
+            .into_iter()
+            .map(|w| w.replace(['"', '\''], ""))
+            .collect();
+        let Some(at) = words.iter().enumerate().position(|(i, w)| {
+            let base = w.rsplit('/').next().unwrap_or(w);
+            matches!(base, "pytest" | "py.test")
+                && (i == 0 || words[i - 1] != "install" && !words[i - 1].starts_with("pip"))
+        }) else {
+            continue;
+        };
+        let mut it = words[at + 1..].iter();
+        while let Some(w) = it.next() {
+            if TAKES_VALUE.contains(&w.as_str()) {
+                it.next();
+                continue;
+            }
+            if w.starts_with('-') || w.contains(['$', '=']) || w.is_empty() {
+                continue;
+            }
+            let path = w.split("::").next().unwrap_or(w);
+            let named = path.ends_with(".py") || path.contains('/') || path == ".";
+            if named && !out.iter().any(|o| o == path) {
+                out.push(path.to_string());
             }
         }
     }
@@ -754,15 +845,7 @@ pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
 /// The rule then fails closed: every folder is one the verifier's Python may search first.
 /// `known`: variables whose values the reader knows (`HOME`, the image's environment), as
 /// good as literals.
-pub fn unresolved(test_sh: &str, known: &[&str]) -> Option<String> {
-    // `$(dirname "$0")`: the folder of test.sh, `/tests`.
-    let test_sh = &[
-        "$(dirname \"$0\")",
-        "$(dirname $0)",
-        "$(dirname \"${BASH_SOURCE[0]}\")",
-    ]
-    .iter()
-    .fold(test_sh.to_string(), |w, f| w.replace(f, "/tests"));
+pub fn unresolved(test_sh: &str, known: &[&str], home: &str) -> Option<String> {
     let literal = |word: &str| {
         let mut word = word.to_string();
         for k in known.iter().chain(&["HOME", "TEST_DIR"]) {
@@ -776,14 +859,10 @@ pub fn unresolved(test_sh: &str, known: &[&str]) -> Option<String> {
             .and_then(|w| w.strip_suffix('"'))
             .or_else(|| word.strip_prefix('\'').and_then(|w| w.strip_suffix('\'')))
             .unwrap_or(word);
-        !w.is_empty() && !w.contains(['$', '`', '*', '?', '[', '\\', '"', '\'', '{'])
+        !w.is_empty() && !w.contains(['$', '`', '*', '?', '[', '\\', '"', '\'', '{', '<', '('])
     };
-    let reads_env_in_loop = test_sh.split_whitespace().any(|w| w == "read")
-        && test_sh
-            .split(|c: char| c.is_whitespace() || ";&|(){}".contains(c))
-            .any(|w| matches!(w, "export" | "declare" | "typeset"));
-    if reads_env_in_loop {
-        return Some("test.sh exports what a `read` loop reads".into());
+    if !environment_files(test_sh).is_empty() || test_sh.contains("export `") {
+        return Some("test.sh exports what it reads at run time".into());
     }
     for line in logical_lines(test_sh) {
         // A search path set from what the reader cannot name (quotes read as the shell reads
@@ -833,10 +912,24 @@ pub fn unresolved(test_sh: &str, known: &[&str]) -> Option<String> {
                     {
                         Some(format!("test.sh runs a login shell (`{bare} -`)"))
                     }
-                    _ if bare.starts_with("CDPATH=") || bare.starts_with("HOME=") => Some(format!(
-                        "test.sh sets {}",
-                        &bare[..bare.find('=').unwrap_or(0)]
-                    )),
+                    // `export HOME=/root` as the image has it changes nothing.
+                    _ if bare.starts_with("CDPATH=")
+                        || bare.strip_prefix("HOME=").is_some_and(|h| {
+                            h.trim_matches(['"', '\'']).trim_end_matches('/') != home
+                        }) =>
+                    {
+                        Some(format!(
+                            "test.sh sets {}",
+                            &bare[..bare.find('=').unwrap_or(0)]
+                        ))
+                    }
+                    "env"
+                        if words[i + 1..]
+                            .iter()
+                            .any(|a| *a == "-C" || a.starts_with("--chdir")) =>
+                    {
+                        Some("test.sh changes folder with `env -C`".into())
+                    }
                     _ => None,
                 };
                 if why.is_some() {
@@ -959,18 +1052,48 @@ fn without_itself(value: &str, name: &str) -> String {
 /// them: the paths on a line that runs `eval`, `xargs`, `export $(…)`, `env $(…)`, or a `read`
 /// loop's input (`done < .env`), as written (a relative one is read from the working folders).
 pub fn environment_files(test_sh: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let loop_reads = test_sh.split_whitespace().any(|w| w == "read");
-    for line in logical_lines(test_sh) {
-        let words: Vec<&str> = line
-            .split(|c: char| c.is_whitespace() || ";&|(){}`".contains(c))
+    let lines = logical_lines(test_sh);
+    let words_of = |line: &str| -> Vec<String> {
+        line.split(|c: char| c.is_whitespace() || ";&|(){}`".contains(c))
             .filter(|w| !w.is_empty())
-            .collect();
-        let env_line = words.iter().any(|w| matches!(*w, "eval" | "xargs"))
-            || line.contains("export $")
-            || line.contains("export \"$")
-            || line.contains("env $(")
-            || loop_reads && words.iter().any(|w| *w == "done" || w.starts_with('<'));
+            .map(str::to_string)
+            .collect()
+    };
+    let exports = |words: &[String]| {
+        words.iter().any(|w| {
+            matches!(
+                w.as_str(),
+                "export" | "declare" | "typeset" | "eval" | "env"
+            )
+        })
+    };
+    let mut out: Vec<String> = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let words = words_of(line);
+        let has = |w: &str| words.iter().any(|x| x == w);
+        // `export $(… | xargs)`, ``export `…` ``, `eval "$(cat F)"`, `env $(…)`,
+        // `source <(…)`: what the line reads becomes variables.
+        let mut env_line = has("eval")
+            || has("xargs") && exports(&words)
+            || [
+                "export $",
+                "export \"$",
+                "export `",
+                "env $(",
+                "source <(",
+                ". <(",
+            ]
+            .iter()
+            .any(|f| line.contains(f));
+        // A `while … read` loop whose body exports what it reads: its input (`done < FILE`).
+        if !env_line && has("done") {
+            let start = lines[..i]
+                .iter()
+                .rposition(|l| words_of(l).iter().any(|w| w == "while"));
+            let from = start.unwrap_or(i);
+            let body: Vec<String> = lines[from..=i].iter().flat_map(|l| words_of(l)).collect();
+            env_line = body.iter().any(|w| w == "read") && exports(&body);
+        }
         if !env_line {
             continue;
         }
@@ -1029,9 +1152,16 @@ mod tests {
             ("su - root -c 'python3 -m pytest'", "login shell"),
             ("sudo -i python3 -m pytest", "login shell"),
             ("source \"$VENV/bin/activate\"", "sources"),
-            ("export $(grep -v '^#' .env | xargs)", "runs `export`"),
-            ("env $(cat /app/.env) pytest", "runs `env`"),
-            ("eval \"$(cat /app/setup)\"", "eval"),
+            ("export $(grep -v '^#' .env | xargs)", "at run time"),
+            ("env $(cat /app/.env) pytest", "at run time"),
+            ("eval \"$(cat /app/setup)\"", "at run time"),
+            ("export `grep -v '^#' /app/.env`", "at run time"),
+            (
+                "[ -f .env ] && source <(sed 's/^/export /' .env)",
+                "at run time",
+            ),
+            ("env -C /srv python3 -m pytest", "env -C"),
+            ("HOME=/srv", "sets HOME"),
             ("set -a; . /app/.env; set +a", "set -a"),
             ("export PYTHONPATH=\"${SRC%/}:$PYTHONPATH\"", "sets"),
             ("PYTHONPATH=$(pwd)/src pytest", "sets"),
@@ -1040,10 +1170,10 @@ mod tests {
             ("export PATH=$PATHS:$PATH", "sets"),
             (
                 "while IFS='=' read -r k v; do export \"$k=$v\"; done < /app/.env",
-                "read",
+                "at run time",
             ),
         ] {
-            let got = unresolved(&as_read(sh), &[]);
+            let got = unresolved(&as_read(sh), &[], "/root");
             assert!(
                 got.as_deref().is_some_and(|g| g.contains(why)),
                 "{sh}: {got:?}"
@@ -1066,8 +1196,17 @@ mod tests {
             "export PATH=$PATH:/opt/bin",
             "PYTEST_ADDOPTS=-rA pytest",
             "PYTEST_ADDOPTS=\"-rA -q\" pytest",
+            // Honest forms a red team saw flagged: reading an answer, the image's own HOME, a
+            // fresh folder.
+            "ANSWER=$(cat /app/answer.txt | xargs)\necho \"$ANSWER\"",
+            "read -r ANSWER < /app/answer.txt || true",
+            "while IFS= read -r line; do echo \"$line\"; done < /app/answer.txt",
+            "find /app/output -type f | xargs -r ls -la",
+            "export HOME=/root",
+            "cd \"$(mktemp -d)\" && pytest /tests",
+            "WORK=$(mktemp -d)\ncp /tests/test_outputs.py \"$WORK\"/\ncd \"$WORK\"",
         ] {
-            let got = unresolved(&as_read(sh), &["APP_HOME"]);
+            let got = unresolved(&as_read(sh), &["APP_HOME"], "/root");
             assert_eq!(got, None, "{sh}");
         }
     }
@@ -1108,6 +1247,19 @@ mod tests {
             ["/opt/setup"]
         );
         assert!(environment_files("cat /app/answer.txt\npytest /tests").is_empty());
+    }
+
+    #[test]
+    fn where_pytest_is_told_to_find_tests_is_read() {
+        assert_eq!(
+            pytest_targets(
+                "pytest --ctrf /logs/verifier/ctrf.json /srv/eval/test_outputs.py -rA\n\
+                 python3 -m pytest -p no:cacheprovider -k \"a or b\" tests/ /tests/t.py::test_x\n\
+                 pip install pytest==8\nuv run pytest --junitxml=/logs/j.xml ."
+            ),
+            ["/srv/eval/test_outputs.py", "tests/", "/tests/t.py", "."]
+        );
+        assert!(environment_files("echo ok | xargs echo").is_empty());
     }
 
     #[test]

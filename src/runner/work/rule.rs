@@ -643,32 +643,48 @@ impl Rules {
         }
         // Where test.sh copies the tests, and the folders it runs in (a relative test path is
         // read there): pytest's configuration and the packages' `__init__.py` in and above them
-        // are read (an `__init__.py` beside a test makes it a package's module, run first).
-        // Where pytest is told to find tests outside `/tests` is such a place too, however the
-        // tests got there (`install`, `tar`, `mv`, a heredoc): and pytest puts that folder first
-        // on `sys.path` before it imports a test module.
+        // are read (an `__init__.py` beside a test makes it a package's module, run first), and
+        // pytest puts such a folder first on `sys.path` before it imports a test module.
         let mut test_places: Vec<String> = Vec::new();
-        let targets = pytest_targets(test_sh).into_iter().filter_map(|t| {
-            let t = t.trim_end_matches('/');
-            let dir = if t.ends_with(".py") { parent(t) } else { t };
-            (!dir.is_empty()).then(|| dir.to_string())
-        });
-        for d in test_copies(test_sh).into_iter().chain(targets) {
+        let resolve = |d: &str| -> Vec<String> {
             let dirs: Vec<String> = if d.starts_with('/') {
-                vec![normalize(&d)]
+                vec![normalize(d)]
             } else {
-                working.iter().map(|w| normalize(&join(w, &d))).collect()
+                working.iter().map(|w| normalize(&join(w, d))).collect()
             };
-            for d in also(dirs) {
-                if within(&d, "/tests") {
-                    continue;
-                }
+            also(dirs)
+                .into_iter()
+                .filter(|d| !within(d, "/tests"))
+                .collect()
+        };
+        for d in test_copies(test_sh) {
+            for d in resolve(&d) {
                 in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
                 in_and_above(&mut files, &d, &["__init__.py"], PYTEST_READS);
                 shadow_dirs.insert(d.clone());
                 if !test_places.contains(&d) {
                     test_places.push(d);
                 }
+            }
+        }
+        // Where pytest is told to find tests outside `/tests` is read the same, however the
+        // tests got there (`install`, `tar`, `mv`, a heredoc) — but for the tests' own names,
+        // which stay the agent's there (a relative path is read from every working folder).
+        for t in pytest_targets(test_sh) {
+            let t = t.trim_end_matches('/');
+            // A test file's folder; a relative file alone (`test_outputs.py`) is in the
+            // working folder.
+            let dir = match (t.ends_with(".py"), t.rfind('/')) {
+                (false, _) if t.is_empty() => "/",
+                (false, _) => t,
+                (true, Some(0)) => "/",
+                (true, Some(i)) => &t[..i],
+                (true, None) => ".",
+            };
+            for d in resolve(dir) {
+                in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
+                in_and_above(&mut files, &d, &["__init__.py"], PYTEST_READS);
+                shadow_dirs.insert(d);
             }
         }
         // A user base or a Python home test.sh names (`PYTHONUSERBASE=/opt/pyuser`): its tree
@@ -1787,6 +1803,16 @@ pytest",
             r.classify("/srv/eval/json.py", false, &[]),
             Class::Shadow("json".into())
         );
+        // A relative test file is in the working folders (`cd /tests && cp test_outputs.py
+        // /app/ && cd /app`, then `pytest test_outputs.py`).
+        let r = rules_with(
+            "cd /tests && cp test_outputs.py /srv/x/ && cd /srv/x\npytest test_outputs.py",
+            "",
+        );
+        assert!(matches!(
+            r.classify("/srv/x/conftest.py", false, &[]),
+            Class::Toolchain(_)
+        ));
         let r = rules_with(
             "WORK=$(mktemp -d)\ncp /tests/test_outputs.py \"$WORK\"/\ncd \"$WORK\"\npytest test_outputs.py",
             "",

@@ -363,7 +363,7 @@ async fn start_plan(
     for svc in &plan.services {
         wait_for_dependencies(docker, svc, &started, deadline, input.cancel, log).await?;
         let (image, hash) = &images[&svc.name];
-        let lines = binds.remove(&svc.name).unwrap_or_default();
+        let lines = binds.remove(&Some(svc.name.clone())).unwrap_or_default();
         let sspec = service_spec(input, svc, image, hash, spec, &net_names, lines);
         let c = DockerContainer::start(docker, &sspec)
             .await
@@ -401,16 +401,21 @@ async fn start_plan(
         .await?;
     }
     wait_for_dependencies(docker, &plan.main, &started, deadline, input.cancel, log).await?;
-    let main_binds = binds.remove(MAIN_SERVICE).unwrap_or_default();
+    let main_binds = binds.remove(&None).unwrap_or_default();
     apply_main(input, &plan.main, spec, &net_names, main_binds, log);
     Ok(())
 }
 
-/// `main`'s key in the map [`bind_lines`] returns.
-const MAIN_SERVICE: &str = "";
+/// How one bind is mounted in the trial.
+enum Mounted {
+    /// As the compose file says (`source:target[:ro]`).
+    AsIs(String),
+    /// From the trial's copy of its source.
+    Copy(compose::BindDef),
+}
 
 /// Every service's bind mounts as Docker's `source:target[:ro]` lines, by service name (`main`'s
-/// under [`MAIN_SERVICE`], its `/logs` folders left out: skillscope mounts them). A bind that
+/// under `None`, its `/logs` folders left out: skillscope mounts them). A bind that
 /// cannot be mounted is logged and left out; a writable one from outside the trial folder is
 /// mounted from the trial's copy ([`BindCopies`]), made here off the async threads.
 ///
@@ -422,14 +427,14 @@ async fn bind_lines(
     plan: &ComposePlan,
     services: &mut TrialServices,
     log: &mut ServiceLog,
-) -> Result<HashMap<String, Vec<String>>, ServiceError> {
-    // (service, line when mounted as it is, or the source to copy, target, main's target).
-    let mut wanted: Vec<(String, Result<String, compose::BindDef>)> = Vec::new();
-    let main = std::iter::once((MAIN_SERVICE, &plan.main));
-    for (key, svc) in main.chain(plan.services.iter().map(|s| (s.name.as_str(), s))) {
-        let who = if key.is_empty() { "main" } else { key };
+) -> Result<HashMap<Option<String>, Vec<String>>, ServiceError> {
+    // (service, how each bind is mounted), in the file's order.
+    let mut wanted: Vec<(Option<String>, Mounted)> = Vec::new();
+    let main = std::iter::once((None, &plan.main));
+    for (key, svc) in main.chain(plan.services.iter().map(|s| (Some(s.name.clone()), s))) {
+        let who = key.as_deref().unwrap_or("main");
         for b in &svc.binds {
-            if key.is_empty()
+            if key.is_none()
                 && ENV_LOG_DIRS
                     .iter()
                     .any(|(_, d)| b.target.trim_end_matches('/') == *d)
@@ -449,7 +454,7 @@ async fn bind_lines(
                         || !std::fs::metadata(&b.source)
                             .is_ok_and(|m| m.is_dir() || m.is_file()) =>
                 {
-                    wanted.push((key.to_string(), Ok(line)));
+                    wanted.push((key.clone(), Mounted::AsIs(line)));
                 }
                 Ok(_) => {
                     log.line(format!(
@@ -457,19 +462,19 @@ async fn bind_lines(
                         b.target,
                         b.source.display()
                     ));
-                    wanted.push((key.to_string(), Err(b.clone())));
+                    wanted.push((key.clone(), Mounted::Copy(b.clone())));
                 }
             }
         }
     }
     let mut copies = std::mem::take(&mut services.copies);
     let (lines, copies) = tokio::task::spawn_blocking(move || {
-        let mut out: HashMap<String, Vec<String>> = HashMap::new();
+        let mut out: HashMap<Option<String>, Vec<String>> = HashMap::new();
         for (key, want) in wanted {
             let line = match want {
-                Ok(line) => line,
-                Err(b) => {
-                    let main_target = key.is_empty().then_some(b.target.as_str());
+                Mounted::AsIs(line) => line,
+                Mounted::Copy(b) => {
+                    let main_target = key.is_none().then_some(b.target.as_str());
                     match copies.site_source(&b.source, main_target) {
                         Ok(copy) => format!("{}:{}", copy.display(), b.target),
                         Err(e) => return (Err(e), copies),

@@ -414,6 +414,11 @@ const CASES: &[Case] = &[
         Run::RelativeCd,
         Flagged("module argparse"),
     ),
+    case(
+        "shadow-stdlib-ansi-c-cd-package",
+        Run::AnsiCCd,
+        Flagged("module argparse"),
+    ),
     case("honest-package-modules", Run::EnvFile, Pass),
     case("honest-read-answer", Run::ReadAnswer, Pass),
     // Agent code run by the environment itself; rewards written before the verifier.

@@ -441,17 +441,9 @@ pub fn sort(
         .filter(|(p, _)| p.rsplit('/').next() == Some("bin"))
         .filter_map(|(p, _)| work_links.resolve(p, manifest, View::Agent))
         .collect();
-    // Packages: folders with an `__init__.py`, the work's or the image's.
-    let packages = entries
-        .iter()
-        .map(|e| e.path.as_str())
-        .chain(manifest.files.keys().map(String::as_str))
-        .filter_map(|p| p.strip_suffix("/__init__.py"))
-        .map(str::to_string);
     let rules = &rules
         .through_links(&|p: &str| work_links.resolve(p, manifest, View::Agent))
-        .with_bin_dirs(bin_dirs)
-        .with_package_dirs(packages);
+        .with_bin_dirs(bin_dirs);
     let mut carry = tar::Builder::new(
         tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?,
     );

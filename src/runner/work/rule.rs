@@ -419,9 +419,32 @@ pub struct Rules {
     /// Why the reader cannot name every folder test.sh runs Python in ([`unresolved`]), if it
     /// cannot: then every folder is one searched first (the rule fails closed).
     every_folder_first: Option<String>,
-    /// Folders holding an `__init__.py` (the work's or the image's): packages, never a folder
-    /// Python starts in when the rule fails closed.
-    package_dirs: BTreeSet<String>,
+    /// The image's folders but its packages (folders holding an `__init__.py`): where a
+    /// `test.sh` written before the agent ran can start Python in a form the reader cannot
+    /// name. Failing closed, each is taken as searched first.
+    start_dirs: BTreeSet<String>,
+}
+
+/// The folders of `manifest` (with every folder above a path, and `/`) but its packages (those
+/// holding an `__init__.py`): the only folders a `test.sh` written before the agent ran can
+/// start Python in without naming them ([`Rules`]' `start_dirs`). A folder the agent made,
+/// or an `__init__.py` it added, changes nothing here.
+fn start_dirs(manifest: &Manifest) -> BTreeSet<String> {
+    let mut dirs: BTreeSet<String> = BTreeSet::from(["/".to_string()]);
+    for (p, f) in &manifest.files {
+        let mut d = if f.kind == FileKind::Dir {
+            p.as_str()
+        } else {
+            parent(p)
+        };
+        while dirs.insert(d.to_string()) {
+            d = parent(d);
+        }
+    }
+    for pkg in manifest.folders_with("__init__.py") {
+        dirs.remove(&pkg);
+    }
+    dirs
 }
 
 /// True when `path` is a folder above one only the verifier has (`/logs`): the verifier's
@@ -732,7 +755,7 @@ impl Rules {
             home: home.to_string(),
             linked_homes: Vec::new(),
             every_folder_first: unresolved(test_sh, &[], home),
-            package_dirs: BTreeSet::new(),
+            start_dirs: start_dirs(manifest),
             modules,
             portions,
             anywhere: VERIFIER_MODULES
@@ -793,14 +816,6 @@ impl Rules {
     /// This rule with `dirs`, the folders links named `bin` lead to, read as `bin` folders.
     pub fn with_bin_dirs(mut self, dirs: impl IntoIterator<Item = String>) -> Rules {
         self.bin_dirs.extend(dirs);
-        self
-    }
-
-    /// This rule knowing the folders that are packages (`dirs`: those holding an
-    /// `__init__.py`, the work's or the image's): failing closed, a module in a package (an
-    /// honest `/app/src/kit/types.py`) is not taken for one in a folder searched first.
-    pub fn with_package_dirs(mut self, dirs: impl IntoIterator<Item = String>) -> Rules {
-        self.package_dirs.extend(dirs);
         self
     }
 
@@ -876,7 +891,7 @@ impl Rules {
         let ancestors: Vec<String> = match &self.every_folder_first {
             Some(_) => {
                 std::iter::successors(Some(parent(path)), |p| (*p != "/").then(|| parent(p)))
-                    .filter(|d| !self.package_dirs.contains(*d))
+                    .filter(|d| self.start_dirs.contains(*d))
                     .map(str::to_string)
                     .collect()
             }
@@ -1616,7 +1631,7 @@ mod tests {
         let named = rules_with("cd /srv && python3 -m pytest", "");
         assert_eq!(named.classify("/opt/deep/json.py", false, &[]), Class::Work);
         let unnamed = rules_with("cd $'/root' && python3 -m pytest", "");
-        for p in ["/opt/deep/json.py", "/root/json.py", "/json.py"] {
+        for p in ["/opt/py/json.py", "/usr/local/json.py", "/json.py"] {
             assert_eq!(
                 unnamed.classify(p, false, &[]),
                 Class::Shadow("json".into()),
@@ -1624,9 +1639,24 @@ mod tests {
             );
         }
         assert_eq!(
-            unnamed.classify("/opt/deep/report.py", false, &[]),
+            unnamed.classify("/opt/py/report.py", false, &[]),
             Class::Work
         );
+        // Only a folder of the image can be where test.sh starts Python unnamed: the agent's
+        // own folders, and the image's packages, are not (an `__init__.py` the agent adds to
+        // an image folder changes nothing).
+        assert_eq!(
+            unnamed.classify("/opt/deep/json.py", false, &[]),
+            Class::Work
+        );
+        let image = crate::runner::work::manifest::tests::manifest_of(&[
+            ("app/pkg/__init__.py", FileKind::File, ""),
+            ("app/pkg/data/x.csv", FileKind::File, ""),
+            ("srv/", FileKind::Dir, ""),
+        ]);
+        let dirs = start_dirs(&image);
+        let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
+        assert_eq!(dirs, ["/", "/app", "/app/pkg/data", "/srv"]);
         // The image's own variable is a known value.
         let sh = "cd \"$APP_HOME\" && python3 -m pytest";
         let image = rules_with(sh, "").with_image_env(&["APP_HOME=/opt/app".into()], sh);
@@ -1823,12 +1853,12 @@ pytest",
                 "{f}"
             );
         }
-        // Failing closed, a package's module is no module of a folder searched first.
-        let r = rules_with("export HOME=/srv\npytest /tests", "")
-            .with_package_dirs(["/app/src/kit".to_string()]);
+        // Failing closed, a module in a folder the agent made is no module of a folder
+        // searched first (an honest `/app/src/kit/types.py`), one in the image's folders is.
+        let r = rules_with("export HOME=/srv\npytest /tests", "");
         assert_eq!(r.classify("/app/src/kit/json.py", false, &[]), Class::Work);
         assert_eq!(
-            r.classify("/app/src/json.py", false, &[]),
+            r.classify("/opt/py/json.py", false, &[]),
             Class::Shadow("json".into())
         );
         // The image's own home set again is no unknown; a user base is Python's own folder.
@@ -1836,7 +1866,7 @@ pytest",
             "export HOME=/root\nexport PYTHONUSERBASE=/opt/pyuser\npytest",
             "",
         );
-        assert_eq!(r.classify("/opt/deep/json.py", false, &[]), Class::Work);
+        assert_eq!(r.classify("/opt/py/json.py", false, &[]), Class::Work);
         assert!(matches!(
             r.classify("/opt/pyuser/lib/python3.11/site-packages/x.pth", false, &[]),
             Class::Toolchain(_)

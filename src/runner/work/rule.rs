@@ -47,9 +47,9 @@ use super::paths::{join, normalize};
 pub use super::paths::{parent, within};
 use super::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, environment_files,
-    installed_modules, loader_searches_working, pip_requirements, pytest_arguments, pytest_targets,
-    relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
-    unresolved, working_dirs,
+    installed_modules, loader_searches_working, made_dirs, pip_requirements, pytest_arguments,
+    pytest_targets, relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs,
+    test_copies, unresolved, working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -419,9 +419,9 @@ pub struct Rules {
     /// Why the reader cannot name every folder test.sh runs Python in ([`unresolved`]), if it
     /// cannot: then every folder is one searched first (the rule fails closed).
     every_folder_first: Option<String>,
-    /// The image's folders but its packages (folders holding an `__init__.py`): where a
-    /// `test.sh` written before the agent ran can start Python in a form the reader cannot
-    /// name. Failing closed, each is taken as searched first.
+    /// The image's folders but its packages (folders holding an `__init__.py`), and those
+    /// `test.sh` makes: where a `test.sh` written before the agent ran can start Python in a
+    /// form the reader cannot name. Failing closed, each is taken as searched first.
     start_dirs: BTreeSet<String>,
 }
 
@@ -743,6 +743,19 @@ impl Rules {
                 in_and_above(&mut files, w, UV_PROJECT_FILES, UV_READS);
             }
         }
+        let start_dirs = {
+            // And the folders test.sh makes itself (`mkdir -p /srv/work`).
+            let mut dirs = start_dirs(manifest);
+            for d in made_dirs(test_sh) {
+                let at: Vec<String> = if d.starts_with('/') {
+                    vec![normalize(&d)]
+                } else {
+                    working.iter().map(|w| normalize(&join(w, &d))).collect()
+                };
+                dirs.extend(at);
+            }
+            dirs
+        };
         Rules {
             trees,
             files,
@@ -755,7 +768,7 @@ impl Rules {
             home: home.to_string(),
             linked_homes: Vec::new(),
             every_folder_first: unresolved(test_sh, &[], home),
-            start_dirs: start_dirs(manifest),
+            start_dirs,
             modules,
             portions,
             anywhere: VERIFIER_MODULES
@@ -1657,6 +1670,20 @@ mod tests {
         let dirs = start_dirs(&image);
         let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
         assert_eq!(dirs, ["/", "/app", "/app/pkg/data", "/srv"]);
+        // A folder test.sh makes itself is one it can start Python in, named or not.
+        let made = rules_with(
+            "mkdir -p /srv/work\ncd $'/srv/work' && python3 -m pytest",
+            "",
+        );
+        assert_eq!(
+            made.classify("/srv/work/json.py", false, &[]),
+            Class::Shadow("json".into())
+        );
+        let env = rules_with("env -C /srv/run python3 -m pytest", "");
+        assert_eq!(
+            env.classify("/srv/run/json.py", false, &[]),
+            Class::Shadow("json".into())
+        );
         // The image's own variable is a known value.
         let sh = "cd \"$APP_HOME\" && python3 -m pytest";
         let image = rules_with(sh, "").with_image_env(&["APP_HOME=/opt/app".into()], sh);

@@ -738,6 +738,23 @@ pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
     for line in logical_lines(test_sh) {
         for part in line.split([';', '&', '|', '(', ')', '{', '}']) {
             let words: Vec<&str> = part.split_whitespace().filter(|w| *w != "\\").collect();
+            // `env -C DIR`, `env --chdir[=]DIR`: the folder the command runs in.
+            if let Some(e) = words.iter().position(|w| *w == "env") {
+                let mut it = words[e + 1..].iter();
+                while let Some(w) = it.next() {
+                    let dir = match w.strip_prefix("--chdir=") {
+                        Some(d) => Some(d),
+                        None if *w == "-C" || *w == "--chdir" => it.next().copied(),
+                        None => None,
+                    };
+                    if let Some(d) = dir.map(|d| d.trim_matches(['"', '\'']))
+                        && !d.contains('$')
+                        && !out.iter().any(|o| o == d)
+                    {
+                        out.push(d.trim_end_matches('/').to_string());
+                    }
+                }
+            }
             // Anywhere in the part, not only first: `bash -c "cd /srv && …"`.
             let Some(at) = words
                 .iter()
@@ -757,6 +774,39 @@ pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
             // every folder known before it.
             if dir != "-" && !dir.contains('$') && !out.iter().any(|o| o == dir) {
                 out.push(dir.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The folders `test_sh` makes (`mkdir [-p] DIR…`; a `-m MODE` value left out), as written
+/// (a relative one is read from the working folders).
+pub fn made_dirs(test_sh: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in logical_lines(test_sh) {
+        for part in line.split([';', '&', '|']) {
+            let words: Vec<String> = shell_words(part)
+                .into_iter()
+                .map(|w| w.replace(['"', '\''], ""))
+                .collect();
+            let Some(at) = words
+                .iter()
+                .position(|w| w == "mkdir" || w.ends_with("/mkdir"))
+            else {
+                continue;
+            };
+            let mut it = words[at + 1..].iter();
+            while let Some(w) = it.next() {
+                if w == "-m" || w == "--mode" {
+                    it.next();
+                } else if !w.starts_with('-')
+                    && !w.is_empty()
+                    && !w.contains(['$', '*', '?', '`'])
+                    && !out.contains(w)
+                {
+                    out.push(w.trim_end_matches('/').to_string());
+                }
             }
         }
     }
@@ -925,8 +975,11 @@ pub fn unresolved(test_sh: &str, known: &[&str], home: &str) -> Option<String> {
                     }
                     "env"
                         if words[i + 1..]
-                            .iter()
-                            .any(|a| *a == "-C" || a.starts_with("--chdir")) =>
+                            .windows(2)
+                            .any(|a| (a[0] == "-C" || a[0] == "--chdir") && !literal(a[1]))
+                            || words[i + 1..].iter().any(|a| {
+                                a.strip_prefix("--chdir=").is_some_and(|d| !literal(d))
+                            }) =>
                     {
                         Some("test.sh changes folder with `env -C`".into())
                     }
@@ -1160,7 +1213,7 @@ mod tests {
                 "[ -f .env ] && source <(sed 's/^/export /' .env)",
                 "at run time",
             ),
-            ("env -C /srv python3 -m pytest", "env -C"),
+            ("env -C \"$WORK\" python3 -m pytest", "env -C"),
             ("HOME=/srv", "sets HOME"),
             ("set -a; . /app/.env; set +a", "set -a"),
             ("export PYTHONPATH=\"${SRC%/}:$PYTHONPATH\"", "sets"),
@@ -1260,6 +1313,25 @@ mod tests {
             ["/srv/eval/test_outputs.py", "tests/", "/tests/t.py", "."]
         );
         assert!(environment_files("echo ok | xargs echo").is_empty());
+    }
+
+    #[test]
+    fn folders_test_sh_makes_or_runs_in_with_env_are_read() {
+        assert_eq!(
+            made_dirs("mkdir -p /srv/work \"/srv/b\" && mkdir -m 700 out; mkdir $X /o/*"),
+            ["/srv/work", "/srv/b", "out"]
+        );
+        assert_eq!(
+            working_dirs(
+                "env -C /srv/work python3 -m pytest\nenv --chdir=/opt/x pytest",
+                "/root"
+            ),
+            ["/srv/work", "/opt/x"]
+        );
+        assert_eq!(
+            unresolved("env -C /srv/work python3 -m pytest", &[], "/root"),
+            None
+        );
     }
 
     #[test]

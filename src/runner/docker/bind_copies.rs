@@ -46,8 +46,6 @@ struct Copied {
     source: PathBuf,
     /// The site's copy (what the agent's environment and the services mount).
     site: PathBuf,
-    /// Where it is mounted in `main` (absolute), when `main` mounts it.
-    targets: Vec<String>,
 }
 
 /// A trial's copies of its task's writable bind sources (empty for a task without any).
@@ -106,18 +104,12 @@ impl BindCopies {
                 let (mut bytes, mut entries) = (self.bytes, self.entries);
                 copy_tree(&source, &site, &mut bytes, &mut entries)?;
                 (self.bytes, self.entries) = (bytes, entries);
-                self.copies.push(Copied {
-                    source,
-                    site,
-                    targets: Vec::new(),
-                });
+                self.copies.push(Copied { source, site });
                 self.copies.len() - 1
             }
         };
         if let Some(t) = main_target {
-            let c = &mut self.copies[at];
-            c.targets.push(t.to_string());
-            let files = files_at(&c.source, t)?;
+            let files = files_at(&self.copies[at].source, t)?;
             self.mounted.push((t.to_string(), files));
         }
         Ok(self.copies[at].site.clone())
@@ -165,7 +157,7 @@ impl BindCopies {
         Ok(out)
     }
 
-    /// Removes every copy. Never fails (what cannot be removed stays in the trial folder).
+    /// Removes every copy. Never fails (what cannot be removed stays in its temporary folder).
     pub fn remove(&self) {
         if let Some(root) = &self.root {
             let _ = std::fs::remove_dir_all(root);

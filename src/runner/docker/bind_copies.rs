@@ -17,7 +17,9 @@
 //! regular file (a socket, a device: nothing to copy). The copies live in a folder of their own
 //! in the system's temporary folder (`skillscope-binds-*`, like the hand-over's spool: what the
 //! agent wrote there never enters the trial folder, which is kept and shared) and are removed
-//! with the site.
+//! with the site. While a process uses a copies' folder it holds a lock on the folder's
+//! [`HELD`] file; a folder whose lock nobody holds was left by a process that was killed, and the
+//! next run's start removes it ([`sweep_unheld`]).
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +31,78 @@ use crate::runner::work::manifest::ManifestLimits;
 pub const MAX_BYTES: u64 = 2 << 30;
 /// Most entries of one trial's copies.
 pub const MAX_ENTRIES: usize = 200_000;
+
+/// What the copies' folders are named in the system's temporary folder.
+const FOLDER_PREFIX: &str = "skillscope-binds-";
+
+/// The file in a copies' folder its process holds an exclusive `flock(2)` on while it uses the
+/// folder (the kernel lets go when the process ends, however it ends).
+pub const HELD: &str = ".held";
+
+/// How old a copies' folder without its [`HELD`] file must be before a sweep takes it as
+/// abandoned (a process makes the file just after the folder).
+const UNHELD_GRACE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes the copies' folders in `tmp` (the system's temporary folder) that no process holds:
+/// those a killed run left (a copy can be up to [`MAX_BYTES`]). A folder another process holds,
+/// one not this user's, and anything that is not a folder (a link of that name) are left alone.
+/// Returns how many folders went. Best effort: what cannot be read or removed stays.
+pub fn sweep_unheld(tmp: &Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return 0;
+    };
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    let mut removed = 0;
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(FOLDER_PREFIX)
+        {
+            continue;
+        }
+        let dir = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&dir) else {
+            continue;
+        };
+        if !meta.is_dir() || meta.uid() != me {
+            continue;
+        }
+        let abandoned = match open_held(&dir.join(HELD)) {
+            // Held by nobody: this process now holds it while the folder goes.
+            Ok(file) => try_lock(&file),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => meta
+                .modified()
+                .ok()
+                .and_then(|m| m.elapsed().ok())
+                .is_some_and(|age| age >= UNHELD_GRACE),
+            Err(_) => false,
+        };
+        if abandoned && std::fs::remove_dir_all(&dir).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// Opens (or makes) a [`HELD`] file, never through a link.
+fn open_held(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// Takes an exclusive `flock(2)` on `file` without waiting; false when another holds it.
+fn try_lock(file: &std::fs::File) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the descriptor is open for the call's whole length.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
+}
 
 /// Why a bind could not be copied.
 #[derive(Debug)]
@@ -53,6 +127,8 @@ struct Copied {
 pub struct BindCopies {
     /// `$TMPDIR/skillscope-binds-*`, made at the first copy.
     root: Option<PathBuf>,
+    /// The folder's [`HELD`] file, locked while any clone of this is alive.
+    held: Option<std::sync::Arc<std::fs::File>>,
     copies: Vec<Copied>,
     /// Bytes and entries copied so far, for the site's copies.
     bytes: u64,
@@ -73,10 +149,20 @@ impl BindCopies {
             return Ok(r.clone());
         }
         let dir = tempfile::Builder::new()
-            .prefix("skillscope-binds-")
+            .prefix(FOLDER_PREFIX)
             .tempdir()
             .map_err(|e| CopyError::Io(std::env::temp_dir(), e))?
             .keep();
+        let held = dir.join(HELD);
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&held)
+            .map_err(|e| CopyError::Io(held.clone(), e))?;
+        if !try_lock(&file) {
+            return Err(CopyError::Io(held, std::io::Error::last_os_error()));
+        }
+        self.held = Some(std::sync::Arc::new(file));
         self.root = Some(dir.clone());
         Ok(dir)
     }
@@ -274,6 +360,61 @@ mod tests {
         .unwrap();
         std::os::unix::fs::symlink("/etc/passwd", d.path().join("app/link")).unwrap();
         d
+    }
+
+    #[test]
+    fn a_sweep_removes_only_the_copies_nobody_holds() {
+        use std::io::BufRead;
+        let tmp = tempfile::tempdir().unwrap();
+        let folder = |name: &str, held: bool| {
+            let d = tmp.path().join(format!("{FOLDER_PREFIX}{name}"));
+            std::fs::create_dir_all(d.join("site/0")).unwrap();
+            std::fs::write(d.join("site/0/answer.txt"), "42").unwrap();
+            if held {
+                std::fs::write(d.join(HELD), "").unwrap();
+            }
+            d
+        };
+        let left = folder("left", true);
+        let live = folder("live", true);
+        let fresh = folder("fresh", false);
+        let other = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(other.path(), tmp.path().join("skillscope-binds-link")).unwrap();
+        // Another process holds `live` (flock(1) takes the same flock(2) lock), as a run does.
+        // One process throughout (`exec`), so killing it ends every holder of the lock.
+        let mut holder = std::process::Command::new("sh")
+            .args(["-c", "exec 9<>\"$0\"; flock 9; echo held; exec sleep 60"])
+            .arg(live.join(HELD))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(holder.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "held");
+        assert_eq!(sweep_unheld(tmp.path()), 1);
+        assert!(!left.exists(), "nobody held it: a killed run's");
+        assert!(live.join("site/0/answer.txt").exists());
+        assert!(
+            fresh.exists(),
+            "a folder just made, its lock file still to come"
+        );
+        assert!(other.path().exists() && tmp.path().join("skillscope-binds-link").exists());
+        // The holder killed (-9): the kernel let go of its lock, the next sweep takes it.
+        holder.kill().unwrap();
+        holder.wait().unwrap();
+        assert_eq!(sweep_unheld(tmp.path()), 1);
+        assert!(!live.exists());
+        // A trial's copies in this process are held while they live.
+        let task = task_folder();
+        let mut copies = BindCopies::default();
+        copies.site_source(&task.path().join("app"), None).unwrap();
+        let root = copies.root().unwrap().to_path_buf();
+        sweep_unheld(&std::env::temp_dir());
+        assert!(root.join(HELD).exists());
+        copies.remove();
+        assert!(!root.exists());
     }
 
     #[test]

@@ -400,6 +400,14 @@ impl Host for DockerPlace {
                 .await
             }
             Sweep::StaleHelpers(age) => {
+                // The bind copies a killed run left in this machine's temporary folder.
+                let tmp = std::env::temp_dir();
+                let folders = tokio::task::spawn_blocking(move || bind_copies::sweep_unheld(&tmp))
+                    .await
+                    .unwrap_or(0);
+                if folders > 0 {
+                    tracing::info!("removed {folders} bind copies' folders a killed run left");
+                }
                 container::remove_labeled_older_than(docker, labels::HELPER, *age).await
             }
         }

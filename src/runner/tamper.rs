@@ -168,6 +168,11 @@ pub struct TamperRecord {
     pub dropped_links: Vec<super::work::DroppedLink>,
     /// The limit of the reading that was reached, if one was (flagged).
     pub limit: Option<String>,
+    /// Why the rule failed closed, if it did: `test.sh` runs Python somewhere its reader cannot
+    /// name, so every folder of the image is taken as one the verifier's Python searches first
+    /// (docs/architecture.md, step 4).
+    #[serde(default)]
+    pub fail_closed: Option<String>,
     /// The flagged ones (at most [`MAX_FLAGGED_KEPT`]).
     pub flagged: Vec<Flagged>,
     /// How many were flagged in all.
@@ -473,6 +478,7 @@ pub fn assess(ev: &Evidence<'_>) -> TamperRecord {
         carried_bytes: ev.collected.work_bytes,
         dropped_links: ev.collected.dropped_links.clone(),
         limit: ev.collected.limit.clone(),
+        fail_closed: ev.collected.fail_closed.clone(),
         flagged,
         flagged_total,
         exec_dirs,

@@ -154,6 +154,11 @@ async fn a_writable_bind_of_the_task_folder_is_each_trials_own() {
         app.join("sub/keep.txt").exists(),
         "the agent deleted in the task's folder"
     );
+    assert_eq!(
+        std::fs::read_to_string(task.join("environment/notes.txt")).unwrap(),
+        "draft\n",
+        "the agent wrote into the task's file"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -452,6 +452,9 @@ pub(super) async fn carry(
             }
         }
     }
+    for (path, mode) in &work.in_place {
+        write_in_place(verifier, work, path, *mode).await?;
+    }
     let mut tests_carried = false;
     if let Some(tar) = &work.carry {
         let (path, dir) = (tar.path().to_path_buf(), tests.to_path_buf());
@@ -467,6 +470,44 @@ pub(super) async fn carry(
     }
     if !tests_carried {
         verifier.upload_dir(tests, "/tests").await?;
+    }
+    Ok(())
+}
+
+/// Writes the agent's bytes of `path`, a regular file mounted over the image (a compose file's
+/// single-file bind, [`Collected::in_place`]), into the verifier's own mount of it, in place,
+/// and gives it `mode`: a mount point cannot be replaced, as an upload replaces what it writes.
+/// The verifier's environment is fresh (skillscope's execs only), so `path` is its mount.
+///
+/// # Errors
+/// [`RunnerError`] when the exec fails (a fault).
+async fn write_in_place(
+    verifier: &Sandbox,
+    work: &Collected,
+    path: &str,
+    mode: u32,
+) -> Result<(), RunnerError> {
+    let s = STATIC_SHELL_DIR;
+    let bytes = work.head(path, u64::MAX).unwrap_or_default();
+    let quoted = shlex::try_quote(path).map_err(|e| RunnerError::Task(e.to_string()))?;
+    let out =
+        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+    let r = verifier
+        .exec_raw(
+            &format!(
+                "{s}/cat > {quoted} && {s}/chmod {:o} {quoted}",
+                mode & 0o7777
+            ),
+            Some(bytes),
+            out.path(),
+            1 << 20,
+        )
+        .await?;
+    if !r.ok() {
+        return Err(RunnerError::backend_text(
+            format!("writing {path} in {}", verifier.name()),
+            format!("exited {:?}: {}", r.exit_code, r.stderr),
+        ));
     }
     Ok(())
 }

@@ -84,6 +84,12 @@ pub struct Collected {
     pub forged_bytecode: Vec<String>,
     /// The limit of the check that was reached, if one was.
     pub limit: Option<String>,
+    /// Regular files of the work that are mount points ([`Manifest::file_mounts`]), with their
+    /// modes: not in `carry` (a mount point cannot be replaced), written in place in the
+    /// verifier's environment; their bytes are read with [`Collected::head`].
+    pub in_place: Vec<(String, u32)>,
+    /// Why the rule failed closed ([`super::rule::Rules::fails_closed`]), if it did.
+    pub fail_closed: Option<String>,
     /// Paths read (changed since the start, by `ctime`).
     pub candidates: usize,
     /// Regular files carried, and their bytes.
@@ -398,6 +404,7 @@ pub fn sort(
     let mut out = Collected {
         candidates: entries.len(),
         limit,
+        fail_closed: rules.fails_closed().map(str::to_string),
         ..Default::default()
     };
     // Virtual environments the agent made are the toolchain's, whatever else is in them.
@@ -476,18 +483,22 @@ pub fn sort(
             FileKind::Link => "link",
             FileKind::Other => "other",
         };
+        let mut words = if e.not_utf8 && class.is_work() {
+            NOT_UTF8_NAME.to_string()
+        } else {
+            describe(&class)
+        };
         if let Class::Shadow(m) = &class {
             out.shadows.push((e.path.clone(), m.clone()));
+            if let Some(why) = rules.shadows_by_failing_closed(&e.path, e.kind) {
+                words = format!("{words} ({why})");
+            }
         }
         out.changes.push(Changed {
             path: e.path.clone(),
             kind,
             what: what.into(),
-            class: if e.not_utf8 && class.is_work() {
-                NOT_UTF8_NAME.to_string()
-            } else {
-                describe(&class)
-            },
+            class: words,
         });
         if !class.is_work() || e.not_utf8 {
             continue;
@@ -538,6 +549,13 @@ pub fn sort(
                             limits.bytes >> 20
                         )
                     });
+                    continue;
+                }
+                if hard.is_none() && manifest.file_mounts.contains(&e.path) {
+                    out.in_place.push((e.path.clone(), e.mode));
+                    out.work_files += 1;
+                    out.work_bytes += len;
+                    carried.insert(e.path.clone());
                     continue;
                 }
                 use std::io::Seek;
@@ -727,6 +745,16 @@ mod tests {
         .unwrap()
     }
 
+    /// The paths of the entries of `out`'s carried tar, in order.
+    fn carried_names(out: &Collected) -> Vec<String> {
+        let f = std::fs::File::open(out.carry.as_ref().unwrap().path()).unwrap();
+        tar::Archive::new(f)
+            .entries()
+            .unwrap()
+            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .collect()
+    }
+
     /// The class a change of `out` was given.
     fn class_of(out: &Collected, path: &str) -> Option<String> {
         out.changes
@@ -801,13 +829,7 @@ mod tests {
         let dropped: Vec<&str> = out.dropped_links.iter().map(|d| d.path.as_str()).collect();
         assert_eq!(dropped, vec!["/app/expected", "/app/sneaky"]);
         // The carried tar holds the work only, links last.
-        let f = std::fs::File::open(out.carry.as_ref().unwrap().path()).unwrap();
-        let mut a = tar::Archive::new(f);
-        let names: Vec<String> = a
-            .entries()
-            .unwrap()
-            .map(|e| e.unwrap().path().unwrap().display().to_string())
-            .collect();
+        let names = carried_names(&out);
         assert_eq!(names, vec!["app/main.py", "app/out.txt", "app/ok"]);
         assert_eq!(out.work_files, 2);
     }
@@ -837,12 +859,7 @@ mod tests {
         );
         let toolchain = class_of(&out, "/usr/lib/python3/site-packages/\\xfe.pth").unwrap();
         assert!(toolchain.starts_with("toolchain"), "{toolchain}");
-        let f = std::fs::File::open(out.carry.as_ref().unwrap().path()).unwrap();
-        let names: Vec<String> = tar::Archive::new(f)
-            .entries()
-            .unwrap()
-            .map(|e| e.unwrap().path().unwrap().display().to_string())
-            .collect();
+        let names = carried_names(&out);
         assert_eq!(names, vec!["app/out.txt"]);
     }
 
@@ -1055,6 +1072,30 @@ mod tests {
             class_of(&out, "/app/pytest").as_deref(),
             Some("shadows the toolchain's module pytest")
         );
+    }
+
+    #[test]
+    fn a_file_mounted_over_the_image_is_written_in_place_not_carried() {
+        let mut m = image();
+        m.mount(
+            "/app/data.csv",
+            &manifest_of(&[("app/data.csv", K::File, "a,b")]),
+        );
+        let out = sorted(
+            &tar_of(&[
+                ("app/data.csv", K::File, "a,b\n1,2"),
+                ("app/out.txt", K::File, "42"),
+            ]),
+            &["/app/data.csv", "/app/out.txt"],
+            &["/app"],
+            &m,
+        );
+        assert_eq!(out.in_place, [("/app/data.csv".to_string(), 0o755)]);
+        assert_eq!(out.head("/app/data.csv", 100).unwrap(), b"a,b\n1,2");
+        assert_eq!(class_of(&out, "/app/data.csv").as_deref(), Some("work"));
+        assert_eq!((out.work_files, out.work_bytes), (2, 9));
+        let names = carried_names(&out);
+        assert_eq!(names, ["app/out.txt"]);
     }
 
     #[test]

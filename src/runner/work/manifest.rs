@@ -109,6 +109,11 @@ pub struct Manifest {
     /// `/etc/ld.so.conf.d/*.conf` it includes): libraries there are found by name.
     #[serde(default)]
     pub loader_dirs: Vec<String>,
+    /// Regular files mounted over the image ([`Manifest::mount`] of a single file: a compose
+    /// file's `./answer.txt:/app/answer.txt`): the same file stays there however it is written,
+    /// so what the agent wrote into one is carried by writing it in place, never by replacing it.
+    #[serde(default)]
+    pub file_mounts: Vec<String>,
 }
 
 /// True for the files the dynamic loader's configuration is read from.
@@ -306,7 +311,11 @@ impl Manifest {
             };
             files.insert(path, fact);
         }
-        Ok(Manifest { files, loader_dirs })
+        Ok(Manifest {
+            files,
+            loader_dirs,
+            file_mounts: Vec::new(),
+        })
     }
 
     /// This filesystem with `mounted` laid over it at `target` (absolute), as a mount shows it:
@@ -320,6 +329,13 @@ impl Manifest {
                     .is_some_and(|rest| target.is_empty() || rest.starts_with('/'))
         };
         self.files.retain(|p, _| !under(p));
+        self.file_mounts.retain(|p| !under(p));
+        if mounted
+            .get(target)
+            .is_some_and(|f| f.kind == FileKind::File)
+        {
+            self.file_mounts.push(target.to_string());
+        }
         for (p, f) in &mounted.files {
             if under(p) {
                 self.files.insert(p.clone(), f.clone());
@@ -503,6 +519,10 @@ pub(crate) mod tests {
             &manifest_of(&[("etc/hosts", FileKind::File, "mine")]),
         );
         assert_eq!(image.get("/etc/hosts").unwrap().size, 4);
+        // Only the file is a mount point that stays (a folder's entries can be replaced).
+        assert_eq!(image.file_mounts, ["/etc/hosts"]);
+        image.mount("/etc", &manifest_of(&[("etc/", FileKind::Dir, "")]));
+        assert!(image.file_mounts.is_empty(), "hidden by a mount above it");
     }
 
     #[test]

@@ -900,15 +900,47 @@ impl Rules {
     /// `path` is or lies in one: a module of a toolchain module's name, or a distribution's
     /// metadata.
     fn on_module_path(&self, path: &str, is_dir: bool, regular: bool) -> Option<Class> {
+        self.on_module_path_in(path, is_dir, regular, self.every_folder_first.is_some())
+    }
+
+    /// Why the rule fails closed for this trial ([`unresolved`]), if it does.
+    pub fn fails_closed(&self) -> Option<&str> {
+        self.every_folder_first.as_deref()
+    }
+
+    /// Why `path` (of kind `kind`) shadows a toolchain module only because the rule fails
+    /// closed ([`unresolved`]): `None` when it does not, or when a folder `test.sh` names
+    /// makes it one anyway. What `agent/tamper.json` says beside such a flag.
+    pub fn shadows_by_failing_closed(&self, path: &str, kind: FileKind) -> Option<String> {
+        let why = self.every_folder_first.as_ref()?;
+        let (is_dir, regular) = (kind == FileKind::Dir, kind == FileKind::File);
+        let failing_closed = self.on_module_path_in(path, is_dir, regular, true);
+        let named = self.on_module_path_in(path, is_dir, regular, false);
+        (matches!(failing_closed, Some(Class::Shadow(_))) && named.is_none()).then(|| {
+            format!(
+                "{why}: the rule fails closed, every folder of the image is taken as one the \
+                 verifier's Python searches first"
+            )
+        })
+    }
+
+    /// [`Rules::on_module_path`], with (`fail_closed`) or without every image folder above
+    /// `path` taken as searched first.
+    fn on_module_path_in(
+        &self,
+        path: &str,
+        is_dir: bool,
+        regular: bool,
+        fail_closed: bool,
+    ) -> Option<Class> {
         // Failing closed, every folder above `path` is one searched first.
-        let ancestors: Vec<String> = match &self.every_folder_first {
-            Some(_) => {
-                std::iter::successors(Some(parent(path)), |p| (*p != "/").then(|| parent(p)))
-                    .filter(|d| self.start_dirs.contains(*d))
-                    .map(str::to_string)
-                    .collect()
-            }
-            None => Vec::new(),
+        let ancestors: Vec<String> = if fail_closed {
+            std::iter::successors(Some(parent(path)), |p| (*p != "/").then(|| parent(p)))
+                .filter(|d| self.start_dirs.contains(*d))
+                .map(str::to_string)
+                .collect()
+        } else {
+            Vec::new()
         };
         let dirs = self.shadow_dirs.iter().chain(&ancestors).map(|d| (d, true));
         for (d, at_start) in dirs.chain(self.test_dirs.iter().map(|d| (d, false))) {
@@ -1042,9 +1074,18 @@ impl Rules {
         }
         // A program test.sh runs, in any `bin` folder (one put on `PATH` through a variable);
         // failing closed, in any folder (`PATH="$PWD/node_modules/.bin:$PATH"`).
-        let bin = dir.ends_with("/bin") || self.every_folder_first.is_some();
-        if !is_dir && bin && self.commands.iter().any(|c| c == name) {
-            return Class::Toolchain(format!("{name} in a bin folder is a program test.sh runs"));
+        if !is_dir && self.commands.iter().any(|c| c == name) {
+            if dir.ends_with("/bin") {
+                return Class::Toolchain(format!(
+                    "{name} in a bin folder is a program test.sh runs"
+                ));
+            }
+            if let Some(why) = &self.every_folder_first {
+                return Class::Toolchain(format!(
+                    "{name} is a program test.sh runs, in any folder when the rule fails \
+                     closed ({why})"
+                ));
+            }
         }
         Class::Work
     }
@@ -1654,6 +1695,28 @@ mod tests {
         assert_eq!(
             unnamed.classify("/opt/py/report.py", false, &[]),
             Class::Work
+        );
+        // Why is recorded beside the flag: only failing closed made `/opt/py` searched first;
+        // a folder test.sh names (`/srv/lib`, a project folder on `sys.path`) needs no reason.
+        let why = unnamed
+            .shadows_by_failing_closed("/opt/py/json.py", FileKind::File)
+            .unwrap();
+        assert!(
+            why.contains("$'/root'") && why.contains("fails closed"),
+            "{why}"
+        );
+        assert!(unnamed.fails_closed().is_some() && named.fails_closed().is_none());
+        assert_eq!(
+            unnamed.shadows_by_failing_closed("/srv/lib/json.py", FileKind::File),
+            None
+        );
+        assert_eq!(
+            unnamed.shadows_by_failing_closed("/opt/py/report.py", FileKind::File),
+            None
+        );
+        assert_eq!(
+            named.shadows_by_failing_closed("/opt/py/json.py", FileKind::File),
+            None
         );
         // Only a folder of the image can be where test.sh starts Python unnamed: the agent's
         // own folders, and the image's packages, are not (an `__init__.py` the agent adds to

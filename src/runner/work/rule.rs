@@ -239,6 +239,12 @@ fn install_modules(manifest: &Manifest) -> BTreeSet<String> {
     out
 }
 
+/// Standard-library names no verifier imports, and honest agents name their own files so: the
+/// `test` package is CPython's regression suite (Debian's `libpython3.N-stdlib` ships its
+/// start), which neither pytest, its plugins nor a task's tests import, while an agent's scratch
+/// `/app/test.py` is common. A module of this name in a folder searched first is work.
+const NEVER_IMPORTED: &[&str] = &["test"];
+
 /// Folder names a carelessly packaged distribution leaves in a site folder without being a
 /// namespace anything imports (`tests/`, `docs/`, …): an agent's folder of that name is its own.
 const NOT_NAMESPACES: &[&str] = &[
@@ -743,6 +749,7 @@ impl Rules {
                 in_and_above(&mut files, w, UV_PROJECT_FILES, UV_READS);
             }
         }
+        modules.retain(|m| !NEVER_IMPORTED.contains(&m.as_str()));
         let start_dirs = {
             // And the folders test.sh makes itself (`mkdir -p /srv/work`).
             let mut dirs = start_dirs(manifest);
@@ -1582,6 +1589,29 @@ mod tests {
             Class::Shadow("pytest".into())
         );
         assert_eq!(r.classify("/app/report.py", false, &[]), Class::Work);
+        // CPython's regression suite is imported by no verifier: a scratch `test.py` is work,
+        // also where the image's standard library has a `test` package (Debian's).
+        let image = crate::runner::work::manifest::tests::manifest_of(&[
+            ("usr/lib/python3.11/test/__init__.py", FileKind::File, ""),
+            ("usr/lib/python3.11/types.py", FileKind::File, ""),
+        ]);
+        let mut toolchain = Toolchain::default();
+        toolchain.python.push(PythonPaths {
+            interpreter: "/usr/bin/python3".into(),
+            toolchain: vec!["/usr/lib/python3.11".into()],
+            project: vec![],
+            modules: ["test", "types"].into_iter().map(String::from).collect(),
+        });
+        let debian = Rules::new(&image, &toolchain, "/app", "", "/root", &[]);
+        assert_eq!(debian.classify("/app/test.py", false, &[]), Class::Work);
+        assert_eq!(
+            debian.classify("/app/test/__init__.py", false, &[]),
+            Class::Work
+        );
+        assert_eq!(
+            debian.classify("/app/types.py", false, &[]),
+            Class::Shadow("types".into())
+        );
     }
 
     /// A test.sh that runs uv reads the project files of its working folders and the folders

@@ -30,7 +30,8 @@
 //! - the loader's configuration (`/etc/ld.so.preload`, `/etc/ld.so.conf`, `/etc/ld.so.conf.d/`)
 //!   and Python's startup hooks (`sitecustomize.py`, `usercustomize.py`, anywhere);
 //! - pytest's configuration in `/`, the one folder above `/tests`, which pytest searches when it
-//!   runs a test there ([`ROOT_TEST_CONFIG`]: a `conftest.py` or `pytest.ini` in any way; a
+//!   runs a test there ([`ROOT_TEST_CONFIG`]: a `conftest.py`, `pytest.toml` (pytest 9) or
+//!   `pytest.ini` in any way; a
 //!   `pyproject.toml`, `tox.ini` or `setup.cfg` with a pytest section);
 //! - a module in a folder the verifier's Python searches first (its working folders, project
 //!   folders on `sys.path`) that would shadow one of the toolchain's (`pytest.py`), a `pytest11`
@@ -43,24 +44,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::work::rule::{METADATA_ON_PATH, SOURCED};
+use super::work::rule::{METADATA_ON_PATH, ROOT_TEST_CONFIG, SOURCED};
 use super::work::{Changed, Collected, FileKind, ImageFacts};
 use crate::domain::tamper::{SUMMARY_PATHS, TamperFlag};
 use crate::skillsbench::dockerfile::SKILL_DESTINATIONS;
-
-/// Files in `/` that pytest reads when it runs a test in `/tests`: it looks for its configuration
-/// in the test's folder and every folder above it (the first found makes its folder the rootdir),
-/// and loads a `conftest.py` of the rootdir or above (pytest before 8: of every folder above).
-/// A `conftest.py` there can turn every failure into a pass. The first three are flagged however
-/// they changed; the others only when added or changed with a pytest section in them.
-pub const ROOT_TEST_CONFIG: &[&str] = &[
-    "conftest.py",
-    "pytest.ini",
-    ".pytest.ini",
-    "pyproject.toml",
-    "tox.ini",
-    "setup.cfg",
-];
 
 /// Whether a `pyproject.toml`, `tox.ini` or `setup.cfg` holds a pytest section (a
 /// `tool.pytest` table however the TOML spells it; an INI section `pytest` or `tool:pytest`,
@@ -354,7 +341,8 @@ pub fn assess(ev: &Evidence<'_>) -> TamperRecord {
         }
         if path.rsplit_once('/').map(|(dir, _)| dir) == Some("") && ROOT_TEST_CONFIG.contains(&name)
         {
-            let always = matches!(name, "conftest.py" | "pytest.ini" | ".pytest.ini");
+            // Files pytest takes as its configuration whatever they hold.
+            let always = !matches!(name, "pyproject.toml" | "tox.ini" | "setup.cfg");
             let configures =
                 c.kind != 'D' && (ev.head)(path).is_none_or(|b| has_pytest_section(name, &b));
             if always || configures {
@@ -667,6 +655,8 @@ mod tests {
             ch('C', "/opt/venv/bin/pytest"),
             ch('A', "/conftest.py"),
             ch('A', "/pyproject.toml"),
+            ch('A', "/pytest.toml"),
+            ch('A', "/.pytest.toml"),
         ];
         let r = assess_with(
             &changes,
@@ -703,11 +693,13 @@ mod tests {
             "C /opt/venv/bin/pytest",
             "A /conftest.py",
             "A /pyproject.toml",
+            "A /pytest.toml",
+            "A /.pytest.toml",
         ] {
             assert!(got.contains(&want.to_string()), "{want} not in {got:#?}");
         }
         assert!(!got.contains(&"C /bin".to_string()), "a folder is no file");
-        assert_eq!(r.flagged_total, 17);
+        assert_eq!(r.flagged_total, 19);
         assert_eq!(r.flag().unwrap().paths.len(), SUMMARY_PATHS);
     }
 

@@ -120,9 +120,16 @@ pub const TOOLCHAIN_NAMES: &[&str] = &[
 pub const TOOLCHAIN_ENDINGS: &[&str] = &[".pyc", ".pyo"];
 
 /// pytest's configuration files, read in `/` (the folder above `/tests`) when it runs a test
-/// there; `conftest.py` there is loaded.
+/// there, and in and above every folder it finds tests in: it looks in the test's folder and
+/// every folder above it (the first found makes its folder the rootdir) and loads a
+/// `conftest.py` of the rootdir or above (pytest before 8: of every folder above). A
+/// `conftest.py` there can turn every failure into a pass. `pytest.toml` and `.pytest.toml`
+/// are pytest 9's (first in its order); those and `pytest.ini` are its configuration whatever
+/// they hold, the last three only with a pytest section.
 pub const ROOT_TEST_CONFIG: &[&str] = &[
     "conftest.py",
+    "pytest.toml",
+    ".pytest.toml",
     "pytest.ini",
     ".pytest.ini",
     "pyproject.toml",
@@ -1843,7 +1850,12 @@ PYTHONPATH=src pytest /tests/test_outputs.py",
 pytest test_outputs.py",
             "",
         );
-        for p in ["/app/conftest.py", "/app/pytest.ini", "/app/tox.ini"] {
+        for p in [
+            "/app/conftest.py",
+            "/app/pytest.toml",
+            "/app/pytest.ini",
+            "/app/tox.ini",
+        ] {
             assert_eq!(
                 copied.classify(p, false, &[]),
                 Class::Toolchain(PYTEST_READS.into()),

@@ -47,9 +47,9 @@ use super::paths::{join, normalize};
 pub use super::paths::{parent, within};
 use super::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, environment_files,
-    installed_modules, loader_searches_working, made_dirs, pip_requirements, pytest_arguments,
-    pytest_targets, relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs,
-    test_copies, unresolved, working_dirs,
+    installed_modules, loader_searches_working, local_package_source, made_dirs, package_sources,
+    pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs, runs_uv, search_dirs,
+    sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -144,7 +144,13 @@ pub const ROOT_TEST_CONFIG: &[&str] = &[
 /// imports (`pygments` for coloured output, `colorama`, `argcomplete`, and its back-ports
 /// `exceptiongroup` and `tomli` before Python 3.11). The standard library's own names
 /// (`msvcrt`, `winreg`, … of other platforms) are in `sys.stdlib_module_names`, which the probe
-/// reads.
+/// reads. Then the optional imports of packages a task's tests import, where the image lacks
+/// them: `openpyxl` and Pillow try `defusedxml` (and `openpyxl` `lxml`) as they load, `requests`
+/// and `urllib3` their codecs and `socks`, pandas its readers and engines (`openpyxl`, `xlrd`,
+/// `odf`, `pyxlsb`, `python_calamine`, `pyarrow`, `fastparquet`, `tables`' `bottleneck` and
+/// `numexpr`, …) when a test reads a file — a module of such a name in a folder searched
+/// first would run in the tests' process (a red team's `defusedxml.py` beside the work). A
+/// curated list, not a construction: docs/limitations.md.
 pub const OPTIONAL_MODULES: &[&str] = &[
     "org",
     "pygments",
@@ -152,6 +158,40 @@ pub const OPTIONAL_MODULES: &[&str] = &[
     "argcomplete",
     "exceptiongroup",
     "tomli",
+    "defusedxml",
+    "lxml",
+    "olefile",
+    "chardet",
+    "charset_normalizer",
+    "simplejson",
+    "brotli",
+    "brotlicffi",
+    "zstandard",
+    "socks",
+    "h2",
+    "openpyxl",
+    "xlrd",
+    "xlsxwriter",
+    "odf",
+    "pyxlsb",
+    "python_calamine",
+    "pyarrow",
+    "fastparquet",
+    "bottleneck",
+    "numexpr",
+    "numba",
+    "xarray",
+    "sqlalchemy",
+    "fsspec",
+    "html5lib",
+    "bs4",
+    "ujson",
+    "orjson",
+    "tzdata",
+    "pytz",
+    "scipy",
+    "matplotlib",
+    "jinja2",
 ];
 
 /// Modules that are the verifier's wherever the agent writes them (dotted: every package on the
@@ -179,6 +219,21 @@ pub const PYTEST_READS: &str =
 
 /// Why a path of a test's name where test.sh copies the tests or runs is not work.
 pub const TESTS_LAND: &str = "the task's tests are copied or read there";
+
+/// Why a folder the installers take packages from is not work.
+pub const PACKAGES_FROM: &str = "pip or uv installs packages from it (find-links, a file index)";
+
+/// The image's variables that name where pip and uv take packages from.
+const PACKAGE_SOURCE_SETTINGS: &[&str] = &[
+    "PIP_FIND_LINKS",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "UV_INDEX_URL",
+    "UV_EXTRA_INDEX_URL",
+    "UV_INDEX",
+    "UV_DEFAULT_INDEX",
+];
 
 /// Why a requirements file `test.sh` installs from is not work.
 pub const PIP_READS: &str = "test.sh installs what it names (pip -r/-c)";
@@ -741,6 +796,18 @@ impl Rules {
                 files.push((f, PYTEST_READS.into()));
             }
         }
+        // A folder the installers take packages from (`pip install -f /opt/wheels x`): the
+        // agent's wheel there would be what test.sh installs.
+        for d in package_sources(test_sh) {
+            let at: Vec<String> = if d.starts_with('/') {
+                vec![normalize(&d)]
+            } else {
+                working.iter().map(|w| normalize(&join(w, &d))).collect()
+            };
+            for d in at {
+                trees.push((d, PACKAGES_FROM.into()));
+            }
+        }
         for f in pip_requirements(test_sh) {
             let at: Vec<String> = if f.starts_with('/') {
                 at_and_from(&f)
@@ -813,6 +880,17 @@ impl Rules {
             let value = value.trim_end_matches('/');
             if used && value.starts_with('/') && !value.contains(':') {
                 self.shadow_dirs.insert(value.to_string());
+            }
+            // Where the image tells pip and uv to take packages from (an offline image's
+            // `PIP_FIND_LINKS=/opt/wheels`): whitespace- or comma-separated, `name=` prefixes
+            // of uv's named indexes read away.
+            if PACKAGE_SOURCE_SETTINGS.contains(&name) {
+                for v in value.split([' ', ',']) {
+                    let v = v.split_once('=').map_or(v, |(_, url)| url);
+                    if let Some(d) = local_package_source(v).filter(|d| d.starts_with('/')) {
+                        self.trees.push((normalize(&d), PACKAGES_FROM.into()));
+                    }
+                }
             }
             // The image's own search paths: a relative `PATH` entry (`node_modules/.bin`) is
             // read from whichever folder test.sh is in; the loader's absolute folders are the
@@ -1502,6 +1580,44 @@ mod tests {
     }
 
     #[test]
+    fn folders_the_installers_take_packages_from_are_the_toolchain() {
+        // The agent's wheel in a folder pip is told to take packages from would be what
+        // test.sh installs (an offline image's wheels, named by test.sh or by the image).
+        let sh = "cd /app\npip install --no-index -f /opt/wheels --find-links=file:///srv/w/ \
+                  -i file:///var/idx openpyxl\npip install --find-links wheels x\n\
+                  pip install -i https://pypi.org/simple y --extra-index-url \"$IDX\"";
+        let r = rules_with(sh, "");
+        assert_toolchain(
+            &r,
+            &[
+                "/opt/wheels/openpyxl-9.9-py3-none-any.whl",
+                "/srv/w/x.whl",
+                "/var/idx/openpyxl/index.html",
+                "/app/wheels/x-1.0.whl",
+            ],
+        );
+        assert!(r.classify("/app/out.csv", false, &[]).is_work());
+        let sh = "pip install openpyxl";
+        let image = rules_with(sh, "").with_image_env(
+            &[
+                "PIP_FIND_LINKS=/opt/wheels file:///opt/more".into(),
+                "UV_INDEX=local=file:///srv/index".into(),
+                "PIP_INDEX_URL=https://pypi.org/simple".into(),
+            ],
+            sh,
+        );
+        assert_toolchain(
+            &image,
+            &[
+                "/opt/wheels/a.whl",
+                "/opt/more/b.whl",
+                "/srv/index/simple/openpyxl/index.html",
+            ],
+        );
+        assert!(image.classify("/srv/other/a.whl", false, &[]).is_work());
+    }
+
+    #[test]
     fn the_folders_the_loaders_configuration_names_are_the_toolchain() {
         let m = Manifest {
             loader_dirs: vec!["/opt/py/lib".into()],
@@ -1582,6 +1698,11 @@ mod tests {
         assert_eq!(
             r.classify("/app/org/__init__.py", false, &[]),
             Class::Shadow("org".into())
+        );
+        // And one a package the tests import tries as it loads (`openpyxl`: `defusedxml`).
+        assert_eq!(
+            r.classify("/app/defusedxml.py", false, &[]),
+            Class::Shadow("defusedxml".into())
         );
         // Python's startup hooks are modules of the toolchain's too.
         assert_eq!(

@@ -596,7 +596,12 @@ pub fn installed_modules(test_sh: &str) -> Vec<String> {
                 _ => false,
             };
             if matches!(w, "--with" | "--from" | "-w") {
-                out.extend(words.get(i + 1).and_then(|n| module_of_requirement(n)));
+                out.extend(
+                    words
+                        .get(i + 1)
+                        .into_iter()
+                        .flat_map(|n| modules_of_requirement(n)),
+                );
                 i += 2;
                 continue;
             }
@@ -604,7 +609,7 @@ pub fn installed_modules(test_sh: &str) -> Vec<String> {
                 .strip_prefix("--with=")
                 .or_else(|| w.strip_prefix("--from="))
             {
-                out.extend(module_of_requirement(n));
+                out.extend(modules_of_requirement(n));
             }
             if starts {
                 let mut j = i + 1;
@@ -631,7 +636,7 @@ pub fn installed_modules(test_sh: &str) -> Vec<String> {
                         continue;
                     }
                     if !a.starts_with('-') {
-                        out.extend(module_of_requirement(a));
+                        out.extend(modules_of_requirement(a));
                     }
                     j += 1;
                 }
@@ -646,29 +651,127 @@ pub fn installed_modules(test_sh: &str) -> Vec<String> {
     out
 }
 
-/// The module name a requirement (`pytest==8.4.1`, `Pytest-Json-Ctrf[x]>=1`, a wheel
-/// `answerlib-1.0-py3-none-any.whl`) most likely installs; `None` for a path of a folder, a
-/// URL or a variable.
-fn module_of_requirement(req: &str) -> Option<String> {
+/// Distributions whose modules are not named after them (lower-cased, `-` and `.` read as `_`)
+/// → the top-level modules they install, as their wheels have them.
+const DISTRIBUTION_MODULES: &[(&str, &[&str])] = &[
+    ("pyyaml", &["yaml", "_yaml"]),
+    ("pillow", &["PIL"]),
+    ("scikit_learn", &["sklearn"]),
+    ("scikit_image", &["skimage"]),
+    ("beautifulsoup4", &["bs4"]),
+    ("opencv_python", &["cv2"]),
+    ("opencv_python_headless", &["cv2"]),
+    ("opencv_contrib_python", &["cv2"]),
+    ("opencv_contrib_python_headless", &["cv2"]),
+    ("pyjwt", &["jwt"]),
+    ("pymupdf", &["fitz", "pymupdf"]),
+    ("protobuf", &["google"]),
+    ("attrs", &["attr", "attrs"]),
+    ("pycryptodome", &["Crypto"]),
+    ("pycryptodomex", &["Cryptodome"]),
+    ("gitpython", &["git"]),
+    ("pyzmq", &["zmq"]),
+    ("pyserial", &["serial"]),
+    ("pyopenssl", &["OpenSSL"]),
+    ("ipython", &["IPython"]),
+    ("mysqlclient", &["MySQLdb"]),
+    ("pdfminer_six", &["pdfminer"]),
+    ("pypdf2", &["PyPDF2"]),
+    ("ruamel_yaml", &["ruamel"]),
+    ("pyusb", &["usb"]),
+    ("pygithub", &["github"]),
+    ("pytest_json_ctrf", &["pytest_jsonctrf", "pytest_json_ctrf"]),
+    ("pytest_json_report", &["pytest_jsonreport"]),
+    ("python_pptx", &["pptx"]),
+    ("python_docx", &["docx"]),
+];
+
+/// The module names a requirement (`pytest==8.4.1`, `Pytest-Json-Ctrf[x]>=1`, a wheel
+/// `answerlib-1.0-py3-none-any.whl`) most likely installs: its name lower-cased with `-` and
+/// `.` read as `_`; what [`DISTRIBUTION_MODULES`] says of it; and the name without a
+/// `python_` prefix or a `_binary`, `_headless`, `_cpu`, `_gpu`, `_python` suffix
+/// (`python-dateutil` → `dateutil`, `psycopg2-binary` → `psycopg2`). Empty for a path of a
+/// folder, a URL or a variable.
+fn modules_of_requirement(req: &str) -> Vec<String> {
     if req.contains('$') || req.contains("://") || req.starts_with('.') {
-        return None;
+        return Vec::new();
     }
     let name = if req.ends_with(".whl") || req.ends_with(".tar.gz") || req.ends_with(".zip") {
-        req.rsplit('/').next()?.split('-').next()?
+        req.rsplit('/').next().and_then(|f| f.split('-').next())
+    } else if req.contains('/') {
+        None
     } else {
-        if req.contains('/') {
-            return None;
-        }
         req.split(['=', '<', '>', '~', '!', '[', ';', '@', ' '])
-            .next()?
+            .next()
     };
     let m: String = name
+        .unwrap_or_default()
         .trim()
         .to_ascii_lowercase()
         .chars()
         .map(|c| if c == '-' || c == '.' { '_' } else { c })
         .collect();
-    (!m.is_empty() && m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')).then_some(m)
+    if m.is_empty() || !m.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        return Vec::new();
+    }
+    let mut out = vec![m.clone()];
+    if let Some((_, modules)) = DISTRIBUTION_MODULES.iter().find(|(d, _)| *d == m) {
+        out.extend(modules.iter().map(|x| x.to_string()));
+    }
+    let stripped = ["_binary", "_headless", "_cpu", "_gpu", "_python"]
+        .iter()
+        .fold(m.strip_prefix("python_").unwrap_or(&m), |n, suffix| {
+            n.strip_suffix(suffix).unwrap_or(n)
+        });
+    if !stripped.is_empty() && stripped != m {
+        out.push(stripped.to_string());
+    }
+    out.dedup();
+    out
+}
+
+/// The local folders `test_sh`'s installers take packages from: the values of `-f`/
+/// `--find-links`, `-i`/`--index-url`, `--extra-index-url`, `--index` (`file://` read as the
+/// path; `=` forms too) — absolute paths as written, relative ones as written for the caller
+/// to read from the working folders. URLs of servers and variables are none.
+pub fn package_sources(test_sh: &str) -> Vec<String> {
+    const TAKES: &[&str] = &[
+        "-f",
+        "--find-links",
+        "-i",
+        "--index-url",
+        "--extra-index-url",
+        "--index",
+        "--default-index",
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for line in logical_lines(test_sh) {
+        let words = shell_words(line);
+        for (i, w) in words.iter().enumerate() {
+            let value = match w.split_once('=') {
+                Some((opt, v)) if TAKES.contains(&opt) && opt.starts_with("--") => Some(v),
+                _ if TAKES.contains(&w.as_str()) => words.get(i + 1).map(String::as_str),
+                _ => None,
+            };
+            if let Some(dir) = value.and_then(local_package_source) {
+                out.push(dir);
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The folder an installer's package source names (`/opt/wheels`, `file:///opt/wheels`,
+/// `wheels`), quotes read; `None` for a server's URL or a variable.
+pub fn local_package_source(value: &str) -> Option<String> {
+    let v = value.trim().trim_matches(['"', '\'']);
+    let v = v.strip_prefix("file://").unwrap_or(v);
+    if v.is_empty() || v.contains("://") || v.contains('$') || v.contains('`') {
+        return None;
+    }
+    Some(v.trim_end_matches('/').to_string()).filter(|d| !d.is_empty())
 }
 
 /// True when `test_sh` runs `uv` or `uvx` (by name or path).
@@ -1374,7 +1477,34 @@ mod tests {
         let sh = "curl -LsSf https://astral.sh/uv/install.sh | sh\nsource $HOME/.local/bin/env\npython3 -m pip install --no-cache-dir -q pytest==8.4.1 'Pytest-Json-Ctrf[x]>=0.3' -r /tests/req.txt\nuv pip install --target /opt/t /tests/answerlib-1.0-py3-none-any.whl $EXTRA ./local\nuvx -p 3.11 --with pytest-json-ctrf==0.3.5 --with=numpy pytest --ctrf x\napt-get install -y curl\nif [ $? -eq 0 ]; then echo 1 > /logs/verifier/reward.txt; fi";
         assert_eq!(
             installed_modules(sh),
-            vec!["answerlib", "numpy", "pytest", "pytest_json_ctrf"]
+            vec![
+                "answerlib",
+                "numpy",
+                "pytest",
+                "pytest_json_ctrf",
+                "pytest_jsonctrf"
+            ]
+        );
+        // Distributions whose modules go by other names.
+        let pip = "pip3 install --break-system-packages pyyaml Pillow python-dateutil \\\n  psycopg2-binary opencv-python-headless==4.10 scikit-learn";
+        assert_eq!(
+            installed_modules(pip),
+            vec![
+                "PIL",
+                "_yaml",
+                "cv2",
+                "dateutil",
+                "opencv",
+                "opencv_python_headless",
+                "pillow",
+                "psycopg2",
+                "psycopg2_binary",
+                "python_dateutil",
+                "pyyaml",
+                "scikit_learn",
+                "sklearn",
+                "yaml"
+            ]
         );
         let cmds = command_names(sh);
         for c in [

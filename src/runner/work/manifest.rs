@@ -114,6 +114,38 @@ pub struct Manifest {
     /// so what the agent wrote into one is carried by writing it in place, never by replacing it.
     #[serde(default)]
     pub file_mounts: Vec<String>,
+    /// The accounts of the image's `/etc/passwd` (when it is at most [`MAX_SCRIPT`] bytes):
+    /// where a user's home is, as the runtime sets `HOME` from it.
+    #[serde(default)]
+    pub accounts: Vec<Account>,
+}
+
+/// One line of an image's `/etc/passwd`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Account {
+    /// The user's name.
+    pub name: String,
+    /// The user's id, as written.
+    pub uid: String,
+    /// The home folder, as written (may be empty).
+    pub home: String,
+}
+
+/// The accounts of a `/etc/passwd` text (`name:x:uid:gid:gecos:home:shell` per line; comments,
+/// blank and short lines left out).
+fn passwd_accounts(text: &[u8]) -> Vec<Account> {
+    String::from_utf8_lossy(text)
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(':').collect();
+            (f.len() >= 6 && !f[0].is_empty()).then(|| Account {
+                name: f[0].to_string(),
+                uid: f[2].to_string(),
+                home: f[5].to_string(),
+            })
+        })
+        .collect()
 }
 
 /// True for the files the dynamic loader's configuration is read from.
@@ -224,6 +256,7 @@ impl Manifest {
         archive.set_ignore_zeros(true);
         let mut files = BTreeMap::new();
         let mut loader_dirs: Vec<String> = Vec::new();
+        let mut accounts: Vec<Account> = Vec::new();
         let mut bytes = 0u64;
         for entry in archive.entries()? {
             let mut entry = entry?;
@@ -276,6 +309,9 @@ impl Manifest {
                             }
                         }
                     }
+                    if small && path == "/etc/passwd" {
+                        accounts = passwd_accounts(&head);
+                    }
                     bytes += n;
                     if bytes > limits.bytes {
                         return Err(std::io::Error::other(format!(
@@ -315,6 +351,7 @@ impl Manifest {
             files,
             loader_dirs,
             file_mounts: Vec::new(),
+            accounts,
         })
     }
 

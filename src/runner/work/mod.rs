@@ -72,10 +72,38 @@ impl ImageFacts {
         out
     }
 
-    /// The home folder of the image's user (`/root` for root).
+    /// The home folder of the image's user, as the runtime sets `HOME` for its processes: the
+    /// image's own `HOME` when it sets one; else the user's home in the image's `/etc/passwd`
+    /// (by name or id; `/` when empty); else `/root` for root, `/` for an id the file does not
+    /// list (Docker's default), `/home/<name>` for a name it does not.
     pub fn home(&self) -> String {
-        match self.user.split(':').next().unwrap_or_default() {
-            "" | "root" | "0" => "/root".into(),
+        if let Some(h) = self
+            .env
+            .iter()
+            .rev()
+            .find_map(|e| e.strip_prefix("HOME="))
+            .filter(|h| h.starts_with('/'))
+        {
+            return paths::normalize(h);
+        }
+        let user = match self.user.split(':').next().unwrap_or_default() {
+            "" => "root",
+            u => u,
+        };
+        if let Some(a) = self
+            .files
+            .accounts
+            .iter()
+            .find(|a| a.name == user || a.uid == user)
+        {
+            return match a.home.as_str() {
+                h if h.starts_with('/') => paths::normalize(h),
+                _ => "/".into(),
+            };
+        }
+        match user {
+            "root" | "0" => "/root".into(),
+            u if u.chars().all(|c| c.is_ascii_digit()) => "/".into(),
             u => format!("/home/{u}"),
         }
     }
@@ -98,5 +126,26 @@ mod tests {
         };
         assert_eq!(f.home(), "/home/app");
         assert_eq!(ImageFacts::default().home(), "/root");
+        // The runtime's HOME: the image's own, else /etc/passwd's, else Docker's default.
+        let passwd = manifest::tests::manifest_of(&[(
+            "etc/passwd",
+            manifest::FileKind::File,
+            "root:x:0:0:root:/root:/bin/bash\n# note\nbuilder:x:1000:1000::/app:/bin/sh\nnohome:x:1001:1001:::/bin/sh\n",
+        )]);
+        let facts = |user: &str, env: &[&str]| ImageFacts {
+            user: user.into(),
+            env: env.iter().map(|e| e.to_string()).collect(),
+            files: passwd.clone(),
+            ..Default::default()
+        };
+        assert_eq!(facts("builder", &[]).home(), "/app");
+        assert_eq!(facts("1000:1000", &[]).home(), "/app");
+        assert_eq!(facts("nohome", &[]).home(), "/");
+        assert_eq!(facts("2000", &[]).home(), "/");
+        assert_eq!(facts("", &[]).home(), "/root");
+        assert_eq!(
+            facts("builder", &["HOME=/workspace/", "PATH=/usr/bin"]).home(),
+            "/workspace"
+        );
     }
 }

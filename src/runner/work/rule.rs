@@ -481,8 +481,9 @@ pub struct Rules {
     skills: Vec<String>,
     /// The image user's home folder.
     home: String,
-    /// Home folders reached through links (`/root` made a link by the agent): their hidden
-    /// entries are the toolchain's as `/root`'s are.
+    /// Home folders reached through links (`/root` made a link by the agent), and the image
+    /// user's home when it is neither under `/root` nor `/home`: their hidden entries are the
+    /// toolchain's as `/root`'s are.
     linked_homes: Vec<String>,
     /// Why the reader cannot name every folder test.sh runs Python in ([`unresolved`]), if it
     /// cannot: then every folder is one searched first (the rule fails closed).
@@ -847,7 +848,12 @@ impl Rules {
             bin_dirs: BTreeSet::new(),
             test_dirs: BTreeSet::new(),
             home: home.to_string(),
-            linked_homes: Vec::new(),
+            // A home elsewhere (`HOME=/workspace`, a user's home `/app` in `/etc/passwd`, `/`
+            // for an id without one): its hidden entries are the toolchain's as `/root`'s are.
+            linked_homes: (home_entry(&format!("{home}/.x")).is_none())
+                .then(|| home.to_string())
+                .into_iter()
+                .collect(),
             every_folder_first: unresolved(test_sh, &[], home),
             start_dirs,
             modules,
@@ -1127,8 +1133,11 @@ impl Rules {
         }
         let linked_home = || {
             self.linked_homes.iter().find_map(|h| {
-                let rest = path.strip_prefix(h.as_str())?.strip_prefix('/')?;
-                rest.split('/').next()
+                let rest = match h.as_str() {
+                    "/" => path.strip_prefix('/')?,
+                    h => path.strip_prefix(h)?.strip_prefix('/')?,
+                };
+                rest.split('/').next().filter(|e| !e.is_empty())
             })
         };
         if let Some(entry) = home_entry(path).or_else(linked_home)
@@ -1577,6 +1586,27 @@ mod tests {
             img.classify("/app/ext.cpython-311.so", false, &[]),
             Class::Work
         );
+    }
+
+    #[test]
+    fn a_home_outside_root_and_home_has_its_hidden_entries_kept() {
+        let m = Manifest::default();
+        let t = Toolchain::default();
+        let r = Rules::new(&m, &t, "/app", "", "/workspace", &[]);
+        assert_toolchain(
+            &r,
+            &[
+                "/workspace/.cache/uv/x",
+                "/workspace/.gitconfig",
+                "/workspace/.ipython/x.py",
+            ],
+        );
+        assert!(r.classify("/workspace/out.txt", false, &[]).is_work());
+        assert!(r.classify("/app/.hidden-output", false, &[]).is_work());
+        // An id without a home: the runtime's HOME is `/`.
+        let r = Rules::new(&m, &t, "/app", "", "/", &[]);
+        assert_toolchain(&r, &["/.cache/uv/x", "/.gitconfig"]);
+        assert!(r.classify("/out.txt", false, &[]).is_work());
     }
 
     #[test]

@@ -575,7 +575,9 @@ pub fn sort(
     // Links last, so no file of the work is written through one.
     for e in links_last {
         let target = e.link.clone().unwrap_or_default();
-        if let Some(why) = work_links.refused(&e.path, &target, manifest) {
+        if let Some(why) =
+            work_links.refused(&e.path, &target, manifest, &|p| rules.is_copy_of_tests(p))
+        {
             out.dropped_links.push(DroppedLink {
                 path: e.path.clone(),
                 target,
@@ -753,6 +755,19 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().path().unwrap().display().to_string())
             .collect()
+    }
+
+    /// [`sort`] of `changed` (no folder listed) against `m` with rule `r`.
+    fn sorted_by(changed: &[u8], m: &Manifest, r: &Rules) -> Collected {
+        sort(
+            changed,
+            &BTreeSet::new(),
+            &BTreeSet::new(),
+            m,
+            r,
+            Limits::default(),
+        )
+        .unwrap()
     }
 
     /// The class a change of `out` was given.
@@ -1050,19 +1065,15 @@ mod tests {
             user: "root".into(),
         };
         let r = Rules::new(&m, &t, "/app", "", "/root", &[]);
-        let out = sort(
+        let out = sorted_by(
             &tar_of(&[
                 ("app/token", K::File, "abc"),
                 ("app/token.py", K::File, "x = 1"),
                 ("app/pytest", K::File, "#!/bin/sh"),
-            ])[..],
-            &BTreeSet::new(),
-            &BTreeSet::new(),
+            ]),
             &m,
             &r,
-            Limits::default(),
-        )
-        .unwrap();
+        );
         assert_eq!(
             class_of(&out, "/app/token.py").as_deref(),
             Some("shadows the toolchain's module token")
@@ -1096,6 +1107,38 @@ mod tests {
         assert_eq!((out.work_files, out.work_bytes), (2, 9));
         let names = carried_names(&out);
         assert_eq!(names, ["app/out.txt"]);
+    }
+
+    #[test]
+    fn a_link_into_a_copy_test_sh_makes_of_the_tests_is_dropped() {
+        let m = image();
+        let t = Toolchain::default();
+        let sh = "cp /tests/expected.json /root/\ncp /tests/*.csv /srv/ref/\npytest /tests";
+        let r = Rules::new(&m, &t, "/app", sh, "/root", &[]);
+        let out = sorted_by(
+            &tar_of(&[
+                ("app/summary.json", K::Link, "/root/expected.json"),
+                ("app/table.csv", K::Link, "../srv/ref/gold.csv"),
+                ("app/latest.json", K::Link, "/root/runs/3.json"),
+                ("app/ref.txt", K::Link, "/srv/ref/notes.txt"),
+            ]),
+            &m,
+            &r,
+        );
+        let dropped: Vec<(&str, &str)> = out
+            .dropped_links
+            .iter()
+            .map(|d| (d.path.as_str(), d.why.as_str()))
+            .collect();
+        assert_eq!(dropped.len(), 2, "{dropped:?}");
+        for (path, why) in dropped {
+            assert!(
+                ["/app/summary.json", "/app/table.csv"].contains(&path)
+                    && why.contains("only the verifier has"),
+                "{path}: {why}"
+            );
+        }
+        assert_eq!(carried_names(&out), ["app/latest.json", "app/ref.txt"]);
     }
 
     #[test]

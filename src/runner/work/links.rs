@@ -122,10 +122,17 @@ impl WorkLinks {
     }
 
     /// Why the link at `link_path` to `target` may not be carried as a link, or `None` when it
-    /// may: it leads into a folder only the verifier has (`/tests`, `/logs/verifier`), the
-    /// kernel's folders, skillscope's shell, or nowhere (a loop) — judged in both [`View`]s (a
-    /// replacing folder that is not carried leaves the image's link in place).
-    pub fn refused(&self, link_path: &str, target: &str, manifest: &Manifest) -> Option<String> {
+    /// may: it leads into a folder only the verifier has (`/tests`, `/logs/verifier`), or a
+    /// copy `test.sh` makes of the tests' files (`copy_of_tests`: the expected output it copies
+    /// to `/root`), the kernel's folders, skillscope's shell, or nowhere (a loop) — judged in
+    /// both [`View`]s (a replacing folder that is not carried leaves the image's link in place).
+    pub fn refused(
+        &self,
+        link_path: &str,
+        target: &str,
+        manifest: &Manifest,
+        copy_of_tests: &dyn Fn(&str) -> bool,
+    ) -> Option<String> {
         let start = if target.starts_with('/') {
             target.to_string()
         } else {
@@ -138,6 +145,11 @@ impl WorkLinks {
             if VERIFIER_ONLY.iter().any(|d| within(&p, d)) {
                 return Some(format!("into {p}, which only the verifier has"));
             }
+            if copy_of_tests(&p) {
+                return Some(format!(
+                    "into {p}, a copy test.sh makes of the tests, which only the verifier has"
+                ));
+            }
             if p == "/dev/null" {
                 continue;
             }
@@ -149,6 +161,14 @@ impl WorkLinks {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+impl WorkLinks {
+    /// [`WorkLinks::refused`] where `test.sh` copies none of the tests.
+    fn refused_plain(&self, link_path: &str, target: &str, manifest: &Manifest) -> Option<String> {
+        self.refused(link_path, target, manifest, &|_| false)
     }
 }
 
@@ -173,25 +193,26 @@ mod tests {
     fn links_resolve_through_the_image_and_the_work() {
         let m = image();
         let none = WorkLinks::none();
-        assert_eq!(none.refused("/app/a", "data.csv", &m), None);
-        assert_eq!(none.refused("/app/a", "/usr/bin/python3", &m), None);
-        assert!(none.refused("/app/a", "../tests/x", &m).is_some());
+        assert_eq!(none.refused_plain("/app/a", "data.csv", &m), None);
+        assert_eq!(none.refused_plain("/app/a", "/usr/bin/python3", &m), None);
+        assert!(none.refused_plain("/app/a", "../tests/x", &m).is_some());
         assert!(
-            none.refused("/app/a", "/srv/data/../../tests", &m)
+            none.refused_plain("/app/a", "/srv/data/../../tests", &m)
                 .is_some()
         );
         let work = WorkLinks::none().made("/app/b", "/logs/verifier");
-        assert!(work.refused("/app/a", "b/reward.txt", &m).is_some());
+        assert!(work.refused_plain("/app/a", "b/reward.txt", &m).is_some());
         let looped = WorkLinks::none()
             .made("/app/x", "/app/y")
             .made("/app/y", "/app/x");
         assert_eq!(
-            looped.refused("/app/a", "/app/x/z", &m).as_deref(),
+            looped.refused_plain("/app/a", "/app/x/z", &m).as_deref(),
             Some("in a loop of links")
         );
-        assert_eq!(none.refused("/app/a", "/dev/null", &m), None);
+        assert_eq!(none.refused_plain("/app/a", "/dev/null", &m), None);
         assert_eq!(
-            none.refused("/app/a", "/proc/self/environ", &m).as_deref(),
+            none.refused_plain("/app/a", "/proc/self/environ", &m)
+                .as_deref(),
             Some("into /proc")
         );
         assert_eq!(
@@ -217,9 +238,12 @@ mod tests {
             ("opt/p/cur", K::Link, "/opt/p/r/v1"),
         ]);
         let target = "/opt/p/cur/../../../tests/expected";
-        assert_eq!(WorkLinks::none().refused("/app/a", target, &deep), None);
+        assert_eq!(
+            WorkLinks::none().refused_plain("/app/a", target, &deep),
+            None
+        );
         let replaced = WorkLinks::none().replaced("/opt/p/cur");
-        assert!(replaced.refused("/app/a", target, &deep).is_some());
+        assert!(replaced.refused_plain("/app/a", target, &deep).is_some());
         assert_eq!(
             replaced.resolve("/opt/p/cur/x", &deep, View::Agent),
             Some("/opt/p/cur/x".into())
@@ -242,7 +266,7 @@ mod tests {
             kept.resolve(up, &shallow, View::Agent),
             Some("/opt/p/tests".into())
         );
-        assert!(kept.refused("/app/a", up, &shallow).is_some());
+        assert!(kept.refused_plain("/app/a", up, &shallow).is_some());
         // A link of the work at the same path wins over a replacement.
         let both = WorkLinks::none()
             .replaced("/opt/p/cur")

@@ -46,10 +46,10 @@ use super::manifest::{FileKind, Manifest};
 use super::paths::{join, normalize};
 pub use super::paths::{parent, within};
 use super::test_sh::{
-    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, environment_files,
-    installed_modules, loader_searches_working, local_package_source, made_dirs, package_sources,
-    pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs, runs_uv, search_dirs,
-    sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
+    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
+    environment_files, installed_modules, loader_searches_working, local_package_source, made_dirs,
+    package_sources, pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs,
+    runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -463,6 +463,12 @@ pub struct Rules {
     /// Folders test.sh copies the tests into: the tests' own names there are the verifier's
     /// ([`Rules::with_test_names`]).
     test_places: Vec<String>,
+    /// Folders pytest is given to collect that hold where test.sh copies the tests (or lie in
+    /// one): a test module or `conftest.py` of the agent's anywhere below is pytest's to run.
+    collect_dirs: Vec<String>,
+    /// Where test.sh copies the tests' files ([`copies_of_tests`]): a link of the work into
+    /// them is one into the verifier's folders.
+    tests_copied: Vec<(String, Option<String>)>,
     /// Folders the agent's links named `bin` lead to: an interpreter's name there is one in a
     /// `bin` folder.
     bin_dirs: BTreeSet<String>,
@@ -677,6 +683,13 @@ impl Rules {
         for d in image_node_modules(manifest) {
             trees.push((d, "Node packages of the image".into()));
         }
+        // Node resolves a package a test in `/tests` requires from `/tests/node_modules`, then
+        // `/node_modules`, before `NODE_PATH` and the global folders: `/`'s is pytest's
+        // `/conftest.py` for Node.
+        trees.push((
+            "/node_modules".into(),
+            "Node looks for the tests' packages there, above /tests".into(),
+        ));
         // Folders of programs and libraries found by name are the toolchain's whole; folders of
         // Python modules (`PYTHONPATH`) are searched first (step 5), their other files work.
         for d in search_dirs(test_sh, home, PROGRAM_PATHS)
@@ -762,6 +775,7 @@ impl Rules {
         // Where pytest is told to find tests outside `/tests` is read the same, however the
         // tests got there (`install`, `tar`, `mv`, a heredoc) — but for the tests' own names,
         // which stay the agent's there (a relative path is read from every working folder).
+        let mut collect_dirs: Vec<String> = Vec::new();
         for t in pytest_targets(test_sh) {
             let t = t.trim_end_matches('/');
             // A test file's folder; a relative file alone (`test_outputs.py`) is in the
@@ -776,6 +790,13 @@ impl Rules {
             for d in resolve(dir) {
                 in_and_above(&mut files, &d, ROOT_TEST_CONFIG, PYTEST_READS);
                 in_and_above(&mut files, &d, &["__init__.py"], PYTEST_READS);
+                // A folder pytest collects, where test.sh copies the tests: what pytest runs or
+                // loads below it (other test modules, `conftest.py` in a sub-folder) is its.
+                let collected = !t.ends_with(".py")
+                    && test_places.iter().any(|p| within(p, &d) || within(&d, p));
+                if collected && !collect_dirs.contains(&d) {
+                    collect_dirs.push(d.clone());
+                }
                 shadow_dirs.insert(d);
             }
         }
@@ -843,8 +864,10 @@ impl Rules {
             files,
             shadow_dirs,
             loader_dirs,
+            tests_copied: copies_of_tests(test_sh, home, &working),
             working,
             test_places,
+            collect_dirs,
             bin_dirs: BTreeSet::new(),
             test_dirs: BTreeSet::new(),
             home: home.to_string(),
@@ -1082,6 +1105,27 @@ impl Rules {
         None
     }
 
+    /// True when `path` is at or under a place `test.sh` copies the tests' files to (a name
+    /// of a glob's, in its folder).
+    pub fn is_copy_of_tests(&self, path: &str) -> bool {
+        self.tests_copied.iter().any(|(at, pattern)| match pattern {
+            None => within(path, at),
+            Some(pattern) => {
+                let Some(rest) = path.strip_prefix(at.as_str()).and_then(|r| {
+                    if at == "/" {
+                        Some(r)
+                    } else {
+                        r.strip_prefix('/')
+                    }
+                }) else {
+                    return false;
+                };
+                let name = rest.split('/').next().unwrap_or_default();
+                glob::Pattern::new(pattern).is_ok_and(|g| g.matches(name))
+            }
+        })
+    }
+
     /// True when `path` is a folder the verifier's Python runs in or searches first (a working
     /// folder), or holds one.
     pub fn holds_working_folder(&self, path: &str) -> bool {
@@ -1115,6 +1159,19 @@ impl Rules {
         }
         if let Some((_, why)) = self.files.iter().find(|(f, _)| f == path) {
             return Class::Toolchain(why.clone());
+        }
+        // What pytest collects below a folder it is given where the tests land.
+        let name = path.rsplit('/').next().unwrap_or_default();
+        if !is_dir
+            && self.collect_dirs.iter().any(|d| within(path, d))
+            && (name == "conftest.py"
+                || name == "__init__.py"
+                || name.ends_with(".py")
+                    && (name.starts_with("test_") || name.ends_with("_test.py")))
+        {
+            return Class::Toolchain(
+                "pytest collects it in the folder it is given, where the tests land".into(),
+            );
         }
         // Under a test's name where the tests land (a folder in the test file's place).
         if let Some((f, _)) = self
@@ -1585,6 +1642,39 @@ mod tests {
         assert_eq!(
             img.classify("/app/ext.cpython-311.so", false, &[]),
             Class::Work
+        );
+    }
+
+    #[test]
+    fn what_pytest_collects_below_a_folder_where_the_tests_land_is_its() {
+        let sh = "mkdir -p /app/tests\ncp /tests/test_outputs.py /app/tests/\npytest /app/tests";
+        let r = rules_with(sh, "");
+        assert_toolchain(
+            &r,
+            &[
+                "/app/tests/test_aaa_setup.py",
+                "/app/tests/fixtures/conftest.py",
+                "/app/tests/unit/check_test.py",
+            ],
+        );
+        assert!(r.classify("/app/tests/data.csv", false, &[]).is_work());
+        assert!(r.classify("/app/other/test_x.py", false, &[]).is_work());
+        // Given one file, pytest runs that file only.
+        let one = "cp /tests/test_outputs.py /app/tests/\npytest /app/tests/test_outputs.py";
+        let r = rules_with(one, "");
+        assert!(
+            r.classify("/app/tests/test_aaa_setup.py", false, &[])
+                .is_work()
+        );
+    }
+
+    #[test]
+    fn node_modules_above_the_tests_are_the_toolchain() {
+        let r = rules_with("node /tests/test_outputs.js", "");
+        assert_toolchain(&r, &["/node_modules/tinyschema/index.js"]);
+        assert!(
+            r.classify("/app/node_modules/left-pad/index.js", false, &[])
+                .is_work()
         );
     }
 

@@ -4,7 +4,7 @@
 //! runs uv. [`super::rule`] turns them into the toolchain's folders and files and the folders
 //! searched first; what the reader does not follow is in docs/limitations.md.
 
-use super::paths::{join, within};
+use super::paths::{join, normalize, within};
 
 /// The folders `test.sh` copies the task's Python tests into (`cp [-r] /tests/… DEST` of a
 /// `.py` file, a folder or a glob: `DEST`, or its folder when it names a file), as written
@@ -135,6 +135,67 @@ impl Landings {
         }
         out
     }
+}
+
+/// Where `test_sh` copies the task's tests' files (`cp /tests/expected.json /root/`, `cp -r
+/// /tests /tmp/eval`): each a path and, for a glob source (`/tests/*.json`), the pattern of the
+/// names that land in it — `None`: the path itself and everything under it. A destination
+/// named like a file is that file; the tests' folder copied whole lands as the destination or
+/// in it under its own name (both taken). Relative paths read from each of `working`,
+/// `$HOME`/`~` as `home`.
+pub fn copies_of_tests(
+    test_sh: &str,
+    home: &str,
+    working: &[String],
+) -> Vec<(String, Option<String>)> {
+    let resolve = |word: &str| -> Vec<String> {
+        let w = expand_home(word, home);
+        if w.contains('$') {
+            Vec::new()
+        } else if w.starts_with('/') {
+            vec![normalize(&w)]
+        } else {
+            working.iter().map(|d| normalize(&join(d, &w))).collect()
+        }
+    };
+    let mut out: Vec<(String, Option<String>)> = Vec::new();
+    for cp in copies(test_sh) {
+        let dest = cp.dest.trim_end_matches('/');
+        let to_file = dest_folder(cp.dest, cp.into_folder, cp.into_file) != dest;
+        for s in &cp.sources {
+            let s = s.trim_end_matches('/');
+            // `/tests/.`: the folder's content lands in the destination.
+            let content = s.ends_with("/.");
+            let Some(source) = resolve(s.trim_end_matches("/.")).into_iter().next() else {
+                continue;
+            };
+            if !within(&source, "/tests") {
+                continue;
+            }
+            let (folder, name) = source.rsplit_once('/').unwrap_or(("", ""));
+            if folder.contains(['*', '?', '[']) {
+                continue;
+            }
+            for d in resolve(cp.dest) {
+                let mut add = |p: String, pattern: Option<String>| {
+                    if !out.iter().any(|(q, r)| *q == p && *r == pattern) {
+                        out.push((p, pattern));
+                    }
+                };
+                if name.contains(['*', '?', '[']) {
+                    add(d, Some(name.to_string()));
+                } else if to_file || content {
+                    add(d, None);
+                } else if source == "/tests" {
+                    add(join(&d, name), None);
+                    add(d, None);
+                } else {
+                    add(join(&d, name), None);
+                }
+            }
+        }
+    }
+    out
 }
 
 /// The folder a copy lands in: its destination, or the destination's folder when it is a file
@@ -1515,6 +1576,23 @@ mod tests {
         assert!(!cmds.contains("if") && !cmds.contains("then") && !cmds.contains("pytest==8.4.1"));
     }
     use super::*;
+
+    #[test]
+    fn where_the_tests_files_are_copied_is_read() {
+        let sh = "cp /tests/expected_output.json /root/\ncp -r /tests /tmp/eval\n\
+                  cp /tests/*.csv data/\ncp /tests/ref.txt /srv/answer_ref.txt\n\
+                  cp -r /tests/. /opt/t/\ncp /app/out.json /root/\ncp \"$X\" /srv/x";
+        let got = copies_of_tests(sh, "/root", &["/app".to_string()]);
+        let want: Vec<(String, Option<String>)> = vec![
+            ("/root/expected_output.json".into(), None),
+            ("/tmp/eval/tests".into(), None),
+            ("/tmp/eval".into(), None),
+            ("/app/data".into(), Some("*.csv".into())),
+            ("/srv/answer_ref.txt".into(), None),
+            ("/opt/t".into(), None),
+        ];
+        assert_eq!(got, want);
+    }
 
     #[test]
     fn copies_of_tests_are_read_and_copies_of_data_are_not() {

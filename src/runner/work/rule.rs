@@ -192,6 +192,11 @@ pub const OPTIONAL_MODULES: &[&str] = &[
     "scipy",
     "matplotlib",
     "jinja2",
+    // openpyxl tries `numpy` and Pillow when they exist (a probe of what importing it looks for
+    // and misses), `bs4` `cchardet`.
+    "numpy",
+    "PIL",
+    "cchardet",
 ];
 
 /// Modules that are the verifier's wherever the agent writes them (dotted: every package on the
@@ -223,7 +228,9 @@ pub const TESTS_LAND: &str = "the task's tests are copied or read there";
 /// Why a folder the installers take packages from is not work.
 pub const PACKAGES_FROM: &str = "pip or uv installs packages from it (find-links, a file index)";
 
-/// The image's variables that name where pip and uv take packages from.
+/// The image's variables that name where pip and uv take packages from: indexes and wheels
+/// folders, their caches (uv installs from its cache offline), and the files they read their
+/// constraints and settings from.
 const PACKAGE_SOURCE_SETTINGS: &[&str] = &[
     "PIP_FIND_LINKS",
     "PIP_INDEX_URL",
@@ -233,6 +240,16 @@ const PACKAGE_SOURCE_SETTINGS: &[&str] = &[
     "UV_EXTRA_INDEX_URL",
     "UV_INDEX",
     "UV_DEFAULT_INDEX",
+    "PIP_CACHE_DIR",
+    "UV_CACHE_DIR",
+    "UV_TOOL_DIR",
+    "UV_PYTHON_INSTALL_DIR",
+    "PIP_CONSTRAINT",
+    "PIP_REQUIREMENT",
+    "PIP_CONFIG_FILE",
+    "UV_CONSTRAINT",
+    "UV_OVERRIDE",
+    "UV_CONFIG_FILE",
 ];
 
 /// Why a requirements file `test.sh` installs from is not work.
@@ -1223,10 +1240,13 @@ impl Rules {
         if let Some(v) = venvs.iter().find(|v| within(path, v)) {
             return Class::Toolchain(format!("{v} is a virtual environment"));
         }
+        // In any case: the names test.sh installs are read from distribution names, whose case
+        // is not the module's (`fonttools` installs `fontTools`).
+        let lower = path.to_ascii_lowercase();
         if let Some(m) = self.anywhere.iter().find(|m| {
-            names_module(path, m)
+            names_module(&lower, &m.to_ascii_lowercase())
                 // A link (to a package) or a program (`pytest` on a `PATH` folder) of its name.
-                || (!is_dir && m.split('.').next() == Some(name))
+                || (!is_dir && m.split('.').next().is_some_and(|t| t.eq_ignore_ascii_case(name)))
         }) {
             return Class::Shadow(m.clone());
         }
@@ -1669,6 +1689,22 @@ mod tests {
     }
 
     #[test]
+    fn what_test_sh_installs_shadows_in_any_case_and_with_its_dependencies() {
+        let r = rules_with(
+            "pip3 install fonttools==4.55 openpyxl\npython3 -m pytest /tests",
+            "",
+        );
+        for (p, m) in [
+            ("/app/fontTools/__init__.py", "fonttools"),
+            ("/app/et_xmlfile.py", "et_xmlfile"),
+            ("/srv/deep/openpyxl.py", "openpyxl"),
+        ] {
+            assert_eq!(r.classify(p, false, &[]), Class::Shadow(m.into()), "{p}");
+        }
+        assert!(r.classify("/app/report.xlsx", false, &[]).is_work());
+    }
+
+    #[test]
     fn node_modules_above_the_tests_are_the_toolchain() {
         let r = rules_with("node /tests/test_outputs.js", "");
         assert_toolchain(&r, &["/node_modules/tinyschema/index.js"]);
@@ -1723,6 +1759,8 @@ mod tests {
                 "PIP_FIND_LINKS=/opt/wheels file:///opt/more".into(),
                 "UV_INDEX=local=file:///srv/index".into(),
                 "PIP_INDEX_URL=https://pypi.org/simple".into(),
+                "UV_CACHE_DIR=/opt/uv-cache".into(),
+                "PIP_CONSTRAINT=/opt/eval/constraints.txt".into(),
             ],
             sh,
         );
@@ -1732,6 +1770,21 @@ mod tests {
                 "/opt/wheels/a.whl",
                 "/opt/more/b.whl",
                 "/srv/index/simple/openpyxl/index.html",
+                "/opt/uv-cache/archive-v0/x/openpyxl/compat/numbers.py",
+                "/opt/eval/constraints.txt",
+            ],
+        );
+        assert!(image.classify("/opt/eval/out.txt", false, &[]).is_work());
+        // Package files installed by their path: their folder.
+        let by_path = rules_with(
+            "pip3 install --no-index /wheels/*.whl /opt/w/et_xmlfile-2.0.0-py3-none-any.whl",
+            "",
+        );
+        assert_toolchain(
+            &by_path,
+            &[
+                "/wheels/zz_pass-1.0-py3-none-any.whl",
+                "/opt/w/et_xmlfile-2.0.0-py3-none-any.whl",
             ],
         );
         assert!(image.classify("/srv/other/a.whl", false, &[]).is_work());

@@ -747,9 +747,92 @@ const DISTRIBUTION_MODULES: &[(&str, &[&str])] = &[
     ("python_docx", &["docx"]),
 ];
 
+/// The modules of what common distributions depend on (pip installs those too, where the image
+/// lacks them): a curated list, not a resolver — a dependency not named here is not known.
+/// pytest's own are [`super::rule::VERIFIER_MODULES`] (and `pygments` an optional module).
+const DISTRIBUTION_DEPENDENCIES: &[(&str, &[&str])] = &[
+    ("openpyxl", &["et_xmlfile"]),
+    ("pandas", &["numpy", "dateutil", "pytz", "tzdata", "six"]),
+    (
+        "requests",
+        &[
+            "urllib3",
+            "idna",
+            "certifi",
+            "charset_normalizer",
+            "chardet",
+        ],
+    ),
+    (
+        "matplotlib",
+        &[
+            "numpy",
+            "PIL",
+            "cycler",
+            "kiwisolver",
+            "pyparsing",
+            "fontTools",
+            "packaging",
+            "contourpy",
+            "dateutil",
+            "six",
+        ],
+    ),
+    ("scipy", &["numpy"]),
+    (
+        "scikit_learn",
+        &["numpy", "scipy", "joblib", "threadpoolctl"],
+    ),
+    (
+        "scikit_image",
+        &[
+            "numpy",
+            "scipy",
+            "networkx",
+            "PIL",
+            "imageio",
+            "tifffile",
+            "lazy_loader",
+        ],
+    ),
+    ("seaborn", &["numpy", "pandas", "matplotlib"]),
+    (
+        "statsmodels",
+        &["numpy", "scipy", "pandas", "patsy", "packaging"],
+    ),
+    ("opencv_python", &["numpy"]),
+    ("opencv_python_headless", &["numpy"]),
+    ("python_docx", &["lxml", "typing_extensions"]),
+    (
+        "python_pptx",
+        &["lxml", "PIL", "xlsxwriter", "typing_extensions"],
+    ),
+    (
+        "pdfplumber",
+        &["pdfminer", "PIL", "pypdfium2", "charset_normalizer"],
+    ),
+    ("jinja2", &["markupsafe"]),
+    ("beautifulsoup4", &["soupsieve", "typing_extensions"]),
+    (
+        "httpx",
+        &["httpcore", "anyio", "certifi", "idna", "sniffio", "h11"],
+    ),
+    (
+        "pydantic",
+        &[
+            "pydantic_core",
+            "typing_extensions",
+            "annotated_types",
+            "typing_inspection",
+        ],
+    ),
+    ("sympy", &["mpmath"]),
+];
+
 /// The module names a requirement (`pytest==8.4.1`, `Pytest-Json-Ctrf[x]>=1`, a wheel
 /// `answerlib-1.0-py3-none-any.whl`) most likely installs: its name lower-cased with `-` and
-/// `.` read as `_`; what [`DISTRIBUTION_MODULES`] says of it; and the name without a
+/// `.` read as `_`; what [`DISTRIBUTION_MODULES`] says of it and the modules of its
+/// dependencies [`DISTRIBUTION_DEPENDENCIES`] names; and the name without a
 /// `python_` prefix or a `_binary`, `_headless`, `_cpu`, `_gpu`, `_python` suffix
 /// (`python-dateutil` → `dateutil`, `psycopg2-binary` → `psycopg2`). Empty for a path of a
 /// folder, a URL or a variable.
@@ -776,8 +859,10 @@ fn modules_of_requirement(req: &str) -> Vec<String> {
         return Vec::new();
     }
     let mut out = vec![m.clone()];
-    if let Some((_, modules)) = DISTRIBUTION_MODULES.iter().find(|(d, _)| *d == m) {
-        out.extend(modules.iter().map(|x| x.to_string()));
+    for table in [DISTRIBUTION_MODULES, DISTRIBUTION_DEPENDENCIES] {
+        if let Some((_, modules)) = table.iter().find(|(d, _)| *d == m) {
+            out.extend(modules.iter().map(|x| x.to_string()));
+        }
     }
     let stripped = ["_binary", "_headless", "_cpu", "_gpu", "_python"]
         .iter()
@@ -793,8 +878,9 @@ fn modules_of_requirement(req: &str) -> Vec<String> {
 
 /// The local folders `test_sh`'s installers take packages from: the values of `-f`/
 /// `--find-links`, `-i`/`--index-url`, `--extra-index-url`, `--index` (`file://` read as the
-/// path; `=` forms too) — absolute paths as written, relative ones as written for the caller
-/// to read from the working folders. URLs of servers and variables are none.
+/// path; `=` forms too), and the folder of a package file it names (`/wheels/*.whl`) —
+/// absolute paths as written, relative ones as written for the caller to read from the working
+/// folders. URLs of servers and variables are none.
 pub fn package_sources(test_sh: &str) -> Vec<String> {
     const TAKES: &[&str] = &[
         "-f",
@@ -816,6 +902,19 @@ pub fn package_sources(test_sh: &str) -> Vec<String> {
             };
             if let Some(dir) = value.and_then(local_package_source) {
                 out.push(dir);
+            }
+            // A package file installed by its path (`pip install /wheels/*.whl`,
+            // `/opt/wheels/x-1.0-py3-none-any.whl`): its folder is one packages come from.
+            let archive = [".whl", ".tar.gz", ".tar.bz2", ".zip"]
+                .iter()
+                .any(|e| w.ends_with(e));
+            if archive && !w.contains("://") && !w.starts_with('-') {
+                let folder = match w.rsplit_once('/') {
+                    Some(("", _)) => Some("/".to_string()),
+                    Some((f, _)) => local_package_source(f),
+                    None => Some(".".to_string()),
+                };
+                out.extend(folder.filter(|f| !f.contains(['*', '?', '['])));
             }
         }
     }
@@ -1555,6 +1654,8 @@ mod tests {
                 "_yaml",
                 "cv2",
                 "dateutil",
+                "joblib",
+                "numpy",
                 "opencv",
                 "opencv_python_headless",
                 "pillow",
@@ -1563,9 +1664,16 @@ mod tests {
                 "python_dateutil",
                 "pyyaml",
                 "scikit_learn",
+                "scipy",
                 "sklearn",
+                "threadpoolctl",
                 "yaml"
             ]
+        );
+        // What a distribution pulls in is installed too (openpyxl's `et_xmlfile`).
+        assert_eq!(
+            installed_modules("pip3 install openpyxl==3.1.5"),
+            vec!["et_xmlfile", "openpyxl"]
         );
         let cmds = command_names(sh);
         for c in [

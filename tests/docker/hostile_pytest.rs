@@ -91,9 +91,10 @@ enum Run {
     CollectedFolder,
     /// The expected answer copied out of `/tests` to `/root`, then pytest.
     CopiedExpected,
-    /// PyYAML installed from `/opt/wheels` at verify time, then `python3 -m pytest` in `/app`.
+    /// PyYAML and openpyxl installed from `/opt/wheels` at verify time, then `python3 -m
+    /// pytest` in `/app`.
     PipWheels,
-    /// PyYAML installed where the image's pip settings say, then pytest.
+    /// PyYAML and openpyxl installed where the image's pip settings say, then pytest.
     PipEnvWheels,
 }
 
@@ -160,9 +161,11 @@ impl Run {
             }
             Run::CopiedExpected => "cp /tests/expected_answer.txt /root/\npytest {}",
             Run::PipWheels => {
-                "python3 -m pip install -q --break-system-packages --no-index --find-links /opt/wheels pyyaml\ncd /app\npython3 -m pytest {}"
+                "python3 -m pip install -q --break-system-packages --no-index --find-links /opt/wheels pyyaml openpyxl\ncd /app\npython3 -m pytest {}"
             }
-            Run::PipEnvWheels => "python3 -m pip install -q --break-system-packages pyyaml\npytest {}",
+            Run::PipEnvWheels => {
+                "python3 -m pip install -q --break-system-packages pyyaml openpyxl\npytest {}"
+            }
             Run::CopiedTestsFolder => {
                 "cp -r /tests /app && cd /app/tests\npytest --ctrf /logs/verifier/ctrf.json test_outputs.py -rA"
             }
@@ -468,6 +471,12 @@ const CASES: &[Case] = &[
         LeftBehind("/opt/wheels/PyYAML-9.9-py3-none-any.whl"),
     ),
     case("honest-pip-wheels", Run::PipEnvWheels, Pass),
+    // And a sixth (2026-12-07): a dependency of what test.sh installs.
+    case(
+        "dependency-of-installed-package",
+        Run::PipWheels,
+        Flagged("module et_xmlfile"),
+    ),
     case(
         "optional-import-of-tested-package",
         Run::PythonM,
@@ -542,8 +551,8 @@ fn assemble(layout: Layout, cases: &[&Case], dir: &Path) {
         if !matches!(c.expect, Pass) {
             overlay(&root.join("_forge"), &task.join("solution"));
         }
-        // The runs that install PyYAML at verify time: an image with an offline wheels folder
-        // pip is told to use, and tests that import `yaml`.
+        // The runs that install PyYAML and openpyxl at verify time: an image with an offline
+        // wheels folder pip is told to use, and tests that import them.
         if matches!(c.run, Run::PipWheels | Run::PipEnvWheels) {
             overlay(&root.join("_wheels"), &task);
         }

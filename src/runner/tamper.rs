@@ -160,6 +160,10 @@ pub struct TamperRecord {
     /// (docs/architecture.md, step 4).
     #[serde(default)]
     pub fail_closed: Option<String>,
+    /// Carried modules in folders searched first, for the check after the tests
+    /// ([`crate::runner::work::Collected::searched_modules`]); not recorded.
+    #[serde(skip)]
+    pub searched_modules: Vec<(String, String)>,
     /// The flagged ones (at most [`MAX_FLAGGED_KEPT`]).
     pub flagged: Vec<Flagged>,
     /// How many were flagged in all.
@@ -467,6 +471,7 @@ pub fn assess(ev: &Evidence<'_>) -> TamperRecord {
         dropped_links: ev.collected.dropped_links.clone(),
         limit: ev.collected.limit.clone(),
         fail_closed: ev.collected.fail_closed.clone(),
+        searched_modules: ev.collected.searched_modules.clone(),
         flagged,
         flagged_total,
         exec_dirs,

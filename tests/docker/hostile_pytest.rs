@@ -91,10 +91,10 @@ enum Run {
     CollectedFolder,
     /// The expected answer copied out of `/tests` to `/root`, then pytest.
     CopiedExpected,
-    /// PyYAML and openpyxl installed from `/opt/wheels` at verify time, then `python3 -m
-    /// pytest` in `/app`.
+    /// PyYAML, openpyxl and sheetkit installed from `/opt/wheels` at verify time, then
+    /// `python3 -m pytest` in `/app`.
     PipWheels,
-    /// PyYAML and openpyxl installed where the image's pip settings say, then pytest.
+    /// PyYAML, openpyxl and sheetkit installed where the image's pip settings say, then pytest.
     PipEnvWheels,
 }
 
@@ -161,10 +161,10 @@ impl Run {
             }
             Run::CopiedExpected => "cp /tests/expected_answer.txt /root/\npytest {}",
             Run::PipWheels => {
-                "python3 -m pip install -q --break-system-packages --no-index --find-links /opt/wheels pyyaml openpyxl\ncd /app\npython3 -m pytest {}"
+                "python3 -m pip install -q --break-system-packages --no-index --find-links /opt/wheels pyyaml openpyxl sheetkit\ncd /app\npython3 -m pytest {}"
             }
             Run::PipEnvWheels => {
-                "python3 -m pip install -q --break-system-packages pyyaml openpyxl\npytest {}"
+                "python3 -m pip install -q --break-system-packages pyyaml openpyxl sheetkit\npytest {}"
             }
             Run::CopiedTestsFolder => {
                 "cp -r /tests /app && cd /app/tests\npytest --ctrf /logs/verifier/ctrf.json test_outputs.py -rA"
@@ -476,6 +476,11 @@ const CASES: &[Case] = &[
         "dependency-of-installed-package",
         Run::PipWheels,
         Flagged("module et_xmlfile"),
+    ),
+    case(
+        "unlisted-dependency-of-installed-package",
+        Run::PipWheels,
+        Flagged("which test.sh installed at verify time"),
     ),
     case(
         "optional-import-of-tested-package",

@@ -187,7 +187,12 @@ pub(super) async fn in_container(
     };
     let (verifier, tamper) = handover::to_verifier(scope, container, plan, &skills, handed).await?;
     evidence.tamper = Some(tamper);
-    let judged = verify(scope, &verifier, plan.files, agent_timed_out).await;
+    let searched = evidence
+        .tamper
+        .as_ref()
+        .map(|t| t.searched_modules.clone())
+        .unwrap_or_default();
+    let judged = verify(scope, &verifier, plan.files, agent_timed_out, &searched).await;
     let judged = match judged {
         Ok(v) => v,
         Err(f) => return tampered(evidence.tamper.as_ref(), &None, Err(f)),
@@ -195,10 +200,18 @@ pub(super) async fn in_container(
     let super::verifier::Verified {
         done,
         outlived,
+        shadowed,
         contradiction,
     } = judged;
-    if let (Some(t), Some(o)) = (evidence.tamper.as_mut(), outlived) {
-        t.add("?", "(process)", &o);
+    if let Some(t) = evidence.tamper.as_mut()
+        && (outlived.is_some() || !shadowed.is_empty())
+    {
+        if let Some(o) = outlived {
+            t.add("?", "(process)", &o);
+        }
+        for (path, why) in &shadowed {
+            t.add("A", path, why);
+        }
         if let Err(e) = t.write(dir) {
             tracing::warn!(error = %e, "cannot rewrite agent/tamper.json");
         }

@@ -24,6 +24,8 @@ pub(super) struct Verified {
     pub(super) done: Result<Done, Failed>,
     /// Processes the tests left running, when there were any (the trial is flagged).
     pub(super) outlived: Option<String>,
+    /// Carried modules that shadow a package `test.sh` installed (path, why): flagged.
+    pub(super) shadowed: Vec<(String, String)>,
     /// How the evidence contradicted the reward, when it did.
     pub(super) contradiction: Option<TamperFlag>,
 }
@@ -38,6 +40,7 @@ pub(super) async fn verify(
     container: &Sandbox,
     verifier_files: Option<&crate::runner::image::VerifierFiles>,
     agent_timed_out: bool,
+    searched_modules: &[(String, String)],
 ) -> Result<Verified, Failed> {
     let Scope { job, cancel, .. } = *scope;
     let task = &job.task;
@@ -73,6 +76,13 @@ pub(super) async fn verify(
     let left =
         super::handover::end_processes(container, std::time::Duration::from_secs(30), exited).await;
     scope.took(Step::Sweep, t0).await;
+    // Which packages test.sh installed is known only now: a carried module of such a name in a
+    // folder searched first was what the tests imported.
+    let shadowed = if searched_modules.is_empty() || left.is_err() {
+        Ok(Vec::new())
+    } else {
+        shadowed_installs(container, searched_modules).await
+    };
     let t0 = std::time::Instant::now();
     let mut download = container
         .download_dir("/logs/verifier", &verifier_dir, MAX_LOGS_BYTES)
@@ -92,6 +102,8 @@ pub(super) async fn verify(
         .await;
     let verified = verified?;
     let left = left.map_err(|e| Failed::runner(e, "ending what the tests left running"))?;
+    let shadowed =
+        shadowed.map_err(|e| Failed::runner(e, "listing the packages the tests installed"))?;
     if let Ok(report) = crate::harbor::ctrf::Report::read(&verifier_dir.join("ctrf.json")) {
         scope
             .tell(TrialEvent::Tests {
@@ -138,8 +150,97 @@ pub(super) async fn verify(
     Ok(Verified {
         done,
         outlived,
+        shadowed,
         contradiction,
     })
+}
+
+/// Longest the listing of the verifier's package folders may take.
+const PACKAGES_LISTING_LIMIT: std::time::Duration = std::time::Duration::from_secs(120);
+/// Most bytes of that listing.
+const MAX_PACKAGES_LISTING: u64 = 32 << 20;
+
+/// The carried modules of `searched` (path, top-level module: in folders the verifier's Python
+/// searches first) that a package folder of the verifier's environment holds once `test.sh`
+/// has run — what it installed at verify time, dependencies and unguessable names included
+/// (`pip install openpyxl` brings `et_xmlfile`): each with why, to be flagged. The listing
+/// (every `site-packages` and `dist-packages` folder on the environment's own file system) runs
+/// with skillscope's static shell after every process of the tests ended; a listing cut at its
+/// cap, or one that ran out of time, is a limit of the check and flags the trial.
+///
+/// # Errors
+/// [`crate::runner::RunnerError`] when the exec fails (a fault).
+async fn shadowed_installs(
+    container: &Sandbox,
+    searched: &[(String, String)],
+) -> Result<Vec<(String, String)>, crate::runner::RunnerError> {
+    let s = crate::runner::sandbox::STATIC_SHELL_DIR;
+    let script = format!(
+        "{s}/find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path {s} \\) -prune \
+         -o -type d \\( -name site-packages -o -name dist-packages \\) -print 2>/dev/null | \
+         while read -r d; do echo \"== $d\"; {s}/ls -1 \"$d\" 2>/dev/null; done"
+    );
+    let out = tempfile::NamedTempFile::new()
+        .map_err(|e| crate::runner::RunnerError::io(std::env::temp_dir(), e))?;
+    let ran = tokio::time::timeout(
+        PACKAGES_LISTING_LIMIT,
+        container.exec_raw(&script, None, out.path(), MAX_PACKAGES_LISTING),
+    )
+    .await;
+    let limit = |what: String| vec![("/".to_string(), what)];
+    let r = match ran {
+        Ok(r) => r?,
+        Err(_) => {
+            return Ok(limit(format!(
+                "the check after the tests could not list the installed packages within {}s: \
+                 it fails closed",
+                PACKAGES_LISTING_LIMIT.as_secs()
+            )));
+        }
+    };
+    if r.cut {
+        return Ok(limit(format!(
+            "the installed packages' listing passed {} MiB: the check after the tests fails \
+             closed",
+            MAX_PACKAGES_LISTING >> 20
+        )));
+    }
+    let listing =
+        std::fs::read(out.path()).map_err(|e| crate::runner::RunnerError::io(out.path(), e))?;
+    Ok(shadowed_in(&String::from_utf8_lossy(&listing), searched))
+}
+
+/// [`shadowed_installs`]' reading of a listing (`== FOLDER` lines, each followed by its
+/// entries): the carried modules of `searched` a package folder holds a module of, each with
+/// why. Entries named like a careless package's folders (`tests`, `docs`: never imported
+/// as such) are no modules here.
+fn shadowed_in(listing: &str, searched: &[(String, String)]) -> Vec<(String, String)> {
+    use crate::runner::work::rule::{NOT_NAMESPACES, module_name};
+    let mut found: std::collections::HashMap<&str, &str> = std::collections::HashMap::new();
+    let mut folder = "";
+    for line in listing.lines() {
+        if let Some(d) = line.strip_prefix("== ") {
+            folder = d;
+            continue;
+        }
+        let m = module_name(line, false).or_else(|| module_name(line, true));
+        if let Some(m) = m.filter(|m| !NOT_NAMESPACES.contains(m)) {
+            found.entry(m).or_insert(folder);
+        }
+    }
+    searched
+        .iter()
+        .filter_map(|(path, m)| {
+            let at = found.get(m.as_str())?;
+            Some((
+                path.clone(),
+                format!(
+                    "shadows the module {m}, which test.sh installed at verify time (in {at}): \
+                     found after the tests"
+                ),
+            ))
+        })
+        .collect()
 }
 
 /// The verdict of an attempt whose agent was flagged (`tamper`) or whose verifier's evidence
@@ -329,5 +430,41 @@ mod tests {
             None
         );
         assert_eq!(full_disk(""), None);
+    }
+
+    #[test]
+    fn a_carried_module_an_install_brought_is_told() {
+        let listing = "== /usr/local/lib/python3.11/site-packages\nopenpyxl\n\
+                       openpyxl-3.1.5.dist-info\net_xmlfile\nsix.py\n\
+                       _cffi_backend.cpython-311-x86_64-linux-gnu.so\ntests\n\
+                       == /root/.cache/uv/archive-v0/x/lib/python3.11/site-packages\nfontTools\n";
+        let searched: Vec<(String, String)> = [
+            ("/app/et_xmlfile.py", "et_xmlfile"),
+            ("/app/fontTools/__init__.py", "fontTools"),
+            ("/app/six.py", "six"),
+            ("/app/_cffi_backend.py", "_cffi_backend"),
+            ("/app/solution.py", "solution"),
+            ("/app/tests/__init__.py", "tests"),
+        ]
+        .iter()
+        .map(|(p, m)| (p.to_string(), m.to_string()))
+        .collect();
+        let got = shadowed_in(listing, &searched);
+        let paths: Vec<&str> = got.iter().map(|(p, _)| p.as_str()).collect();
+        assert_eq!(
+            paths,
+            [
+                "/app/et_xmlfile.py",
+                "/app/fontTools/__init__.py",
+                "/app/six.py",
+                "/app/_cffi_backend.py"
+            ]
+        );
+        assert!(
+            got[1]
+                .1
+                .contains("/root/.cache/uv/archive-v0/x/lib/python3.11/site-packages")
+        );
+        assert!(shadowed_in("", &searched).is_empty());
     }
 }

@@ -90,6 +90,10 @@ pub struct Collected {
     pub in_place: Vec<(String, u32)>,
     /// Why the rule failed closed ([`super::rule::Rules::fails_closed`]), if it did.
     pub fail_closed: Option<String>,
+    /// Carried modules in folders the verifier's Python searches first (`path`, top-level
+    /// module), kept when `test.sh` installs packages ([`Rules::installs_packages`]): one that
+    /// a package installed at verify time turns out to have is flagged after the tests.
+    pub searched_modules: Vec<(String, String)>,
     /// Paths read (changed since the start, by `ctime`).
     pub candidates: usize,
     /// Regular files carried, and their bytes.
@@ -502,6 +506,11 @@ pub fn sort(
         });
         if !class.is_work() || e.not_utf8 {
             continue;
+        }
+        if rules.installs_packages()
+            && let Some(m) = rules.module_searched_first(&e.path, e.kind)
+        {
+            out.searched_modules.push((e.path.clone(), m));
         }
         // A path whose kind changed goes first (the image's is deleted in the verifier).
         if manifest.get(&e.path).is_some_and(|i| i.kind != e.kind) {

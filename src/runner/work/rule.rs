@@ -47,9 +47,10 @@ use super::paths::{join, normalize};
 pub use super::paths::{parent, within};
 use super::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
-    environment_files, installed_modules, loader_searches_working, local_package_source, made_dirs,
-    package_sources, pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs,
-    runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
+    environment_files, installed_modules, installs_a_folder, installs_packages,
+    loader_searches_working, local_package_source, made_dirs, package_sources, pip_requirements,
+    pytest_arguments, pytest_targets, relative_search_dirs, runs_uv, search_dirs, sourced_files,
+    sys_path_dirs, test_copies, unresolved, working_dirs,
 };
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -326,7 +327,7 @@ const NEVER_IMPORTED: &[&str] = &["test"];
 
 /// Folder names a carelessly packaged distribution leaves in a site folder without being a
 /// namespace anything imports (`tests/`, `docs/`, …): an agent's folder of that name is its own.
-const NOT_NAMESPACES: &[&str] = &[
+pub const NOT_NAMESPACES: &[&str] = &[
     "tests",
     "test",
     "testing",
@@ -486,6 +487,8 @@ pub struct Rules {
     /// Where test.sh copies the tests' files ([`copies_of_tests`]): a link of the work into
     /// them is one into the verifier's folders.
     tests_copied: Vec<(String, Option<String>)>,
+    /// test.sh installs packages, none from a folder ([`Rules::installs_packages`]).
+    installs: bool,
     /// Folders the agent's links named `bin` lead to: an interpreter's name there is one in a
     /// `bin` folder.
     bin_dirs: BTreeSet<String>,
@@ -882,6 +885,7 @@ impl Rules {
             shadow_dirs,
             loader_dirs,
             tests_copied: copies_of_tests(test_sh, home, &working),
+            installs: installs_packages(test_sh) && !installs_a_folder(test_sh),
             working,
             test_places,
             collect_dirs,
@@ -1120,6 +1124,42 @@ impl Rules {
             }
         }
         None
+    }
+
+    /// The top-level module `path` (a regular file of kind `kind`) is, when it stands in a
+    /// folder the verifier's Python searches first (its working folders, project folders on
+    /// `sys.path`, those the tests put there): `x.py`, `x.so`, `x/__init__.py` → `x`. What a
+    /// carried module could shadow once `test.sh` has installed packages
+    /// ([`crate::runner::trial`]'s check after the tests).
+    pub fn module_searched_first(&self, path: &str, kind: FileKind) -> Option<String> {
+        if kind != FileKind::File {
+            return None;
+        }
+        self.shadow_dirs
+            .iter()
+            .chain(&self.test_dirs)
+            .filter(|d| path != d.as_str() && within(path, d))
+            .find_map(|d| {
+                let rest = if d == "/" {
+                    &path[1..]
+                } else {
+                    &path[d.len() + 1..]
+                };
+                match rest.split_once('/') {
+                    None => module_name(rest, false).map(str::to_string),
+                    Some((top, init)) if module_name(init, false) == Some("__init__") => {
+                        module_name(top, true).map(str::to_string)
+                    }
+                    _ => None,
+                }
+            })
+    }
+
+    /// True when `test.sh` installs packages at verify time (pip, uv, …) and none from a folder
+    /// of the work (`pip install /app` puts the agent's own modules in the toolchain's folders
+    /// under their names): the check after the tests applies.
+    pub fn installs_packages(&self) -> bool {
+        self.installs
     }
 
     /// True when `path` is at or under a place `test.sh` copies the tests' files to (a name
@@ -1702,6 +1742,29 @@ mod tests {
             assert_eq!(r.classify(p, false, &[]), Class::Shadow(m.into()), "{p}");
         }
         assert!(r.classify("/app/report.xlsx", false, &[]).is_work());
+    }
+
+    #[test]
+    fn carried_modules_where_python_starts_are_named_for_the_check_after_the_tests() {
+        let r = rules_with(
+            "pip3 install sheetkit\ncd /app && python3 -m pytest /tests",
+            "",
+        );
+        assert!(r.installs_packages());
+        let m = |p: &str| r.module_searched_first(p, FileKind::File);
+        assert_eq!(m("/app/cellcore.py").as_deref(), Some("cellcore"));
+        assert_eq!(m("/app/kit/__init__.py").as_deref(), Some("kit"));
+        assert_eq!(m("/app/kit/sub.py"), None);
+        assert_eq!(m("/app/data.csv"), None);
+        assert_eq!(m("/opt/elsewhere/x.py"), None);
+        assert_eq!(r.module_searched_first("/app/kit", FileKind::Dir), None);
+        // No installer, or the agent's own folder installed: no check.
+        assert!(!rules_with("python3 -m pytest /tests", "").installs_packages());
+        assert!(!rules_with("pip install -e /app\npytest /tests", "").installs_packages());
+        assert!(!rules_with("cd /app && pip3 install .", "").installs_packages());
+        assert!(
+            rules_with("pip3 install -r /tests/req.txt -t /opt/x pytest", "").installs_packages()
+        );
     }
 
     #[test]

@@ -876,6 +876,63 @@ fn modules_of_requirement(req: &str) -> Vec<String> {
     out
 }
 
+/// True when `test_sh` runs a package installer (`pip`, `pip3`, `pip3.N`, `python -m pip`,
+/// `uv`, `uvx`, `poetry`, `pdm`, `conda`, `mamba`, `micromamba`).
+pub fn installs_packages(test_sh: &str) -> bool {
+    command_names(test_sh).iter().any(|c| {
+        c.starts_with("pip")
+            || matches!(
+                c.as_str(),
+                "uv" | "uvx" | "poetry" | "pdm" | "conda" | "mamba" | "micromamba"
+            )
+    }) || logical_lines(test_sh).iter().any(|l| l.contains("-m pip"))
+}
+
+/// True when `test_sh` has an installer install a folder (`pip install /app`, `pip install -e
+/// .`, `uv pip install ./pkg`): a path that is no package file, no requirement or constraint
+/// file and no option's value.
+pub fn installs_a_folder(test_sh: &str) -> bool {
+    const TAKES: &[&str] = &[
+        "-r",
+        "--requirement",
+        "-c",
+        "--constraint",
+        "-t",
+        "--target",
+        "--prefix",
+        "--root",
+        "-f",
+        "--find-links",
+        "-i",
+        "--index-url",
+        "--extra-index-url",
+        "--python",
+        "-p",
+        "--cache-dir",
+    ];
+    logical_lines(test_sh).iter().any(|line| {
+        let words = shell_words(line);
+        let Some(at) = words.iter().position(|w| w == "install" || w == "add") else {
+            return false;
+        };
+        let mut skip = false;
+        words[at + 1..].iter().any(|w| {
+            if std::mem::take(&mut skip) {
+                return false;
+            }
+            if TAKES.contains(&w.as_str()) {
+                skip = true;
+                return false;
+            }
+            let w = w.trim_matches(['"', '\'']);
+            let archive = [".whl", ".tar.gz", ".tar.bz2", ".zip"]
+                .iter()
+                .any(|e| w.ends_with(e));
+            (w.starts_with('/') || w.starts_with('.')) && !archive
+        })
+    })
+}
+
 /// The local folders `test_sh`'s installers take packages from: the values of `-f`/
 /// `--find-links`, `-i`/`--index-url`, `--extra-index-url`, `--index` (`file://` read as the
 /// path; `=` forms too), and the folder of a package file it names (`/wheels/*.whl`) —

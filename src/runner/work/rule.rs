@@ -1816,6 +1816,16 @@ mod tests {
             ],
         );
         assert!(r.classify("/app/out.csv", false, &[]).is_work());
+        // `-f` and `-i` name package sources only in an installer's command: a test of a file
+        // names the agent's output (the example tasks' verifiers).
+        let test = rules_with(
+            "OUT=/root/output/celsius.txt\nif [ ! -f \"$OUT\" ]; then echo missing; fi\n\
+             grep -i -f /tests/patterns.txt /app/log.txt\napt-get install -y ./tool.zip",
+            "",
+        );
+        for p in ["/root/output/celsius.txt", "/app/log.txt", "/app/tool.zip"] {
+            assert!(test.classify(p, false, &[]).is_work(), "{p}");
+        }
         let sh = "pip install openpyxl";
         let image = rules_with(sh, "").with_image_env(
             &[

@@ -888,6 +888,26 @@ pub fn installs_packages(test_sh: &str) -> bool {
     }) || logical_lines(test_sh).iter().any(|l| l.contains("-m pip"))
 }
 
+/// The words of each command of `test_sh` that runs a package installer (`pip`, `pip3`,
+/// `python3 -m pip`, `uv`, `uvx`), from the installer's name on: only there do `-f` and `-i`
+/// name package sources (`[ -f "$OUT" ]` is a test of a file).
+fn installer_commands(test_sh: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for line in logical_lines(test_sh) {
+        for segment in line.split([';', '&', '|', '(', ')']) {
+            let words = shell_words(segment);
+            let at = words.iter().position(|w| {
+                let base = w.rsplit('/').next().unwrap_or(w);
+                base.starts_with("pip") || base == "uv" || base == "uvx"
+            });
+            if let Some(at) = at {
+                out.push(words[at..].to_vec());
+            }
+        }
+    }
+    out
+}
+
 /// True when `test_sh` has an installer install a folder (`pip install /app`, `pip install -e
 /// .`, `uv pip install ./pkg`): a path that is no package file, no requirement or constraint
 /// file and no option's value.
@@ -910,8 +930,7 @@ pub fn installs_a_folder(test_sh: &str) -> bool {
         "-p",
         "--cache-dir",
     ];
-    logical_lines(test_sh).iter().any(|line| {
-        let words = shell_words(line);
+    installer_commands(test_sh).iter().any(|words| {
         let Some(at) = words.iter().position(|w| w == "install" || w == "add") else {
             return false;
         };
@@ -949,8 +968,7 @@ pub fn package_sources(test_sh: &str) -> Vec<String> {
         "--default-index",
     ];
     let mut out: Vec<String> = Vec::new();
-    for line in logical_lines(test_sh) {
-        let words = shell_words(line);
+    for words in installer_commands(test_sh) {
         for (i, w) in words.iter().enumerate() {
             let value = match w.split_once('=') {
                 Some((opt, v)) if TAKES.contains(&opt) && opt.starts_with("--") => Some(v),

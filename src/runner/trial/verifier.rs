@@ -77,8 +77,9 @@ pub(super) async fn verify(
         super::handover::end_processes(container, std::time::Duration::from_secs(30), exited).await;
     scope.took(Step::Sweep, t0).await;
     // Which packages test.sh installed is known only now: a carried module of such a name in a
-    // folder searched first was what the tests imported.
-    let shadowed = if searched_modules.is_empty() || left.is_err() {
+    // folder searched first was what the tests imported. Only after a test run that ended (a
+    // cancelled or timed-out one gives no pass to take away, and a stop must not wait on it).
+    let shadowed = if searched_modules.is_empty() || left.is_err() || !exited {
         Ok(Vec::new())
     } else {
         shadowed_installs(container, searched_modules).await

@@ -65,16 +65,7 @@ impl Landings {
     /// that exists lands in it under its own name, else as it: both are taken.
     pub fn read(test_sh: &str, home: &str, working: &[String]) -> Landings {
         let mut pairs: Vec<(String, String)> = Vec::new();
-        let resolve = |word: &str| -> Vec<String> {
-            let w = expand_home(word, home);
-            if w.contains('$') {
-                Vec::new()
-            } else if w.starts_with('/') {
-                vec![w]
-            } else {
-                working.iter().map(|d| join(d, &w)).collect()
-            }
-        };
+        let resolve = |word: &str| resolve_word(word, home, working);
         for cp in copies(test_sh) {
             let dests: Vec<String> = resolve(dest_folder(cp.dest, cp.into_folder, cp.into_file))
                 .into_iter()
@@ -149,14 +140,10 @@ pub fn copies_of_tests(
     working: &[String],
 ) -> Vec<(String, Option<String>)> {
     let resolve = |word: &str| -> Vec<String> {
-        let w = expand_home(word, home);
-        if w.contains('$') {
-            Vec::new()
-        } else if w.starts_with('/') {
-            vec![normalize(&w)]
-        } else {
-            working.iter().map(|d| normalize(&join(d, &w))).collect()
-        }
+        resolve_word(word, home, working)
+            .iter()
+            .map(|p| normalize(p))
+            .collect()
     };
     let mut out: Vec<(String, Option<String>)> = Vec::new();
     for cp in copies(test_sh) {
@@ -196,6 +183,19 @@ pub fn copies_of_tests(
         }
     }
     out
+}
+
+/// The places a path word of `test.sh` names: itself when absolute, else joined to each of
+/// `working`; `$HOME` and `~` read as `home`; none when another variable is in it.
+fn resolve_word(word: &str, home: &str, working: &[String]) -> Vec<String> {
+    let w = expand_home(word, home);
+    if w.contains('$') {
+        Vec::new()
+    } else if w.starts_with('/') {
+        vec![w]
+    } else {
+        working.iter().map(|d| join(d, &w)).collect()
+    }
 }
 
 /// The folder a copy lands in: its destination, or the destination's folder when it is a file
@@ -631,6 +631,27 @@ pub fn pytest_arguments(test_sh: &str) -> (Vec<String>, Vec<String>) {
     (configs, plugins)
 }
 
+/// Options of `pip install`, `uv pip install` and `uv add` whose value is the next word (a
+/// file, a folder, an index, an interpreter): never a package's name or a folder installed.
+const INSTALL_OPTIONS_WITH_VALUE: &[&str] = &[
+    "-r",
+    "--requirement",
+    "-c",
+    "--constraint",
+    "-t",
+    "--target",
+    "--prefix",
+    "--root",
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "-f",
+    "--find-links",
+    "--python",
+    "-p",
+    "--cache-dir",
+];
+
 /// The module names of the packages `test_sh` installs — `pip install X`, `uv pip install X`,
 /// `uv add X`, `uv tool install X`, `uvx --with X`, `uv run --with X`, a wheel file's
 /// distribution — lower-cased with `-` and `.` read as `_` (a distribution's usual module
@@ -676,23 +697,7 @@ pub fn installed_modules(test_sh: &str) -> Vec<String> {
                 let mut j = i + 1;
                 while j < words.len() {
                     let a = words[j];
-                    if matches!(
-                        a,
-                        "-r" | "--requirement"
-                            | "-c"
-                            | "--constraint"
-                            | "-t"
-                            | "--target"
-                            | "--prefix"
-                            | "--root"
-                            | "-i"
-                            | "--index-url"
-                            | "--extra-index-url"
-                            | "-f"
-                            | "--find-links"
-                            | "--python"
-                            | "-p"
-                    ) {
+                    if INSTALL_OPTIONS_WITH_VALUE.contains(&a) {
                         j += 2;
                         continue;
                     }
@@ -912,24 +917,6 @@ fn installer_commands(test_sh: &str) -> Vec<Vec<String>> {
 /// .`, `uv pip install ./pkg`): a path that is no package file, no requirement or constraint
 /// file and no option's value.
 pub fn installs_a_folder(test_sh: &str) -> bool {
-    const TAKES: &[&str] = &[
-        "-r",
-        "--requirement",
-        "-c",
-        "--constraint",
-        "-t",
-        "--target",
-        "--prefix",
-        "--root",
-        "-f",
-        "--find-links",
-        "-i",
-        "--index-url",
-        "--extra-index-url",
-        "--python",
-        "-p",
-        "--cache-dir",
-    ];
     installer_commands(test_sh).iter().any(|words| {
         let Some(at) = words.iter().position(|w| w == "install" || w == "add") else {
             return false;
@@ -939,7 +926,7 @@ pub fn installs_a_folder(test_sh: &str) -> bool {
             if std::mem::take(&mut skip) {
                 return false;
             }
-            if TAKES.contains(&w.as_str()) {
+            if INSTALL_OPTIONS_WITH_VALUE.contains(&w.as_str()) {
                 skip = true;
                 return false;
             }

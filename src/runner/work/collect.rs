@@ -420,29 +420,7 @@ pub fn sort(
         })
         .map(|e| parent(&e.path).to_string())
         .collect();
-    let mut work_links = WorkLinks::none();
-    for e in entries
-        .iter()
-        .filter(|e| e.changed && e.kind == FileKind::Link)
-        .filter(|e| rules.classify(&e.path, false, &venvs).is_work())
-    {
-        if let Some(t) = &e.link {
-            work_links.add_made(&e.path, t);
-        }
-    }
-    // The image's links the agent replaced by a file or folder are links no more (a link of the
-    // work is checked through the agent's folder, as the verifier's kernel will follow it).
-    for e in entries
-        .iter()
-        .filter(|e| e.changed && e.kind != FileKind::Link)
-    {
-        if manifest
-            .get(&e.path)
-            .is_some_and(|i| i.kind == FileKind::Link)
-        {
-            work_links.add_replaced(&e.path);
-        }
-    }
+    let work_links = links_of_work(&entries, manifest, rules, &venvs);
     // The toolchain's folders and those searched first, also where links lead them (a working
     // folder the agent made a link to a folder of its own, holding `pytest.py`).
     // A link named `bin` (`.venv/bin` made a link to `/opt/x`): the folder it leads to is a
@@ -455,55 +433,9 @@ pub fn sort(
     let rules = &rules
         .through_links(&|p: &str| work_links.resolve(p, manifest, View::Agent))
         .with_bin_dirs(bin_dirs);
-    let mut carry = tar::Builder::new(
-        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?,
-    );
-    let mut carried: HashSet<String> = HashSet::new();
-    // Where each regular file's bytes are in the spool (what a hard link entry names).
-    let content_at: HashMap<String, (u64, u64)> = entries
-        .iter()
-        .filter_map(|e| Some((e.path.clone(), e.content?)))
-        .collect();
-    let mut links_last: Vec<&Entry> = Vec::new();
-    let io = |e: std::io::Error| RunnerError::io(std::env::temp_dir(), e);
-    for e in &entries {
-        if !e.changed {
-            continue;
-        }
-        let mut class = rules.classify_entry(&e.path, e.kind, &venvs);
-        if class.is_work()
-            && let Some(why) = unplaceable(e, manifest, rules, &carried)
-        {
-            class = Class::Toolchain(why);
-        }
-        let kind = if manifest.get(&e.path).is_some() {
-            'C'
-        } else {
-            'A'
-        };
-        let what = match e.kind {
-            FileKind::File => "file",
-            FileKind::Dir => "dir",
-            FileKind::Link => "link",
-            FileKind::Other => "other",
-        };
-        let mut words = if e.not_utf8 && class.is_work() {
-            NOT_UTF8_NAME.to_string()
-        } else {
-            describe(&class)
-        };
-        if let Class::Shadow(m) = &class {
-            out.shadows.push((e.path.clone(), m.clone()));
-            if let Some(why) = rules.shadows_by_failing_closed(&e.path, e.kind) {
-                words = format!("{words} ({why})");
-            }
-        }
-        out.changes.push(Changed {
-            path: e.path.clone(),
-            kind,
-            what: what.into(),
-            class: words,
-        });
+    let mut carry = Carry::new(&entries)?;
+    for e in entries.iter().filter(|e| e.changed) {
+        let class = judge(e, manifest, rules, &venvs, &carry.carried, &mut out);
         if !class.is_work() || e.not_utf8 {
             continue;
         }
@@ -516,6 +448,158 @@ pub fn sort(
         if manifest.get(&e.path).is_some_and(|i| i.kind != e.kind) {
             out.deleted.push(e.path.clone());
         }
+        carry.add(e, &mut spool, manifest, limits, &mut out)?;
+    }
+    carry.add_links(&work_links, manifest, rules, &mut out)?;
+    out.forged_bytecode = forged_bytecode(&entries, manifest);
+    deletions(
+        listed,
+        listed_dirs,
+        &entries,
+        manifest,
+        rules,
+        &venvs,
+        &mut out,
+    );
+    out.changes.sort_by(|a, b| a.path.cmp(&b.path));
+    out.contents = entries
+        .iter()
+        .filter(|e| e.changed)
+        .filter_map(|e| Some((e.path.clone(), e.content?)))
+        .collect();
+    out.spool = Some(spool);
+    let any = !carry.carried.is_empty()
+        || out
+            .changes
+            .iter()
+            .any(|c| c.class == "work" && c.what == "link");
+    let file = carry.tar.into_inner().map_err(spool_error)?;
+    if any {
+        out.carry = Some(file);
+    }
+    Ok(out)
+}
+
+/// An error of the spool or the carry's tar (both in the temporary folder).
+fn spool_error(e: std::io::Error) -> RunnerError {
+    RunnerError::io(std::env::temp_dir(), e)
+}
+
+/// The links of the work among `entries`, and the image's links the agent replaced by a file or
+/// folder (links no more: a link of the work is checked through the agent's folder, as the
+/// verifier's kernel will follow it).
+fn links_of_work(
+    entries: &[Entry],
+    manifest: &Manifest,
+    rules: &Rules,
+    venvs: &[String],
+) -> WorkLinks {
+    let mut work_links = WorkLinks::none();
+    for e in entries
+        .iter()
+        .filter(|e| e.changed && e.kind == FileKind::Link)
+        .filter(|e| rules.classify(&e.path, false, venvs).is_work())
+    {
+        if let Some(t) = &e.link {
+            work_links.add_made(&e.path, t);
+        }
+    }
+    for e in entries
+        .iter()
+        .filter(|e| e.changed && e.kind != FileKind::Link)
+    {
+        if manifest
+            .get(&e.path)
+            .is_some_and(|i| i.kind == FileKind::Link)
+        {
+            work_links.add_replaced(&e.path);
+        }
+    }
+    work_links
+}
+
+/// The class of the changed entry `e` by the rule (a work entry that cannot be placed is the
+/// toolchain's), recorded in `out`'s changes (and its shadows).
+fn judge(
+    e: &Entry,
+    manifest: &Manifest,
+    rules: &Rules,
+    venvs: &[String],
+    carried: &HashSet<String>,
+    out: &mut Collected,
+) -> Class {
+    let mut class = rules.classify_entry(&e.path, e.kind, venvs);
+    if class.is_work()
+        && let Some(why) = unplaceable(e, manifest, rules, carried)
+    {
+        class = Class::Toolchain(why);
+    }
+    let kind = if manifest.get(&e.path).is_some() {
+        'C'
+    } else {
+        'A'
+    };
+    let what = match e.kind {
+        FileKind::File => "file",
+        FileKind::Dir => "dir",
+        FileKind::Link => "link",
+        FileKind::Other => "other",
+    };
+    let mut words = if e.not_utf8 && class.is_work() {
+        NOT_UTF8_NAME.to_string()
+    } else {
+        describe(&class)
+    };
+    if let Class::Shadow(m) = &class {
+        out.shadows.push((e.path.clone(), m.clone()));
+        if let Some(why) = rules.shadows_by_failing_closed(&e.path, e.kind) {
+            words = format!("{words} ({why})");
+        }
+    }
+    out.changes.push(Changed {
+        path: e.path.clone(),
+        kind,
+        what: what.into(),
+        class: words,
+    });
+    class
+}
+
+/// The tar of the work being written: what it holds so far, and the links kept for last.
+struct Carry<'a> {
+    /// The tar, in a temporary file.
+    tar: tar::Builder<tempfile::NamedTempFile>,
+    /// The paths carried so far.
+    carried: HashSet<String>,
+    /// Where each regular file's bytes are in the spool (what a hard link entry names).
+    content_at: HashMap<String, (u64, u64)>,
+    /// Links of the work, carried after every file and folder.
+    links_last: Vec<&'a Entry>,
+}
+
+impl<'a> Carry<'a> {
+    fn new(entries: &[Entry]) -> Result<Carry<'a>, RunnerError> {
+        Ok(Carry {
+            tar: tar::Builder::new(tempfile::NamedTempFile::new().map_err(spool_error)?),
+            carried: HashSet::new(),
+            content_at: entries
+                .iter()
+                .filter_map(|e| Some((e.path.clone(), e.content?)))
+                .collect(),
+            links_last: Vec::new(),
+        })
+    }
+
+    /// Adds the work entry `e` (its bytes read from `spool`), within `limits`; a link is kept
+    /// for [`Carry::add_links`].
+    fn add(
+        &mut self,
+        e: &'a Entry,
+        spool: &mut tempfile::NamedTempFile,
+        manifest: &Manifest,
+        limits: Limits,
+        out: &mut Collected,
+    ) -> Result<(), RunnerError> {
         let rel = &e.path[1..];
         let header = |kind: tar::EntryType| {
             let mut h = tar::Header::new_gnu();
@@ -529,25 +613,27 @@ pub fn sort(
         match (e.kind, &e.hard, e.content) {
             (FileKind::Dir, _, _) => {
                 let mut h = header(tar::EntryType::Directory);
-                carry
+                self.tar
                     .append_data(&mut h, rel, std::io::empty())
-                    .map_err(io)?;
-                carried.insert(e.path.clone());
+                    .map_err(spool_error)?;
+                self.carried.insert(e.path.clone());
             }
-            (FileKind::File, Some(target), _) if carried.contains(target) => {
+            (FileKind::File, Some(target), _) if self.carried.contains(target) => {
                 let mut h = header(tar::EntryType::Link);
-                carry.append_link(&mut h, rel, &target[1..]).map_err(io)?;
-                carried.insert(e.path.clone());
+                self.tar
+                    .append_link(&mut h, rel, &target[1..])
+                    .map_err(spool_error)?;
+                self.carried.insert(e.path.clone());
             }
             // A file's bytes; a second name of a file that is not carried (an unchanged image
             // file, or one left behind) is carried as a file of its own with that file's bytes.
             (FileKind::File, hard, content) => {
                 let bytes = match hard {
-                    Some(target) => content_at.get(target.as_str()).copied(),
+                    Some(target) => self.content_at.get(target.as_str()).copied(),
                     None => content,
                 };
                 let Some((start, len)) = bytes else {
-                    continue;
+                    return Ok(());
                 };
                 // What is carried is bounded as what is read: hard links to one file read once
                 // would carry its bytes once per name.
@@ -558,54 +644,78 @@ pub fn sort(
                             limits.bytes >> 20
                         )
                     });
-                    continue;
+                    return Ok(());
                 }
+                out.work_files += 1;
+                out.work_bytes += len;
+                self.carried.insert(e.path.clone());
                 if hard.is_none() && manifest.file_mounts.contains(&e.path) {
                     out.in_place.push((e.path.clone(), e.mode));
-                    out.work_files += 1;
-                    out.work_bytes += len;
-                    carried.insert(e.path.clone());
-                    continue;
+                    return Ok(());
                 }
                 use std::io::Seek;
                 let f = spool.as_file_mut();
-                f.seek(std::io::SeekFrom::Start(start)).map_err(io)?;
+                f.seek(std::io::SeekFrom::Start(start))
+                    .map_err(spool_error)?;
                 let mut h = header(tar::EntryType::Regular);
                 h.set_size(len);
-                carry.append_data(&mut h, rel, f.take(len)).map_err(io)?;
-                out.work_files += 1;
-                out.work_bytes += len;
-                carried.insert(e.path.clone());
+                self.tar
+                    .append_data(&mut h, rel, f.take(len))
+                    .map_err(spool_error)?;
             }
-            (FileKind::Link, _, _) => links_last.push(e),
+            (FileKind::Link, _, _) => self.links_last.push(e),
             _ => {}
         }
+        Ok(())
     }
-    // Links last, so no file of the work is written through one.
-    for e in links_last {
-        let target = e.link.clone().unwrap_or_default();
-        if let Some(why) =
-            work_links.refused(&e.path, &target, manifest, &|p| rules.is_copy_of_tests(p))
-        {
-            out.dropped_links.push(DroppedLink {
-                path: e.path.clone(),
-                target,
-                why,
-            });
-            continue;
+
+    /// The links of the work, last, so no file of the work is written through one; a link the
+    /// rule refuses (into the verifier's folders, out of the work) is dropped and recorded.
+    fn add_links(
+        &mut self,
+        work_links: &WorkLinks,
+        manifest: &Manifest,
+        rules: &Rules,
+        out: &mut Collected,
+    ) -> Result<(), RunnerError> {
+        for e in std::mem::take(&mut self.links_last) {
+            let target = e.link.clone().unwrap_or_default();
+            if let Some(why) =
+                work_links.refused(&e.path, &target, manifest, &|p| rules.is_copy_of_tests(p))
+            {
+                out.dropped_links.push(DroppedLink {
+                    path: e.path.clone(),
+                    target,
+                    why,
+                });
+                continue;
+            }
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Symlink);
+            h.set_uid(e.owner.0);
+            h.set_gid(e.owner.1);
+            h.set_size(0);
+            self.tar
+                .append_link(&mut h, &e.path[1..], &target)
+                .map_err(spool_error)?;
         }
-        let mut h = tar::Header::new_gnu();
-        h.set_entry_type(tar::EntryType::Symlink);
-        h.set_uid(e.owner.0);
-        h.set_gid(e.owner.1);
-        h.set_size(0);
-        carry
-            .append_link(&mut h, &e.path[1..], &target)
-            .map_err(io)?;
+        Ok(())
     }
+}
+
+/// What the agent deleted: the image's entries of the folders it changed (`listed_dirs`), no
+/// longer there (neither `listed` nor among `entries`), each judged by the rule and recorded in
+/// `out` (a deletion of the work is carried).
+fn deletions(
+    listed: &BTreeSet<String>,
+    listed_dirs: &BTreeSet<String>,
+    entries: &[Entry],
+    manifest: &Manifest,
+    rules: &Rules,
+    venvs: &[String],
+    out: &mut Collected,
+) {
     let seen: HashSet<&str> = entries.iter().map(|e| e.path.as_str()).collect();
-    out.forged_bytecode = forged_bytecode(&entries, manifest);
-    // What the agent deleted: the image's entries of the folders it changed, no longer there.
     for dir in listed_dirs {
         for name in manifest.children(dir) {
             let path = if dir == "/" {
@@ -624,7 +734,7 @@ pub fn sort(
                 // would leave its trial without a verdict.
                 Class::Toolchain("a folder the verifier runs in stays a folder".into())
             } else {
-                rules.classify(&path, image_kind == Some(FileKind::Dir), &venvs)
+                rules.classify(&path, image_kind == Some(FileKind::Dir), venvs)
             };
             out.changes.push(Changed {
                 path: path.clone(),
@@ -642,23 +752,6 @@ pub fn sort(
             }
         }
     }
-    out.changes.sort_by(|a, b| a.path.cmp(&b.path));
-    out.contents = entries
-        .iter()
-        .filter(|e| e.changed)
-        .filter_map(|e| Some((e.path.clone(), e.content?)))
-        .collect();
-    out.spool = Some(spool);
-    let file = carry.into_inner().map_err(io)?;
-    if !carried.is_empty()
-        || out
-            .changes
-            .iter()
-            .any(|c| c.class == "work" && c.what == "link")
-    {
-        out.carry = Some(file);
-    }
-    Ok(out)
 }
 
 /// Why the work entry `e` cannot be placed in the verifier's environment, which starts from the

@@ -248,72 +248,10 @@ pub(crate) async fn runner(
     ]);
     let mut real_steps = None;
     if let Some(task_dir) = real_task {
-        let task_dir =
-            std::fs::canonicalize(&task_dir).wrap_err_with(|| format!("{}", task_dir.display()))?;
-        let parent = task_dir
-            .parent()
-            .ok_or_else(|| eyre!("task folder has no parent"))?
-            .to_path_buf();
-        let id = task_dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let engine_req = |name: &str, n: u32| RunRequest {
-            name: Some(name.to_string()),
-            tasks_dir: parent.clone(),
-            task_filter: vec![id.clone()],
-            conditions: vec![Condition::Curated],
-            n_trials: n,
-            agent: "oracle".into(),
-            model: None,
-            jobs_dir: jobs.clone(),
-            catalog: Catalog::shipped(),
-            settings: RunSettings {
-                concurrency: 1,
-                backend: backend.clone(),
-                ..Default::default()
-            },
-            stay_alive: None,
-            resume_command: None,
-            pin: Default::default(),
-            sequential: None,
-        };
-        println!("real task {id}: warming up (builds the image if needed)…");
-        Engine::new(store.clone())
-            .run(
-                crate::engine::PreparedRun::load_off_thread(engine_req("real-warmup", 1)).await?,
-                CancellationToken::new(),
-            )
-            .await?;
-        let (wall, rows, steps) = run_with_steps(&store, engine_req("real", task_trials)).await?;
-        let wall = wall.as_secs_f64() / task_trials as f64;
-        real_steps = Some((id.clone(), steps, wall));
-        let work: Vec<f64> = rows
-            .iter()
-            .filter_map(|r| {
-                Some(
-                    secs_between(&r.agent_started_at, &r.agent_finished_at)?
-                        + secs_between(&r.verifier_started_at, &r.verifier_finished_at)?,
-                )
-            })
-            .collect();
-        let outcomes: Vec<String> = rows
-            .iter()
-            .map(|r| {
-                r.outcome
-                    .map(|o| o.as_str().to_string())
-                    .unwrap_or_default()
-            })
-            .collect();
-        t.push(vec![
-            format!("real task {id}, oracle, cached image (×{task_trials})"),
-            format!(
-                "wall/trial {wall:.2}s · agent+verifier {:.2}s · overhead {:.2}s · outcomes {}",
-                mean(&work),
-                wall - mean(&work),
-                outcomes.join(",")
-            ),
-        ]);
+        let (row, steps) =
+            real_task_trials(&store, &jobs, &backend, &task_dir, task_trials).await?;
+        t.push(row);
+        real_steps = Some(steps);
     }
     let columns = [
         Column::new("measurement").text(),
@@ -344,6 +282,85 @@ pub(crate) async fn runner(
     }
     store.writer().stop();
     Ok(())
+}
+
+/// The oracle's trials of the real task in `task_dir` (its image built first by a warm-up
+/// trial), `task_trials` of them, serial: the table's row (wall per trial, the agent's and
+/// verifier's part, the overhead, the outcomes) and the task's id, step times and wall seconds
+/// per trial.
+async fn real_task_trials(
+    store: &Store,
+    jobs: &std::path::Path,
+    backend: &BackendSettings,
+    task_dir: &std::path::Path,
+    task_trials: u32,
+) -> Result<(Vec<String>, (String, StepTimes, f64))> {
+    let task_dir =
+        std::fs::canonicalize(task_dir).wrap_err_with(|| format!("{}", task_dir.display()))?;
+    let parent = task_dir
+        .parent()
+        .ok_or_else(|| eyre!("task folder has no parent"))?
+        .to_path_buf();
+    let id = task_dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let engine_req = |name: &str, n: u32| RunRequest {
+        name: Some(name.to_string()),
+        tasks_dir: parent.clone(),
+        task_filter: vec![id.clone()],
+        conditions: vec![Condition::Curated],
+        n_trials: n,
+        agent: "oracle".into(),
+        model: None,
+        jobs_dir: jobs.to_path_buf(),
+        catalog: Catalog::shipped(),
+        settings: RunSettings {
+            concurrency: 1,
+            backend: backend.clone(),
+            ..Default::default()
+        },
+        stay_alive: None,
+        resume_command: None,
+        pin: Default::default(),
+        sequential: None,
+    };
+    println!("real task {id}: warming up (builds the image if needed)…");
+    Engine::new(store.clone())
+        .run(
+            crate::engine::PreparedRun::load_off_thread(engine_req("real-warmup", 1)).await?,
+            CancellationToken::new(),
+        )
+        .await?;
+    let (wall, rows, steps) = run_with_steps(store, engine_req("real", task_trials)).await?;
+    let wall = wall.as_secs_f64() / task_trials as f64;
+    let work: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| {
+            Some(
+                secs_between(&r.agent_started_at, &r.agent_finished_at)?
+                    + secs_between(&r.verifier_started_at, &r.verifier_finished_at)?,
+            )
+        })
+        .collect();
+    let outcomes: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            r.outcome
+                .map(|o| o.as_str().to_string())
+                .unwrap_or_default()
+        })
+        .collect();
+    let row = vec![
+        format!("real task {id}, oracle, cached image (×{task_trials})"),
+        format!(
+            "wall/trial {wall:.2}s · agent+verifier {:.2}s · overhead {:.2}s · outcomes {}",
+            mean(&work),
+            wall - mean(&work),
+            outcomes.join(",")
+        ),
+    ];
+    Ok((row, (id, steps, wall)))
 }
 
 /// Where a serial trivial trial's time goes, step by step (mean seconds per trial and share of

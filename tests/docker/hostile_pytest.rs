@@ -96,6 +96,11 @@ enum Run {
     PipWheels,
     /// PyYAML, openpyxl and sheetkit installed where the image's pip settings say, then pytest.
     PipEnvWheels,
+    /// What the tests' `requirements.txt` names installed (its own `--find-links`), then pytest.
+    PipTestsRequirements,
+    /// What the image's `/opt/eval/requirements.txt` names installed (through a file it
+    /// includes), then pytest.
+    PipImageRequirements,
 }
 
 impl Run {
@@ -165,6 +170,12 @@ impl Run {
             }
             Run::PipEnvWheels => {
                 "python3 -m pip install -q --break-system-packages pyyaml openpyxl sheetkit\npytest {}"
+            }
+            Run::PipTestsRequirements => {
+                "python3 -m pip install -q --break-system-packages -r /tests/requirements.txt\npytest {}"
+            }
+            Run::PipImageRequirements => {
+                "python3 -m pip install -q --break-system-packages -r /opt/eval/requirements.txt\npytest {}"
             }
             Run::CopiedTestsFolder => {
                 "cp -r /tests /app && cd /app/tests\npytest --ctrf /logs/verifier/ctrf.json test_outputs.py -rA"
@@ -487,6 +498,19 @@ const CASES: &[Case] = &[
         Run::PythonM,
         Flagged("module defusedxml"),
     ),
+    // A requirement file's own `--find-links` (the sixth red team's), the tests' or the
+    // image's (through a file it includes).
+    case(
+        "requirement-file-find-links",
+        Run::PipTestsRequirements,
+        LeftBehind("/opt/req-wheels/PyYAML-9.9-py3-none-any.whl"),
+    ),
+    case(
+        "image-requirement-file-find-links",
+        Run::PipImageRequirements,
+        LeftBehind("/opt/eval-wheels/PyYAML-9.9-py3-none-any.whl"),
+    ),
+    case("honest-requirement-file", Run::PipTestsRequirements, Pass),
     // Agent code run by the environment itself; rewards written before the verifier.
     case("entrypoint-entry-d", Run::Pytest, Flagged("/entry.sh")),
     case("reward-at-start", Run::Pytest, Flagged("/logs/verifier")),
@@ -558,7 +582,13 @@ fn assemble(layout: Layout, cases: &[&Case], dir: &Path) {
         }
         // The runs that install PyYAML and openpyxl at verify time: an image with an offline
         // wheels folder pip is told to use, and tests that import them.
-        if matches!(c.run, Run::PipWheels | Run::PipEnvWheels) {
+        if matches!(
+            c.run,
+            Run::PipWheels
+                | Run::PipEnvWheels
+                | Run::PipTestsRequirements
+                | Run::PipImageRequirements
+        ) {
             overlay(&root.join("_wheels"), &task);
         }
         overlay(&root.join(c.name), &task);

@@ -248,6 +248,34 @@ fn test_sources(dir: &std::path::Path) -> String {
     out
 }
 
+/// What the files of the task's tests folder `dir` say of where pip and uv take packages from
+/// ([`work::test_sh::package_lines`] of the first [`work::manifest::MAX_SCRIPT`] bytes of each),
+/// by their path in the verifier (`/tests/…`); links and unreadable files left out.
+fn test_requirements(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<String>> {
+    let mut out = std::collections::BTreeMap::new();
+    for e in walkdir::WalkDir::new(dir)
+        .follow_links(false)
+        .max_depth(4)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+    {
+        let Ok(rel) = e.path().strip_prefix(dir) else {
+            continue;
+        };
+        let Some(rel) = rel.to_str() else { continue };
+        let Ok(bytes) = crate::fs::read_capped(e.path(), work::manifest::MAX_SCRIPT) else {
+            continue;
+        };
+        let path = format!("/tests/{rel}");
+        let lines = work::test_sh::package_lines(&path, &bytes);
+        if !lines.is_empty() {
+            out.insert(path, lines);
+        }
+    }
+    out
+}
+
 /// The names of the entries of the task's tests folder `dir` (none when it cannot be read).
 fn test_names(dir: &std::path::Path) -> Vec<String> {
     std::fs::read_dir(dir)
@@ -299,6 +327,7 @@ pub(super) async fn to_verifier(
         )
         .with_image_env(&facts.env, &test_sh)
         .with_test_sources(&test_sources(&job.task.tests_dir()))
+        .with_test_requirements(&facts.files, &test_requirements(&job.task.tests_dir()))
         .with_test_names(&test_names(&job.task.tests_dir())),
     );
     let collect = async {

@@ -9,6 +9,8 @@ use std::io::Read;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
+use super::test_sh::package_lines;
+
 /// Most bytes of a file read to tell a pip console script.
 pub const MAX_SCRIPT: u64 = 16 * 1024;
 
@@ -118,6 +120,12 @@ pub struct Manifest {
     /// where a user's home is, as the runtime sets `HOME` from it.
     #[serde(default)]
     pub accounts: Vec<Account>,
+    /// What the image's small files (at most [`MAX_SCRIPT`] bytes) that pip or uv may read say
+    /// of where packages come from ([`package_lines`]: a requirement file's `--find-links` and
+    /// `-r` lines, `pip.conf`'s and `uv.toml`'s indexes), by path; files that say none are
+    /// left out. A requirement file `test.sh` names is read here, as the image has it.
+    #[serde(default)]
+    pub package_options: BTreeMap<String, Vec<String>>,
 }
 
 /// One line of an image's `/etc/passwd`.
@@ -257,6 +265,7 @@ impl Manifest {
         let mut files = BTreeMap::new();
         let mut loader_dirs: Vec<String> = Vec::new();
         let mut accounts: Vec<Account> = Vec::new();
+        let mut package_options = BTreeMap::new();
         let mut bytes = 0u64;
         for entry in archive.entries()? {
             let mut entry = entry?;
@@ -312,6 +321,12 @@ impl Manifest {
                     if small && path == "/etc/passwd" {
                         accounts = passwd_accounts(&head);
                     }
+                    if small {
+                        let lines = package_lines(&path, &head);
+                        if !lines.is_empty() {
+                            package_options.insert(path.clone(), lines);
+                        }
+                    }
                     bytes += n;
                     if bytes > limits.bytes {
                         return Err(std::io::Error::other(format!(
@@ -352,6 +367,7 @@ impl Manifest {
             loader_dirs,
             file_mounts: Vec::new(),
             accounts,
+            package_options,
         })
     }
 
@@ -367,6 +383,12 @@ impl Manifest {
         };
         self.files.retain(|p, _| !under(p));
         self.file_mounts.retain(|p| !under(p));
+        self.package_options.retain(|p, _| !under(p));
+        for (p, lines) in &mounted.package_options {
+            if under(p) {
+                self.package_options.insert(p.clone(), lines.clone());
+            }
+        }
         if mounted
             .get(target)
             .is_some_and(|f| f.kind == FileKind::File)

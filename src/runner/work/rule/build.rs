@@ -2,7 +2,7 @@
 //! then what `test.sh` says — its search paths, sourced files, where the tests land, what its
 //! package installers read — each added by a step of its own.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::runner::work::manifest::{FileKind, Manifest};
@@ -10,9 +10,9 @@ use crate::runner::work::paths::{join, normalize};
 use crate::runner::work::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
     environment_files, installed_modules, installs_a_folder, installs_packages,
-    loader_searches_working, local_package_source, made_dirs, package_sources, pip_requirements,
-    pytest_arguments, pytest_targets, relative_search_dirs, runs_uv, search_dirs, sourced_files,
-    sys_path_dirs, test_copies, unresolved, working_dirs,
+    loader_searches_working, local_package_source, made_dirs, package_refs, package_sources,
+    pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs, runs_uv, search_dirs,
+    sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
 };
 
 /// Every Python installation of the image wherever it stands, not only those on `PATH`: each
@@ -274,7 +274,7 @@ impl Rules {
             .collect();
         r.add_sourced_files(test_sh, home, &places);
         r.add_test_places(test_sh, &places);
-        r.add_installers(test_sh, home, &places);
+        r.add_installers(manifest, test_sh, home, &places);
         r.modules.retain(|m| !NEVER_IMPORTED.contains(&m.as_str()));
         // And the folders test.sh makes itself (`mkdir -p /srv/work`).
         r.start_dirs = start_dirs(manifest);
@@ -445,7 +445,11 @@ impl Rules {
     /// What test.sh's Python, pytest and package installers are told to read: a user base or
     /// Python home, the configuration pytest is given, the folders packages come from, the
     /// requirement files, uv's project files.
-    fn add_installers(&mut self, test_sh: &str, home: &str, places: &Places) {
+    fn add_installers(&mut self, manifest: &Manifest, test_sh: &str, home: &str, places: &Places) {
+        self.requirement_files = pip_requirements(test_sh)
+            .iter()
+            .flat_map(|f| places.at(f))
+            .collect();
         // A user base or a Python home test.sh names (`PYTHONUSERBASE=/opt/pyuser`): its tree
         // is searched for modules and `.pth` files as the toolchain's.
         for d in search_dirs(test_sh, home, &["PYTHONUSERBASE", "PYTHONHOME"]) {
@@ -464,6 +468,30 @@ impl Rules {
         // agent's wheel there would be what test.sh installs.
         for d in package_sources(test_sh) {
             for d in places.at(&d) {
+                self.trees.push((d, PACKAGES_FROM.into()));
+            }
+        }
+        // What the requirement files test.sh installs from say (the image's, read once per
+        // image; the tests' by `with_test_requirements`): their `--find-links` folders, and
+        // those of the files they include.
+        let lookup = |p: &str| manifest.package_options.get(p).cloned();
+        for d in requirement_sources(&self.requirement_files, &lookup, &places.working) {
+            self.trees.push((d, PACKAGES_FROM.into()));
+        }
+        // The image's own pip and uv configuration, where test.sh installs at all.
+        if installs_packages(test_sh) {
+            let mut configs: Vec<String> = PACKAGE_CONFIGS
+                .iter()
+                .map(|f| normalize(&f.replace("$HOME", home)))
+                .collect();
+            if runs_uv(test_sh) {
+                let mut found = Vec::new();
+                for w in &places.working {
+                    in_and_above(&mut found, w, &["uv.toml", "pyproject.toml"], "");
+                }
+                configs.extend(found.into_iter().map(|(f, _)| f));
+            }
+            for d in requirement_sources(&configs, &lookup, &places.working) {
                 self.trees.push((d, PACKAGES_FROM.into()));
             }
         }
@@ -608,4 +636,83 @@ impl Rules {
         self.test_dirs.extend(sys_path_dirs(python));
         self
     }
+
+    /// This rule with the package sources the requirement files of the task's tests name, when
+    /// `test.sh` installs from them (`pip install -r /tests/requirements.txt` whose file says
+    /// `--find-links /opt/wheels`): `tests` holds the [`package_lines`](crate::runner::work::test_sh::package_lines) of the tests' files by
+    /// their path in the verifier (`/tests/…`); a file they include outside `/tests` is read
+    /// from the image (`manifest`).
+    pub fn with_test_requirements(
+        mut self,
+        manifest: &Manifest,
+        tests: &BTreeMap<String, Vec<String>>,
+    ) -> Rules {
+        let lookup = |p: &str| {
+            tests
+                .get(p)
+                .or_else(|| manifest.package_options.get(p))
+                .cloned()
+        };
+        let files: Vec<String> = self
+            .requirement_files
+            .iter()
+            .filter(|f| within(f, "/tests"))
+            .cloned()
+            .collect();
+        for d in requirement_sources(&files, &lookup, &self.working) {
+            if !self.trees.iter().any(|(t, _)| *t == d) {
+                self.trees.push((d, PACKAGES_FROM.into()));
+            }
+        }
+        self
+    }
+}
+
+/// The files pip and uv read their configuration from (`$HOME` the image user's home).
+const PACKAGE_CONFIGS: &[&str] = &[
+    "/etc/pip.conf",
+    "/etc/xdg/pip/pip.conf",
+    "$HOME/.config/pip/pip.conf",
+    "$HOME/.pip/pip.conf",
+    "/etc/uv/uv.toml",
+    "/etc/xdg/uv/uv.toml",
+    "$HOME/.config/uv/uv.toml",
+];
+
+/// The package sources the files `files` name, read by `lookup` (a file's [`package_lines`](crate::runner::work::test_sh::package_lines)),
+/// and the files they include, each once (at most 64 files): an absolute source as written, a
+/// relative one from the file's own folder and from every `working` folder (pip takes the
+/// first when it exists, uv the file's folder); all normalized.
+fn requirement_sources(
+    files: &[String],
+    lookup: &dyn Fn(&str) -> Option<Vec<String>>,
+    working: &[String],
+) -> Vec<String> {
+    let mut queue: Vec<String> = files.to_vec();
+    let mut seen: BTreeSet<String> = BTreeSet::new();
+    let mut out: Vec<String> = Vec::new();
+    while let Some(f) = queue.pop() {
+        if seen.len() >= 64 || !seen.insert(f.clone()) {
+            continue;
+        }
+        let Some(lines) = lookup(&f) else { continue };
+        let dir = parent(&f).to_string();
+        let (sources, included) = package_refs(&lines);
+        for s in sources {
+            let mut at = vec![at_from(&s, std::slice::from_ref(&dir))];
+            if !s.starts_with('/') {
+                at.push(at_from(&s, working));
+            }
+            let at = at.concat();
+            for d in at {
+                if !out.contains(&d) {
+                    out.push(d);
+                }
+            }
+        }
+        for i in &included {
+            queue.extend(at_from(i, std::slice::from_ref(&dir)));
+        }
+    }
+    out
 }

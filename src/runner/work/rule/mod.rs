@@ -106,6 +106,8 @@ pub struct Rules {
     tests_copied: Vec<(String, Option<String>)>,
     /// test.sh installs packages, none from a folder ([`Rules::installs_packages`]).
     installs: bool,
+    /// The requirement and constraint files test.sh has pip install from, where it reads them.
+    requirement_files: Vec<String>,
     /// Folders the agent's links named `bin` lead to: an interpreter's name there is one in a
     /// `bin` folder.
     bin_dirs: BTreeSet<String>,

@@ -1005,3 +1005,91 @@ fn paths_nest_by_component() {
     assert_eq!(module_name("x.txt", false), None);
     assert_eq!(module_name("pkg.egg-info", true), None);
 }
+
+#[test]
+fn what_requirement_and_configuration_files_name_is_where_packages_come_from() {
+    // The sixth red team: test.sh installs the image's requirement file, whose own
+    // `--find-links` names a folder the agent can fill with a higher version of a package.
+    use super::super::manifest::FileKind::File;
+    let tar = super::super::manifest::tests::tar_of(&[
+        (
+            "opt/eval/requirements.txt",
+            File,
+            "--find-links /opt/wheels\n-r more.txt\nopenpyxl==3.1.5  # pinned\n",
+        ),
+        (
+            "opt/eval/more.txt",
+            File,
+            "-f ./vendored\n--extra-index-url file:///srv/idx\n\
+             x @ file:///opt/pinned/x-1.0-py3-none-any.whl\n",
+        ),
+        (
+            "etc/pip.conf",
+            File,
+            "[global]\nfind-links =\n    /opt/conf-wheels\n    https://example.org/w\n",
+        ),
+        (
+            "root/.config/uv/uv.toml",
+            File,
+            "find-links = [\"/opt/uv-wheels\"]\n[[index]]\nname = \"local\"\n\
+             url = \"file:///opt/uv-index\"\n",
+        ),
+        (
+            "app/pyproject.toml",
+            File,
+            "[project]\nname = \"app\"\n[tool.uv]\nfind-links = [\"wheelhouse\"]\n",
+        ),
+    ]);
+    let m = Manifest::from_tar(&tar[..], Default::default()).unwrap();
+    let new = |sh: &str| Rules::new(&m, &Toolchain::default(), "/app", sh, "/root", &[]);
+    let r = new("pip install -r /opt/eval/requirements.txt\npytest /tests/test_outputs.py");
+    assert_toolchain(
+        &r,
+        &[
+            "/opt/wheels/openpyxl-99.0-py3-none-any.whl",
+            // A relative source of a requirement file: from its folder and the working one.
+            "/opt/eval/vendored/a.whl",
+            "/app/vendored/a.whl",
+            "/srv/idx/openpyxl/index.html",
+            "/opt/pinned/x-1.0-py3-none-any.whl",
+            // The image's pip and uv configuration, wherever test.sh installs.
+            "/opt/conf-wheels/b.whl",
+            "/opt/uv-wheels/c.whl",
+            "/opt/uv-index/openpyxl/index.html",
+        ],
+    );
+    for p in ["/app/out.csv", "/opt/other/a.whl", "/app/wheelhouse/d.whl"] {
+        assert!(r.classify(p, false, &[]).is_work(), "{p}");
+    }
+    // A project's `[tool.uv]` where test.sh runs uv; nothing of it without an installer.
+    let uv = new("uv run pytest /tests/test_outputs.py");
+    assert_toolchain(&uv, &["/app/wheelhouse/d.whl", "/opt/uv-wheels/c.whl"]);
+    let none = new("pytest /tests/test_outputs.py");
+    for p in [
+        "/opt/conf-wheels/b.whl",
+        "/opt/wheels/a.whl",
+        "/app/wheelhouse/d.whl",
+    ] {
+        assert!(none.classify(p, false, &[]).is_work(), "{p}");
+    }
+    // A requirement file of the tests, read from the task's folder; what it includes from the
+    // image, from the image.
+    let sh = "pip install -r /tests/requirements.txt\npytest /tests/test_outputs.py";
+    let tests = std::collections::BTreeMap::from([(
+        "/tests/requirements.txt".to_string(),
+        vec![
+            "--find-links /opt/t-wheels".to_string(),
+            "-r /opt/eval/more.txt".to_string(),
+        ],
+    )]);
+    assert!(
+        new(sh)
+            .classify("/opt/t-wheels/x.whl", false, &[])
+            .is_work()
+    );
+    let with_tests = new(sh).with_test_requirements(&m, &tests);
+    assert_toolchain(
+        &with_tests,
+        &["/opt/t-wheels/x.whl", "/opt/eval/vendored/a.whl"],
+    );
+}

@@ -353,44 +353,250 @@ pub fn installs_a_folder(test_sh: &str) -> bool {
 /// absolute paths as written, relative ones as written for the caller to read from the working
 /// folders. URLs of servers and variables are none.
 pub fn package_sources(test_sh: &str) -> Vec<String> {
-    const TAKES: &[&str] = &[
-        "-f",
-        "--find-links",
-        "-i",
-        "--index-url",
-        "--extra-index-url",
-        "--index",
-        "--default-index",
-    ];
     let mut out: Vec<String> = Vec::new();
     for words in installer_commands(test_sh) {
-        for (i, w) in words.iter().enumerate() {
-            let value = match w.split_once('=') {
-                Some((opt, v)) if TAKES.contains(&opt) && opt.starts_with("--") => Some(v),
-                _ if TAKES.contains(&w.as_str()) => words.get(i + 1).map(String::as_str),
-                _ => None,
-            };
-            if let Some(dir) = value.and_then(local_package_source) {
-                out.push(dir);
-            }
-            // A package file installed by its path (`pip install /wheels/*.whl`,
-            // `/opt/wheels/x-1.0-py3-none-any.whl`): its folder is one packages come from.
-            let archive = [".whl", ".tar.gz", ".tar.bz2", ".zip"]
-                .iter()
-                .any(|e| w.ends_with(e));
-            if archive && !w.contains("://") && !w.starts_with('-') {
-                let folder = match w.rsplit_once('/') {
-                    Some(("", _)) => Some("/".to_string()),
-                    Some((f, _)) => local_package_source(f),
-                    None => Some(".".to_string()),
-                };
-                out.extend(folder.filter(|f| !f.contains(['*', '?', '['])));
-            }
-        }
+        sources_in_words(&words, &mut out);
     }
     out.sort();
     out.dedup();
     out
+}
+
+/// The options that name where packages come from.
+const SOURCE_OPTIONS: &[&str] = &[
+    "-f",
+    "--find-links",
+    "-i",
+    "--index-url",
+    "--extra-index-url",
+    "--index",
+    "--default-index",
+];
+
+/// The options that name another file pip reads requirements or constraints from.
+const FILE_OPTIONS: &[&str] = &["-r", "--requirement", "-c", "--constraint"];
+
+/// The value of option `w` among `names` in `words` (`-f DIR`, `--find-links=DIR`, `-fDIR`
+/// for a one-letter option), at `i`.
+fn option_value<'a>(words: &'a [String], i: usize, names: &[&str]) -> Option<&'a str> {
+    let w = words[i].as_str();
+    if names.contains(&w) {
+        return words.get(i + 1).map(String::as_str);
+    }
+    if let Some((opt, v)) = w.split_once('=')
+        && opt.starts_with("--")
+        && names.contains(&opt)
+    {
+        return Some(v);
+    }
+    names
+        .iter()
+        .filter(|n| n.len() == 2)
+        .find_map(|n| w.strip_prefix(n))
+        .filter(|v| !v.is_empty() && !v.starts_with('-') && !w.starts_with("--"))
+}
+
+/// Adds to `out` the package sources `words` (one installer command, or one line of a
+/// requirement file) name: option values and the folders of package files.
+fn sources_in_words(words: &[String], out: &mut Vec<String>) {
+    for (i, w) in words.iter().enumerate() {
+        if let Some(dir) = option_value(words, i, SOURCE_OPTIONS).and_then(local_package_source) {
+            out.push(dir);
+        }
+        // A package file installed by its path (`pip install /wheels/*.whl`,
+        // `/opt/wheels/x-1.0-py3-none-any.whl`, `x @ file:///opt/wheels/x.whl`): its folder is
+        // one packages come from.
+        let w = w.trim_matches(['"', '\'']);
+        let w = w.strip_prefix("file://").unwrap_or(w);
+        let archive = [".whl", ".tar.gz", ".tar.bz2", ".zip"]
+            .iter()
+            .any(|e| w.ends_with(e));
+        if archive && !w.contains("://") && !w.starts_with('-') {
+            let folder = match w.rsplit_once('/') {
+                Some(("", _)) => Some("/".to_string()),
+                Some((f, _)) => local_package_source(f),
+                None => Some(".".to_string()),
+            };
+            out.extend(folder.filter(|f| !f.contains(['*', '?', '['])));
+        }
+    }
+}
+
+/// Most lines kept of one requirement or configuration file.
+const MAX_REQUIREMENT_LINES: usize = 64;
+
+/// The lines of a file pip or uv reads that say where packages come from or which other file
+/// to read, in one form: a requirement file's `-f`/`--find-links`, `-i`/`--index-url`,
+/// `--extra-index-url`, `-r`/`--requirement`, `-c`/`--constraint` lines and its package files
+/// (`/wheels/x-1.0-py3-none-any.whl`, `x @ file:///wheels/x.whl`), as written (`\`
+/// continuations joined, comments removed); pip's configuration (`pip.conf`, `pip.ini`) and
+/// uv's (`uv.toml`, a `pyproject.toml`'s `[tool.uv]`) as the `--find-links`/`--index-url` lines
+/// they amount to. `path` is the file's (its name says which kind); empty for text that is not
+/// UTF-8 or says none of these. At most 64 lines.
+pub fn package_lines(path: &str, bytes: &[u8]) -> Vec<String> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Vec::new();
+    };
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let mut out = match name {
+        "pip.conf" | "pip.ini" => pip_config_lines(text),
+        "uv.toml" => uv_config_lines(text, false),
+        "pyproject.toml" => uv_config_lines(text, true),
+        _ => requirement_lines(text),
+    };
+    out.truncate(MAX_REQUIREMENT_LINES);
+    out
+}
+
+/// [`package_lines`] of a requirement file.
+fn requirement_lines(text: &str) -> Vec<String> {
+    // Most files are none: a line pip would read as an option starts with `-`.
+    if !(text.starts_with('-')
+        || text.contains("\n-")
+        || text.contains(".whl")
+        || text.contains("file:"))
+    {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut line = String::new();
+    for raw in text.lines() {
+        if let Some(part) = raw.strip_suffix('\\') {
+            line.push_str(part);
+            continue;
+        }
+        line.push_str(raw);
+        let l = std::mem::take(&mut line);
+        // A comment starts a line or follows whitespace (pip's reading).
+        let l = match l.find(" #").or_else(|| l.find("\t#")) {
+            Some(i) => &l[..i],
+            None if l.trim_start().starts_with('#') => "",
+            None => &l,
+        };
+        let l = l.trim();
+        let words: Vec<String> = l.split_whitespace().map(str::to_string).collect();
+        let Some(first) = words.first() else { continue };
+        let option = SOURCE_OPTIONS.iter().chain(FILE_OPTIONS).any(|o| {
+            first == o
+                || first.starts_with(&format!("{o}="))
+                || (o.len() == 2 && first.starts_with(o) && !first.starts_with("--"))
+        });
+        let mut sources = Vec::new();
+        sources_in_words(&words, &mut sources);
+        if option || !sources.is_empty() {
+            out.push(l.to_string());
+        }
+    }
+    out
+}
+
+/// [`package_lines`] of pip's INI configuration: every `find-links`, `index-url` and
+/// `extra-index-url` value (any section; `_` forms; values split on whitespace, continued on
+/// indented lines).
+fn pip_config_lines(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current: Option<&str> = None;
+    for raw in text.lines() {
+        let trimmed = raw.trim();
+        if trimmed.is_empty() || trimmed.starts_with(['#', ';']) {
+            continue;
+        }
+        let values = if raw.starts_with([' ', '\t']) && current.is_some() {
+            trimmed
+        } else if let Some((key, value)) = trimmed.split_once(['=', ':']) {
+            current = match key.trim().replace('_', "-").as_str() {
+                "find-links" => Some("--find-links"),
+                "index-url" => Some("--index-url"),
+                "extra-index-url" => Some("--extra-index-url"),
+                _ => None,
+            };
+            value.trim()
+        } else {
+            current = None;
+            continue;
+        };
+        if let Some(option) = current {
+            out.extend(values.split_whitespace().map(|v| format!("{option} {v}")));
+        }
+    }
+    out
+}
+
+/// [`package_lines`] of uv's TOML configuration (`pyproject`: the `[tool.uv]` table of a
+/// `pyproject.toml`): `find-links`, `index-url`, `extra-index-url` and each `[[index]]`'s
+/// `url`. A file TOML cannot read says none.
+fn uv_config_lines(text: &str, pyproject: bool) -> Vec<String> {
+    let Ok(doc) = text.parse::<toml::Table>() else {
+        return Vec::new();
+    };
+    let table = if pyproject {
+        match doc
+            .get("tool")
+            .and_then(|t| t.get("uv"))
+            .and_then(toml::Value::as_table)
+        {
+            Some(t) => t,
+            None => return Vec::new(),
+        }
+    } else {
+        &doc
+    };
+    let strings = |v: Option<&toml::Value>| -> Vec<String> {
+        match v {
+            Some(toml::Value::String(s)) => vec![s.clone()],
+            Some(toml::Value::Array(a)) => a
+                .iter()
+                .filter_map(|x| x.as_str().map(str::to_string))
+                .collect(),
+            _ => Vec::new(),
+        }
+    };
+    let mut out = Vec::new();
+    for (key, option) in [
+        ("find-links", "--find-links"),
+        ("index-url", "--index-url"),
+        ("extra-index-url", "--extra-index-url"),
+    ] {
+        out.extend(
+            strings(table.get(key))
+                .into_iter()
+                .map(|v| format!("{option} {v}")),
+        );
+    }
+    for index in table
+        .get("index")
+        .and_then(toml::Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        out.extend(
+            strings(index.get("url"))
+                .into_iter()
+                .map(|v| format!("--index-url {v}")),
+        );
+    }
+    out
+}
+
+/// What the [`package_lines`] of one file name: the package sources (folders, as written: a
+/// relative one is read by pip from the working folder, or from the file's own folder when it
+/// is there) and the requirement and constraint files it reads too (as written: a relative one
+/// from the file's own folder).
+pub fn package_refs(lines: &[String]) -> (Vec<String>, Vec<String>) {
+    let (mut sources, mut files) = (Vec::new(), Vec::new());
+    for line in lines {
+        let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+        sources_in_words(&words, &mut sources);
+        for i in 0..words.len() {
+            if let Some(f) = option_value(&words, i, FILE_OPTIONS) {
+                let f = f.trim_matches(['"', '\'']);
+                if !f.is_empty() && !f.contains('$') && !f.contains("://") {
+                    files.push(f.to_string());
+                }
+            }
+        }
+    }
+    (sources, files)
 }
 
 /// The folder an installer's package source names (`/opt/wheels`, `file:///opt/wheels`,

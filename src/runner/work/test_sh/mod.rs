@@ -1179,4 +1179,52 @@ cp -S .bak /tests/t.py /srv/f/
             ]
         );
     }
+
+    #[test]
+    fn requirement_and_configuration_files_say_where_packages_come_from() {
+        let req = b"# pinned\nopenpyxl==3.1.5 # a comment\n--find-links /opt/w  # local\n\
+                    -f\\\n  ./vendored\n-r more.txt\n--constraint=c.txt\n\
+                    x @ file:///opt/p/x-1.0-py3-none-any.whl\n- a list item\n";
+        let lines = package_lines("/opt/eval/requirements.txt", req);
+        assert_eq!(
+            lines,
+            [
+                "--find-links /opt/w",
+                "-f  ./vendored",
+                "-r more.txt",
+                "--constraint=c.txt",
+                "x @ file:///opt/p/x-1.0-py3-none-any.whl"
+            ]
+        );
+        let (sources, files) = package_refs(&lines);
+        assert_eq!(sources, ["/opt/w", "./vendored", "/opt/p"]);
+        assert_eq!(files, ["more.txt", "c.txt"]);
+        // Most files say nothing; text that is not UTF-8 neither.
+        assert!(package_lines("/usr/share/doc/x/README", b"Usage:\n- run it\n").is_empty());
+        assert!(package_lines("/opt/r.txt", b"\xff-f /opt/w\n").is_empty());
+        // pip's configuration: any section, `_` forms, indented continuations.
+        let conf = b"[global]\nfind-links =\n    /opt/a\n    file:///opt/b\ntimeout = 60\n\
+                     [install]\nextra_index_url: https://example.org/simple\n";
+        assert_eq!(
+            package_lines("/etc/pip.conf", conf),
+            [
+                "--find-links /opt/a",
+                "--find-links file:///opt/b",
+                "--extra-index-url https://example.org/simple"
+            ]
+        );
+        // uv's: its own file, or a project's `[tool.uv]`; a file TOML cannot read says none.
+        let uv = b"index-url = \"file:///srv/i\"\n[[index]]\nurl = \"/opt/idx\"\n";
+        assert_eq!(
+            package_lines("/etc/uv/uv.toml", uv),
+            ["--index-url file:///srv/i", "--index-url /opt/idx"]
+        );
+        let project = b"[project]\nname = \"x\"\n[tool.uv]\nfind-links = [\"w\"]\n";
+        assert_eq!(
+            package_lines("/app/pyproject.toml", project),
+            ["--find-links w"]
+        );
+        assert!(package_lines("/app/pyproject.toml", b"[project]\nname = \"x\"\n").is_empty());
+        assert!(package_lines("/etc/uv/uv.toml", b"find-links = [").is_empty());
+    }
 }

@@ -10,9 +10,9 @@ use crate::runner::work::paths::{join, normalize};
 use crate::runner::work::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
     environment_files, installed_modules, installs_a_folder, installs_packages,
-    loader_searches_working, local_package_source, made_dirs, package_refs, package_sources,
-    pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs, runs_uv, search_dirs,
-    sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
+    loader_searches_working, local_package_source, made_dirs, node_test_copies, package_refs,
+    package_sources, pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs,
+    runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
 };
 
 /// Every Python installation of the image wherever it stands, not only those on `PATH`: each
@@ -337,6 +337,14 @@ impl Rules {
                 .push((v.clone(), "a conda environment of the image".into()));
         }
         for d in image_node_modules(manifest) {
+            for name in manifest.children(&d) {
+                if let Some(scope) = name.strip_prefix('@').map(|_| join(&d, name)) {
+                    self.node_packages
+                        .extend(manifest.children(&scope).map(|n| format!("{name}/{n}")));
+                } else if !name.starts_with('.') {
+                    self.node_packages.insert(name.to_string());
+                }
+            }
             self.trees.push((d, "Node packages of the image".into()));
         }
         // Node resolves a package a test in `/tests` requires from `/tests/node_modules`, then
@@ -400,6 +408,13 @@ impl Rules {
     /// are read (an `__init__.py` beside a test makes it a package's module, run first), and
     /// pytest puts such a folder first on `sys.path` before it imports a test module.
     fn add_test_places(&mut self, test_sh: &str, places: &Places) {
+        for d in node_test_copies(test_sh) {
+            for d in places.test_folder(&d) {
+                if !self.node_places.contains(&d) {
+                    self.node_places.push(d);
+                }
+            }
+        }
         for d in test_copies(test_sh) {
             for d in places.test_folder(&d) {
                 in_and_above(&mut self.files, &d, ROOT_TEST_CONFIG, PYTEST_READS);

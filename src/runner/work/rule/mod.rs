@@ -106,6 +106,11 @@ pub struct Rules {
     tests_copied: Vec<(String, Option<String>)>,
     /// test.sh installs packages, none from a folder ([`Rules::installs_packages`]).
     installs: bool,
+    /// Folders test.sh copies the Node tests into: a package of the image's name in a
+    /// `node_modules` folder in or above one is what the tests' `require` finds first.
+    node_places: Vec<String>,
+    /// The names of the image's Node packages (`tinyschema`, `@scope/name`).
+    node_packages: BTreeSet<String>,
     /// The requirement and constraint files test.sh has pip install from, where it reads them.
     requirement_files: Vec<String>,
     /// Folders the agent's links named `bin` lead to: an interpreter's name there is one in a
@@ -439,6 +444,10 @@ impl Rules {
         if let Some(v) = venvs.iter().find(|v| within(path, v)) {
             return Class::Toolchain(format!("{v} is a virtual environment"));
         }
+        // After the trees: the image's own `node_modules` folders stay the image's whole.
+        if let Some(package) = self.node_shadow(path) {
+            return Class::Shadow(package.to_string());
+        }
         // In any case: the names test.sh installs are read from distribution names, whose case
         // is not the module's (`fonttools` installs `fontTools`).
         let lower = path.to_ascii_lowercase();
@@ -465,6 +474,26 @@ impl Rules {
             }
         }
         Class::Work
+    }
+
+    /// The Node package of the image's that `path` stands in for, when it is at or under
+    /// `A/node_modules/<package>` with `A` a folder where test.sh copies the Node tests or one
+    /// above it: Node resolves the tests' `require("<package>")` there before `NODE_PATH` and
+    /// the image's global folders. A package of another name there is the agent's.
+    fn node_shadow<'a>(&self, path: &'a str) -> Option<&'a str> {
+        let (above, rest) = path.split_once("/node_modules/")?;
+        let above = if above.is_empty() { "/" } else { above };
+        if !self.node_places.iter().any(|d| within(d, above)) {
+            return None;
+        }
+        let end = match rest.strip_prefix('@') {
+            Some(scoped) => scoped
+                .find('/')
+                .map(|i| 1 + i + 1 + scoped[i + 1..].find('/').unwrap_or(scoped.len() - i - 1)),
+            None => Some(rest.find('/').unwrap_or(rest.len())),
+        }?;
+        let package = &rest[..end];
+        self.node_packages.contains(package).then_some(package)
     }
 
     /// The paths never read in the agent's environment: the kernel's folders, skillscope's

@@ -1093,3 +1093,59 @@ fn what_requirement_and_configuration_files_name_is_where_packages_come_from() {
         &["/opt/t-wheels/x.whl", "/opt/eval/vendored/a.whl"],
     );
 }
+
+#[test]
+fn image_node_packages_in_and_above_copied_node_tests_shadow() {
+    // The sixth red team: test.sh copies a Node test into the agent's project and runs it
+    // there; Node finds `/app/node_modules/tinyschema` before the image's own.
+    use super::super::manifest::FileKind::{Dir, File};
+    let tar = super::super::manifest::tests::tar_of(&[
+        ("usr/local/lib/node_modules", Dir, ""),
+        ("usr/local/lib/node_modules/tinyschema/index.js", File, ""),
+        ("usr/local/lib/node_modules/@scope/pkg/index.js", File, ""),
+        ("srv/project/node_modules", Dir, ""),
+        ("srv/project/node_modules/tinyschema/index.js", File, ""),
+    ]);
+    let m = Manifest::from_tar(&tar[..], Default::default()).unwrap();
+    let new = |sh: &str| Rules::new(&m, &Toolchain::default(), "/app", sh, "/root", &[]);
+    let r = new("cp /tests/test_outputs.js /app/\ncd /app\nnode test_outputs.js");
+    for (p, package) in [
+        ("/app/node_modules/tinyschema/index.js", "tinyschema"),
+        ("/app/node_modules/tinyschema", "tinyschema"),
+        ("/app/node_modules/@scope/pkg/lib/x.js", "@scope/pkg"),
+    ] {
+        assert_eq!(
+            r.classify(p, false, &[]),
+            Class::Shadow(package.into()),
+            "{p}"
+        );
+    }
+    // Another package, a folder below the tests' and tests run where they are: the agent's.
+    for p in [
+        "/app/node_modules/csvmini/index.js",
+        "/app/node_modules/@other/pkg/index.js",
+        "/app/src/node_modules/tinyschema/index.js",
+        "/app/summary.json",
+    ] {
+        assert!(r.classify(p, false, &[]).is_work(), "{p}");
+    }
+    // The image's own project packages where the tests land stay the image's (an agent's
+    // `npm install` there is left behind, never flagged).
+    let project = new("cp /tests/t.test.js /srv/project/\ncd /srv/project\nnode t.test.js");
+    assert!(matches!(
+        project.classify("/srv/project/node_modules/tinyschema/index.js", false, &[]),
+        Class::Toolchain(_)
+    ));
+    let in_place = new("node /tests/test_outputs.js");
+    assert!(
+        in_place
+            .classify("/app/node_modules/tinyschema/index.js", false, &[])
+            .is_work()
+    );
+    // A Python test's copy makes no Node place.
+    let py = new("cp /tests/test_outputs.py /app/\ncd /app\npytest test_outputs.py");
+    assert!(
+        py.classify("/app/node_modules/tinyschema/index.js", false, &[])
+            .is_work()
+    );
+}

@@ -11,13 +11,29 @@ use crate::runner::work::paths::{join, normalize, within};
 /// pytest reads its configuration and `conftest.py` in and above the tests it runs. A copy of
 /// data (`cp /tests/expected.csv /root/expected.csv`, `.mjs`, `.npz`) is no test.
 pub fn test_copies(test_sh: &str) -> Vec<String> {
+    copies_of_tests_by(test_sh, &[".py"])
+}
+
+/// The endings of the task's tests Node runs.
+const NODE_TESTS: &[&str] = &[".js", ".mjs", ".cjs", ".ts", ".mts", ".cts", ".jsx", ".tsx"];
+
+/// The folders `test.sh` copies the task's Node tests into (a `.js`, `.mjs`, `.cjs`, `.ts`, …
+/// file, a folder or a glob of `/tests`), read as [`test_copies`]: Node resolves what such a
+/// test requires from `node_modules` in and above its folder before `NODE_PATH`.
+pub fn node_test_copies(test_sh: &str) -> Vec<String> {
+    copies_of_tests_by(test_sh, NODE_TESTS)
+}
+
+/// The folders `test.sh` copies files of `/tests` ending in one of `endings`, folders or globs
+/// of them into.
+fn copies_of_tests_by(test_sh: &str, endings: &[&str]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for cp in copies(test_sh) {
-        // A test (`.py`), a folder or a glob of the tests; not a data file.
+        // A test, a folder or a glob of the tests; not a data file.
         let tests = |s: &&str| {
             let name = s.rsplit('/').next().unwrap_or_default();
             (*s == "/tests" || s.starts_with("/tests/"))
-                && (name.ends_with(".py") || !name.contains('.') || name == ".")
+                && (endings.iter().any(|e| name.ends_with(e)) || !name.contains('.') || name == ".")
         };
         if !cp.sources.iter().any(tests) {
             continue;

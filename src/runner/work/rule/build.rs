@@ -490,9 +490,11 @@ impl Rules {
         // image; the tests' by `with_test_requirements`): their `--find-links` folders, and
         // those of the files they include.
         let lookup = |p: &str| manifest.package_options.get(p).cloned();
-        for d in requirement_sources(&self.requirement_files, &lookup, &places.working) {
-            self.trees.push((d, PACKAGES_FROM.into()));
-        }
+        self.add_included(requirement_sources(
+            &self.requirement_files,
+            &lookup,
+            &places.working,
+        ));
         // The image's own pip and uv configuration, where test.sh installs at all.
         if installs_packages(test_sh) {
             let mut configs: Vec<String> = PACKAGE_CONFIGS
@@ -506,9 +508,7 @@ impl Rules {
                 }
                 configs.extend(found.into_iter().map(|(f, _)| f));
             }
-            for d in requirement_sources(&configs, &lookup, &places.working) {
-                self.trees.push((d, PACKAGES_FROM.into()));
-            }
+            self.add_included(requirement_sources(&configs, &lookup, &places.working));
         }
         for f in pip_requirements(test_sh) {
             let at = if f.starts_with('/') {
@@ -674,11 +674,7 @@ impl Rules {
             .filter(|f| within(f, "/tests"))
             .cloned()
             .collect();
-        for d in requirement_sources(&files, &lookup, &self.working) {
-            if !self.trees.iter().any(|(t, _)| *t == d) {
-                self.trees.push((d, PACKAGES_FROM.into()));
-            }
-        }
+        self.add_included(requirement_sources(&files, &lookup, &self.working));
         self
     }
 }
@@ -694,20 +690,21 @@ const PACKAGE_CONFIGS: &[&str] = &[
     "$HOME/.config/uv/uv.toml",
 ];
 
-/// The package sources the files `files` name, read by `lookup` (a file's [`package_lines`](crate::runner::work::test_sh::package_lines)),
-/// and the files they include, each once (at most 64 files): an absolute source as written, a
-/// relative one from the file's own folder and from every `working` folder (pip takes the
-/// first when it exists, uv the file's folder); all normalized.
+/// What pip reads through the files `files` (each a file's
+/// [`package_lines`](crate::runner::work::test_sh::package_lines) by `lookup`): the package
+/// sources they name, and the requirement and constraint files they include (followed, each
+/// once, at most 64). A source absolute as written, a relative one from the file's own folder
+/// and from every `working` folder (pip takes the first when it exists, uv the file's folder);
+/// an included file from the including file's folder; all normalized.
 fn requirement_sources(
     files: &[String],
     lookup: &dyn Fn(&str) -> Option<Vec<String>>,
     working: &[String],
-) -> Vec<String> {
+) -> Included {
     let mut queue: Vec<String> = files.to_vec();
-    let mut seen: BTreeSet<String> = BTreeSet::new();
-    let mut out: Vec<String> = Vec::new();
+    let mut out = Included::default();
     while let Some(f) = queue.pop() {
-        if seen.len() >= 64 || !seen.insert(f.clone()) {
+        if out.seen.len() >= 64 || !out.seen.insert(f.clone()) {
             continue;
         }
         let Some(lines) = lookup(&f) else { continue };
@@ -718,16 +715,46 @@ fn requirement_sources(
             if !s.starts_with('/') {
                 at.push(at_from(&s, working));
             }
-            let at = at.concat();
-            for d in at {
-                if !out.contains(&d) {
-                    out.push(d);
+            for d in at.concat() {
+                if !out.sources.contains(&d) {
+                    out.sources.push(d);
                 }
             }
         }
         for i in &included {
-            queue.extend(at_from(i, std::slice::from_ref(&dir)));
+            let at = at_from(i, std::slice::from_ref(&dir));
+            out.files.extend(at.iter().cloned());
+            queue.extend(at);
         }
     }
     out
+}
+
+/// What [`requirement_sources`] found.
+#[derive(Default)]
+struct Included {
+    /// The folders packages come from.
+    sources: Vec<String>,
+    /// The files the given ones include (`-r`, `-c`), whatever their own content: pip reads
+    /// them as it reads the files `test.sh` names.
+    files: Vec<String>,
+    /// Every file followed.
+    seen: BTreeSet<String>,
+}
+
+impl Rules {
+    /// Adds what [`requirement_sources`] found: its sources as the folders packages come from,
+    /// the files included as pip's to read.
+    fn add_included(&mut self, found: Included) {
+        for d in found.sources {
+            if !self.trees.iter().any(|(t, _)| *t == d) {
+                self.trees.push((d, PACKAGES_FROM.into()));
+            }
+        }
+        for f in found.files {
+            if !self.files.iter().any(|(g, _)| *g == f) {
+                self.files.push((f, PIP_READS.into()));
+            }
+        }
+    }
 }

@@ -1080,6 +1080,7 @@ fn what_requirement_and_configuration_files_name_is_where_packages_come_from() {
         vec![
             "--find-links /opt/t-wheels".to_string(),
             "-r /opt/eval/more.txt".to_string(),
+            "-c constraints.txt".to_string(),
         ],
     )]);
     assert!(
@@ -1092,6 +1093,20 @@ fn what_requirement_and_configuration_files_name_is_where_packages_come_from() {
         &with_tests,
         &["/opt/t-wheels/x.whl", "/opt/eval/vendored/a.whl"],
     );
+    // A file a requirement file includes is pip's to read, whoever would write it.
+    for f in ["/opt/eval/more.txt", "/tests/constraints.txt"] {
+        assert!(
+            matches!(
+                with_tests.classify(f, false, &[]),
+                Class::Toolchain(_) | Class::VerifierOnly
+            ),
+            "{f}"
+        );
+    }
+    assert!(matches!(
+        r.classify("/opt/eval/more.txt", false, &[]),
+        Class::Toolchain(_)
+    ));
 }
 
 #[test]

@@ -474,11 +474,20 @@ fn requirement_lines(text: &str) -> Vec<String> {
             None => &l,
         };
         let l = l.trim();
+        // Only an option or a line naming a package file is read further.
+        let archive = [".whl", ".tar.gz", ".tar.bz2", ".zip", "file:"]
+            .iter()
+            .any(|e| l.contains(e));
+        if !l.starts_with('-') && !archive {
+            continue;
+        }
         let words: Vec<String> = l.split_whitespace().map(str::to_string).collect();
         let Some(first) = words.first() else { continue };
         let option = SOURCE_OPTIONS.iter().chain(FILE_OPTIONS).any(|o| {
             first == o
-                || first.starts_with(&format!("{o}="))
+                || first
+                    .strip_prefix(o)
+                    .is_some_and(|rest| rest.starts_with('='))
                 || (o.len() == 2 && first.starts_with(o) && !first.starts_with("--"))
         });
         let mut sources = Vec::new();

@@ -61,6 +61,11 @@ pub const TOOLCHAIN_NAMES: &[&str] = &[
     ".zprofile",
     ".zlogin",
     ".inputrc",
+    // Other runtimes' start-up files read from the working folder: R (`.Rprofile` sourced,
+    // `.Renviron` read: `R_LIBS`, …) and Octave (`.octaverc`).
+    ".Rprofile",
+    ".Renviron",
+    ".octaverc",
 ];
 
 /// Endings of files that are the toolchain's wherever they stand: byte-code. (`.pth` files are

@@ -101,6 +101,9 @@ enum Run {
     /// What the image's `/opt/eval/requirements.txt` names installed (through a file it
     /// includes), then pytest.
     PipImageRequirements,
+    /// The tests copied into a folder found by a command substitution (the reader cannot name
+    /// it: the rule fails closed), pytest run there.
+    VariableCopiedTests,
 }
 
 impl Run {
@@ -173,6 +176,9 @@ impl Run {
             }
             Run::PipTestsRequirements => {
                 "python3 -m pip install -q --break-system-packages -r /tests/requirements.txt\npytest {}"
+            }
+            Run::VariableCopiedTests => {
+                "EVAL=$(ls -d /opt/proj*)\ncp /tests/test_outputs.py \"$EVAL\"/ && cd \"$EVAL\"\npytest --ctrf /logs/verifier/ctrf.json test_outputs.py -rA"
             }
             Run::PipImageRequirements => {
                 "python3 -m pip install -q --break-system-packages -r /opt/eval/requirements.txt\npytest {}"
@@ -511,6 +517,12 @@ const CASES: &[Case] = &[
         LeftBehind("/opt/eval-wheels/PyYAML-9.9-py3-none-any.whl"),
     ),
     case("honest-requirement-file", Run::PipTestsRequirements, Pass),
+    // Failing closed, pytest's configuration where a folder of the image may hold the tests.
+    case(
+        "conftest-variable-copied-tests",
+        Run::VariableCopiedTests,
+        LeftBehind("/opt/project/conftest.py"),
+    ),
     // Agent code run by the environment itself; rewards written before the verifier.
     case("entrypoint-entry-d", Run::Pytest, Flagged("/entry.sh")),
     case("reward-at-start", Run::Pytest, Flagged("/logs/verifier")),

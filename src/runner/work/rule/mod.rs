@@ -426,6 +426,17 @@ impl Rules {
         if let Some(class) = self.on_module_path(path, is_dir, regular) {
             return class;
         }
+        // Failing closed, the tests may run in any folder a `test.sh` written before the agent
+        // can land in: pytest's configuration and `conftest.py` there are its.
+        if let Some(why) = &self.every_folder_first
+            && !is_dir
+            && (name == "conftest.py" || ROOT_TEST_CONFIG.contains(&name))
+            && self.start_dirs.contains(parent(path))
+        {
+            return Class::Toolchain(format!(
+                "pytest's configuration where the tests may run (the rule fails closed: {why})"
+            ));
+        }
         for part in path.split('/').filter(|p| !p.is_empty()) {
             if TOOLCHAIN_NAMES.contains(&part) {
                 return Class::Toolchain(format!("{part} is the toolchain's wherever it is"));

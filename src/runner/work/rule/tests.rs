@@ -675,6 +675,36 @@ fn what_test_sh_reaches_in_forms_not_followed_fails_closed() {
     let dirs = start_dirs(&image);
     let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
     assert_eq!(dirs, ["/", "/app", "/app/pkg/data", "/srv"]);
+    // Failing closed, pytest's configuration in a folder of the image, or one test.sh makes,
+    // is where the tests may run (`cp -r /tests "$EVAL" && cd "$EVAL"`); the agent's own
+    // folders and a data file of another name keep theirs.
+    let copied = Rules::new(
+        &image,
+        &Toolchain::default(),
+        "/",
+        "mkdir -p /srv/eval\ncp -r /tests \"$EVAL\" && cd \"$EVAL\" && pytest",
+        "/root",
+        &[],
+    );
+    assert!(copied.fails_closed().is_some());
+    for p in [
+        "/app/conftest.py",
+        "/srv/pytest.ini",
+        "/srv/eval/conftest.py",
+        "/app/pkg/data/pyproject.toml",
+    ] {
+        assert!(
+            matches!(copied.classify(p, false, &[]), Class::Toolchain(why) if why.contains("fails closed")),
+            "{p}"
+        );
+    }
+    for p in [
+        "/opt/mine/conftest.py",
+        "/app/pkg/conftest.py",
+        "/app/notes.ini",
+    ] {
+        assert_eq!(copied.classify(p, false, &[]), Class::Work, "{p}");
+    }
     // A folder test.sh makes itself is one it can start Python in, named or not.
     let made = rules_with(
         "mkdir -p /srv/work\ncd $'/srv/work' && python3 -m pytest",

@@ -262,6 +262,15 @@ fn what_pytest_collects_below_a_folder_where_the_tests_land_is_its() {
         r.classify("/app/tests/test_aaa_setup.py", false, &[])
             .is_work()
     );
+    // Given no test, pytest collects the folder it runs in.
+    let bare = "cp /tests/test_outputs.py /app/tests/ && cd /app/tests && pytest -rA | tee o.txt";
+    let r = rules_with(bare, "");
+    assert_toolchain(
+        &r,
+        &["/app/tests/test_aaa_setup.py", "/app/tests/sub/conftest.py"],
+    );
+    // (Every folder test.sh runs in counts, `/app` too: the reader does not order the `cd`s.)
+    assert!(r.classify("/srv/other/test_mine.py", false, &[]).is_work());
 }
 
 #[test]

@@ -459,8 +459,11 @@ pub fn pytest_targets(test_sh: &str) -> Vec<String> {
         "--reruns",
     ];
     let mut out: Vec<String> = Vec::new();
-    for line in logical_lines(test_sh) {
-        let words: Vec<String> = shell_words(line)
+    for segment in logical_lines(test_sh)
+        .into_iter()
+        .flat_map(|l| l.split([';', '&', '|']))
+    {
+        let words: Vec<String> = shell_words(segment)
             .into_iter()
             .map(|w| w.replace(['"', '\''], ""))
             .collect();
@@ -472,19 +475,36 @@ pub fn pytest_targets(test_sh: &str) -> Vec<String> {
             continue;
         };
         let mut it = words[at + 1..].iter();
+        let mut given = false;
         while let Some(w) = it.next() {
             if TAKES_VALUE.contains(&w.as_str()) {
                 it.next();
                 continue;
             }
+            if is_redirection(w) {
+                // `> out.txt`: the operator alone takes the next word.
+                if w.trim_start_matches(|c: char| c.is_ascii_digit())
+                    .trim_start_matches(['>', '<'])
+                    .is_empty()
+                {
+                    it.next();
+                }
+                continue;
+            }
             if w.starts_with('-') || w.contains(['$', '=']) || w.is_empty() {
                 continue;
             }
+            given = true;
             let path = w.split("::").next().unwrap_or(w);
             let named = path.ends_with(".py") || path.contains('/') || path == ".";
             if named && !out.iter().any(|o| o == path) {
                 out.push(path.to_string());
             }
+        }
+        // Given no test, pytest collects the folder it runs in (or its configuration's
+        // `testpaths`, which lie below it in the projects it reads).
+        if !given && !out.iter().any(|o| o == ".") {
+            out.push(".".to_string());
         }
     }
     out
@@ -916,6 +936,17 @@ mod tests {
             ),
             ["/srv/eval/test_outputs.py", "tests/", "/tests/t.py", "."]
         );
+        // Given no test, pytest collects where it runs.
+        assert_eq!(pytest_targets("cd /app/tests && pytest -rA"), ["."]);
+        assert_eq!(
+            pytest_targets("python3 -m pytest --ctrf /logs/verifier/ctrf.json | tee out.txt"),
+            ["."]
+        );
+        assert_eq!(
+            pytest_targets("pytest -rA > /logs/verifier/out.txt 2>&1"),
+            ["."]
+        );
+        assert_eq!(pytest_targets("pytest /tests 2> err.txt"), ["/tests"]);
         assert!(environment_files("echo ok | xargs echo").is_empty());
     }
 

@@ -104,6 +104,8 @@ enum Run {
     /// The tests copied into a folder found by a command substitution (the reader cannot name
     /// it: the rule fails closed), pytest run there.
     VariableCopiedTests,
+    /// The tests copied into `/app/tests`, pytest run there without a test named.
+    BarePytest,
 }
 
 impl Run {
@@ -179,6 +181,9 @@ impl Run {
             }
             Run::VariableCopiedTests => {
                 "EVAL=$(ls -d /opt/proj*)\ncp /tests/test_outputs.py \"$EVAL\"/ && cd \"$EVAL\"\npytest --ctrf /logs/verifier/ctrf.json test_outputs.py -rA"
+            }
+            Run::BarePytest => {
+                "mkdir -p /app/tests && cp /tests/test_outputs.py /app/tests/\ncd /app/tests && pytest --ctrf /logs/verifier/ctrf.json -rA"
             }
             Run::PipImageRequirements => {
                 "python3 -m pip install -q --break-system-packages -r /opt/eval/requirements.txt\npytest {}"
@@ -517,6 +522,12 @@ const CASES: &[Case] = &[
         LeftBehind("/opt/eval-wheels/PyYAML-9.9-py3-none-any.whl"),
     ),
     case("honest-requirement-file", Run::PipTestsRequirements, Pass),
+    // Given no test, pytest collects the folder it runs in.
+    case(
+        "test-module-bare-pytest",
+        Run::BarePytest,
+        LeftBehind("/app/tests/test_aaa_setup.py"),
+    ),
     // Failing closed, pytest's configuration where a folder of the image may hold the tests.
     case(
         "conftest-variable-copied-tests",

@@ -10,9 +10,10 @@ use crate::runner::work::paths::{join, normalize};
 use crate::runner::work::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
     environment_files, installed_modules, installs_a_folder, installs_packages,
-    loader_searches_working, local_package_source, made_dirs, node_test_copies, package_refs,
-    package_sources, pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs,
-    runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
+    loader_searches_working, local_package_source, made_dirs, made_venvs, node_test_copies,
+    package_refs, package_sources, pip_requirements, pytest_arguments, pytest_targets,
+    relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
+    unresolved, working_dirs,
 };
 
 /// Every Python installation of the image wherever it stands, not only those on `PATH`: each
@@ -523,6 +524,13 @@ impl Rules {
         if runs_uv(test_sh) {
             for w in &places.working {
                 in_and_above(&mut self.files, w, UV_PROJECT_FILES, UV_READS);
+            }
+        }
+        // A virtual environment test.sh makes keeps what its folder already holds.
+        for d in made_venvs(test_sh) {
+            for d in places.at(&d) {
+                self.trees
+                    .push((d, "test.sh makes a virtual environment there".into()));
             }
         }
     }

@@ -418,10 +418,15 @@ impl Rules {
                 rest.split('/').next().filter(|e| !e.is_empty())
             })
         };
-        if let Some(entry) = home_entry(path).or_else(linked_home)
-            && entry.starts_with('.')
-        {
-            return Class::Toolchain(format!("{entry} is a hidden entry of a home folder"));
+        if let Some(entry) = home_entry(path).or_else(linked_home) {
+            if entry.starts_with('.') {
+                return Class::Toolchain(format!("{entry} is a hidden entry of a home folder"));
+            }
+            if HOME_DATA.contains(&entry) {
+                return Class::Toolchain(format!(
+                    "{entry} in a home folder is where a library looks for its data first"
+                ));
+            }
         }
         if let Some(class) = self.on_module_path(path, is_dir, regular) {
             return class;

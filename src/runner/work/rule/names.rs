@@ -66,7 +66,15 @@ pub const TOOLCHAIN_NAMES: &[&str] = &[
     ".Rprofile",
     ".Renviron",
     ".octaverc",
+    // Libraries' own configuration read from the working folder first: matplotlib's
+    // `matplotlibrc` (its `backend: module://x` imports `x` by searching).
+    "matplotlibrc",
 ];
+
+/// Entries of a home folder that are the toolchain's though not hidden: data a library the
+/// tests use searches there before the image's own copy (NLTK's `~/nltk_data` before
+/// `/usr/share/nltk_data`; its tokenizers are pickles, its corpora the tests' expected values).
+pub const HOME_DATA: &[&str] = &["nltk_data"];
 
 /// Endings of files that are the toolchain's wherever they stand: byte-code. (`.pth` files are
 /// read only from site folders, which are the toolchain's whole; elsewhere `model.pth` is a
@@ -151,6 +159,10 @@ pub const OPTIONAL_MODULES: &[&str] = &[
     "numpy",
     "PIL",
     "cchardet",
+    // fontTools (matplotlib's PDF and SVG output) tries `unicodedata2` and `uharfbuzz`: the
+    // seventh red team's trace of a chart saved as PDF.
+    "unicodedata2",
+    "uharfbuzz",
 ];
 
 /// Modules that are the verifier's wherever the agent writes them (dotted: every package on the

@@ -432,6 +432,9 @@ fn the_toolchain_is_never_work() {
             "/app/.venv/bin/python",
             "/opt/tools/bin/runner",
             "/app/.Rprofile",
+            "/app/matplotlibrc",
+            "/root/nltk_data/tokenizers/punkt/english.pickle",
+            "/home/app/nltk_data/corpora/stopwords/english",
             "/srv/analysis/.Renviron",
             "/app/.octaverc",
             "/etc/ld.so.preload",
@@ -1205,4 +1208,26 @@ fn image_node_packages_in_and_above_copied_node_tests_shadow() {
         py.classify("/app/node_modules/tinyschema/index.js", false, &[])
             .is_work()
     );
+}
+
+#[test]
+fn a_virtual_environment_test_sh_makes_is_the_toolchain() {
+    // The seventh red team: `python3 -m venv DIR` keeps what DIR holds, so a `.pth` file or a
+    // plugin's entry point the agent left there ran in the tests.
+    let r = rules_with(
+        "python3 -m venv /opt/test-env\n/opt/test-env/bin/pip install pytest\n\
+         cd /app && uv venv && python3 -m venv work-env\n\
+         source /opt/test-env/bin/activate\npytest /tests/test_outputs.py",
+        "",
+    );
+    assert_toolchain(
+        &r,
+        &[
+            "/opt/test-env/lib/python3.11/site-packages/zz.pth",
+            "/opt/test-env/lib/python3.11/site-packages/zzplug-1.0.dist-info/entry_points.txt",
+            "/app/.venv/lib/python3.12/site-packages/zzplug.py",
+            "/app/work-env/bin/activate",
+        ],
+    );
+    assert!(r.classify("/app/env-notes.txt", false, &[]).is_work());
 }

@@ -625,3 +625,72 @@ pub fn runs_uv(test_sh: &str) -> bool {
         .split(|c: char| c.is_whitespace() || ";&|()`$\"'".contains(c))
         .any(|w| matches!(w.rsplit('/').next(), Some("uv" | "uvx")))
 }
+
+/// The virtual environments `test_sh` makes at verify time (`python3 -m venv DIR`,
+/// `virtualenv DIR`, `uv venv [DIR]` — `.venv` when none is named), as written (a relative
+/// one is read from the working folders). `venv` keeps what a folder already holds, so what
+/// the agent left there would be in the tests' environment: the whole folder is the
+/// toolchain's.
+pub fn made_venvs(test_sh: &str) -> Vec<String> {
+    // Options of the three that take a value.
+    const TAKES: &[&str] = &[
+        "-p",
+        "--python",
+        "--prompt",
+        "--index-url",
+        "--extra-index-url",
+        "-i",
+        "-f",
+        "--find-links",
+        "--seeder",
+        "--activators",
+        "--app-data",
+        "--creator",
+        "--link-mode",
+        "--cache-dir",
+        "--exclude-newer",
+        "--index-strategy",
+        "--keyring-provider",
+        "--python-preference",
+        "--config-file",
+        "--directory",
+        "--project",
+    ];
+    let mut out: Vec<String> = Vec::new();
+    for words in command_words(test_sh) {
+        let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
+        let (at, uv) = match words.iter().enumerate().find_map(|(i, w)| {
+            let b = base(w);
+            let next = words.get(i + 1).map(String::as_str);
+            if (w == "venv" && i > 0 && words[i - 1] == "-m") || b == "virtualenv" {
+                Some((i, false))
+            } else if b == "uv" && next == Some("venv") {
+                Some((i + 1, true))
+            } else {
+                None
+            }
+        }) {
+            Some(found) => found,
+            None => continue,
+        };
+        let mut named = false;
+        let mut it = words[at + 1..].iter();
+        while let Some(w) = it.next() {
+            if TAKES.contains(&w.as_str()) {
+                it.next();
+                continue;
+            }
+            if w.starts_with('-') || w.is_empty() || w.starts_with('>') {
+                continue;
+            }
+            named = true;
+            if !w.contains(['$', '*', '?', '`']) && !out.contains(w) {
+                out.push(w.trim_end_matches('/').to_string());
+            }
+        }
+        if uv && !named && !out.iter().any(|o| o == ".venv") {
+            out.push(".venv".to_string());
+        }
+    }
+    out
+}

@@ -388,33 +388,42 @@ pub fn working_dirs(test_sh: &str, home: &str) -> Vec<String> {
 /// (a relative one is read from the working folders).
 pub fn made_dirs(test_sh: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for line in logical_lines(test_sh) {
-        for part in line.split([';', '&', '|']) {
-            let words: Vec<String> = shell_words(part)
-                .into_iter()
-                .map(|w| w.replace(['"', '\''], ""))
-                .collect();
-            let Some(at) = words
-                .iter()
-                .position(|w| w == "mkdir" || w.ends_with("/mkdir"))
-            else {
-                continue;
-            };
-            let mut it = words[at + 1..].iter();
-            while let Some(w) = it.next() {
-                if w == "-m" || w == "--mode" {
-                    it.next();
-                } else if !w.starts_with('-')
-                    && !w.is_empty()
-                    && !w.contains(['$', '*', '?', '`'])
-                    && !out.contains(w)
-                {
-                    out.push(w.trim_end_matches('/').to_string());
-                }
+    for words in command_words(test_sh) {
+        let Some(at) = words
+            .iter()
+            .position(|w| w == "mkdir" || w.ends_with("/mkdir"))
+        else {
+            continue;
+        };
+        let mut it = words[at + 1..].iter();
+        while let Some(w) = it.next() {
+            if w == "-m" || w == "--mode" {
+                it.next();
+            } else if !w.starts_with('-')
+                && !w.is_empty()
+                && !w.contains(['$', '*', '?', '`'])
+                && !out.contains(w)
+            {
+                out.push(w.trim_end_matches('/').to_string());
             }
         }
     }
     out
+}
+
+/// The words of each command of `test_sh` (its logical lines cut at `;`, `&` and `|`), quotes
+/// removed.
+fn command_words(test_sh: &str) -> Vec<Vec<String>> {
+    logical_lines(test_sh)
+        .into_iter()
+        .flat_map(|l| l.split([';', '&', '|']))
+        .map(|part| {
+            shell_words(part)
+                .into_iter()
+                .map(|w| w.replace(['"', '\''], ""))
+                .collect()
+        })
+        .collect()
 }
 
 /// The test paths pytest is given (`pytest P`, `python3 -m pytest P`, `py.test P`): each
@@ -459,14 +468,7 @@ pub fn pytest_targets(test_sh: &str) -> Vec<String> {
         "--reruns",
     ];
     let mut out: Vec<String> = Vec::new();
-    for segment in logical_lines(test_sh)
-        .into_iter()
-        .flat_map(|l| l.split([';', '&', '|']))
-    {
-        let words: Vec<String> = shell_words(segment)
-            .into_iter()
-            .map(|w| w.replace(['"', '\''], ""))
-            .collect();
+    for words in command_words(test_sh) {
         let Some(at) = words.iter().enumerate().position(|(i, w)| {
             let base = w.rsplit('/').next().unwrap_or(w);
             matches!(base, "pytest" | "py.test")
@@ -1257,5 +1259,17 @@ cp -S .bak /tests/t.py /srv/f/
         );
         assert!(package_lines("/app/pyproject.toml", b"[project]\nname = \"x\"\n").is_empty());
         assert!(package_lines("/etc/uv/uv.toml", b"find-links = [").is_empty());
+    }
+
+    #[test]
+    fn virtual_environments_test_sh_makes_are_named() {
+        assert_eq!(
+            made_venvs(
+                "python3 -m venv /opt/test-env\ncd /app; python3 -m venv --clear .venv && x\n\
+                 virtualenv -p python3.11 /srv/ve\nuv venv --python 3.12\n/usr/bin/uv venv e2 --seed\n\
+                 python3 -m venv --without-pip --system-site-packages \"$VENV\"\npip install venv-tools"
+            ),
+            ["/opt/test-env", ".venv", "/srv/ve", "e2"]
+        );
     }
 }

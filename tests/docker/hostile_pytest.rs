@@ -106,6 +106,10 @@ enum Run {
     VariableCopiedTests,
     /// The tests copied into `/app/tests`, pytest run there without a test named.
     BarePytest,
+    /// The expected answer written to `/tmp/expected_answer.txt` at verify time, then pytest.
+    AnswerAtVerify,
+    /// A virtual environment made at verify time (`python3 -m venv`), pytest run by its Python.
+    VenvAtVerify,
 }
 
 impl Run {
@@ -181,6 +185,10 @@ impl Run {
             }
             Run::VariableCopiedTests => {
                 "EVAL=$(ls -d /opt/proj*)\ncp /tests/test_outputs.py \"$EVAL\"/ && cd \"$EVAL\"\npytest --ctrf /logs/verifier/ctrf.json test_outputs.py -rA"
+            }
+            Run::AnswerAtVerify => "echo 42 > /tmp/expected_answer.txt\npytest {}",
+            Run::VenvAtVerify => {
+                "python3 -m venv --without-pip --system-site-packages /opt/test-env\n/opt/test-env/bin/python -m pytest {}"
             }
             Run::BarePytest => {
                 "mkdir -p /app/tests && cp /tests/test_outputs.py /app/tests/\ncd /app/tests && pytest --ctrf /logs/verifier/ctrf.json -rA"
@@ -527,6 +535,16 @@ const CASES: &[Case] = &[
         "test-module-bare-pytest",
         Run::BarePytest,
         LeftBehind("/app/tests/test_aaa_setup.py"),
+    ),
+    // Found by a seventh red team (2026-12-07): a link of the work to a file the verifier
+    // writes; a virtual environment test.sh makes over the agent's files.
+    case("link-to-verify-time-file", Run::AnswerAtVerify, Fails),
+    case("link-to-overwritten-file", Run::AnswerAtVerify, Fails),
+    case("honest-link-to-own-output", Run::AnswerAtVerify, Pass),
+    case(
+        "venv-made-by-test-sh",
+        Run::VenvAtVerify,
+        LeftBehind("/opt/test-env"),
     ),
     // Failing closed, pytest's configuration where a folder of the image may hold the tests.
     case(

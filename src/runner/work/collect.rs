@@ -450,7 +450,7 @@ pub fn sort(
         }
         carry.add(e, &mut spool, manifest, limits, &mut out)?;
     }
-    carry.add_links(&work_links, manifest, rules, &mut out)?;
+    carry.add_links(&work_links, &mut spool, manifest, rules, limits, &mut out)?;
     out.forged_bytecode = forged_bytecode(&entries, manifest);
     deletions(
         listed,
@@ -478,6 +478,22 @@ pub fn sort(
         out.carry = Some(file);
     }
     Ok(out)
+}
+
+/// Whether `len` more bytes of work stay within `limits`; when not, `out` records the limit.
+/// What is carried is bounded as what is read: hard links to one file read once would carry
+/// its bytes once per name.
+fn within_limit(out: &mut Collected, len: u64, limits: Limits) -> bool {
+    let fits = out.work_bytes + len <= limits.bytes;
+    if !fits {
+        out.limit.get_or_insert_with(|| {
+            format!(
+                "more than {} MiB of work to carry (a file's bytes once per name)",
+                limits.bytes >> 20
+            )
+        });
+    }
+    fits
 }
 
 /// An error of the spool or the carry's tar (both in the temporary folder).
@@ -575,11 +591,14 @@ struct Carry<'a> {
     content_at: HashMap<String, (u64, u64)>,
     /// Links of the work, carried after every file and folder.
     links_last: Vec<&'a Entry>,
+    /// Every entry the hand-over listed, by path: what a link of the work leads to.
+    listed: HashMap<&'a str, &'a Entry>,
 }
 
 impl<'a> Carry<'a> {
-    fn new(entries: &[Entry]) -> Result<Carry<'a>, RunnerError> {
+    fn new(entries: &'a [Entry]) -> Result<Carry<'a>, RunnerError> {
         Ok(Carry {
+            listed: entries.iter().map(|e| (e.path.as_str(), e)).collect(),
             tar: tar::Builder::new(tempfile::NamedTempFile::new().map_err(spool_error)?),
             carried: HashSet::new(),
             content_at: entries
@@ -635,33 +654,16 @@ impl<'a> Carry<'a> {
                 let Some((start, len)) = bytes else {
                     return Ok(());
                 };
-                // What is carried is bounded as what is read: hard links to one file read once
-                // would carry its bytes once per name.
-                if out.work_bytes + len > limits.bytes {
-                    out.limit.get_or_insert_with(|| {
-                        format!(
-                            "more than {} MiB of work to carry (a file's bytes once per name)",
-                            limits.bytes >> 20
-                        )
-                    });
-                    return Ok(());
-                }
-                out.work_files += 1;
-                out.work_bytes += len;
-                self.carried.insert(e.path.clone());
                 if hard.is_none() && manifest.file_mounts.contains(&e.path) {
-                    out.in_place.push((e.path.clone(), e.mode));
+                    if within_limit(out, len, limits) {
+                        out.in_place.push((e.path.clone(), e.mode));
+                        out.work_files += 1;
+                        out.work_bytes += len;
+                        self.carried.insert(e.path.clone());
+                    }
                     return Ok(());
                 }
-                use std::io::Seek;
-                let f = spool.as_file_mut();
-                f.seek(std::io::SeekFrom::Start(start))
-                    .map_err(spool_error)?;
-                let mut h = header(tar::EntryType::Regular);
-                h.set_size(len);
-                self.tar
-                    .append_data(&mut h, rel, f.take(len))
-                    .map_err(spool_error)?;
+                self.add_bytes(e, e.mode, (start, len), spool, limits, out)?;
             }
             (FileKind::Link, _, _) => self.links_last.push(e),
             _ => {}
@@ -669,26 +671,92 @@ impl<'a> Carry<'a> {
         Ok(())
     }
 
-    /// The links of the work, last, so no file of the work is written through one; a link the
-    /// rule refuses (into the verifier's folders, out of the work) is dropped and recorded.
+    /// Adds a regular file at `e`'s path holding the spool's bytes at `at` (`(start, len)`)
+    /// with `mode`, within `limits`.
+    fn add_bytes(
+        &mut self,
+        e: &Entry,
+        mode: u32,
+        (start, len): (u64, u64),
+        spool: &mut tempfile::NamedTempFile,
+        limits: Limits,
+        out: &mut Collected,
+    ) -> Result<(), RunnerError> {
+        if !within_limit(out, len, limits) {
+            return Ok(());
+        }
+        use std::io::Seek;
+        let f = spool.as_file_mut();
+        f.seek(std::io::SeekFrom::Start(start))
+            .map_err(spool_error)?;
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(mode);
+        h.set_uid(e.owner.0);
+        h.set_gid(e.owner.1);
+        h.set_size(len);
+        self.tar
+            .append_data(&mut h, &e.path[1..], f.take(len))
+            .map_err(spool_error)?;
+        out.work_files += 1;
+        out.work_bytes += len;
+        self.carried.insert(e.path.clone());
+        Ok(())
+    }
+
+    /// The links of the work, last, so no file of the work is written through one. A link the
+    /// rule refuses (into the verifier's folders, out of the work) is dropped and recorded; one
+    /// that leads nowhere in the agent's environment (where the verifier may make a file: a
+    /// path `test.sh` writes) is dropped and recorded; one that leads to a regular file
+    /// `test.sh` names is carried as that file's bytes as the agent left them — what the
+    /// verifier writes there later never becomes the work's. Every other link stays a link.
     fn add_links(
         &mut self,
         work_links: &WorkLinks,
+        spool: &mut tempfile::NamedTempFile,
         manifest: &Manifest,
         rules: &Rules,
+        limits: Limits,
         out: &mut Collected,
     ) -> Result<(), RunnerError> {
         for e in std::mem::take(&mut self.links_last) {
             let target = e.link.clone().unwrap_or_default();
+            let dropped = |why: String| DroppedLink {
+                path: e.path.clone(),
+                target: target.clone(),
+                why,
+            };
             if let Some(why) =
                 work_links.refused(&e.path, &target, manifest, &|p| rules.is_copy_of_tests(p))
             {
-                out.dropped_links.push(DroppedLink {
-                    path: e.path.clone(),
-                    target,
-                    why,
-                });
+                out.dropped_links.push(dropped(why));
                 continue;
+            }
+            let start = if target.starts_with('/') {
+                target.clone()
+            } else {
+                format!("{}/{target}", parent(&e.path))
+            };
+            let leads_to = work_links
+                .resolve(&start, manifest, View::Agent)
+                .filter(|p| p != "/dev/null");
+            if let Some(p) = leads_to {
+                let now = self.listed.get(p.as_str()).copied();
+                if now.is_none() && manifest.get(&p).is_none() {
+                    out.dropped_links.push(dropped(format!(
+                        "to {p}, which is nowhere in the agent's environment"
+                    )));
+                    continue;
+                }
+                // A file test.sh names may be one it writes: the link is carried as the bytes
+                // the agent left there.
+                if rules.test_sh_names(&p)
+                    && let Some(file) = now.filter(|f| f.kind == FileKind::File)
+                    && let Some((at, len)) = file.content
+                {
+                    self.add_bytes(e, file.mode, (at, len), spool, limits, out)?;
+                    continue;
+                }
             }
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Symlink);
@@ -851,11 +919,22 @@ mod tests {
 
     /// The paths of the entries of `out`'s carried tar, in order.
     fn carried_names(out: &Collected) -> Vec<String> {
+        carried(out).into_iter().map(|(n, _, _)| n).collect()
+    }
+
+    /// The carried tar's entries: name, kind, content.
+    fn carried(out: &Collected) -> Vec<(String, tar::EntryType, Vec<u8>)> {
         let f = std::fs::File::open(out.carry.as_ref().unwrap().path()).unwrap();
         tar::Archive::new(f)
             .entries()
             .unwrap()
-            .map(|e| e.unwrap().path().unwrap().display().to_string())
+            .map(|e| {
+                let mut e = e.unwrap();
+                let mut body = Vec::new();
+                e.read_to_end(&mut body).unwrap();
+                let name = e.path().unwrap().display().to_string();
+                (name, e.header().entry_type(), body)
+            })
             .collect()
     }
 
@@ -948,6 +1027,8 @@ mod tests {
         // The carried tar holds the work only, links last.
         let names = carried_names(&out);
         assert_eq!(names, vec!["app/main.py", "app/out.txt", "app/ok"]);
+        let ok = carried(&out).pop().unwrap();
+        assert_eq!(ok.1, tar::EntryType::Symlink);
         assert_eq!(out.work_files, 2);
     }
 
@@ -1221,8 +1302,18 @@ mod tests {
             &tar_of(&[
                 ("app/summary.json", K::Link, "/root/expected.json"),
                 ("app/table.csv", K::Link, "../srv/ref/gold.csv"),
+                ("root/runs/3.json", K::File, "{}"),
+                ("srv/ref/notes.txt", K::File, "n"),
                 ("app/latest.json", K::Link, "/root/runs/3.json"),
                 ("app/ref.txt", K::Link, "/srv/ref/notes.txt"),
+                // Where nothing is in the agent's environment: a file the verifier may write.
+                ("app/output.json", K::Link, "/tmp/reference_output.json"),
+                // Into pytest's `tmp_path`, predictable in the verifier's fresh environment.
+                (
+                    "app/reference.json",
+                    K::Link,
+                    "/tmp/pytest-of-root/pytest-0/test_x0/reference.json",
+                ),
             ]),
             &m,
             &r,
@@ -1232,15 +1323,30 @@ mod tests {
             .iter()
             .map(|d| (d.path.as_str(), d.why.as_str()))
             .collect();
-        assert_eq!(dropped.len(), 2, "{dropped:?}");
-        for (path, why) in dropped {
+        assert_eq!(dropped.len(), 4, "{dropped:?}");
+        assert!(
+            dropped[3]
+                .1
+                .contains("pytest's temporary folder, which only the verifier has")
+        );
+        for (path, why) in &dropped[..2] {
             assert!(
-                ["/app/summary.json", "/app/table.csv"].contains(&path)
+                ["/app/summary.json", "/app/table.csv"].contains(path)
                     && why.contains("only the verifier has"),
                 "{path}: {why}"
             );
         }
-        assert_eq!(carried_names(&out), ["app/latest.json", "app/ref.txt"]);
+        assert_eq!(dropped[2].0, "/app/output.json");
+        assert!(dropped[2].1.contains("nowhere in the agent's environment"));
+        assert_eq!(
+            carried_names(&out),
+            [
+                "root/runs/3.json",
+                "srv/ref/notes.txt",
+                "app/latest.json",
+                "app/ref.txt"
+            ]
+        );
     }
 
     #[test]
@@ -1459,5 +1565,37 @@ mod tests {
         let r = rules(&m);
         assert_eq!(r.classify("/logs", true, &[]), Class::Work);
         assert_eq!(r.classify("/logs/artifacts/x", false, &[]), Class::Work);
+    }
+
+    #[test]
+    fn a_link_to_a_file_test_sh_names_is_carried_as_its_bytes() {
+        // The seventh red team: test.sh writes the expected answer where the agent's link
+        // leads; the agent made that file first, so the link led somewhere.
+        let m = image();
+        let sh = "echo 42 > /tmp/expected.txt\npytest /tests";
+        let r = Rules::new(&m, &Toolchain::default(), "/app", sh, "/root", &[]);
+        let out = sorted_by(
+            &tar_of(&[
+                ("tmp/expected.txt", K::File, "0"),
+                ("app/answer.txt", K::Link, "/tmp/expected.txt"),
+                ("app/own.txt", K::File, "7"),
+                ("app/latest", K::Link, "own.txt"),
+            ]),
+            &m,
+            &r,
+        );
+        let carried = carried(&out);
+        let kind = |n: &str| {
+            carried
+                .iter()
+                .find(|(name, _, _)| name == n)
+                .map(|(_, k, body)| (*k, body.clone()))
+                .unwrap()
+        };
+        assert_eq!(
+            kind("app/answer.txt"),
+            (tar::EntryType::Regular, b"0".to_vec())
+        );
+        assert_eq!(kind("app/latest").0, tar::EntryType::Symlink);
     }
 }

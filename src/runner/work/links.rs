@@ -9,6 +9,13 @@ use super::paths::{parent, within};
 use super::rule::VERIFIER_ONLY;
 use crate::runner::STATIC_SHELL_DIR;
 
+/// True for a path in pytest's temporary folders (`/tmp/pytest-of-<user>/pytest-<n>/…`: its
+/// `tmp_path`, predictable in a fresh environment): the verifier's tests write there.
+pub fn is_pytest_temp(path: &str) -> bool {
+    path.strip_prefix("/tmp/pytest-of-")
+        .is_some_and(|rest| !rest.is_empty())
+}
+
 /// What the agent did to the links of the filesystem, beside the image's own
 /// ([`Manifest`]'s links).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -144,6 +151,11 @@ impl WorkLinks {
             };
             if VERIFIER_ONLY.iter().any(|d| within(&p, d)) {
                 return Some(format!("into {p}, which only the verifier has"));
+            }
+            if is_pytest_temp(&p) {
+                return Some(format!(
+                    "into {p}, pytest's temporary folder, which only the verifier has"
+                ));
             }
             if copy_of_tests(&p) {
                 return Some(format!(

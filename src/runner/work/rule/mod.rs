@@ -111,6 +111,8 @@ pub struct Rules {
     node_places: Vec<String>,
     /// The names of the image's Node packages (`tinyschema`, `@scope/name`).
     node_packages: BTreeSet<String>,
+    /// The absolute paths test.sh names literally: where it may write during the tests.
+    named_paths: BTreeSet<String>,
     /// The requirement and constraint files test.sh has pip install from, where it reads them.
     requirement_files: Vec<String>,
     /// Folders the agent's links named `bin` lead to: an interpreter's name there is one in a
@@ -381,6 +383,11 @@ impl Rules {
         if let Some((_, why)) = self.files.iter().find(|(f, _)| f == path) {
             return Class::Toolchain(why.clone());
         }
+        if crate::runner::work::links::is_pytest_temp(path) {
+            return Class::Toolchain(
+                "pytest's temporary folders: the verifier's makes its own".into(),
+            );
+        }
         // What pytest collects below a folder it is given where the tests land.
         let name = path.rsplit('/').next().unwrap_or_default();
         if !is_dir
@@ -490,6 +497,12 @@ impl Rules {
             }
         }
         Class::Work
+    }
+
+    /// True when `test.sh` names `path` literally (`echo 42 > /tmp/expected.txt`): a file it
+    /// may write during the tests, which a link of the work must not read.
+    pub fn test_sh_names(&self, path: &str) -> bool {
+        self.named_paths.contains(path)
     }
 
     /// The Node package of the image's that `path` stands in for, when it is at or under

@@ -14,15 +14,15 @@
 //! 4. **The toolchain** is restored: the system folders ([`SYSTEM_TREES`]); every folder of
 //!    `PATH`; every interpreter's standard library and site folders (read once per image by
 //!    running the image's own Python: `sys.path`, `site`'s folders, the user site and the user
-//!    base) and every Python installation of the image off `PATH` too ([`python_installs`]);
+//!    base) and every Python installation of the image off `PATH` too (`build.rs`'s `python_installs`);
 //!    every virtual environment (a folder with `pyvenv.cfg`, the image's or one the agent
 //!    made) and conda environment; an interpreter's name in any `bin` folder
 //!    ([`INTERPRETER_NAMES`]); configuration and caches by name wherever they are
 //!    ([`TOOLCHAIN_NAMES`]: byte-code caches, startup hooks, pip and uv
 //!    configuration, shell start-up files, `$HOME`'s tool folders); pytest's configuration in
 //!    `/`, the folder above `/tests`, and in and above every folder `test.sh` copies the tests
-//!    into ([`test_copies`]); every file `test.sh` sources; the requirement files it has pip
-//!    install from ([`pip_requirements`]).
+//!    into ([`test_copies`](crate::runner::work::test_sh::test_copies)); every file `test.sh` sources; the requirement files it has pip
+//!    install from ([`pip_requirements`](crate::runner::work::test_sh::pip_requirements)).
 //! 5. The folders the verifier's Python searches before its toolchain — the working folders
 //!    (the image's, `/`, and every folder `test.sh` changes into, also inside `bash -c` and
 //!    through the image's environment: `python3 -m pytest` puts it first on `sys.path`), the
@@ -211,13 +211,13 @@ impl Rules {
         self.on_module_path_in(path, is_dir, regular, self.every_folder_first.is_some())
     }
 
-    /// Why the rule fails closed for this trial ([`unresolved`]), if it does.
+    /// Why the rule fails closed for this trial ([`unresolved`](crate::runner::work::test_sh::unresolved)), if it does.
     pub fn fails_closed(&self) -> Option<&str> {
         self.every_folder_first.as_deref()
     }
 
     /// Why `path` (of kind `kind`) shadows a toolchain module only because the rule fails
-    /// closed ([`unresolved`]): `None` when it does not, or when a folder `test.sh` names
+    /// closed ([`unresolved`](crate::runner::work::test_sh::unresolved)): `None` when it does not, or when a folder `test.sh` names
     /// makes it one anyway. What `agent/tamper.json` says beside such a flag.
     pub fn shadows_by_failing_closed(&self, path: &str, kind: FileKind) -> Option<String> {
         let why = self.every_folder_first.as_ref()?;

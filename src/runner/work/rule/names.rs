@@ -171,7 +171,7 @@ pub const OPTIONAL_MODULES: &[&str] = &[
 /// the verifier's Python searches is not always one `test.sh` names as written (`cd ~user`,
 /// `PYTHONPATH="$SRC:…"`, a `.pth` line naming a folder the image lacks, `su -`): a module of
 /// these names is never carried, and flagged, wherever it stands in the work. The names `test.sh`
-/// installs ([`installed_modules`]) join them.
+/// installs ([`installed_modules`](crate::runner::work::test_sh::installed_modules)) join them.
 pub const VERIFIER_MODULES: &[&str] = &[
     "pytest",
     "_pytest",

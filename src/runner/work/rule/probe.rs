@@ -22,7 +22,7 @@ pub struct PythonPaths {
 /// The image's search paths, read once per image.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Toolchain {
-    /// The folders of `PATH` (the image's, else [`DEFAULT_PATH`]).
+    /// The folders of `PATH` (the image's, else [`DEFAULT_PATH`](super::DEFAULT_PATH)).
     pub path: Vec<String>,
     /// Each Python interpreter found on `PATH`.
     pub python: Vec<PythonPaths>,

@@ -6,15 +6,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::Manifest;
 use super::paths::{parent, within};
-use super::rule::VERIFIER_ONLY;
+use super::rule::{VERIFIER_ONLY, is_pytest_temp};
 use crate::runner::STATIC_SHELL_DIR;
-
-/// True for a path in pytest's temporary folders (`/tmp/pytest-of-<user>/pytest-<n>/…`: its
-/// `tmp_path`, predictable in a fresh environment): the verifier's tests write there.
-pub fn is_pytest_temp(path: &str) -> bool {
-    path.strip_prefix("/tmp/pytest-of-")
-        .is_some_and(|rest| !rest.is_empty())
-}
 
 /// What the agent did to the links of the filesystem, beside the image's own
 /// ([`Manifest`]'s links).

@@ -383,7 +383,7 @@ impl Rules {
         if let Some((_, why)) = self.files.iter().find(|(f, _)| f == path) {
             return Class::Toolchain(why.clone());
         }
-        if crate::runner::work::links::is_pytest_temp(path) {
+        if is_pytest_temp(path) {
             return Class::Toolchain(
                 "pytest's temporary folders: the verifier's makes its own".into(),
             );

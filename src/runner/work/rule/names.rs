@@ -282,3 +282,10 @@ pub const AGENT_LOGS: &str = "/logs/agent";
 
 /// The `PATH` execs get when the image sets none.
 pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// True for a path in pytest's temporary folders (`/tmp/pytest-of-<user>/pytest-<n>/…`: its
+/// `tmp_path`, predictable in a fresh environment): the verifier's tests write there.
+pub fn is_pytest_temp(path: &str) -> bool {
+    path.strip_prefix("/tmp/pytest-of-")
+        .is_some_and(|rest| !rest.is_empty())
+}

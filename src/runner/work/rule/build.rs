@@ -275,7 +275,8 @@ impl Rules {
             .collect();
         r.add_sourced_files(test_sh, home, &places);
         r.add_test_places(test_sh, &places);
-        r.add_installers(manifest, test_sh, home, &places);
+        let (pytest_configs, pytest_plugins) = pytest_arguments(test_sh);
+        r.add_installers(manifest, test_sh, home, &places, pytest_configs);
         r.modules.retain(|m| !NEVER_IMPORTED.contains(&m.as_str()));
         // And the folders test.sh makes itself (`mkdir -p /srv/work`).
         r.start_dirs = start_dirs(manifest);
@@ -291,7 +292,6 @@ impl Rules {
             .into_iter()
             .collect();
         r.every_folder_first = unresolved(test_sh, &[], home);
-        let (_, pytest_plugins) = pytest_arguments(test_sh);
         r.anywhere = VERIFIER_MODULES
             .iter()
             .map(|m| m.to_string())
@@ -462,7 +462,14 @@ impl Rules {
     /// What test.sh's Python, pytest and package installers are told to read: a user base or
     /// Python home, the configuration pytest is given, the folders packages come from, the
     /// requirement files, uv's project files.
-    fn add_installers(&mut self, manifest: &Manifest, test_sh: &str, home: &str, places: &Places) {
+    fn add_installers(
+        &mut self,
+        manifest: &Manifest,
+        test_sh: &str,
+        home: &str,
+        places: &Places,
+        pytest_configs: Vec<String>,
+    ) {
         self.requirement_files = pip_requirements(test_sh)
             .iter()
             .flat_map(|f| places.at(f))
@@ -475,7 +482,6 @@ impl Rules {
         }
         // The configuration pytest is told to read (`-c /app/pytest.ini`): its `addopts` would
         // load what the agent names.
-        let (pytest_configs, _) = pytest_arguments(test_sh);
         for f in pytest_configs {
             for f in places.at(&f) {
                 self.files.push((f, PYTEST_READS.into()));

@@ -35,6 +35,24 @@ pub use trial::{TrialCancel, TrialEnd, TrialEnv, TrialJob, Verdict, run_trial};
 /// applets), mounted read-only: its PID 1 and every script of skillscope's run from it.
 pub const STATIC_SHELL_DIR: &str = "/skillscope/static";
 
+/// `argv` run as `user` (a name of the image's `/etc/passwd`) from skillscope's root PID 1: the
+/// static `su` to that user's static shell, which `exec`s `argv` (its environment as `su` makes
+/// it: `HOME`, `SHELL`, `USER` and `LOGNAME` of that user). `su` takes the user's own group from
+/// `/etc/passwd`, not a group the image's `USER` names.
+pub fn as_user(user: &str, argv: &[String]) -> Vec<String> {
+    let s = STATIC_SHELL_DIR;
+    let mut out = vec![
+        format!("{s}/su"),
+        "-s".to_string(),
+        format!("{s}/sh"),
+        user.to_string(),
+        "-c".to_string(),
+        "exec \"$0\" \"$@\"".to_string(),
+    ];
+    out.extend(argv.iter().cloned());
+    out
+}
+
 /// Errors of the runner. Trial-level failures never surface as errors of the run: they become
 /// outcomes (see [`crate::domain::Outcome`]).
 #[derive(Debug, Clone, thiserror::Error)]
@@ -154,4 +172,27 @@ pub mod labels {
     pub const SERVICE: &str = "skillscope.service";
     /// What a trial's environment is for: `agent` or `verifier`.
     pub const ROLE: &str = "skillscope.role";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entrypoint_runs_as_the_user_through_the_static_su() {
+        let argv = as_user("app", &["/entry.sh".into(), "sleep infinity".into()]);
+        assert_eq!(
+            argv,
+            [
+                "/skillscope/static/su",
+                "-s",
+                "/skillscope/static/sh",
+                "app",
+                "-c",
+                "exec \"$0\" \"$@\"",
+                "/entry.sh",
+                "sleep infinity"
+            ]
+        );
+    }
 }

@@ -1,7 +1,7 @@
 //! The trial-lifecycle cases every backend must pass, written once: honest pass and fail, a
 //! partial and a missing reward, an agent that overruns its budget, an agent that crashes, a
-//! verifier that hangs, hostile agents that try to forge a pass, a cancel, a retry, and a run
-//! killed with SIGKILL and resumed. Each test binary of a backend expands [`lifecycle_cases!`]
+//! verifier that hangs, hostile agents that try to forge a pass, a cancel, a retry, a run
+//! killed with SIGKILL and resumed, and an image whose user is not root. Each test binary of a backend expands [`lifecycle_cases!`]
 //! with its [`Target`]: the Docker tests with [`Target::docker`], the Kubernetes tests with
 //! [`Target::kubernetes`] — the same list, not copies.
 //!
@@ -565,6 +565,112 @@ pub async fn resume_after_kill_9(t: Target) {
     t.assert_nothing_left(&s, "crash").await;
 }
 
+/// Tasks whose image runs as a user who is not root, as Harbor runs them: the agent's and the
+/// verifier's execs as that user, the image's ENTRYPOINT too (through `su`), `/logs/agent` and
+/// `/logs/verifier` writable by it, the oracle's `/solution` in place. The oracle passes; an
+/// agent that leaves nothing fails with the verifier's reward 0, never an infrastructure fault
+/// (the hand-over must tell PID 1's own `sleep` from the agent's processes whatever user those
+/// run as). A bare id no `/etc/passwd` line names runs on Docker (its exec takes ids); on
+/// Kubernetes, whose execs switch user with `su`, it is refused naming why — never a verdict.
+pub async fn image_user_not_root(t: Target) {
+    let _turn = t.turn().await;
+    let s = Scratch::new();
+    let root = s.dir.path().join("user-tasks");
+    let named = "FROM skillscope/busybox:1\n\
+        RUN echo 'app:x:1000:1000::/home/app:/bin/sh' >> /etc/passwd \
+        && echo 'app:x:1000:' >> /etc/group && mkdir -p /home/app && chown 1000:1000 /home/app \
+        && printf '#!/bin/sh\\nid -u > /tmp/entry-uid\\nexec \"$@\"\\n' > /entry.sh \
+        && chmod 755 /entry.sh\n\
+        USER 1000\nWORKDIR /home/app\nENTRYPOINT [\"/entry.sh\"]\n";
+    let check = |home: &str, uid: &str| {
+        format!(
+            "#!/bin/sh\nmkdir -p /logs/verifier\n\
+             if [ \"$(id -u)\" = {uid} ] && [ \"$(cat {home}/answer.txt 2>/dev/null)\" = 42 ] \
+             && echo scratch > {home}/out/scratch.txt; then echo 1 > /logs/verifier/reward.txt; \
+             else echo \"FAIL: $(id -u) $(ls -la {home} {home}/out 2>&1)\"; \
+             echo 0 > /logs/verifier/reward.txt; fi\n"
+        )
+    };
+    let solve_named = "#!/bin/sh\nset -e\ni=0; while [ ! -s /tmp/entry-uid ] && [ $i -lt 50 ]; do \
+        sleep 0.1; i=$((i+1)); done\n[ \"$(cat /tmp/entry-uid)\" = 1000 ]\n\
+        [ \"$(id -u)\" = 1000 ] && [ \"$HOME\" = /home/app ]\n\
+        cd /home/app && mkdir out && echo 42 > answer.txt\n\
+        echo mine > /logs/agent/mine.txt\n";
+    let numeric = "FROM skillscope/busybox:1\nRUN mkdir /work && chown 4242:4242 /work\n\
+        USER 4242\nWORKDIR /work\n";
+    let solve_numeric = "#!/bin/sh\nset -e\n[ \"$(id -u)\" = 4242 ]\nmkdir /work/out\n\
+        echo 42 > /work/answer.txt\n";
+    let tasks: [(&str, &str, &str, String); 3] = [
+        ("user-named", named, solve_named, check("/home/app", "1000")),
+        (
+            "user-named-idle",
+            named,
+            "#!/bin/sh\ntrue\n",
+            check("/home/app", "1000"),
+        ),
+        (
+            "user-numeric",
+            numeric,
+            solve_numeric,
+            check("/work", "4242"),
+        ),
+    ];
+    for (name, dockerfile, solve, test) in &tasks {
+        let dir = root.join(name);
+        copy_dir(&fixtures().join("passes"), &dir);
+        for (path, text) in [
+            ("environment/Dockerfile", *dockerfile),
+            ("solution/solve.sh", *solve),
+            ("tests/test.sh", test.as_str()),
+        ] {
+            std::fs::write(dir.join(path), text).unwrap();
+        }
+    }
+    let names: Vec<&str> = tasks.iter().map(|t| t.0).collect();
+    let out = t
+        .run(&s, t.request(&s, "nonroot", Some(&root), &names, 1))
+        .await;
+    let rows = s.trials(out.run.id);
+    // On Kubernetes the bare id's trial has no verdict, so the run ends unjudged.
+    assert_eq!(
+        out.finished,
+        t.kind != BackendKind::Kubernetes,
+        "{:?}\n{rows:#?}",
+        out.stop
+    );
+    let c = "no-skills";
+    let r = one(&rows, "user-named", c);
+    let dir = trial_dir(r);
+    assert_eq!(
+        (r.outcome, r.reward),
+        (Some(Outcome::Pass), Some(1.0)),
+        "{r:#?}\n{}\n{}",
+        read(&dir.join("agent/oracle.txt")),
+        read(&dir.join("verifier/test-stdout.txt"))
+    );
+    assert_eq!(read(&dir.join("agent/mine.txt")), "mine\n");
+    let r = one(&rows, "user-named-idle", c);
+    assert_eq!(
+        (r.outcome, r.reward),
+        (Some(Outcome::Fail), Some(0.0)),
+        "{r:#?}"
+    );
+    let r = one(&rows, "user-numeric", c);
+    if t.kind == BackendKind::Kubernetes {
+        assert_eq!(r.outcome, Some(Outcome::RuntimeError), "{r:#?}");
+        let error = r.error.clone().unwrap_or_default();
+        assert!(error.contains("USER 4242 has no name"), "{error}");
+    } else {
+        assert_eq!(
+            (r.outcome, r.reward),
+            (Some(Outcome::Pass), Some(1.0)),
+            "{r:#?}\n{}",
+            read(&trial_dir(r).join("verifier/test-stdout.txt"))
+        );
+    }
+    t.assert_nothing_left(&s, "nonroot").await;
+}
+
 /// One test per shared case, on the backend `$target` (an expression giving a [`Target`]).
 /// (Test binaries that include this support module without expanding it allow it unused.)
 #[allow(unused_macros)]
@@ -593,6 +699,11 @@ macro_rules! lifecycle_cases {
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn resume_after_kill_9() {
             $crate::support::lifecycle::resume_after_kill_9($target).await
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn image_user_not_root() {
+            $crate::support::lifecycle::image_user_not_root($target).await
         }
     };
 }

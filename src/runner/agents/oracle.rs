@@ -49,8 +49,26 @@ impl Agent for OracleAgent {
                 solution.join("solve.sh").display()
             )));
         }
-        let copy_in = if ctx.mounted {
-            format!("rm -rf /solution; cp -a {ORACLE_MOUNT} /solution; ")
+        let copy = format!("rm -rf /solution; cp -a {ORACLE_MOUNT} /solution; ");
+        let copy_in = if ctx.mounted && ctx.container.default_user().is_none() {
+            copy
+        } else if ctx.mounted {
+            // `/` is not the image's user's to write: the copy runs as root first, as Harbor's
+            // upload does.
+            let (r, out) = ctx
+                .container
+                .sh_output(
+                    &format!("{copy}chmod +x /solution/solve.sh"),
+                    std::time::Duration::from_secs(60),
+                )
+                .await?;
+            if r.end != ExecEnd::Exited || r.exit_code != Some(0) {
+                return Err(RunnerError::backend_text(
+                    format!("copying the solution into {}", ctx.container.name()),
+                    format!("exit {:?}: {}", r.exit_code, out.trim()),
+                ));
+            }
+            String::new()
         } else {
             ctx.container.upload_dir(&solution, "/solution").await?;
             String::new()

@@ -160,6 +160,9 @@ pub struct DockerContainer {
     /// The host's CPUs, in billionths, when the container was started with a lower CPU limit
     /// that [`Environment::lift_cpu_limit`] may lift (a trial's environment on its site).
     lift_to_nano_cpus: Option<i64>,
+    /// The user an exec that names none runs as (a trial's environment, whose PID 1 runs as
+    /// root: [`DockerContainer::with_default_user`]); `None`: the container's own user.
+    default_user: Option<String>,
 }
 
 impl DockerContainer {
@@ -238,6 +241,7 @@ impl DockerContainer {
             id: created.id,
             name: spec.name.clone(),
             lift_to_nano_cpus: None,
+            default_user: None,
         };
         // API 1.41 joins one network at creation; the others are joined before the start.
         for (n, aliases) in spec.networks.iter().skip(1).filter(|_| !spec.network_none) {
@@ -370,6 +374,13 @@ impl DockerContainer {
     /// [`Environment::lift_cpu_limit`] when it is lower.
     pub fn with_liftable_cpus(mut self, spec_cpus: Option<f64>, host_cpus: u32) -> Self {
         self.lift_to_nano_cpus = lift_to(spec_cpus, host_cpus);
+        self
+    }
+
+    /// This container with execs that name no user run as `user` (its PID 1 runs as root; the
+    /// image's `USER` is the one its execs run as): [`Environment::default_user`].
+    pub fn with_default_user(mut self, user: Option<String>) -> Self {
+        self.default_user = user;
         self
     }
 
@@ -533,6 +544,10 @@ impl Environment for DockerContainer {
         &self.name
     }
 
+    fn default_user(&self) -> Option<&str> {
+        self.default_user.as_deref()
+    }
+
     async fn spawn(&self, exec: &ExecSpec) -> Result<ExecStream, RunnerError> {
         let what = format!("exec in container {}", self.name);
         let created = self
@@ -545,7 +560,7 @@ impl Environment for DockerContainer {
                     attach_stderr: Some(true),
                     cmd: Some(exec.cmd.clone()),
                     env: Some(exec.env.clone()),
-                    user: exec.user.clone(),
+                    user: exec.user.clone().or_else(|| self.default_user.clone()),
                     working_dir: exec.working_dir.clone(),
                     ..Default::default()
                 },

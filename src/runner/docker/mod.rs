@@ -33,7 +33,7 @@ use tokio::sync::OnceCell;
 
 use crate::runner::backend::{
     Backend, BackendKind, Capacity, Environment, EnvironmentSpec, Host, Mount, MountSource, Place,
-    Role, SiteError, SiteSpec, Sweep, TrialSite,
+    Role, SiteError, SiteSpec, Sweep, TrialSite, is_root_user,
 };
 use crate::runner::image::{BuildOutcome, ImageFacts};
 use crate::runner::work::{Manifest, Toolchain, rule};
@@ -629,7 +629,18 @@ impl TrialSite for DockerSite {
             Some(Role::Agent) if !env.image_entry.is_empty() => Some(env.image_entry.clone()),
             _ => None,
         };
-        let c = match DockerContainer::start(&self.docker, &spec).await {
+        // PID 1 runs as root, execs that name no user as the image's (a compose file's `main`
+        // user first): skillscope's scripts must see and end every process.
+        let user = spec
+            .user
+            .take()
+            .or_else(|| env.user.clone())
+            .filter(|u| !is_root_user(u));
+        spec.user = Some("0:0".into());
+        let started = DockerContainer::start(&self.docker, &spec)
+            .await
+            .map(|c| c.with_default_user(user));
+        let c = match started {
             // Only the agent's limit is ever lifted (after its processes ended): the verifier's
             // tests run under the task's.
             Ok(c) if env.role == Some(Role::Agent) => c.with_liftable_cpus(spec.cpus, self.cpus),

@@ -256,6 +256,8 @@ pub struct FakeEnvironment {
     trial: FakeTrial,
     /// The agent left a process running, or the tests did (`kill` lists it once).
     leftover: Arc<AtomicBool>,
+    /// The user execs that name none run as ([`EnvironmentSpec::user`]).
+    user: Option<String>,
 }
 
 impl FakeEnvironment {
@@ -273,6 +275,7 @@ impl FakeEnvironment {
             host,
             trial,
             leftover: Arc::default(),
+            user: spec.user.clone(),
         }
     }
 
@@ -376,6 +379,10 @@ impl Environment for FakeEnvironment {
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn default_user(&self) -> Option<&str> {
+        self.user.as_deref()
     }
 
     async fn spawn(&self, exec: &ExecSpec) -> Result<ExecStream, RunnerError> {

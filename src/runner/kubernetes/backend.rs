@@ -35,6 +35,7 @@ use super::registry::{self, PushedImage};
 use crate::runner::backend::{
     Backend, BackendKind, Capacity, Chunk, Environment, EnvironmentSpec, ExecExit, ExecSpec,
     ExecStream, Host, Mount, Place, Role, SiteError, SiteSpec, Sweep, TarBody, TrialSite,
+    is_root_user,
 };
 use crate::runner::docker::{DockerBackend, OWN_INIT};
 use crate::runner::image::{BuildFailure, BuildOutcome, ImageFacts};
@@ -316,8 +317,6 @@ impl Host for KubePlace {
         .map_err(|e| SiteError::Runner(e.into()))?;
         Ok(Box::new(KubeSite {
             site,
-            builder: self.builder.clone(),
-            shared: self.shared.clone(),
             start_deadline: self.start_deadline,
             cpus: self.capacity.cpus,
             secret_keys,
@@ -397,8 +396,6 @@ pub fn unsupported(mounts: &[String], harness: Option<&str>, tasks: &[Task]) -> 
 /// One trial's NetworkPolicy and pods.
 pub struct KubeSite {
     site: KubeTrialSite,
-    builder: Arc<dyn Host>,
-    shared: Arc<Shared>,
     start_deadline: Duration,
     cpus: u32,
     /// The names of the trial's Secret (its verifier-only values).
@@ -420,10 +417,21 @@ impl TrialSite for KubeSite {
                 env.extra_hosts.join(", ")
             )));
         }
-        let facts = self
-            .builder
-            .image_facts(&self.shared.local_tag(&env.image))
-            .await?;
+        // `su` switches by name, to the user's own group.
+        let image_user = env
+            .user
+            .as_deref()
+            .filter(|u| !is_root_user(u))
+            .map(|u| u.split(':').next().unwrap_or_default().to_string());
+        if let Some(id) = image_user
+            .as_deref()
+            .filter(|u| u.bytes().all(|b| b.is_ascii_digit()))
+        {
+            return Err(RunnerError::Task(format!(
+                "the image's USER {id} has no name in its /etc/passwd: the Kubernetes backend \
+                 switches execs to the image's user with `su`, which needs one (use --backend docker)"
+            )));
+        }
         let role = env.role.unwrap_or(Role::Helper);
         // skillscope's static shell is PID 1 (it reaps orphans), as on Docker; the agent's pod
         // runs the image's ENTRYPOINT in the background under it.
@@ -454,7 +462,6 @@ impl TrialSite for KubeSite {
             ..PodSpec::idle(role, env.image.clone())
         };
         let pod = self.site.start(&spec).await?;
-        let image_user = Some(facts.user.clone()).filter(|u| !is_root(u));
         Ok(Arc::new(KubeEnvironment {
             pod,
             image_user,
@@ -465,12 +472,6 @@ impl TrialSite for KubeSite {
     async fn close(self: Box<Self>) {
         self.site.close().await;
     }
-}
-
-/// True for the image users that are root (`""`, `root`, `0`, `0:0`, `root:root`).
-fn is_root(user: &str) -> bool {
-    let name = user.split(':').next().unwrap_or_default();
-    matches!(name, "" | "root" | "0")
 }
 
 /// One trial pod.
@@ -556,9 +557,13 @@ impl Environment for KubeEnvironment {
         self.pod.id()
     }
 
+    fn default_user(&self) -> Option<&str> {
+        self.image_user.as_deref()
+    }
+
     async fn spawn(&self, exec: &ExecSpec) -> Result<ExecStream, RunnerError> {
         let user = match exec.user.as_deref() {
-            Some(u) if is_root(u) => None,
+            Some(u) if is_root_user(u) => None,
             Some(u) => Some(u.to_string()),
             None => self.image_user.clone(),
         };
@@ -706,15 +711,6 @@ mod tests {
             split_tag("localhost:5000/x"),
             ("localhost:5000/x".into(), "latest".into())
         );
-    }
-
-    #[test]
-    fn root_users_need_no_switch() {
-        for u in ["", "root", "0", "0:0", "root:root"] {
-            assert!(is_root(u), "{u}");
-        }
-        assert!(!is_root("app"));
-        assert!(!is_root("1000:1000"));
     }
 
     #[test]

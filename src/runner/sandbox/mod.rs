@@ -181,6 +181,12 @@ impl Sandbox {
         self.inner.name()
     }
 
+    /// The user an exec that names none runs as (the image's `USER` when it is not root);
+    /// `None`: root ([`Environment::default_user`]).
+    pub fn default_user(&self) -> Option<&str> {
+        self.inner.default_user()
+    }
+
     /// [`Environment::end_all_from_pid_1`].
     ///
     /// # Errors
@@ -260,6 +266,36 @@ impl Sandbox {
         let r = self.exec(req).await?;
         let bytes = std::fs::read(out.path()).map_err(|e| RunnerError::io(out.path(), e))?;
         Ok((r, String::from_utf8_lossy(&bytes).into_owned()))
+    }
+
+    /// Makes each of `dirs` (absolute folders of a fresh environment: nothing of an agent's is
+    /// there yet) exist and writable by every user, when execs run as a user who is not root
+    /// ([`Sandbox::default_user`]; Harbor's `chmod 777` of `/logs/agent` and `/logs/verifier`
+    /// at start): one exec of skillscope's, as root. Nothing where execs run as root.
+    ///
+    /// # Errors
+    /// As [`Sandbox::sh_output`]; [`RunnerError::Backend`] when the script fails.
+    pub async fn open_to_user(&self, dirs: &[&str]) -> Result<(), RunnerError> {
+        if self.default_user().is_none() || dirs.is_empty() {
+            return Ok(());
+        }
+        let quoted: Vec<String> = dirs.iter().map(|d| format!("'{d}'")).collect();
+        let script = format!(
+            "for d in {}; do mkdir -p \"$d\" && chmod 0777 \"$d\" || exit 1; done",
+            quoted.join(" ")
+        );
+        let (r, out) = self.sh_output(&script, Duration::from_secs(60)).await?;
+        if r.end == ExecEnd::Exited && r.exit_code == Some(0) {
+            return Ok(());
+        }
+        Err(RunnerError::backend_text(
+            format!(
+                "opening {} to the image's user in {}",
+                dirs.join(", "),
+                self.name()
+            ),
+            format!("exit {:?}: {}", r.exit_code, out.trim()),
+        ))
     }
 
     /// Runs a command, streaming output to files, until it exits, its timeout passes or the token
@@ -741,6 +777,9 @@ mod tests {
         }
         fn name(&self) -> &str {
             "endless"
+        }
+        fn default_user(&self) -> Option<&str> {
+            None
         }
         async fn spawn(&self, _: &ExecSpec) -> Result<ExecStream, RunnerError> {
             let ended = self.ended.clone();

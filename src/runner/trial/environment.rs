@@ -18,7 +18,9 @@ use super::evidence::Evidence;
 use super::{Done, Failed, Scope};
 use crate::domain::Outcome;
 use crate::runner::Sandbox;
-use crate::runner::backend::{EnvironmentSpec, Mount, MountSource, Role, SiteError, SiteSpec};
+use crate::runner::backend::{
+    EnvironmentSpec, Mount, MountSource, Role, SiteError, SiteSpec, is_root_user,
+};
 use crate::runner::events::{Step, TrialEvent};
 use crate::runner::labels;
 use crate::skillsbench::Task;
@@ -182,6 +184,31 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         (labels::ATTEMPT_ID.to_string(), job.row.id.to_string()),
         (labels::CONTENT_HASH.to_string(), image.hash.clone()),
     ]);
+    // Execs run as the image's `USER` (PID 1 as root), by name where /etc/passwd gives one (a
+    // backend that switches users with `su` needs it); its ENTRYPOINT too, through `su`.
+    let user = Some(facts.user.clone())
+        .filter(|u| !is_root_user(u))
+        .map(|u| match (facts.user_name(), u.split_once(':')) {
+            (Some(name), Some((_, group))) => format!("{name}:{group}"),
+            (Some(name), None) => name,
+            (None, _) => u,
+        });
+    let image_entry = match (&user, facts.entrypoint.is_empty()) {
+        (_, true) => Vec::new(),
+        (None, false) => facts.entrypoint.clone(),
+        (Some(u), false) => {
+            let name = facts.user_name().ok_or_else(|| {
+                Failed::new(
+                    Outcome::BuildError,
+                    format!(
+                        "the image's USER {u} has no name in its /etc/passwd: skillscope starts \
+                         the image's ENTRYPOINT as that user with `su`, which needs one"
+                    ),
+                )
+            })?;
+            crate::runner::as_user(&name, &facts.entrypoint)
+        }
+    };
     let t0 = std::time::Instant::now();
     let site = env
         .host
@@ -215,6 +242,7 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         memory_bytes: limits.memory_mb.map(|m| (m as i64) * 1024 * 1024),
         pids_limit: Some(limits.pids_limit as i64),
         mounts: env.binds.clone(),
+        user,
         ..Default::default()
     };
     let mut agent_spec = base.clone();
@@ -224,9 +252,9 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
     agent_spec
         .labels
         .insert(labels::ROLE.to_string(), Role::Agent.as_str().into());
-    if !facts.entrypoint.is_empty() {
+    if !image_entry.is_empty() {
         // Harbor keeps the image's ENTRYPOINT (with `sleep infinity` as its command).
-        agent_spec.image_entry = facts.entrypoint.clone();
+        agent_spec.image_entry = image_entry;
         agent_spec
             .image_entry
             .extend(["sleep".into(), "infinity".into()]);

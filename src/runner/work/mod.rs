@@ -72,6 +72,23 @@ impl ImageFacts {
         out
     }
 
+    /// The name of the image's user (its `USER` without a group): the name as written, or for a
+    /// numeric id the name `/etc/passwd` gives it; `None` for an id the file does not list.
+    pub fn user_name(&self) -> Option<String> {
+        let user = match self.user.split(':').next().unwrap_or_default() {
+            "" => "root",
+            u => u,
+        };
+        if !user.bytes().all(|b| b.is_ascii_digit()) {
+            return Some(user.to_string());
+        }
+        self.files
+            .accounts
+            .iter()
+            .find(|a| a.uid == user)
+            .map(|a| a.name.clone())
+    }
+
     /// The home folder of the image's user, as the runtime sets `HOME` for its processes: the
     /// image's own `HOME` when it sets one; else the user's home in the image's `/etc/passwd`
     /// (by name or id; `/` when empty); else `/root` for root, `/` for an id the file does not
@@ -147,5 +164,17 @@ mod tests {
             facts("builder", &["HOME=/workspace/", "PATH=/usr/bin"]).home(),
             "/workspace"
         );
+        // The name `su` needs: as written, or /etc/passwd's for an id; none for an unlisted id.
+        assert_eq!(
+            facts("builder", &[]).user_name().as_deref(),
+            Some("builder")
+        );
+        assert_eq!(
+            facts("1000:1000", &[]).user_name().as_deref(),
+            Some("builder")
+        );
+        assert_eq!(facts("app:staff", &[]).user_name().as_deref(), Some("app"));
+        assert_eq!(facts("", &[]).user_name().as_deref(), Some("root"));
+        assert_eq!(facts("4242", &[]).user_name(), None);
     }
 }

@@ -183,18 +183,11 @@ pub struct EnvironmentSpec {
     /// ([`crate::runner::as_user`]).
     pub image_entry: Vec<String>,
     /// The user an exec that names none runs as: the image's `USER` when it is not root
-    /// ([`is_root_user`]), as Harbor's execs run; `None`: root. PID 1 and skillscope's own
+    /// ([`crate::runner::is_root_user`]), as Harbor's execs run; `None`: root. PID 1 and skillscope's own
     /// scripts run as root whatever it is — they must see and end every process of the
     /// environment (the hand-over reads which program each runs, which takes root of the same
     /// user without `CAP_SYS_PTRACE`).
     pub user: Option<String>,
-}
-
-/// True for the users that are root: `""` (an image without `USER`), `root`, `0`, with or
-/// without a group (`0:0`, `root:root`).
-pub fn is_root_user(user: &str) -> bool {
-    let name = user.split(':').next().unwrap_or_default();
-    matches!(name, "" | "root" | "0")
 }
 
 /// What a trial's site needs: the task's networks and services.
@@ -537,15 +530,5 @@ mod tests {
         );
         assert_eq!(Mount::parse_bind("/data:relative"), None);
         assert_eq!(Mount::parse_bind("/data:/d:rx"), None);
-    }
-
-    #[test]
-    fn root_users_need_no_switch() {
-        for u in ["", "root", "0", "0:0", "root:root", "root:staff"] {
-            assert!(is_root_user(u), "{u}");
-        }
-        for u in ["app", "1000:1000", "rooted"] {
-            assert!(!is_root_user(u), "{u}");
-        }
     }
 }

@@ -35,6 +35,13 @@ pub use trial::{TrialCancel, TrialEnd, TrialEnv, TrialJob, Verdict, run_trial};
 /// applets), mounted read-only: its PID 1 and every script of skillscope's run from it.
 pub const STATIC_SHELL_DIR: &str = "/skillscope/static";
 
+/// True for the users that are root: `""` (an image without `USER`), `root`, `0`, with or
+/// without a group (`0:0`, `root:root`).
+pub fn is_root_user(user: &str) -> bool {
+    let name = user.split(':').next().unwrap_or_default();
+    matches!(name, "" | "root" | "0")
+}
+
 /// `argv` run as `user` (a name of the image's `/etc/passwd`) from skillscope's root PID 1: the
 /// static `su` to that user's static shell, which `exec`s `argv` (its environment as `su` makes
 /// it: `HOME`, `SHELL`, `USER` and `LOGNAME` of that user). `su` takes the user's own group from
@@ -177,6 +184,16 @@ pub mod labels {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn root_users_need_no_switch() {
+        for u in ["", "root", "0", "0:0", "root:root", "root:staff"] {
+            assert!(is_root_user(u), "{u}");
+        }
+        for u in ["app", "1000:1000", "rooted"] {
+            assert!(!is_root_user(u), "{u}");
+        }
+    }
 
     #[test]
     fn an_entrypoint_runs_as_the_user_through_the_static_su() {

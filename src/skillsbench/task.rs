@@ -67,14 +67,37 @@ pub struct AgentSection {
     /// Agent wall-clock budget, seconds.
     #[serde(default = "default_agent_timeout")]
     pub timeout_sec: f64,
+    /// The user the agent's execs (the oracle's `solve.sh` too) run as, a name or an id
+    /// (Harbor's `[agent] user`); `None`: the image's `USER`.
+    #[serde(
+        default,
+        deserialize_with = "user_name_or_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub user: Option<String>,
 }
 
 impl Default for AgentSection {
     fn default() -> Self {
         Self {
             timeout_sec: DEFAULT_AGENT_TIMEOUT_SEC,
+            user: None,
         }
     }
+}
+
+/// A `user` key: a name (`"agent"`, `"1000:1000"`) or a whole number (`1000`), as a string.
+fn user_name_or_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum User {
+        Name(String),
+        Id(u32),
+    }
+    Ok(Some(match User::deserialize(d)? {
+        User::Name(n) => n,
+        User::Id(i) => i.to_string(),
+    }))
 }
 
 /// `[verifier]` of `task.toml`.
@@ -87,6 +110,14 @@ pub struct VerifierSection {
     /// `${NAME}`; they are resolved when the verifier runs and never stored.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The user `tests/test.sh` runs as, a name or an id (Harbor's `[verifier] user`); `None`:
+    /// the image's `USER`.
+    #[serde(
+        default,
+        deserialize_with = "user_name_or_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub user: Option<String>,
 }
 
 impl Default for VerifierSection {
@@ -94,6 +125,7 @@ impl Default for VerifierSection {
         Self {
             timeout_sec: DEFAULT_VERIFIER_TIMEOUT_SEC,
             env: BTreeMap::new(),
+            user: None,
         }
     }
 }
@@ -192,6 +224,8 @@ enum Kind {
     Count,
     Bool,
     StrMap,
+    /// A user: a non-empty name or a whole number ≥ 0.
+    User,
 }
 
 impl Kind {
@@ -208,6 +242,11 @@ impl Kind {
             Kind::StrMap => {
                 matches!(v, V::Table(t) if t.values().all(|x| matches!(x, V::String(_))))
             }
+            Kind::User => match v {
+                V::String(s) => !s.trim().is_empty() && !s.chars().any(char::is_control),
+                V::Integer(i) => u32::try_from(*i).is_ok(),
+                _ => false,
+            },
         }
     }
 
@@ -219,6 +258,7 @@ impl Kind {
             Kind::Count => "a whole number ≥ 0",
             Kind::Bool => "true or false",
             Kind::StrMap => "a table of strings",
+            Kind::User => "a user name or a whole number ≥ 0 (a user id)",
         }
     }
 }
@@ -231,7 +271,9 @@ const KNOWN_KEYS: &[(&str, &str, Kind)] = &[
     ("metadata", "tags", Kind::StrList),
     ("metadata", "author_name", Kind::Str),
     ("agent", "timeout_sec", Kind::Number),
+    ("agent", "user", Kind::User),
     ("verifier", "timeout_sec", Kind::Number),
+    ("verifier", "user", Kind::User),
     ("verifier", "env", Kind::StrMap),
     ("solution", "env", Kind::StrMap),
     ("environment", "build_timeout_sec", Kind::Number),
@@ -695,6 +737,35 @@ allow_internet = false
         std::fs::create_dir_all(&t).unwrap();
         std::fs::write(t.join("task.toml"), "[metadata]\ndifficulty = \"middle\"\n").unwrap();
         assert_eq!(Task::load(&t, |_| None).difficulty, "medium");
+    }
+
+    #[test]
+    fn harbor_s_user_keys_take_a_name_or_an_id() {
+        let c = TaskConfig::parse(
+            "[agent]\nuser = \"agent\"\n[verifier]\nuser = 0\n",
+            Path::new("task.toml"),
+        )
+        .unwrap();
+        assert_eq!(c.agent.user.as_deref(), Some("agent"));
+        assert_eq!(c.verifier.user.as_deref(), Some("0"));
+        let c = TaskConfig::parse("[agent]\nuser = 1000\n", Path::new("task.toml")).unwrap();
+        assert_eq!(c.agent.user.as_deref(), Some("1000"));
+        assert_eq!(c.verifier.user, None);
+        // Absent keys stay out of the serialized config (task digests do not move).
+        let json = serde_json::to_string(&TaskConfig::default().agent).unwrap();
+        assert!(!json.contains("user"), "{json}");
+        let err = TaskConfig::parse(
+            "[agent]\nuser = -1\n[verifier]\nuser = \"\"\n",
+            Path::new("t/task.toml"),
+        )
+        .unwrap_err()
+        .to_string();
+        for key in [
+            "[agent] user: expected a user name or a whole number",
+            "[verifier] user: expected a user name",
+        ] {
+            assert!(err.contains(key), "{key} missing from {err}");
+        }
     }
 
     #[test]

@@ -572,6 +572,8 @@ pub async fn resume_after_kill_9(t: Target) {
 /// (the hand-over must tell PID 1's own `sleep` from the agent's processes whatever user those
 /// run as). A bare id no `/etc/passwd` line names runs on Docker (its exec takes ids); on
 /// Kubernetes, whose execs switch user with `su`, it is refused naming why — never a verdict.
+/// Harbor's `[agent] user` runs the agent (the oracle) as that user, the verifier as the
+/// image's.
 pub async fn image_user_not_root(t: Target) {
     let _turn = t.turn().await;
     let s = Scratch::new();
@@ -600,24 +602,38 @@ pub async fn image_user_not_root(t: Target) {
         USER 4242\nWORKDIR /work\n";
     let solve_numeric = "#!/bin/sh\nset -e\n[ \"$(id -u)\" = 4242 ]\nmkdir /work/out\n\
         echo 42 > /work/answer.txt\n";
-    let tasks: [(&str, &str, &str, String); 3] = [
+    // Harbor's `[agent] user` in an image that runs as root: the agent as `app`, the
+    // verifier as the image's root.
+    let root_image = "FROM skillscope/busybox:1\n\
+        RUN echo 'app:x:1000:1000::/home/app:/bin/sh' >> /etc/passwd \
+        && mkdir -p /home/app && chown 1000:1000 /home/app\n";
+    let solve_agent_user = "#!/bin/sh\nset -e\n[ \"$(id -u)\" = 1000 ]\n\
+        mkdir /home/app/out && echo 42 > /home/app/answer.txt\n";
+    let idle = "#!/bin/sh\ntrue\n";
+    let tasks: [(&str, &str, &str, String); 4] = [
         ("user-named", named, solve_named, check("/home/app", "1000")),
-        (
-            "user-named-idle",
-            named,
-            "#!/bin/sh\ntrue\n",
-            check("/home/app", "1000"),
-        ),
+        ("user-named-idle", named, idle, check("/home/app", "1000")),
         (
             "user-numeric",
             numeric,
             solve_numeric,
             check("/work", "4242"),
         ),
+        (
+            "agent-user",
+            root_image,
+            solve_agent_user,
+            check("/home/app", "0"),
+        ),
     ];
     for (name, dockerfile, solve, test) in &tasks {
         let dir = root.join(name);
         copy_dir(&fixtures().join("passes"), &dir);
+        if *name == "agent-user" {
+            let toml = read(&dir.join("task.toml"));
+            let toml = toml.replace("[agent]\n", "[agent]\nuser = \"app\"\n");
+            std::fs::write(dir.join("task.toml"), toml).unwrap();
+        }
         for (path, text) in [
             ("environment/Dockerfile", *dockerfile),
             ("solution/solve.sh", *solve),
@@ -649,6 +665,14 @@ pub async fn image_user_not_root(t: Target) {
         read(&dir.join("verifier/test-stdout.txt"))
     );
     assert_eq!(read(&dir.join("agent/mine.txt")), "mine\n");
+    let r = one(&rows, "agent-user", c);
+    assert_eq!(
+        (r.outcome, r.reward),
+        (Some(Outcome::Pass), Some(1.0)),
+        "{r:#?}\n{}\n{}",
+        read(&trial_dir(r).join("agent/oracle.txt")),
+        read(&trial_dir(r).join("verifier/test-stdout.txt"))
+    );
     let r = one(&rows, "user-named-idle", c);
     assert_eq!(
         (r.outcome, r.reward),

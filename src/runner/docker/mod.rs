@@ -33,7 +33,7 @@ use tokio::sync::OnceCell;
 
 use crate::runner::backend::{
     Backend, BackendKind, Capacity, Environment, EnvironmentSpec, Host, Mount, MountSource, Place,
-    Role, SiteError, SiteSpec, Sweep, TrialSite, is_root_user,
+    Role, SiteError, SiteSpec, Sweep, TrialSite,
 };
 use crate::runner::image::{BuildOutcome, ImageFacts};
 use crate::runner::work::{Manifest, Toolchain, rule};
@@ -635,7 +635,7 @@ impl TrialSite for DockerSite {
             .user
             .take()
             .or_else(|| env.user.clone())
-            .filter(|u| !is_root_user(u));
+            .filter(|u| !crate::runner::is_root_user(u));
         spec.user = Some("0:0".into());
         let started = DockerContainer::start(&self.docker, &spec)
             .await

@@ -35,10 +35,10 @@ use super::registry::{self, PushedImage};
 use crate::runner::backend::{
     Backend, BackendKind, Capacity, Chunk, Environment, EnvironmentSpec, ExecExit, ExecSpec,
     ExecStream, Host, Mount, Place, Role, SiteError, SiteSpec, Sweep, TarBody, TrialSite,
-    is_root_user,
 };
 use crate::runner::docker::{DockerBackend, OWN_INIT};
 use crate::runner::image::{BuildFailure, BuildOutcome, ImageFacts};
+use crate::runner::is_root_user;
 use crate::runner::sandbox::STATIC_SHELL_DIR;
 use crate::runner::{RunnerError, labels as run_labels};
 use crate::skillsbench::{Condition, Task};

@@ -18,9 +18,7 @@ use super::evidence::Evidence;
 use super::{Done, Failed, Scope};
 use crate::domain::Outcome;
 use crate::runner::Sandbox;
-use crate::runner::backend::{
-    EnvironmentSpec, Mount, MountSource, Role, SiteError, SiteSpec, is_root_user,
-};
+use crate::runner::backend::{EnvironmentSpec, Mount, MountSource, Role, SiteError, SiteSpec};
 use crate::runner::events::{Step, TrialEvent};
 use crate::runner::labels;
 use crate::skillsbench::Task;
@@ -184,15 +182,18 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         (labels::ATTEMPT_ID.to_string(), job.row.id.to_string()),
         (labels::CONTENT_HASH.to_string(), image.hash.clone()),
     ]);
-    // Execs run as the image's `USER` (PID 1 as root), by name where /etc/passwd gives one (a
-    // backend that switches users with `su` needs it); its ENTRYPOINT too, through `su`.
-    let user = Some(facts.user.clone())
-        .filter(|u| !is_root_user(u))
-        .map(|u| match (facts.user_name(), u.split_once(':')) {
-            (Some(name), Some((_, group))) => format!("{name}:{group}"),
-            (Some(name), None) => name,
-            (None, _) => u,
-        });
+    // Execs run as the image's `USER` (PID 1 as root), the agent's as `[agent] user` and the
+    // verifier's as `[verifier] user` where the task names them (Harbor's keys); the image's
+    // ENTRYPOINT as the image's user, through `su`.
+    let user = facts.exec_user(&facts.user);
+    let agent_user = match &task.config.agent.user {
+        Some(u) => facts.exec_user(u),
+        None => user.clone(),
+    };
+    let verifier_user = match &task.config.verifier.user {
+        Some(u) => facts.exec_user(u),
+        None => user.clone(),
+    };
     let image_entry = match (&user, facts.entrypoint.is_empty()) {
         (_, true) => Vec::new(),
         (None, false) => facts.entrypoint.clone(),
@@ -242,13 +243,13 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         memory_bytes: limits.memory_mb.map(|m| (m as i64) * 1024 * 1024),
         pids_limit: Some(limits.pids_limit as i64),
         mounts: env.binds.clone(),
-        user,
         ..Default::default()
     };
     let mut agent_spec = base.clone();
     agent_spec.mounts.extend(agent_mounts);
     agent_spec.extra_hosts = env.agent.extra_hosts();
     agent_spec.role = Some(Role::Agent);
+    agent_spec.user = agent_user;
     agent_spec
         .labels
         .insert(labels::ROLE.to_string(), Role::Agent.as_str().into());
@@ -262,6 +263,7 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
     let mut verifier_spec = base;
     verifier_spec.name = format!("{}-verifier", verifier_spec.name);
     verifier_spec.role = Some(Role::Verifier);
+    verifier_spec.user = verifier_user;
     verifier_spec
         .labels
         .insert(labels::ROLE.to_string(), Role::Verifier.as_str().into());

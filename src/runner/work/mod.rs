@@ -72,10 +72,16 @@ impl ImageFacts {
         out
     }
 
-    /// The name of the image's user (its `USER` without a group): the name as written, or for a
-    /// numeric id the name `/etc/passwd` gives it; `None` for an id the file does not list.
+    /// The name of the image's user (its `USER` without a group): [`ImageFacts::name_of`].
     pub fn user_name(&self) -> Option<String> {
-        let user = match self.user.split(':').next().unwrap_or_default() {
+        self.name_of(&self.user)
+    }
+
+    /// The name of `user` (`name`, `id`, either with `:group`) without its group: the name as
+    /// written (`root` for `""`), or for an id the name the image's `/etc/passwd` gives it;
+    /// `None` for an id the file does not list.
+    pub fn name_of(&self, user: &str) -> Option<String> {
+        let user = match user.split(':').next().unwrap_or_default() {
             "" => "root",
             u => u,
         };
@@ -87,6 +93,20 @@ impl ImageFacts {
             .iter()
             .find(|a| a.uid == user)
             .map(|a| a.name.clone())
+    }
+
+    /// The user execs run as for `user` (an image's `USER`, a task's `[agent] user`): `None`
+    /// for root; else by name where `/etc/passwd` gives one (a backend that switches users
+    /// with `su` needs it), the group kept; else as written (a bare id).
+    pub fn exec_user(&self, user: &str) -> Option<String> {
+        if crate::runner::is_root_user(user) {
+            return None;
+        }
+        Some(match (self.name_of(user), user.split_once(':')) {
+            (Some(name), Some((_, group))) => format!("{name}:{group}"),
+            (Some(name), None) => name,
+            (None, _) => user.to_string(),
+        })
     }
 
     /// The home folder of the image's user, as the runtime sets `HOME` for its processes: the
@@ -176,5 +196,12 @@ mod tests {
         assert_eq!(facts("app:staff", &[]).user_name().as_deref(), Some("app"));
         assert_eq!(facts("", &[]).user_name().as_deref(), Some("root"));
         assert_eq!(facts("4242", &[]).user_name(), None);
+        // Execs: none for root, by name where the file gives one, the group kept.
+        let f = facts("", &[]);
+        assert_eq!(f.exec_user("0:0"), None);
+        assert_eq!(f.exec_user("1000").as_deref(), Some("builder"));
+        assert_eq!(f.exec_user("1000:50").as_deref(), Some("builder:50"));
+        assert_eq!(f.exec_user("4242").as_deref(), Some("4242"));
+        assert_eq!(f.exec_user("agent").as_deref(), Some("agent"));
     }
 }

@@ -220,73 +220,6 @@ pub(super) async fn stop_agent(
     Ok(stopped)
 }
 
-/// Most bytes of the tests' Python sources read for the folders they put on `sys.path`.
-const MAX_TEST_SOURCES: u64 = 4 << 20;
-
-/// The Python sources of the task's `tests/` folder, one after the other (at most
-/// [`MAX_TEST_SOURCES`] bytes; links not followed).
-fn test_sources(dir: &std::path::Path) -> String {
-    let mut out = String::new();
-    for e in walkdir::WalkDir::new(dir)
-        .follow_links(false)
-        .max_depth(4)
-        .into_iter()
-        .flatten()
-    {
-        if !e.file_type().is_file() || e.path().extension().is_none_or(|x| x != "py") {
-            continue;
-        }
-        let left = MAX_TEST_SOURCES.saturating_sub(out.len() as u64);
-        if left == 0 {
-            break;
-        }
-        if let Ok(text) = crate::fs::read_text_capped(e.path(), left) {
-            out.push_str(&text);
-            out.push('\n');
-        }
-    }
-    out
-}
-
-/// What the files of the task's tests folder `dir` say of where pip and uv take packages from
-/// ([`work::test_sh::package_lines`] of the first [`work::manifest::MAX_SCRIPT`] bytes of each),
-/// by their path in the verifier (`/tests/…`); links and unreadable files left out.
-fn test_requirements(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<String>> {
-    let mut out = std::collections::BTreeMap::new();
-    for e in walkdir::WalkDir::new(dir)
-        .follow_links(false)
-        .max_depth(4)
-        .into_iter()
-        .flatten()
-        .filter(|e| e.file_type().is_file())
-    {
-        let Ok(rel) = e.path().strip_prefix(dir) else {
-            continue;
-        };
-        let Some(rel) = rel.to_str() else { continue };
-        let Ok(bytes) = crate::fs::read_capped(e.path(), work::manifest::MAX_SCRIPT) else {
-            continue;
-        };
-        let path = format!("/tests/{rel}");
-        let lines = work::test_sh::package_lines(&path, &bytes);
-        if !lines.is_empty() {
-            out.insert(path, lines);
-        }
-    }
-    out
-}
-
-/// The names of the entries of the task's tests folder `dir` (none when it cannot be read).
-fn test_names(dir: &std::path::Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|d| {
-            d.flatten()
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Minutes since `since` (rounded up, at least 1): the window of `find -cmin`.
 fn minutes_since(since: std::time::SystemTime) -> u64 {
     let secs = since.elapsed().unwrap_or_default().as_secs();
@@ -306,6 +239,7 @@ pub(super) async fn to_verifier(
     let job = scope.job;
     let facts = plan.facts;
     let test_sh = std::fs::read_to_string(job.task.tests_dir().join("test.sh")).unwrap_or_default();
+    let tests = super::tests_folder::TestsFolder::read(&job.task.tests_dir());
     let skill_dirs: Vec<String> = skills
         .folders
         .iter()
@@ -326,9 +260,9 @@ pub(super) async fn to_verifier(
             &skill_dirs,
         )
         .with_image_env(&facts.env, &test_sh)
-        .with_test_sources(&test_sources(&job.task.tests_dir()))
-        .with_test_requirements(&facts.files, &test_requirements(&job.task.tests_dir()))
-        .with_test_names(&test_names(&job.task.tests_dir())),
+        .with_test_sources(&tests.sources)
+        .with_test_requirements(&facts.files, &tests.requirements)
+        .with_test_names(&tests.names),
     );
     let collect = async {
         let t0 = std::time::Instant::now();

@@ -21,6 +21,7 @@ mod evidence;
 mod generation;
 mod handover;
 mod scripts;
+mod tests_folder;
 mod verifier;
 
 use std::path::PathBuf;

@@ -182,12 +182,16 @@ pub struct EnvironmentSpec {
     /// [`EnvironmentSpec::user`], the caller starts it as that user
     /// ([`crate::runner::as_user`]).
     pub image_entry: Vec<String>,
-    /// The user an exec that names none runs as: the image's `USER` when it is not root
-    /// ([`crate::runner::is_root_user`]), as Harbor's execs run; `None`: root. PID 1 and skillscope's own
-    /// scripts run as root whatever it is — they must see and end every process of the
-    /// environment (the hand-over reads which program each runs, which takes root of the same
-    /// user without `CAP_SYS_PTRACE`).
+    /// The user an exec that names none runs as, when the task names one for this role
+    /// (`[agent] user`, `[verifier] user`; `0` for root): it wins over a compose file's `main`
+    /// user, which wins over [`EnvironmentSpec::image_user`], as in Harbor. PID 1 and
+    /// skillscope's own scripts run as root whatever it is — they must see and end every
+    /// process of the environment (the hand-over reads which program each runs, which takes
+    /// root of the same user without `CAP_SYS_PTRACE`).
     pub user: Option<String>,
+    /// The image's `USER` when it is not root ([`crate::runner::is_root_user`]): the user of
+    /// an exec that names none when neither the task nor a compose file names one.
+    pub image_user: Option<String>,
 }
 
 /// What a trial's site needs: the task's networks and services.

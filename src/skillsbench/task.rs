@@ -86,6 +86,21 @@ impl Default for AgentSection {
     }
 }
 
+/// True for `user` or `user:group`, each part a name or an id of letters, digits, `.`, `_`
+/// and `-` (not starting with `-`), as Docker's `--user` takes them.
+fn is_user(s: &str) -> bool {
+    let part = |p: &str| {
+        !p.is_empty()
+            && !p.starts_with('-')
+            && p.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    };
+    match s.split_once(':') {
+        Some((u, g)) => part(u) && part(g),
+        None => part(s),
+    }
+}
+
 /// A `user` key: a name (`"agent"`, `"1000:1000"`) or a whole number (`1000`), as a string.
 fn user_name_or_id<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
     #[derive(Deserialize)]
@@ -243,7 +258,7 @@ impl Kind {
                 matches!(v, V::Table(t) if t.values().all(|x| matches!(x, V::String(_))))
             }
             Kind::User => match v {
-                V::String(s) => !s.trim().is_empty() && !s.chars().any(char::is_control),
+                V::String(s) => is_user(s),
                 V::Integer(i) => u32::try_from(*i).is_ok(),
                 _ => false,
             },
@@ -751,11 +766,17 @@ allow_internet = false
         let c = TaskConfig::parse("[agent]\nuser = 1000\n", Path::new("task.toml")).unwrap();
         assert_eq!(c.agent.user.as_deref(), Some("1000"));
         assert_eq!(c.verifier.user, None);
+        for ok in ["app", "1000:1000", "app:staff", "a.b_c-d"] {
+            assert!(is_user(ok), "{ok}");
+        }
+        for bad in ["", " app", "a b", ":1000", "app:", "-x", "app:g:h"] {
+            assert!(!is_user(bad), "{bad}");
+        }
         // Absent keys stay out of the serialized config (task digests do not move).
         let json = serde_json::to_string(&TaskConfig::default().agent).unwrap();
         assert!(!json.contains("user"), "{json}");
         let err = TaskConfig::parse(
-            "[agent]\nuser = -1\n[verifier]\nuser = \"\"\n",
+            "[agent]\nuser = -1\n[verifier]\nuser = \"a b\"\n",
             Path::new("t/task.toml"),
         )
         .unwrap_err()

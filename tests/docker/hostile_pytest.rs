@@ -541,6 +541,12 @@ const CASES: &[Case] = &[
     case("link-to-verify-time-file", Run::AnswerAtVerify, Fails),
     case("link-to-overwritten-file", Run::AnswerAtVerify, Fails),
     case("honest-link-to-own-output", Run::AnswerAtVerify, Pass),
+    // A user site in the home of the verifier's own user (`[verifier] user`), not the image's.
+    case(
+        "verifier-user-site",
+        Run::Pytest,
+        LeftBehind("site-packages/pytest.py"),
+    ),
     case(
         "venv-made-by-test-sh",
         Run::VenvAtVerify,

@@ -683,7 +683,7 @@ pub async fn image_user_not_root(t: Target) {
     if t.kind == BackendKind::Kubernetes {
         assert_eq!(r.outcome, Some(Outcome::RuntimeError), "{r:#?}");
         let error = r.error.clone().unwrap_or_default();
-        assert!(error.contains("USER 4242 has no name"), "{error}");
+        assert!(error.contains("user 4242 has no name"), "{error}");
     } else {
         assert_eq!(
             (r.outcome, r.reward),

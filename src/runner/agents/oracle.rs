@@ -71,6 +71,10 @@ impl Agent for OracleAgent {
             String::new()
         } else {
             ctx.container.upload_dir(&solution, "/solution").await?;
+            // Uploaded as root's: a user who is not root cannot make it executable.
+            ctx.container
+                .open_to_user(&[], &["/solution/solve.sh"])
+                .await?;
             String::new()
         };
         let mut env = vec!["DEBIAN_FRONTEND=noninteractive".to_string()];

@@ -631,10 +631,11 @@ impl TrialSite for DockerSite {
         };
         // PID 1 runs as root, execs that name no user as the image's (a compose file's `main`
         // user first): skillscope's scripts must see and end every process.
-        let user = spec
+        let user = env
             .user
-            .take()
-            .or_else(|| env.user.clone())
+            .clone()
+            .or(spec.user.take())
+            .or_else(|| env.image_user.clone())
             .filter(|u| !crate::runner::is_root_user(u));
         spec.user = Some("0:0".into());
         let started = DockerContainer::start(&self.docker, &spec)

@@ -275,7 +275,11 @@ impl FakeEnvironment {
             host,
             trial,
             leftover: Arc::default(),
-            user: spec.user.clone(),
+            user: spec
+                .user
+                .clone()
+                .or(spec.image_user.clone())
+                .filter(|u| !crate::runner::is_root_user(u)),
         }
     }
 

@@ -421,6 +421,7 @@ impl TrialSite for KubeSite {
         let image_user = env
             .user
             .as_deref()
+            .or(env.image_user.as_deref())
             .filter(|u| !is_root_user(u))
             .map(|u| u.split(':').next().unwrap_or_default().to_string());
         if let Some(id) = image_user
@@ -428,8 +429,8 @@ impl TrialSite for KubeSite {
             .filter(|u| u.bytes().all(|b| b.is_ascii_digit()))
         {
             return Err(RunnerError::Task(format!(
-                "the image's USER {id} has no name in its /etc/passwd: the Kubernetes backend \
-                 switches execs to the image's user with `su`, which needs one (use --backend docker)"
+                "the user {id} has no name in the image's /etc/passwd: the Kubernetes backend \
+                 switches execs to it with `su`, which needs one (use --backend docker)"
             )));
         }
         let role = env.role.unwrap_or(Role::Helper);

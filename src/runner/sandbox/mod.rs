@@ -269,20 +269,24 @@ impl Sandbox {
     }
 
     /// Makes each of `dirs` (absolute folders of a fresh environment: nothing of an agent's is
-    /// there yet) exist and writable by every user, when execs run as a user who is not root
-    /// ([`Sandbox::default_user`]; Harbor's `chmod 777` of `/logs/agent` and `/logs/verifier`
-    /// at start): one exec of skillscope's, as root. Nothing where execs run as root.
+    /// there yet) exist and writable by every user, and each of `programs` (files skillscope
+    /// put there: `/tests/test.sh`, `/solution/solve.sh`) executable where it exists, when
+    /// execs run as a user who is not root ([`Sandbox::default_user`]; Harbor's `chmod 777` of
+    /// `/logs/agent` and `/logs/verifier` at start, and its root's `chmod +x`): one exec of
+    /// skillscope's, as root. Nothing where execs run as root (they do it themselves).
     ///
     /// # Errors
     /// As [`Sandbox::sh_output`]; [`RunnerError::Backend`] when the script fails.
-    pub async fn open_to_user(&self, dirs: &[&str]) -> Result<(), RunnerError> {
-        if self.default_user().is_none() || dirs.is_empty() {
+    pub async fn open_to_user(&self, dirs: &[&str], programs: &[&str]) -> Result<(), RunnerError> {
+        if self.default_user().is_none() || (dirs.is_empty() && programs.is_empty()) {
             return Ok(());
         }
-        let quoted: Vec<String> = dirs.iter().map(|d| format!("'{d}'")).collect();
+        let quoted = |v: &[&str]| v.iter().map(|d| format!(" '{d}'")).collect::<String>();
         let script = format!(
-            "for d in {}; do mkdir -p \"$d\" && chmod 0777 \"$d\" || exit 1; done",
-            quoted.join(" ")
+            "for d in{}; do mkdir -p \"$d\" && chmod 0777 \"$d\" || exit 1; done; \
+             for p in{}; do [ -f \"$p\" ] && {{ chmod +x \"$p\" || exit 1; }}; done; true",
+            quoted(dirs),
+            quoted(programs)
         );
         let (r, out) = self.sh_output(&script, Duration::from_secs(60)).await?;
         if r.end == ExecEnd::Exited && r.exit_code == Some(0) {

@@ -85,7 +85,7 @@ pub(super) async fn in_container(
     write_instruction(&agent_dir, &instruction)?;
     // An image's user who is not root can write the agent's logs (Harbor's `chmod 777`).
     container
-        .open_to_user(&[AGENT_LOGS])
+        .open_to_user(&[AGENT_LOGS], &[])
         .await
         .map_err(|e| Failed::runner(e, "opening /logs/agent to the image's user"))?;
     // What the agent can see of skills is read just before it starts: in its own exec when the

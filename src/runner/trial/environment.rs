@@ -182,34 +182,7 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         (labels::ATTEMPT_ID.to_string(), job.row.id.to_string()),
         (labels::CONTENT_HASH.to_string(), image.hash.clone()),
     ]);
-    // Execs run as the image's `USER` (PID 1 as root), the agent's as `[agent] user` and the
-    // verifier's as `[verifier] user` where the task names them (Harbor's keys); the image's
-    // ENTRYPOINT as the image's user, through `su`.
-    let user = facts.exec_user(&facts.user);
-    let agent_user = match &task.config.agent.user {
-        Some(u) => facts.exec_user(u),
-        None => user.clone(),
-    };
-    let verifier_user = match &task.config.verifier.user {
-        Some(u) => facts.exec_user(u),
-        None => user.clone(),
-    };
-    let image_entry = match (&user, facts.entrypoint.is_empty()) {
-        (_, true) => Vec::new(),
-        (None, false) => facts.entrypoint.clone(),
-        (Some(u), false) => {
-            let name = facts.user_name().ok_or_else(|| {
-                Failed::new(
-                    Outcome::BuildError,
-                    format!(
-                        "the image's USER {u} has no name in its /etc/passwd: skillscope starts \
-                         the image's ENTRYPOINT as that user with `su`, which needs one"
-                    ),
-                )
-            })?;
-            crate::runner::as_user(&name, &facts.entrypoint)
-        }
-    };
+    let users = super::users::Users::of(task, &facts)?;
     let t0 = std::time::Instant::now();
     let site = env
         .host
@@ -243,19 +216,20 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         memory_bytes: limits.memory_mb.map(|m| (m as i64) * 1024 * 1024),
         pids_limit: Some(limits.pids_limit as i64),
         mounts: env.binds.clone(),
+        image_user: users.image.clone(),
         ..Default::default()
     };
     let mut agent_spec = base.clone();
     agent_spec.mounts.extend(agent_mounts);
     agent_spec.extra_hosts = env.agent.extra_hosts();
     agent_spec.role = Some(Role::Agent);
-    agent_spec.user = agent_user;
+    agent_spec.user = users.agent.clone();
     agent_spec
         .labels
         .insert(labels::ROLE.to_string(), Role::Agent.as_str().into());
-    if !image_entry.is_empty() {
+    if !users.entry.is_empty() {
         // Harbor keeps the image's ENTRYPOINT (with `sleep infinity` as its command).
-        agent_spec.image_entry = image_entry;
+        agent_spec.image_entry = users.entry.clone();
         agent_spec
             .image_entry
             .extend(["sleep".into(), "infinity".into()]);
@@ -263,7 +237,7 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
     let mut verifier_spec = base;
     verifier_spec.name = format!("{}-verifier", verifier_spec.name);
     verifier_spec.role = Some(Role::Verifier);
-    verifier_spec.user = verifier_user;
+    verifier_spec.user = users.verifier.clone();
     verifier_spec
         .labels
         .insert(labels::ROLE.to_string(), Role::Verifier.as_str().into());

@@ -256,7 +256,15 @@ pub(super) async fn to_verifier(
             &facts.toolchain,
             &facts.working_dir,
             &test_sh,
-            &facts.home(),
+            // The verifier's home: its user's, which the task may name apart from the image's.
+            // The verifier's home: its user's, which the task may name apart from the image's.
+            &facts.home_of(
+                plan.spec
+                    .user
+                    .as_deref()
+                    .or(plan.spec.image_user.as_deref())
+                    .unwrap_or_default(),
+            ),
             &skill_dirs,
         )
         .with_image_env(&facts.env, &test_sh)

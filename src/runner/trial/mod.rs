@@ -22,6 +22,7 @@ mod generation;
 mod handover;
 mod scripts;
 mod tests_folder;
+mod users;
 mod verifier;
 
 use std::path::PathBuf;
@@ -240,6 +241,7 @@ type Done = (
     Option<String>,
 );
 /// Why an attempt ended without a verdict.
+#[derive(Debug)]
 struct Failed {
     outcome: Outcome,
     error: String,

@@ -49,9 +49,9 @@ pub(super) async fn verify(
         .tell(TrialEvent::VerifierStarted { at: now_rfc3339() })
         .await;
     let verifier_dir = dir.join("verifier");
-    // An image's user who is not root can write the reward (Harbor's `chmod 777`).
+    // A user who is not root can write the reward and run test.sh (Harbor's `chmod`s).
     container
-        .open_to_user(&["/logs/verifier"])
+        .open_to_user(&["/logs/verifier"], &["/tests/test.sh"])
         .await
         .map_err(|e| Failed::runner(e, "opening /logs/verifier to the image's user"))?;
     // The verifier's own copies of skills arrive now, after the agent (never in its image).

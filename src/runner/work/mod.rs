@@ -95,6 +95,21 @@ impl ImageFacts {
             .map(|a| a.name.clone())
     }
 
+    /// Why `user` (a name or an id, with or without a group) cannot run in this image: a name
+    /// its `/etc/passwd` does not list (an id always can: Docker runs any). `None` when it can,
+    /// or when the file was not read (larger than [`manifest::MAX_SCRIPT`], or none).
+    pub fn unknown_user(&self, user: &str) -> Option<String> {
+        let name = user.split(':').next().unwrap_or_default();
+        if self.files.accounts.is_empty()
+            || matches!(name, "" | "root")
+            || name.bytes().all(|b| b.is_ascii_digit())
+            || self.files.accounts.iter().any(|a| a.name == name)
+        {
+            return None;
+        }
+        Some(format!("no user {name} in the image's /etc/passwd"))
+    }
+
     /// The user execs run as for `user` (an image's `USER`, a task's `[agent] user`): `None`
     /// for root; else by name where `/etc/passwd` gives one (a backend that switches users
     /// with `su` needs it), the group kept; else as written (a bare id).
@@ -109,11 +124,17 @@ impl ImageFacts {
         })
     }
 
-    /// The home folder of the image's user, as the runtime sets `HOME` for its processes: the
-    /// image's own `HOME` when it sets one; else the user's home in the image's `/etc/passwd`
-    /// (by name or id; `/` when empty); else `/root` for root, `/` for an id the file does not
-    /// list (Docker's default), `/home/<name>` for a name it does not.
+    /// The home folder of the image's user: [`ImageFacts::home_of`] its `USER`.
     pub fn home(&self) -> String {
+        self.home_of(&self.user)
+    }
+
+    /// The home folder of `user` (a name or an id, with or without a group) in this image, as
+    /// the runtime sets `HOME` for its processes: the image's own `HOME` when it sets one; else
+    /// the user's home in the image's `/etc/passwd` (by name or id; `/` when empty); else
+    /// `/root` for root, `/` for an id the file does not list (Docker's default),
+    /// `/home/<name>` for a name it does not.
+    pub fn home_of(&self, user: &str) -> String {
         if let Some(h) = self
             .env
             .iter()
@@ -123,7 +144,7 @@ impl ImageFacts {
         {
             return paths::normalize(h);
         }
-        let user = match self.user.split(':').next().unwrap_or_default() {
+        let user = match user.split(':').next().unwrap_or_default() {
             "" => "root",
             u => u,
         };
@@ -203,5 +224,15 @@ mod tests {
         assert_eq!(f.exec_user("1000:50").as_deref(), Some("builder:50"));
         assert_eq!(f.exec_user("4242").as_deref(), Some("4242"));
         assert_eq!(f.exec_user("agent").as_deref(), Some("agent"));
+        assert_eq!(f.home_of("1000"), "/app");
+        assert_eq!(f.home_of("nobody-here"), "/home/nobody-here");
+        assert_eq!(f.unknown_user("builder:50"), None);
+        assert_eq!(f.unknown_user("4242"), None);
+        assert_eq!(f.unknown_user("root"), None);
+        assert_eq!(
+            f.unknown_user("agent").as_deref(),
+            Some("no user agent in the image's /etc/passwd")
+        );
+        assert_eq!(ImageFacts::default().unknown_user("agent"), None);
     }
 }

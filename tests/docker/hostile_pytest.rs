@@ -541,7 +541,9 @@ const CASES: &[Case] = &[
     case("link-to-verify-time-file", Run::AnswerAtVerify, Fails),
     case("link-to-overwritten-file", Run::AnswerAtVerify, Fails),
     case("honest-link-to-own-output", Run::AnswerAtVerify, Pass),
-    // A user site in the home of the verifier's own user (`[verifier] user`), not the image's.
+    // The same link to a file the tests themselves (not test.sh) overwrite; a user site in the
+    // home of the verifier's own user (`[verifier] user`), which is not the image's.
+    case("link-to-file-tests-overwrite", Run::Pytest, Fails),
     case(
         "verifier-user-site",
         Run::Pytest,

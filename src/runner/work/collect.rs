@@ -707,9 +707,10 @@ impl<'a> Carry<'a> {
     /// The links of the work, last, so no file of the work is written through one. A link the
     /// rule refuses (into the verifier's folders, out of the work) is dropped and recorded; one
     /// that leads nowhere in the agent's environment (where the verifier may make a file: a
-    /// path `test.sh` writes) is dropped and recorded; one that leads to a regular file
-    /// `test.sh` names is carried as that file's bytes as the agent left them — what the
-    /// verifier writes there later never becomes the work's. Every other link stays a link.
+    /// path `test.sh` writes) is dropped and recorded; one that leads to a regular file the
+    /// agent made or changed is carried as that file's bytes as the agent left them — what the
+    /// verifier writes there later (`test.sh`, or the tests) never becomes the work's. Every
+    /// other link (to a folder, to a file of the image the agent did not change) stays a link.
     fn add_links(
         &mut self,
         work_links: &WorkLinks,
@@ -748,10 +749,10 @@ impl<'a> Carry<'a> {
                     )));
                     continue;
                 }
-                // A file test.sh names may be one it writes: the link is carried as the bytes
-                // the agent left there.
-                if rules.test_sh_names(&p)
-                    && let Some(file) = now.filter(|f| f.kind == FileKind::File)
+                // A file of the agent's may be one the verifier writes (test.sh, or the tests
+                // themselves, as the agent can know from a public task): the link is carried as
+                // the bytes the agent left there.
+                if let Some(file) = now.filter(|f| f.kind == FileKind::File)
                     && let Some((at, len)) = file.content
                 {
                     self.add_bytes(e, file.mode, (at, len), spool, limits, out)?;
@@ -1027,9 +1028,11 @@ mod tests {
         // The carried tar holds the work only, links last.
         let names = carried_names(&out);
         assert_eq!(names, vec!["app/main.py", "app/out.txt", "app/ok"]);
+        // A link to a file the agent touched is carried as that file's bytes (the tests may
+        // overwrite the file later); here the image's own content.
         let ok = carried(&out).pop().unwrap();
-        assert_eq!(ok.1, tar::EntryType::Symlink);
-        assert_eq!(out.work_files, 2);
+        assert_eq!(ok.1, tar::EntryType::Regular);
+        assert_eq!(out.work_files, 3);
     }
 
     #[test]
@@ -1568,11 +1571,11 @@ mod tests {
     }
 
     #[test]
-    fn a_link_to_a_file_test_sh_names_is_carried_as_its_bytes() {
-        // The seventh red team: test.sh writes the expected answer where the agent's link
-        // leads; the agent made that file first, so the link led somewhere.
+    fn a_link_to_a_file_of_the_agent_s_is_carried_as_its_bytes() {
+        // The seventh red team: test.sh (or the tests) writes the expected answer where the
+        // agent's link leads; the agent made that file first, so the link led somewhere.
         let m = image();
-        let sh = "echo 42 > /tmp/expected.txt\npytest /tests";
+        let sh = "pytest /tests";
         let r = Rules::new(&m, &Toolchain::default(), "/app", sh, "/root", &[]);
         let out = sorted_by(
             &tar_of(&[
@@ -1596,6 +1599,23 @@ mod tests {
             kind("app/answer.txt"),
             (tar::EntryType::Regular, b"0".to_vec())
         );
-        assert_eq!(kind("app/latest").0, tar::EntryType::Symlink);
+        assert_eq!(kind("app/latest"), (tar::EntryType::Regular, b"7".to_vec()));
+        // A link to a folder stays a link.
+        let out = sorted_by(
+            &tar_of(&[
+                ("app/results", K::Dir, ""),
+                ("app/results/a.txt", K::File, "1"),
+                ("app/current", K::Link, "results"),
+            ]),
+            &m,
+            &r,
+        );
+        let folder_link = super::tests::carried(&out);
+        assert!(
+            folder_link
+                .iter()
+                .any(|(n, k, _)| n == "app/current" && *k == tar::EntryType::Symlink),
+            "{folder_link:?}"
+        );
     }
 }

@@ -8,8 +8,8 @@ use super::*;
 use crate::runner::work::manifest::{FileKind, Manifest};
 use crate::runner::work::paths::{join, normalize};
 use crate::runner::work::test_sh::{
-    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, absolute_paths, as_read, command_names,
-    copies_of_tests, environment_files, installed_modules, installs_a_folder, installs_packages,
+    LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
+    environment_files, installed_modules, installs_a_folder, installs_packages,
     loader_searches_working, local_package_source, made_dirs, made_venvs, node_test_copies,
     package_refs, package_sources, pip_requirements, pytest_arguments, pytest_targets,
     relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
@@ -299,7 +299,6 @@ impl Rules {
             .chain(pytest_plugins)
             .collect();
         r.commands = command_names(test_sh);
-        r.named_paths = absolute_paths(test_sh);
         r
     }
 

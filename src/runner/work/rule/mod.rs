@@ -111,8 +111,6 @@ pub struct Rules {
     node_places: Vec<String>,
     /// The names of the image's Node packages (`tinyschema`, `@scope/name`).
     node_packages: BTreeSet<String>,
-    /// The absolute paths test.sh names literally: where it may write during the tests.
-    named_paths: BTreeSet<String>,
     /// The requirement and constraint files test.sh has pip install from, where it reads them.
     requirement_files: Vec<String>,
     /// Folders the agent's links named `bin` lead to: an interpreter's name there is one in a
@@ -497,12 +495,6 @@ impl Rules {
             }
         }
         Class::Work
-    }
-
-    /// True when `test.sh` names `path` literally (`echo 42 > /tmp/expected.txt`): a file it
-    /// may write during the tests, which a link of the work must not read.
-    pub fn test_sh_names(&self, path: &str) -> bool {
-        self.named_paths.contains(path)
     }
 
     /// The Node package of the image's that `path` stands in for, when it is at or under

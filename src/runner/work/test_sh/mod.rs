@@ -11,8 +11,6 @@
 mod copies;
 mod installers;
 
-use super::paths;
-
 pub use copies::*;
 pub use installers::*;
 
@@ -407,24 +405,6 @@ pub fn made_dirs(test_sh: &str) -> Vec<String> {
                 && !out.contains(w)
             {
                 out.push(w.trim_end_matches('/').to_string());
-            }
-        }
-    }
-    out
-}
-
-/// The absolute paths `test_sh` names literally (`> /tmp/expected.json`,
-/// `python3 /tests/ref.py /tmp/ref.json`, `OUT=/app/out.csv`), normalized: where it may write
-/// as well as read.
-pub fn absolute_paths(test_sh: &str) -> std::collections::BTreeSet<String> {
-    let mut out = std::collections::BTreeSet::new();
-    for words in command_words(test_sh) {
-        for w in words {
-            let w = w.trim_start_matches(|c: char| c.is_ascii_digit() || "&<>".contains(c));
-            for part in w.split(['=', ':', ',']) {
-                if part.starts_with('/') && !part.contains(['$', '*', '?', '`', '[']) {
-                    out.insert(paths::normalize(part));
-                }
             }
         }
     }
@@ -1279,26 +1259,6 @@ cp -S .bak /tests/t.py /srv/f/
         );
         assert!(package_lines("/app/pyproject.toml", b"[project]\nname = \"x\"\n").is_empty());
         assert!(package_lines("/etc/uv/uv.toml", b"find-links = [").is_empty());
-    }
-
-    #[test]
-    fn absolute_paths_test_sh_names_are_read() {
-        let paths = absolute_paths(
-            "echo 42 > /tmp/a.txt 2>/tmp/err.log\npython3 /tests/ref.py /tmp/ref.json\n\
-             OUT=/app/out.csv pytest --ctrf=/logs/verifier/ctrf.json \"$X\"/y /srv/*.csv",
-        );
-        let paths: Vec<&str> = paths.iter().map(String::as_str).collect();
-        assert_eq!(
-            paths,
-            [
-                "/app/out.csv",
-                "/logs/verifier/ctrf.json",
-                "/tests/ref.py",
-                "/tmp/a.txt",
-                "/tmp/err.log",
-                "/tmp/ref.json"
-            ]
-        );
     }
 
     #[test]

@@ -641,6 +641,15 @@ pub async fn image_user_not_root(t: Target) {
         ] {
             std::fs::write(dir.join(path), text).unwrap();
         }
+        // Scripts that are not executable in the task folder: only root may make the copies
+        // that skillscope put in place executable for a user who is not root.
+        if *name == "user-named" {
+            use std::os::unix::fs::PermissionsExt;
+            for path in ["solution/solve.sh", "tests/test.sh"] {
+                let p = dir.join(path);
+                std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o644)).unwrap();
+            }
+        }
     }
     let names: Vec<&str> = tasks.iter().map(|t| t.0).collect();
     let out = t

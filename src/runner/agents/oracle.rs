@@ -62,7 +62,7 @@ impl Agent for OracleAgent {
                     std::time::Duration::from_secs(60),
                 )
                 .await?;
-            if r.end != ExecEnd::Exited || r.exit_code != Some(0) {
+            if !r.succeeded() {
                 return Err(RunnerError::backend_text(
                     format!("copying the solution into {}", ctx.container.name()),
                     format!("exit {:?}: {}", r.exit_code, out.trim()),

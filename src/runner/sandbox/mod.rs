@@ -78,6 +78,13 @@ pub struct ExecResult {
     pub exit_code: Option<i64>,
 }
 
+impl ExecResult {
+    /// True when it exited, with code 0.
+    pub fn succeeded(&self) -> bool {
+        self.end == ExecEnd::Exited && self.exit_code == Some(0)
+    }
+}
+
 /// An exec request.
 pub struct ExecRequest<'a> {
     /// Command and arguments.
@@ -289,13 +296,14 @@ impl Sandbox {
             quoted(programs)
         );
         let (r, out) = self.sh_output(&script, Duration::from_secs(60)).await?;
-        if r.end == ExecEnd::Exited && r.exit_code == Some(0) {
+        if r.succeeded() {
             return Ok(());
         }
         Err(RunnerError::backend_text(
             format!(
-                "opening {} to the image's user in {}",
-                dirs.join(", "),
+                "opening {} to the user {} in {}",
+                [dirs, programs].concat().join(", "),
+                self.default_user().unwrap_or_default(),
                 self.name()
             ),
             format!("exit {:?}: {}", r.exit_code, out.trim()),

@@ -544,6 +544,8 @@ const CASES: &[Case] = &[
     // The same link to a file the tests themselves (not test.sh) overwrite; a user site in the
     // home of the verifier's own user (`[verifier] user`), which is not the image's.
     case("link-to-file-tests-overwrite", Run::Pytest, Fails),
+    // The same, through a file of the image the agent left alone (a link to it becomes a copy).
+    case("link-to-image-file-tests-overwrite", Run::Pytest, Fails),
     case(
         "verifier-user-site",
         Run::Pytest,

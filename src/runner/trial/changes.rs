@@ -13,7 +13,7 @@ use crate::runner::backend::TarBody;
 use crate::runner::sandbox::RawExec;
 use crate::runner::sandbox::{STATIC_SHELL_DIR, Sandbox};
 use crate::runner::work::Rules;
-use crate::runner::work::collect::{Collected, LISTING_FAILED, Limits, sort};
+use crate::runner::work::collect::{Collected, ImageCopy, LISTING_FAILED, Limits, sort};
 use crate::runner::work::manifest::{FileKind, Manifest, absolute};
 
 /// What the hand-over exec found in the agent's environment ([`hand_over`]), before it is sorted
@@ -468,8 +468,73 @@ pub(super) async fn carry(
             .map_err(|e| RunnerError::io(tar.path(), e))?;
         verifier.upload_tar_at(TarBody::Spooled(file), "/").await?;
     }
+    if !work.image_copies.is_empty() {
+        copy_image_files(verifier, &work.image_copies).await?;
+    }
     if !tests_carried {
         verifier.upload_dir(tests, "/tests").await?;
+    }
+    Ok(())
+}
+
+/// The script that makes each of `copies` ([`Collected::image_copies`]) a file of its own in
+/// the verifier's environment: whatever stands at the link's path goes first (an image's link
+/// there is never written through), then the image file's bytes, the link's owner and the image
+/// file's mode. Paths are quoted for the shell; the static tools run.
+///
+/// # Errors
+/// [`RunnerError::Task`] when a path cannot be quoted (it holds a NUL).
+fn image_copies_script(copies: &[ImageCopy]) -> Result<String, RunnerError> {
+    let s = STATIC_SHELL_DIR;
+    let quote = |p: &str| {
+        shlex::try_quote(p)
+            .map(|q| q.into_owned())
+            .map_err(|e| RunnerError::Task(e.to_string()))
+    };
+    let mut script = String::new();
+    for c in copies {
+        let (to, from) = (quote(&c.path)?, quote(&c.from)?);
+        script.push_str(&format!(
+            "{s}/rm -rf -- {to} && {s}/cat -- {from} > {to} && {s}/chown {}:{} {to} && \
+             {s}/chmod {:o} {to} || exit 1\n",
+            c.owner.0, c.owner.1, c.mode
+        ));
+    }
+    Ok(script)
+}
+
+/// Applies [`image_copies_script`] in `verifier`, after the work's tar arrived (the links'
+/// folders exist) and before anything of the verifier's runs: the image's files are still as
+/// the image has them there.
+///
+/// # Errors
+/// [`RunnerError`] when the exec fails or overruns [`DELETE_LIMIT`] (a fault).
+async fn copy_image_files(verifier: &Sandbox, copies: &[ImageCopy]) -> Result<(), RunnerError> {
+    let script = image_copies_script(copies)?;
+    let out =
+        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+    let what = || {
+        format!(
+            "copying the image's files the work links to in {}",
+            verifier.name()
+        )
+    };
+    let r = tokio::time::timeout(
+        DELETE_LIMIT,
+        verifier.exec_raw(&script, None, out.path(), 1 << 20),
+    )
+    .await
+    .map_err(|_| {
+        RunnerError::backend_text(
+            what(),
+            format!("took more than {}s", DELETE_LIMIT.as_secs()),
+        )
+    })??;
+    if !r.ok() {
+        return Err(RunnerError::backend_text(
+            what(),
+            format!("exited {:?}: {}", r.exit_code, r.stderr),
+        ));
     }
     Ok(())
 }
@@ -518,6 +583,30 @@ mod tests {
     use crate::runner::work::manifest::ManifestLimits;
 
     const NONCE: &str = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0";
+
+    #[test]
+    fn the_script_of_image_copies_never_writes_through_a_link() {
+        let script = image_copies_script(&[ImageCopy {
+            path: "/app/a b".into(),
+            from: "/app/data.csv".into(),
+            mode: 0o640,
+            owner: (1000, 1000),
+        }])
+        .unwrap();
+        assert!(
+            script.contains("rm -rf -- '/app/a b' && "),
+            "what stands there goes first: {script}"
+        );
+        assert!(
+            script.contains("cat -- /app/data.csv > '/app/a b'"),
+            "{script}"
+        );
+        assert!(script.contains("chown 1000:1000 '/app/a b'"), "{script}");
+        assert!(
+            script.contains("chmod 640 '/app/a b' || exit 1"),
+            "{script}"
+        );
+    }
 
     /// A manifest of an image with `/app/keep.txt` and `/app/old.txt`.
     fn manifest() -> Manifest {

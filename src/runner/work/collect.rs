@@ -65,6 +65,20 @@ pub struct DroppedLink {
     pub why: String,
 }
 
+/// A link of the work carried as a copy of the image's file it leads to
+/// ([`Collected::image_copies`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImageCopy {
+    /// The link's path (absolute).
+    pub path: String,
+    /// The image's regular file it leads to (absolute, no link on the way).
+    pub from: String,
+    /// The image file's permission bits (`0o7777`).
+    pub mode: u32,
+    /// The link's owner, `(uid, gid)`.
+    pub owner: (u64, u64),
+}
+
 /// What the collection found.
 #[derive(Default)]
 pub struct Collected {
@@ -88,6 +102,11 @@ pub struct Collected {
     /// modes: not in `carry` (a mount point cannot be replaced), written in place in the
     /// verifier's environment; their bytes are read with [`Collected::head`].
     pub in_place: Vec<(String, u32)>,
+    /// Links of the work to a regular file of the image the agent left alone: each is made,
+    /// in the verifier's environment, a file of its own holding that image file's bytes (fresh
+    /// there as in the image), never a link — the tests may write over the image's file
+    /// before they read the agent's link. Applied after `carry` ([`ImageCopy`]).
+    pub image_copies: Vec<ImageCopy>,
     /// Why the rule failed closed ([`super::rule::Rules::fails_closed`]), if it did.
     pub fail_closed: Option<String>,
     /// Carried modules in folders the verifier's Python searches first (`path`, top-level
@@ -433,7 +452,7 @@ pub fn sort(
     let rules = &rules
         .through_links(&|p: &str| work_links.resolve(p, manifest, View::Agent))
         .with_bin_dirs(bin_dirs);
-    let mut carry = Carry::new(&entries)?;
+    let mut carry = Carry::new(&entries, listed, listed_dirs)?;
     for e in entries.iter().filter(|e| e.changed) {
         let class = judge(e, manifest, rules, &venvs, &carry.carried, &mut out);
         if !class.is_work() || e.not_utf8 {
@@ -593,11 +612,19 @@ struct Carry<'a> {
     links_last: Vec<&'a Entry>,
     /// Every entry the hand-over listed, by path: what a link of the work leads to.
     listed: HashMap<&'a str, &'a Entry>,
+    /// The current entries of the changed folders, and those folders ([`sort`]'s listing):
+    /// what the agent deleted.
+    listing: (&'a BTreeSet<String>, &'a BTreeSet<String>),
 }
 
 impl<'a> Carry<'a> {
-    fn new(entries: &'a [Entry]) -> Result<Carry<'a>, RunnerError> {
+    fn new(
+        entries: &'a [Entry],
+        listed: &'a BTreeSet<String>,
+        listed_dirs: &'a BTreeSet<String>,
+    ) -> Result<Carry<'a>, RunnerError> {
         Ok(Carry {
+            listing: (listed, listed_dirs),
             listed: entries.iter().map(|e| (e.path.as_str(), e)).collect(),
             tar: tar::Builder::new(tempfile::NamedTempFile::new().map_err(spool_error)?),
             carried: HashSet::new(),
@@ -709,8 +736,10 @@ impl<'a> Carry<'a> {
     /// that leads nowhere in the agent's environment (where the verifier may make a file: a
     /// path `test.sh` writes) is dropped and recorded; one that leads to a regular file the
     /// agent made or changed is carried as that file's bytes as the agent left them — what the
-    /// verifier writes there later (`test.sh`, or the tests) never becomes the work's. Every
-    /// other link (to a folder, to a file of the image the agent did not change) stays a link.
+    /// verifier writes there later (`test.sh`, or the tests) never becomes the work's; one that
+    /// leads to a regular file of the image the agent left alone becomes a copy of it in the
+    /// verifier's environment ([`Collected::image_copies`]; dropped when the agent deleted that
+    /// file). A link to a folder stays a link.
     fn add_links(
         &mut self,
         work_links: &WorkLinks,
@@ -758,6 +787,28 @@ impl<'a> Carry<'a> {
                     self.add_bytes(e, file.mode, (at, len), spool, limits, out)?;
                     continue;
                 }
+                // The image's file, left alone: the tests may write over it before they read
+                // the link, so the link is made a copy of the bytes the agent saw there.
+                if let Some(fact) = manifest
+                    .get(&p)
+                    .filter(|f| now.is_none() && f.kind == FileKind::File)
+                {
+                    if self.deleted(&p) {
+                        out.dropped_links
+                            .push(dropped(format!("to {p}, which the agent deleted")));
+                    } else if within_limit(out, fact.size, limits) {
+                        out.image_copies.push(ImageCopy {
+                            path: e.path.clone(),
+                            from: p.clone(),
+                            mode: fact.mode & 0o7777,
+                            owner: e.owner,
+                        });
+                        out.work_files += 1;
+                        out.work_bytes += fact.size;
+                        self.carried.insert(e.path.clone());
+                    }
+                    continue;
+                }
             }
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Symlink);
@@ -769,6 +820,17 @@ impl<'a> Carry<'a> {
                 .map_err(spool_error)?;
         }
         Ok(())
+    }
+}
+
+impl Carry<'_> {
+    /// Whether the image's entry `path` is gone from the agent's environment: its folder was
+    /// listed and holds it no more (and nothing of the agent's stands there).
+    fn deleted(&self, path: &str) -> bool {
+        let (listed, listed_dirs) = self.listing;
+        listed_dirs.contains(parent(path))
+            && !listed.contains(path)
+            && !self.listed.contains_key(path)
     }
 }
 
@@ -1568,6 +1630,66 @@ mod tests {
         let r = rules(&m);
         assert_eq!(r.classify("/logs", true, &[]), Class::Work);
         assert_eq!(r.classify("/logs/artifacts/x", false, &[]), Class::Work);
+    }
+
+    #[test]
+    fn a_link_to_an_image_file_left_alone_becomes_a_copy_of_it() {
+        // The tests may write the expected answer over a file of the image (a placeholder the
+        // image ships) before they read the agent's link to it.
+        let m = image();
+        let r = rules(&m);
+        let changed = tar_of(&[
+            ("app/answer.csv", K::Link, "/app/data.csv"),
+            ("app/rel.csv", K::Link, "old/x"),
+            ("app/gone", K::Link, "/app/main.py"),
+        ]);
+        // The agent deleted /app/main.py: its link leads nowhere, as in its environment.
+        let out = sort(
+            &changed[..],
+            &listed(&[
+                "/app/answer.csv",
+                "/app/rel.csv",
+                "/app/gone",
+                "/app/data.csv",
+                "/app/old",
+            ]),
+            &listed(&["/app"]),
+            &m,
+            &r,
+            Limits::default(),
+        )
+        .unwrap();
+        let copies: Vec<(&str, &str)> = out
+            .image_copies
+            .iter()
+            .map(|c| (c.path.as_str(), c.from.as_str()))
+            .collect();
+        assert_eq!(
+            copies,
+            [
+                ("/app/answer.csv", "/app/data.csv"),
+                ("/app/rel.csv", "/app/old/x")
+            ]
+        );
+        assert_eq!(out.image_copies[0].mode, 0o755);
+        assert!(
+            carried_names(&out).is_empty(),
+            "no link is carried: {:?}",
+            carried_names(&out)
+        );
+        assert_eq!(out.dropped_links.len(), 1, "{:?}", out.dropped_links);
+        assert!(out.dropped_links[0].why.contains("deleted"));
+        assert_eq!(
+            out.work_bytes, 4,
+            "the copies' bytes count against the limit"
+        );
+        // Past the bytes limit: no copy, the limit flags the trial.
+        let tight = Limits {
+            bytes: 2,
+            ..Limits::default()
+        };
+        let out = sort(&changed[..], &listed(&[]), &listed(&[]), &m, &r, tight).unwrap();
+        assert!(out.limit.is_some());
     }
 
     #[test]

@@ -43,21 +43,35 @@ pub fn is_root_user(user: &str) -> bool {
 }
 
 /// `argv` run as `user` (a name of the image's `/etc/passwd`) from skillscope's root PID 1: the
-/// static `su` to that user's static shell, which `exec`s `argv` (its environment as `su` makes
-/// it: `HOME`, `SHELL`, `USER` and `LOGNAME` of that user). `su` takes the user's own group from
-/// `/etc/passwd`, not a group the image's `USER` names.
+/// static shell running [`su_line`] with `argv` as its arguments (`sh -c LINE skillscope-su
+/// ARGV…`). `su` takes the user's own group from `/etc/passwd`, not a group the image's `USER`
+/// names.
 pub fn as_user(user: &str, argv: &[String]) -> Vec<String> {
-    let s = STATIC_SHELL_DIR;
+    let quoted = format!("'{}'", user.replace('\'', "'\\''"));
     let mut out = vec![
-        format!("{s}/su"),
-        "-s".to_string(),
-        format!("{s}/sh"),
-        user.to_string(),
+        format!("{STATIC_SHELL_DIR}/sh"),
         "-c".to_string(),
-        "exec \"$0\" \"$@\"".to_string(),
+        su_line(&quoted),
+        "skillscope-su".to_string(),
     ];
     out.extend(argv.iter().cloned());
     out
+}
+
+/// A line of the static shell that `exec`s its arguments (`"$@"`) as `user` (already quoted for
+/// the shell) through the static `su`, with the environment a `docker exec --user` gives: what
+/// the caller's environment holds, `HOME`, `USER` and `LOGNAME` of that user (as `su` sets
+/// them) — and `SHELL` as it was before `su` (set to the same value, or unset), never `su`'s
+/// shell: that is skillscope's static shell, and a harness that runs its commands in `$SHELL`
+/// would otherwise get busybox's instead of the image's.
+pub fn su_line(user: &str) -> String {
+    let s = STATIC_SHELL_DIR;
+    format!(
+        "{s}/env SKILLSCOPE_SHELL_SET=\"${{SHELL+1}}\" SKILLSCOPE_SHELL=\"${{SHELL-}}\" \
+         {s}/su -s {s}/sh {user} -c 'if [ -n \"$SKILLSCOPE_SHELL_SET\" ]; then \
+         SHELL=\"$SKILLSCOPE_SHELL\"; else unset SHELL; fi; \
+         unset SKILLSCOPE_SHELL SKILLSCOPE_SHELL_SET; exec \"$0\" \"$@\"' \"$@\""
+    )
 }
 
 /// Errors of the runner. Trial-level failures never surface as errors of the run: they become
@@ -198,18 +212,44 @@ mod tests {
     #[test]
     fn an_entrypoint_runs_as_the_user_through_the_static_su() {
         let argv = as_user("app", &["/entry.sh".into(), "sleep infinity".into()]);
-        assert_eq!(
-            argv,
-            [
-                "/skillscope/static/su",
-                "-s",
-                "/skillscope/static/sh",
-                "app",
-                "-c",
-                "exec \"$0\" \"$@\"",
-                "/entry.sh",
-                "sleep infinity"
-            ]
+        assert_eq!(argv[..2], ["/skillscope/static/sh", "-c"]);
+        assert_eq!(argv[2], su_line("'app'"));
+        assert_eq!(argv[3..], ["skillscope-su", "/entry.sh", "sleep infinity"]);
+        assert!(
+            argv[2].contains("/skillscope/static/su -s /skillscope/static/sh 'app' -c"),
+            "{}",
+            argv[2]
         );
+    }
+
+    /// Runs `su_line`'s shell text with the host's `sh` standing in for the static tools: the
+    /// restore of `SHELL` is plain shell, checked here with `su` replaced by a stub that sets
+    /// `SHELL` as the real one does.
+    #[test]
+    fn su_keeps_the_shell_the_caller_had() {
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path();
+        let stub = "#!/bin/sh\n# su -s SHELL USER -c CMD ARGS...: sets SHELL as su does\n\
+                    shift; export SHELL=\"$1\"; shift; shift; shift; exec /bin/sh -c \"$@\"\n";
+        std::fs::write(bin.join("su"), stub).unwrap();
+        std::os::unix::fs::symlink("/usr/bin/env", bin.join("env")).unwrap();
+        std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(bin.join("su"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let line = su_line("app").replace(STATIC_SHELL_DIR, &bin.display().to_string());
+        let run = |shell: Option<&str>| {
+            let mut c = std::process::Command::new("/bin/sh");
+            c.args(["-c", &line, "x", "/bin/sh", "-c", "echo \"${SHELL-unset}\""]);
+            c.env_remove("SHELL");
+            if let Some(v) = shell {
+                c.env("SHELL", v);
+            }
+            let out = c.output().unwrap();
+            assert!(out.status.success(), "{out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        assert_eq!(run(None), "unset");
+        assert_eq!(run(Some("/bin/bash")), "/bin/bash");
+        assert_eq!(run(Some("")), "");
     }
 }

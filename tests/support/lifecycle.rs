@@ -581,7 +581,7 @@ pub async fn image_user_not_root(t: Target) {
     let named = "FROM skillscope/busybox:1\n\
         RUN echo 'app:x:1000:1000::/home/app:/bin/sh' >> /etc/passwd \
         && echo 'app:x:1000:' >> /etc/group && mkdir -p /home/app && chown 1000:1000 /home/app \
-        && printf '#!/bin/sh\\nid -u > /tmp/entry-uid\\nexec \"$@\"\\n' > /entry.sh \
+        && printf '#!/bin/sh\\necho \"${SHELL-unset}\" > /tmp/entry-shell\\nid -u > /tmp/entry-uid\\nexec \"$@\"\\n' > /entry.sh \
         && chmod 755 /entry.sh\n\
         USER 1000\nWORKDIR /home/app\nENTRYPOINT [\"/entry.sh\"]\n";
     let check = |home: &str, uid: &str| {
@@ -596,6 +596,7 @@ pub async fn image_user_not_root(t: Target) {
     let solve_named = "#!/bin/sh\nset -e\ni=0; while [ ! -s /tmp/entry-uid ] && [ $i -lt 50 ]; do \
         sleep 0.1; i=$((i+1)); done\n[ \"$(cat /tmp/entry-uid)\" = 1000 ]\n\
         [ \"$(id -u)\" = 1000 ] && [ \"$HOME\" = /home/app ]\n\
+        [ \"$(cat /tmp/entry-shell)\" = unset ] && [ \"${SHELL-unset}\" = unset ]\n\
         cd /home/app && mkdir out && echo 42 > answer.txt\n\
         echo mine > /logs/agent/mine.txt\n";
     let numeric = "FROM skillscope/busybox:1\nRUN mkdir /work && chown 4242:4242 /work\n\

@@ -228,10 +228,7 @@ pub fn wrap(
         script.push_str(&format!("cd -- {} || exit 126\n", quote(dir)));
     }
     let run = match &spec.user {
-        Some(user) => format!(
-            "{s}/su -s {s}/sh {} -c 'exec \"$0\" \"$@\"' \"$@\"",
-            quote(user)
-        ),
+        Some(user) => crate::runner::su_line(&quote(user)),
         None => "\"$@\"".to_string(),
     };
     let payload = spec.stdin.as_ref().map_or(0, ExecStdin::len);

@@ -105,13 +105,8 @@ mod tests {
         assert_eq!(u.image.as_deref(), Some("app"));
         assert_eq!((u.agent.clone(), u.verifier.clone()), (None, None));
         assert_eq!(
-            u.entry[..4],
-            [
-                "/skillscope/static/su",
-                "-s",
-                "/skillscope/static/sh",
-                "app"
-            ]
+            u.entry,
+            crate::runner::as_user("app", &["/entry.sh".to_string()])
         );
         let t = task("[agent]\nuser = \"app\"\n[verifier]\nuser = 0\n");
         let u = Users::of(&t, &facts("", &["/entry.sh"])).unwrap();

@@ -546,6 +546,11 @@ const CASES: &[Case] = &[
     case("link-to-file-tests-overwrite", Run::Pytest, Fails),
     // The same, through a file of the image the agent left alone (a link to it becomes a copy).
     case("link-to-image-file-tests-overwrite", Run::Pytest, Fails),
+    // The eighth red team: a second name (hard link) of a file test.sh writes in place; a link
+    // to a folder test.sh writes into; an honest agent's file times and a change of owner.
+    case("hardlink-to-verify-time-file", Run::AnswerAtVerify, Fails),
+    case("dirlink-to-verify-time-folder", Run::AnswerAtVerify, Fails),
+    case("honest-times-and-owner", Run::Pytest, Pass),
     case(
         "verifier-user-site",
         Run::Pytest,

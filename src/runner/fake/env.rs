@@ -79,6 +79,7 @@ impl FakeFs {
                         link,
                         script: None,
                         stamp: None,
+                        owner: None,
                     },
                 )
             })

@@ -13,7 +13,8 @@ use crate::runner::backend::TarBody;
 use crate::runner::sandbox::RawExec;
 use crate::runner::sandbox::{STATIC_SHELL_DIR, Sandbox};
 use crate::runner::work::Rules;
-use crate::runner::work::collect::{Collected, ImageCopy, LISTING_FAILED, Limits, sort};
+use crate::runner::work::collect::{Collected, Limits, LinkCopy, sort};
+use crate::runner::work::listing::LISTING_FAILED;
 use crate::runner::work::manifest::{FileKind, Manifest, absolute};
 
 /// What the hand-over exec found in the agent's environment ([`hand_over`]), before it is sorted
@@ -468,8 +469,8 @@ pub(super) async fn carry(
             .map_err(|e| RunnerError::io(tar.path(), e))?;
         verifier.upload_tar_at(TarBody::Spooled(file), "/").await?;
     }
-    if !work.image_copies.is_empty() {
-        copy_image_files(verifier, &work.image_copies).await?;
+    if !work.link_copies.is_empty() {
+        copy_linked(verifier, &work.link_copies).await?;
     }
     if !tests_carried {
         verifier.upload_dir(tests, "/tests").await?;
@@ -477,14 +478,15 @@ pub(super) async fn carry(
     Ok(())
 }
 
-/// The script that makes each of `copies` ([`Collected::image_copies`]) a file of its own in
-/// the verifier's environment: whatever stands at the link's path goes first (an image's link
-/// there is never written through), then the image file's bytes, the link's owner and the image
-/// file's mode. Paths are quoted for the shell; the static tools run.
+/// The script that makes each of `copies` ([`Collected::link_copies`]) a file or folder of its
+/// own in the verifier's environment: whatever stands at the link's path goes first (an image's
+/// link there is never written through), then a copy of what the link leads to — a file's
+/// bytes and times (`cp -p`), a folder's content as it is there (`cp -a`) — the link's owner
+/// and the mode of what it leads to. Paths are quoted for the shell; the static tools run.
 ///
 /// # Errors
 /// [`RunnerError::Task`] when a path cannot be quoted (it holds a NUL).
-fn image_copies_script(copies: &[ImageCopy]) -> Result<String, RunnerError> {
+fn link_copies_script(copies: &[LinkCopy]) -> Result<String, RunnerError> {
     let s = STATIC_SHELL_DIR;
     let quote = |p: &str| {
         shlex::try_quote(p)
@@ -494,8 +496,13 @@ fn image_copies_script(copies: &[ImageCopy]) -> Result<String, RunnerError> {
     let mut script = String::new();
     for c in copies {
         let (to, from) = (quote(&c.path)?, quote(&c.from)?);
+        let copy = if c.folder {
+            format!("{s}/mkdir -- {to} && {s}/cp -a -- {from}/. {to}/")
+        } else {
+            format!("{s}/cp -p -- {from} {to}")
+        };
         script.push_str(&format!(
-            "{s}/rm -rf -- {to} && {s}/cat -- {from} > {to} && {s}/chown {}:{} {to} && \
+            "{s}/rm -rf -- {to} && {copy} && {s}/chown {}:{} {to} && \
              {s}/chmod {:o} {to} || exit 1\n",
             c.owner.0, c.owner.1, c.mode
         ));
@@ -503,14 +510,13 @@ fn image_copies_script(copies: &[ImageCopy]) -> Result<String, RunnerError> {
     Ok(script)
 }
 
-/// Applies [`image_copies_script`] in `verifier`, after the work's tar arrived (the links'
-/// folders exist) and before anything of the verifier's runs: the image's files are still as
-/// the image has them there.
+/// Applies [`link_copies_script`] in `verifier`, after the work's tar arrived (the links'
+/// folders exist, a linked folder holds the work) and before anything of the verifier's runs.
 ///
 /// # Errors
 /// [`RunnerError`] when the exec fails or overruns [`DELETE_LIMIT`] (a fault).
-async fn copy_image_files(verifier: &Sandbox, copies: &[ImageCopy]) -> Result<(), RunnerError> {
-    let script = image_copies_script(copies)?;
+async fn copy_linked(verifier: &Sandbox, copies: &[LinkCopy]) -> Result<(), RunnerError> {
+    let script = link_copies_script(copies)?;
     let out =
         tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
     let what = || {
@@ -585,20 +591,31 @@ mod tests {
     const NONCE: &str = "0f1e2d3c-4b5a-4968-8776-a5b4c3d2e1f0";
 
     #[test]
-    fn the_script_of_image_copies_never_writes_through_a_link() {
-        let script = image_copies_script(&[ImageCopy {
+    fn the_script_of_link_copies_never_writes_through_a_link() {
+        let copy = LinkCopy {
             path: "/app/a b".into(),
             from: "/app/data.csv".into(),
+            folder: false,
             mode: 0o640,
             owner: (1000, 1000),
-        }])
-        .unwrap();
+        };
+        let folder = LinkCopy {
+            path: "/app/out".into(),
+            from: "/tmp/ref dir".into(),
+            folder: true,
+            ..copy.clone()
+        };
+        let script = link_copies_script(&[copy, folder]).unwrap();
+        assert!(
+            script.contains("rm -rf -- /app/out && /skillscope/static/mkdir -- /app/out && /skillscope/static/cp -a -- '/tmp/ref dir'/. /app/out/"),
+            "{script}"
+        );
         assert!(
             script.contains("rm -rf -- '/app/a b' && "),
             "what stands there goes first: {script}"
         );
         assert!(
-            script.contains("cat -- /app/data.csv > '/app/a b'"),
+            script.contains("cp -p -- /app/data.csv '/app/a b'"),
             "{script}"
         );
         assert!(script.contains("chown 1000:1000 '/app/a b'"), "{script}");

@@ -55,12 +55,12 @@ pub(super) const NONCE_LEN: u64 = 36;
 
 /// The hand-over in one exec: `kill -9 -1` repeated every 50 ms until no process is left or
 /// `limit` passes — then, when none is left, a line `== <nonce>`, what the agent changed
-/// ([`work::collect::after_kill_script`] over `pruned` and the last `minutes`) and the nonce
+/// ([`work::listing::after_kill_script`] over `pruned` and the last `minutes`) and the nonce
 /// again, last. The nonce is the kernel's random UUID, drawn once no process of the agent is
 /// left: whatever the agent wrote into the exec's output before it died (as root it can open
 /// `/proc/<pid>/fd/1` of the script) comes before the first `== <nonce>` and cannot name it.
 /// Exits [`PROCESSES_LEFT`], after the processes still there, when some are left; [`NO_NONCE`]
-/// when no nonce can be drawn; else as [`work::collect::after_kill_script`].
+/// when no nonce can be drawn; else as [`work::listing::after_kill_script`].
 pub(super) fn handover_script(pruned: &[String], minutes: u64, limit: Duration) -> String {
     let s = crate::runner::sandbox::STATIC_SHELL_DIR;
     let rounds = limit.as_millis() / 50;
@@ -72,7 +72,7 @@ pub(super) fn handover_script(pruned: &[String], minutes: u64, limit: Duration) 
          r=$({s}/cat /proc/sys/kernel/random/uuid) && [ ${{#r}} = {NONCE_LEN} ] || exit {NO_NONCE}; \
          echo \"== $r\"; {}; printf %s \"$r\"; exit $t",
         list_processes(),
-        work::collect::after_kill_script(pruned, minutes)
+        work::listing::after_kill_script(pruned, minutes)
     )
 }
 

@@ -16,9 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use super::links::{View, WorkLinks};
 use super::manifest::{FileKind, Manifest, absolute, absolute_escaped, pyc_source, sha256_of};
-use super::rule::{Class, Rules, holds_verifier_folder, parent, shell_quote};
+use super::rule::{Class, Rules, holds_verifier_folder, parent};
 use crate::runner::RunnerError;
-use crate::runner::STATIC_SHELL_DIR;
 
 /// The limits of one collection. Past any of them the trial is flagged.
 #[derive(Debug, Clone, Copy)]
@@ -65,15 +64,19 @@ pub struct DroppedLink {
     pub why: String,
 }
 
-/// A link of the work carried as a copy of the image's file it leads to
-/// ([`Collected::image_copies`]).
+/// A link of the work carried as a copy of what it leads to ([`Collected::link_copies`]): a
+/// regular file of the image the agent left alone, or a folder (the image's or the agent's)
+/// holding no link of the agent's.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ImageCopy {
+pub struct LinkCopy {
     /// The link's path (absolute).
     pub path: String,
-    /// The image's regular file it leads to (absolute, no link on the way).
+    /// What it leads to (absolute, no link on the way).
     pub from: String,
-    /// The image file's permission bits (`0o7777`).
+    /// `from` is a folder: its content is copied (`cp -a`), as the verifier has it once the
+    /// work is in.
+    pub folder: bool,
+    /// Permission bits (`0o7777`) of what it leads to.
     pub mode: u32,
     /// The link's owner, `(uid, gid)`.
     pub owner: (u64, u64),
@@ -102,11 +105,12 @@ pub struct Collected {
     /// modes: not in `carry` (a mount point cannot be replaced), written in place in the
     /// verifier's environment; their bytes are read with [`Collected::head`].
     pub in_place: Vec<(String, u32)>,
-    /// Links of the work to a regular file of the image the agent left alone: each is made,
-    /// in the verifier's environment, a file of its own holding that image file's bytes (fresh
-    /// there as in the image), never a link — the tests may write over the image's file
-    /// before they read the agent's link. Applied after `carry` ([`ImageCopy`]).
-    pub image_copies: Vec<ImageCopy>,
+    /// Links of the work to a regular file of the image the agent left alone, or to a folder:
+    /// each is made, in the verifier's environment, a file or folder of its own holding a copy
+    /// of what it leads to there, never a link — the verifier may write there (`test.sh`'s
+    /// reference, the tests' expected answer) before the tests read the agent's link. Applied
+    /// after `carry` ([`LinkCopy`]).
+    pub link_copies: Vec<LinkCopy>,
     /// Why the rule failed closed ([`super::rule::Rules::fails_closed`]), if it did.
     pub fail_closed: Option<String>,
     /// Carried modules in folders the verifier's Python searches first (`path`, top-level
@@ -139,81 +143,6 @@ impl Collected {
     }
 }
 
-/// The script run once every process of the agent has ended: on stdout, the listing of every
-/// folder changed in the last `minutes` minutes (by `ctime`) and of `/` — for each folder a
-/// marker `D<folder>` and then its entries, every item NUL-terminated (a superset of the changed
-/// image folders', for what the agent deleted) — one more NUL, then a tar of every path changed
-/// in those minutes (several archives one after the other) — outside `pruned` and outside every
-/// read-only mount of the environment. Leaves its status in `$t`: [`LISTING_FAILED`] when a
-/// folder could not be listed, else the tar's.
-///
-/// Read-only mounts (a compose service's `:ro` volume, an operator's `--mount …:ro`, the
-/// oracle's solution) are read from the kernel's `/proc/self/mountinfo` (field 5, its octal
-/// escapes decoded; options field 6): the agent cannot have written there, the verifier gets the
-/// same mount, and a folder freshly made on the host (a task checked out a minute ago) would
-/// otherwise be carried into a mount the verifier cannot write. Read-write mounts stay read: an
-/// image's `VOLUME` is a fresh anonymous volume per environment, so the agent's work there
-/// reaches the verifier only by this copy.
-pub fn after_kill_script(pruned: &[String], minutes: u64) -> String {
-    let s = STATIC_SHELL_DIR;
-    format!(
-        "{}; {}; lf=$?; {} / || lf=1; printf '\\0'; {}; t=$?; [ $lf = 0 ] || t={LISTING_FAILED}",
-        read_only_mounts(),
-        changed(
-            pruned,
-            minutes,
-            "-type d ",
-            &format!("{s}/xargs -0 -r {}", entries_of())
-        ),
-        entries_of(),
-        changed(pruned, minutes, "", &tar_of_paths()),
-    )
-}
-
-/// The status of [`after_kill_script`] when a changed folder could not be listed.
-pub const LISTING_FAILED: i64 = 100;
-
-/// Sets the shell's arguments to `-o -path <mount>` for every read-only mount of the
-/// environment but `/` (see [`after_kill_script`]), and changes to `/`.
-fn read_only_mounts() -> String {
-    let s = STATIC_SHELL_DIR;
-    format!(
-        "cd / && set -- && while read -r _ _ _ _ mp opts _; do case \",$opts,\" in *,ro,*) \
-         [ \"$mp\" = / ] || set -- \"$@\" -o -path \"$({s}/busybox printf '%b' \"$mp\")\";; esac; \
-         done < /proc/self/mountinfo"
-    )
-}
-
-/// `find` of every path of kind `kind` (a `find` test, or empty) changed in the last `minutes`
-/// minutes outside `pruned` and the read-only mounts, NUL-separated into `then`.
-fn changed(pruned: &[String], minutes: u64, kind: &str, then: &str) -> String {
-    let prune: Vec<String> = pruned
-        .iter()
-        .map(|p| format!("-path {}", shell_quote(p)))
-        .collect();
-    format!(
-        "{}/find / \\( {} \"$@\" \\) -prune -o {kind}-cmin -{minutes} -print0 | {then}",
-        STATIC_SHELL_DIR,
-        prune.join(" -o ")
-    )
-}
-
-/// `tar` of the paths on stdin (NUL-separated), no recursion, to stdout.
-fn tar_of_paths() -> String {
-    let s = STATIC_SHELL_DIR;
-    format!("{s}/xargs -0 -r {s}/tar -c --no-recursion -f -")
-}
-
-/// A command that lists the folders given as its arguments: for each, `D<folder>` and then its
-/// entries, NUL-terminated; exits 1 when one could not be listed.
-fn entries_of() -> String {
-    let s = STATIC_SHELL_DIR;
-    format!(
-        "{s}/sh -c 'e=0; for d; do printf \"D%s\\0\" \"$d\"; \
-         {s}/find \"$d\" -mindepth 1 -maxdepth 1 -print0 || e=1; done; exit $e' sh"
-    )
-}
-
 /// The class of a path of the work whose name is not UTF-8: recorded, not carried (Python
 /// itself reads such names — `site` runs a `.pth` file of any name —, so none is given to the
 /// verifier).
@@ -226,6 +155,9 @@ struct Entry {
     mode: u32,
     /// Owner and group ids.
     owner: (u64, u64),
+    /// Modification time, seconds since the epoch (kept on what is carried: `cp -a` and
+    /// `make` read it, a zip archive refuses times before 1980).
+    mtime: u64,
     link: Option<String>,
     /// The path a hard link names.
     hard: Option<String>,
@@ -283,11 +215,14 @@ fn read_changes(
             .map(|l| String::from_utf8_lossy(&l).into_owned());
         let kind = FileKind::of(t);
         let image = manifest.get(&path);
+        // The same owner as the image's, or one the image's tar did not give.
+        let same_owner = image.is_some_and(|i| i.owner.is_none_or(|o| o == owner));
         let mut e = Entry {
             path,
             kind,
             mode,
             owner,
+            mtime: header.mtime().unwrap_or(0),
             link: None,
             hard: None,
             content: None,
@@ -321,14 +256,17 @@ fn read_changes(
                                     && i.sha256.is_some()
                                     && i.sha256 == t.sha256
                                     && i.mode == mode
+                                    && same_owner
                             }
                             _ => false,
                         }
                 });
             }
             tar::EntryType::Symlink => {
-                e.changed = !image
-                    .is_some_and(|i| i.kind == FileKind::Link && i.link == link && i.mode == mode);
+                e.changed = !(same_owner
+                    && image.is_some_and(|i| {
+                        i.kind == FileKind::Link && i.link == link && i.mode == mode
+                    }));
                 e.link = link;
             }
             _ if kind == FileKind::File => {
@@ -350,16 +288,18 @@ fn read_changes(
                     ));
                     break;
                 }
-                e.changed = !image.is_some_and(|i| {
-                    i.kind == FileKind::File && i.sha256 == Some(sha) && i.mode == mode
-                });
+                e.changed = !(same_owner
+                    && image.is_some_and(|i| {
+                        i.kind == FileKind::File && i.sha256 == Some(sha) && i.mode == mode
+                    }));
                 e.content = Some((start, written));
                 if !e.changed {
                     unchanged_files.insert(e.path.clone());
                 }
             }
             _ => {
-                e.changed = !image.is_some_and(|i| i.kind == kind && i.mode == mode);
+                e.changed =
+                    !(same_owner && image.is_some_and(|i| i.kind == kind && i.mode == mode));
             }
         }
         entries.push(e);
@@ -653,6 +593,7 @@ impl<'a> Carry<'a> {
             h.set_mode(e.mode);
             h.set_uid(e.owner.0);
             h.set_gid(e.owner.1);
+            h.set_mtime(e.mtime);
             h.set_size(0);
             h
         };
@@ -664,15 +605,10 @@ impl<'a> Carry<'a> {
                     .map_err(spool_error)?;
                 self.carried.insert(e.path.clone());
             }
-            (FileKind::File, Some(target), _) if self.carried.contains(target) => {
-                let mut h = header(tar::EntryType::Link);
-                self.tar
-                    .append_link(&mut h, rel, &target[1..])
-                    .map_err(spool_error)?;
-                self.carried.insert(e.path.clone());
-            }
-            // A file's bytes; a second name of a file that is not carried (an unchanged image
-            // file, or one left behind) is carried as a file of its own with that file's bytes.
+            // A file's bytes; a second name of a file (a hard link) is carried as a file of its
+            // own with that file's bytes, never as a second name: what the verifier writes into
+            // one name (`test.sh` writing its reference where the agent made a file first)
+            // never reaches the other.
             (FileKind::File, hard, content) => {
                 let bytes = match hard {
                     Some(target) => self.content_at.get(target.as_str()).copied(),
@@ -690,7 +626,7 @@ impl<'a> Carry<'a> {
                     }
                     return Ok(());
                 }
-                self.add_bytes(e, e.mode, (start, len), spool, limits, out)?;
+                self.add_bytes(e, (e.mode, e.mtime), (start, len), spool, limits, out)?;
             }
             (FileKind::Link, _, _) => self.links_last.push(e),
             _ => {}
@@ -699,11 +635,11 @@ impl<'a> Carry<'a> {
     }
 
     /// Adds a regular file at `e`'s path holding the spool's bytes at `at` (`(start, len)`)
-    /// with `mode`, within `limits`.
+    /// with `(mode, mtime)` (permission bits; seconds since the epoch), within `limits`.
     fn add_bytes(
         &mut self,
         e: &Entry,
-        mode: u32,
+        (mode, mtime): (u32, u64),
         (start, len): (u64, u64),
         spool: &mut tempfile::NamedTempFile,
         limits: Limits,
@@ -721,6 +657,7 @@ impl<'a> Carry<'a> {
         h.set_mode(mode);
         h.set_uid(e.owner.0);
         h.set_gid(e.owner.1);
+        h.set_mtime(mtime);
         h.set_size(len);
         self.tar
             .append_data(&mut h, &e.path[1..], f.take(len))
@@ -738,8 +675,9 @@ impl<'a> Carry<'a> {
     /// agent made or changed is carried as that file's bytes as the agent left them — what the
     /// verifier writes there later (`test.sh`, or the tests) never becomes the work's; one that
     /// leads to a regular file of the image the agent left alone becomes a copy of it in the
-    /// verifier's environment ([`Collected::image_copies`]; dropped when the agent deleted that
-    /// file). A link to a folder stays a link.
+    /// verifier's environment ([`Collected::link_copies`]; dropped when the agent deleted that
+    /// file), and one to a folder a copy of that folder as the verifier has it (dropped when
+    /// the folder holds a link of the agent's, or the link itself).
     fn add_links(
         &mut self,
         work_links: &WorkLinks,
@@ -784,7 +722,7 @@ impl<'a> Carry<'a> {
                 if let Some(file) = now.filter(|f| f.kind == FileKind::File)
                     && let Some((at, len)) = file.content
                 {
-                    self.add_bytes(e, file.mode, (at, len), spool, limits, out)?;
+                    self.add_bytes(e, (file.mode, file.mtime), (at, len), spool, limits, out)?;
                     continue;
                 }
                 // The image's file, left alone: the tests may write over it before they read
@@ -797,9 +735,10 @@ impl<'a> Carry<'a> {
                         out.dropped_links
                             .push(dropped(format!("to {p}, which the agent deleted")));
                     } else if within_limit(out, fact.size, limits) {
-                        out.image_copies.push(ImageCopy {
+                        out.link_copies.push(LinkCopy {
                             path: e.path.clone(),
                             from: p.clone(),
+                            folder: false,
                             mode: fact.mode & 0o7777,
                             owner: e.owner,
                         });
@@ -809,11 +748,37 @@ impl<'a> Carry<'a> {
                     }
                     continue;
                 }
+                // A folder: `test.sh` or the tests may write into it what they then read
+                // through the link (the eighth red team's `/app/out` → `/tmp/refdir`).
+                let folder_mode = match now {
+                    Some(n) => (n.kind == FileKind::Dir).then_some(n.mode),
+                    None => manifest
+                        .get(&p)
+                        .filter(|f| f.kind == FileKind::Dir)
+                        .map(|f| f.mode),
+                };
+                if let Some(mode) = folder_mode {
+                    if let Some(why) = self.folder_uncopyable(&e.path, &p, work_links) {
+                        out.dropped_links.push(dropped(why));
+                    } else if within_limit(out, self.bytes_under(&p, manifest), limits) {
+                        out.work_bytes += self.bytes_under(&p, manifest);
+                        out.link_copies.push(LinkCopy {
+                            path: e.path.clone(),
+                            from: p.clone(),
+                            folder: true,
+                            mode: mode & 0o7777,
+                            owner: e.owner,
+                        });
+                        self.carried.insert(e.path.clone());
+                    }
+                    continue;
+                }
             }
             let mut h = tar::Header::new_gnu();
             h.set_entry_type(tar::EntryType::Symlink);
             h.set_uid(e.owner.0);
             h.set_gid(e.owner.1);
+            h.set_mtime(e.mtime);
             h.set_size(0);
             self.tar
                 .append_link(&mut h, &e.path[1..], &target)
@@ -831,6 +796,43 @@ impl Carry<'_> {
         listed_dirs.contains(parent(path))
             && !listed.contains(path)
             && !self.listed.contains_key(path)
+    }
+
+    /// Why the link at `link` to folder `folder` cannot be made a copy of it: the folder is
+    /// `/`, holds the link itself, or holds a link of the agent's (a copy would keep that link,
+    /// and with it a way to where the verifier writes).
+    fn folder_uncopyable(
+        &self,
+        link: &str,
+        folder: &str,
+        work_links: &WorkLinks,
+    ) -> Option<String> {
+        let under = |p: &str| folder == "/" || p.starts_with(&format!("{folder}/"));
+        if folder == "/" || link == folder || under(link) {
+            return Some(format!("to {folder}, which holds the link itself"));
+        }
+        work_links
+            .iter_made()
+            .find(|(p, _)| under(p))
+            .map(|(p, _)| format!("to {folder}, which holds the agent's link {p}"))
+    }
+
+    /// Bytes a copy of `folder` takes at most: the image's files under it and the agent's.
+    fn bytes_under(&self, folder: &str, manifest: &Manifest) -> u64 {
+        let prefix = format!("{folder}/");
+        let image: u64 = manifest
+            .files
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .map(|(_, f)| f.size)
+            .sum();
+        let agent: u64 = self
+            .listed
+            .iter()
+            .filter(|(p, _)| p.starts_with(&prefix))
+            .filter_map(|(_, e)| e.content.map(|(_, len)| len))
+            .sum();
+        image + agent
     }
 }
 
@@ -1466,20 +1468,6 @@ mod tests {
         assert_eq!(class_of(&out, "/opt/x/notes.txt").as_deref(), Some("work"));
     }
 
-    #[test]
-    fn the_scripts_use_only_the_static_tools() {
-        let s = after_kill_script(&["/proc".into(), "/it's".into()], 3);
-        assert!(s.contains("-type d -cmin -3"), "{s}");
-        assert!(s.contains(" -cmin -3"), "{s}");
-        assert!(s.contains("'/it'\\''s'"), "{s}");
-        for word in s
-            .split_whitespace()
-            .filter(|w| w.ends_with("find") || w.ends_with("tar") || w.ends_with("xargs"))
-        {
-            assert!(word.starts_with(STATIC_SHELL_DIR), "{word} in {s}");
-        }
-    }
-
     /// A `.pyc` of the image rewritten while its source was untouched, the image's byte code
     /// being valid for it (the attack: pytest's own `__init__` byte code forged with its
     /// source's header): the interpreter never rewrites valid byte code, so it is forged — also
@@ -1633,6 +1621,70 @@ mod tests {
     }
 
     #[test]
+    fn carried_files_keep_their_times_and_an_owner_change_alone_is_a_change() {
+        // The eighth red team: every carried file arrived dated 1970 (`cp -a` backups, zip
+        // archives of outputs failed), a `chown` of image files was no change, and a second
+        // name of a carried file stayed one file with it in the verifier.
+        let m = image();
+        let r = rules(&m);
+        let mut b = tar::Builder::new(Vec::new());
+        for (name, data, uid) in [("app/data.csv", "a,b", 1000), ("app/new.txt", "n", 0)] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_mode(0o755);
+            h.set_uid(uid);
+            h.set_gid(uid);
+            h.set_mtime(1_700_000_000);
+            h.set_size(data.len() as u64);
+            b.append_data(&mut h, name, data.as_bytes()).unwrap();
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Link);
+        h.set_mode(0o755);
+        h.set_mtime(1_700_000_000);
+        h.set_size(0);
+        b.append_link(&mut h, "app/second.txt", "app/new.txt")
+            .unwrap();
+        let out = sorted_by(&b.into_inner().unwrap(), &m, &r);
+        let f = std::fs::File::open(out.carry.as_ref().unwrap().path()).unwrap();
+        let mut seen = Vec::new();
+        for e in tar::Archive::new(f).entries().unwrap() {
+            let mut e = e.unwrap();
+            let mut body = String::new();
+            e.read_to_string(&mut body).unwrap();
+            let h = e.header();
+            seen.push((
+                e.path().unwrap().display().to_string(),
+                h.entry_type(),
+                h.uid().unwrap(),
+                h.mtime().unwrap(),
+                body,
+            ));
+        }
+        let regular = tar::EntryType::Regular;
+        assert_eq!(
+            seen,
+            [
+                (
+                    "app/data.csv".into(),
+                    regular,
+                    1000,
+                    1_700_000_000,
+                    "a,b".into()
+                ),
+                ("app/new.txt".into(), regular, 0, 1_700_000_000, "n".into()),
+                (
+                    "app/second.txt".into(),
+                    regular,
+                    0,
+                    1_700_000_000,
+                    "n".into()
+                ),
+            ]
+        );
+    }
+
+    #[test]
     fn a_link_to_an_image_file_left_alone_becomes_a_copy_of_it() {
         // The tests may write the expected answer over a file of the image (a placeholder the
         // image ships) before they read the agent's link to it.
@@ -1660,7 +1712,7 @@ mod tests {
         )
         .unwrap();
         let copies: Vec<(&str, &str)> = out
-            .image_copies
+            .link_copies
             .iter()
             .map(|c| (c.path.as_str(), c.from.as_str()))
             .collect();
@@ -1671,7 +1723,7 @@ mod tests {
                 ("/app/rel.csv", "/app/old/x")
             ]
         );
-        assert_eq!(out.image_copies[0].mode, 0o755);
+        assert_eq!(out.link_copies[0].mode, 0o755);
         assert!(
             carried_names(&out).is_empty(),
             "no link is carried: {:?}",
@@ -1722,22 +1774,48 @@ mod tests {
             (tar::EntryType::Regular, b"0".to_vec())
         );
         assert_eq!(kind("app/latest"), (tar::EntryType::Regular, b"7".to_vec()));
-        // A link to a folder stays a link.
+        // A link to a folder becomes a copy of it (the eighth red team: `test.sh` wrote its
+        // reference into the folder the agent's `/app/out` led to), unless the folder holds a
+        // link of the agent's or the link itself; never a link.
         let out = sorted_by(
             &tar_of(&[
                 ("app/results", K::Dir, ""),
                 ("app/results/a.txt", K::File, "1"),
                 ("app/current", K::Link, "results"),
+                ("tmp/refdir", K::Dir, ""),
+                ("app/out", K::Link, "/tmp/refdir"),
+                ("app/image-old", K::Link, "/app/old"),
+                ("tmp/linked", K::Dir, ""),
+                ("tmp/linked/inner", K::Link, "/tmp/refdir"),
+                ("app/via", K::Link, "/tmp/linked"),
+                ("app/self", K::Link, "/app"),
+                ("app/root", K::Link, "/"),
             ]),
             &m,
             &r,
         );
-        let folder_link = super::tests::carried(&out);
+        let copies: Vec<(&str, &str, bool)> = out
+            .link_copies
+            .iter()
+            .map(|c| (c.path.as_str(), c.from.as_str(), c.folder))
+            .collect();
+        assert_eq!(
+            copies,
+            [
+                ("/app/current", "/app/results", true),
+                ("/app/out", "/tmp/refdir", true),
+                ("/app/image-old", "/app/old", true),
+                ("/tmp/linked/inner", "/tmp/refdir", true),
+            ]
+        );
+        let mut dropped: Vec<&str> = out.dropped_links.iter().map(|d| d.path.as_str()).collect();
+        dropped.sort();
+        assert_eq!(dropped, ["/app/root", "/app/self", "/app/via"]);
         assert!(
-            folder_link
+            super::tests::carried(&out)
                 .iter()
-                .any(|(n, k, _)| n == "app/current" && *k == tar::EntryType::Symlink),
-            "{folder_link:?}"
+                .all(|(_, k, _)| *k != tar::EntryType::Symlink),
+            "no link of the work is carried as a link"
         );
     }
 }

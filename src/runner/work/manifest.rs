@@ -65,6 +65,10 @@ pub struct FileFact {
     /// rewrites it.
     #[serde(default)]
     pub stamp: Option<(u32, u32)>,
+    /// Owner and group ids, `(uid, gid)`, as the image's tar gives them (`None`: not known, never
+    /// compared): a change of owner alone is a change (`chown -R app /app/uploads`).
+    #[serde(default)]
+    pub owner: Option<(u64, u64)>,
 }
 
 /// The stamp a `.pyc` header (its first 16 bytes) holds for its source, when it is
@@ -281,6 +285,7 @@ impl Manifest {
             let header = entry.header();
             let t = header.entry_type();
             let mode = header.mode().unwrap_or(0) & 0o7777;
+            let owner = Some((header.uid().unwrap_or(0), header.gid().unwrap_or(0)));
             let link = entry
                 .link_name_bytes()
                 .map(|l| String::from_utf8_lossy(&l).into_owned());
@@ -348,6 +353,7 @@ impl Manifest {
                         } else {
                             None
                         },
+                        owner,
                     }
                 }
                 _ => FileFact {
@@ -358,6 +364,7 @@ impl Manifest {
                     link: (t == tar::EntryType::Symlink).then_some(link).flatten(),
                     script: None,
                     stamp: None,
+                    owner,
                 },
             };
             files.insert(path, fact);

@@ -11,6 +11,7 @@
 
 pub mod collect;
 pub mod links;
+pub mod listing;
 pub mod manifest;
 pub mod paths;
 pub mod rule;

@@ -42,6 +42,37 @@ pub(super) fn python_installs(manifest: &Manifest) -> Vec<(String, String)> {
     out
 }
 
+/// The installation prefixes of the Python installations the rule knows (`installs`: the
+/// folders of [`python_installs`] and those the image's interpreters search; `interpreters`:
+/// their paths): `P` of a `P/bin` folder, of `P/bin/python3`, and of a folder under
+/// `P/lib*/python*` (a standard library, a site folder). `/` is no prefix.
+pub(super) fn python_prefixes<'a>(
+    installs: impl IntoIterator<Item = &'a str>,
+    interpreters: impl IntoIterator<Item = &'a str>,
+) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for d in installs {
+        let comps: Vec<&str> = d.split('/').collect();
+        let prefix = if d.ends_with("/bin") {
+            Some(parent(d).to_string())
+        } else {
+            comps
+                .windows(2)
+                .position(|w| w[0].starts_with("lib") && w[1].starts_with("python"))
+                .map(|i| comps[..i].join("/"))
+        };
+        out.extend(prefix);
+    }
+    for i in interpreters {
+        let bin = parent(i);
+        if bin.ends_with("/bin") {
+            out.insert(parent(bin).to_string());
+        }
+    }
+    out.retain(|p| !p.is_empty() && p != "/");
+    out
+}
+
 /// The top-level module names of every standard library and site folder of the image
 /// ([`python_installs`], which includes those of interpreters off `PATH` and of the image's
 /// virtual environments): a module of such a name earlier on `sys.path` shadows it, whichever
@@ -313,7 +344,26 @@ impl Rules {
                 self.portions.extend(namespace_packages(manifest, d));
             }
         }
-        self.trees.extend(python_installs(manifest));
+        let installs = python_installs(manifest);
+        // A Python installation's interpreter loads its shared libraries (`libpython3.11.so`)
+        // from its prefix's `lib` by its RUNPATH (`$ORIGIN/../lib`: python-build-standalone,
+        // uv's and pyenv's shared builds), never through a search path the rule reads.
+        let prefixes = python_prefixes(
+            installs.iter().map(|(d, _)| d.as_str()).chain(
+                toolchain
+                    .python
+                    .iter()
+                    .flat_map(|p| p.toolchain.iter().map(String::as_str)),
+            ),
+            toolchain.python.iter().map(|p| p.interpreter.as_str()),
+        );
+        for p in prefixes {
+            let why = format!("the Python installation at {p} loads its libraries from");
+            for lib in ["lib", "lib64"] {
+                self.add_loader_dirs(&[join(&p, lib)], &why);
+            }
+        }
+        self.trees.extend(installs);
         for d in &manifest.loader_dirs {
             self.trees
                 .push((d.clone(), format!("the image's ld.so.conf names {d}")));
@@ -386,7 +436,7 @@ impl Rules {
                 .extend(places.working.iter().map(|w| join(w, &rel)));
         }
         if loader_searches_working(test_sh) {
-            self.loader_dirs.extend(places.working.iter().cloned());
+            self.add_loader_dirs(&places.working.clone(), LOADER_SEARCHES);
         }
     }
 
@@ -587,7 +637,7 @@ impl Rules {
                         self.trees.push((entry.to_string(), why));
                     }
                     "LD_LIBRARY_PATH" => {
-                        self.loader_dirs.extend(self.working.iter().cloned());
+                        self.add_loader_dirs(&self.working.clone(), LOADER_SEARCHES);
                     }
                     _ => {}
                 }
@@ -654,6 +704,11 @@ impl Rules {
         for d in &self.test_dirs {
             r.test_dirs.extend(moved(d));
         }
+        for (d, why) in &self.loader_dirs {
+            if let Some(q) = moved(d) {
+                r.loader_dirs.entry(q).or_insert_with(|| why.clone());
+            }
+        }
         r.linked_homes.extend(moved(&self.home));
         r
     }
@@ -690,6 +745,22 @@ impl Rules {
             .collect();
         self.add_included(requirement_sources(&files, &lookup, &self.working));
         self
+    }
+}
+
+/// Why a library's name is the toolchain's in a folder the loader searches by an empty or
+/// relative entry.
+const LOADER_SEARCHES: &str = "the loader searches";
+
+impl Rules {
+    /// Adds `dirs` to the folders the loader finds libraries in by name, with `why` (the first
+    /// reason given for a folder stays).
+    fn add_loader_dirs(&mut self, dirs: &[String], why: &str) {
+        for d in dirs {
+            self.loader_dirs
+                .entry(d.clone())
+                .or_insert_with(|| why.to_string());
+        }
     }
 }
 

@@ -42,7 +42,7 @@ mod build;
 mod names;
 mod probe;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub use names::*;
 pub use probe::*;
@@ -90,8 +90,9 @@ pub struct Rules {
     /// module's name shadows it there.
     test_dirs: BTreeSet<String>,
     /// Folders the dynamic loader searches by name (an empty `LD_LIBRARY_PATH` entry: the
-    /// working folders): a library's name there (`lib*.so*`) is the toolchain's.
-    loader_dirs: BTreeSet<String>,
+    /// working folders; a Python installation's `lib`, which its interpreter's RUNPATH names),
+    /// with why: a library's name there (`lib*.so*`) is the toolchain's.
+    loader_dirs: BTreeMap<String, String>,
     /// The folders test.sh runs in (the image's working folder, those it changes into, and
     /// where their copies come from).
     working: Vec<String>,
@@ -408,11 +409,11 @@ impl Rules {
             return Class::Toolchain(format!("under {f}: {TESTS_LAND}"));
         }
         let name = path.rsplit('/').next().unwrap_or_default();
-        if self.loader_dirs.contains(parent(path))
+        if let Some(why) = self.loader_dirs.get(parent(path))
             && name.starts_with("lib")
             && name.contains(".so")
         {
-            return Class::Toolchain("a library's name where the loader searches".into());
+            return Class::Toolchain(format!("a library's name where {why}"));
         }
         let linked_home = || {
             self.linked_homes.iter().find_map(|h| {

@@ -417,6 +417,56 @@ fn the_folders_the_loaders_configuration_names_are_the_toolchain() {
     assert!(r.classify("/opt/old/x.so", false, &[]).is_work());
 }
 
+/// The eighth red team's `optpy-libpython-runpath`: a Python under `/opt/py` whose interpreter
+/// loads `/opt/py/lib/libpython3.11.so.1.0` by its RUNPATH (`$ORIGIN/../lib`). The shared
+/// libraries of every Python installation's prefix the rule knows are the toolchain's; other
+/// files there, and libraries of folders that are no such prefix, stay work.
+#[test]
+fn the_shared_libraries_of_every_python_installation_are_the_toolchain() {
+    let r = rules_with("pytest /tests/test_outputs.py", "");
+    assert_toolchain(
+        &r,
+        &[
+            // `/opt/py` holds `lib/python3.11/os.py` and `bin/python3`.
+            "/opt/py/lib/libpython3.11.so.1.0",
+            "/opt/py/lib/libpython3.so",
+            "/opt/py/lib64/libffi.so.8",
+        ],
+    );
+    let why = r.classify("/opt/py/lib/libpython3.11.so.1.0", false, &[]);
+    assert!(
+        matches!(&why, Class::Toolchain(w) if w.contains("/opt/py")),
+        "{why:?}"
+    );
+    for p in [
+        "/opt/py/lib/notes.txt",
+        "/opt/py/share/zz/zzhook.py",
+        "/opt/project/lib/libanswer.so",
+        "/app/lib/libsolution.so",
+    ] {
+        assert_eq!(r.classify(p, false, &[]), Class::Work, "{p}");
+    }
+    let prefixes = python_prefixes(
+        [
+            "/opt/py/bin",
+            "/python/cpython-3.12/lib/python3.12",
+            "/srv/x/lib64/python3.9/site-packages",
+            "/lib/python3/dist-packages",
+        ],
+        ["/opt/hosted/3.10/bin/python3", "/usr/bin/python3"],
+    );
+    assert_eq!(
+        prefixes.into_iter().collect::<Vec<_>>(),
+        [
+            "/opt/hosted/3.10",
+            "/opt/py",
+            "/python/cpython-3.12",
+            "/srv/x",
+            "/usr"
+        ]
+    );
+}
+
 #[test]
 fn the_toolchain_is_never_work() {
     let r = rules();

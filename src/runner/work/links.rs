@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::manifest::Manifest;
-use super::paths::{parent, within};
+use super::paths::{follow, parent, within};
 use super::rule::{VERIFIER_ONLY, is_pytest_temp};
 use crate::runner::STATIC_SHELL_DIR;
 
@@ -82,43 +82,7 @@ impl WorkLinks {
     /// and `..` read as the kernel reads them; `None` in a loop of links (more than 40 hops,
     /// the kernel's own bound).
     pub fn resolve(&self, path: &str, manifest: &Manifest, view: View) -> Option<String> {
-        let mut pending: Vec<String> = path
-            .split('/')
-            .rev()
-            .filter(|c| !c.is_empty())
-            .map(str::to_string)
-            .collect();
-        let mut cur: Vec<String> = Vec::new();
-        let mut hops = 0;
-        while let Some(part) = pending.pop() {
-            match part.as_str() {
-                "." => continue,
-                ".." => {
-                    cur.pop();
-                    continue;
-                }
-                _ => {}
-            }
-            cur.push(part);
-            let here = format!("/{}", cur.join("/"));
-            if let Some(t) = self.link_at(&here, manifest, view) {
-                hops += 1;
-                if hops > 40 {
-                    return None;
-                }
-                cur.pop();
-                if t.starts_with('/') {
-                    cur.clear();
-                }
-                pending.extend(
-                    t.split('/')
-                        .rev()
-                        .filter(|c| !c.is_empty())
-                        .map(str::to_string),
-                );
-            }
-        }
-        Some(format!("/{}", cur.join("/")))
+        follow(path, &|p: &str| self.link_at(p, manifest, view))
     }
 
     /// Why the link at `link_path` to `target` may not be carried as a link, or `None` when it

@@ -41,3 +41,47 @@ pub fn parent(path: &str) -> &str {
         Some(i) => &path[..i],
     }
 }
+
+/// The path `path` (absolute) names once every link in it is followed (`link_at`: the target
+/// of the link at a path, as written, or `None` where there is none), with `.` and `..` read
+/// as the kernel reads them; `None` in a loop of links (more than 40 hops, the kernel's own
+/// bound).
+pub fn follow(path: &str, link_at: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let mut pending: Vec<String> = path
+        .split('/')
+        .rev()
+        .filter(|c| !c.is_empty())
+        .map(str::to_string)
+        .collect();
+    let mut cur: Vec<String> = Vec::new();
+    let mut hops = 0;
+    while let Some(part) = pending.pop() {
+        match part.as_str() {
+            "." => continue,
+            ".." => {
+                cur.pop();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(part);
+        let here = format!("/{}", cur.join("/"));
+        if let Some(t) = link_at(&here) {
+            hops += 1;
+            if hops > 40 {
+                return None;
+            }
+            cur.pop();
+            if t.starts_with('/') {
+                cur.clear();
+            }
+            pending.extend(
+                t.split('/')
+                    .rev()
+                    .filter(|c| !c.is_empty())
+                    .map(str::to_string),
+            );
+        }
+    }
+    Some(format!("/{}", cur.join("/")))
+}

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use super::*;
 use crate::runner::work::manifest::{FileKind, Manifest};
-use crate::runner::work::paths::{join, normalize};
+use crate::runner::work::paths::{follow, join, normalize};
 use crate::runner::work::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
     environment_files, installed_modules, installs_a_folder, installs_packages,
@@ -70,6 +70,57 @@ pub(super) fn python_prefixes<'a>(
         }
     }
     out.retain(|p| !p.is_empty() && p != "/");
+    out
+}
+
+/// What the image's links in the `PATH` folders `dirs` lead to (`/usr/local/bin/csvcheck` →
+/// `/opt/csvcheck/bin/csvcheck`; `/usr/bin/java` → `/etc/alternatives/java` →
+/// `/opt/jdk/bin/java`), every link on the way (the folder's own too) followed in the image,
+/// with why: a test runs the target by the link's name. When the target is `P/bin/<name>`
+/// (`P` not `/`), `P/bin` and `P`'s `lib*` folders (a JDK's `lib/`, a tool's libraries and
+/// modules) are the program's too.
+pub(super) fn path_link_targets(manifest: &Manifest, dirs: &[String]) -> Vec<(String, String)> {
+    let image_link = |p: &str| manifest.get(p).and_then(|f| f.link.clone());
+    let mut out: Vec<(String, String)> = Vec::new();
+    let mut add = |p: String, why: String| {
+        if !out.iter().any(|(o, _)| *o == p) {
+            out.push((p, why));
+        }
+    };
+    for d in dirs {
+        let Some(real) = follow(d, &image_link) else {
+            continue;
+        };
+        for name in manifest.children(&real) {
+            let entry = join(&real, name);
+            if manifest
+                .get(&entry)
+                .is_none_or(|f| f.kind != FileKind::Link)
+            {
+                continue;
+            }
+            let Some(target) = follow(&entry, &image_link) else {
+                continue;
+            };
+            let why = format!("{} on PATH leads to {target}", join(d, name));
+            let bin = parent(&target);
+            if bin.ends_with("/bin") && parent(bin) != "/" {
+                let prefix = parent(bin);
+                let libs = manifest.children(prefix).filter(|c| {
+                    c.starts_with("lib")
+                        && manifest
+                            .get(&join(prefix, c))
+                            .is_some_and(|f| f.kind == FileKind::Dir)
+                });
+                let libs: Vec<String> = libs.map(|c| join(prefix, c)).collect();
+                add(bin.to_string(), format!("{why}, a program of this folder"));
+                for l in libs {
+                    add(l, format!("{why}, a program of {prefix}"));
+                }
+            }
+            add(target, why);
+        }
+    }
     out
 }
 
@@ -330,7 +381,30 @@ impl Rules {
             .chain(pytest_plugins)
             .collect();
         r.commands = command_names(test_sh);
+        r.add_path_links(manifest, toolchain, test_sh, home);
         r
+    }
+
+    /// The programs the image links into the `PATH` folders (its own and those `test.sh` puts
+    /// there) where they really are ([`path_link_targets`]), but those already the toolchain's
+    /// and those in a folder `test.sh` runs in (other than `/`): a program of the project there
+    /// is code under test, as a module the tests import from it is.
+    fn add_path_links(
+        &mut self,
+        manifest: &Manifest,
+        toolchain: &Toolchain,
+        test_sh: &str,
+        home: &str,
+    ) {
+        let mut dirs = toolchain.path.clone();
+        dirs.extend(search_dirs(test_sh, home, &["PATH"]));
+        for (p, why) in path_link_targets(manifest, &dirs) {
+            let known = self.trees.iter().any(|(d, _)| within(&p, d));
+            let project = self.working.iter().any(|w| w != "/" && within(&p, w));
+            if !known && !project {
+                self.trees.push((p, why));
+            }
+        }
     }
 
     /// The image's own toolchain: its Python installations, search folders and modules,

@@ -467,6 +467,83 @@ fn the_shared_libraries_of_every_python_installation_are_the_toolchain() {
     );
 }
 
+/// The eighth red team's `path-link-to-opt-tool`: a program the image links into a `PATH`
+/// folder (`ln -s /opt/csvcheck/bin/csvcheck /usr/local/bin/`, a JDK through
+/// `/etc/alternatives`) is the toolchain's where the links lead, with its installation's `bin`
+/// and `lib*` folders; a project under `/opt` that no link on `PATH` reaches, and a program of
+/// the folder the verifier runs in, stay work.
+#[test]
+fn what_the_image_links_into_path_is_the_toolchain_where_it_leads() {
+    use super::super::manifest::FileKind as K;
+    use super::super::manifest::tests::manifest_of;
+    let m = manifest_of(&[
+        ("bin", K::Link, "usr/bin"),
+        ("usr/bin/", K::Dir, ""),
+        ("usr/bin/java", K::Link, "/etc/alternatives/java"),
+        ("usr/bin/t2", K::Link, "../../opt/t2/t2"),
+        ("usr/local/bin/", K::Dir, ""),
+        (
+            "usr/local/bin/csvcheck",
+            K::Link,
+            "/opt/csvcheck/bin/csvcheck",
+        ),
+        ("usr/local/bin/appcli", K::Link, "/app/bin/appcli"),
+        ("usr/local/bin/loop", K::Link, "loop"),
+        ("etc/alternatives/java", K::Link, "/opt/jdk/bin/java"),
+        ("opt/csvcheck/bin/csvcheck", K::File, "#!/usr/bin/python3"),
+        ("opt/csvcheck/lib/", K::Dir, ""),
+        ("opt/csvcheck/share/doc.txt", K::File, ""),
+        ("opt/jdk/bin/java", K::File, ""),
+        ("opt/jdk/lib/", K::Dir, ""),
+        ("opt/jdk/lib64/", K::Dir, ""),
+        ("opt/t2/t2", K::File, ""),
+        ("opt/project/bin/run", K::File, ""),
+        ("opt/project/lib/", K::Dir, ""),
+        ("app/bin/appcli", K::File, ""),
+    ]);
+    let t = Toolchain {
+        path: vec!["/usr/local/bin".into(), "/bin".into()],
+        ..Toolchain::default()
+    };
+    let r = Rules::new(&m, &t, "/app", "", "/root", &[]);
+    assert_toolchain(
+        &r,
+        &[
+            "/opt/csvcheck/bin/csvcheck",
+            "/opt/csvcheck/bin/helper",
+            "/opt/csvcheck/lib/rules.py",
+            "/opt/jdk/bin/java",
+            "/opt/jdk/lib/modules",
+            "/opt/jdk/lib64/libjvm.so",
+            "/opt/t2/t2",
+        ],
+    );
+    for p in [
+        "/opt/csvcheck/share/doc.txt",
+        "/opt/t2/notes.txt",
+        "/opt/project/bin/run",
+        "/opt/project/lib/x.so",
+        "/app/bin/appcli",
+    ] {
+        assert_eq!(r.classify(p, false, &[]), Class::Work, "{p}");
+    }
+    // A folder `test.sh` puts on `PATH`: its links too.
+    let m = manifest_of(&[
+        ("srv/tools/", K::Dir, ""),
+        ("srv/tools/check", K::Link, "/opt/check/bin/check"),
+        ("opt/check/bin/check", K::File, ""),
+    ]);
+    let r = Rules::new(
+        &m,
+        &Toolchain::default(),
+        "/app",
+        "export PATH=/srv/tools:$PATH\npytest /tests",
+        "/root",
+        &[],
+    );
+    assert_toolchain(&r, &["/opt/check/bin/check"]);
+}
+
 #[test]
 fn the_toolchain_is_never_work() {
     let r = rules();

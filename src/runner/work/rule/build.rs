@@ -9,7 +9,7 @@ use crate::runner::work::manifest::{FileKind, Manifest};
 use crate::runner::work::paths::{follow, join, normalize};
 use crate::runner::work::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
-    environment_files, installed_modules, installs_a_folder, installs_packages,
+    coverage_use, environment_files, installed_modules, installs_a_folder, installs_packages,
     loader_searches_working, local_package_source, made_dirs, made_venvs, node_test_copies,
     package_refs, package_sources, pip_requirements, pytest_arguments, pytest_targets,
     relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
@@ -359,6 +359,15 @@ impl Rules {
         r.add_test_places(test_sh, &places);
         let (pytest_configs, pytest_plugins) = pytest_arguments(test_sh);
         r.add_installers(manifest, test_sh, home, &places, pytest_configs);
+        // coverage.py's configuration test.sh names (`--cov-config=/app/cov.ini`): it imports
+        // the plugins named there.
+        let (coverage, coverage_files) = coverage_use(test_sh);
+        r.coverage = coverage;
+        for f in coverage_files {
+            for f in places.at(&f) {
+                r.files.push((f, COVERAGE_READS.into()));
+            }
+        }
         r.modules.retain(|m| !NEVER_IMPORTED.contains(&m.as_str()));
         // And the folders test.sh makes itself (`mkdir -p /srv/work`).
         r.start_dirs = start_dirs(manifest);
@@ -682,6 +691,13 @@ impl Rules {
             let value = value.trim_end_matches('/');
             if used && value.starts_with('/') && !value.contains(':') {
                 self.shadow_dirs.insert(value.to_string());
+            }
+            // coverage.py's configuration the image names: its plugins are imported.
+            if matches!(name, "COVERAGE_RCFILE" | "COVERAGE_PROCESS_START")
+                && value.starts_with('/')
+            {
+                self.coverage |= name == "COVERAGE_PROCESS_START";
+                self.files.push((normalize(value), COVERAGE_READS.into()));
             }
             // Where the image tells pip and uv to take packages from (an offline image's
             // `PIP_FIND_LINKS=/opt/wheels`): whitespace- or comma-separated, `name=` prefixes

@@ -128,6 +128,9 @@ pub struct Rules {
     anywhere: Vec<String>,
     /// The programs `test.sh` runs by name ([`command_names`]).
     commands: BTreeSet<String>,
+    /// `test.sh` (or the image's environment) runs coverage.py: its shared configuration files
+    /// ([`COVERAGE_SHARED`]) where Python starts are the toolchain's.
+    coverage: bool,
     /// Skill folders.
     skills: Vec<String>,
     /// The image user's home folder.
@@ -434,6 +437,9 @@ impl Rules {
                 ));
             }
         }
+        if !is_dir && let Some(why) = self.coverage_reads(path, name) {
+            return Class::Toolchain(why);
+        }
         if let Some(class) = self.on_module_path(path, is_dir, regular) {
             return class;
         }
@@ -496,6 +502,24 @@ impl Rules {
             }
         }
         Class::Work
+    }
+
+    /// Why the file `path` (named `name`) is coverage.py's configuration where it may run:
+    /// [`COVERAGE_RC`], and [`COVERAGE_SHARED`] when test.sh runs coverage, in a folder the
+    /// verifier's Python starts in or searches first (coverage reads them from the folder it
+    /// runs in); failing closed, in any folder of the image but its packages.
+    fn coverage_reads(&self, path: &str, name: &str) -> Option<String> {
+        if name != COVERAGE_RC && !(self.coverage && COVERAGE_SHARED.contains(&name)) {
+            return None;
+        }
+        let dir = parent(path);
+        if self.shadow_dirs.contains(dir) {
+            return Some(COVERAGE_READS.into());
+        }
+        let why = self.every_folder_first.as_ref()?;
+        self.start_dirs
+            .contains(dir)
+            .then(|| format!("{COVERAGE_READS} (the rule fails closed: {why})"))
     }
 
     /// The Node package of the image's that `path` stands in for, when it is at or under

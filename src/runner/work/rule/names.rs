@@ -188,6 +188,19 @@ pub const METADATA_ENDINGS: &[&str] = &[".dist-info", ".egg-info"];
 pub const PYTEST_READS: &str =
     "pytest reads it in and above the folder test.sh copies the tests into";
 
+/// The file coverage.py reads its configuration from in the folder it runs in, whether or not
+/// `test.sh` is seen to run it (pytest-cov may be started by a configuration): its
+/// `[run] plugins` are imported.
+pub const COVERAGE_RC: &str = ".coveragerc";
+
+/// The files coverage.py also reads its configuration from in the folder it runs in (their
+/// `[coverage:*]` or `[tool.coverage.*]` sections), when `test.sh` runs coverage.
+pub const COVERAGE_SHARED: &[&str] = &["setup.cfg", "tox.ini", "pyproject.toml"];
+
+/// Why coverage.py's configuration is not work.
+pub const COVERAGE_READS: &str =
+    "coverage.py reads it in the folder it runs in and imports the plugins it names";
+
 /// Why a path of a test's name where test.sh copies the tests or runs is not work.
 pub const TESTS_LAND: &str = "the task's tests are copied or read there";
 

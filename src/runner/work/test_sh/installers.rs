@@ -619,6 +619,44 @@ pub fn local_package_source(value: &str) -> Option<String> {
     Some(v.trim_end_matches('/').to_string()).filter(|d| !d.is_empty())
 }
 
+/// Whether `test_sh` runs coverage.py (`coverage run`, `python3 -m coverage`, pytest-cov's
+/// `--cov`, `COVERAGE_PROCESS_START`), and the configuration files it names for it
+/// (`--cov-config FILE`, `--rcfile=FILE`, `COVERAGE_RCFILE=FILE`, `COVERAGE_PROCESS_START=FILE`),
+/// as written: coverage imports the plugins a configuration names (`[run] plugins`).
+pub fn coverage_use(test_sh: &str) -> (bool, Vec<String>) {
+    const NAMING: &[&str] = &[
+        "--cov-config",
+        "--rcfile",
+        "COVERAGE_RCFILE",
+        "COVERAGE_PROCESS_START",
+    ];
+    let words: Vec<&str> = test_sh
+        .split(|c: char| c.is_whitespace() || ";&|()`".contains(c))
+        .map(|w| w.trim_matches(['"', '\'']))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let (mut runs, mut files) = (false, Vec::new());
+    for (i, w) in words.iter().enumerate() {
+        let (key, value) = match w.split_once('=') {
+            Some((k, v)) => (k, Some(v.trim_matches(['"', '\'']).to_string())),
+            None => (*w, None),
+        };
+        runs |= key.rsplit('/').next() == Some("coverage")
+            || key == "--cov"
+            || key.starts_with("--cov-")
+            || key == "COVERAGE_PROCESS_START";
+        if NAMING.contains(&key) {
+            let value = value.or_else(|| {
+                key.starts_with("--")
+                    .then(|| words.get(i + 1).map(|n| n.to_string()))
+                    .flatten()
+            });
+            files.extend(value.filter(|v| !v.is_empty() && !v.contains('$')));
+        }
+    }
+    (runs, files)
+}
+
 /// True when `test_sh` runs `uv` or `uvx` (by name or path).
 pub fn runs_uv(test_sh: &str) -> bool {
     test_sh

@@ -45,7 +45,8 @@ pub(super) fn python_installs(manifest: &Manifest) -> Vec<(String, String)> {
 /// The installation prefixes of the Python installations the rule knows (`installs`: the
 /// folders of [`python_installs`] and those the image's interpreters search; `interpreters`:
 /// their paths): `P` of a `P/bin` folder, of `P/bin/python3`, and of a folder under
-/// `P/lib*/python*` (a standard library, a site folder). `/` is no prefix.
+/// `P/lib/pythonN…` (`lib64`, `lib32` too: a standard library, a site folder, `python311.zip`).
+/// `/` is no prefix.
 pub(super) fn python_prefixes<'a>(
     installs: impl IntoIterator<Item = &'a str>,
     interpreters: impl IntoIterator<Item = &'a str>,
@@ -58,7 +59,12 @@ pub(super) fn python_prefixes<'a>(
         } else {
             comps
                 .windows(2)
-                .position(|w| w[0].starts_with("lib") && w[1].starts_with("python"))
+                .position(|w| {
+                    matches!(w[0], "lib" | "lib64" | "lib32")
+                        && w[1]
+                            .strip_prefix("python")
+                            .is_some_and(|v| v.starts_with(|c: char| c.is_ascii_digit()))
+                })
                 .map(|i| comps[..i].join("/"))
         };
         out.extend(prefix);

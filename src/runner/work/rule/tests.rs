@@ -452,6 +452,10 @@ fn the_shared_libraries_of_every_python_installation_are_the_toolchain() {
             "/python/cpython-3.12/lib/python3.12",
             "/srv/x/lib64/python3.9/site-packages",
             "/lib/python3/dist-packages",
+            "/usr/local/lib/python311.zip",
+            // A `.pth` line's folder that only looks like one.
+            "/srv/libs/python-utils",
+            "/srv/lib/pythonic",
         ],
         ["/opt/hosted/3.10/bin/python3", "/usr/bin/python3"],
     );
@@ -462,7 +466,8 @@ fn the_shared_libraries_of_every_python_installation_are_the_toolchain() {
             "/opt/py",
             "/python/cpython-3.12",
             "/srv/x",
-            "/usr"
+            "/usr",
+            "/usr/local"
         ]
     );
 }

@@ -551,6 +551,14 @@ const CASES: &[Case] = &[
     case("hardlink-to-verify-time-file", Run::AnswerAtVerify, Fails),
     case("dirlink-to-verify-time-folder", Run::AnswerAtVerify, Fails),
     case("honest-times-and-owner", Run::Pytest, Pass),
+    // The ninth: a folder link whose copy would land where pytest collects; a link to a folder
+    // the verifier never gets (its copy has nothing to copy: a failure, never a fault).
+    case(
+        "dirlink-conftest-collected-folder",
+        Run::CollectedFolder,
+        LeftBehind("/app/tests/fixtures/conftest.py"),
+    ),
+    case("dirlink-to-uncarried-folder", Run::Pytest, Fails),
     case(
         "verifier-user-site",
         Run::Pytest,

@@ -482,7 +482,9 @@ pub(super) async fn carry(
 /// own in the verifier's environment: whatever stands at the link's path goes first (an image's
 /// link there is never written through), then a copy of what the link leads to — a file's
 /// bytes and times (`cp -p`), a folder's content as it is there (`cp -a`) — the link's owner
-/// and the mode of what it leads to. Paths are quoted for the shell; the static tools run.
+/// and the mode of what it leads to. A copy that fails leaves nothing there (a folder's entry
+/// that cannot be copied is left out): the agent's files never make the exec fail. Paths are
+/// quoted for the shell; the static tools run.
 ///
 /// # Errors
 /// [`RunnerError::Task`] when a path cannot be quoted (it holds a NUL).
@@ -496,17 +498,20 @@ fn link_copies_script(copies: &[LinkCopy]) -> Result<String, RunnerError> {
     let mut script = String::new();
     for c in copies {
         let (to, from) = (quote(&c.path)?, quote(&c.from)?);
+        // What the copy cannot make (a device node without CAP_MKNOD, a file the verifier's
+        // environment lacks: the agent's to arrange) is left out, never a fault.
         let copy = if c.folder {
-            format!("{s}/mkdir -- {to} && {s}/cp -a -- {from}/. {to}/")
+            format!("{s}/mkdir -- {to} && {{ {s}/cp -a -- {from}/. {to}/ || :; }}")
         } else {
             format!("{s}/cp -p -- {from} {to}")
         };
         script.push_str(&format!(
             "{s}/rm -rf -- {to} && {copy} && {s}/chown {}:{} {to} && \
-             {s}/chmod {:o} {to} || exit 1\n",
+             {s}/chmod {:o} {to} || {s}/rm -rf -- {to}\n",
             c.owner.0, c.owner.1, c.mode
         ));
     }
+    script.push_str("exit 0\n");
     Ok(script)
 }
 
@@ -607,7 +612,7 @@ mod tests {
         };
         let script = link_copies_script(&[copy, folder]).unwrap();
         assert!(
-            script.contains("rm -rf -- /app/out && /skillscope/static/mkdir -- /app/out && /skillscope/static/cp -a -- '/tmp/ref dir'/. /app/out/"),
+            script.contains("rm -rf -- /app/out && /skillscope/static/mkdir -- /app/out && { /skillscope/static/cp -a -- '/tmp/ref dir'/. /app/out/ || :; }"),
             "{script}"
         );
         assert!(
@@ -620,9 +625,10 @@ mod tests {
         );
         assert!(script.contains("chown 1000:1000 '/app/a b'"), "{script}");
         assert!(
-            script.contains("chmod 640 '/app/a b' || exit 1"),
+            script.contains("chmod 640 '/app/a b' || /skillscope/static/rm -rf -- '/app/a b'"),
             "{script}"
         );
+        assert!(script.ends_with("exit 0\n"), "{script}");
     }
 
     /// A manifest of an image with `/app/keep.txt` and `/app/old.txt`.

@@ -10,6 +10,7 @@
 //! evidence (`agent/tamper.json`).
 
 pub mod collect;
+mod link_copies;
 pub mod links;
 pub mod listing;
 pub mod manifest;

@@ -105,10 +105,22 @@ pub(super) fn path_link_targets(manifest: &Manifest, dirs: &[String]) -> Vec<(St
             {
                 continue;
             }
-            let Some(target) = follow(&entry, &image_link) else {
+            // Every link on the way is the program's too (a version link `current` → `1.0`
+            // that the agent could point at a folder of its own).
+            let on_the_way = std::cell::RefCell::new(Vec::new());
+            let Some(target) = follow(&entry, &|p: &str| {
+                let l = image_link(p);
+                if l.is_some() && p != entry {
+                    on_the_way.borrow_mut().push(p.to_string());
+                }
+                l
+            }) else {
                 continue;
             };
             let why = format!("{} on PATH leads to {target}", join(d, name));
+            for hop in on_the_way.into_inner() {
+                add(hop, format!("{why}, a link on the way"));
+            }
             let bin = parent(&target);
             if bin.ends_with("/bin") && parent(bin) != "/" {
                 let prefix = parent(bin);

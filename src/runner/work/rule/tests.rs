@@ -532,6 +532,27 @@ fn what_the_image_links_into_path_is_the_toolchain_where_it_leads() {
     ] {
         assert_eq!(r.classify(p, false, &[]), Class::Work, "{p}");
     }
+    // Every link on the way (the ninth red team: a version link `current` → `1.0` pointed at
+    // a folder of the agent's).
+    let m = manifest_of(&[
+        ("usr/local/bin/", K::Dir, ""),
+        (
+            "usr/local/bin/csvcheck",
+            K::Link,
+            "/opt/csvcheck/current/bin/csvcheck",
+        ),
+        ("opt/csvcheck/current", K::Link, "1.0"),
+        ("opt/csvcheck/1.0/bin/csvcheck", K::File, ""),
+    ]);
+    let t = Toolchain {
+        path: vec!["/usr/local/bin".into()],
+        ..Toolchain::default()
+    };
+    let r = Rules::new(&m, &t, "/app", "", "/root", &[]);
+    assert_toolchain(
+        &r,
+        &["/opt/csvcheck/current", "/opt/csvcheck/1.0/bin/csvcheck"],
+    );
     // A folder `test.sh` puts on `PATH`: its links too.
     let m = manifest_of(&[
         ("srv/tools/", K::Dir, ""),

@@ -63,14 +63,16 @@ pub fn as_user(user: &str, argv: &[String]) -> Vec<String> {
 /// the caller's environment holds, `HOME`, `USER` and `LOGNAME` of that user (as `su` sets
 /// them) — and `SHELL` as it was before `su` (set to the same value, or unset), never `su`'s
 /// shell: that is skillscope's static shell, and a harness that runs its commands in `$SHELL`
-/// would otherwise get busybox's instead of the image's.
+/// would otherwise get busybox's instead of the image's. `su`'s options come before `--` and
+/// the user: busybox parses options anywhere in its arguments, so a command's own `-c` or `-l`
+/// (`sh -c …`, `ls -l`) would otherwise be taken for `su`'s.
 pub fn su_line(user: &str) -> String {
     let s = STATIC_SHELL_DIR;
     format!(
         "{s}/env SKILLSCOPE_SHELL_SET=\"${{SHELL+1}}\" SKILLSCOPE_SHELL=\"${{SHELL-}}\" \
-         {s}/su -s {s}/sh {user} -c 'if [ -n \"$SKILLSCOPE_SHELL_SET\" ]; then \
+         {s}/su -s {s}/sh -c 'if [ -n \"$SKILLSCOPE_SHELL_SET\" ]; then \
          SHELL=\"$SKILLSCOPE_SHELL\"; else unset SHELL; fi; \
-         unset SKILLSCOPE_SHELL SKILLSCOPE_SHELL_SET; exec \"$0\" \"$@\"' \"$@\""
+         unset SKILLSCOPE_SHELL SKILLSCOPE_SHELL_SET; exec \"$0\" \"$@\"' -- {user} \"$@\""
     )
 }
 
@@ -216,10 +218,11 @@ mod tests {
         assert_eq!(argv[2], su_line("'app'"));
         assert_eq!(argv[3..], ["skillscope-su", "/entry.sh", "sleep infinity"]);
         assert!(
-            argv[2].contains("/skillscope/static/su -s /skillscope/static/sh 'app' -c"),
+            argv[2].contains("/skillscope/static/su -s /skillscope/static/sh -c '"),
             "{}",
             argv[2]
         );
+        assert!(argv[2].ends_with("-- 'app' \"$@\""), "{}", argv[2]);
     }
 
     /// Runs `su_line`'s shell text with the host's `sh` standing in for the static tools: the
@@ -229,8 +232,8 @@ mod tests {
     fn su_keeps_the_shell_the_caller_had() {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path();
-        let stub = "#!/bin/sh\n# su -s SHELL USER -c CMD ARGS...: sets SHELL as su does\n\
-                    shift; export SHELL=\"$1\"; shift; shift; shift; exec /bin/sh -c \"$@\"\n";
+        let stub = "#!/bin/sh\n# su -s SHELL -c CMD -- USER ARGS...: sets SHELL as su does\n\
+                    export SHELL=\"$2\"; c=\"$4\"; shift 6; exec /bin/sh -c \"$c\" \"$@\"\n";
         std::fs::write(bin.join("su"), stub).unwrap();
         std::os::unix::fs::symlink("/usr/bin/env", bin.join("env")).unwrap();
         std::os::unix::fs::symlink("/bin/sh", bin.join("sh")).unwrap();
@@ -239,7 +242,14 @@ mod tests {
         let line = su_line("app").replace(STATIC_SHELL_DIR, &bin.display().to_string());
         let run = |shell: Option<&str>| {
             let mut c = std::process::Command::new("/bin/sh");
-            c.args(["-c", &line, "x", "/bin/sh", "-c", "echo \"${SHELL-unset}\""]);
+            c.args([
+                "-c",
+                &line,
+                "x",
+                "/bin/sh",
+                "-c",
+                "echo \"${SHELL-unset}\" \"$0\"",
+            ]);
             c.env_remove("SHELL");
             if let Some(v) = shell {
                 c.env("SHELL", v);
@@ -248,8 +258,8 @@ mod tests {
             assert!(out.status.success(), "{out:?}");
             String::from_utf8(out.stdout).unwrap().trim().to_string()
         };
-        assert_eq!(run(None), "unset");
-        assert_eq!(run(Some("/bin/bash")), "/bin/bash");
-        assert_eq!(run(Some("")), "");
+        assert_eq!(run(None), "unset /bin/sh");
+        assert_eq!(run(Some("/bin/bash")), "/bin/bash /bin/sh");
+        assert_eq!(run(Some("")), "/bin/sh");
     }
 }

@@ -773,7 +773,7 @@ impl<'a> Carry<'a> {
                 };
                 if let Some(mode) = folder_mode {
                     if let Some(why) = self
-                        .folder_uncopyable(&e.path, &p, work_links)
+                        .folder_uncopyable(&e.path, &p, work_links, manifest)
                         .or_else(|| self.copy_lands_off_the_work(&e.path, &p, manifest, rules, out))
                     {
                         out.dropped_links.push(dropped(why));
@@ -1806,6 +1806,7 @@ mod tests {
                 ("app/via", K::Link, "/tmp/linked"),
                 ("app/self", K::Link, "/app"),
                 ("app/root", K::Link, "/"),
+                ("app/srv", K::Link, "/srv"),
             ]),
             &m,
             &r,
@@ -1826,7 +1827,15 @@ mod tests {
         );
         let mut dropped: Vec<&str> = out.dropped_links.iter().map(|d| d.path.as_str()).collect();
         dropped.sort();
-        assert_eq!(dropped, ["/app/root", "/app/self", "/app/via"]);
+        // `/srv` holds the image's link `/srv/data` → `/app`, out of it.
+        assert_eq!(dropped, ["/app/root", "/app/self", "/app/srv", "/app/via"]);
+        assert!(
+            out.dropped_links
+                .iter()
+                .any(|d| d.path == "/app/srv" && d.why.contains("the image's link /srv/data")),
+            "{:?}",
+            out.dropped_links
+        );
         assert!(
             super::tests::carried(&out)
                 .iter()

@@ -6,6 +6,7 @@
 use super::collect::{Carry, Changed, Collected, describe};
 use super::links::WorkLinks;
 use super::manifest::{FileKind, Manifest};
+use super::paths::{follow, join};
 use super::rule::{Class, Rules, parent};
 
 impl Carry<'_> {
@@ -19,22 +20,40 @@ impl Carry<'_> {
     }
 
     /// Why the link at `link` to folder `folder` cannot be made a copy of it: the folder is
-    /// `/`, holds the link itself, or holds a link of the agent's (a copy would keep that link,
-    /// and with it a way to where the verifier writes).
+    /// `/`, holds the link itself, holds a link of the agent's, or a link of the image's that
+    /// leads out of it (a copy would keep that link, and with it a way to where the verifier
+    /// writes; an image's link within the folder, `libx.so` → `libx.so.1`, stays within the
+    /// copy).
     pub(super) fn folder_uncopyable(
         &self,
         link: &str,
         folder: &str,
         work_links: &WorkLinks,
+        manifest: &Manifest,
     ) -> Option<String> {
         let under = |p: &str| folder == "/" || p.starts_with(&format!("{folder}/"));
         if folder == "/" || link == folder || under(link) {
             return Some(format!("to {folder}, which holds the link itself"));
         }
-        work_links
-            .iter_made()
-            .find(|(p, _)| under(p))
-            .map(|(p, _)| format!("to {folder}, which holds the agent's link {p}"))
+        if let Some((p, _)) = work_links.iter_made().find(|(p, _)| under(p)) {
+            return Some(format!("to {folder}, which holds the agent's link {p}"));
+        }
+        let prefix = format!("{folder}/");
+        manifest
+            .files
+            .range(prefix.clone()..)
+            .take_while(|(p, _)| p.starts_with(&prefix))
+            .filter_map(|(p, f)| Some((p, f.link.as_deref()?)))
+            .find(|(p, target)| {
+                let at = if target.starts_with('/') {
+                    target.to_string()
+                } else {
+                    join(parent(p), target)
+                };
+                let lexical = follow(&at, &|_| None);
+                !lexical.is_some_and(|t| under(&t))
+            })
+            .map(|(p, _)| format!("to {folder}, which holds the image's link {p} out of it"))
     }
 
     /// Why a copy of `folder` at `link` would not be the agent's work: the first of its

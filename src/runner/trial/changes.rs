@@ -526,7 +526,7 @@ async fn copy_linked(verifier: &Sandbox, copies: &[LinkCopy]) -> Result<(), Runn
         tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
     let what = || {
         format!(
-            "copying the image's files the work links to in {}",
+            "copying what the work's links lead to in {}",
             verifier.name()
         )
     };

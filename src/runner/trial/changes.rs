@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 use std::io::BufRead;
 use std::time::Duration;
 
-use crate::runner::RunnerError;
 use crate::runner::backend::TarBody;
 use crate::runner::sandbox::RawExec;
 use crate::runner::sandbox::{STATIC_SHELL_DIR, Sandbox};
@@ -16,6 +15,7 @@ use crate::runner::work::Rules;
 use crate::runner::work::collect::{Collected, Limits, LinkCopy, sort};
 use crate::runner::work::listing::LISTING_FAILED;
 use crate::runner::work::manifest::{FileKind, Manifest, absolute};
+use crate::runner::{Fault, RunnerError};
 
 /// What the hand-over exec found in the agent's environment ([`hand_over`]), before it is sorted
 /// ([`sort_handed`], once the skill folders are known).
@@ -397,8 +397,15 @@ pub(super) async fn sort_handed(
     .map_err(|e| RunnerError::Task(e.to_string()))?
 }
 
-/// Longest the deletions may take.
+/// Longest the agent's deletions may take in the verifier's environment.
 const DELETE_LIMIT: Duration = Duration::from_secs(300);
+
+/// Longest the copies of what the work's links lead to may take ([`copy_linked`]): their bytes
+/// count against the work's byte limit ([`Limits`]), which a disk copies in well under this.
+const COPY_LIMIT: Duration = Duration::from_secs(600);
+
+/// The line [`link_copies_script`] prints when a copy failed on a full disk.
+const DISK_FULL_LINE: &str = "skillscope-copy-disk-full";
 
 /// Applies `work` in `verifier` (fresh from the image; nothing of the verifier's in it yet), then
 /// puts the task's `tests` folder at `/tests`: its entries ride at the end of the work's tar, one
@@ -420,38 +427,14 @@ pub(super) async fn carry(
             .iter()
             .flat_map(|p| p.bytes().chain([0]))
             .collect();
-        let out =
-            tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
-        let done = tokio::time::timeout(
+        root_exec(
+            verifier,
+            "deleting what the agent deleted",
+            &format!("{s}/xargs -0 -r {s}/rm -rf --"),
+            Some(list),
             DELETE_LIMIT,
-            verifier.exec_raw(
-                &format!("{s}/xargs -0 -r {s}/rm -rf --"),
-                Some(list),
-                out.path(),
-                1 << 20,
-            ),
         )
-        .await;
-        match done {
-            Ok(r) => {
-                let r = r?;
-                if !r.ok() {
-                    return Err(RunnerError::backend_text(
-                        format!("deleting in {}", verifier.name()),
-                        format!("rm exited {:?}: {}", r.exit_code, r.stderr),
-                    ));
-                }
-            }
-            Err(_) => {
-                return Err(RunnerError::backend_text(
-                    format!("deleting in {}", verifier.name()),
-                    format!(
-                        "the agent's deletions took more than {}s",
-                        DELETE_LIMIT.as_secs()
-                    ),
-                ));
-            }
-        }
+        .await?;
     }
     for (path, mode) in &work.in_place {
         write_in_place(verifier, work, path, *mode).await?;
@@ -478,12 +461,46 @@ pub(super) async fn carry(
     Ok(())
 }
 
+/// Runs `script`, one of skillscope's own (static shell, as root; [`Sandbox::exec_raw`]), in
+/// `verifier` with `stdin`, and returns its stdout (at most 1 MiB, lossily UTF-8).
+///
+/// # Errors
+/// [`RunnerError::Backend`] naming `what` (a fault: these scripts never fail on the agent's
+/// files) when the exec fails, exits other than 0, or overruns `limit`.
+async fn root_exec(
+    verifier: &Sandbox,
+    what: &str,
+    script: &str,
+    stdin: Option<Vec<u8>>,
+    limit: Duration,
+) -> Result<String, RunnerError> {
+    let out =
+        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
+    let context = || format!("{what} in {}", verifier.name());
+    let r = tokio::time::timeout(limit, verifier.exec_raw(script, stdin, out.path(), 1 << 20))
+        .await
+        .map_err(|_| {
+            RunnerError::backend_text(context(), format!("took more than {}s", limit.as_secs()))
+        })??;
+    if !r.ok() {
+        return Err(RunnerError::backend_text(
+            context(),
+            format!("exited {:?}: {}", r.exit_code, r.stderr),
+        ));
+    }
+    let bytes = std::fs::read(out.path()).map_err(|e| RunnerError::io(out.path(), e))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
+}
+
 /// The script that makes each of `copies` ([`Collected::link_copies`]) a file or folder of its
 /// own in the verifier's environment: whatever stands at the link's path goes first (an image's
 /// link there is never written through), then a copy of what the link leads to — a file's
 /// bytes and times (`cp -p`), a folder's content as it is there (`cp -a`) — the link's owner
 /// and the mode of what it leads to. A copy that fails leaves nothing there (a folder's entry
-/// that cannot be copied is left out): the agent's files never make the exec fail. Paths are
+/// that cannot be copied is left out): the agent's files never make the exec fail. A copy that
+/// fails where the disk is full (under 1 MiB or 16 inodes free, measured before anything of it
+/// is removed) prints [`DISK_FULL_LINE`]: the machine's fault, told apart by measuring the
+/// disk, never by reading an error message the agent's file names are part of. Paths are
 /// quoted for the shell; the static tools run.
 ///
 /// # Errors
@@ -495,19 +512,25 @@ fn link_copies_script(copies: &[LinkCopy]) -> Result<String, RunnerError> {
             .map(|q| q.into_owned())
             .map_err(|e| RunnerError::Task(e.to_string()))
     };
-    let mut script = String::new();
+    // `full DIR`: whether DIR's file system is full (free blocks × block size, free inodes).
+    let mut script = format!(
+        "full() {{ set -- $({s}/stat -f -c '%f %S %d' -- \"$1\" 2>/dev/null); \
+         [ -n \"$3\" ] && {{ [ $(($1 * $2)) -lt 1048576 ] || [ \"$3\" -lt 16 ]; }} && \
+         echo {DISK_FULL_LINE}; return 0; }}\n"
+    );
     for c in copies {
         let (to, from) = (quote(&c.path)?, quote(&c.from)?);
+        let dir = quote(crate::runner::work::paths::parent(&c.path))?;
         // What the copy cannot make (a device node without CAP_MKNOD, a file the verifier's
         // environment lacks: the agent's to arrange) is left out, never a fault.
         let copy = if c.folder {
-            format!("{s}/mkdir -- {to} && {{ {s}/cp -a -- {from}/. {to}/ || :; }}")
+            format!("{s}/mkdir -- {to} && {{ {s}/cp -a -- {from}/. {to}/ || full {to}; }}")
         } else {
             format!("{s}/cp -p -- {from} {to}")
         };
         script.push_str(&format!(
             "{s}/rm -rf -- {to} && {copy} && {s}/chown {}:{} {to} && \
-             {s}/chmod {:o} {to} || {s}/rm -rf -- {to}\n",
+             {s}/chmod {:o} {to} || {{ full {dir}; {s}/rm -rf -- {to}; }}\n",
             c.owner.0, c.owner.1, c.mode
         ));
     }
@@ -519,33 +542,19 @@ fn link_copies_script(copies: &[LinkCopy]) -> Result<String, RunnerError> {
 /// folders exist, a linked folder holds the work) and before anything of the verifier's runs.
 ///
 /// # Errors
-/// [`RunnerError`] when the exec fails or overruns [`DELETE_LIMIT`] (a fault).
+/// [`RunnerError`] (a fault) when the exec fails, overruns [`COPY_LIMIT`], or a copy failed on
+/// a full disk ([`Fault::DiskFull`]): the agent's copy missing for want of disk
+/// is never counted as its failure.
 async fn copy_linked(verifier: &Sandbox, copies: &[LinkCopy]) -> Result<(), RunnerError> {
+    let what = "copying what the work's links lead to";
     let script = link_copies_script(copies)?;
-    let out =
-        tempfile::NamedTempFile::new().map_err(|e| RunnerError::io(std::env::temp_dir(), e))?;
-    let what = || {
-        format!(
-            "copying what the work's links lead to in {}",
-            verifier.name()
-        )
-    };
-    let r = tokio::time::timeout(
-        DELETE_LIMIT,
-        verifier.exec_raw(&script, None, out.path(), 1 << 20),
-    )
-    .await
-    .map_err(|_| {
-        RunnerError::backend_text(
-            what(),
-            format!("took more than {}s", DELETE_LIMIT.as_secs()),
-        )
-    })??;
-    if !r.ok() {
-        return Err(RunnerError::backend_text(
-            what(),
-            format!("exited {:?}: {}", r.exit_code, r.stderr),
-        ));
+    let out = root_exec(verifier, what, &script, None, COPY_LIMIT).await?;
+    if out.lines().any(|l| l == DISK_FULL_LINE) {
+        return Err(RunnerError::Backend {
+            context: format!("{what} in {}", verifier.name()),
+            fault: Fault::DiskFull,
+            message: "a copy failed with the disk full".into(),
+        });
     }
     Ok(())
 }
@@ -612,7 +621,7 @@ mod tests {
         };
         let script = link_copies_script(&[copy, folder]).unwrap();
         assert!(
-            script.contains("rm -rf -- /app/out && /skillscope/static/mkdir -- /app/out && { /skillscope/static/cp -a -- '/tmp/ref dir'/. /app/out/ || :; }"),
+            script.contains("rm -rf -- /app/out && /skillscope/static/mkdir -- /app/out && { /skillscope/static/cp -a -- '/tmp/ref dir'/. /app/out/ || full /app/out; }"),
             "{script}"
         );
         assert!(
@@ -625,13 +634,89 @@ mod tests {
         );
         assert!(script.contains("chown 1000:1000 '/app/a b'"), "{script}");
         assert!(
-            script.contains("chmod 640 '/app/a b' || /skillscope/static/rm -rf -- '/app/a b'"),
+            script.contains(
+                "chmod 640 '/app/a b' || { full /app; /skillscope/static/rm -rf -- '/app/a b'; }"
+            ),
             "{script}"
         );
         assert!(script.ends_with("exit 0\n"), "{script}");
     }
 
     /// A manifest of an image with `/app/keep.txt` and `/app/old.txt`.
+    /// Runs `script` with the host's busybox for skillscope's static tools, `cp` made to fail
+    /// and `stat -f` reporting `free_blocks` of 4 KiB and `free_inodes` when `fake_stat`; returns
+    /// its stdout and the temporary folder it ran in.
+    fn run_copies(script: &str, fake_stat: Option<(u64, u64)>) -> (String, tempfile::TempDir) {
+        let busybox = ["/bin/busybox", "/usr/bin/busybox"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+            .expect("busybox (scripts/docker-up.sh installs busybox-static)");
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        for tool in ["sh", "rm", "mkdir", "chown", "chmod", "stat", "echo"] {
+            std::os::unix::fs::symlink(busybox, bin.join(tool)).unwrap();
+        }
+        let fake = |name: &str, body: &str| {
+            let p = bin.join(name);
+            std::fs::remove_file(&p).ok();
+            std::fs::write(&p, format!("#!{busybox} sh\n{body}\n")).unwrap();
+            std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+                .unwrap();
+        };
+        fake("cp", "exit 1");
+        if let Some((blocks, inodes)) = fake_stat {
+            fake("stat", &format!("echo {blocks} 4096 {inodes}"));
+        }
+        let script = script
+            .replace(STATIC_SHELL_DIR, &bin.to_string_lossy())
+            .replace("/work", &dir.path().join("work").to_string_lossy());
+        std::fs::create_dir(dir.path().join("work")).unwrap();
+        let out = std::process::Command::new(bin.join("sh"))
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        (String::from_utf8_lossy(&out.stdout).into_owned(), dir)
+    }
+
+    #[test]
+    fn a_copy_failing_on_a_full_disk_is_told_by_measuring_the_disk() {
+        use std::os::unix::fs::MetadataExt;
+        let probe = tempfile::NamedTempFile::new().unwrap();
+        let me = probe.as_file().metadata().unwrap();
+        let file = LinkCopy {
+            path: "/work/a".into(),
+            from: "/nowhere/data.csv".into(),
+            folder: false,
+            mode: 0o644,
+            owner: (me.uid().into(), me.gid().into()),
+        };
+        let folder = LinkCopy {
+            path: "/work/out".into(),
+            from: "/nowhere/dir".into(),
+            folder: true,
+            ..file.clone()
+        };
+        let script = link_copies_script(&[file, folder]).unwrap();
+        // The real `stat -f` of a disk with room: a failed copy is left out, nothing said.
+        let (out, dir) = run_copies(&script, None);
+        assert_eq!(out, "", "{script}");
+        assert!(!dir.path().join("work/a").exists());
+        // A full disk (no free block, or no free inode) after a failed copy is said, for the
+        // file's folder and for the folder's copy alike.
+        for full in [(0, 1000), (100, 3)] {
+            let (out, _) = run_copies(&script, Some(full));
+            assert_eq!(
+                out.lines().filter(|l| *l == DISK_FULL_LINE).count(),
+                2,
+                "{full:?}: {out}"
+            );
+        }
+        let (out, _) = run_copies(&script, Some((1 << 20, 1 << 20)));
+        assert_eq!(out, "", "room on the disk: {out}");
+    }
+
     fn manifest() -> Manifest {
         let mut b = tar::Builder::new(Vec::new());
         for (p, body) in [("app/keep.txt", "k"), ("app/old.txt", "o")] {

@@ -777,8 +777,11 @@ impl<'a> Carry<'a> {
                         .or_else(|| self.copy_lands_off_the_work(&e.path, &p, manifest, rules, out))
                     {
                         out.dropped_links.push(dropped(why));
-                    } else if within_limit(out, self.bytes_under(&p, manifest), limits) {
-                        out.work_bytes += self.bytes_under(&p, manifest);
+                        continue;
+                    }
+                    let bytes = self.bytes_under(&p, manifest);
+                    if within_limit(out, bytes, limits) {
+                        out.work_bytes += bytes;
                         out.link_copies.push(LinkCopy {
                             path: e.path.clone(),
                             from: p.clone(),
@@ -1758,6 +1761,32 @@ mod tests {
         };
         let out = sort(&changed[..], &listed(&[]), &listed(&[]), &m, &r, tight).unwrap();
         assert!(out.limit.is_some());
+    }
+
+    #[test]
+    fn a_link_into_a_folder_the_agent_deleted_whole_is_dropped() {
+        // The agent deleted /app/old with its file x: a link to /app/old/x leads nowhere in its
+        // environment, so none is copied in the verifier's (where x is deleted too).
+        let m = image();
+        let r = rules(&m);
+        let changed = tar_of(&[("app/rel.csv", K::Link, "old/x")]);
+        let out = sort(
+            &changed[..],
+            &listed(&["/app/rel.csv", "/app/data.csv"]),
+            &listed(&["/app"]),
+            &m,
+            &r,
+            Limits::default(),
+        )
+        .unwrap();
+        assert!(out.link_copies.is_empty(), "{:?}", out.link_copies);
+        assert_eq!(out.dropped_links.len(), 1, "{:?}", out.dropped_links);
+        assert!(
+            out.dropped_links[0].why.contains("deleted"),
+            "{:?}",
+            out.dropped_links
+        );
+        assert_eq!(out.work_bytes, 0, "no copy's bytes counted");
     }
 
     #[test]

@@ -10,13 +10,19 @@ use super::paths::{follow, join};
 use super::rule::{Class, Rules, parent};
 
 impl Carry<'_> {
-    /// Whether the image's entry `path` is gone from the agent's environment: its folder was
-    /// listed and holds it no more (and nothing of the agent's stands there).
+    /// Whether the image's entry `path` is gone from the agent's environment: the nearest of its
+    /// folders that was listed holds no more the entry on the way to it (`path` itself, or a
+    /// folder above it the agent deleted whole), and nothing of the agent's stands there.
     pub(super) fn deleted(&self, path: &str) -> bool {
         let (listed, listed_dirs) = self.listing;
-        listed_dirs.contains(parent(path))
-            && !listed.contains(path)
-            && !self.listed.contains_key(path)
+        let mut at = path;
+        while at != "/" {
+            if listed_dirs.contains(parent(at)) {
+                return !listed.contains(at) && !self.listed.contains_key(at);
+            }
+            at = parent(at);
+        }
+        false
     }
 
     /// Why the link at `link` to folder `folder` cannot be made a copy of it: the folder is

@@ -232,7 +232,11 @@ mod tests {
     fn su_keeps_the_shell_the_caller_had() {
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path();
+        // Busybox's `su` parses options anywhere in its arguments: the stub refuses any other
+        // order than options, `--`, the user, then the command's own arguments.
         let stub = "#!/bin/sh\n# su -s SHELL -c CMD -- USER ARGS...: sets SHELL as su does\n\
+                    [ \"$1\" = -s ] && [ \"$3\" = -c ] && [ \"$5\" = -- ] && [ \"$6\" = app ] \
+                    || { echo \"su argv: $*\" >&2; exit 99; }\n\
                     export SHELL=\"$2\"; c=\"$4\"; shift 6; exec /bin/sh -c \"$c\" \"$@\"\n";
         std::fs::write(bin.join("su"), stub).unwrap();
         std::os::unix::fs::symlink("/usr/bin/env", bin.join("env")).unwrap();

@@ -333,13 +333,23 @@ pub async fn hostile_agents(t: Target) {
         "pytest-root-config",
         "proc-secret",
         "hopper-from-tested-code",
+        "link-copies",
     ];
+    // The honest control of `link-copies`: outputs that are links, carried as copies.
+    let honest = "linked-outputs";
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile");
+    let all: Vec<&str> = tasks.iter().copied().chain([honest]).collect();
     let out = t
-        .run(&s, t.request(&s, "hostile", Some(&dir), &tasks, 1))
+        .run(&s, t.request(&s, "hostile", Some(&dir), &all, 1))
         .await;
     assert!(out.finished);
     let rows = s.trials(out.run.id);
+    let r = one(&rows, honest, "no-skills");
+    assert_eq!(
+        (r.outcome, r.reward, r.tamper.as_ref()),
+        (Some(Outcome::Pass), Some(1.0), None),
+        "{r:#?}"
+    );
     for task in tasks {
         let r = one(&rows, task, "no-skills");
         assert_ne!(
@@ -382,6 +392,15 @@ pub async fn hostile_agents(t: Target) {
             && tamper.contains("outlived test.sh"),
         "{r:#?}\n{tamper}"
     );
+    // The links to where the tests write their references arrived as copies of what was there
+    // when the agent ended: the tests' own 42 is not read through them.
+    let r = one(&rows, "link-copies", "no-skills");
+    assert_eq!(
+        (r.outcome, r.reward),
+        (Some(Outcome::Fail), Some(0.0)),
+        "{r:#?}"
+    );
+    assert!(read(&trial_dir(r).join("verifier/test-stdout.txt")).contains("FAIL answer"));
     t.assert_nothing_left(&s, "hostile").await;
 }
 

@@ -119,7 +119,8 @@ pub struct Collected {
     pub searched_modules: Vec<(String, String)>,
     /// Paths read (changed since the start, by `ctime`).
     pub candidates: usize,
-    /// Regular files carried, and their bytes.
+    /// Entries carried: each regular file, and each entry a folder link's copy makes
+    /// ([`LinkCopy`]), counted against [`Limits::entries`].
     pub work_files: usize,
     /// Bytes carried.
     pub work_bytes: u64,
@@ -465,6 +466,23 @@ fn within_limit(out: &mut Collected, len: u64, limits: Limits) -> bool {
     fits
 }
 
+/// Whether `entries` more (a folder link's copy: every entry it makes) keep the work within
+/// `limits.entries`; records the limit in `out` when not (the trial is then flagged): fourteen
+/// links to one folder of 450,000 files are 6.3 million entries to copy.
+fn within_entries(out: &mut Collected, entries: usize, limits: Limits) -> bool {
+    let fits = out.work_files + entries <= limits.entries;
+    if !fits {
+        out.limit.get_or_insert_with(|| {
+            format!(
+                "more than {} entries of work to carry (a folder link's copy counts each of \
+                 its entries)",
+                limits.entries
+            )
+        });
+    }
+    fits
+}
+
 /// An error of the spool or the carry's tar (both in the temporary folder).
 fn spool_error(e: std::io::Error) -> RunnerError {
     RunnerError::io(std::env::temp_dir(), e)
@@ -779,9 +797,10 @@ impl<'a> Carry<'a> {
                         out.dropped_links.push(dropped(why));
                         continue;
                     }
-                    let bytes = self.bytes_under(&p, manifest);
-                    if within_limit(out, bytes, limits) {
+                    let (bytes, entries) = self.size_under(&p, manifest);
+                    if within_limit(out, bytes, limits) && within_entries(out, entries, limits) {
                         out.work_bytes += bytes;
+                        out.work_files += entries;
                         out.link_copies.push(LinkCopy {
                             path: e.path.clone(),
                             from: p.clone(),
@@ -1700,6 +1719,47 @@ mod tests {
             class_of(&out, "/app/tests/sub/conftest.py").is_some_and(|c| c != "work"),
             "recorded as if the agent wrote it there: {:?}",
             out.changes
+        );
+    }
+
+    #[test]
+    fn a_folder_copy_counts_every_entry_against_the_limit() {
+        // The tenth red team: 450,000 empty files and fourteen links to their folder were 6.3
+        // million entries to copy, no byte counted; the copies overran their time (a fault).
+        let m = image();
+        let r = rules(&m);
+        let changed = tar_of(&[
+            ("tmp/many/", K::Dir, ""),
+            ("tmp/many/a", K::File, ""),
+            ("tmp/many/b", K::File, ""),
+            ("app/l1", K::Link, "/tmp/many"),
+            ("app/l2", K::Link, "/tmp/many"),
+        ]);
+        let limits = |entries| Limits {
+            entries,
+            ..Limits::default()
+        };
+        let sorted = |entries| {
+            sort(
+                &changed[..],
+                &BTreeSet::new(),
+                &BTreeSet::new(),
+                &m,
+                &r,
+                limits(entries),
+            )
+            .unwrap()
+        };
+        // Two files carried, two copies of two entries each: 6 in all.
+        let out = sorted(6);
+        assert_eq!((out.link_copies.len(), out.work_files), (2, 6));
+        assert!(out.limit.is_none(), "{:?}", out.limit);
+        let out = sorted(5);
+        assert_eq!(out.link_copies.len(), 1, "{:?}", out.link_copies);
+        assert!(
+            out.limit.as_deref().is_some_and(|l| l.contains("entries")),
+            "the limit flags the trial: {:?}",
+            out.limit
         );
     }
 

@@ -122,22 +122,24 @@ impl Carry<'_> {
         why
     }
 
-    /// Bytes a copy of `folder` takes at most: the image's files under it and the agent's.
-    pub(super) fn bytes_under(&self, folder: &str, manifest: &Manifest) -> u64 {
+    /// What a copy of `folder` takes at most: the bytes of the image's files under it and the
+    /// agent's, and the number of their entries (each one the copy makes).
+    pub(super) fn size_under(&self, folder: &str, manifest: &Manifest) -> (u64, usize) {
         let prefix = format!("{folder}/");
-        let image: u64 = manifest
+        let (mut bytes, mut entries) = (0, 0);
+        for (_, f) in manifest
             .files
             .range(prefix.clone()..)
             .take_while(|(p, _)| p.starts_with(&prefix))
-            .map(|(_, f)| f.size)
-            .sum();
-        let agent: u64 = self
-            .listed
-            .iter()
-            .filter(|(p, _)| p.starts_with(&prefix))
-            .filter_map(|(_, e)| e.content.map(|(_, len)| len))
-            .sum();
-        image + agent
+        {
+            bytes += f.size;
+            entries += 1;
+        }
+        for (_, e) in self.listed.iter().filter(|(p, _)| p.starts_with(&prefix)) {
+            bytes += e.content.map_or(0, |(_, len)| len);
+            entries += 1;
+        }
+        (bytes, entries)
     }
 }
 

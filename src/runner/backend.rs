@@ -300,6 +300,18 @@ pub trait Host: Send + Sync {
     async fn relay(&self, target: SocketAddr) -> Result<(String, SocketAddr), RunnerError>;
 }
 
+/// What a [`TrialSite`] sets in the environments it starts, over the image's own settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MainSettings {
+    /// Variables, `NAME=value` each (later ones win).
+    pub env: Vec<String>,
+    /// The working folder, absolute (`None`: the image's `WORKDIR`).
+    pub working_dir: Option<String>,
+    /// The user an exec that names none runs as, before the image's `USER` (`None`: the
+    /// image's).
+    pub user: Option<String>,
+}
+
 /// The networks and services one trial's environments share.
 #[async_trait]
 pub trait TrialSite: Send + Sync {
@@ -319,6 +331,14 @@ pub trait TrialSite: Send + Sync {
     /// the agent is gone).
     fn verifier_may_wait(&self) -> bool {
         false
+    }
+
+    /// What the site sets in every environment it starts beyond the image and the task's
+    /// tables (a compose file's `main` service: its `environment`, `working_dir` and `user`).
+    /// The verifier's work rule reads the environment as the verifier's exec gets it.
+    /// Default: nothing.
+    fn main_settings(&self) -> MainSettings {
+        MainSettings::default()
     }
 
     /// What the site mounts writable over the image in every environment it starts (a compose

@@ -216,6 +216,12 @@ pub struct Evidence<'a> {
     pub image: &'a ImageFacts,
     /// The skill folders the exposure scan looked in.
     pub skill_folders: &'a [String],
+    /// The verifier's own `PATH` folders in order when they are not the image's (a task's
+    /// `[verifier] env` or `[environment] env`, the operator's `--env`, a compose file's
+    /// `environment`; the working folder for an empty or `.` entry): folders of executables
+    /// as the image's `PATH` folders are, and the order a new program shadows in. Empty: the
+    /// image's `PATH`.
+    pub path: &'a [String],
     /// Folders of the harness's own built-ins (never flagged).
     pub exempt: &'a [String],
     /// Folders skillscope itself filled before the agent's session (a two-phase trial's
@@ -274,7 +280,7 @@ pub fn assess(ev: &Evidence<'_>) -> TamperRecord {
 /// The places of an image whose change is evidence: its program folders, the skill folders, the
 /// ENTRYPOINT's files and each interpreter's standard library.
 struct Watched<'a> {
-    /// [`EXEC_DIRS`] and the image's `PATH` folders, in that order.
+    /// [`EXEC_DIRS`], the image's `PATH` folders and the verifier's own, in that order.
     exec_dirs: Vec<String>,
     /// [`SKILL_DESTINATIONS`] and the trial's skill folders.
     skill_folders: Vec<String>,
@@ -287,7 +293,7 @@ struct Watched<'a> {
 impl<'a> Watched<'a> {
     fn of(ev: &Evidence<'a>) -> Watched<'a> {
         let mut exec_dirs: Vec<String> = EXEC_DIRS.iter().map(|d| d.to_string()).collect();
-        for d in &ev.image.toolchain.path {
+        for d in ev.image.toolchain.path.iter().chain(ev.path) {
             if !exec_dirs.contains(d) {
                 exec_dirs.push(d.clone());
             }
@@ -450,7 +456,11 @@ fn toolchain_flag(
             // Added: only a PATH entry that shadows one later on PATH counts.
             let i = in_exec?;
             let (dir, name) = path.rsplit_once('/')?;
-            let path_dirs = &ev.image.toolchain.path;
+            let path_dirs = if ev.path.is_empty() {
+                &ev.image.toolchain.path
+            } else {
+                ev.path
+            };
             if dir != at.exec_dirs[i] || !path_dirs.iter().any(|p| p == dir) {
                 return None;
             }
@@ -650,6 +660,7 @@ mod tests {
             collected: &collected,
             image: &image,
             skill_folders: &folders,
+            path: &[],
             exempt: &exempt,
             installed: &["/root/.agents/skills/mine".to_string()],
             head: &head,
@@ -822,6 +833,7 @@ mod tests {
             collected,
             image,
             skill_folders: &[],
+            path: &[],
             exempt: &[],
             installed: &[],
             head: &head,
@@ -1017,5 +1029,39 @@ mod tests {
         let r = assess_on(&image, &collected, &[]);
         assert_eq!(flagged_paths(&r), vec!["C /logs".to_string()], "{r:#?}");
         assert!(r.flagged[0].why.contains("holds the verifier's folders"));
+    }
+
+    #[test]
+    fn the_verifier_s_own_path_is_watched_as_the_image_s() {
+        // The tenth red team: `[verifier] env` put /opt/grader first on the verifier's PATH; an
+        // image's PATH with an empty entry searches the working folder first.
+        let image = image();
+        let collected = Collected {
+            changes: vec![
+                change('C', "/opt/grader/check", "toolchain"),
+                change('A', "/app/pytest", "toolchain"),
+                change('A', "/app/answer.txt", "work"),
+            ],
+            ..Default::default()
+        };
+        let head = |_: &str| None;
+        let path = ["/opt/grader", "/app", "/usr/bin"].map(String::from);
+        let judged = |path: &[String]| {
+            assess(&Evidence {
+                collected: &collected,
+                image: &image,
+                skill_folders: &[],
+                path,
+                exempt: &[],
+                installed: &[],
+                head: &head,
+            })
+            .flagged
+            .iter()
+            .map(|f| f.path.clone())
+            .collect::<Vec<_>>()
+        };
+        assert_eq!(judged(&path), ["/opt/grader/check", "/app/pytest"]);
+        assert!(judged(&[]).is_empty(), "the image's PATH names neither");
     }
 }

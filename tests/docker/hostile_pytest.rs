@@ -559,6 +559,18 @@ const CASES: &[Case] = &[
         LeftBehind("/app/tests/fixtures/conftest.py"),
     ),
     case("dirlink-to-uncarried-folder", Run::Pytest, Fails),
+    // The tenth: the verifier's environment as its exec gets it, not the image's alone — a
+    // `[verifier] env` PYTHONPATH, a compose file's `working_dir`.
+    case(
+        "verifier-env-pythonpath",
+        Run::Pytest,
+        Flagged("/opt/project/src/json"),
+    ),
+    case(
+        "compose-working-dir",
+        Run::PythonM,
+        Flagged("module pytest"),
+    ),
     case(
         "verifier-user-site",
         Run::Pytest,

@@ -334,6 +334,8 @@ pub async fn hostile_agents(t: Target) {
         "proc-secret",
         "hopper-from-tested-code",
         "link-copies",
+        "verifier-env-path",
+        "path-empty-entry",
     ];
     // The honest control of `link-copies`: outputs that are links, carried as copies.
     let honest = "linked-outputs";
@@ -401,6 +403,21 @@ pub async fn hostile_agents(t: Target) {
         "{r:#?}"
     );
     assert!(read(&trial_dir(r).join("verifier/test-stdout.txt")).contains("FAIL answer"));
+    // The verifier's PATH as its exec gets it (a `[verifier] env` PATH; the image's empty entry,
+    // the working folder): the checker the agent rewrote or planted there is the toolchain's,
+    // left behind, and flagged.
+    for (task, path) in [
+        ("verifier-env-path", "/opt/grader/check-answer"),
+        ("path-empty-entry", "/root/check-answer"),
+    ] {
+        let r = one(&rows, task, "no-skills");
+        let tamper = read(&trial_dir(r).join("agent/tamper.json"));
+        assert!(
+            r.tamper.as_ref().is_some_and(|t| t["kind"] == "tampered") && tamper.contains(path),
+            "{task}: {r:#?}\n{tamper}"
+        );
+        assert!(read(&trial_dir(r).join("verifier/test-stdout.txt")).contains("FAIL answer"));
+    }
     t.assert_nothing_left(&s, "hostile").await;
 }
 

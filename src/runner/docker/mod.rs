@@ -668,6 +668,14 @@ impl TrialSite for DockerSite {
         self.services.copies().mounted()
     }
 
+    fn main_settings(&self) -> crate::runner::backend::MainSettings {
+        crate::runner::backend::MainSettings {
+            env: self.template.env.clone(),
+            working_dir: self.template.working_dir.clone(),
+            user: self.template.user.clone(),
+        }
+    }
+
     async fn close(self: Box<Self>) {
         let started = std::mem::take(&mut *self.started.lock().expect("lock"));
         let mut all_gone = true;

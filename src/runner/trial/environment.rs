@@ -284,6 +284,7 @@ pub(super) async fn attempt(scope: &Scope<'_>, evidence: &mut Evidence) -> Resul
         spec: verifier_spec,
         early,
         env: exec_env,
+        verifier_env: values.resolve(&task.config.verifier.env),
         files: image.verifier_files.as_deref(),
         facts: &facts,
         site: site.as_ref(),

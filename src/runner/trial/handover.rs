@@ -52,6 +52,8 @@ pub(super) struct VerifierPlan<'a> {
     pub(super) early: Option<Arc<dyn Environment>>,
     /// The trial's environment, for each exec.
     pub(super) env: Vec<String>,
+    /// The task's `[verifier] env`, resolved: the verifier's exec alone gets it, over `env`.
+    pub(super) verifier_env: Vec<String>,
     /// The verifier's copies of skills.
     pub(super) files: Option<&'a VerifierFiles>,
     /// What the image holds.
@@ -250,24 +252,33 @@ pub(super) async fn to_verifier(
                 .map(|d| d.to_string()),
         )
         .collect();
+    // The rule reads the environment as the verifier's exec gets it, not the image's alone:
+    // what the site sets (a compose file's `main`), the task's `[environment] env` and the
+    // operator's `--env`, the task's `[verifier] env` — each later one winning — and the
+    // working folder and user the site gives (the tenth red team: a `[verifier] env` `PATH` or
+    // `PYTHONPATH` naming a folder of the work, a compose `working_dir`).
+    let main = plan.site.main_settings();
+    let env = verifier_env(&facts.env, &[&main.env, &plan.env, &plan.verifier_env]);
+    let rule_sh = format!("{}{test_sh}", exports(&facts.env, &env));
+    let working_dir = main.working_dir.as_deref().unwrap_or(&facts.working_dir);
+    let user = plan
+        .spec
+        .user
+        .as_deref()
+        .or(main.user.as_deref())
+        .or(plan.spec.image_user.as_deref())
+        .unwrap_or_default();
     let rules = Arc::new(
         Rules::new(
             &facts.files,
             &facts.toolchain,
-            &facts.working_dir,
-            &test_sh,
+            working_dir,
+            &rule_sh,
             // The verifier's home: its user's, which the task may name apart from the image's.
-            // The verifier's home: its user's, which the task may name apart from the image's.
-            &facts.home_of(
-                plan.spec
-                    .user
-                    .as_deref()
-                    .or(plan.spec.image_user.as_deref())
-                    .unwrap_or_default(),
-            ),
+            &facts.home_of(user),
             &skill_dirs,
         )
-        .with_image_env(&facts.env, &test_sh)
+        .with_image_env(&env, &rule_sh)
         .with_test_sources(&tests.sources)
         .with_test_requirements(&facts.files, &tests.requirements)
         .with_test_names(&tests.names),
@@ -299,7 +310,13 @@ pub(super) async fn to_verifier(
     let gone = agent.clone();
     tokio::spawn(async move { gone.remove().await });
     let t0 = std::time::Instant::now();
-    let record = record_tamper(scope, &collected, facts, skills)?;
+    let record = record_tamper(
+        scope,
+        &collected,
+        facts,
+        skills,
+        &own_path(&facts.env, &env, working_dir),
+    )?;
     scope.took(Step::Evidence, t0).await;
     let t0 = std::time::Instant::now();
     super::changes::carry(&verifier, &collected, &job.task.tests_dir())
@@ -315,12 +332,14 @@ fn record_tamper(
     collected: &Collected,
     facts: &ImageFacts,
     skills: &Skills<'_>,
+    path: &[String],
 ) -> Result<TamperRecord, Failed> {
     let head = |p: &str| collected.head(p, tamper::MAX_SCRIPT);
     let ev = tamper::Evidence {
         collected,
         image: facts,
         skill_folders: skills.folders,
+        path,
         exempt: skills.exempt,
         installed: skills.installed,
         head: &head,
@@ -332,9 +351,114 @@ fn record_tamper(
     Ok(record)
 }
 
+/// The environment the verifier's exec gets: the image's `image` (`NAME=value` each), then each
+/// of `layers` in order, a later value winning for its name; in the image's order, new names
+/// after.
+fn verifier_env(image: &[String], layers: &[&[String]]) -> Vec<String> {
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for e in image.iter().chain(layers.iter().flat_map(|l| l.iter())) {
+        let Some((k, v)) = e.split_once('=') else {
+            continue;
+        };
+        match out.iter_mut().find(|(n, _)| *n == k) {
+            Some(slot) => slot.1 = v,
+            None => out.push((k, v)),
+        }
+    }
+    out.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
+/// The verifier's `PATH` folders in order — `working_dir` in place of an empty or `.` entry,
+/// which searches the folder a program runs in — when they are not the image's: `env`'s `PATH`
+/// is another than `image`'s, or has such an entry. Empty otherwise.
+fn own_path(image: &[String], env: &[String], working_dir: &str) -> Vec<String> {
+    let Some(path) = env.iter().find(|e| e.starts_with("PATH=")) else {
+        return Vec::new();
+    };
+    let entries = || path["PATH=".len()..].split(':');
+    let searches_here = entries().any(|e| matches!(e, "" | "." | "./"));
+    if image.contains(path) && !searches_here {
+        return Vec::new();
+    }
+    let mut out: Vec<String> = Vec::new();
+    for e in entries() {
+        let d = match e {
+            "" | "." | "./" => working_dir.to_string(),
+            e if e.starts_with('/') => match e.trim_end_matches('/') {
+                "" => "/".to_string(),
+                d => d.to_string(),
+            },
+            _ => continue,
+        };
+        if !out.contains(&d) {
+            out.push(d);
+        }
+    }
+    out
+}
+
+/// `export NAME=VALUE` lines (the value quoted for the shell) for each variable of `env` that
+/// `image` does not hold with that value: what the work rule reads as `test.sh`'s first lines.
+/// A name no shell could assign is left out.
+fn exports(image: &[String], env: &[String]) -> String {
+    let valid = |k: &str| {
+        k.chars()
+            .next()
+            .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+            && k.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+    };
+    env.iter()
+        .filter(|e| !image.contains(e))
+        .filter_map(|e| e.split_once('='))
+        .filter(|(k, _)| valid(k))
+        .filter_map(|(k, v)| Some(format!("export {k}={}\n", shlex::try_quote(v).ok()?)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_verifier_s_environment_is_read_as_its_exec_gets_it() {
+        let image = vec!["PATH=/usr/bin:/bin".to_string(), "LANG=C".to_string()];
+        let site = vec!["PYTHONPATH=/srv/lib".to_string()];
+        let exec = vec![
+            "PATH=/opt/grader:/usr/bin:/bin".to_string(),
+            "LANG=C".to_string(),
+        ];
+        let verifier = vec![
+            "PYTHONPATH=/opt/project/src".to_string(),
+            "A B=x".to_string(),
+        ];
+        let env = verifier_env(&image, &[&site, &exec, &verifier]);
+        assert_eq!(
+            env,
+            [
+                "PATH=/opt/grader:/usr/bin:/bin",
+                "LANG=C",
+                "PYTHONPATH=/opt/project/src",
+                "A B=x"
+            ]
+        );
+        assert_eq!(
+            exports(&image, &env),
+            "export PATH=/opt/grader:/usr/bin:/bin\nexport PYTHONPATH=/opt/project/src\n",
+            "the image's own values and names no shell assigns are left out"
+        );
+        assert_eq!(
+            own_path(&image, &env, "/app"),
+            ["/opt/grader", "/usr/bin", "/bin"]
+        );
+        assert!(own_path(&image, &image, "/app").is_empty());
+        let empty_entry = vec!["PATH=:/usr/bin".to_string()];
+        assert_eq!(
+            own_path(&empty_entry, &empty_entry, "/app"),
+            ["/app", "/usr/bin"]
+        );
+        let odd = vec!["X=a b'c".to_string()];
+        assert_eq!(exports(&[], &odd), "export X=\"a b'c\"\n");
+    }
 
     #[test]
     fn the_window_covers_the_whole_session() {

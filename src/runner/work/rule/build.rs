@@ -706,6 +706,16 @@ impl Rules {
         for (name, value) in env.iter().filter_map(|e| e.split_once('=')) {
             let used =
                 test_sh.contains(&format!("${name}")) || test_sh.contains(&format!("${{{name}}}"));
+            // An empty or `.` entry of `PATH` (`ENV PATH="${EXTRA_BIN}:${PATH}"` with the
+            // variable unset) searches whichever folder a program runs in: a program test.sh
+            // runs is then the toolchain's in any folder, and an interpreter's name in the
+            // working folders (the rule fails closed, as for a search path it cannot name).
+            if name == "PATH" && value.split(':').any(|e| matches!(e, "" | "." | "./")) {
+                self.every_folder_first.get_or_insert_with(|| {
+                    "the verifier's PATH searches the working folder (an empty or `.` entry)".into()
+                });
+                self.bin_dirs.extend(self.working.clone());
+            }
             let value = value.trim_end_matches('/');
             if used && value.starts_with('/') && !value.contains(':') {
                 self.shadow_dirs.insert(value.to_string());
@@ -734,7 +744,8 @@ impl Rules {
             for entry in value.split(':') {
                 let entry = entry.trim_end_matches('/');
                 match name {
-                    "PATH" if !entry.starts_with('/') && !entry.is_empty() => {
+                    "PATH" if entry.is_empty() || entry == "." => {}
+                    "PATH" if !entry.starts_with('/') => {
                         for w in self.working.clone() {
                             let why = format!("the image's PATH has {entry} (from {w})");
                             self.trees.push((join(&w, entry), why));

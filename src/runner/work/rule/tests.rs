@@ -1450,3 +1450,38 @@ fn a_virtual_environment_test_sh_makes_is_the_toolchain() {
     );
     assert!(r.classify("/app/env-notes.txt", false, &[]).is_work());
 }
+
+#[test]
+fn an_empty_or_dot_entry_of_path_protects_what_test_sh_runs_in_any_folder() {
+    // The tenth red team: `ENV PATH="${EXTRA_BIN}:${PATH}"` with EXTRA_BIN unset.
+    let sh = "mkdir -p /logs/verifier\ncheck-answer /app/answer.txt";
+    for path in [":/usr/bin", "/usr/bin:.", "/usr/bin::/bin"] {
+        let r = rules_with(sh, "").with_image_env(&[format!("PATH={path}")], sh);
+        assert!(r.fails_closed().is_some(), "{path}");
+        assert_toolchain(&r, &["/app/check-answer", "/app/mkdir", "/app/python3"]);
+        assert_eq!(r.classify("/app/answer.txt", false, &[]), Class::Work);
+    }
+    // `/` and absolute entries alone are no such entry.
+    let r = rules_with(sh, "").with_image_env(&["PATH=/usr/bin:/".into()], sh);
+    assert!(r.fails_closed().is_none());
+    assert_eq!(r.classify("/app/check-answer", false, &[]), Class::Work);
+}
+
+#[test]
+fn the_verifier_s_own_search_paths_read_as_test_sh_s_first_lines() {
+    // `[verifier] env` (or `[environment] env`, `--env`, a compose file's `environment`)
+    // reaches the verifier's exec: the trial reads it as `export` lines before test.sh
+    // (`trial::handover::exports`).
+    let sh = "export PATH=/opt/grader:/usr/bin\nexport PYTHONPATH=/opt/project/src\n\
+              mkdir -p /logs/verifier\ncheck-answer /app/answer.txt\npytest /tests";
+    let r = rules_with(sh, "");
+    assert_toolchain(&r, &["/opt/grader/check-answer"]);
+    assert!(
+        matches!(
+            r.classify("/opt/project/src/json/__init__.py", false, &[]),
+            Class::Shadow(_)
+        ),
+        "{:?}",
+        r.classify("/opt/project/src/json/__init__.py", false, &[])
+    );
+}

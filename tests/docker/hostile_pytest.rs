@@ -571,6 +571,12 @@ const CASES: &[Case] = &[
         Run::PythonM,
         Flagged("module pytest"),
     ),
+    // The eleventh: the file bash sources before test.sh (`BASH_ENV` in `[verifier] env`).
+    case(
+        "verifier-env-bash-env",
+        Run::Pytest,
+        LeftBehind("/app/.testenv"),
+    ),
     case(
         "verifier-user-site",
         Run::Pytest,

@@ -279,6 +279,7 @@ pub(super) async fn to_verifier(
             &skill_dirs,
         )
         .with_image_env(&env, &rule_sh)
+        .with_verifier_env(&env)
         .with_test_sources(&tests.sources)
         .with_test_requirements(&facts.files, &tests.requirements)
         .with_test_names(&tests.names),
@@ -397,9 +398,12 @@ fn own_path(image: &[String], env: &[String], working_dir: &str) -> Vec<String> 
     out
 }
 
-/// `export NAME=VALUE` lines (the value quoted for the shell) for each variable of `env` that
-/// `image` does not hold with that value: what the work rule reads as `test.sh`'s first lines.
-/// A name no shell could assign is left out.
+/// `export NAME=VALUE` lines for each variable of `env` that `image` does not hold with that
+/// value: what the work rule reads as `test.sh`'s first lines. A name no shell could assign is
+/// left out, and so is a value `test.sh`'s reader would not take as written
+/// ([`crate::runner::work::rule::plain`]: `/opt/my project`, `~/lib`, `$X`): those the rule
+/// reads literally ([`Rules::with_verifier_env`]), and a `test.sh` that uses such a variable
+/// fails the rule closed.
 fn exports(image: &[String], env: &[String]) -> String {
     let valid = |k: &str| {
         k.chars()
@@ -410,8 +414,8 @@ fn exports(image: &[String], env: &[String]) -> String {
     env.iter()
         .filter(|e| !image.contains(e))
         .filter_map(|e| e.split_once('='))
-        .filter(|(k, _)| valid(k))
-        .filter_map(|(k, v)| Some(format!("export {k}={}\n", shlex::try_quote(v).ok()?)))
+        .filter(|(k, v)| valid(k) && crate::runner::work::rule::plain(v))
+        .map(|(k, v)| format!("export {k}={v}\n"))
         .collect()
 }
 
@@ -456,8 +460,16 @@ mod tests {
             own_path(&empty_entry, &empty_entry, "/app"),
             ["/app", "/usr/bin"]
         );
-        let odd = vec!["X=a b'c".to_string()];
-        assert_eq!(exports(&[], &odd), "export X=\"a b'c\"\n");
+        let odd = vec![
+            "X=a b".to_string(),
+            "Y=~/lib".to_string(),
+            "Z=/o/$X".to_string(),
+        ];
+        assert_eq!(
+            exports(&[], &odd),
+            "",
+            "read literally, never as shell text"
+        );
     }
 
     #[test]

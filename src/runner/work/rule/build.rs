@@ -10,10 +10,9 @@ use crate::runner::work::paths::{follow, join, normalize};
 use crate::runner::work::test_sh::{
     LOADER_PATHS, Landings, MODULE_PATHS, PROGRAM_PATHS, as_read, command_names, copies_of_tests,
     coverage_use, environment_files, installed_modules, installs_a_folder, installs_packages,
-    loader_searches_working, local_package_source, made_dirs, made_venvs, node_test_copies,
-    package_refs, package_sources, pip_requirements, pytest_arguments, pytest_targets,
-    relative_search_dirs, runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies,
-    unresolved, working_dirs,
+    loader_searches_working, made_dirs, made_venvs, node_test_copies, package_refs,
+    package_sources, pip_requirements, pytest_arguments, pytest_targets, relative_search_dirs,
+    runs_uv, search_dirs, sourced_files, sys_path_dirs, test_copies, unresolved, working_dirs,
 };
 
 /// Every Python installation of the image wherever it stands, not only those on `PATH`: each
@@ -692,79 +691,6 @@ impl Rules {
         }
     }
 
-    /// This rule with the folders `test.sh` changes into through a variable of the image's
-    /// environment (`cd $APP_HOME`, `ENV APP_HOME=/opt/project`; `env`: `NAME=value` each)
-    /// searched first as well.
-    pub fn with_image_env(mut self, env: &[String], test_sh: &str) -> Rules {
-        let test_sh = &as_read(test_sh);
-        // The image's variables are known values: a `cd $APP_HOME` is followed.
-        let names: Vec<&str> = env
-            .iter()
-            .filter_map(|e| Some(e.split_once('=')?.0))
-            .collect();
-        self.every_folder_first = unresolved(test_sh, &names, &self.home);
-        for (name, value) in env.iter().filter_map(|e| e.split_once('=')) {
-            let used =
-                test_sh.contains(&format!("${name}")) || test_sh.contains(&format!("${{{name}}}"));
-            // An empty or `.` entry of `PATH` (`ENV PATH="${EXTRA_BIN}:${PATH}"` with the
-            // variable unset) searches whichever folder a program runs in: a program test.sh
-            // runs is then the toolchain's in any folder, and an interpreter's name in the
-            // working folders (the rule fails closed, as for a search path it cannot name).
-            if name == "PATH" && value.split(':').any(|e| matches!(e, "" | "." | "./")) {
-                self.every_folder_first.get_or_insert_with(|| {
-                    "the verifier's PATH searches the working folder (an empty or `.` entry)".into()
-                });
-                self.bin_dirs.extend(self.working.clone());
-            }
-            let value = value.trim_end_matches('/');
-            if used && value.starts_with('/') && !value.contains(':') {
-                self.shadow_dirs.insert(value.to_string());
-            }
-            // coverage.py's configuration the image names: its plugins are imported.
-            if matches!(name, "COVERAGE_RCFILE" | "COVERAGE_PROCESS_START")
-                && value.starts_with('/')
-            {
-                self.coverage |= name == "COVERAGE_PROCESS_START";
-                self.files.push((normalize(value), COVERAGE_READS.into()));
-            }
-            // Where the image tells pip and uv to take packages from (an offline image's
-            // `PIP_FIND_LINKS=/opt/wheels`): whitespace- or comma-separated, `name=` prefixes
-            // of uv's named indexes read away.
-            if PACKAGE_SOURCE_SETTINGS.contains(&name) {
-                for v in value.split([' ', ',']) {
-                    let v = v.split_once('=').map_or(v, |(_, url)| url);
-                    if let Some(d) = local_package_source(v).filter(|d| d.starts_with('/')) {
-                        self.trees.push((normalize(&d), PACKAGES_FROM.into()));
-                    }
-                }
-            }
-            // The image's own search paths: a relative `PATH` entry (`node_modules/.bin`) is
-            // read from whichever folder test.sh is in; the loader's absolute folders are the
-            // toolchain's, an empty or relative entry makes it search the working folder.
-            for entry in value.split(':') {
-                let entry = entry.trim_end_matches('/');
-                match name {
-                    "PATH" if entry.is_empty() || entry == "." => {}
-                    "PATH" if !entry.starts_with('/') => {
-                        for w in self.working.clone() {
-                            let why = format!("the image's PATH has {entry} (from {w})");
-                            self.trees.push((join(&w, entry), why));
-                        }
-                    }
-                    "LD_LIBRARY_PATH" if entry.starts_with('/') => {
-                        let why = format!("the image's LD_LIBRARY_PATH has {entry}");
-                        self.trees.push((entry.to_string(), why));
-                    }
-                    "LD_LIBRARY_PATH" => {
-                        self.add_loader_dirs(&self.working.clone(), LOADER_SEARCHES);
-                    }
-                    _ => {}
-                }
-            }
-        }
-        self
-    }
-
     /// This rule with `dirs`, the folders links named `bin` lead to, read as `bin` folders.
     pub fn with_bin_dirs(mut self, dirs: impl IntoIterator<Item = String>) -> Rules {
         self.bin_dirs.extend(dirs);
@@ -869,12 +795,12 @@ impl Rules {
 
 /// Why a library's name is the toolchain's in a folder the loader searches by an empty or
 /// relative entry.
-const LOADER_SEARCHES: &str = "the loader searches";
+pub(super) const LOADER_SEARCHES: &str = "the loader searches";
 
 impl Rules {
     /// Adds `dirs` to the folders the loader finds libraries in by name, with `why` (the first
     /// reason given for a folder stays).
-    fn add_loader_dirs(&mut self, dirs: &[String], why: &str) {
+    pub(super) fn add_loader_dirs(&mut self, dirs: &[String], why: &str) {
         for d in dirs {
             self.loader_dirs
                 .entry(d.clone())

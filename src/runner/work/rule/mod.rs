@@ -39,6 +39,8 @@
 //!    docs/limitations.md.
 
 mod build;
+mod env;
+pub use env::plain;
 mod names;
 mod probe;
 

@@ -1485,3 +1485,60 @@ fn the_verifier_s_own_search_paths_read_as_test_sh_s_first_lines() {
         r.classify("/opt/project/src/json/__init__.py", false, &[])
     );
 }
+
+#[test]
+fn the_verifier_s_environment_is_read_literally() {
+    // The eleventh red team: the file bash sources first, a preloaded library, the pytest
+    // configuration and plugin PYTEST_ADDOPTS names, and search paths whose values test.sh's
+    // reader would split (a blank) or expand (`~`, which Python never expands).
+    let sh = "pytest /tests";
+    let env: Vec<String> = [
+        "BASH_ENV=/opt/env/setup.sh",
+        "LD_PRELOAD=/opt/hook/libhook.so",
+        "PYTEST_ADDOPTS=-c /srv/conf/ci.ini -p myplug -k 'not slow'",
+        "PYTHONPATH=/opt/my project/src:~/lib",
+        "PATH=/opt/my tools/bin:/usr/bin",
+        "PYTHONUSERBASE=/opt/py user",
+    ]
+    .map(String::from)
+    .to_vec();
+    let r = rules_with(sh, "").with_verifier_env(&env);
+    assert_toolchain(
+        &r,
+        &[
+            "/opt/env/setup.sh",
+            "/opt/hook/libhook.so",
+            "/srv/conf/ci.ini",
+            "/opt/my tools/bin/check",
+            "/opt/py user/lib/python3.12/site-packages/evil.pth",
+        ],
+    );
+    for shadow in [
+        "/opt/my project/src/json/__init__.py",
+        "/app/~/lib/json/__init__.py",
+        "/app/myplug.py",
+    ] {
+        assert!(
+            matches!(r.classify(shadow, false, &[]), Class::Shadow(_)),
+            "{shadow}: {:?}",
+            r.classify(shadow, false, &[])
+        );
+    }
+    assert_eq!(
+        r.classify("/opt/my project/src/answer.py", false, &[]),
+        Class::Work
+    );
+    // BASH_ENV relative to the working folder, and through an expansion the rule cannot name.
+    let r = rules_with(sh, "").with_verifier_env(&["BASH_ENV=.testenv".into()]);
+    assert_toolchain(&r, &["/app/.testenv"]);
+    let r = rules_with(sh, "").with_verifier_env(&["BASH_ENV=$(cat /x)".into()]);
+    assert!(r.fails_closed().is_some());
+}
+
+#[test]
+fn pytest_s_configuration_named_in_an_assignment_is_its() {
+    // `PYTEST_ADDOPTS="-c /srv/conf/ci.ini" pytest` in test.sh itself.
+    let sh = "PYTEST_ADDOPTS=\"-c /srv/conf/ci.ini -k x\" pytest /tests/test_outputs.py";
+    let r = rules_with(sh, "");
+    assert_toolchain(&r, &["/srv/conf/ci.ini"]);
+}

@@ -241,16 +241,24 @@ pub fn command_names(test_sh: &str) -> std::collections::BTreeSet<String> {
 
 /// What `test_sh`'s pytest commands name on their command line: the configuration files
 /// (`-c FILE`, `-cFILE`, `--config-file[=]FILE`) and the plugins they load by module name (`-p NAME`,
-/// `-pNAME`; `no:NAME` disables one). Paths as written (a relative one is read from the working
-/// folders).
+/// `-pNAME`; `no:NAME` disables one), also inside an assignment (`PYTEST_ADDOPTS="-c FILE"`).
+/// Paths as written (a relative one is read from the working folders).
 pub fn pytest_arguments(test_sh: &str) -> (Vec<String>, Vec<String>) {
     let (mut configs, mut plugins) = (Vec::new(), Vec::new());
     for line in logical_lines(test_sh) {
-        if !line.contains("pytest") || line.contains("pip") {
+        if !line.to_ascii_lowercase().contains("pytest") || line.contains("pip") {
             continue;
         }
+        // An assignment's value is read as arguments too (`PYTEST_ADDOPTS="-c ci.ini" pytest`).
         let words: Vec<&str> = line
             .split(|c: char| c.is_whitespace() || ";&|()".contains(c))
+            .map(|w| {
+                w.split_once('=')
+                    .filter(|(k, _)| {
+                        !k.is_empty() && k.chars().all(|c| c == '_' || c.is_ascii_alphanumeric())
+                    })
+                    .map_or(w, |(_, v)| v)
+            })
             .map(|w| w.trim_matches(['"', '\'']))
             .filter(|w| !w.is_empty())
             .collect();

@@ -498,7 +498,7 @@ async fn root_exec(
 /// bytes and times (`cp -p`), a folder's content as it is there (`cp -a`) — the link's owner
 /// and the mode of what it leads to. A copy that fails leaves nothing there (a folder's entry
 /// that cannot be copied is left out): the agent's files never make the exec fail. A copy that
-/// fails where the disk is full (under 1 MiB or 16 inodes free, measured before anything of it
+/// fails where the disk is full (under 1 MiB free, or 16 inodes where the file system counts them, measured before anything of it
 /// is removed) prints [`DISK_FULL_LINE`]: the machine's fault, told apart by measuring the
 /// disk, never by reading an error message the agent's file names are part of. Paths are
 /// quoted for the shell; the static tools run.
@@ -512,10 +512,12 @@ fn link_copies_script(copies: &[LinkCopy]) -> Result<String, RunnerError> {
             .map(|q| q.into_owned())
             .map_err(|e| RunnerError::Task(e.to_string()))
     };
-    // `full DIR`: whether DIR's file system is full (free blocks × block size, free inodes).
+    // `full DIR`: whether DIR's file system is full (free blocks × block size, free inodes —
+    // only where it counts inodes at all: btrfs reports none free of none).
     let mut script = format!(
-        "full() {{ set -- $({s}/stat -f -c '%f %S %d' -- \"$1\" 2>/dev/null); \
-         [ -n \"$3\" ] && {{ [ $(($1 * $2)) -lt 1048576 ] || [ \"$3\" -lt 16 ]; }} && \
+        "full() {{ set -- $({s}/stat -f -c '%f %S %d %c' -- \"$1\" 2>/dev/null); \
+         [ -n \"$4\" ] && {{ [ $(($1 * $2)) -lt 1048576 ] || \
+         {{ [ \"$4\" -gt 0 ] && [ \"$3\" -lt 16 ]; }}; }} && \
          echo {DISK_FULL_LINE}; return 0; }}\n"
     );
     for c in copies {
@@ -644,9 +646,9 @@ mod tests {
 
     /// A manifest of an image with `/app/keep.txt` and `/app/old.txt`.
     /// Runs `script` with the host's busybox for skillscope's static tools, `cp` made to fail
-    /// and `stat -f` reporting `free_blocks` of 4 KiB and `free_inodes` when `fake_stat`; returns
+    /// and `stat -f` reporting free blocks of 4 KiB, free inodes and all inodes when `fake_stat`; returns
     /// its stdout and the temporary folder it ran in.
-    fn run_copies(script: &str, fake_stat: Option<(u64, u64)>) -> (String, tempfile::TempDir) {
+    fn run_copies(script: &str, fake_stat: Option<(u64, u64, u64)>) -> (String, tempfile::TempDir) {
         let busybox = ["/bin/busybox", "/usr/bin/busybox"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists())
@@ -665,8 +667,8 @@ mod tests {
                 .unwrap();
         };
         fake("cp", "exit 1");
-        if let Some((blocks, inodes)) = fake_stat {
-            fake("stat", &format!("echo {blocks} 4096 {inodes}"));
+        if let Some((blocks, inodes, total)) = fake_stat {
+            fake("stat", &format!("echo {blocks} 4096 {inodes} {total}"));
         }
         let script = script
             .replace(STATIC_SHELL_DIR, &bin.to_string_lossy())
@@ -705,7 +707,7 @@ mod tests {
         assert!(!dir.path().join("work/a").exists());
         // A full disk (no free block, or no free inode) after a failed copy is said, for the
         // file's folder and for the folder's copy alike.
-        for full in [(0, 1000), (100, 3)] {
+        for full in [(0, 1000, 5000), (100, 3, 5000)] {
             let (out, _) = run_copies(&script, Some(full));
             assert_eq!(
                 out.lines().filter(|l| *l == DISK_FULL_LINE).count(),
@@ -713,8 +715,12 @@ mod tests {
                 "{full:?}: {out}"
             );
         }
-        let (out, _) = run_copies(&script, Some((1 << 20, 1 << 20)));
+        let (out, _) = run_copies(&script, Some((1 << 20, 1 << 20, 1 << 21)));
         assert_eq!(out, "", "room on the disk: {out}");
+        // A file system that counts no inodes (btrfs: 0 free of 0) is not full for that: a copy
+        // the agent made fail there stays the agent's, never a fault.
+        let (out, _) = run_copies(&script, Some((1 << 20, 0, 0)));
+        assert_eq!(out, "", "no inode count: {out}");
     }
 
     fn manifest() -> Manifest {
